@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run executes the CLI in-process and returns stdout, stderr and the error
+// main would print.
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), errb.String(), err
+}
+
+// snapshot hashes every file under dir.
+func snapshot(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	m := map[string][32]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		m[p] = sha256.Sum256(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestOnboardIdempotent(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	out, _, err := run(t, "onboard", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "created config") || !strings.Contains(out, "created SOUL.md") {
+		t.Errorf("first onboard output:\n%s", out)
+	}
+	fi, err := os.Stat(cfg)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("config: %v, mode %v", err, fi)
+	}
+
+	// The user edits a template and the config.
+	soul := filepath.Join(dir, "workspace", "SOUL.md")
+	if err := os.WriteFile(soul, []byte("edited"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(cfg)
+	edited := strings.Replace(string(b), `"port": 18790`, `"port": 18791`, 1)
+	if err := os.WriteFile(cfg, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	before := snapshot(t, dir)
+	out, _, err = run(t, "onboard", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "created") {
+		t.Errorf("second onboard created something:\n%s", out)
+	}
+	after := snapshot(t, dir)
+	if len(before) != len(after) {
+		t.Errorf("file count changed: %d -> %d", len(before), len(after))
+	}
+	for p, h := range before {
+		if after[p] != h {
+			t.Errorf("second onboard changed %s", p)
+		}
+	}
+}
+
+func TestOnboardWritesMigration(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"tools": {"exec": {"restrictToWorkspace": false}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "onboard", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "migrated tools.exec.restrictToWorkspace -> tools.restrictToWorkspace") {
+		t.Errorf("output:\n%s", out)
+	}
+	b, _ := os.ReadFile(cfg)
+	if !strings.Contains(string(b), `"restrictToWorkspace": false`) || strings.Count(string(b), "restrictToWorkspace") != 1 {
+		t.Errorf("migrated file:\n%s", b)
+	}
+	out, _, _ = run(t, "onboard", "--config", cfg)
+	if strings.Contains(out, "migrated") {
+		t.Errorf("second onboard migrated again:\n%s", out)
+	}
+}
+
+func TestMalformedConfigFailsEveryCommand(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"syntax": `{"agents": {`,
+		"type":   `{"channels": {"telegram": {"allowFrom": ["a", 1]}}}`,
+	} {
+		cfg := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, sub := range []string{"onboard", "status", "version", "agent", "gateway"} {
+			_, _, err := run(t, sub, "--config", cfg)
+			if err == nil {
+				t.Errorf("%s with %s config: want error", sub, name)
+				continue
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "config "+cfg+": ") || strings.Contains(msg, "\n") {
+				t.Errorf("%s: error %q does not name the file on one line", sub, msg)
+			}
+			if name == "type" && !strings.Contains(msg, "channels.telegram.allowFrom[1]: want string, got number") {
+				t.Errorf("%s: error %q does not name the JSON path", sub, msg)
+			}
+		}
+	}
+}
+
+func TestStatusNeverPrintsKeys(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	const key = "sk-test-0123456789abcdef"
+	body := `{"providers": {"openrouter": {"apiKey": "` + key + `"}, "ollama": {"apiBase": "http://127.0.0.1:11434/v1"}},
+	  "agents": {"defaults": {"provider": "openrouter"}},
+	  "channels": {"telegram": {"enabled": true, "allowFrom": ["1"], "token": "123456:abcdefghijk"}}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := run(t, "status", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{key, "abcdefghijk"} {
+		if strings.Contains(out+errOut, leak) {
+			t.Errorf("status leaks %q:\n%s%s", leak, out, errOut)
+		}
+	}
+	for _, want := range []string{"openrouter   key set", "ollama       no key, apiBase http://127.0.0.1:11434/v1", "telegram     enabled, 1 allowed sender(s)", "provider:   openrouter"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, _, err := run(t, "version", "--config", filepath.Join(t.TempDir(), "none.json"))
+	if err != nil || !strings.HasPrefix(out, "nanobot ") {
+		t.Errorf("version: %q %v", out, err)
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/logging"
+)
+
+// app is what every subcommand gets after the root's pre-run: the loaded
+// config and a logger.
+type app struct {
+	configPath string
+	logLevel   string
+	logFormat  string
+	// overrides are flag values applied over the config (dotted paths).
+	overrides map[string]any
+
+	loaded *configs.Loaded
+	log    *slog.Logger
+	stderr io.Writer
+}
+
+func newRootCmd() *cobra.Command {
+	a := &app{overrides: map[string]any{}, stderr: os.Stderr}
+	root := &cobra.Command{
+		Use:           "nanobot",
+		Short:         "A personal AI assistant for your chats, in one binary",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.load(cmd)
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.configPath, "config", "", "config file (default ~/.nanobot/config.json); every other path derives from its folder")
+	pf.StringVar(&a.logLevel, "log-level", "", "log level: debug, info, warn, error (default from config, else info)")
+	pf.StringVar(&a.logFormat, "log-format", "", "log format: text or json (default from config, else text)")
+
+	root.AddCommand(
+		newOnboardCmd(a),
+		newStatusCmd(a),
+		newVersionCmd(a),
+		newAgentCmd(a),
+		newGatewayCmd(a),
+	)
+	return root
+}
+
+// load reads the config and builds the logger. It runs before every
+// subcommand, so a broken config stops every command with one line naming
+// the file and the JSON path.
+func (a *app) load(cmd *cobra.Command) error {
+	a.stderr = cmd.ErrOrStderr()
+	path := a.configPath
+	if path == "" {
+		path = os.Getenv("NANOBOT_CONFIG")
+	}
+	if a.logLevel != "" {
+		a.overrides["log.level"] = a.logLevel
+	}
+	if a.logFormat != "" {
+		a.overrides["log.format"] = a.logFormat
+	}
+	loaded, err := configs.Load(configs.Options{Path: path, Overrides: a.overrides})
+	if err != nil {
+		return err
+	}
+	a.loaded = loaded
+	log, _, err := logging.New(a.stderr, logging.Options{
+		Level:   loaded.Config.Log.Level,
+		Format:  loaded.Config.Log.Format,
+		Secrets: loaded.Config.Secrets(),
+	})
+	if err != nil {
+		return fmt.Errorf("logging: %w", err)
+	}
+	a.log = log
+	for _, w := range loaded.Warnings {
+		log.Warn("config: "+w, "file", loaded.Path)
+	}
+	return nil
+}

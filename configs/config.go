@@ -1,0 +1,209 @@
+// Package configs owns the user's config.json: the typed configuration
+// structs (one per section, camelCase JSON keys in the shape nanobot users
+// already have), their defaults, loading in layers (defaults -> file ->
+// NANOBOT_ environment -> command-line overrides) with koanf, ${VAR}
+// expansion, migration of older key locations, validation with errors that
+// name the JSON path, atomic 0600 saves, and the paths every other folder
+// derives from the config file's location.
+//
+// Components do not read this package's structs at run time more than once:
+// cmd converts the loaded Config into each component's own options.
+package configs
+
+// Config is the root of config.json.
+type Config struct {
+	// Agents holds the agent settings.
+	Agents AgentsConfig `json:"agents"`
+	// Providers maps a provider name (openrouter, anthropic, deepseek, ollama,
+	// or any custom name) to its credentials and endpoint.
+	Providers map[string]ProviderConfig `json:"providers"`
+	// Channels configures the chat platforms.
+	Channels ChannelsConfig `json:"channels"`
+	// Gateway configures the daemon's HTTP server and heartbeat.
+	Gateway GatewayConfig `json:"gateway"`
+	// Tools configures what the agent may do.
+	Tools ToolsConfig `json:"tools"`
+	// Log configures logging.
+	Log LogConfig `json:"log"`
+}
+
+// AgentsConfig holds agent settings. Only defaults exist today; named agents
+// may follow.
+type AgentsConfig struct {
+	// Defaults applies to every conversation.
+	Defaults AgentDefaults `json:"defaults"`
+}
+
+// AgentDefaults are the agent's model and loop settings.
+type AgentDefaults struct {
+	// Workspace is the agent's working folder (bootstrap files, memory,
+	// skills, files it writes). "~" expands to the home folder; a relative
+	// path is relative to the config file's folder. Default: "workspace"
+	// beside config.json.
+	Workspace string `json:"workspace"`
+	// Model is the model name, optionally prefixed by a provider
+	// ("openrouter/anthropic/claude-sonnet-4.5", "deepseek-chat").
+	Model string `json:"model"`
+	// Provider forces a provider by name; "auto" matches one from the model
+	// name and the configured keys.
+	Provider string `json:"provider"`
+	// FallbackModels are tried in order when the primary model fails after
+	// retries.
+	FallbackModels []string `json:"fallbackModels"`
+	// MaxTokens caps the tokens of one reply.
+	MaxTokens int `json:"maxTokens"`
+	// ContextWindowTokens is the model's context window; memory
+	// consolidation keeps prompts inside it.
+	ContextWindowTokens int `json:"contextWindowTokens"`
+	// Temperature is the sampling temperature (0-2).
+	Temperature float64 `json:"temperature"`
+	// MaxToolIterations caps LLM<->tool round trips in one turn; at the cap
+	// the model is asked for a final answer without tools.
+	MaxToolIterations int `json:"maxToolIterations"`
+	// Timezone is the IANA timezone shown to the model and used by cron
+	// ("" = the machine's local zone).
+	Timezone string `json:"timezone"`
+	// ReasoningEffort asks reasoning models to think more or less: "",
+	// "low", "medium" or "high" ("" = the provider's default).
+	ReasoningEffort string `json:"reasoningEffort"`
+	// MaxConcurrentTurns caps LLM turns running at once across all sessions.
+	MaxConcurrentTurns int `json:"maxConcurrentTurns"`
+	// MaxToolResultChars truncates a stored tool result beyond this size
+	// (head and tail kept).
+	MaxToolResultChars int `json:"maxToolResultChars"`
+	// MaxConcurrentSubagents caps sub-agents running at once.
+	MaxConcurrentSubagents int `json:"maxConcurrentSubagents"`
+	// RequestTimeoutS is the per-request timeout of one LLM call.
+	RequestTimeoutS int `json:"requestTimeoutS"`
+	// StreamIdleTimeoutS aborts a streamed reply that sends nothing for this
+	// long.
+	StreamIdleTimeoutS int `json:"streamIdleTimeoutS"`
+}
+
+// ProviderConfig is one LLM provider's credentials and endpoint.
+type ProviderConfig struct {
+	// APIKey is the provider's key. Use "${ENV_VAR}" to keep it out of the
+	// file.
+	APIKey string `json:"apiKey"`
+	// APIBase overrides the provider's endpoint (required for local and
+	// custom providers).
+	APIBase string `json:"apiBase"`
+	// ExtraHeaders are sent with every request.
+	ExtraHeaders map[string]string `json:"extraHeaders"`
+	// APIVersion is the api-version of Azure OpenAI.
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+// GatewayConfig configures the daemon.
+type GatewayConfig struct {
+	// Host is the HTTP server's bind address. Keep it on loopback unless a
+	// reverse proxy with TLS is in front.
+	Host string `json:"host"`
+	// Port is the HTTP server's port (health, metrics, web chat).
+	Port int `json:"port"`
+	// Heartbeat periodically wakes the agent to check HEARTBEAT.md.
+	Heartbeat HeartbeatConfig `json:"heartbeat"`
+}
+
+// HeartbeatConfig configures the heartbeat service.
+type HeartbeatConfig struct {
+	// Enabled turns the heartbeat on.
+	Enabled bool `json:"enabled"`
+	// IntervalS is the time between heartbeats in seconds.
+	IntervalS int `json:"intervalS"`
+}
+
+// ToolsConfig configures the agent's tools.
+type ToolsConfig struct {
+	// RestrictToWorkspace keeps file and shell tools inside the workspace.
+	RestrictToWorkspace bool `json:"restrictToWorkspace"`
+	// Exec configures the shell tool.
+	Exec ExecConfig `json:"exec"`
+	// Web configures web search and fetch.
+	Web WebConfig `json:"web"`
+	// MCPServers maps a server name to an MCP server connection.
+	MCPServers map[string]MCPServerConfig `json:"mcpServers"`
+	// SSRFAllowlist lists CIDRs web_fetch may reach although they are
+	// private (for example your LAN, "192.168.1.0/24").
+	SSRFAllowlist []string `json:"ssrfAllowlist"`
+	// Disabled lists tool names not offered to the model.
+	Disabled []string `json:"disabled"`
+}
+
+// ExecConfig configures the exec (shell) tool.
+type ExecConfig struct {
+	// Enable offers the exec tool to the model.
+	Enable bool `json:"enable"`
+	// Timeout is the default per-command timeout in seconds (at most 600).
+	Timeout int `json:"timeout"`
+	// DenyPatterns are extra regular expressions of commands to refuse.
+	DenyPatterns []string `json:"denyPatterns"`
+	// AllowPatterns are regular expressions that override a deny match.
+	AllowPatterns []string `json:"allowPatterns"`
+	// Sandbox confines commands: "auto" (the strongest available),
+	// "landlock", "bwrap" or "none".
+	Sandbox string `json:"sandbox"`
+	// AllowedEnvKeys are environment variables passed to commands in
+	// addition to a safe set.
+	AllowedEnvKeys []string `json:"allowedEnvKeys"`
+}
+
+// WebConfig configures the web tools.
+type WebConfig struct {
+	// Proxy is an HTTP(S) proxy URL for web requests.
+	Proxy string `json:"proxy"`
+	// Search configures web_search.
+	Search WebSearchConfig `json:"search"`
+	// Fetch configures web_fetch.
+	Fetch WebFetchConfig `json:"fetch"`
+}
+
+// WebSearchConfig configures web_search.
+type WebSearchConfig struct {
+	// Provider is "duckduckgo" (no key), "brave", "tavily" or "searxng".
+	Provider string `json:"provider"`
+	// APIKey is the search provider's key.
+	APIKey string `json:"apiKey"`
+	// BaseURL overrides the search endpoint (required for searxng).
+	BaseURL string `json:"baseUrl"`
+	// MaxResults is the default number of results (1-10).
+	MaxResults int `json:"maxResults"`
+}
+
+// WebFetchConfig configures web_fetch.
+type WebFetchConfig struct {
+	// MaxChars caps the text returned by one fetch.
+	MaxChars int `json:"maxChars"`
+}
+
+// MCPServerConfig is one MCP server connection.
+type MCPServerConfig struct {
+	// Type is "stdio", "sse" or "streamableHttp"; inferred from command/url
+	// when empty.
+	Type string `json:"type"`
+	// Command starts a stdio server (e.g. "npx").
+	Command string `json:"command"`
+	// Args are the stdio command's arguments.
+	Args []string `json:"args"`
+	// Env adds environment variables for a stdio server.
+	Env map[string]string `json:"env"`
+	// Cwd is the stdio server's working folder.
+	Cwd string `json:"cwd"`
+	// URL is the endpoint of an sse or streamableHttp server.
+	URL string `json:"url"`
+	// Headers are sent to an HTTP server.
+	Headers map[string]string `json:"headers"`
+	// ToolTimeout is the per-call timeout in seconds.
+	ToolTimeout int `json:"toolTimeout"`
+	// EnabledTools lists the tools to register: ["*"] for all, [] for none,
+	// raw names or mcp_<server>_<tool> names.
+	EnabledTools []string `json:"enabledTools"`
+}
+
+// LogConfig configures logging. Command-line flags override it.
+type LogConfig struct {
+	// Level is "debug", "info", "warn" or "error".
+	Level string `json:"level"`
+	// Format is "text" or "json".
+	Format string `json:"format"`
+}

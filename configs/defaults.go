@@ -1,0 +1,61 @@
+package configs
+
+// Default returns the built-in configuration: what nanobot runs on with no
+// config file.
+func Default() Config {
+	return Config{
+		Agents: AgentsConfig{Defaults: AgentDefaults{
+			Workspace:              "",
+			Model:                  "anthropic/claude-sonnet-4-5",
+			Provider:               "auto",
+			FallbackModels:         []string{},
+			MaxTokens:              8192,
+			ContextWindowTokens:    65536,
+			Temperature:            0.1,
+			MaxToolIterations:      40,
+			Timezone:               "",
+			ReasoningEffort:        "",
+			MaxConcurrentTurns:     8,
+			MaxToolResultChars:     16000,
+			MaxConcurrentSubagents: 4,
+			RequestTimeoutS:        300,
+			StreamIdleTimeoutS:     90,
+		}},
+		Providers: map[string]ProviderConfig{},
+		Channels: ChannelsConfig{
+			SendProgress:   true,
+			SendToolHints:  true,
+			SendMaxRetries: 3,
+			Platforms:      map[string]map[string]any{},
+		},
+		Gateway: GatewayConfig{
+			Host:      "127.0.0.1",
+			Port:      18790,
+			Heartbeat: HeartbeatConfig{Enabled: true, IntervalS: 1800},
+		},
+		Tools: ToolsConfig{
+			RestrictToWorkspace: true,
+			Exec: ExecConfig{
+				Enable:         true,
+				Timeout:        60,
+				DenyPatterns:   []string{},
+				AllowPatterns:  []string{},
+				Sandbox:        "auto",
+				AllowedEnvKeys: []string{},
+			},
+			Web: WebConfig{
+				Search: WebSearchConfig{Provider: "duckduckgo", MaxResults: 5},
+				Fetch:  WebFetchConfig{MaxChars: 50000},
+			},
+			MCPServers:    map[string]MCPServerConfig{},
+			SSRFAllowlist: []string{},
+			Disabled:      []string{},
+		},
+		Log: LogConfig{Level: "info", Format: "text"},
+	}
+}
+
+// MCPServerDefaults returns the defaults applied to every mcpServers entry.
+func MCPServerDefaults() MCPServerConfig {
+	return MCPServerConfig{ToolTimeout: 30, EnabledTools: []string{"*"}}
+}

@@ -1,0 +1,138 @@
+package configs
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	_ "time/tzdata" // timezones work in a static binary on a scratch image
+)
+
+// Validate checks values that are well-typed but impossible: unknown enum
+// values, out-of-range numbers, unparsable patterns.
+func (c *Config) Validate() []FieldError {
+	var v validator
+	d := c.Agents.Defaults
+	p := "agents.defaults."
+	v.require(d.Model != "", p+"model", "must not be empty")
+	v.positive(p+"maxTokens", d.MaxTokens)
+	v.positive(p+"contextWindowTokens", d.ContextWindowTokens)
+	if d.ContextWindowTokens > 0 && d.MaxTokens >= d.ContextWindowTokens {
+		v.add(p+"maxTokens", "must be smaller than contextWindowTokens (%d)", d.ContextWindowTokens)
+	}
+	v.require(d.Temperature >= 0 && d.Temperature <= 2, p+"temperature", "want 0 to 2, got %g", d.Temperature)
+	v.positive(p+"maxToolIterations", d.MaxToolIterations)
+	v.positive(p+"maxConcurrentTurns", d.MaxConcurrentTurns)
+	v.positive(p+"maxToolResultChars", d.MaxToolResultChars)
+	v.positive(p+"maxConcurrentSubagents", d.MaxConcurrentSubagents)
+	v.positive(p+"requestTimeoutS", d.RequestTimeoutS)
+	v.positive(p+"streamIdleTimeoutS", d.StreamIdleTimeoutS)
+	v.oneOf(p+"reasoningEffort", d.ReasoningEffort, "", "none", "minimal", "low", "medium", "high")
+	if d.Timezone != "" {
+		if _, err := time.LoadLocation(d.Timezone); err != nil {
+			v.add(p+"timezone", "unknown timezone %q", d.Timezone)
+		}
+	}
+	for i, m := range d.FallbackModels {
+		v.require(strings.TrimSpace(m) != "", fmt.Sprintf(p+"fallbackModels[%d]", i), "must not be empty")
+	}
+
+	for _, name := range sortedKeys(c.Providers) {
+		pc := c.Providers[name]
+		if pc.APIBase != "" && !strings.HasPrefix(pc.APIBase, "http://") && !strings.HasPrefix(pc.APIBase, "https://") {
+			v.add("providers."+name+".apiBase", "want an http:// or https:// URL, got %q", pc.APIBase)
+		}
+	}
+
+	v.require(c.Channels.SendMaxRetries >= 0 && c.Channels.SendMaxRetries <= 10, "channels.sendMaxRetries", "want 0 to 10, got %d", c.Channels.SendMaxRetries)
+
+	g := c.Gateway
+	v.require(g.Host != "", "gateway.host", "must not be empty")
+	v.require(g.Port >= 1 && g.Port <= 65535, "gateway.port", "want 1 to 65535, got %d", g.Port)
+	if g.Heartbeat.Enabled {
+		v.require(g.Heartbeat.IntervalS >= 10, "gateway.heartbeat.intervalS", "want at least 10 seconds, got %d", g.Heartbeat.IntervalS)
+	}
+
+	t := c.Tools
+	v.require(t.Exec.Timeout >= 1 && t.Exec.Timeout <= 600, "tools.exec.timeout", "want 1 to 600 seconds, got %d", t.Exec.Timeout)
+	v.oneOf("tools.exec.sandbox", t.Exec.Sandbox, "auto", "landlock", "bwrap", "none")
+	v.patterns("tools.exec.denyPatterns", t.Exec.DenyPatterns)
+	v.patterns("tools.exec.allowPatterns", t.Exec.AllowPatterns)
+	v.oneOf("tools.web.search.provider", t.Web.Search.Provider, "duckduckgo", "brave", "tavily", "searxng")
+	if t.Web.Search.Provider == "searxng" {
+		v.require(t.Web.Search.BaseURL != "", "tools.web.search.baseUrl", "required for searxng")
+	}
+	v.require(t.Web.Search.MaxResults >= 1 && t.Web.Search.MaxResults <= 10, "tools.web.search.maxResults", "want 1 to 10, got %d", t.Web.Search.MaxResults)
+	v.positive("tools.web.fetch.maxChars", t.Web.Fetch.MaxChars)
+	for i, cidr := range t.SSRFAllowlist {
+		if _, err := netip.ParsePrefix(cidr); err != nil {
+			v.add(fmt.Sprintf("tools.ssrfAllowlist[%d]", i), "want a CIDR like 192.168.1.0/24, got %q", cidr)
+		}
+	}
+	for _, name := range sortedKeys(t.MCPServers) {
+		s := t.MCPServers[name]
+		sp := "tools.mcpServers." + name
+		v.oneOf(sp+".type", s.Type, "stdio", "sse", "streamableHttp")
+		switch s.Type {
+		case "stdio":
+			v.require(s.Command != "", sp+".command", "required for a stdio server")
+		case "sse", "streamableHttp":
+			v.require(s.URL != "", sp+".url", "required for an %s server", s.Type)
+		case "":
+			v.add(sp, "needs a command (stdio) or a url (sse, streamableHttp)")
+		}
+		v.positive(sp+".toolTimeout", s.ToolTimeout)
+	}
+
+	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	v.oneOf("log.format", c.Log.Format, "text", "json")
+	return v.errs
+}
+
+type validator struct{ errs []FieldError }
+
+func (v *validator) add(path, format string, args ...any) {
+	v.errs = append(v.errs, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) require(ok bool, path, format string, args ...any) {
+	if !ok {
+		v.add(path, format, args...)
+	}
+}
+
+func (v *validator) positive(path string, n int) {
+	v.require(n > 0, path, "want a positive number, got %d", n)
+}
+
+func (v *validator) oneOf(path, val string, allowed ...string) {
+	if !slices.Contains(allowed, val) {
+		var shown []string
+		for _, a := range allowed {
+			if a != "" {
+				shown = append(shown, fmt.Sprintf("%q", a))
+			}
+		}
+		v.add(path, "want one of %s, got %q", strings.Join(shown, ", "), val)
+	}
+}
+
+func (v *validator) patterns(path string, pats []string) {
+	for i, p := range pats {
+		if _, err := regexp.Compile(p); err != nil {
+			v.add(fmt.Sprintf("%s[%d]", path, i), "invalid regular expression: %v", err)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

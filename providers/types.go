@@ -1,0 +1,279 @@
+// Package providers owns the vendor-neutral LLM contract: the message shape the
+// sessions store, the request the agent sends, the one response shape every
+// backend returns (LLMResponse), the Provider interface, the provider registry
+// with model->provider matching, and the retry policy shared by all backends.
+//
+// The agent only ever sees these types; which vendor answers is decided here.
+package providers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Roles of a Message.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one chat message in the OpenAI chat-completions shape. It is also
+// the line format of session files, so its JSON form is a stable contract:
+// "content" is a string, or an array of parts when Parts is set.
+type Message struct {
+	Role string
+	// Content is the plain text content. Ignored when Parts is non-empty.
+	Content string
+	// Parts is multimodal content (text and images). When set it is encoded as
+	// the "content" array.
+	Parts []ContentPart
+	// ToolCalls are the calls an assistant message asks for.
+	ToolCalls []ToolCall
+	// ToolCallID links a tool-result message to its call.
+	ToolCallID string
+	// Name is the tool name on a tool-result message (optional).
+	Name string
+	// ReasoningContent is DeepSeek-style reasoning text, replayed when the
+	// vendor requires it.
+	ReasoningContent string
+	// ThinkingBlocks are Anthropic thinking blocks, replayed with signatures.
+	ThinkingBlocks []ThinkingBlock
+	// Timestamp is set when the message is stored (RFC 3339). Backends ignore it.
+	Timestamp string
+}
+
+// ContentPart is one element of multimodal content.
+type ContentPart struct {
+	Type     string    `json:"type"` // "text" or "image_url"
+	Text     string    `json:"text,omitempty"`
+	ImageURL *ImageURL `json:"image_url,omitempty"`
+}
+
+// ImageURL carries an image, usually as a data: URL with base64 content.
+type ImageURL struct {
+	URL    string `json:"url"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// TextPart and ImagePart build content parts.
+func TextPart(s string) ContentPart { return ContentPart{Type: "text", Text: s} }
+
+// ImagePart builds an image part from a URL (typically a data: URL).
+func ImagePart(url string) ContentPart {
+	return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: url}}
+}
+
+// ToolCall is a tool call as stored on an assistant message (OpenAI shape:
+// arguments are the raw JSON string the model produced).
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // always "function"
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is the function part of a ToolCall.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ThinkingBlock is an Anthropic extended-thinking block.
+type ThinkingBlock struct {
+	Type      string `json:"type"` // "thinking" or "redacted_thinking"
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"` // redacted_thinking payload
+}
+
+// HasImages reports whether the message carries image parts.
+func (m Message) HasImages() bool {
+	for _, p := range m.Parts {
+		if p.Type == "image_url" {
+			return true
+		}
+	}
+	return false
+}
+
+// Text returns the message's text: Content, or the concatenated text parts.
+func (m Message) Text() string {
+	if len(m.Parts) == 0 {
+		return m.Content
+	}
+	var s string
+	for _, p := range m.Parts {
+		if p.Type == "text" {
+			if s != "" {
+				s += "\n"
+			}
+			s += p.Text
+		}
+	}
+	return s
+}
+
+type messageJSON struct {
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content,omitempty"`
+	ToolCalls        []ToolCall      `json:"tool_calls,omitempty"`
+	ToolCallID       string          `json:"tool_call_id,omitempty"`
+	Name             string          `json:"name,omitempty"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ThinkingBlocks   []ThinkingBlock `json:"thinking_blocks,omitempty"`
+	Timestamp        string          `json:"timestamp,omitempty"`
+}
+
+// MarshalJSON encodes the OpenAI shape: content as string or parts array.
+func (m Message) MarshalJSON() ([]byte, error) {
+	j := messageJSON{
+		Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name,
+		ReasoningContent: m.ReasoningContent, ThinkingBlocks: m.ThinkingBlocks, Timestamp: m.Timestamp,
+	}
+	var err error
+	switch {
+	case len(m.Parts) > 0:
+		j.Content, err = json.Marshal(m.Parts)
+	case m.Content != "" || len(m.ToolCalls) == 0:
+		// An assistant message with only tool calls omits content; every other
+		// message carries a (possibly empty) string.
+		j.Content, err = json.Marshal(m.Content)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON accepts content as a string, an array of parts, or null.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var j messageJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*m = Message{
+		Role: j.Role, ToolCalls: j.ToolCalls, ToolCallID: j.ToolCallID, Name: j.Name,
+		ReasoningContent: j.ReasoningContent, ThinkingBlocks: j.ThinkingBlocks, Timestamp: j.Timestamp,
+	}
+	if len(j.Content) == 0 || string(j.Content) == "null" {
+		return nil
+	}
+	switch j.Content[0] {
+	case '"':
+		return json.Unmarshal(j.Content, &m.Content)
+	case '[':
+		return json.Unmarshal(j.Content, &m.Parts)
+	default:
+		return fmt.Errorf("message content: want string or array, got %s", j.Content[:1])
+	}
+}
+
+// ToolDefinition describes a tool to the model.
+type ToolDefinition struct {
+	Name        string
+	Description string
+	Parameters  map[string]any // JSON Schema of the arguments object
+}
+
+// ChatRequest is what the agent asks of a provider.
+type ChatRequest struct {
+	Model    string
+	Messages []Message
+	Tools    []ToolDefinition
+	// ToolChoice: "" or "auto" lets the model choose, "none" disables tools,
+	// "required" forces some tool, any other value forces the tool of that name.
+	ToolChoice      string
+	MaxTokens       int
+	Temperature     *float64
+	ReasoningEffort string // "", "low", "medium", "high"
+}
+
+// ToolCallRequest is a decoded tool call of a response.
+type ToolCallRequest struct {
+	ID        string
+	Name      string
+	Arguments map[string]any
+	// RawArguments is the JSON text the model sent (after repair, if any).
+	RawArguments string
+	// ArgumentsError is set when the arguments could not be decoded even after
+	// repair; the agent returns it to the model instead of running the tool.
+	ArgumentsError string
+}
+
+// Usage is token accounting for one call.
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+	TotalTokens      int
+	CacheReadTokens  int
+	CacheWriteTokens int
+}
+
+// Finish reasons.
+const (
+	FinishStop      = "stop"
+	FinishToolCalls = "tool_calls"
+	FinishLength    = "length"
+	FinishError     = "error"
+)
+
+// LLMResponse is the one response shape every backend returns.
+type LLMResponse struct {
+	Content          string
+	ToolCalls        []ToolCallRequest
+	FinishReason     string
+	Usage            Usage
+	ReasoningContent string
+	ThinkingBlocks   []ThinkingBlock
+	// Model is the model that answered (after fallback, the fallback's name).
+	Model string
+}
+
+// Delta is an incremental piece of a streamed response.
+type Delta struct {
+	Content   string
+	Reasoning string
+}
+
+// Provider is one LLM backend. Both calls block until the response is complete
+// or ctx ends; Stream calls onDelta (from the calling goroutine's stream
+// reader, never concurrently) as text arrives.
+type Provider interface {
+	Chat(ctx context.Context, req ChatRequest) (*LLMResponse, error)
+	Stream(ctx context.Context, req ChatRequest, onDelta func(Delta)) (*LLMResponse, error)
+}
+
+// Error is a failed provider call, classified for the retry policy and for
+// explaining it to the user.
+type Error struct {
+	Provider   string
+	StatusCode int    // 0 when no HTTP response was received
+	Message    string // vendor's message, never containing credentials
+	Transient  bool
+	// RetryAfter is the vendor's Retry-After hint, 0 if none.
+	RetryAfter int64 // milliseconds
+	Err        error
+}
+
+func (e *Error) Error() string {
+	s := e.Provider + ": "
+	if e.StatusCode != 0 {
+		s += fmt.Sprintf("status %d: ", e.StatusCode)
+	}
+	s += e.Message
+	if e.Err != nil && e.Message == "" {
+		s += e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsTransient reports whether err is a provider error worth retrying.
+func IsTransient(err error) bool {
+	var pe *Error
+	return errors.As(err, &pe) && pe.Transient
+}

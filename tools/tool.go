@@ -1,0 +1,70 @@
+// Package tools owns what the agent can do: the Tool interface, the Registry
+// that hands definitions to the provider and executes calls, and the
+// tolerant-cast-then-strict-validate treatment of the arguments a model sends.
+// Built-in tools live in sub-packages (shell, fs, web, message, spawn, cron,
+// mcp); every child process they start goes through tools/sandbox.
+package tools
+
+import "context"
+
+// Tool is one capability offered to the model.
+type Tool interface {
+	// Name is the function name the model calls (^[a-zA-Z0-9_-]{1,64}$).
+	Name() string
+	// Description tells the model when and how to use the tool.
+	Description() string
+	// Parameters is the JSON Schema (type "object") of the arguments.
+	Parameters() map[string]any
+	// Execute runs the call. args are already cast and validated against
+	// Parameters. A returned error is shown to the model as the tool result
+	// (with a retry hint); it never ends the turn.
+	Execute(ctx context.Context, args map[string]any) (Result, error)
+}
+
+// Result is what a successful tool call returns to the model.
+type Result struct {
+	// Content is the text the model sees.
+	Content string
+	// Images are returned to multimodal models as image parts.
+	Images []Image
+}
+
+// Image is binary image content with its MIME type.
+type Image struct {
+	MIMEType string
+	Data     []byte
+}
+
+// Definition is a tool as described to the provider.
+type Definition struct {
+	Name        string
+	Description string
+	Parameters  map[string]any
+}
+
+// CallContext is the conversation a tool call belongs to. Tools that act on
+// the conversation (message, spawn, cron) read it with CallContextFrom.
+type CallContext struct {
+	Channel    string
+	ChatID     string
+	SessionKey string
+	// MessageID is the platform id of the inbound message being answered.
+	MessageID string
+	// FromCron is true inside a cron-triggered turn.
+	FromCron bool
+	// SubAgent is true inside a sub-agent's run.
+	SubAgent bool
+}
+
+type callContextKey struct{}
+
+// WithCallContext attaches the conversation to ctx.
+func WithCallContext(ctx context.Context, cc CallContext) context.Context {
+	return context.WithValue(ctx, callContextKey{}, cc)
+}
+
+// CallContextFrom returns the conversation attached to ctx, if any.
+func CallContextFrom(ctx context.Context) (CallContext, bool) {
+	cc, ok := ctx.Value(callContextKey{}).(CallContext)
+	return cc, ok
+}
