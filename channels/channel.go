@@ -1,0 +1,137 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// Channel is one chat platform adapter.
+type Channel interface {
+	// Name is the platform name used in config and session keys.
+	Name() string
+	// Run connects to the platform and delivers received messages to in
+	// until ctx ends. It reconnects by itself after transient failures and
+	// returns nil when ctx ends, or an error it cannot recover from (the
+	// Manager then restarts it with backoff).
+	Run(ctx context.Context, in Inbox) error
+	// Send delivers one message (already split to the platform's limit) and
+	// returns a reference to it. It may block on network IO.
+	Send(ctx context.Context, m bus.Outbound) (MessageRef, error)
+}
+
+// Inbox is where an adapter delivers what it receives.
+type Inbox interface {
+	// Deliver hands a message to the gateway. It returns once the message
+	// is durably queued, or ErrDenied when access control rejected it; only
+	// then may the adapter acknowledge the message to its platform. It
+	// blocks while the queue is full (back-pressure) until ctx ends.
+	Deliver(ctx context.Context, m bus.Inbound) error
+}
+
+// InboxFunc adapts a function to Inbox.
+type InboxFunc func(ctx context.Context, m bus.Inbound) error
+
+// Deliver calls f.
+func (f InboxFunc) Deliver(ctx context.Context, m bus.Inbound) error { return f(ctx, m) }
+
+// ErrDenied is returned by Deliver for a sender that is not allowed. The
+// adapter should acknowledge the message (it is not retried).
+var ErrDenied = errors.New("sender not allowed")
+
+// MessageRef identifies a sent message for later edits.
+type MessageRef struct {
+	ChatID    string
+	MessageID string
+	// Extra carries platform details an edit needs (thread ts, ...).
+	Extra map[string]string
+}
+
+// Editor is a channel that can edit a sent message in place, used to stream
+// replies.
+type Editor interface {
+	// Edit replaces the text of a sent message.
+	Edit(ctx context.Context, ref MessageRef, m bus.Outbound) error
+	// EditInterval is the minimum time between two edits of one message.
+	EditInterval() time.Duration
+}
+
+// Limiter is a channel with a message length limit (in characters).
+type Limiter interface {
+	MessageLimit() int
+}
+
+// Typer is a channel that can show a typing indicator.
+type Typer interface {
+	Typing(ctx context.Context, chatID string, meta map[string]any) error
+}
+
+// Reactor is a channel that can react to a message with an emoji.
+type Reactor interface {
+	React(ctx context.Context, chatID, messageID, emoji string) error
+}
+
+// MediaSender is a channel that can send files.
+type MediaSender interface {
+	SendMedia(ctx context.Context, m bus.Outbound) (MessageRef, error)
+}
+
+// LoginRunner is a channel that needs an interactive login (QR code,
+// pairing code) before it can run: `nanobot channels login <name>`.
+type LoginRunner interface {
+	Login(ctx context.Context, prompt LoginPrompt) error
+}
+
+// LoginPrompt shows login steps to the user (a QR code as text, a code).
+type LoginPrompt interface {
+	Show(text string)
+}
+
+// HealthReporter is a channel that reports its connection state itself
+// (connected, reconnecting). Channels without it count as connected while
+// Run is running.
+type HealthReporter interface {
+	Health() Health
+}
+
+// State of a channel.
+type State string
+
+const (
+	StateStarting     State = "starting"
+	StateConnected    State = "connected"
+	StateReconnecting State = "reconnecting"
+	StateFailed       State = "failed"
+	StateStopped      State = "stopped"
+)
+
+// Health is a channel's state and its last error.
+type Health struct {
+	State     State     `json:"state"`
+	LastError string    `json:"lastError,omitempty"`
+	Since     time.Time `json:"since"`
+	Restarts  int       `json:"restarts"`
+}
+
+// RetryAfterError is an error carrying the platform's retry-after hint
+// (HTTP 429); the dispatcher waits that long before retrying.
+type RetryAfterError struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("rate limited, retry after %s: %v", e.After, e.Err)
+}
+
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// PermanentError marks a send error that retrying cannot fix (chat gone,
+// bot blocked, message invalid).
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }

@@ -1,0 +1,417 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// SendObserver is told the outcome of every platform call the dispatcher
+// makes (for metrics).
+type SendObserver interface {
+	Sent(channel string, kind bus.Kind, attempts int, err error)
+}
+
+// DispatcherConfig configures a Dispatcher.
+type DispatcherConfig struct {
+	// SendProgress delivers intermediate text (the agent's words between
+	// tool calls) on channels that cannot stream it by editing.
+	SendProgress bool
+	// SendToolHints delivers one-line tool call notes.
+	SendToolHints bool
+	// MaxRetries is how often a failed send is retried (default 3).
+	MaxRetries int
+	// RetryBase is the first retry delay, doubled each time (default 1 s).
+	RetryBase time.Duration
+	Observer  SendObserver
+	Log       *slog.Logger
+}
+
+// Dispatcher drains the outbound queue and delivers to channels. Each chat
+// has its own worker, so a slow or failing chat never delays another, and
+// messages to one chat keep their order. Stream deltas are merged into
+// edits of one message no faster than the channel's edit interval; channels
+// without edits get the finished text once. Long texts are split at the
+// channel's limit with code blocks intact; failed sends are retried with
+// backoff, honouring the platform's retry-after.
+type Dispatcher struct {
+	cfg      DispatcherConfig
+	log      *slog.Logger
+	channels map[string]Channel
+
+	mu      sync.Mutex
+	workers map[string]*chatWorker
+	wg      sync.WaitGroup
+}
+
+// NewDispatcher returns a dispatcher for the given channels.
+func NewDispatcher(cfg DispatcherConfig, chans []Channel) *Dispatcher {
+	if cfg.MaxRetries < 0 {
+		cfg.MaxRetries = 0
+	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = time.Second
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Dispatcher{cfg: cfg, log: log.With("component", "dispatcher"), channels: map[string]Channel{}, workers: map[string]*chatWorker{}}
+	for _, c := range chans {
+		d.channels[c.Name()] = c
+	}
+	return d
+}
+
+// AddChannel registers a channel after construction (the web chat).
+func (d *Dispatcher) AddChannel(c Channel) {
+	d.mu.Lock()
+	d.channels[c.Name()] = c
+	d.mu.Unlock()
+}
+
+// Run delivers messages from out until it is closed or ctx ends, then waits
+// for the chat workers to flush what they hold (on close) or stop (on ctx).
+func (d *Dispatcher) Run(ctx context.Context, out <-chan bus.Outbound) error {
+	defer func() {
+		d.mu.Lock()
+		for _, w := range d.workers {
+			close(w.in)
+		}
+		d.workers = map[string]*chatWorker{}
+		d.mu.Unlock()
+		d.wg.Wait()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case m, ok := <-out:
+			if !ok {
+				return nil
+			}
+			d.route(ctx, m)
+		}
+	}
+}
+
+func (d *Dispatcher) route(ctx context.Context, m bus.Outbound) {
+	d.mu.Lock()
+	ch, ok := d.channels[m.Channel]
+	if !ok {
+		d.mu.Unlock()
+		d.log.Warn("outbound for unknown channel dropped", "channel", m.Channel, "kind", m.Kind.String())
+		return
+	}
+	key := m.Channel + "\x00" + m.ChatID
+	w, ok := d.workers[key]
+	if !ok {
+		w = &chatWorker{d: d, ch: ch, in: make(chan bus.Outbound, 1024), streams: map[string]*stream{}}
+		d.workers[key] = w
+		d.wg.Go(func() { w.run(ctx) })
+	}
+	d.mu.Unlock()
+	select {
+	case w.in <- m:
+	case <-ctx.Done():
+	}
+}
+
+// chatWorker delivers one chat's messages in order.
+type chatWorker struct {
+	d       *Dispatcher
+	ch      Channel
+	in      chan bus.Outbound
+	streams map[string]*stream
+	timer   *time.Timer
+}
+
+// stream is a reply being streamed into platform messages. total is all
+// text received; the part before done went into earlier messages (a reply
+// longer than the channel's limit continues in a new message); reopen is a
+// code fence the current message starts with because the cut fell inside a
+// code block.
+type stream struct {
+	total    string
+	done     int
+	reopen   string
+	ref      MessageRef
+	shown    string // what the current platform message shows
+	shownEnd int    // offset in total up to which the platform shows text
+	lastEdit time.Time
+	base     bus.Outbound
+	failed   bool // a send or edit failed: the rest goes out as plain messages
+}
+
+func (s *stream) current() string { return s.reopen + strings.TrimLeft(s.total[s.done:], "\n") }
+
+func (w *chatWorker) run(ctx context.Context) {
+	for {
+		var tick <-chan time.Time
+		if w.timer != nil {
+			tick = w.timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-w.in:
+			if !ok {
+				w.flushAll(ctx)
+				return
+			}
+			w.handle(ctx, m)
+		case <-tick:
+			w.timer = nil
+			w.flushDue(ctx)
+		}
+	}
+}
+
+func (w *chatWorker) editor() (Editor, bool) {
+	e, ok := w.ch.(Editor)
+	return e, ok
+}
+
+func (w *chatWorker) limit() int {
+	if l, ok := w.ch.(Limiter); ok && l.MessageLimit() > 0 {
+		return l.MessageLimit()
+	}
+	return DefaultMessageLimit
+}
+
+func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) {
+	cfg := w.d.cfg
+	switch m.Kind {
+	case bus.KindTyping:
+		if t, ok := w.ch.(Typer); ok {
+			if err := t.Typing(ctx, m.ChatID, m.Metadata); err != nil {
+				w.d.log.Debug("typing failed", "channel", w.ch.Name(), "err", err)
+			}
+		}
+	case bus.KindToolHint:
+		if cfg.SendToolHints {
+			w.sendText(ctx, m, "🔧 "+m.Content)
+		}
+	case bus.KindProgress:
+		if cfg.SendProgress {
+			w.sendText(ctx, m, m.Content)
+		}
+	case bus.KindMessage:
+		w.sendText(ctx, m, m.Content)
+	case bus.KindDelta:
+		if _, ok := w.editor(); !ok {
+			return // delivered whole at the stream's end
+		}
+		st := w.streams[m.StreamID]
+		if st == nil {
+			st = &stream{base: m}
+			w.streams[m.StreamID] = st
+		}
+		st.total += m.Content
+		if !st.failed {
+			w.pushStream(ctx, st, false)
+		}
+	case bus.KindStreamEnd:
+		st := w.streams[m.StreamID]
+		delete(w.streams, m.StreamID)
+		if st == nil || (st.ref.MessageID == "" && st.done == 0) {
+			// Nothing was shown yet: send the text like a message, unless it
+			// is intermediate text the user did not ask for.
+			if m.Final || cfg.SendProgress {
+				w.sendText(ctx, m, m.Content)
+			}
+			return
+		}
+		// The full text is authoritative (deltas may have been merged).
+		if strings.HasPrefix(m.Content, st.total[:st.done]) {
+			st.total = m.Content
+		}
+		st.base = m
+		if st.failed {
+			w.sendText(ctx, m, st.current())
+			return
+		}
+		w.pushStream(ctx, st, true)
+	}
+}
+
+// pushStream shows the stream's current text: the first time as a new
+// message, afterwards as an edit no faster than the channel's edit interval
+// (a timer flushes what had to wait). With final set it waits out the
+// interval and makes the last edit. Text beyond the channel's limit is cut
+// at a good point and continues in a new message.
+func (w *chatWorker) pushStream(ctx context.Context, s *stream, final bool) {
+	ed, _ := w.editor()
+	limit := w.limit()
+	for !s.failed {
+		cur := s.current()
+		if strings.TrimSpace(cur) == "" {
+			return
+		}
+		if utf8.RuneCountInString(cur) > limit {
+			raw := strings.TrimLeft(s.total[s.done:], "\n")
+			skipped := len(s.total[s.done:]) - len(raw)
+			budget := limit - utf8.RuneCountInString(s.reopen) - 4
+			cut := cutPoint(raw, max(budget, 1))
+			piece := s.reopen + raw[:cut]
+			fence, open := openFence(piece)
+			reopen := ""
+			if open {
+				piece = strings.TrimRight(piece, "\n") + "\n```"
+				reopen = fence + "\n"
+			}
+			w.show(ctx, s, ed, strings.TrimRight(piece, " \n"), true, s.done+skipped+cut)
+			if s.failed {
+				return
+			}
+			s.done += skipped + cut
+			s.reopen, s.ref, s.shown = reopen, MessageRef{}, ""
+			continue
+		}
+		if s.ref.MessageID != "" && !final && time.Since(s.lastEdit) < ed.EditInterval() {
+			w.schedule(ed.EditInterval() - time.Since(s.lastEdit))
+			return
+		}
+		w.show(ctx, s, ed, cur, final, len(s.total))
+		return
+	}
+}
+
+// show puts text on the stream's current message: a send if there is none,
+// an edit (after the edit interval when wait is set) if the text changed.
+// end is the offset in s.total that text reaches.
+func (w *chatWorker) show(ctx context.Context, s *stream, ed Editor, text string, wait bool, end int) {
+	if s.ref.MessageID == "" {
+		m := s.base
+		m.Kind, m.Content = bus.KindMessage, text
+		ref, err := w.send(ctx, m)
+		if err != nil {
+			s.failed = true // send already retried; the final text is sent again
+			return
+		}
+		s.ref, s.shown, s.shownEnd, s.lastEdit = ref, text, end, time.Now()
+		return
+	}
+	if text == s.shown {
+		return
+	}
+	if wait {
+		if d := ed.EditInterval() - time.Since(s.lastEdit); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}
+	m := s.base
+	m.Content = text
+	_, err := w.retry(ctx, bus.KindDelta, func() (MessageRef, error) { return MessageRef{}, ed.Edit(ctx, s.ref, m) })
+	s.lastEdit = time.Now()
+	if err != nil {
+		w.d.log.Warn("edit failed; the rest is sent as new messages", "channel", w.ch.Name(), "err", err)
+		// The platform keeps showing s.shown; the rest goes out as messages.
+		s.done, s.reopen, s.failed = s.shownEnd, "", true
+		return
+	}
+	s.shown, s.shownEnd = text, end
+}
+
+func (w *chatWorker) schedule(after time.Duration) {
+	if w.timer == nil {
+		w.timer = time.NewTimer(after)
+	}
+}
+
+// flushDue pushes every stream whose edit had to wait.
+func (w *chatWorker) flushDue(ctx context.Context) {
+	for _, s := range w.streams {
+		w.pushStream(ctx, s, false)
+	}
+}
+
+// flushAll makes the pending edits of all streams (on shutdown).
+func (w *chatWorker) flushAll(ctx context.Context) {
+	for id, s := range w.streams {
+		w.pushStream(ctx, s, true)
+		delete(w.streams, id)
+	}
+}
+
+// sendText sends a whole text, split to the channel's limit.
+func (w *chatWorker) sendText(ctx context.Context, m bus.Outbound, text string) {
+	if strings.TrimSpace(text) == "" && len(m.Media) == 0 {
+		return
+	}
+	chunks := Split(text, w.limit())
+	for i, c := range chunks {
+		part := m
+		part.Kind, part.Content = bus.KindMessage, c
+		if i > 0 {
+			part.Media = nil
+		}
+		if _, err := w.send(ctx, part); err != nil {
+			return
+		}
+	}
+}
+
+// send delivers one message, with media through MediaSender when present.
+func (w *chatWorker) send(ctx context.Context, m bus.Outbound) (MessageRef, error) {
+	return w.retry(ctx, m.Kind, func() (MessageRef, error) {
+		if ms, ok := w.ch.(MediaSender); ok && len(m.Media) > 0 {
+			return ms.SendMedia(ctx, m)
+		}
+		return w.ch.Send(ctx, m)
+	})
+}
+
+// retry calls f until it succeeds, fails permanently, or MaxRetries retries
+// (1 s, 2 s, 4 s ... with jitter, or the platform's retry-after) are spent.
+func (w *chatWorker) retry(ctx context.Context, kind bus.Kind, f func() (MessageRef, error)) (MessageRef, error) {
+	cfg := w.d.cfg
+	delay := cfg.RetryBase
+	for attempt := 1; ; attempt++ {
+		ref, err := f()
+		if err == nil {
+			w.observe(kind, attempt, nil)
+			return ref, nil
+		}
+		var perm *PermanentError
+		if errors.As(err, &perm) || attempt > cfg.MaxRetries || ctx.Err() != nil {
+			w.observe(kind, attempt, err)
+			w.d.log.Error("send failed, giving up", "channel", w.ch.Name(), "attempts", attempt, "err", err)
+			return MessageRef{}, err
+		}
+		wait := delay + time.Duration(rand.Int64N(int64(delay)/4+1))
+		var ra *RetryAfterError
+		if errors.As(err, &ra) && ra.After > 0 {
+			wait = ra.After
+		}
+		w.d.log.Warn("send failed, retrying", "channel", w.ch.Name(), "attempt", attempt, "wait", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			w.observe(kind, attempt, ctx.Err())
+			return MessageRef{}, ctx.Err()
+		}
+		delay *= 2
+	}
+}
+
+func (w *chatWorker) observe(kind bus.Kind, attempts int, err error) {
+	if o := w.d.cfg.Observer; o != nil {
+		o.Sent(w.ch.Name(), kind, attempts, err)
+	}
+}

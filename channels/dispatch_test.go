@@ -1,0 +1,279 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// fakeChannel records sends and edits; failN makes the next N sends fail.
+type fakeChannel struct {
+	name     string
+	interval time.Duration
+	limit    int
+
+	mu     sync.Mutex
+	sent   []bus.Outbound
+	edits  []editCall
+	failN  int
+	failAl bool
+	nextID int
+}
+
+type editCall struct {
+	ref  MessageRef
+	text string
+	at   time.Time
+}
+
+func (f *fakeChannel) Name() string                         { return f.name }
+func (f *fakeChannel) Run(ctx context.Context, _ Inbox) error { <-ctx.Done(); return nil }
+func (f *fakeChannel) Send(_ context.Context, m bus.Outbound) (MessageRef, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failAl || f.failN > 0 {
+		f.failN--
+		return MessageRef{}, errors.New("platform down")
+	}
+	f.nextID++
+	f.sent = append(f.sent, m)
+	return MessageRef{ChatID: m.ChatID, MessageID: fmt.Sprint(f.nextID)}, nil
+}
+func (f *fakeChannel) MessageLimit() int { return f.limit }
+
+func (f *fakeChannel) snapshot() ([]bus.Outbound, []editCall) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]bus.Outbound(nil), f.sent...), append([]editCall(nil), f.edits...)
+}
+
+// editChannel adds editing.
+type editChannel struct{ *fakeChannel }
+
+func (e editChannel) Edit(_ context.Context, ref MessageRef, m bus.Outbound) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.edits = append(e.edits, editCall{ref: ref, text: m.Content, at: time.Now()})
+	return nil
+}
+func (e editChannel) EditInterval() time.Duration { return e.interval }
+
+type countObserver struct {
+	mu       sync.Mutex
+	failures int
+	attempts []int
+}
+
+func (o *countObserver) Sent(_ string, _ bus.Kind, attempts int, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err != nil {
+		o.failures++
+	}
+	o.attempts = append(o.attempts, attempts)
+}
+
+func startDispatcher(t *testing.T, cfg DispatcherConfig, chans ...Channel) chan bus.Outbound {
+	t.Helper()
+	out := make(chan bus.Outbound, 100)
+	d := NewDispatcher(cfg, chans)
+	done := make(chan struct{})
+	go func() { _ = d.Run(context.Background(), out); close(done) }()
+	t.Cleanup(func() { close(out); <-done })
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestStreamingBecomesRateLimitedEdits(t *testing.T) {
+	fc := &fakeChannel{name: "tg", interval: 40 * time.Millisecond, limit: 4096}
+	out := startDispatcher(t, DispatcherConfig{MaxRetries: 3, RetryBase: time.Millisecond}, editChannel{fc})
+	words := strings.Fields("the quick brown fox jumps over the lazy dog and keeps running far away")
+	full := ""
+	for _, w := range words {
+		out <- bus.Outbound{Channel: "tg", ChatID: "1", Kind: bus.KindDelta, StreamID: "s1", Content: w + " "}
+		full += w + " "
+		time.Sleep(5 * time.Millisecond) // deltas arrive faster than edits are allowed
+	}
+	full = strings.TrimSpace(full) + "\nDone."
+	out <- bus.Outbound{Channel: "tg", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "s1", Content: full, Final: true}
+	waitFor(t, "final edit", func() bool {
+		_, e := fc.snapshot()
+		return len(e) > 0 && e[len(e)-1].text == full
+	})
+	sent, edits := fc.snapshot()
+	if len(sent) != 1 {
+		t.Fatalf("want one message then edits, got %d sends", len(sent))
+	}
+	if len(edits) >= len(words) {
+		t.Errorf("deltas not merged: %d edits for %d deltas", len(edits), len(words))
+	}
+	for i := 1; i < len(edits); i++ {
+		if gap := edits[i].at.Sub(edits[i-1].at); gap < fc.interval-2*time.Millisecond {
+			t.Errorf("edits %d and %d only %v apart, want >= %v", i-1, i, gap, fc.interval)
+		}
+		if edits[i].ref.MessageID != "1" {
+			t.Errorf("edit targets %q", edits[i].ref.MessageID)
+		}
+	}
+	if !strings.Contains(edits[len(edits)-1].text, "\nDone.") {
+		t.Error("newline lost in the final edit")
+	}
+}
+
+func TestNonEditorGetsTheWholeReplyOnce(t *testing.T) {
+	fc := &fakeChannel{name: "mail", limit: 4096}
+	out := startDispatcher(t, DispatcherConfig{}, fc)
+	for _, d := range []string{"a", "b", "c"} {
+		out <- bus.Outbound{Channel: "mail", ChatID: "x", Kind: bus.KindDelta, StreamID: "s", Content: d}
+	}
+	out <- bus.Outbound{Channel: "mail", ChatID: "x", Kind: bus.KindStreamEnd, StreamID: "s", Content: "abc", Final: true}
+	waitFor(t, "send", func() bool { s, _ := fc.snapshot(); return len(s) == 1 })
+	s, _ := fc.snapshot()
+	if s[0].Content != "abc" {
+		t.Errorf("sent %q", s[0].Content)
+	}
+}
+
+func TestProgressAndHintsSwitches(t *testing.T) {
+	fc := &fakeChannel{name: "c", limit: 4096}
+	out := startDispatcher(t, DispatcherConfig{SendProgress: false, SendToolHints: true}, fc)
+	out <- bus.Outbound{Channel: "c", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "a", Content: "let me look"} // intermediate
+	out <- bus.Outbound{Channel: "c", ChatID: "1", Kind: bus.KindToolHint, Content: "exec: ls"}
+	out <- bus.Outbound{Channel: "c", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "b", Content: "answer", Final: true}
+	waitFor(t, "two sends", func() bool { s, _ := fc.snapshot(); return len(s) == 2 })
+	s, _ := fc.snapshot()
+	if s[0].Content != "🔧 exec: ls" || s[1].Content != "answer" {
+		t.Errorf("sent %q, %q", s[0].Content, s[1].Content)
+	}
+}
+
+func TestLongStreamContinuesInNewMessage(t *testing.T) {
+	fc := &fakeChannel{name: "d", interval: time.Millisecond, limit: 100}
+	out := startDispatcher(t, DispatcherConfig{}, editChannel{fc})
+	var full strings.Builder
+	full.WriteString("intro line\n```\n")
+	for i := range 20 {
+		fmt.Fprintf(&full, "code line %02d\n", i)
+	}
+	full.WriteString("```\nthe end")
+	text := full.String()
+	for i := 0; i < len(text); i += 7 {
+		out <- bus.Outbound{Channel: "d", ChatID: "1", Kind: bus.KindDelta, StreamID: "s", Content: text[i:min(i+7, len(text))]}
+	}
+	out <- bus.Outbound{Channel: "d", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "s", Content: text, Final: true}
+	waitFor(t, "the end shown", func() bool {
+		s, e := fc.snapshot()
+		return (len(e) > 0 && strings.HasSuffix(e[len(e)-1].text, "the end")) || (len(s) > 0 && strings.HasSuffix(s[len(s)-1].Content, "the end"))
+	})
+	sent, edits := fc.snapshot()
+	// Reconstruct what each platform message finally shows.
+	final := map[string]string{}
+	for i, m := range sent {
+		final[fmt.Sprint(i+1)] = m.Content
+	}
+	for _, e := range edits {
+		final[e.ref.MessageID] = e.text
+	}
+	if len(final) < 2 {
+		t.Fatalf("want the reply split over several messages, got %d", len(final))
+	}
+	lines := 0
+	for id, txt := range final {
+		if n := len([]rune(txt)); n > 100 {
+			t.Errorf("message %s has %d characters, over the limit", id, n)
+		}
+		if strings.Count(txt, "```")%2 != 0 {
+			t.Errorf("message %s has an unbalanced fence: %q", id, txt)
+		}
+		lines += strings.Count(txt, "code line")
+	}
+	if lines != 20 {
+		t.Errorf("code lines shown: %d, want 20", lines)
+	}
+}
+
+func TestRetriesThenGivesUp(t *testing.T) {
+	fc := &fakeChannel{name: "r", limit: 4096, failN: 2}
+	obs := &countObserver{}
+	out := startDispatcher(t, DispatcherConfig{MaxRetries: 3, RetryBase: time.Millisecond, Observer: obs}, fc)
+	out <- bus.Outbound{Channel: "r", ChatID: "1", Kind: bus.KindMessage, Content: "hello"}
+	waitFor(t, "delivery after retries", func() bool { s, _ := fc.snapshot(); return len(s) == 1 })
+
+	fc.mu.Lock()
+	fc.failAl = true
+	fc.mu.Unlock()
+	out <- bus.Outbound{Channel: "r", ChatID: "1", Kind: bus.KindMessage, Content: "lost"}
+	waitFor(t, "give up", func() bool { obs.mu.Lock(); defer obs.mu.Unlock(); return obs.failures == 1 })
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if want := []int{3, 4}; fmt.Sprint(obs.attempts) != fmt.Sprint(want) {
+		t.Errorf("attempts %v, want %v (1 + 3 retries)", obs.attempts, want)
+	}
+}
+
+func TestRetryAfterHonoured(t *testing.T) {
+	ch := &retryAfterChannel{fakeChannel: &fakeChannel{name: "ra", limit: 4096}, after: 60 * time.Millisecond}
+	out := startDispatcher(t, DispatcherConfig{MaxRetries: 2, RetryBase: time.Millisecond}, ch)
+	start := time.Now()
+	out <- bus.Outbound{Channel: "ra", ChatID: "1", Kind: bus.KindMessage, Content: "x"}
+	waitFor(t, "send", func() bool { s, _ := ch.snapshot(); return len(s) == 1 })
+	if el := time.Since(start); el < 60*time.Millisecond {
+		t.Errorf("retried after %v, before the platform's retry-after of 60ms", el)
+	}
+}
+
+type retryAfterChannel struct {
+	*fakeChannel
+	after time.Duration
+	once  sync.Once
+}
+
+func (r *retryAfterChannel) Send(ctx context.Context, m bus.Outbound) (MessageRef, error) {
+	var err error
+	r.once.Do(func() { err = &RetryAfterError{After: r.after, Err: errors.New("429")} })
+	if err != nil {
+		return MessageRef{}, err
+	}
+	return r.fakeChannel.Send(ctx, m)
+}
+
+func TestSlowChatDoesNotBlockOthers(t *testing.T) {
+	slow := &blockingChannel{fakeChannel: &fakeChannel{name: "b", limit: 4096}, release: make(chan struct{})}
+	out := startDispatcher(t, DispatcherConfig{}, slow)
+	out <- bus.Outbound{Channel: "b", ChatID: "slow", Kind: bus.KindMessage, Content: "1"}
+	out <- bus.Outbound{Channel: "b", ChatID: "fast", Kind: bus.KindMessage, Content: "2"}
+	waitFor(t, "fast chat delivered while slow blocks", func() bool {
+		s, _ := slow.snapshot()
+		return len(s) == 1 && s[0].ChatID == "fast"
+	})
+	close(slow.release)
+	waitFor(t, "slow delivered", func() bool { s, _ := slow.snapshot(); return len(s) == 2 })
+}
+
+type blockingChannel struct {
+	*fakeChannel
+	release chan struct{}
+}
+
+func (b *blockingChannel) Send(ctx context.Context, m bus.Outbound) (MessageRef, error) {
+	if m.ChatID == "slow" {
+		<-b.release
+	}
+	return b.fakeChannel.Send(ctx, m)
+}

@@ -1,0 +1,88 @@
+package channels
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/nanobot-go/nanobot/configs"
+)
+
+// Deps are what a channel factory may use.
+type Deps struct {
+	Log *slog.Logger
+	// Paths are the instance folders (media, state).
+	Paths configs.Paths
+}
+
+// Factory builds a channel from its raw config (decode it with
+// configs.ChannelsConfig.Decode over the platform's defaults).
+type Factory struct {
+	// New builds the channel.
+	New func(cfg configs.ChannelsConfig, deps Deps) (Channel, error)
+	// ConfigType is a zero value of the platform's typed config, used to
+	// type-check config.json at load.
+	ConfigType any
+}
+
+// Registry maps platform names to factories. cmd fills it; nothing else in
+// the tree knows the list of platforms.
+type Registry struct {
+	factories map[string]Factory
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{factories: map[string]Factory{}} }
+
+// Register adds a platform. Registering a name twice is a programming
+// error reported at start.
+func (r *Registry) Register(name string, f Factory) error {
+	if _, dup := r.factories[name]; dup {
+		return fmt.Errorf("channel %q registered twice", name)
+	}
+	r.factories[name] = f
+	return nil
+}
+
+// Names lists the registered platforms, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.factories))
+	for n := range r.factories {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ConfigTypes maps each platform to its config type (configs.Options.Platforms).
+func (r *Registry) ConfigTypes() map[string]any {
+	out := map[string]any{}
+	for n, f := range r.factories {
+		if f.ConfigType != nil {
+			out[n] = f.ConfigType
+		}
+	}
+	return out
+}
+
+// Build creates every enabled channel. An enabled channel with no factory
+// is an error naming the config path.
+func (r *Registry) Build(cfg configs.ChannelsConfig, deps Deps) ([]Channel, error) {
+	var out []Channel
+	for _, name := range cfg.Enabled() {
+		f, ok := r.factories[name]
+		if !ok {
+			return nil, fmt.Errorf("channels.%s: unknown channel (known: %v)", name, r.Names())
+		}
+		d := deps
+		if d.Log != nil {
+			d.Log = d.Log.With("channel", name)
+		}
+		ch, err := f.New(cfg, d)
+		if err != nil {
+			return nil, fmt.Errorf("channels.%s: %w", name, err)
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}

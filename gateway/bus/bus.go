@@ -1,0 +1,240 @@
+// Package bus carries messages between the chat channels and the agent: an
+// inbound queue (channels, sub-agents, cron and heartbeat publish; the agent
+// loop consumes) and an outbound queue (the agent publishes; the dispatcher
+// consumes and delivers to the channels). It imports nothing of ours, so
+// every package may use its types.
+//
+// Concurrency: any number of goroutines may publish; each queue has exactly
+// one consumer (the agent loop for inbound, the dispatcher for outbound).
+//
+// Back-pressure: both queues are bounded (see New). A publisher blocks while
+// its queue is full, until there is room or its context ends, in which case
+// Publish returns the context's error and the message is not queued — the
+// caller still owns it (a channel adapter then does not acknowledge the
+// platform message, so the platform redelivers it; the agent retries its
+// send). Nothing is dropped silently. After Close, Publish returns ErrClosed.
+package bus
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Media is an attachment of a message: a file on disk (downloaded by the
+// adapter into the media folder) or a remote URL.
+type Media struct {
+	// Path is a local file.
+	Path string `json:"path,omitempty"`
+	// URL is a remote location, used when there is no local copy.
+	URL string `json:"url,omitempty"`
+	// MIMEType is the content type, e.g. "image/jpeg", "audio/ogg".
+	MIMEType string `json:"mimeType,omitempty"`
+	// Name is the original file name, if any.
+	Name string `json:"name,omitempty"`
+	// Size in bytes, 0 if unknown.
+	Size int64 `json:"size,omitempty"`
+}
+
+// IsImage reports whether the attachment is an image.
+func (m Media) IsImage() bool { return len(m.MIMEType) > 6 && m.MIMEType[:6] == "image/" }
+
+// Channel names used by internal sources of inbound messages.
+const (
+	// ChannelSystem marks a message from inside nanobot (a finished
+	// sub-agent); its ChatID is the origin "channel:chat_id" it belongs to.
+	ChannelSystem = "system"
+)
+
+// Inbound is a message for the agent.
+type Inbound struct {
+	// Channel is the platform ("telegram", "web", ...) or ChannelSystem.
+	Channel string `json:"channel"`
+	// SenderID identifies the author on the platform ("id|username" on
+	// Telegram).
+	SenderID string `json:"senderId"`
+	// ChatID identifies the conversation on the platform.
+	ChatID string `json:"chatId"`
+	// Content is the message text.
+	Content string `json:"content"`
+	// Media are the attachments.
+	Media []Media `json:"media,omitempty"`
+	// MessageID is the platform's id of this message, used to de-duplicate
+	// redeliveries and to reply to it.
+	MessageID string `json:"messageId,omitempty"`
+	// Metadata carries platform details the agent may show the model or pass
+	// back to the channel (thread ids, mentions, ...).
+	Metadata map[string]any `json:"metadata,omitempty"`
+	// IsGroup is true for group chats and channels, false for direct
+	// messages. Pairing is offered only in direct chats.
+	IsGroup bool `json:"isGroup,omitempty"`
+	// SessionKey overrides the default session key "channel:chat_id", e.g. to
+	// give each Slack thread its own conversation.
+	SessionKey string `json:"sessionKey,omitempty"`
+	// ReceivedAt is when the adapter received the message.
+	ReceivedAt time.Time `json:"receivedAt"`
+}
+
+// Key is the session key of the message.
+func (m Inbound) Key() string {
+	if m.SessionKey != "" {
+		return m.SessionKey
+	}
+	return m.Channel + ":" + m.ChatID
+}
+
+// Kind says what an Outbound is.
+type Kind int
+
+const (
+	// KindMessage is a complete message.
+	KindMessage Kind = iota
+	// KindDelta is a piece of a streamed reply; deltas with the same
+	// StreamID concatenate.
+	KindDelta
+	// KindStreamEnd closes the stream StreamID; Content is the full text.
+	KindStreamEnd
+	// KindProgress is intermediate text while the agent works.
+	KindProgress
+	// KindToolHint is a one-line note of a tool call ("🔧 exec: ls").
+	KindToolHint
+	// KindTyping asks the channel to show (or refresh) a typing indicator.
+	KindTyping
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindMessage:
+		return "message"
+	case KindDelta:
+		return "delta"
+	case KindStreamEnd:
+		return "stream_end"
+	case KindProgress:
+		return "progress"
+	case KindToolHint:
+		return "tool_hint"
+	case KindTyping:
+		return "typing"
+	}
+	return "unknown"
+}
+
+// Outbound is a message for a channel.
+type Outbound struct {
+	// Channel and ChatID are the target.
+	Channel string `json:"channel"`
+	ChatID  string `json:"chatId"`
+	Kind    Kind   `json:"kind"`
+	// Content is the text (Markdown; the channel converts it).
+	Content string `json:"content"`
+	// Media are files to attach.
+	Media []Media `json:"media,omitempty"`
+	// ReplyTo is the platform message id this answers, if the channel
+	// should thread or quote it.
+	ReplyTo string `json:"replyTo,omitempty"`
+	// StreamID groups the deltas of one streamed reply.
+	StreamID string `json:"streamId,omitempty"`
+	// Final marks the turn's last message: the channel may stop typing.
+	Final bool `json:"final,omitempty"`
+	// IsError marks a message that reports a failure to the user.
+	IsError bool `json:"isError,omitempty"`
+	// Metadata carries what the channel needs back (thread ids, ...).
+	Metadata map[string]any `json:"metadata,omitempty"`
+	// SessionKey is the conversation this belongs to.
+	SessionKey string `json:"sessionKey,omitempty"`
+}
+
+// ErrClosed is returned by Publish after Close.
+var ErrClosed = errors.New("bus: closed")
+
+// Bus is the in-memory implementation: two bounded channels.
+type Bus struct {
+	in  chan Inbound
+	out chan Outbound
+
+	mu     sync.RWMutex
+	closed bool
+	done   chan struct{}
+}
+
+// Default queue sizes: deep enough to absorb a burst from every channel
+// while the agent is at its concurrency cap.
+const (
+	DefaultInboundCap  = 1024
+	DefaultOutboundCap = 4096
+)
+
+// New returns a bus whose queues hold up to inCap and outCap messages
+// (defaults when <= 0).
+func New(inCap, outCap int) *Bus {
+	if inCap <= 0 {
+		inCap = DefaultInboundCap
+	}
+	if outCap <= 0 {
+		outCap = DefaultOutboundCap
+	}
+	return &Bus{in: make(chan Inbound, inCap), out: make(chan Outbound, outCap), done: make(chan struct{})}
+}
+
+// PublishInbound queues m for the agent, blocking while the queue is full.
+func (b *Bus) PublishInbound(ctx context.Context, m Inbound) error {
+	return publish(ctx, b, b.in, m)
+}
+
+// PublishOutbound queues m for the dispatcher, blocking while the queue is
+// full.
+func (b *Bus) PublishOutbound(ctx context.Context, m Outbound) error {
+	return publish(ctx, b, b.out, m)
+}
+
+func publish[T any](ctx context.Context, b *Bus, ch chan T, m T) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return ErrClosed
+	}
+	select {
+	case ch <- m:
+		return nil
+	default:
+	}
+	select {
+	case ch <- m:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-b.done:
+		return ErrClosed
+	}
+}
+
+// Inbound is the agent loop's receive side. It is closed by Close.
+func (b *Bus) Inbound() <-chan Inbound { return b.in }
+
+// Outbound is the dispatcher's receive side. It is closed by Close.
+func (b *Bus) Outbound() <-chan Outbound { return b.out }
+
+// Depth returns the number of queued inbound and outbound messages.
+func (b *Bus) Depth() (in, out int) { return len(b.in), len(b.out) }
+
+// Close stops intake: blocked and later publishers get ErrClosed, and both
+// receive channels are closed once their queued messages are drained by the
+// consumers (queued messages are still delivered).
+func (b *Bus) Close() {
+	select {
+	case <-b.done:
+		return
+	default:
+	}
+	close(b.done) // wake blocked publishers before taking the write lock
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.closed = true
+	close(b.in)
+	close(b.out)
+}

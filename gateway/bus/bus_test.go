@@ -1,0 +1,103 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestKey(t *testing.T) {
+	m := Inbound{Channel: "telegram", ChatID: "42"}
+	if m.Key() != "telegram:42" {
+		t.Errorf("Key() = %q", m.Key())
+	}
+	m.SessionKey = "slack:C1:thread:9"
+	if m.Key() != "slack:C1:thread:9" {
+		t.Errorf("override Key() = %q", m.Key())
+	}
+}
+
+func TestOrderAndBackPressure(t *testing.T) {
+	b := New(2, 2)
+	ctx := context.Background()
+	for i := range 2 {
+		if err := b.PublishInbound(ctx, Inbound{Content: string(rune('a' + i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The queue is full: a publish with a deadline gives up with ctx's error.
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := b.PublishInbound(short, Inbound{Content: "c"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("full queue: got %v, want deadline exceeded", err)
+	}
+	// A blocked publisher proceeds once the consumer makes room.
+	done := make(chan error, 1)
+	go func() { done <- b.PublishInbound(ctx, Inbound{Content: "c"}) }()
+	if got := (<-b.Inbound()).Content; got != "a" {
+		t.Errorf("first = %q", got)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"b", "c"} {
+		if got := (<-b.Inbound()).Content; got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}
+
+func TestCloseWakesPublishersAndDrains(t *testing.T) {
+	b := New(1, 1)
+	ctx := context.Background()
+	if err := b.PublishOutbound(ctx, Outbound{Content: "queued"}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for range 3 {
+		wg.Go(func() { errs <- b.PublishOutbound(ctx, Outbound{Content: "blocked"}) })
+	}
+	// Whether the publishers are already blocked or not yet started, each
+	// must end with ErrClosed.
+	b.Close()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("blocked publisher: %v, want ErrClosed", err)
+		}
+	}
+	if m, ok := <-b.Outbound(); !ok || m.Content != "queued" {
+		t.Errorf("queued message lost: %v %v", m, ok)
+	}
+	if _, ok := <-b.Outbound(); ok {
+		t.Error("outbound not closed after drain")
+	}
+	if err := b.PublishInbound(ctx, Inbound{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("publish after close: %v", err)
+	}
+	b.Close() // idempotent
+}
+
+func BenchmarkPublishConsume(b *testing.B) {
+	bus := New(1024, 1024)
+	ctx := context.Background()
+	done := make(chan struct{})
+	go func() {
+		for range bus.Inbound() {
+		}
+		close(done)
+	}()
+	m := Inbound{Channel: "telegram", ChatID: "1", Content: "hello"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := bus.PublishInbound(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bus.Close()
+	<-done
+}
