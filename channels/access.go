@@ -1,0 +1,135 @@
+package channels
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// Gate is the Inbox in front of the agent: it admits senders on a channel's
+// allowFrom list or approved by pairing, runs the pairing conversation with
+// unknown senders in direct chats, handles "/pairing approve CODE" from
+// allowed senders, and drops unknown senders in groups with a log line.
+type Gate struct {
+	// AllowFrom maps a channel to its allow-list: empty means nobody, "*"
+	// everyone, otherwise sender ids (an id "123|alice" matches "123" or
+	// "alice").
+	AllowFrom map[string][]string
+	Pairing   *PairingStore
+	// Next receives admitted messages.
+	Next Inbox
+	// Reply sends the gate's own messages (pairing codes).
+	Reply func(ctx context.Context, m bus.Outbound) error
+	Log   *slog.Logger
+}
+
+// Deliver implements Inbox.
+func (g *Gate) Deliver(ctx context.Context, m bus.Inbound) error {
+	if g.allowed(m.Channel, m.SenderID) {
+		if name, args := parsePairingCommand(m.Content); name == "approve" {
+			g.approve(ctx, m, args)
+			return nil
+		}
+		return g.Next.Deliver(ctx, m)
+	}
+	log := g.logger().With("channel", m.Channel, "sender", m.SenderID)
+	if m.IsGroup || g.Pairing == nil {
+		log.Info("message from a sender not on allowFrom dropped", "group", m.IsGroup)
+		return ErrDenied
+	}
+	code, created, err := g.Pairing.Request(m.Channel, m.SenderID, m.ChatID)
+	switch {
+	case errors.Is(err, ErrTooManyPending):
+		log.Warn("pairing request refused: too many pending")
+		return ErrDenied
+	case err != nil:
+		log.Error("pairing request failed", "err", err)
+		return ErrDenied
+	}
+	if created {
+		log.Info("pairing code issued; approve with `nanobot pairing approve "+code+"`", "code", code)
+		text := fmt.Sprintf("Hi! I only talk to people my owner approved. Your pairing code is %s — ask the owner to run `nanobot pairing approve %s` (it expires in an hour).", code, code)
+		if g.Reply != nil {
+			_ = g.Reply(ctx, bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text, Final: true})
+		}
+	}
+	return ErrDenied
+}
+
+func (g *Gate) logger() *slog.Logger {
+	if g.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return g.Log
+}
+
+func (g *Gate) allowed(channel, sender string) bool {
+	list := g.AllowFrom[channel]
+	for _, a := range list {
+		if a == "*" {
+			return true
+		}
+	}
+	if matchAny(list, sender) {
+		return true
+	}
+	return g.Pairing != nil && g.Pairing.IsApproved(channel, sender)
+}
+
+func (g *Gate) approve(ctx context.Context, m bus.Inbound, code string) {
+	text := ""
+	if g.Pairing == nil {
+		text = "Pairing is not enabled."
+	} else if p, err := g.Pairing.Approve(code); err != nil {
+		text = "Could not approve: " + err.Error() + "."
+	} else {
+		text = fmt.Sprintf("Approved %s on %s.", p.SenderID, p.Channel)
+		if g.Reply != nil {
+			_ = g.Reply(ctx, bus.Outbound{Channel: p.Channel, ChatID: p.ChatID, Kind: bus.KindMessage, Content: "You're approved — say hi!", Final: true})
+		}
+	}
+	if g.Reply != nil {
+		_ = g.Reply(ctx, bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text, Final: true})
+	}
+}
+
+// parsePairingCommand parses "/pairing approve CODE".
+func parsePairingCommand(text string) (string, string) {
+	f := strings.Fields(text)
+	if len(f) < 2 || !strings.EqualFold(strings.SplitN(f[0], "@", 2)[0], "/pairing") {
+		return "", ""
+	}
+	args := ""
+	if len(f) > 2 {
+		args = f[2]
+	}
+	return strings.ToLower(f[1]), args
+}
+
+// matchAny reports whether sender ("id" or "id|username") is in list.
+func matchAny(list []string, sender string) bool {
+	if sender == "" {
+		return false
+	}
+	parts := strings.Split(sender, "|")
+	for _, a := range list {
+		a = strings.TrimPrefix(strings.TrimSpace(a), "@")
+		if a == "" {
+			continue
+		}
+		if subtle.ConstantTimeCompare([]byte(a), []byte(sender)) == 1 {
+			return true
+		}
+		for _, p := range parts {
+			if p != "" && strings.EqualFold(a, strings.TrimPrefix(p, "@")) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,234 @@
+package channels
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nanobot-go/nanobot/configs"
+)
+
+// Pairing defaults: codes live an hour, at most three wait per channel (so
+// strangers cannot flood the owner with codes).
+const (
+	PairingTTL        = time.Hour
+	MaxPendingPerChan = 3
+)
+
+// PendingPairing is a code waiting for the owner's approval.
+type PendingPairing struct {
+	Code     string    `json:"code"`
+	Channel  string    `json:"channel"`
+	SenderID string    `json:"senderId"`
+	ChatID   string    `json:"chatId"`
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires"`
+}
+
+type pairingFile struct {
+	Pending  []PendingPairing    `json:"pending"`
+	Approved map[string][]string `json:"approved"` // channel -> sender ids
+}
+
+// PairingStore keeps pairing codes and approved senders in one JSON file
+// (state/pairing.json). The gateway and `nanobot pairing approve` share it:
+// every change re-reads the file under an flock and writes it atomically,
+// and reads notice changes made by the other process.
+type PairingStore struct {
+	path string
+	now  func() time.Time
+
+	mu    sync.Mutex
+	data  pairingFile
+	mtime time.Time
+}
+
+// ErrUnknownCode is returned by Approve for a code that does not exist or
+// expired.
+var ErrUnknownCode = errors.New("unknown or expired pairing code")
+
+// ErrTooManyPending is returned by Request when a channel has too many
+// codes waiting.
+var ErrTooManyPending = errors.New("too many pairing requests pending")
+
+// NewPairingStore opens (or prepares) the store at path.
+func NewPairingStore(path string) *PairingStore {
+	return &PairingStore{path: path, now: time.Now}
+}
+
+// IsApproved reports whether sender was approved on channel.
+func (p *PairingStore) IsApproved(channel, sender string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refresh()
+	return matchAny(p.data.Approved[channel], sender)
+}
+
+// Request returns the pending code of a sender, creating one if needed.
+// created tells whether the code is new (the sender should be told).
+func (p *PairingStore) Request(channel, sender, chat string) (code string, created bool, err error) {
+	err = p.update(func(d *pairingFile, now time.Time) error {
+		for _, pp := range d.Pending {
+			if pp.Channel == channel && pp.SenderID == sender {
+				code = pp.Code
+				return nil
+			}
+		}
+		n := 0
+		for _, pp := range d.Pending {
+			if pp.Channel == channel {
+				n++
+			}
+		}
+		if n >= MaxPendingPerChan {
+			return ErrTooManyPending
+		}
+		code = newCode()
+		created = true
+		d.Pending = append(d.Pending, PendingPairing{Code: code, Channel: channel, SenderID: sender, ChatID: chat, Created: now, Expires: now.Add(PairingTTL)})
+		return nil
+	})
+	return code, created, err
+}
+
+// Approve approves the sender behind code and returns its request.
+func (p *PairingStore) Approve(code string) (PendingPairing, error) {
+	code = normalizeCode(code)
+	var found PendingPairing
+	err := p.update(func(d *pairingFile, _ time.Time) error {
+		i := slices.IndexFunc(d.Pending, func(pp PendingPairing) bool { return pp.Code == code })
+		if i < 0 {
+			return ErrUnknownCode
+		}
+		found = d.Pending[i]
+		d.Pending = slices.Delete(d.Pending, i, i+1)
+		if !slices.Contains(d.Approved[found.Channel], found.SenderID) {
+			d.Approved[found.Channel] = append(d.Approved[found.Channel], found.SenderID)
+		}
+		return nil
+	})
+	return found, err
+}
+
+// Pending lists the codes waiting for approval.
+func (p *PairingStore) Pending() []PendingPairing {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refresh()
+	now := p.now()
+	var out []PendingPairing
+	for _, pp := range p.data.Pending {
+		if now.Before(pp.Expires) {
+			out = append(out, pp)
+		}
+	}
+	return out
+}
+
+// refresh reloads the file if another process changed it. Caller holds mu.
+func (p *PairingStore) refresh() {
+	fi, err := os.Stat(p.path)
+	if err != nil {
+		if p.data.Approved == nil {
+			p.data = pairingFile{Approved: map[string][]string{}}
+		}
+		return
+	}
+	if fi.ModTime().Equal(p.mtime) && p.data.Approved != nil {
+		return
+	}
+	if d, err := readPairing(p.path); err == nil {
+		p.data, p.mtime = d, fi.ModTime()
+	}
+}
+
+func readPairing(path string) (pairingFile, error) {
+	d := pairingFile{Approved: map[string][]string{}}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return d, nil
+	}
+	if err != nil {
+		return d, err
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, fmt.Errorf("pairing file %s: %w", path, err)
+	}
+	if d.Approved == nil {
+		d.Approved = map[string][]string{}
+	}
+	return d, nil
+}
+
+// update applies f to the file's current content under an exclusive lock,
+// drops expired codes, and saves atomically.
+func (p *PairingStore) update(f func(d *pairingFile, now time.Time) error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(p.path), 0o700); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(p.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	d, err := readPairing(p.path)
+	if err != nil {
+		return err
+	}
+	now := p.now()
+	d.Pending = slices.DeleteFunc(d.Pending, func(pp PendingPairing) bool { return !now.Before(pp.Expires) })
+	if err := f(&d, now); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := configs.WriteFileAtomic(p.path, b, 0o600); err != nil {
+		return err
+	}
+	p.data = d
+	if fi, err := os.Stat(p.path); err == nil {
+		p.mtime = fi.ModTime()
+	}
+	return nil
+}
+
+// Codes use an alphabet without look-alikes (no 0/O, 1/I/L).
+const codeAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+
+func newCode() string {
+	var b strings.Builder
+	for i := range 8 {
+		if i == 4 {
+			b.WriteByte('-')
+		}
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(codeAlphabet))))
+		b.WriteByte(codeAlphabet[n.Int64()])
+	}
+	return b.String()
+}
+
+// normalizeCode accepts "abcd1234", "ABCD-1234" and spaced variants.
+func normalizeCode(s string) string {
+	s = strings.ToUpper(strings.NewReplacer("-", "", " ", "").Replace(strings.TrimSpace(s)))
+	if len(s) == 8 {
+		return s[:4] + "-" + s[4:]
+	}
+	return s
+}
