@@ -74,6 +74,9 @@ type Inbound struct {
 	SessionKey string `json:"sessionKey,omitempty"`
 	// ReceivedAt is when the adapter received the message.
 	ReceivedAt time.Time `json:"receivedAt"`
+	// ID is assigned by the gateway when the message is journaled; the
+	// agent reports it back when the message is done.
+	ID string `json:"id,omitempty"`
 }
 
 // Key is the session key of the message.
