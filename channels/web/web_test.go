@@ -1,0 +1,178 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+type inbox struct {
+	mu  sync.Mutex
+	got []bus.Inbound
+}
+
+func (i *inbox) Deliver(_ context.Context, m bus.Inbound) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.got = append(i.got, m)
+	return nil
+}
+
+func (i *inbox) len() int { i.mu.Lock(); defer i.mu.Unlock(); return len(i.got) }
+
+func start(t *testing.T, cfg Config, o Options) (*Channel, *httptest.Server, *inbox) {
+	t.Helper()
+	c, err := New(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &inbox{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = c.Run(ctx, in); close(done) }()
+	srv := httptest.NewServer(c.Handler())
+	t.Cleanup(func() { cancel(); <-done; srv.Close() })
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		ready := c.inbox != nil
+		c.mu.Unlock()
+		if ready || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return c, srv, in
+}
+
+func dial(t *testing.T, srv *httptest.Server, chat, token string) (*websocket.Conn, Frame) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	if err := wsjson.Write(ctx, ws, Frame{Type: "auth", Chat: chat, Token: token}); err != nil {
+		t.Fatal(err)
+	}
+	var f Frame
+	if err := wsjson.Read(ctx, ws, &f); err != nil {
+		t.Fatal(err)
+	}
+	return ws, f
+}
+
+func read(t *testing.T, ws *websocket.Conn) Frame {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var f Frame
+	if err := wsjson.Read(ctx, ws, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestChatRoundTrip(t *testing.T) {
+	c, srv, in := start(t, DefaultConfig(), Options{Loopback: true})
+	if c.Token() != "" {
+		t.Fatal("loopback + allowFrom * should need no token")
+	}
+	ws, hello := dial(t, srv, "browser-tab-1", "")
+	if hello.Type != "hello" || hello.Chat != "browser-tab-1" {
+		t.Fatalf("hello = %+v", hello)
+	}
+	ctx := context.Background()
+	_ = wsjson.Write(ctx, ws, Frame{Type: "bogus"}) // ignored
+	_ = wsjson.Write(ctx, ws, Frame{Type: "message", Text: "hi bot"})
+	deadline := time.Now().Add(5 * time.Second)
+	for in.len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if in.len() != 1 || in.got[0].Content != "hi bot" || in.got[0].ChatID != "browser-tab-1" || in.got[0].Channel != "web" {
+		t.Fatalf("inbound = %+v", in.got)
+	}
+
+	ref, err := c.Send(ctx, bus.Outbound{ChatID: "browser-tab-1", Content: "Hel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := read(t, ws); f.Type != "message" || f.Text != "Hel" || f.ID != ref.MessageID {
+		t.Errorf("message frame = %+v", f)
+	}
+	if err := c.Edit(ctx, ref, bus.Outbound{Content: "Hello!", Final: true}); err != nil {
+		t.Fatal(err)
+	}
+	if f := read(t, ws); f.Type != "edit" || f.Text != "Hello!" || f.ID != ref.MessageID || !f.Final {
+		t.Errorf("edit frame = %+v", f)
+	}
+	// No tab open for a chat: permanent failure, not a retry loop.
+	_, err = c.Send(ctx, bus.Outbound{ChatID: "nobody-here"})
+	var perm *channels.PermanentError
+	if !errorsAs(err, &perm) {
+		t.Errorf("send to closed chat: %v", err)
+	}
+}
+
+func TestTokenRequiredOffLoopback(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "web_token")
+	c, srv, in := start(t, DefaultConfig(), Options{Loopback: false, TokenFile: tokenFile})
+	if len(c.Token()) < 32 {
+		t.Fatalf("token %q", c.Token())
+	}
+	ws, f := dial(t, srv, "tab-without-token", "wrong")
+	if f.Type != "error" || !strings.Contains(f.Text, "token") {
+		t.Errorf("wrong token got %+v", f)
+	}
+	_ = wsjson.Write(context.Background(), ws, Frame{Type: "message", Text: "sneak"})
+	_, f = dial(t, srv, "tab-with-token", c.Token())
+	if f.Type != "hello" {
+		t.Errorf("right token got %+v", f)
+	}
+	if in.len() != 0 {
+		t.Error("unauthenticated message delivered")
+	}
+	// The token persists across restarts.
+	c2, err := New(DefaultConfig(), Options{Loopback: false, TokenFile: tokenFile})
+	if err != nil || c2.Token() != c.Token() {
+		t.Errorf("token not persisted: %v", err)
+	}
+}
+
+func TestCrossOriginRejected(t *testing.T) {
+	_, srv, _ := start(t, DefaultConfig(), Options{Loopback: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}})
+	if err == nil {
+		t.Fatal("cross-origin websocket accepted")
+	}
+	if resp != nil && resp.StatusCode != http.StatusForbidden {
+		t.Errorf("status %d, want 403", resp.StatusCode)
+	}
+}
+
+func TestUIServed(t *testing.T) {
+	_, srv, _ := start(t, DefaultConfig(), Options{Loopback: true})
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'self'") {
+		t.Errorf("index: %d %v", resp.StatusCode, resp.Header)
+	}
+}
