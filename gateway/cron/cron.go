@@ -1,0 +1,143 @@
+// Package cron is the gateway's scheduler: it fires the jobs in jobs.json
+// (kinds at / every / cron with timezone) by sending each job's message
+// through the agent loop into the job's session, so the reply reaches the
+// job's chat.
+//
+// Rules:
+//   - A job's next run is saved before its message is sent, so a crash
+//     right after firing never fires it twice.
+//   - Missed runs (the gateway was down) are coalesced: a recurring job
+//     that is overdue fires once, then follows its schedule from now. A
+//     one-off job fires late if it is less than MaxLateness overdue;
+//     otherwise it is marked "missed" and disabled, never fired a day late.
+//   - A job removed (by the agent or `nanobot cron remove`) never fires
+//     again: the store is re-read before every firing.
+package cron
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	jobs "github.com/nanobot-go/nanobot/tools/cron"
+)
+
+// MaxLateness is how late a one-off job may still fire.
+const MaxLateness = 24 * time.Hour
+
+// recheck bounds how long the service sleeps, so changes made by another
+// process (the CLI) are seen.
+const recheck = 30 * time.Second
+
+// Service fires due jobs.
+type Service struct {
+	store   *jobs.Store
+	publish func(ctx context.Context, m bus.Inbound) error
+	log     *slog.Logger
+}
+
+// New returns a service over store; publish hands a job's message to the
+// agent (the bus's PublishInbound).
+func New(store *jobs.Store, publish func(context.Context, bus.Inbound) error, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: store, publish: publish, log: log.With("component", "cron")}
+}
+
+// Run fires jobs until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	for {
+		next, err := s.fireDue(ctx)
+		if err != nil {
+			s.log.Error("cron pass failed", "err", err)
+		}
+		wait := recheck
+		if !next.IsZero() {
+			wait = min(max(time.Until(next), 0), recheck)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-s.store.Changed():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// fireDue fires every due job and returns the earliest next run.
+func (s *Service) fireDue(ctx context.Context) (time.Time, error) {
+	now := time.Now()
+	var fire []jobs.Job
+	var earliest time.Time
+	err := s.store.UpdateQuiet(func(list []jobs.Job) ([]jobs.Job, error) {
+		out := list[:0]
+		for _, j := range list {
+			if !j.Enabled {
+				out = append(out, j)
+				continue
+			}
+			if j.State.NextRunAtMs == 0 {
+				if next, ok := j.Schedule.Next(now, time.UnixMilli(j.CreatedAtMs)); ok {
+					j.State.NextRunAtMs = next.UnixMilli()
+				} else {
+					j.Enabled = false
+				}
+			}
+			due := time.UnixMilli(j.State.NextRunAtMs)
+			if j.Enabled && !due.After(now) {
+				late := now.Sub(due)
+				if j.Schedule.Kind == jobs.KindAt && late > MaxLateness {
+					j.Enabled = false
+					j.State.LastStatus = "missed"
+					j.State.LastError = fmt.Sprintf("the gateway was not running at %s", due.Format(time.RFC3339))
+					s.log.Warn("one-off job missed", "job", j.ID, "due", due)
+					out = append(out, j)
+					continue
+				}
+				j.State.LastRunAtMs = now.UnixMilli()
+				j.State.LastStatus = "ok"
+				j.UpdatedAtMs = now.UnixMilli()
+				fire = append(fire, j)
+				if next, ok := j.Schedule.Next(now, time.UnixMilli(j.CreatedAtMs)); ok && j.Schedule.Kind != jobs.KindAt {
+					j.State.NextRunAtMs = next.UnixMilli()
+				} else {
+					j.Enabled = false
+					j.State.NextRunAtMs = 0
+					if j.DeleteAfterRun {
+						continue
+					}
+				}
+			}
+			if j.Enabled && (earliest.IsZero() || time.UnixMilli(j.State.NextRunAtMs).Before(earliest)) {
+				earliest = time.UnixMilli(j.State.NextRunAtMs)
+			}
+			out = append(out, j)
+		}
+		return slices.Clip(out), nil
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, j := range fire {
+		s.log.Info("job fired", "job", j.ID, "name", j.Name, "session", j.Session())
+		m := bus.Inbound{
+			Channel: j.Payload.Channel, ChatID: j.Payload.To, SenderID: "cron",
+			Content:    fmt.Sprintf("[Scheduled task %q (job %s) is due now. Do it and reply to the user.]\n%s", j.Name, j.ID, j.Payload.Message),
+			MessageID:  fmt.Sprintf("cron:%s:%d", j.ID, j.State.LastRunAtMs),
+			SessionKey: j.Payload.SessionKey,
+			Metadata:   map[string]any{"cron": j.ID},
+			ReceivedAt: now,
+		}
+		if err := s.publish(ctx, m); err != nil {
+			s.log.Error("delivering job failed", "job", j.ID, "err", err)
+		}
+	}
+	return earliest, nil
+}

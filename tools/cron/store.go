@@ -1,0 +1,204 @@
+// Package cron owns scheduled jobs: the Job model, the jobs.json store
+// shared by the gateway's cron service and the CLI (file-locked, atomic
+// writes, the same layout the Python nanobot writes), next-run computation
+// for the kinds at / every / cron (with IANA timezone), and the `cron` tool
+// the agent uses to add, list and remove jobs of its conversation.
+package cron
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nanobot-go/nanobot/configs"
+)
+
+// Schedule kinds.
+const (
+	KindAt    = "at"
+	KindEvery = "every"
+	KindCron  = "cron"
+)
+
+// Schedule says when a job runs. Times are Unix milliseconds, as in the
+// Python nanobot's jobs.json.
+type Schedule struct {
+	Kind    string `json:"kind"`
+	AtMs    int64  `json:"atMs,omitempty"`
+	EveryMs int64  `json:"everyMs,omitempty"`
+	Expr    string `json:"expr,omitempty"`
+	TZ      string `json:"tz,omitempty"`
+}
+
+// Payload is what a firing job does: an agent turn with Message, whose reply
+// is delivered to Channel/To.
+type Payload struct {
+	Kind    string `json:"kind"` // "agent_turn"
+	Message string `json:"message"`
+	Deliver bool   `json:"deliver"`
+	Channel string `json:"channel,omitempty"`
+	To      string `json:"to,omitempty"` // chat id
+	// SessionKey is the conversation the job belongs to (defaults to
+	// channel:to).
+	SessionKey string `json:"sessionKey,omitempty"`
+}
+
+// State is a job's run bookkeeping.
+type State struct {
+	NextRunAtMs int64  `json:"nextRunAtMs,omitempty"`
+	LastRunAtMs int64  `json:"lastRunAtMs,omitempty"`
+	LastStatus  string `json:"lastStatus,omitempty"` // ok, error, missed
+	LastError   string `json:"lastError,omitempty"`
+}
+
+// Job is one scheduled job.
+type Job struct {
+	ID             string   `json:"id"`
+	Name           string   `json:"name"`
+	Enabled        bool     `json:"enabled"`
+	Schedule       Schedule `json:"schedule"`
+	Payload        Payload  `json:"payload"`
+	State          State    `json:"state"`
+	CreatedAtMs    int64    `json:"createdAtMs"`
+	UpdatedAtMs    int64    `json:"updatedAtMs"`
+	DeleteAfterRun bool     `json:"deleteAfterRun,omitempty"`
+}
+
+// Session returns the session key the job's turns run in.
+func (j Job) Session() string {
+	if j.Payload.SessionKey != "" {
+		return j.Payload.SessionKey
+	}
+	return j.Payload.Channel + ":" + j.Payload.To
+}
+
+type file struct {
+	Version int   `json:"version"`
+	Jobs    []Job `json:"jobs"`
+}
+
+// Store is jobs.json. Every change re-reads the file under an exclusive
+// flock and writes it atomically, so the gateway and `nanobot cron` can
+// change it at the same time without losing a job.
+type Store struct {
+	path string
+	mu   sync.Mutex
+	// changed is signalled after every change made through this Store.
+	changed chan struct{}
+}
+
+// NewStore returns the store at path (cron/jobs.json).
+func NewStore(path string) *Store {
+	return &Store{path: path, changed: make(chan struct{}, 1)}
+}
+
+// Path is the file's location.
+func (s *Store) Path() string { return s.path }
+
+// Changed is signalled (without blocking) after changes through this Store.
+func (s *Store) Changed() <-chan struct{} { return s.changed }
+
+// Jobs returns all jobs.
+func (s *Store) Jobs() ([]Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := s.read()
+	return f.Jobs, err
+}
+
+// ErrNotFound is returned for an unknown job id.
+var ErrNotFound = errors.New("no such job")
+
+// Update applies fn to the jobs under the lock, saves the result and
+// signals Changed.
+func (s *Store) Update(fn func(jobs []Job) ([]Job, error)) error {
+	return s.update(fn, true)
+}
+
+// UpdateQuiet is Update without signalling Changed: the scheduler's own
+// bookkeeping must not wake the scheduler.
+func (s *Store) UpdateQuiet(fn func(jobs []Job) ([]Job, error)) error {
+	return s.update(fn, false)
+}
+
+func (s *Store) update(fn func(jobs []Job) ([]Job, error), notify bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(s.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	f, err := s.read()
+	if err != nil {
+		return err
+	}
+	jobs, err := fn(slices.Clone(f.Jobs))
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(file{Version: 1, Jobs: jobs}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := configs.WriteFileAtomic(s.path, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("cron: save %s: %w", s.path, err)
+	}
+	if notify {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Add stores a new job.
+func (s *Store) Add(j Job) error {
+	return s.Update(func(jobs []Job) ([]Job, error) { return append(jobs, j), nil })
+}
+
+// Remove deletes a job; with session set, only a job of that session.
+func (s *Store) Remove(id, session string) error {
+	return s.Update(func(jobs []Job) ([]Job, error) {
+		i := slices.IndexFunc(jobs, func(j Job) bool { return j.ID == id && (session == "" || j.Session() == session) })
+		if i < 0 {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return slices.Delete(jobs, i, i+1), nil
+	})
+}
+
+func (s *Store) read() (file, error) {
+	b, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return file{Version: 1}, nil
+	}
+	if err != nil {
+		return file{}, err
+	}
+	var f file
+	if err := json.Unmarshal(b, &f); err != nil {
+		return file{}, fmt.Errorf("cron: %s is not valid jobs JSON: %w", s.path, err)
+	}
+	return f, nil
+}
+
+// ms converts a time to Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMs converts Unix milliseconds to a time.
+func fromMs(v int64) time.Time { return time.UnixMilli(v) }
