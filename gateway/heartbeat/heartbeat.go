@@ -163,7 +163,7 @@ func (s *Service) Beat(ctx context.Context) (string, error) {
 	}
 	err = s.cfg.Publish(ctx, bus.Inbound{
 		Channel: channel, ChatID: chat, SenderID: "heartbeat", SessionKey: SessionKey,
-		Content: fmt.Sprintf("[Heartbeat: these periodic tasks are due now. Do them. If the result is not worth telling the user, reply exactly %s.]\n%s", SilentReply, due),
+		Content:    fmt.Sprintf("[Heartbeat: these periodic tasks are due now. Do them. If the result is not worth telling the user, reply exactly %s.]\n%s", SilentReply, due),
 		MessageID:  fmt.Sprintf("heartbeat:%d", now.UnixNano()),
 		Metadata:   map[string]any{"heartbeat": true, "maxHistory": MaxHistory},
 		ReceivedAt: now,
