@@ -48,6 +48,8 @@ func newRootCmd() *cobra.Command {
 		newVersionCmd(a),
 		newAgentCmd(a),
 		newGatewayCmd(a),
+		newPairingCmd(a),
+		newCronCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nanobot-go/nanobot/tools"
+	jobs "github.com/nanobot-go/nanobot/tools/cron"
+)
+
+func newCronCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cron",
+		Short: "List, add and remove scheduled jobs",
+	}
+	store := func() *jobs.Store { return jobs.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json")) }
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List all jobs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			list, err := store().Jobs()
+			if err != nil {
+				return err
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no jobs")
+			}
+			for _, j := range list {
+				next := "-"
+				if j.Enabled && j.State.NextRunAtMs > 0 {
+					next = time.UnixMilli(j.State.NextRunAtMs).Format("2006-01-02 15:04 MST")
+				}
+				state := "enabled"
+				if !j.Enabled {
+					state = "disabled"
+					if j.State.LastStatus != "" {
+						state += " (" + j.State.LastStatus + ")"
+					}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %-24q %s, next %s, %s → %s\n", j.ID, j.Name, j.Schedule.Describe(), next, state, j.Session())
+			}
+			return nil
+		},
+	})
+
+	var add struct {
+		channel, chat, message, at, expr, tz, name string
+		every                                      int
+	}
+	addCmd := &cobra.Command{
+		Use:   "add",
+		Short: "Add a job (one of --at, --every, --cron)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			loc := time.Local
+			if tz := a.loaded.Config.Agents.Defaults.Timezone; tz != "" {
+				if l, err := time.LoadLocation(tz); err == nil {
+					loc = l
+				}
+			}
+			tool := jobs.NewTool(store(), loc)
+			ctx := tools.WithCallContext(cmd.Context(), tools.CallContext{Channel: add.channel, ChatID: add.chat, SessionKey: add.channel + ":" + add.chat})
+			args := map[string]any{"action": "add", "message": add.message, "name": add.name, "tz": add.tz}
+			if add.at != "" {
+				args["at"] = add.at
+			}
+			if add.every > 0 {
+				args["every_seconds"] = add.every
+			}
+			if add.expr != "" {
+				args["cron_expr"] = add.expr
+			}
+			res, err := tool.Execute(ctx, args)
+			if err != nil {
+				return fmt.Errorf("cron add: %w", err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), res.Content)
+			return nil
+		},
+	}
+	f := addCmd.Flags()
+	f.StringVar(&add.channel, "channel", "", "channel to deliver to (e.g. telegram)")
+	f.StringVar(&add.chat, "to", "", "chat id to deliver to")
+	f.StringVarP(&add.message, "message", "m", "", "what the agent should do when the job fires")
+	f.StringVar(&add.at, "at", "", "one-off time, e.g. 2026-12-24T09:00")
+	f.IntVar(&add.every, "every", 0, "interval in seconds (at least 60)")
+	f.StringVar(&add.expr, "cron", "", "cron expression, e.g. '0 9 * * 1-5'")
+	f.StringVar(&add.tz, "tz", "", "IANA timezone for --at and --cron")
+	f.StringVar(&add.name, "name", "", "short label")
+	for _, req := range []string{"channel", "to", "message"} {
+		_ = addCmd.MarkFlagRequired(req)
+	}
+	cmd.AddCommand(addCmd, &cobra.Command{
+		Use:   "remove ID",
+		Short: "Remove a job",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := store().Remove(args[0], ""); err != nil {
+				return fmt.Errorf("cron remove: %w", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
+			return nil
+		},
+	})
+	return cmd
+}
