@@ -5,7 +5,11 @@
 // mcp); every child process they start goes through tools/sandbox.
 package tools
 
-import "context"
+import (
+	"context"
+	"strings"
+	"sync"
+)
 
 // Tool is one capability offered to the model.
 type Tool interface {
@@ -67,4 +71,62 @@ func WithCallContext(ctx context.Context, cc CallContext) context.Context {
 func CallContextFrom(ctx context.Context) (CallContext, bool) {
 	cc, ok := ctx.Value(callContextKey{}).(CallContext)
 	return cc, ok
+}
+
+// Turn is per-turn state shared by the tools of one turn and the agent loop.
+// Its methods are safe for concurrent use (tool calls run in parallel).
+type Turn struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+type turnKey struct{}
+
+// WithTurn attaches turn state to ctx.
+func WithTurn(ctx context.Context, t *Turn) context.Context {
+	return context.WithValue(ctx, turnKey{}, t)
+}
+
+// TurnFrom returns the turn state attached to ctx, or nil.
+func TurnFrom(ctx context.Context) *Turn {
+	t, _ := ctx.Value(turnKey{}).(*Turn)
+	return t
+}
+
+// RecordSent notes text the message tool sent to the current chat.
+func (t *Turn) RecordSent(text string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sent = append(t.sent, strings.TrimSpace(text))
+}
+
+// SentAny reports whether the message tool sent anything to the current
+// chat in this turn.
+func (t *Turn) SentAny() bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.sent) > 0
+}
+
+// AlreadySent reports whether text was already sent to the current chat by
+// the message tool in this turn.
+func (t *Turn) AlreadySent(text string) bool {
+	if t == nil {
+		return false
+	}
+	text = strings.TrimSpace(text)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.sent {
+		if s == text {
+			return true
+		}
+	}
+	return false
 }

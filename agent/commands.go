@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// Commands lists the slash commands handled without the LLM.
+var Commands = []struct{ Name, Help string }{
+	{"new", "start a new conversation (the current one is archived to memory)"},
+	{"stop", "stop the current answer and anything queued"},
+	{"status", "show the model, conversation size and context use"},
+	{"help", "show this help"},
+}
+
+// parseCommand returns the lower-cased command name of "/name args" (a
+// Telegram-style "/name@botname" suffix is ignored) and its arguments, or
+// "" when text is not a command.
+func parseCommand(text string) (name, args string) {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "/") || len(t) < 2 {
+		return "", ""
+	}
+	head, rest, _ := strings.Cut(t[1:], " ")
+	head, _, _ = strings.Cut(head, "@")
+	return strings.ToLower(head), strings.TrimSpace(rest)
+}
+
+// command runs a slash command. handled is false for commands the agent does
+// not own, which go to the LLM as ordinary text.
+func (l *Loop) command(ctx context.Context, name string, m bus.Inbound) (handled bool, err error) {
+	switch name {
+	case "help":
+		var b strings.Builder
+		b.WriteString("Commands:\n")
+		for _, c := range Commands {
+			fmt.Fprintf(&b, "/%s — %s\n", c.Name, c.Help)
+		}
+		l.reply(ctx, m, strings.TrimRight(b.String(), "\n"))
+		return true, nil
+	case "new":
+		sess, err := l.cfg.Store.Load(ctx, m.Key())
+		if err != nil {
+			l.reply(ctx, m, "Sorry, I could not load this conversation.")
+			return true, err
+		}
+		if c := l.cfg.Consolidator; c != nil {
+			if err := c.ArchiveAll(ctx, sess); err != nil {
+				l.log.Warn("archiving to memory before /new failed", "session", sess.Key, "err", err)
+			}
+		}
+		if err := l.cfg.Store.Archive(ctx, sess); err != nil {
+			l.reply(ctx, m, "Sorry, I could not start a new conversation.")
+			return true, err
+		}
+		l.reply(ctx, m, "New conversation started.")
+		return true, nil
+	case "status":
+		sess, err := l.cfg.Store.Load(ctx, m.Key())
+		if err != nil {
+			return true, err
+		}
+		l.reply(ctx, m, l.statusText(sess.Key, len(sess.Messages), sess.LastConsolidated, l.estimateTokens(sess)))
+		return true, nil
+	}
+	return false, nil
+}
+
+func (l *Loop) statusText(key string, n, consolidated, tokens int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Model: %s\n", l.cfg.Runner.Model)
+	fmt.Fprintf(&b, "Conversation: %s, %d messages (%d consolidated into memory)\n", key, n, consolidated)
+	if w := l.cfg.ContextWindowTokens; w > 0 {
+		fmt.Fprintf(&b, "Context: about %d of %d tokens (%d%%)", tokens, w, tokens*100/w)
+	} else {
+		fmt.Fprintf(&b, "Context: about %d tokens", tokens)
+	}
+	return b.String()
+}
+
+// estimateTokens approximates the next prompt's size: system prompt plus
+// history, at about 4 characters per token.
+func (l *Loop) estimateTokens(sess *session.Session) int {
+	chars := utf8.RuneCountInString(l.cfg.Builder.SystemPrompt())
+	for _, msg := range sess.History(0) {
+		chars += utf8.RuneCountInString(msg.Text())
+		for _, tc := range msg.ToolCalls {
+			chars += len(tc.Function.Arguments) + len(tc.Function.Name)
+		}
+	}
+	return chars / 4
+}

@@ -1,0 +1,384 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
+)
+
+// SessionStore is what the loop needs of session storage.
+type SessionStore interface {
+	Load(ctx context.Context, key string) (*session.Session, error)
+	Append(ctx context.Context, s *session.Session, msgs ...providers.Message) error
+	Archive(ctx context.Context, s *session.Session) error
+}
+
+// Outbox receives everything the agent says.
+type Outbox interface {
+	PublishOutbound(ctx context.Context, m bus.Outbound) error
+}
+
+// Consolidator compresses old history into memory (the memory package).
+type Consolidator interface {
+	// MaybeConsolidate consolidates s if the next prompt would exceed the
+	// budget. It must not fail the turn for long.
+	MaybeConsolidate(ctx context.Context, s *session.Session) error
+	// ArchiveAll consolidates everything not yet consolidated (before /new).
+	ArchiveAll(ctx context.Context, s *session.Session) error
+}
+
+// SubagentCanceller cancels a session's background sub-agents.
+type SubagentCanceller interface {
+	CancelSession(key string) int
+}
+
+// LoopConfig wires a Loop.
+type LoopConfig struct {
+	Store   SessionStore
+	Builder *ContextBuilder
+	Runner  *Runner
+	Out     Outbox
+	// MaxConcurrentTurns caps LLM turns running at once (default 8).
+	MaxConcurrentTurns int
+	// MaxToolResultChars truncates stored tool results (default 16000).
+	MaxToolResultChars int
+	// ContextWindowTokens is shown by /status.
+	ContextWindowTokens int
+	Consolidator        Consolidator      // optional
+	Subagents           SubagentCanceller // optional
+	// OnTurnDone is called after a message was fully handled (turn saved,
+	// replies published) or given up; the durable inbox marks it done.
+	OnTurnDone func(m bus.Inbound, err error)
+	Log        *slog.Logger
+}
+
+// Loop drains inbound messages: one worker per active session (FIFO within
+// a session), sessions in parallel, at most MaxConcurrentTurns LLM turns at
+// once. A worker exists only while its session has queued work, so idle
+// sessions cost nothing.
+type Loop struct {
+	cfg LoopConfig
+	log *slog.Logger
+	sem chan struct{}
+
+	mu         sync.Mutex
+	workers    map[string]*worker
+	lastActive [2]string // channel, chat id of the latest message from a person
+	wg         sync.WaitGroup
+}
+
+// SilentReply is the answer to a background task (heartbeat) that has
+// nothing worth telling the user; it is not delivered.
+const SilentReply = "HEARTBEAT_OK"
+
+type worker struct {
+	queue  []bus.Inbound
+	cancel context.CancelFunc // of the running turn, nil between turns
+}
+
+// NewLoop returns a loop; Run starts it.
+func NewLoop(cfg LoopConfig) *Loop {
+	if cfg.MaxConcurrentTurns <= 0 {
+		cfg.MaxConcurrentTurns = 8
+	}
+	if cfg.MaxToolResultChars <= 0 {
+		cfg.MaxToolResultChars = 16000
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Loop{
+		cfg:     cfg,
+		log:     log.With("component", "agent"),
+		sem:     make(chan struct{}, cfg.MaxConcurrentTurns),
+		workers: map[string]*worker{},
+	}
+}
+
+// Run consumes in until it is closed or ctx ends, then waits for running
+// turns (which see ctx's cancellation) to finish.
+func (l *Loop) Run(ctx context.Context, in <-chan bus.Inbound) error {
+	defer l.wg.Wait()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case m, ok := <-in:
+			if !ok {
+				return nil
+			}
+			l.Submit(ctx, m)
+		}
+	}
+}
+
+// Submit hands one message to its session's worker. /stop is handled at
+// once, ahead of the queue.
+func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
+	if name, _ := parseCommand(m.Content); name == "stop" {
+		n := l.StopSession(m.Key())
+		l.reply(ctx, m, stopReply(n))
+		l.done(m, nil)
+		return
+	}
+	key := m.Key()
+	l.mu.Lock()
+	if isFromPerson(m) {
+		l.lastActive = [2]string{m.Channel, m.ChatID}
+	}
+	w, ok := l.workers[key]
+	if !ok {
+		w = &worker{}
+		l.workers[key] = w
+	}
+	w.queue = append(w.queue, m)
+	l.mu.Unlock()
+	if !ok {
+		l.wg.Go(func() { l.work(ctx, key, w) })
+	}
+}
+
+// StopSession cancels the running turn and the queued messages of a
+// session, and its sub-agents. It returns how many things it stopped.
+func (l *Loop) StopSession(key string) int {
+	n := 0
+	l.mu.Lock()
+	if w, ok := l.workers[key]; ok {
+		for _, q := range w.queue {
+			l.done(q, context.Canceled)
+		}
+		n += len(w.queue)
+		w.queue = nil
+		if w.cancel != nil {
+			w.cancel()
+			n++
+		}
+	}
+	l.mu.Unlock()
+	if l.cfg.Subagents != nil {
+		n += l.cfg.Subagents.CancelSession(key)
+	}
+	return n
+}
+
+// Idle reports whether no session has running or queued work.
+func (l *Loop) Idle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.workers) == 0
+}
+
+// LastActive returns the chat of the most recent message from a person.
+func (l *Loop) LastActive() (channel, chatID string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastActive[0], l.lastActive[1], l.lastActive[0] != ""
+}
+
+// isFromPerson is false for messages nanobot sends itself (sub-agent
+// results, cron jobs, heartbeats).
+func isFromPerson(m bus.Inbound) bool {
+	return m.Channel != bus.ChannelSystem && m.Metadata["cron"] == nil && m.Metadata["heartbeat"] == nil && m.Metadata["subagent"] == nil
+}
+
+func stopReply(n int) string {
+	if n == 0 {
+		return "Nothing to stop."
+	}
+	return "Stopped."
+}
+
+// work runs a session's queue in order and exits when it is empty.
+func (l *Loop) work(ctx context.Context, key string, w *worker) {
+	for {
+		l.mu.Lock()
+		if len(w.queue) == 0 || ctx.Err() != nil {
+			delete(l.workers, key)
+			rest := w.queue
+			l.mu.Unlock()
+			for _, m := range rest {
+				l.done(m, ctx.Err())
+			}
+			return
+		}
+		m := w.queue[0]
+		w.queue = w.queue[1:]
+		turnCtx, cancel := context.WithCancel(ctx)
+		w.cancel = cancel
+		l.mu.Unlock()
+
+		err := l.handle(turnCtx, m)
+
+		l.mu.Lock()
+		w.cancel = nil
+		l.mu.Unlock()
+		cancel()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			l.log.Error("turn failed", "session", key, "err", err)
+		}
+		l.done(m, err)
+	}
+}
+
+func (l *Loop) done(m bus.Inbound, err error) {
+	if l.cfg.OnTurnDone != nil {
+		l.cfg.OnTurnDone(m, err)
+	}
+}
+
+// handle processes one message: a slash command or an LLM turn.
+func (l *Loop) handle(ctx context.Context, m bus.Inbound) error {
+	if name, _ := parseCommand(m.Content); name != "" {
+		if handled, err := l.command(ctx, name, m); handled {
+			return err
+		}
+	}
+	return l.turn(ctx, m)
+}
+
+func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
+	sess, err := l.cfg.Store.Load(ctx, m.Key())
+	if err != nil {
+		l.publish(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: "Sorry, I could not load this conversation. Please try again.", Final: true, IsError: true})
+		return err
+	}
+	if c := l.cfg.Consolidator; c != nil {
+		if err := c.MaybeConsolidate(ctx, sess); err != nil {
+			l.log.Warn("memory consolidation failed; continuing", "session", sess.Key, "err", err)
+		}
+	}
+	maxHistory := 0
+	if n, ok := m.Metadata["maxHistory"].(int); ok {
+		maxHistory = n
+	}
+	msgs := l.cfg.Builder.Messages(sess.History(maxHistory), m)
+	background := m.Metadata["heartbeat"] != nil
+
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-l.sem }()
+
+	if !background {
+		l.publish(ctx, m, bus.Outbound{Kind: bus.KindTyping})
+	}
+	streamID := newID()
+	turn := &tools.Turn{}
+	emit := func(ev Event) {
+		switch ev.Kind {
+		case EventDelta:
+			// Once the message tool spoke, hold the stream: the final reply
+			// may repeat it and is then not sent at all.
+			if !background && !turn.SentAny() {
+				l.publish(ctx, m, bus.Outbound{Kind: bus.KindDelta, Content: ev.Text, StreamID: streamID})
+			}
+		case EventStreamEnd:
+			if background && (!ev.Final || strings.TrimSpace(ev.Text) == SilentReply) {
+				break // background runs speak only when they have news
+			}
+			if ev.Final && turn.AlreadySent(ev.Text) {
+				break // the message tool already delivered this reply
+			}
+			if ev.Text != "" || ev.Final {
+				text := ev.Text
+				if ev.Final && text == "" {
+					text = "I have no reply to that. Could you rephrase?"
+				}
+				l.publish(ctx, m, bus.Outbound{Kind: bus.KindStreamEnd, Content: text, StreamID: streamID, Final: ev.Final})
+			}
+			streamID = newID()
+		case EventToolHint:
+			if !background {
+				l.publish(ctx, m, bus.Outbound{Kind: bus.KindToolHint, Content: ev.Text})
+			}
+		}
+	}
+	runCtx := tools.WithCallContext(tools.WithTurn(ctx, turn), tools.CallContext{
+		Channel: m.Channel, ChatID: m.ChatID, SessionKey: sess.Key, MessageID: m.MessageID,
+		FromCron: m.Metadata["cron"] != nil, SubAgent: false,
+	})
+	res, runErr := l.cfg.Runner.Run(runCtx, msgs, emit)
+
+	// Save whatever the turn produced, even when it was stopped or failed,
+	// so the conversation on disk matches what the user saw. Saving uses a
+	// context that survives /stop.
+	saveCtx := context.WithoutCancel(ctx)
+	var produced []providers.Message
+	if res != nil {
+		produced = res.Messages
+	}
+	if err := l.cfg.Store.Append(saveCtx, sess, l.sanitizeTurn(m, msgs[len(msgs)-1], produced)...); err != nil {
+		l.log.Error("saving turn failed", "session", sess.Key, "err", err)
+		if runErr == nil {
+			runErr = err
+		}
+	}
+	if runErr != nil {
+		if errors.Is(runErr, context.Canceled) {
+			return runErr
+		}
+		l.publish(saveCtx, m, bus.Outbound{Kind: bus.KindMessage, Content: failureReply(runErr), Final: true, IsError: true})
+		return runErr
+	}
+	return nil
+}
+
+// failureReply tells the user what went wrong without internals or secrets.
+func failureReply(err error) string {
+	var pe *providers.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "Sorry, the model took too long to answer. Please try again."
+	case errors.As(err, &pe):
+		switch {
+		case pe.Provider == "none":
+			return pe.Message
+		case pe.StatusCode == 401 || pe.StatusCode == 403:
+			return "Sorry, the model provider rejected the API key (" + pe.Provider + "). Please check the key in config.json."
+		case pe.StatusCode == 429:
+			return "Sorry, the model provider is rate-limiting or out of quota (" + pe.Provider + "). Please try again later."
+		case pe.Transient:
+			return "Sorry, the model provider is unavailable right now (" + pe.Provider + "). Please try again in a moment."
+		}
+		return "Sorry, the model provider returned an error (" + pe.Provider + ")."
+	}
+	return "Sorry, something went wrong while answering. Please try again."
+}
+
+// publish sends to the message's chat; a failure is logged (the dispatcher
+// owns retries of the platform send).
+func (l *Loop) publish(ctx context.Context, m bus.Inbound, out bus.Outbound) {
+	out.Channel, out.ChatID, out.SessionKey = m.Channel, m.ChatID, m.Key()
+	if out.Kind == bus.KindStreamEnd || out.Kind == bus.KindMessage {
+		out.ReplyTo = m.MessageID
+	}
+	if out.Metadata == nil && len(m.Metadata) > 0 {
+		out.Metadata = m.Metadata
+	}
+	if err := l.cfg.Out.PublishOutbound(ctx, out); err != nil {
+		l.log.Warn("publish failed", "session", m.Key(), "kind", out.Kind.String(), "err", err)
+	}
+}
+
+// reply sends a final plain message.
+func (l *Loop) reply(ctx context.Context, m bus.Inbound, text string) {
+	l.publish(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: text, Final: true})
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,425 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
+)
+
+func TestPlainTurnStreamsAndSaves(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("Hello there, friend.") }}
+	h := newHarness(t, llm, nil, nil)
+	h.send("c1", "hi")
+	waitUntil(t, "turn done", func() bool { return h.doneCount() == 1 })
+
+	var deltas []string
+	var final bus.Outbound
+	for _, m := range h.out.all() {
+		switch m.Kind {
+		case bus.KindDelta:
+			deltas = append(deltas, m.Content)
+		case bus.KindStreamEnd:
+			final = m
+		}
+	}
+	if strings.Join(deltas, "") != "Hello there, friend." || len(deltas) < 2 {
+		t.Errorf("deltas %q", deltas)
+	}
+	if !final.Final || final.Content != "Hello there, friend." || final.ChatID != "c1" || final.Channel != "test" {
+		t.Errorf("final %+v", final)
+	}
+
+	// Runtime context was sent but is not stored.
+	req := llm.reqs()[0]
+	if req.Messages[0].Role != "system" || !strings.Contains(req.Messages[0].Content, "You are nanobot") {
+		t.Errorf("system prompt: %q", req.Messages[0].Content[:min(80, len(req.Messages[0].Content))])
+	}
+	sent := lastUser(req)
+	if !strings.Contains(sent, "[Runtime Context") || !strings.Contains(sent, "Channel: test") || !strings.HasSuffix(sent, "\n\nhi") {
+		t.Errorf("sent user message %q", sent)
+	}
+	s, err := h.store.Load(context.Background(), "test:c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Messages) != 2 || s.Messages[0].Content != "hi" || s.Messages[1].Content != "Hello there, friend." {
+		t.Fatalf("stored %+v", s.Messages)
+	}
+	for _, m := range s.Messages {
+		if m.Timestamp == "" {
+			t.Error("stored message without timestamp")
+		}
+	}
+}
+
+func TestMultiToolTurnRunsToolsConcurrently(t *testing.T) {
+	var inFlight, peak atomic.Int32
+	slow := toolFunc{name: "slow", fn: func(ctx context.Context, args map[string]any) (tools.Result, error) {
+		n := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		// Wait until both calls are running (or give up after a while).
+		deadline := time.Now().Add(2 * time.Second)
+		for peak.Load() < 2 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		inFlight.Add(-1)
+		return tools.Result{Content: fmt.Sprintf("result-%v", args["n"])}, nil
+	}}
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == providers.RoleTool {
+			return text("both done")
+		}
+		return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{
+			call("a", "slow", map[string]any{"n": 1}), call("b", "slow", map[string]any{"n": 2}),
+		}, FinishReason: providers.FinishToolCalls}, nil
+	}}
+	h := newHarness(t, llm, toolList{slow}, nil)
+	h.send("c", "go")
+	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	if peak.Load() != 2 {
+		t.Errorf("tool calls ran one at a time (peak %d)", peak.Load())
+	}
+	reqs := llm.reqs()
+	second := reqs[1].Messages
+	n := len(second)
+	if second[n-2].ToolCallID != "a" || second[n-1].ToolCallID != "b" || second[n-2].Content != "result-1" || second[n-1].Content != "result-2" {
+		t.Errorf("tool results out of order: %+v", second[n-2:])
+	}
+	hints := 0
+	for _, m := range h.out.all() {
+		if m.Kind == bus.KindToolHint {
+			hints++
+		}
+	}
+	if hints != 2 {
+		t.Errorf("%d tool hints, want 2", hints)
+	}
+	s, _ := h.store.Load(context.Background(), "test:c")
+	roles := []string{}
+	for _, m := range s.Messages {
+		roles = append(roles, m.Role)
+	}
+	if strings.Join(roles, ",") != "user,assistant,tool,tool,assistant" {
+		t.Errorf("stored roles %v", roles)
+	}
+}
+
+func TestIterationCapGivesFinalAnswer(t *testing.T) {
+	n := 0
+	loopy := toolFunc{name: "look", fn: func(context.Context, map[string]any) (tools.Result, error) {
+		n++
+		return tools.Result{Content: fmt.Sprint("page ", n)}, nil
+	}}
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		if req.ToolChoice == "none" {
+			return text("Here is what I found so far.")
+		}
+		return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call(fmt.Sprint(len(req.Messages)), "look", map[string]any{"page": len(req.Messages)})}}, nil
+	}}
+	h := newHarness(t, llm, toolList{loopy}, nil)
+	h.send("c", "research")
+	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	reqs := llm.reqs()
+	if len(reqs) != 6 {
+		t.Errorf("%d LLM calls, want 5 with tools + 1 final", len(reqs))
+	}
+	last := reqs[len(reqs)-1]
+	if last.ToolChoice != "none" || len(last.Tools) == 0 {
+		t.Errorf("final call: tool choice %q, %d tools (definitions must stay for providers that need them)", last.ToolChoice, len(last.Tools))
+	}
+	if got := h.out.finals()["test:c"]; len(got) != 1 || got[0] != "Here is what I found so far." {
+		t.Errorf("finals %v", got)
+	}
+	// The wrap-up instruction is not stored.
+	s, _ := h.store.Load(context.Background(), "test:c")
+	for _, m := range s.Messages {
+		if strings.Contains(m.Text(), "[System:") {
+			t.Error("wrap-up instruction stored in the session")
+		}
+	}
+}
+
+func TestErrorHintAndCircuitBreaker(t *testing.T) {
+	failing := toolFunc{name: "fetch", fn: func(context.Context, map[string]any) (tools.Result, error) {
+		return tools.Result{}, errors.New("connection refused")
+	}}
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		if req.ToolChoice == "none" {
+			return text("The site is down; I could not fetch it.")
+		}
+		return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call(fmt.Sprint(len(req.Messages)), "fetch", map[string]any{"url": "http://x"})}}, nil
+	}}
+	h := newHarness(t, llm, toolList{failing}, func(c *LoopConfig) { c.Runner.MaxIterations = 40 })
+	h.send("c", "fetch it")
+	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	reqs := llm.reqs()
+	if len(reqs) != 4 {
+		t.Fatalf("%d LLM calls, want 3 failing attempts + 1 final (breaker at 3)", len(reqs))
+	}
+	tm := reqs[1].Messages[len(reqs[1].Messages)-1]
+	if tm.Role != "tool" || !strings.Contains(tm.Content, "connection refused") || !strings.HasSuffix(tm.Content, RetryHint) {
+		t.Errorf("tool error message %q", tm.Content)
+	}
+	if !strings.Contains(lastUser(reqs[3]), "failed 3 times") {
+		t.Errorf("final call does not explain the breaker: %q", lastUser(reqs[3]))
+	}
+	if got := h.out.finals()["test:c"]; len(got) != 1 || !strings.Contains(got[0], "site is down") {
+		t.Errorf("finals %v", got)
+	}
+}
+
+func TestStopCancelsRunningTurn(t *testing.T) {
+	started := make(chan struct{})
+	var once sync.Once
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("ok") }}
+	blocking := &ctxLLM{fakeLLM: llm, started: started, once: &once}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Runner.Provider = blocking })
+	h.send("c", "slow")
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("turn did not start")
+	}
+	h.send("c", "queued behind")
+	h.send("c", "/stop")
+	waitUntil(t, "stopped turns done", func() bool { return h.doneCount() == 3 })
+	finals := h.out.finals()["test:c"]
+	if len(finals) != 1 || finals[0] != "Stopped." {
+		t.Errorf("finals %v", finals)
+	}
+	waitUntil(t, "idle", h.loop.Idle)
+	// The session stays usable.
+	h.send("c", "fast")
+	waitUntil(t, "next turn", func() bool { return h.doneCount() == 4 })
+	if got := h.out.finals()["test:c"]; got[len(got)-1] != "ok" {
+		t.Errorf("after stop: %v", got)
+	}
+}
+
+// ctxLLM blocks on "slow" until its context ends.
+type ctxLLM struct {
+	*fakeLLM
+	started chan struct{}
+	once    *sync.Once
+}
+
+func (c *ctxLLM) Stream(ctx context.Context, req providers.ChatRequest, onDelta func(providers.Delta)) (*providers.LLMResponse, error) {
+	if strings.HasSuffix(lastUser(req), "slow") {
+		c.once.Do(func() { close(c.started) })
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return c.fakeLLM.Stream(ctx, req, onDelta)
+}
+
+func TestSessionsInParallelFIFOWithin(t *testing.T) {
+	release := make(chan struct{})
+	llm := &fakeLLM{}
+	llm.reply = func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		u := lastUser(req)
+		body := u[strings.LastIndex(u, "\n")+1:]
+		if strings.HasPrefix(body, "slow") {
+			<-release
+		}
+		return text("re:" + body)
+	}
+	h := newHarness(t, llm, nil, nil)
+	h.send("slowchat", "slow")
+	// While slowchat waits, another chat gets answered.
+	h.send("fast", "quick")
+	waitUntil(t, "fast chat answered while the slow one waits", func() bool {
+		return len(h.out.finals()["test:fast"]) == 1
+	})
+	close(release)
+	// Many messages to one chat arrive concurrently-ish; they are answered in order.
+	for i := range 20 {
+		h.send("fifo", fmt.Sprint("m", i))
+	}
+	waitUntil(t, "fifo done", func() bool { return len(h.out.finals()["test:fifo"]) == 20 })
+	got := h.out.finals()["test:fifo"]
+	for i, g := range got {
+		if g != fmt.Sprint("re:m", i) {
+			t.Fatalf("reply %d = %q: order broken (%v)", i, g, got)
+		}
+	}
+}
+
+func TestConcurrencyCap(t *testing.T) {
+	var inFlight, peak atomic.Int32
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) {
+		n := inFlight.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		inFlight.Add(-1)
+		return text("ok")
+	}}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.MaxConcurrentTurns = 3 })
+	for i := range 12 {
+		h.send(fmt.Sprint("chat", i), "hi")
+	}
+	waitUntil(t, "all answered", func() bool { return h.doneCount() == 12 })
+	if p := peak.Load(); p > 3 || p < 2 {
+		t.Errorf("peak concurrent turns %d, want at most 3 (and some parallelism)", p)
+	}
+}
+
+func TestSlashCommands(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("answer") }}
+	h := newHarness(t, llm, nil, nil)
+	h.send("c", "hello")
+	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	h.send("c", "/status")
+	h.send("c", "/help@nanobot_bot")
+	h.send("c", "/new")
+	waitUntil(t, "commands", func() bool { return h.doneCount() == 4 })
+	if len(llm.reqs()) != 1 {
+		t.Errorf("commands reached the LLM: %d calls", len(llm.reqs()))
+	}
+	f := h.out.finals()["test:c"]
+	if !strings.Contains(f[1], "Model: test-model") || !strings.Contains(f[1], "2 messages") || !strings.Contains(f[1], "of 10000 tokens") {
+		t.Errorf("/status = %q", f[1])
+	}
+	if !strings.Contains(f[2], "/new") || !strings.Contains(f[2], "/stop") {
+		t.Errorf("/help = %q", f[2])
+	}
+	if f[3] != "New conversation started." {
+		t.Errorf("/new = %q", f[3])
+	}
+	s, _ := h.store.Load(context.Background(), "test:c")
+	if len(s.Messages) != 0 {
+		t.Errorf("after /new the session has %d messages", len(s.Messages))
+	}
+	files, _ := filepath.Glob(filepath.Join(h.ws, "sessions", "*"))
+	if len(files) < 2 {
+		t.Errorf("/new did not keep the archived conversation: %v", files)
+	}
+	// Unknown commands go to the LLM as text.
+	h.send("c", "/weather Berlin")
+	waitUntil(t, "unknown command", func() bool { return h.doneCount() == 5 })
+	if len(llm.reqs()) != 2 {
+		t.Error("unknown slash command did not reach the LLM")
+	}
+}
+
+func TestPromptPrefixIsStable(t *testing.T) {
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		if len(req.Messages)%4 == 2 { // every other turn uses a tool
+			return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call(fmt.Sprint(len(req.Messages)), "echo", map[string]any{"x": len(req.Messages)})}}, nil
+		}
+		return text(fmt.Sprint("reply after ", len(req.Messages), " messages"))
+	}}
+	echo := toolFunc{name: "echo", fn: func(_ context.Context, a map[string]any) (tools.Result, error) {
+		return tools.Result{Content: fmt.Sprint(a["x"])}, nil
+	}}
+	h := newHarness(t, llm, toolList{echo}, nil)
+	for i := range 10 {
+		h.send("c", fmt.Sprint("turn ", i))
+		waitUntil(t, "turn", func() bool { return h.doneCount() == i+1 })
+	}
+	// First request of each turn: system + history + new user message.
+	var firsts []providers.ChatRequest
+	for _, r := range llm.reqs() {
+		if r.Messages[len(r.Messages)-1].Role == providers.RoleUser {
+			firsts = append(firsts, r)
+		}
+	}
+	if len(firsts) != 10 {
+		t.Fatalf("%d turn-opening requests", len(firsts))
+	}
+	enc := func(msgs []providers.Message) string {
+		b, _ := json.Marshal(msgs)
+		return string(b)
+	}
+	for i := 1; i < len(firsts); i++ {
+		prev := firsts[i-1].Messages
+		cur := firsts[i].Messages
+		// Everything but the previous turn's user message (which carries the
+		// runtime context) must be a byte-identical prefix.
+		if enc(prev[:len(prev)-1]) != enc(cur[:len(prev)-1]) {
+			t.Fatalf("turn %d: request prefix changed", i)
+		}
+	}
+}
+
+func TestImagesInUserMessage(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "cat.png")
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	if err := os.WriteFile(img, png, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("a cat") }}
+	h := newHarness(t, llm, nil, nil)
+	h.loop.Submit(context.Background(), bus.Inbound{Channel: "test", ChatID: "c", SenderID: "u", Content: "what is this?", Media: []bus.Media{{Path: img, MIMEType: "image/png"}}})
+	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	um := llm.reqs()[0].Messages[len(llm.reqs()[0].Messages)-1]
+	if !um.HasImages() || !strings.HasPrefix(um.Parts[1].ImageURL.URL, "data:image/png;base64,") {
+		t.Errorf("user message parts %+v", um.Parts)
+	}
+	s, _ := h.store.Load(context.Background(), "test:c")
+	if s.Messages[0].HasImages() || !strings.Contains(s.Messages[0].Content, "cat.png") || strings.Contains(s.Messages[0].Content, "Runtime Context") {
+		t.Errorf("stored user message %+v", s.Messages[0])
+	}
+}
+
+func TestProviderErrorTellsUser(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) {
+		return nil, &providers.Error{Provider: "openrouter", StatusCode: 401, Message: "invalid key"}
+	}}
+	h := newHarness(t, llm, nil, nil)
+	h.send("c", "hi")
+	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	var final bus.Outbound
+	for _, m := range h.out.all() {
+		if m.Final {
+			final = m
+		}
+	}
+	if !final.IsError || !strings.Contains(final.Content, "rejected the API key") {
+		t.Errorf("final %+v", final)
+	}
+}
+
+func TestToolResultTruncatedWhenStored(t *testing.T) {
+	big := strings.Repeat("x", 5000) + "TAIL"
+	dump := toolFunc{name: "dump", fn: func(context.Context, map[string]any) (tools.Result, error) { return tools.Result{Content: big}, nil }}
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		if req.Messages[len(req.Messages)-1].Role == providers.RoleTool {
+			if req.Messages[len(req.Messages)-1].Content != big {
+				return text("model did not see the full result")
+			}
+			return text("done")
+		}
+		return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call("1", "dump", nil)}}, nil
+	}}
+	h := newHarness(t, llm, toolList{dump}, func(c *LoopConfig) { c.MaxToolResultChars = 1000 })
+	h.send("c", "dump")
+	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	s, _ := h.store.Load(context.Background(), "test:c")
+	tm := s.Messages[2]
+	if len([]rune(tm.Content)) > 1100 || !strings.Contains(tm.Content, "characters cut") || !strings.HasSuffix(tm.Content, "TAIL") {
+		t.Errorf("stored tool result (%d chars): %q…", len(tm.Content), tm.Content[:60])
+	}
+	if f := h.out.finals()["test:c"]; f[0] != "done" {
+		t.Errorf("final %q", f[0])
+	}
+}

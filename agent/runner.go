@@ -1,0 +1,326 @@
+package agent
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
+)
+
+// ToolSet is what the runner needs of the tool registry.
+type ToolSet interface {
+	Definitions() []tools.Definition
+	Execute(ctx context.Context, name string, args map[string]any) (tools.Result, error)
+}
+
+// EventKind says what a runner Event reports.
+type EventKind int
+
+const (
+	// EventDelta is streamed reply text.
+	EventDelta EventKind = iota
+	// EventStreamEnd ends one LLM call's streamed text; Text is all of it.
+	EventStreamEnd
+	// EventToolHint announces a tool call (Text is a one-line summary).
+	EventToolHint
+	// EventReasoning is streamed reasoning text (not shown by default).
+	EventReasoning
+)
+
+// Event is progress of a run, delivered in order from the run's goroutine.
+type Event struct {
+	Kind EventKind
+	Text string
+	// Final is set on the EventStreamEnd of a call without tool calls: its
+	// text is the reply.
+	Final bool
+}
+
+// Stop reasons of a run that did not end by itself.
+const (
+	StopMaxIterations  = "max_iterations"
+	StopCircuitBreaker = "circuit_breaker"
+)
+
+// circuitBreakerLimit is how often the same failing call may repeat.
+const circuitBreakerLimit = 3
+
+// RetryHint follows every failed tool result.
+const RetryHint = "[Analyze the error above and try a different approach.]"
+
+// Runner alternates LLM calls and tool executions for one turn.
+type Runner struct {
+	Provider        providers.Provider
+	Tools           ToolSet // nil: no tools
+	Model           string
+	MaxTokens       int
+	Temperature     *float64
+	ReasoningEffort string
+	// MaxIterations caps LLM calls that may request tools (default 40).
+	MaxIterations int
+	// Stream uses the provider's streaming call and emits deltas.
+	Stream bool
+	Log    *slog.Logger
+}
+
+// RunResult is what a run produced.
+type RunResult struct {
+	// Messages are the new assistant and tool messages, in order.
+	Messages []providers.Message
+	// Content is the final reply text.
+	Content string
+	Usage   providers.Usage
+	// Calls counts LLM calls.
+	Calls int
+	// Stopped is "", StopMaxIterations or StopCircuitBreaker.
+	Stopped string
+}
+
+// Run sends msgs (system, history, user) to the model and executes the tool
+// calls it asks for until a reply without tool calls, the iteration cap or
+// the circuit breaker. At the cap or breaker one more call is made with tools
+// disabled, so the user always gets an answer. emit may be nil.
+func (r *Runner) Run(ctx context.Context, msgs []providers.Message, emit func(Event)) (*RunResult, error) {
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	maxIter := r.MaxIterations
+	if maxIter <= 0 {
+		maxIter = 40
+	}
+	var defs []providers.ToolDefinition
+	if r.Tools != nil {
+		for _, d := range r.Tools.Definitions() {
+			defs = append(defs, providers.ToolDefinition{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
+		}
+	}
+	conv := append([]providers.Message(nil), msgs...)
+	res := &RunResult{}
+	failures := map[string]int{}
+
+	for {
+		if res.Calls >= maxIter {
+			res.Stopped = StopMaxIterations
+			break
+		}
+		resp, err := r.call(ctx, conv, defs, "", emit)
+		res.Calls++
+		if err != nil {
+			return res, err
+		}
+		addUsage(&res.Usage, resp.Usage)
+		am := assistantMessage(resp)
+		if len(resp.ToolCalls) == 0 {
+			res.Content = resp.Content
+			res.Messages = append(res.Messages, am)
+			return res, nil
+		}
+		conv = append(conv, am)
+		res.Messages = append(res.Messages, am)
+
+		for _, tc := range resp.ToolCalls {
+			emit(Event{Kind: EventToolHint, Text: toolHint(tc)})
+		}
+		outcomes := r.execute(ctx, resp.ToolCalls)
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		var images []providers.ContentPart
+		tripped := false
+		for i, tc := range resp.ToolCalls {
+			o := outcomes[i]
+			tm := providers.Message{Role: providers.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: o.text}
+			conv = append(conv, tm)
+			res.Messages = append(res.Messages, tm)
+			images = append(images, o.images...)
+			if o.failed {
+				key := callKey(tc)
+				failures[key]++
+				if failures[key] >= circuitBreakerLimit {
+					tripped = true
+				}
+			}
+		}
+		if len(images) > 0 {
+			im := providers.Message{Role: providers.RoleUser, Parts: append([]providers.ContentPart{providers.TextPart("[Images returned by the tool calls above]")}, images...)}
+			conv = append(conv, im)
+			res.Messages = append(res.Messages, im)
+		}
+		if tripped {
+			res.Stopped = StopCircuitBreaker
+			break
+		}
+	}
+
+	// Wrap up: one call without tools, so the user is never left without a
+	// reply. The instruction is sent but not stored.
+	note := "[System: you have reached the limit of tool calls for this turn. Do not call tools. Reply to the user now: summarise what you did, what you found and what is left.]"
+	if res.Stopped == StopCircuitBreaker {
+		note = "[System: the same tool call failed " + fmt.Sprint(circuitBreakerLimit) + " times with the same arguments. Do not call tools again. Tell the user what you tried, the error, and what they could do.]"
+	}
+	conv = append(conv, providers.Message{Role: providers.RoleUser, Content: note})
+	resp, err := r.call(ctx, conv, defs, "none", emit)
+	res.Calls++
+	if err != nil {
+		return res, err
+	}
+	addUsage(&res.Usage, resp.Usage)
+	resp.ToolCalls = nil
+	res.Content = resp.Content
+	res.Messages = append(res.Messages, assistantMessage(resp))
+	return res, nil
+}
+
+func (r *Runner) call(ctx context.Context, conv []providers.Message, defs []providers.ToolDefinition, toolChoice string, emit func(Event)) (*providers.LLMResponse, error) {
+	req := providers.ChatRequest{
+		Model: r.Model, Messages: conv, Tools: defs, ToolChoice: toolChoice,
+		MaxTokens: r.MaxTokens, Temperature: r.Temperature, ReasoningEffort: r.ReasoningEffort,
+	}
+	if len(defs) == 0 {
+		req.ToolChoice = ""
+	}
+	if !r.Stream {
+		resp, err := r.Provider.Chat(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		emit(Event{Kind: EventStreamEnd, Text: resp.Content, Final: len(resp.ToolCalls) == 0})
+		return resp, nil
+	}
+	resp, err := r.Provider.Stream(ctx, req, func(d providers.Delta) {
+		if d.Content != "" {
+			emit(Event{Kind: EventDelta, Text: d.Content})
+		}
+		if d.Reasoning != "" {
+			emit(Event{Kind: EventReasoning, Text: d.Reasoning})
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	emit(Event{Kind: EventStreamEnd, Text: resp.Content, Final: len(resp.ToolCalls) == 0 || toolChoice == "none"})
+	return resp, nil
+}
+
+type outcome struct {
+	text   string
+	images []providers.ContentPart
+	failed bool
+}
+
+// execute runs the calls concurrently and returns their outcomes in order.
+func (r *Runner) execute(ctx context.Context, calls []providers.ToolCallRequest) []outcome {
+	out := make([]outcome, len(calls))
+	var wg sync.WaitGroup
+	for i, tc := range calls {
+		wg.Go(func() { out[i] = r.executeOne(ctx, tc) })
+	}
+	wg.Wait()
+	return out
+}
+
+func (r *Runner) executeOne(ctx context.Context, tc providers.ToolCallRequest) (o outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			o = failed(fmt.Errorf("tool %s crashed: %v", tc.Name, p))
+		}
+	}()
+	if tc.ArgumentsError != "" {
+		return failed(fmt.Errorf("the arguments of %s are not valid JSON: %s", tc.Name, tc.ArgumentsError))
+	}
+	if r.Tools == nil {
+		return failed(fmt.Errorf("tool %s is not available", tc.Name))
+	}
+	args := tc.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	result, err := r.Tools.Execute(ctx, tc.Name, args)
+	if err != nil {
+		if r.Log != nil {
+			r.Log.Debug("tool failed", "tool", tc.Name, "err", err)
+		}
+		return failed(err)
+	}
+	o.text = result.Content
+	if o.text == "" && len(result.Images) == 0 {
+		o.text = "(no output)"
+	}
+	for _, img := range result.Images {
+		o.images = append(o.images, providers.ImagePart("data:"+img.MIMEType+";base64,"+base64.StdEncoding.EncodeToString(img.Data)))
+	}
+	if len(o.images) > 0 {
+		o.text += fmt.Sprintf("\n[%d image(s) attached below]", len(o.images))
+	}
+	return o
+}
+
+func failed(err error) outcome {
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "timed out: " + msg
+	}
+	return outcome{text: "Error: " + msg + "\n\n" + RetryHint, failed: true}
+}
+
+// callKey identifies a call by tool and arguments (JSON with sorted keys).
+func callKey(tc providers.ToolCallRequest) string {
+	b, _ := json.Marshal(tc.Arguments)
+	return tc.Name + "\x00" + string(b)
+}
+
+func assistantMessage(resp *providers.LLMResponse) providers.Message {
+	m := providers.Message{
+		Role: providers.RoleAssistant, Content: resp.Content,
+		ReasoningContent: resp.ReasoningContent, ThinkingBlocks: resp.ThinkingBlocks,
+	}
+	for _, tc := range resp.ToolCalls {
+		raw := tc.RawArguments
+		if raw == "" || tc.ArgumentsError != "" {
+			b, _ := json.Marshal(tc.Arguments)
+			if tc.Arguments == nil {
+				b = []byte("{}")
+			}
+			raw = string(b)
+		}
+		m.ToolCalls = append(m.ToolCalls, providers.ToolCall{ID: tc.ID, Type: "function", Function: providers.FunctionCall{Name: tc.Name, Arguments: raw}})
+	}
+	return m
+}
+
+func addUsage(dst *providers.Usage, u providers.Usage) {
+	dst.PromptTokens += u.PromptTokens
+	dst.CompletionTokens += u.CompletionTokens
+	dst.TotalTokens += u.TotalTokens
+	dst.CacheReadTokens += u.CacheReadTokens
+	dst.CacheWriteTokens += u.CacheWriteTokens
+}
+
+// toolHint summarises a call in one line: the tool and its main argument.
+func toolHint(tc providers.ToolCallRequest) string {
+	for _, k := range []string{"command", "path", "url", "query", "task", "message", "content"} {
+		if s, ok := tc.Arguments[k].(string); ok && s != "" {
+			return tc.Name + ": " + truncateRunes(oneLine(s), 60)
+		}
+	}
+	return tc.Name
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

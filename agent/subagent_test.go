@@ -1,0 +1,141 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/message"
+	"github.com/nanobot-go/nanobot/tools/spawn"
+)
+
+// loopInbox feeds published inbound messages back into the loop, as the bus
+// does in the gateway.
+type loopInbox struct{ loop func() *Loop }
+
+func (l loopInbox) publish(ctx context.Context, m bus.Inbound) error {
+	l.loop().Submit(ctx, m)
+	return nil
+}
+
+func TestSpawnResultReachesParentSession(t *testing.T) {
+	var h *harness
+	subs := &Subagents{Publish: loopInbox{loop: func() *Loop { return h.loop }}.publish, Workspace: "/ws"}
+	var subTools []string
+	llm := &fakeLLM{}
+	llm.reply = func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		sys := req.Messages[0].Content
+		u := lastUser(req)
+		switch {
+		case strings.Contains(sys, "You are a sub-agent"):
+			for _, d := range req.Tools {
+				subTools = append(subTools, d.Name)
+			}
+			return text("The answer is 42.")
+		case strings.Contains(u, "Background task"):
+			return text("Your research finished: 42.")
+		case req.Messages[len(req.Messages)-1].Role == providers.RoleTool:
+			return text("I started a background task.")
+		default:
+			return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call("s1", "spawn", map[string]any{"task": "compute the answer", "label": "answer"})}}, nil
+		}
+	}
+	ts := toolsRegistry(t, spawn.New(subs), message.New(&outbox{}, t.TempDir(), false), echoTool())
+	h = newHarness(t, llm, ts, func(c *LoopConfig) { c.Subagents = subs })
+	subs.Runner = *h.loop.cfg.Runner
+
+	h.send("c", "research this")
+	waitUntil(t, "both replies", func() bool { return len(h.out.finals()["test:c"]) == 2 })
+	got := h.out.finals()["test:c"]
+	if got[0] != "I started a background task." || got[1] != "Your research finished: 42." {
+		t.Errorf("finals %v", got)
+	}
+	for _, name := range subTools {
+		if name == "spawn" || name == "message" {
+			t.Errorf("sub-agent was offered %s", name)
+		}
+	}
+	if len(subTools) != 1 || subTools[0] != "echo" {
+		t.Errorf("sub-agent tools %v, want [echo]", subTools)
+	}
+	s, _ := h.store.Load(context.Background(), "test:c")
+	if !strings.Contains(s.Messages[len(s.Messages)-2].Content, "The answer is 42.") {
+		t.Error("sub-agent result not stored in the parent session")
+	}
+}
+
+func TestStopCancelsSubagents(t *testing.T) {
+	var h *harness
+	subs := &Subagents{Publish: loopInbox{loop: func() *Loop { return h.loop }}.publish}
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		if req.Messages[len(req.Messages)-1].Role == providers.RoleTool {
+			return text("started")
+		}
+		return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call("s1", "spawn", map[string]any{"task": "wait forever"})}}, nil
+	}}
+	h = newHarness(t, llm, toolsRegistry(t, spawn.New(subs)), func(c *LoopConfig) { c.Subagents = subs })
+	subs.Runner = Runner{Provider: blockForever{}}
+	h.send("c", "go")
+	waitUntil(t, "sub-agent running", func() bool { return subs.Running() == 1 })
+	h.send("c", "/stop")
+	waitUntil(t, "sub-agent cancelled", func() bool { return subs.Running() == 0 })
+	time.Sleep(50 * time.Millisecond) // a cancelled sub-agent must not report back
+	if f := h.out.finals()["test:c"]; len(f) != 2 || f[1] != "Stopped." {
+		t.Errorf("finals %v", f)
+	}
+}
+
+type blockForever struct{}
+
+func (blockForever) Chat(ctx context.Context, _ providers.ChatRequest) (*providers.LLMResponse, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (b blockForever) Stream(ctx context.Context, r providers.ChatRequest, _ func(providers.Delta)) (*providers.LLMResponse, error) {
+	return b.Chat(ctx, r)
+}
+
+func TestMessageToolReplyNotSentTwice(t *testing.T) {
+	out := &outbox{}
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		if req.Messages[len(req.Messages)-1].Role == providers.RoleTool {
+			return text("Here is your summary.")
+		}
+		return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call("m1", "message", map[string]any{"content": "Here is your summary."})}}, nil
+	}}
+	h := newHarness(t, llm, toolsRegistry(t, message.New(out, t.TempDir(), false)), func(c *LoopConfig) { c.Out = out })
+	h.out = out
+	h.send("c", "summarise")
+	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	n := 0
+	for _, m := range out.all() {
+		if strings.Contains(m.Content, "Here is your summary.") && (m.Kind == bus.KindMessage || m.Kind == bus.KindStreamEnd) {
+			n++
+		}
+		if m.Kind == bus.KindDelta {
+			t.Errorf("reply streamed after the message tool spoke: %q", m.Content)
+		}
+	}
+	if n != 1 {
+		t.Errorf("the reply was delivered %d times", n)
+	}
+}
+
+func echoTool() tools.Tool {
+	return toolFunc{name: "echo", fn: func(_ context.Context, a map[string]any) (tools.Result, error) { return tools.Result{Content: "echo"}, nil }}
+}
+
+// toolsRegistry wraps tools as a ToolSet.
+func toolsRegistry(t *testing.T, ts ...tools.Tool) ToolSet {
+	t.Helper()
+	var l toolList
+	for _, x := range ts {
+		x := x
+		l = append(l, toolFunc{name: x.Name(), fn: x.Execute})
+	}
+	return l
+}

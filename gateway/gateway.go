@@ -1,0 +1,369 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/nanobot-go/nanobot/agent"
+	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/agent/templates"
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/web"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/gateway/cron"
+	"github.com/nanobot-go/nanobot/gateway/heartbeat"
+	"github.com/nanobot-go/nanobot/gateway/journal"
+	"github.com/nanobot-go/nanobot/providers"
+	jobs "github.com/nanobot-go/nanobot/tools/cron"
+)
+
+// Options are what cmd hands the gateway: the loaded config and the parts
+// it built from it.
+type Options struct {
+	Config *configs.Config
+	Paths  configs.Paths
+	// Provider answers the agent (already wrapped in retries/fallbacks).
+	Provider providers.Provider
+	// Model is the model name sent to Provider.
+	Model string
+	// Tools are offered to the agent (nil: none).
+	Tools agent.ToolSet
+	// Channels builds the enabled platform channels (nil: web chat only).
+	Channels *channels.Registry
+	// Extra are channels built by the caller (tests register fakes here).
+	Extra []channels.Channel
+	// Listener overrides gateway.host:port (tests pass 127.0.0.1:0).
+	Listener net.Listener
+	// Ready is called with the HTTP address once the gateway serves.
+	Ready func(addr string)
+	// DrainTimeout bounds how long running turns may finish on shutdown
+	// (default 20 s); unfinished ones are replayed at the next start.
+	DrainTimeout time.Duration
+	// CronStore overrides the jobs store (default cron/jobs.json).
+	CronStore *jobs.Store
+	Log       *slog.Logger
+	Version   string
+	// Stderr receives the one line with the web chat's access token (the
+	// terminal, not the log: log files are kept and shipped). Default
+	// os.Stderr.
+	Stderr io.Writer
+}
+
+// Status is what /api/status reports (and `nanobot status` prints).
+type Status struct {
+	Version  string                     `json:"version"`
+	Ready    bool                       `json:"ready"`
+	Channels map[string]channels.Health `json:"channels"`
+	Inbound  int                        `json:"inboundQueue"`
+	Outbound int                        `json:"outboundQueue"`
+	Pending  int                        `json:"pendingMessages"`
+	Started  time.Time                  `json:"started"`
+}
+
+// Run assembles and runs the gateway until ctx ends, then shuts down in
+// order: stop intake, let running turns finish (DrainTimeout), flush
+// outbound, close channels.
+func Run(ctx context.Context, o Options) error {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg := o.Config
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 20 * time.Second
+	}
+	started := time.Now()
+	if err := o.Paths.Ensure(); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	if created, err := templates.Sync(o.Paths.Workspace); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	} else if len(created) > 0 {
+		log.Info("workspace templates created", "workspace", o.Paths.Workspace, "files", len(created))
+	}
+
+	b := bus.New(0, 0)
+	metrics := NewMetrics(b.Depth)
+
+	jr, replay, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: log})
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	defer jr.Close()
+
+	store, err := session.NewFileStore(o.Paths.Sessions, session.FileStoreOptions{Logger: log})
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+
+	d := cfg.Agents.Defaults
+	loc := time.Local
+	if d.Timezone != "" {
+		if l, err := time.LoadLocation(d.Timezone); err == nil {
+			loc = l
+		}
+	}
+	temp := d.Temperature
+	var shuttingDown atomic.Bool
+	loop := agent.NewLoop(agent.LoopConfig{
+		Store:   store,
+		Builder: &agent.ContextBuilder{Workspace: o.Paths.Workspace, Location: loc},
+		Runner: &agent.Runner{
+			Provider: o.Provider, Tools: o.Tools, Model: o.Model, MaxTokens: d.MaxTokens,
+			Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
+			Stream: true, Log: log,
+		},
+		Out:                 b,
+		MaxConcurrentTurns:  d.MaxConcurrentTurns,
+		MaxToolResultChars:  d.MaxToolResultChars,
+		ContextWindowTokens: d.ContextWindowTokens,
+		OnTurnDone: func(m bus.Inbound, err error) {
+			outcome := "ok"
+			switch {
+			case errors.Is(err, context.Canceled) && shuttingDown.Load():
+				return // replayed at the next start
+			case errors.Is(err, context.Canceled):
+				outcome = "stopped"
+			case err != nil:
+				outcome = "error"
+			}
+			if !m.ReceivedAt.IsZero() {
+				metrics.Turn(time.Since(m.ReceivedAt), outcome)
+			}
+			if m.ID != "" {
+				if err := jr.Done(m.ID); err != nil {
+					log.Error("journal: marking done failed", "err", err)
+				}
+			}
+		},
+		Log: log,
+	})
+
+	// Channels: the web chat is always there unless disabled.
+	loopback := isLoopback(cfg.Gateway.Host)
+	if o.Listener != nil {
+		loopback = isLoopbackAddr(o.Listener.Addr())
+	}
+	webCfg := web.DefaultConfig()
+	if err := cfg.Channels.Decode("web", &webCfg); err != nil {
+		return err
+	}
+	var chans []channels.Channel
+	var webCh *web.Channel
+	if webCfg.Enabled {
+		webCh, err = web.New(webCfg, web.Options{Loopback: loopback, TokenFile: filepath.Join(o.Paths.State, "web_token"), Log: log.With("channel", "web")})
+		if err != nil {
+			return err
+		}
+		chans = append(chans, webCh)
+	}
+	if o.Channels != nil {
+		built, err := o.Channels.Build(cfg.Channels, channels.Deps{Log: log, Paths: o.Paths})
+		if err != nil {
+			return err
+		}
+		chans = append(chans, built...)
+	}
+	chans = append(chans, o.Extra...)
+
+	allow := map[string][]string{"web": webCfg.AllowFrom}
+	for _, name := range cfg.Channels.Names() {
+		if name != "web" {
+			allow[name] = cfg.Channels.Common(name).AllowFrom
+		}
+	}
+	for _, c := range o.Extra {
+		if _, ok := allow[c.Name()]; !ok {
+			allow[c.Name()] = cfg.Channels.Common(c.Name()).AllowFrom
+		}
+	}
+	gate := &channels.Gate{
+		AllowFrom: allow,
+		Pairing:   channels.NewPairingStore(filepath.Join(o.Paths.State, "pairing.json")),
+		Reply:     b.PublishOutbound,
+		Log:       log.With("component", "access"),
+		Next: channels.InboxFunc(func(ctx context.Context, m bus.Inbound) error {
+			if m.ReceivedAt.IsZero() {
+				m.ReceivedAt = time.Now()
+			}
+			jm, err := jr.Add(m)
+			if errors.Is(err, journal.ErrDuplicate) {
+				metrics.Inbound(m.Channel, "duplicate")
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			metrics.Inbound(m.Channel, "accepted")
+			return b.PublishInbound(ctx, jm)
+		}),
+	}
+	counted := channels.InboxFunc(func(ctx context.Context, m bus.Inbound) error {
+		err := gate.Deliver(ctx, m)
+		if errors.Is(err, channels.ErrDenied) {
+			metrics.Inbound(m.Channel, "denied")
+		}
+		return err
+	})
+	mgr := channels.NewManager(channels.ManagerConfig{Inbox: counted, Observer: metrics, Log: log}, chans)
+	disp := channels.NewDispatcher(channels.DispatcherConfig{
+		SendProgress: cfg.Channels.SendProgress, SendToolHints: cfg.Channels.SendToolHints,
+		MaxRetries: cfg.Channels.SendMaxRetries, Observer: metrics, Log: log,
+	}, chans)
+
+	// HTTP.
+	status := func() Status {
+		in, out := b.Depth()
+		ready, _ := mgr.Ready()
+		return Status{Version: o.Version, Ready: ready, Channels: mgr.Health(), Inbound: in, Outbound: out, Pending: jr.Pending(), Started: started}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		ready, bad := mgr.Ready()
+		w.Header().Set("Content-Type", "text/plain")
+		if !ready || shuttingDown.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			for _, s := range bad {
+				_, _ = fmt.Fprintln(w, s)
+			}
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(status())
+	})
+	if webCh != nil {
+		mux.Handle("/", webCh.Handler())
+	}
+	ln := o.Listener
+	if ln == nil {
+		addr := net.JoinHostPort(cfg.Gateway.Host, fmt.Sprint(cfg.Gateway.Port))
+		ln, err = net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("gateway: listen on %s (gateway.host/gateway.port): %w", addr, err)
+		}
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	// Start everything.
+	var wg sync.WaitGroup
+	chCtx, stopChannels := context.WithCancel(context.WithoutCancel(ctx))
+	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
+	dispCtx, stopDisp := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopChannels()
+	defer stopLoop()
+	defer stopDisp()
+
+	wg.Go(func() { _ = disp.Run(dispCtx, b.Outbound()) })
+	loopDone := make(chan struct{})
+	go func() { _ = loop.Run(loopCtx, b.Inbound()); close(loopDone) }()
+	for _, m := range replay {
+		log.Info("replaying unfinished message", "channel", m.Channel, "session", m.Key())
+		if err := b.PublishInbound(ctx, m); err != nil {
+			return err
+		}
+	}
+	wg.Go(func() { _ = mgr.Run(chCtx) })
+
+	cronStore := o.CronStore
+	if cronStore == nil {
+		cronStore = jobs.NewStore(filepath.Join(o.Paths.Cron, "jobs.json"))
+	}
+	wg.Go(func() { _ = cron.New(cronStore, b.PublishInbound, log).Run(chCtx) })
+	if cfg.Gateway.Heartbeat.Enabled {
+		hb := heartbeat.New(heartbeat.Config{
+			Workspace: o.Paths.Workspace, Interval: time.Duration(cfg.Gateway.Heartbeat.IntervalS) * time.Second,
+			Provider: o.Provider, Model: o.Model, Publish: b.PublishInbound, Target: loop.LastActive,
+			Log: log, OnDecision: metrics.Heartbeat,
+		})
+		wg.Go(func() { _ = hb.Run(chCtx) })
+	}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+
+	addr := ln.Addr().String()
+	log.Info("gateway ready", "addr", "http://"+addr, "channels", len(chans), "workspace", o.Paths.Workspace)
+	if webCh != nil {
+		if tok := webCh.Token(); tok != "" {
+			log.Info("web chat needs its access token (stored in "+filepath.Join(o.Paths.State, "web_token")+")", "url", "http://"+addr+"/")
+			w := o.Stderr
+			if w == nil {
+				w = os.Stderr
+			}
+			fmt.Fprintf(w, "web chat: http://%s/  (access token: %s)\n", addr, tok)
+		} else {
+			log.Info("web chat open", "url", "http://"+addr+"/")
+		}
+	}
+	if o.Ready != nil {
+		o.Ready(addr)
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-srvErr:
+		runErr = fmt.Errorf("gateway: http server: %w", err)
+	}
+
+	// Shutdown: intake first, then turns, then delivery.
+	log.Info("gateway stopping")
+	shuttingDown.Store(true)
+	stopChannels()
+	deadline := time.Now().Add(o.DrainTimeout)
+	for !loop.Idle() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopLoop()
+	<-loopDone
+	b.Close()
+	flushed := make(chan struct{})
+	go func() { wg.Wait(); close(flushed) }()
+	select {
+	case <-flushed:
+	case <-time.After(10 * time.Second):
+		stopDisp()
+		<-flushed
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutCtx)
+	log.Info("gateway stopped")
+	return runErr
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func isLoopbackAddr(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.IsLoopback()
+	}
+	return false
+}
