@@ -28,7 +28,10 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
 	"github.com/nanobot-go/nanobot/gateway/journal"
 	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
 	jobs "github.com/nanobot-go/nanobot/tools/cron"
+	"github.com/nanobot-go/nanobot/tools/message"
+	"github.com/nanobot-go/nanobot/tools/spawn"
 )
 
 // Options are what cmd hands the gateway: the loaded config and the parts
@@ -40,8 +43,10 @@ type Options struct {
 	Provider providers.Provider
 	// Model is the model name sent to Provider.
 	Model string
-	// Tools are offered to the agent (nil: none).
-	Tools agent.ToolSet
+	// Tools are offered to the agent. The gateway adds the tools that need
+	// its runtime: message (the bus) and spawn (sub-agents). Nil: only
+	// those.
+	Tools *tools.Registry
 	// Channels builds the enabled platform channels (nil: web chat only).
 	Channels *channels.Registry
 	// Extra are channels built by the caller (tests register fakes here).
@@ -119,14 +124,26 @@ func Run(ctx context.Context, o Options) error {
 	}
 	temp := d.Temperature
 	var shuttingDown atomic.Bool
+	reg := o.Tools
+	if reg == nil {
+		reg = tools.NewRegistry(tools.WithLogger(log))
+	}
+	runner := &agent.Runner{
+		Provider: o.Provider, Tools: reg, Model: o.Model, MaxTokens: d.MaxTokens,
+		Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
+		Stream: true, Log: log,
+	}
+	subs := &agent.Subagents{Runner: *runner, Publish: b.PublishInbound, Max: d.MaxConcurrentSubagents, Workspace: o.Paths.Workspace, Log: log}
+	for _, t := range []tools.Tool{message.New(b, o.Paths.Workspace, cfg.Tools.RestrictToWorkspace), spawn.New(subs)} {
+		if err := reg.Register(t); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+	}
 	loop := agent.NewLoop(agent.LoopConfig{
-		Store:   store,
-		Builder: &agent.ContextBuilder{Workspace: o.Paths.Workspace, Location: loc},
-		Runner: &agent.Runner{
-			Provider: o.Provider, Tools: o.Tools, Model: o.Model, MaxTokens: d.MaxTokens,
-			Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
-			Stream: true, Log: log,
-		},
+		Store:               store,
+		Builder:             &agent.ContextBuilder{Workspace: o.Paths.Workspace, Location: loc},
+		Runner:              runner,
+		Subagents:           subs,
 		Out:                 b,
 		MaxConcurrentTurns:  d.MaxConcurrentTurns,
 		MaxToolResultChars:  d.MaxToolResultChars,
@@ -285,6 +302,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	wg.Go(func() { _ = mgr.Run(chCtx) })
+	wg.Go(func() { subs.Wait(loopCtx) })
 
 	cronStore := o.CronStore
 	if cronStore == nil {

@@ -1,0 +1,319 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/providers"
+)
+
+// fakeChannel is a platform: tests push inbound messages, it records sends
+// and edits. failRuns makes its first Run calls fail.
+type fakeChannel struct {
+	name     string
+	in       chan bus.Inbound
+	failRuns atomic.Int32
+	runs     atomic.Int32
+
+	mu      sync.Mutex
+	sent    []bus.Outbound
+	edits   []bus.Outbound
+	denied  []bus.Inbound
+	nextRef int
+	shown   map[string]string   // ref -> current text
+	order   map[string][]string // chat -> refs in order
+}
+
+func newFake(name string) *fakeChannel {
+	return &fakeChannel{name: name, in: make(chan bus.Inbound, 16), shown: map[string]string{}, order: map[string][]string{}}
+}
+
+func (f *fakeChannel) Name() string { return f.name }
+func (f *fakeChannel) Run(ctx context.Context, inbox channels.Inbox) error {
+	f.runs.Add(1)
+	if f.failRuns.Load() > 0 {
+		f.failRuns.Add(-1)
+		return errors.New("platform unreachable")
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-f.in:
+			if err := inbox.Deliver(ctx, m); errors.Is(err, channels.ErrDenied) {
+				f.mu.Lock()
+				f.denied = append(f.denied, m)
+				f.mu.Unlock()
+			}
+		}
+	}
+}
+func (f *fakeChannel) Send(_ context.Context, m bus.Outbound) (channels.MessageRef, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextRef++
+	f.sent = append(f.sent, m)
+	ref := fmt.Sprint(f.nextRef)
+	f.shown[ref] = m.Content
+	f.order[m.ChatID] = append(f.order[m.ChatID], ref)
+	return channels.MessageRef{ChatID: m.ChatID, MessageID: ref}, nil
+}
+func (f *fakeChannel) Edit(_ context.Context, ref channels.MessageRef, m bus.Outbound) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.edits = append(f.edits, m)
+	f.shown[ref.MessageID] = m.Content
+	return nil
+}
+func (f *fakeChannel) EditInterval() time.Duration { return 10 * time.Millisecond }
+func (f *fakeChannel) MessageLimit() int           { return 200 }
+
+// texts returns what each platform message of a chat shows now, in order.
+func (f *fakeChannel) texts(chat string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, ref := range f.order[chat] {
+		out = append(out, f.shown[ref])
+	}
+	return out
+}
+
+// echoLLM answers "echo: <user text>", streaming word by word; a text
+// starting with "long" gets a long reply.
+type echoLLM struct{ calls atomic.Int32 }
+
+func (e *echoLLM) Chat(ctx context.Context, req providers.ChatRequest) (*providers.LLMResponse, error) {
+	e.calls.Add(1)
+	u := req.Messages[len(req.Messages)-1].Text()
+	body := u[strings.LastIndex(u, "\n")+1:]
+	reply := "echo: " + body
+	if strings.HasPrefix(body, "long") {
+		reply = strings.Repeat("All work and no play makes a dull bot. ", 20)
+	}
+	return &providers.LLMResponse{Content: reply, FinishReason: "stop"}, nil
+}
+
+func (e *echoLLM) Stream(ctx context.Context, req providers.ChatRequest, onDelta func(providers.Delta)) (*providers.LLMResponse, error) {
+	r, err := e.Chat(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range strings.SplitAfter(r.Content, " ") {
+		onDelta(providers.Delta{Content: w})
+	}
+	return r, nil
+}
+
+type running struct {
+	addr   string
+	cancel context.CancelFunc
+	done   chan error
+	dir    string
+}
+
+func startGateway(t *testing.T, cfg configs.Config, llm providers.Provider, extra ...channels.Channel) *running {
+	t.Helper()
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	r := &running{cancel: cancel, done: make(chan error, 1), dir: dir}
+	go func() {
+		r.done <- Run(ctx, Options{
+			Config: &cfg, Paths: configs.PathsFor(filepath.Join(dir, "config.json"), &cfg),
+			Provider: llm, Model: "test", Extra: extra, Listener: ln,
+			Ready: func(a string) { ready <- a }, DrainTimeout: 2 * time.Second, Stderr: io.Discard,
+		})
+	}()
+	select {
+	case r.addr = <-ready:
+	case err := <-r.done:
+		t.Fatalf("gateway exited: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("gateway not ready")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-r.done:
+			if err != nil {
+				t.Errorf("gateway: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("gateway did not stop")
+		}
+	})
+	return r
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func testConfig(allow map[string][]any) configs.Config {
+	cfg := configs.Default()
+	cfg.Gateway.Heartbeat.Enabled = false
+	for name, a := range allow {
+		cfg.Channels.Platforms[name] = map[string]any{"enabled": true, "allowFrom": a}
+	}
+	return cfg
+}
+
+func TestMessageInReplyOutStreamed(t *testing.T) {
+	fc := newFake("fake")
+	startGateway(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{}, fc)
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "hello world", MessageID: "1"}
+	waitFor(t, "reply", func() bool {
+		got := fc.texts("c1")
+		return len(got) == 1 && got[0] == "echo: hello world"
+	})
+	fc.mu.Lock()
+	edits := len(fc.edits)
+	fc.mu.Unlock()
+	if edits == 0 {
+		t.Error("reply was not streamed as edits")
+	}
+}
+
+func TestLongReplySplit(t *testing.T) {
+	fc := newFake("fake")
+	startGateway(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{}, fc)
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c", SenderID: "u", Content: "long please", MessageID: "1"}
+	want := strings.TrimSpace(strings.Repeat("All work and no play makes a dull bot. ", 20))
+	waitFor(t, "split reply", func() bool {
+		got := strings.Join(fc.texts("c"), " ")
+		return strings.Join(strings.Fields(got), " ") == want
+	})
+	for _, s := range fc.texts("c") {
+		if len([]rune(s)) > 200 {
+			t.Errorf("message of %d characters over the limit", len([]rune(s)))
+		}
+	}
+	if len(fc.texts("c")) < 3 {
+		t.Errorf("want the reply over several messages, got %d", len(fc.texts("c")))
+	}
+}
+
+func TestAllowListAndPairing(t *testing.T) {
+	fc := newFake("fake")
+	llm := &echoLLM{}
+	r := startGateway(t, testConfig(map[string][]any{"fake": {"owner"}}), llm, fc)
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "grp", SenderID: "stranger", Content: "hi", MessageID: "1", IsGroup: true}
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "dm", SenderID: "stranger", Content: "hi", MessageID: "2"}
+	waitFor(t, "pairing code", func() bool { return len(fc.texts("dm")) == 1 })
+	if len(fc.texts("grp")) != 0 || llm.calls.Load() != 0 {
+		t.Fatal("stranger reached the agent")
+	}
+	code := strings.Fields(strings.SplitAfter(fc.texts("dm")[0], "pairing code is ")[1])[0]
+	store := channels.NewPairingStore(filepath.Join(r.dir, "state", "pairing.json"))
+	if _, err := store.Approve(code); err != nil {
+		t.Fatal(err)
+	}
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "dm", SenderID: "stranger", Content: "now?", MessageID: "3"}
+	waitFor(t, "approved sender answered", func() bool {
+		got := fc.texts("dm")
+		return len(got) == 2 && got[1] == "echo: now?"
+	})
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "o", SenderID: "owner", Content: "yo", MessageID: "4"}
+	waitFor(t, "owner answered", func() bool { return len(fc.texts("o")) == 1 })
+}
+
+func TestDeniedByDefault(t *testing.T) {
+	fc := newFake("fake")
+	llm := &echoLLM{}
+	startGateway(t, testConfig(map[string][]any{"fake": {}}), llm, fc)
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "g", SenderID: "x", Content: "hi", MessageID: "1", IsGroup: true}
+	waitFor(t, "denied", func() bool { fc.mu.Lock(); defer fc.mu.Unlock(); return len(fc.denied) == 1 })
+	if llm.calls.Load() != 0 {
+		t.Error("empty allowFrom let a message through")
+	}
+}
+
+func TestChannelFailureVisibleThenRecovers(t *testing.T) {
+	fc := newFake("fake")
+	fc.failRuns.Store(2)
+	cfg := testConfig(map[string][]any{"fake": {"*"}})
+	r := startGateway(t, cfg, &echoLLM{}, fc)
+	// While failing, /readyz says so; the manager restarts it (1 s, 2 s backoff).
+	code, body := get(t, "http://"+r.addr+"/readyz")
+	if code == 200 {
+		if fc.runs.Load() < 3 {
+			t.Errorf("ready while the channel fails: %s", body)
+		}
+	} else if !strings.Contains(body, "fake") {
+		t.Errorf("readyz body %q does not name the channel", body)
+	}
+	waitFor(t, "channel recovered", func() bool {
+		c, _ := get(t, "http://"+r.addr+"/readyz")
+		return c == 200
+	})
+	if fc.runs.Load() != 3 {
+		t.Errorf("runs %d, want 3", fc.runs.Load())
+	}
+	_, metrics := get(t, "http://"+r.addr+"/metrics")
+	if !strings.Contains(metrics, `nanobot_channel_restarts{channel="fake"} 2`) {
+		t.Errorf("metrics lack the restarts:\n%s", grep(metrics, "nanobot_channel"))
+	}
+	_, status := get(t, "http://"+r.addr+"/api/status")
+	if !strings.Contains(status, `"fake":{"state":"connected"`) {
+		t.Errorf("status %s", status)
+	}
+}
+
+func grep(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestHealthAndWebUI(t *testing.T) {
+	r := startGateway(t, testConfig(nil), &echoLLM{})
+	if code, body := get(t, "http://"+r.addr+"/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("healthz %d %q", code, body)
+	}
+	if code, body := get(t, "http://"+r.addr+"/"); code != 200 || !strings.Contains(body, "nanobot") {
+		t.Errorf("web UI %d", code)
+	}
+	if code, _ := get(t, "http://"+r.addr+"/readyz"); code != 200 {
+		t.Errorf("readyz %d with only the web chat", code)
+	}
+}
