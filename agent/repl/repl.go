@@ -118,6 +118,12 @@ func (r *REPL) Ask(ctx context.Context, text string, w io.Writer, indicator *Ind
 			streamed = true
 			write(m.Content)
 		case bus.KindStreamEnd, bus.KindMessage:
+			if m.IsError && m.Final {
+				if indicator != nil {
+					indicator.Stop()
+				}
+				return m.Content, fmt.Errorf("%w: %s", ErrReply, m.Content)
+			}
 			if !streamed {
 				write(m.Content)
 			}
@@ -127,9 +133,6 @@ func (r *REPL) Ask(ctx context.Context, text string, w io.Writer, indicator *Ind
 			fmt.Fprintln(w)
 			streamed = false
 			if m.Final {
-				if m.IsError {
-					return m.Content, fmt.Errorf("%w: %s", ErrReply, m.Content)
-				}
 				return m.Content, nil
 			}
 		case bus.KindToolHint:
@@ -205,7 +208,10 @@ func (r *REPL) turn(ctx context.Context, line string) (exit bool) {
 	ind.Start()
 	_, err := r.Ask(turnCtx, line, r.opts.Stdout, ind)
 	ind.Stop()
-	if err != nil && !errors.Is(err, ErrReply) && !errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, ErrReply):
+		fmt.Fprintln(r.opts.Stderr, strings.TrimPrefix(err.Error(), ErrReply.Error()+": "))
+	case err != nil && !errors.Is(err, context.Canceled):
 		fmt.Fprintln(r.opts.Stderr, "error:", err)
 	}
 	r.drain()

@@ -1,57 +1,11 @@
 package session
 
 import (
-	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 )
-
-// TestHistoryDuringWrites reads History while other goroutines append to,
-// move the cursor of, and archive the same session; -race checks the rest.
-func TestHistoryDuringWrites(t *testing.T) {
-	ts := newTestStore(t, "", FileStoreOptions{NoSync: true})
-	ctx := context.Background()
-	s := ts.load(t, "k:1")
-	ts.append(t, s, u("start"))
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				h := s.History(0)
-				if len(h) > 0 && h[0].Role != "user" {
-					t.Errorf("history starts with %q", h[0].Role)
-					return
-				}
-			}
-		})
-	}
-	for i := range 200 {
-		if err := ts.Append(ctx, s, u(fmt.Sprint("q", i)), ac("", fmt.Sprint(i)), tr(fmt.Sprint(i)), a("r")); err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case i%50 == 49:
-			if err := ts.Archive(ctx, s); err != nil {
-				t.Fatal(err)
-			}
-		case i%10 == 9:
-			if err := ts.SetCursor(ctx, s, s.Len()-4); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	close(stop)
-	wg.Wait()
-}
 
 // TestUnheldSessionsCollected checks that sessions evicted from the LRU and
 // held by nobody are freed, weak entries included.

@@ -76,7 +76,6 @@ var _ Store = (*FileStore)(nil)
 
 // fileState is what a FileStore knows about a session's file.
 type fileState struct {
-	owner  *FileStore
 	stem   string
 	exists bool
 	// size is where the next line goes; bytes after it are garbage to cut
@@ -176,7 +175,7 @@ func (f *FileStore) read(key string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Key: key, Metadata: map[string]any{}, file: fileState{owner: f, stem: stem}}
+	s := &Session{Key: key, Metadata: map[string]any{}, owner: f, file: fileState{stem: stem}}
 	if data == nil {
 		now := f.now()
 		s.CreatedAt, s.UpdatedAt = now, now
@@ -254,7 +253,7 @@ func (f *FileStore) adoptLegacy(key, path string) ([]byte, error) {
 
 // own locks s's key and checks that s came from this store.
 func (f *FileStore) own(ctx context.Context, op string, s *Session) (unlock func(), err error) {
-	if s == nil || s.file.owner != f {
+	if s == nil || s.owner != f {
 		key := ""
 		if s != nil {
 			key = s.Key
@@ -518,7 +517,7 @@ func (f *FileStore) Archive(ctx context.Context, s *Session) error {
 	s.CreatedAt, s.UpdatedAt = now, now
 	s.LastConsolidated, s.Metadata, s.Messages = 0, map[string]any{}, nil
 	s.mu.Unlock()
-	s.file = fileState{owner: f, stem: s.file.stem}
+	s.file = fileState{stem: s.file.stem}
 	if err := f.rewrite(s, nil, f.metaOf(s, 0, s.Metadata, now)); err != nil {
 		// The old conversation is archived and s is empty; the file is
 		// written on the next successful write.

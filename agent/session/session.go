@@ -29,7 +29,12 @@ type Session struct {
 
 	// mu guards the exported fields against a History call running while a
 	// store changes them; stores serialize their own writes per key.
-	mu   sync.RWMutex
+	mu sync.RWMutex
+	// owner is the store that loaded the session; set once, never changed,
+	// so it can be checked before taking the key's lock.
+	owner any
+	// file is FileStore's view of the backing file, guarded by the key's
+	// lock.
 	file fileState
 }
 
