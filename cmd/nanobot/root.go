@@ -20,6 +20,7 @@ type app struct {
 	logFormat  string
 	// overrides are flag values applied over the config (dotted paths).
 	overrides map[string]any
+	flagPaths []flagPath
 
 	loaded *configs.Loaded
 	log    *slog.Logger
@@ -54,6 +55,17 @@ func newRootCmd() *cobra.Command {
 	return root
 }
 
+// flagOverrides maps command flags to config paths: a flag the user set
+// overrides the config value (the last layer of configs.Load).
+func (a *app) flagOverrides(cmd *cobra.Command, paths map[string]string) {
+	a.flagPaths = append(a.flagPaths, flagPath{cmd: cmd, paths: paths})
+}
+
+type flagPath struct {
+	cmd   *cobra.Command
+	paths map[string]string
+}
+
 // load reads the config and builds the logger. It runs before every
 // subcommand, so a broken config stops every command with one line naming
 // the file and the JSON path.
@@ -68,6 +80,25 @@ func (a *app) load(cmd *cobra.Command) error {
 	}
 	if a.logFormat != "" {
 		a.overrides["log.format"] = a.logFormat
+	}
+	for _, fp := range a.flagPaths {
+		if fp.cmd != cmd {
+			continue
+		}
+		for flag, path := range fp.paths {
+			if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
+				switch f.Value.Type() {
+				case "int":
+					n, _ := cmd.Flags().GetInt(flag)
+					a.overrides[path] = n
+				case "bool":
+					b, _ := cmd.Flags().GetBool(flag)
+					a.overrides[path] = b
+				default:
+					a.overrides[path] = f.Value.String()
+				}
+			}
+		}
 	}
 	loaded, err := configs.Load(configs.Options{Path: path, Overrides: a.overrides})
 	if err != nil {

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
+	jobs "github.com/nanobot-go/nanobot/tools/cron"
+)
+
+// wired is everything cmd builds from the config for the agent: the
+// provider, the tools and the channel registry.
+type wired struct {
+	provider providers.Provider
+	model    string
+	// providerNote says how the provider was chosen (for status and logs).
+	providerNote string
+	tools        *tools.Registry
+	channels     *channels.Registry
+	closers      []func()
+}
+
+func (w *wired) close() {
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		w.closers[i]()
+	}
+}
+
+// wire builds the provider, the tool registry and the channel registry.
+func (a *app) wire(ctx context.Context) (*wired, error) {
+	c := &a.loaded.Config
+	w := &wired{channels: newChannelRegistry()}
+	p, model, note, err := buildProvider(c, a.log)
+	if err != nil {
+		return nil, err
+	}
+	w.provider, w.model, w.providerNote = p, model, note
+
+	disabled := map[string]bool{}
+	for _, n := range c.Tools.Disabled {
+		disabled[n] = true
+	}
+	if !c.Tools.Exec.Enable {
+		disabled["exec"] = true
+	}
+	w.tools = tools.NewRegistry(tools.WithLogger(a.log), tools.WithDisabled(disabled))
+	loc := time.Local
+	if tz := c.Agents.Defaults.Timezone; tz != "" {
+		if l, err := time.LoadLocation(tz); err == nil {
+			loc = l
+		}
+	}
+	builtins := []tools.Tool{jobs.NewTool(jobs.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json")), loc)}
+	builtins = append(builtins, builtinTools(a)...)
+	for _, t := range builtins {
+		if err := w.tools.Register(t); err != nil {
+			return nil, fmt.Errorf("tools: %w", err)
+		}
+	}
+	return w, nil
+}
+
+// newChannelRegistry lists the built-in platform adapters. It is the one
+// place that knows them all.
+func newChannelRegistry() *channels.Registry {
+	r := channels.NewRegistry()
+	return r
+}
