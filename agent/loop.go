@@ -264,12 +264,21 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 	msgs := l.cfg.Builder.Messages(sess.History(maxHistory), m)
 	background := m.Metadata["heartbeat"] != nil
 
+	// The cap covers the LLM turn only; saving and replying do not hold a
+	// slot another session could use.
 	select {
 	case l.sem <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { <-l.sem }()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			<-l.sem
+		}
+	}
+	defer release()
 
 	if !background {
 		l.publish(ctx, m, bus.Outbound{Kind: bus.KindTyping})
@@ -310,6 +319,7 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 		FromCron: m.Metadata["cron"] != nil, SubAgent: false,
 	})
 	res, runErr := l.cfg.Runner.Run(runCtx, msgs, emit)
+	release()
 
 	// Save whatever the turn produced, even when it was stopped or failed,
 	// so the conversation on disk matches what the user saw. Saving uses a

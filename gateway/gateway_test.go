@@ -125,7 +125,7 @@ type running struct {
 	dir    string
 }
 
-func startGateway(t *testing.T, cfg configs.Config, llm providers.Provider, extra ...channels.Channel) *running {
+func startGateway(t testing.TB, cfg configs.Config, llm providers.Provider, extra ...channels.Channel) *running {
 	t.Helper()
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
