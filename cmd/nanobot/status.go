@@ -1,10 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"sort"
+	"time"
+
+	"github.com/nanobot-go/nanobot/gateway"
 
 	"github.com/spf13/cobra"
 )
@@ -70,7 +76,51 @@ func printStatus(w io.Writer, a *app) {
 	for _, n := range enabled {
 		fmt.Fprintf(w, "  %-12s enabled, %d allowed sender(s)\n", n, len(c.Channels.Common(n).AllowFrom))
 	}
-	fmt.Fprintf(w, "gateway:    http://%s:%d\n", c.Gateway.Host, c.Gateway.Port)
+	fmt.Fprintf(w, "gateway:    http://%s:%d", c.Gateway.Host, c.Gateway.Port)
+	st, err := fetchStatus(c.Gateway.Host, c.Gateway.Port)
+	if err != nil {
+		fmt.Fprintln(w, " (not running)")
+		return
+	}
+	fmt.Fprintf(w, " (running %s, up since %s, ready: %v)\n", st.Version, st.Started.Local().Format("2006-01-02 15:04"), st.Ready)
+	chNames := make([]string, 0, len(st.Channels))
+	for n := range st.Channels {
+		chNames = append(chNames, n)
+	}
+	sort.Strings(chNames)
+	for _, n := range chNames {
+		h := st.Channels[n]
+		line := fmt.Sprintf("  %-12s %s since %s", n, h.State, h.Since.Local().Format("15:04:05"))
+		if h.Restarts > 0 {
+			line += fmt.Sprintf(", %d restart(s)", h.Restarts)
+		}
+		if h.LastError != "" {
+			line += ", last error: " + h.LastError
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintf(w, "  queues: %d inbound, %d outbound, %d unfinished\n", st.Inbound, st.Outbound, st.Pending)
+}
+
+// fetchStatus asks a running gateway for its health.
+func fetchStatus(host string, port int) (*gateway.Status, error) {
+	if host == "0.0.0.0" || host == "::" || host == "" {
+		host = "127.0.0.1"
+	}
+	cl := &http.Client{Timeout: 2 * time.Second}
+	resp, err := cl.Get("http://" + net.JoinHostPort(host, fmt.Sprint(port)) + "/api/status")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	var st gateway.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 // providerLine says which provider the model resolves to.

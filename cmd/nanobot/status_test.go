@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway"
+)
+
+func TestStatusShowsRunningGateway(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`{"gateway": {"port": %d, "heartbeat": {"enabled": false}}}`, port)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := configs.Load(configs.Options{Path: cfgPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- gateway.Run(ctx, gateway.Options{Config: &l.Config, Paths: l.Paths, Provider: unconfigured{}, Listener: ln, Stderr: io.Discard, Ready: func(string) { close(ready) }})
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("gateway not ready")
+	}
+	out, _, err := run(t, "status", "--config", cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"(running", "ready: true", "web          connected", "queues: 0 inbound"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+}
