@@ -77,9 +77,11 @@ type toolFunc struct {
 	fn   func(ctx context.Context, args map[string]any) (tools.Result, error)
 }
 
-func (t toolFunc) Name() string               { return t.name }
-func (t toolFunc) Description() string        { return "test tool " + t.name }
-func (t toolFunc) Parameters() map[string]any { return map[string]any{"type": "object", "properties": map[string]any{}} }
+func (t toolFunc) Name() string        { return t.name }
+func (t toolFunc) Description() string { return "test tool " + t.name }
+func (t toolFunc) Parameters() map[string]any {
+	return map[string]any{"type": "object", "properties": map[string]any{}}
+}
 func (t toolFunc) Execute(ctx context.Context, args map[string]any) (tools.Result, error) {
 	return t.fn(ctx, args)
 }

@@ -53,7 +53,7 @@ const (
 const circuitBreakerLimit = 3
 
 // RetryHint follows every failed tool result.
-const RetryHint = "[Analyze the error above and try a different approach.]"
+const RetryHint = tools.RetryHint
 
 // Runner alternates LLM calls and tool executions for one turn.
 type Runner struct {

@@ -126,7 +126,9 @@ func TestMessageToolReplyNotSentTwice(t *testing.T) {
 }
 
 func echoTool() tools.Tool {
-	return toolFunc{name: "echo", fn: func(_ context.Context, a map[string]any) (tools.Result, error) { return tools.Result{Content: "echo"}, nil }}
+	return toolFunc{name: "echo", fn: func(_ context.Context, a map[string]any) (tools.Result, error) {
+		return tools.Result{Content: "echo"}, nil
+	}}
 }
 
 // toolsRegistry wraps tools as a ToolSet.

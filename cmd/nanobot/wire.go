@@ -44,9 +44,6 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 	for _, n := range c.Tools.Disabled {
 		disabled[n] = true
 	}
-	if !c.Tools.Exec.Enable {
-		disabled["exec"] = true
-	}
 	w.tools = tools.NewRegistry(tools.WithLogger(a.log), tools.WithDisabled(disabled))
 	loc := time.Local
 	if tz := c.Agents.Defaults.Timezone; tz != "" {
@@ -55,7 +52,11 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 		}
 	}
 	builtins := []tools.Tool{jobs.NewTool(jobs.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json")), loc)}
-	builtins = append(builtins, builtinTools(a)...)
+	more, err := builtinTools(a)
+	if err != nil {
+		return nil, err
+	}
+	builtins = append(builtins, more...)
 	for _, t := range builtins {
 		if err := w.tools.Register(t); err != nil {
 			return nil, fmt.Errorf("tools: %w", err)

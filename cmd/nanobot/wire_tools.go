@@ -1,8 +1,55 @@
 package main
 
-import "github.com/nanobot-go/nanobot/tools"
+import (
+	"fmt"
+	"net/netip"
+	"time"
 
-// builtinTools builds the configurable built-in tools (exec, files, web).
-func builtinTools(a *app) []tools.Tool {
-	return nil
+	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/fs"
+	"github.com/nanobot-go/nanobot/tools/sandbox"
+	"github.com/nanobot-go/nanobot/tools/shell"
+	"github.com/nanobot-go/nanobot/tools/web"
+)
+
+// builtinTools builds the configurable built-in tools: exec, the file tools,
+// web_search and web_fetch.
+func builtinTools(a *app) ([]tools.Tool, error) {
+	c := &a.loaded.Config
+	ws := a.loaded.Paths.Workspace
+	var out []tools.Tool
+	if c.Tools.Exec.Enable {
+		ex, err := shell.New(shell.Options{
+			Workspace: ws, RestrictToWorkspace: c.Tools.RestrictToWorkspace,
+			DefaultTimeout: time.Duration(c.Tools.Exec.Timeout) * time.Second,
+			DenyPatterns:   c.Tools.Exec.DenyPatterns, AllowPatterns: c.Tools.Exec.AllowPatterns,
+			ExtraEnv: c.Tools.Exec.AllowedEnvKeys, Sandbox: sandbox.Mode(c.Tools.Exec.Sandbox), Logger: a.log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tools.exec: %w", err)
+		}
+		out = append(out, ex)
+	}
+	files, err := fs.All(fs.Options{Workspace: ws, RestrictToWorkspace: c.Tools.RestrictToWorkspace, Logger: a.log})
+	if err != nil {
+		return nil, fmt.Errorf("file tools: %w", err)
+	}
+	out = append(out, files...)
+
+	s := c.Tools.Web.Search
+	search, err := web.NewSearch(web.SearchOptions{Provider: s.Provider, APIKey: s.APIKey, BaseURL: s.BaseURL, MaxResults: s.MaxResults, Proxy: c.Tools.Web.Proxy, Logger: a.log})
+	if err != nil {
+		return nil, fmt.Errorf("tools.web.search: %w", err)
+	}
+	var allow []netip.Prefix
+	for _, cidr := range c.Tools.SSRFAllowlist {
+		if p, err := netip.ParsePrefix(cidr); err == nil { // validated at load
+			allow = append(allow, p)
+		}
+	}
+	fetch, err := web.NewFetch(web.FetchOptions{MaxChars: c.Tools.Web.Fetch.MaxChars, Proxy: c.Tools.Web.Proxy, SSRFAllowlist: allow, Logger: a.log})
+	if err != nil {
+		return nil, fmt.Errorf("tools.web.fetch: %w", err)
+	}
+	return append(out, search, fetch), nil
 }

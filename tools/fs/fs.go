@@ -1,0 +1,122 @@
+// Package fs holds the file tools: read_file (paged text with line numbers,
+// images as image parts), write_file, edit_file (exact, then
+// whitespace-tolerant replacement) and list_dir.
+//
+// Relative paths are relative to the workspace. With RestrictToWorkspace
+// every path is resolved the way the kernel will see it (symlinks included,
+// and for files that do not exist yet through their nearest existing
+// parent) and must end inside the workspace or one of AllowedDirs; the
+// tools then work on the resolved path, so what was checked is what is
+// touched. The tools are safe for concurrent use; concurrent edits of one
+// file are last-writer-wins.
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/internal/pathguard"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxReadChars   = 128_000
+	DefaultReadLines      = 2000
+	DefaultMaxImageBytes  = 10 << 20
+	DefaultMaxListEntries = 200
+)
+
+// Options configures the file tools. Zero values mean the defaults.
+type Options struct {
+	// Workspace is the base of relative paths (required).
+	Workspace string
+	// RestrictToWorkspace refuses paths that resolve outside Workspace and
+	// AllowedDirs.
+	RestrictToWorkspace bool
+	// AllowedDirs are extra folders the tools may use when restricted (for
+	// example the media folder where inbound attachments are saved).
+	AllowedDirs []string
+	// MaxReadChars caps the text one read_file call returns (default 128000).
+	MaxReadChars int
+	// DefaultReadLines is how many lines read_file returns when the call
+	// gives no limit (default 2000).
+	DefaultReadLines int
+	// MaxImageBytes caps images read_file returns (default 10 MiB).
+	MaxImageBytes int64
+	// MaxListEntries is list_dir's default entry cap (default 200).
+	MaxListEntries int
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// base is what every file tool shares.
+type base struct {
+	opts  Options
+	paths *pathguard.Guard
+	log   *slog.Logger
+}
+
+func newBase(opts Options, tool string) (*base, error) {
+	if opts.Workspace == "" {
+		return nil, errors.New("fs: workspace is required")
+	}
+	if opts.MaxReadChars <= 0 {
+		opts.MaxReadChars = DefaultMaxReadChars
+	}
+	if opts.DefaultReadLines <= 0 {
+		opts.DefaultReadLines = DefaultReadLines
+	}
+	if opts.MaxImageBytes <= 0 {
+		opts.MaxImageBytes = DefaultMaxImageBytes
+	}
+	if opts.MaxListEntries <= 0 {
+		opts.MaxListEntries = DefaultMaxListEntries
+	}
+	g, err := pathguard.New(opts.Workspace, opts.RestrictToWorkspace, opts.AllowedDirs...)
+	if err != nil {
+		return nil, fmt.Errorf("fs: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &base{opts: opts, paths: g, log: log.With("tool", tool)}, nil
+}
+
+// resolve turns the model's path into the real path to work on.
+func (b *base) resolve(p string) (string, error) {
+	if p == "" {
+		return "", errors.New("path is empty")
+	}
+	return b.paths.Resolve(p)
+}
+
+func (b *base) restrictNote() string {
+	if b.opts.RestrictToWorkspace {
+		return " Paths must stay inside the workspace."
+	}
+	return ""
+}
+
+// All returns read_file, write_file, edit_file and list_dir sharing opts.
+func All(opts Options) ([]tools.Tool, error) {
+	r, err := NewReadFile(opts)
+	if err != nil {
+		return nil, err
+	}
+	w, err := NewWriteFile(opts)
+	if err != nil {
+		return nil, err
+	}
+	e, err := NewEditFile(opts)
+	if err != nil {
+		return nil, err
+	}
+	l, err := NewListDir(opts)
+	if err != nil {
+		return nil, err
+	}
+	return []tools.Tool{r, w, e, l}, nil
+}
