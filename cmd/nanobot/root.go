@@ -51,6 +51,7 @@ func newRootCmd() *cobra.Command {
 		newGatewayCmd(a),
 		newPairingCmd(a),
 		newCronCmd(a),
+		newDoctorCmd(a),
 	)
 	return root
 }

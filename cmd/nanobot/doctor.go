@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/tools/sandbox"
+)
+
+// finding is one doctor result.
+type finding struct {
+	level string // ok, warn, risk
+	text  string
+	fix   string
+}
+
+func newDoctorCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the config and the machine for risky or broken settings, with fixes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fs := diagnose(a.loaded)
+			printFindings(cmd.OutOrStdout(), fs)
+			for _, f := range fs {
+				if f.level == "risk" {
+					return fmt.Errorf("doctor: %d risk(s) found", countLevel(fs, "risk"))
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func countLevel(fs []finding, level string) int {
+	n := 0
+	for _, f := range fs {
+		if f.level == level {
+			n++
+		}
+	}
+	return n
+}
+
+func printFindings(w io.Writer, fs []finding) {
+	marks := map[string]string{"ok": "ok  ", "warn": "warn", "risk": "RISK"}
+	for _, f := range fs {
+		fmt.Fprintf(w, "[%s] %s\n", marks[f.level], f.text)
+		if f.fix != "" {
+			fmt.Fprintf(w, "       fix: %s\n", f.fix)
+		}
+	}
+}
+
+// diagnose inspects the loaded config and the machine.
+func diagnose(l *configs.Loaded) []finding {
+	c := &l.Config
+	var out []finding
+	add := func(level, text, fix string) { out = append(out, finding{level, text, fix}) }
+
+	if l.Exists {
+		if fi, err := os.Stat(l.Path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			add("risk", fmt.Sprintf("config %s is readable by other users (mode %o); it holds your API keys", l.Path, fi.Mode().Perm()), "chmod 600 "+l.Path)
+		} else if err == nil {
+			add("ok", "config file is private (0600)", "")
+		}
+	} else {
+		add("warn", "no config file: running on built-in defaults", "nanobot onboard")
+	}
+
+	keys := 0
+	for name, p := range c.Providers {
+		if p.APIKey != "" || p.APIBase != "" {
+			keys++
+		} else {
+			add("warn", fmt.Sprintf("providers.%s has neither apiKey nor apiBase", name), "set providers."+name+".apiKey (or remove the entry)")
+		}
+	}
+	if keys == 0 {
+		add("risk", "no LLM provider is configured: every message gets an error reply", "set providers.<name>.apiKey in "+l.Path)
+	}
+
+	for _, name := range c.Channels.Enabled() {
+		for _, a := range c.Channels.Common(name).AllowFrom {
+			if a == "*" && name != "web" {
+				add("risk", fmt.Sprintf("channels.%s.allowFrom is [\"*\"]: anyone who finds the bot can use it (and your API budget and tools)", name), "list your own sender ids, or leave allowFrom empty and approve people with `nanobot pairing approve`")
+			}
+		}
+	}
+
+	if !c.Tools.RestrictToWorkspace {
+		add("risk", "tools.restrictToWorkspace is off: file and shell tools may reach any path the gateway's user can", "set tools.restrictToWorkspace to true")
+	} else {
+		add("ok", "file and shell tools are kept inside the workspace", "")
+	}
+	mode := sandbox.Mode(c.Tools.Exec.Sandbox)
+	if mode == sandbox.ModeNone {
+		add("risk", "tools.exec.sandbox is \"none\": commands run without OS-level confinement", "set tools.exec.sandbox to \"auto\"")
+	} else if resolved, err := sandbox.ResolveMode(mode); err != nil {
+		add("risk", fmt.Sprintf("sandbox %q is not available here: %v", mode, err), "use \"auto\", or install bubblewrap (apt install bubblewrap) for \"bwrap\"")
+	} else if resolved == sandbox.ModeNone {
+		add("warn", "no OS sandbox is available on this machine: exec relies on the command guard and the workspace check only", "install bubblewrap, or run the gateway in the provided Docker image")
+	}
+	if _, err := exec.LookPath("bwrap"); err == nil {
+		add("ok", "bubblewrap is installed", "")
+	}
+
+	host := c.Gateway.Host
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		add("warn", fmt.Sprintf("the gateway listens on %s, beyond loopback: the web chat asks for its token (state/web_token); /metrics and /api/status are reachable by anyone who can reach the port", host), "bind gateway.host to 127.0.0.1 behind a TLS reverse proxy, or firewall the port")
+	}
+	return out
+}
