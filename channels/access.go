@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
@@ -26,6 +27,16 @@ type Gate struct {
 	// Reply sends the gate's own messages (pairing codes).
 	Reply func(ctx context.Context, m bus.Outbound) error
 	Log   *slog.Logger
+
+	mu sync.RWMutex // guards AllowFrom after start (SetAllowFrom)
+}
+
+// SetAllowFrom replaces the allow-lists while the gateway runs (config
+// reload on SIGHUP).
+func (g *Gate) SetAllowFrom(allow map[string][]string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.AllowFrom = allow
 }
 
 // Deliver implements Inbox.
@@ -69,7 +80,9 @@ func (g *Gate) logger() *slog.Logger {
 }
 
 func (g *Gate) allowed(channel, sender string) bool {
+	g.mu.RLock()
 	list := g.AllowFrom[channel]
+	g.mu.RUnlock()
 	for _, a := range list {
 		if a == "*" {
 			return true

@@ -32,7 +32,7 @@ type editCall struct {
 	at   time.Time
 }
 
-func (f *fakeChannel) Name() string                         { return f.name }
+func (f *fakeChannel) Name() string                           { return f.name }
 func (f *fakeChannel) Run(ctx context.Context, _ Inbox) error { <-ctx.Done(); return nil }
 func (f *fakeChannel) Send(_ context.Context, m bus.Outbound) (MessageRef, error) {
 	f.mu.Lock()

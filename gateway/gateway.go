@@ -62,6 +62,10 @@ type Options struct {
 	CronStore *jobs.Store
 	Log       *slog.Logger
 	Version   string
+	// Reload is signalled (SIGHUP) to re-read the config with ReloadConfig
+	// and apply what can change live: the allow-lists.
+	Reload       <-chan struct{}
+	ReloadConfig func() (*configs.Config, error)
 	// Stderr receives the one line with the web chat's access token (the
 	// terminal, not the log: log files are kept and shipped). Default
 	// os.Stderr.
@@ -197,19 +201,8 @@ func Run(ctx context.Context, o Options) error {
 	}
 	chans = append(chans, o.Extra...)
 
-	allow := map[string][]string{"web": webCfg.AllowFrom}
-	for _, name := range cfg.Channels.Names() {
-		if name != "web" {
-			allow[name] = cfg.Channels.Common(name).AllowFrom
-		}
-	}
-	for _, c := range o.Extra {
-		if _, ok := allow[c.Name()]; !ok {
-			allow[c.Name()] = cfg.Channels.Common(c.Name()).AllowFrom
-		}
-	}
 	gate := &channels.Gate{
-		AllowFrom: allow,
+		AllowFrom: allowLists(cfg, chans),
 		Pairing:   channels.NewPairingStore(filepath.Join(o.Paths.State, "pairing.json")),
 		Reply:     b.PublishOutbound,
 		Log:       log.With("component", "access"),
@@ -339,10 +332,26 @@ func Run(ctx context.Context, o Options) error {
 	}
 
 	var runErr error
-	select {
-	case <-ctx.Done():
-	case err := <-srvErr:
-		runErr = fmt.Errorf("gateway: http server: %w", err)
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case err := <-srvErr:
+			runErr = fmt.Errorf("gateway: http server: %w", err)
+			break wait
+		case <-o.Reload:
+			if o.ReloadConfig == nil {
+				continue
+			}
+			next, err := o.ReloadConfig()
+			if err != nil {
+				log.Error("reload failed; keeping the running config", "err", err)
+				continue
+			}
+			gate.SetAllowFrom(allowLists(next, chans))
+			log.Info("config reloaded: allow-lists updated; other changes take effect after a restart")
+		}
 	}
 
 	// Shutdown: intake first, then turns, then delivery.
@@ -369,6 +378,24 @@ func Run(ctx context.Context, o Options) error {
 	_ = srv.Shutdown(shutCtx)
 	log.Info("gateway stopped")
 	return runErr
+}
+
+// allowLists collects each channel's allowFrom.
+func allowLists(cfg *configs.Config, chans []channels.Channel) map[string][]string {
+	webCfg := web.DefaultConfig()
+	_ = cfg.Channels.Decode("web", &webCfg)
+	allow := map[string][]string{"web": webCfg.AllowFrom}
+	for _, name := range cfg.Channels.Names() {
+		if name != "web" {
+			allow[name] = cfg.Channels.Common(name).AllowFrom
+		}
+	}
+	for _, c := range chans {
+		if _, ok := allow[c.Name()]; !ok {
+			allow[c.Name()] = cfg.Channels.Common(c.Name()).AllowFrom
+		}
+	}
+	return allow
 }
 
 func isLoopback(host string) bool {

@@ -126,6 +126,10 @@ type running struct {
 }
 
 func startGateway(t testing.TB, cfg configs.Config, llm providers.Provider, extra ...channels.Channel) *running {
+	return startGatewayOpts(t, cfg, llm, nil, extra...)
+}
+
+func startGatewayOpts(t testing.TB, cfg configs.Config, llm providers.Provider, tweak func(*Options), extra ...channels.Channel) *running {
 	t.Helper()
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -135,13 +139,15 @@ func startGateway(t testing.TB, cfg configs.Config, llm providers.Provider, extr
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	r := &running{cancel: cancel, done: make(chan error, 1), dir: dir}
-	go func() {
-		r.done <- Run(ctx, Options{
-			Config: &cfg, Paths: configs.PathsFor(filepath.Join(dir, "config.json"), &cfg),
-			Provider: llm, Model: "test", Extra: extra, Listener: ln,
-			Ready: func(a string) { ready <- a }, DrainTimeout: 2 * time.Second, Stderr: io.Discard,
-		})
-	}()
+	o := Options{
+		Config: &cfg, Paths: configs.PathsFor(filepath.Join(dir, "config.json"), &cfg),
+		Provider: llm, Model: "test", Extra: extra, Listener: ln,
+		Ready: func(a string) { ready <- a }, DrainTimeout: 2 * time.Second, Stderr: io.Discard,
+	}
+	if tweak != nil {
+		tweak(&o)
+	}
+	go func() { r.done <- Run(ctx, o) }()
 	select {
 	case r.addr = <-ready:
 	case err := <-r.done:
@@ -316,4 +322,22 @@ func TestHealthAndWebUI(t *testing.T) {
 	if code, _ := get(t, "http://"+r.addr+"/readyz"); code != 200 {
 		t.Errorf("readyz %d with only the web chat", code)
 	}
+}
+
+func TestReloadUpdatesAllowLists(t *testing.T) {
+	fc := newFake("fake")
+	reload := make(chan struct{})
+	next := testConfig(map[string][]any{"fake": {"newcomer"}})
+	startGatewayOpts(t, testConfig(map[string][]any{"fake": {}}), &echoLLM{}, func(o *Options) {
+		o.Reload = reload
+		o.ReloadConfig = func() (*configs.Config, error) { return &next, nil }
+	}, fc)
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "g", SenderID: "newcomer", Content: "hi", MessageID: "1", IsGroup: true}
+	waitFor(t, "denied before reload", func() bool { fc.mu.Lock(); defer fc.mu.Unlock(); return len(fc.denied) == 1 })
+	reload <- struct{}{}
+	waitFor(t, "admitted after reload", func() bool {
+		fc.in <- bus.Inbound{Channel: "fake", ChatID: "g", SenderID: "newcomer", Content: "again", MessageID: fmt.Sprint(time.Now().UnixNano()), IsGroup: true}
+		time.Sleep(20 * time.Millisecond)
+		return len(fc.texts("g")) > 0
+	})
 }

@@ -31,7 +31,7 @@ func (s *slowLLM) Stream(ctx context.Context, req providers.ChatRequest, onDelta
 // latencyChannel timestamps the final reply of each message. It cannot
 // edit, so each reply arrives as one send.
 type latencyChannel struct {
-	fake *fakeChannel
+	fake  *fakeChannel
 	mu    sync.Mutex
 	sent  map[string]time.Time // chat/seq -> sent
 	got   map[string]time.Time

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/deploy"
 	"github.com/nanobot-go/nanobot/gateway"
 )
@@ -45,10 +46,30 @@ func runGateway(ctx context.Context, a *app) error {
 		return err
 	}
 	defer w.close()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	reload := make(chan struct{}, 1)
+	go func() {
+		for range hup {
+			select {
+			case reload <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	return gateway.Run(ctx, gateway.Options{
 		Config: &l.Config, Paths: l.Paths,
 		Provider: w.provider, Model: w.model, Tools: w.tools,
 		Channels: w.channels, Log: a.log, Version: buildVersion(),
+		Reload: reload,
+		ReloadConfig: func() (*configs.Config, error) {
+			next, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: w.channels.ConfigTypes()})
+			if err != nil {
+				return nil, err
+			}
+			return &next.Config, nil
+		},
 	})
 }
 
