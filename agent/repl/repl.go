@@ -25,6 +25,8 @@ import (
 type Agent interface {
 	Submit(ctx context.Context, m bus.Inbound)
 	StopSession(key string) int
+	// Idle reports that no turn is running or queued (the last one is saved).
+	Idle() bool
 }
 
 // Options configure a REPL.
@@ -86,6 +88,19 @@ func (r *REPL) PublishOutbound(ctx context.Context, m bus.Outbound) error {
 
 // ErrReply is returned by Ask when the agent answered with an error message.
 var ErrReply = errors.New("the agent reported an error")
+
+// WaitIdle waits until the agent has finished (saved) every turn, or ctx
+// ends. The reply reaches the terminal before the turn is saved; a one-shot
+// run must not exit in between.
+func (r *REPL) WaitIdle(ctx context.Context) {
+	for !r.agent.Idle() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
 
 // Ask sends one message and prints the reply to w as it streams (rendered
 // when Markdown is on). It returns the reply text; ErrReply (wrapped with
@@ -208,6 +223,7 @@ func (r *REPL) turn(ctx context.Context, line string) (exit bool) {
 	ind.Start()
 	_, err := r.Ask(turnCtx, line, r.opts.Stdout, ind)
 	ind.Stop()
+	r.WaitIdle(turnCtx)
 	switch {
 	case errors.Is(err, ErrReply):
 		fmt.Fprintln(r.opts.Stderr, strings.TrimPrefix(err.Error(), ErrReply.Error()+": "))

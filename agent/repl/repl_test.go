@@ -38,6 +38,8 @@ func (s *scriptAgent) Submit(ctx context.Context, m bus.Inbound) {
 	}()
 }
 
+func (s *scriptAgent) Idle() bool { return true }
+
 func (s *scriptAgent) StopSession(key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -94,7 +94,9 @@ func runAgent(cmd *cobra.Command, a *app, msg, sessKey string, markdown bool) er
 		// Ctrl-C in one-shot mode stops the turn and exits non-zero.
 		ictx, istop := signal.NotifyContext(ctx, os.Interrupt)
 		defer istop()
-		if _, err := term.Ask(ictx, msg, cmd.OutOrStdout(), nil); err != nil {
+		_, err := term.Ask(ictx, msg, cmd.OutOrStdout(), nil)
+		term.WaitIdle(ictx)
+		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				return errors.New("agent: interrupted")
 			}
