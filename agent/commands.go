@@ -83,9 +83,19 @@ func (l *Loop) statusText(key string, n, consolidated, tokens int) string {
 	return b.String()
 }
 
-// estimateTokens approximates the next prompt's size: system prompt plus
-// history, at about 4 characters per token.
+// PromptEstimator estimates the next prompt of a session in tokens (the
+// memory consolidator implements it).
+type PromptEstimator interface {
+	EstimatePrompt(s *session.Session) int
+}
+
+// estimateTokens approximates the next prompt's size: the consolidator's
+// estimate when there is one, else system prompt plus history at about 4
+// characters per token.
 func (l *Loop) estimateTokens(sess *session.Session) int {
+	if e, ok := l.cfg.Consolidator.(PromptEstimator); ok {
+		return e.EstimatePrompt(sess)
+	}
 	chars := utf8.RuneCountInString(l.cfg.Builder.SystemPrompt())
 	for _, msg := range sess.History(0) {
 		chars += utf8.RuneCountInString(msg.Text())

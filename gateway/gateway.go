@@ -18,7 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nanobot-go/nanobot/agent"
+	"github.com/nanobot-go/nanobot/agent/memory"
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/agent/skills"
 	"github.com/nanobot-go/nanobot/agent/templates"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/web"
@@ -143,11 +145,23 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("gateway: %w", err)
 		}
 	}
+	builder := &agent.ContextBuilder{Workspace: o.Paths.Workspace, Location: loc,
+		Skills: skills.New(skills.Options{Workspace: o.Paths.Workspace, Logger: log})}
+	mem, err := memory.New(memory.Options{
+		Workspace: o.Paths.Workspace, Provider: o.Provider, Model: o.Model, Store: store,
+		ContextWindowTokens: d.ContextWindowTokens, MaxTokens: d.MaxTokens, Location: loc,
+		SystemPrompt: builder.SystemPrompt, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	builder.Memory = mem
 	loop := agent.NewLoop(agent.LoopConfig{
 		Store:               store,
-		Builder:             &agent.ContextBuilder{Workspace: o.Paths.Workspace, Location: loc},
+		Builder:             builder,
 		Runner:              runner,
 		Subagents:           subs,
+		Consolidator:        mem,
 		Out:                 b,
 		MaxConcurrentTurns:  d.MaxConcurrentTurns,
 		MaxToolResultChars:  d.MaxToolResultChars,

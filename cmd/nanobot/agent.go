@@ -13,8 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nanobot-go/nanobot/agent"
+	"github.com/nanobot-go/nanobot/agent/memory"
 	"github.com/nanobot-go/nanobot/agent/repl"
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/agent/skills"
 	"github.com/nanobot-go/nanobot/agent/templates"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/tools/message"
@@ -81,8 +83,19 @@ func runAgent(cmd *cobra.Command, a *app, msg, sessKey string, markdown bool) er
 		Publish: func(ctx context.Context, m bus.Inbound) error { loop.Submit(ctx, m); return nil }}
 	_ = w.tools.Register(message.New(term, l.Paths.Workspace, c.Tools.RestrictToWorkspace))
 	_ = w.tools.Register(spawn.New(subs))
+	builder := &agent.ContextBuilder{Workspace: l.Paths.Workspace, Location: loc,
+		Skills: skills.New(skills.Options{Workspace: l.Paths.Workspace, Logger: a.log})}
+	mem, err := memory.New(memory.Options{
+		Workspace: l.Paths.Workspace, Provider: w.provider, Model: w.model, Store: store,
+		ContextWindowTokens: d.ContextWindowTokens, MaxTokens: d.MaxTokens, Location: loc,
+		SystemPrompt: builder.SystemPrompt, Logger: a.log,
+	})
+	if err != nil {
+		return err
+	}
+	builder.Memory = mem
 	loop = agent.NewLoop(agent.LoopConfig{
-		Store: store, Builder: &agent.ContextBuilder{Workspace: l.Paths.Workspace, Location: loc},
+		Store: store, Builder: builder, Consolidator: mem,
 		Runner: runner, Out: term, MaxConcurrentTurns: d.MaxConcurrentTurns, MaxToolResultChars: d.MaxToolResultChars,
 		ContextWindowTokens: d.ContextWindowTokens, Subagents: subs, Log: a.log,
 	})
