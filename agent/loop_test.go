@@ -423,3 +423,36 @@ func TestToolResultTruncatedWhenStored(t *testing.T) {
 		t.Errorf("final %q", f[0])
 	}
 }
+
+func TestBackgroundRunsSpeakOnlyWithNews(t *testing.T) {
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		if strings.Contains(lastUser(req), "nothing due") {
+			return text(SilentReply)
+		}
+		return text("Good morning! It is sunny.")
+	}}
+	h := newHarness(t, llm, nil, nil)
+	for i, body := range []string{"nothing due", "weather due"} {
+		h.loop.Submit(context.Background(), bus.Inbound{Channel: "test", ChatID: "c", SenderID: "heartbeat", SessionKey: "heartbeat",
+			Content: "[Heartbeat] " + body, Metadata: map[string]any{"heartbeat": true, "maxHistory": 2}})
+		waitUntil(t, "beat", func() bool { return h.doneCount() == i+1 })
+	}
+	var delivered []string
+	for _, m := range h.out.all() {
+		if m.Kind == bus.KindDelta || m.Kind == bus.KindTyping || m.Kind == bus.KindToolHint {
+			t.Errorf("background run streamed %s", m.Kind)
+		}
+		if m.Final {
+			delivered = append(delivered, m.Content)
+		}
+	}
+	if len(delivered) != 1 || delivered[0] != "Good morning! It is sunny." {
+		t.Errorf("delivered %v, want only the news", delivered)
+	}
+	if n := len(llm.reqs()[1].Messages); n != 4 { // system + 2 history + user
+		t.Errorf("second beat sent %d messages, want the short history of 2", n)
+	}
+	if _, _, ok := h.loop.LastActive(); ok {
+		t.Error("a heartbeat counted as user activity")
+	}
+}
