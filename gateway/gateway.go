@@ -277,6 +277,15 @@ func Run(ctx context.Context, o Options) error {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(status())
 	})
+	for _, c := range chans {
+		if wh, ok := c.(interface {
+			WebhookPath() string
+			WebhookHandler() http.Handler
+		}); ok && wh.WebhookPath() != "" {
+			mux.Handle("POST "+wh.WebhookPath(), wh.WebhookHandler())
+			log.Info("webhook mounted", "channel", c.Name(), "path", wh.WebhookPath())
+		}
+	}
 	if webCh != nil {
 		mux.Handle("/", webCh.Handler())
 	}

@@ -64,7 +64,7 @@ func runGateway(ctx context.Context, a *app) error {
 		Channels: w.channels, Log: a.log, Version: buildVersion(),
 		Reload: reload,
 		ReloadConfig: func() (*configs.Config, error) {
-			next, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: w.channels.ConfigTypes()})
+			next, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})
 			if err != nil {
 				return nil, err
 			}

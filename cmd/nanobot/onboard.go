@@ -24,7 +24,7 @@ func newOnboardCmd(a *app) *cobra.Command {
 				}
 				fmt.Fprintf(out, "created config %s\n", l.Path)
 				// Reload so the workspace path comes from the file just written.
-				reloaded, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides})
+				reloaded, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})
 				if err != nil {
 					return err
 				}

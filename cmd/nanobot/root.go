@@ -101,7 +101,7 @@ func (a *app) load(cmd *cobra.Command) error {
 			}
 		}
 	}
-	loaded, err := configs.Load(configs.Options{Path: path, Overrides: a.overrides})
+	loaded, err := configs.Load(configs.Options{Path: path, Overrides: a.overrides, Platforms: platformTypes()})
 	if err != nil {
 		return err
 	}

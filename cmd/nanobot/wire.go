@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/telegram"
+	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 	jobs "github.com/nanobot-go/nanobot/tools/cron"
@@ -69,5 +71,19 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 // place that knows them all.
 func newChannelRegistry() *channels.Registry {
 	r := channels.NewRegistry()
+	must(r.Register("telegram", telegram.Factory()))
 	return r
+}
+
+// platformTypes is every channel's config type, for checking config.json.
+func platformTypes() map[string]any {
+	m := newChannelRegistry().ConfigTypes()
+	m["web"] = web.Config{}
+	return m
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err) // a duplicate registration is a programming error
+	}
 }

@@ -1,0 +1,402 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// handleUpdate turns one update into an Inbound and delivers it; updates
+// that are not messages for the bot are skipped.
+func (c *Channel) handleUpdate(ctx context.Context, u *models.Update) {
+	msg := u.Message
+	if msg == nil {
+		msg = u.ChannelPost
+	}
+	if msg == nil {
+		c.log.Debug("telegram: update without a message skipped", "update_id", u.ID)
+		return
+	}
+	in, ok := c.toInbound(ctx, msg)
+	if !ok {
+		return
+	}
+	c.deliver(ctx, in)
+}
+
+// deliver hands in to the inbox. A failure other than a denial is retried
+// a few times: the update stays unacknowledged while it is.
+func (c *Channel) deliver(ctx context.Context, in bus.Inbound) {
+	c.mu.Lock()
+	inbox := c.inbox
+	c.mu.Unlock()
+	if inbox == nil {
+		c.log.Warn("telegram: message received while not running; dropped", "chat_id", in.ChatID)
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		err := inbox.Deliver(ctx, in)
+		switch {
+		case err == nil, errors.Is(err, channels.ErrDenied):
+			return
+		case ctx.Err() != nil:
+			return
+		case attempt >= 5:
+			c.log.Error("telegram: delivering a message failed; dropped", "chat_id", in.ChatID, "message_id", in.MessageID, "err", err)
+			return
+		}
+		c.log.Warn("telegram: delivering a message failed; retrying", "chat_id", in.ChatID, "err", err, "attempt", attempt)
+		if c.sleep(ctx, attempt) != nil {
+			return
+		}
+	}
+}
+
+// toInbound converts a message. It reports false for messages the bot
+// should not answer (group policy, another bot's command, service
+// messages) and for malformed ones (logged).
+func (c *Channel) toInbound(ctx context.Context, msg *models.Message) (bus.Inbound, bool) {
+	me := c.self()
+	if me == nil {
+		me = &models.User{}
+	}
+	chatID := strconv.FormatInt(msg.Chat.ID, 10)
+	var senderID string
+	switch {
+	case msg.From != nil:
+		senderID = userID(msg.From.ID, msg.From.Username)
+	case msg.SenderChat != nil:
+		senderID = userID(msg.SenderChat.ID, msg.SenderChat.Username)
+	default:
+		c.log.Warn("telegram: message without a sender skipped", "chat_id", chatID, "message_id", msg.ID)
+		return bus.Inbound{}, false
+	}
+	if msg.Chat.ID == 0 {
+		c.log.Warn("telegram: message without a chat skipped", "message_id", msg.ID)
+		return bus.Inbound{}, false
+	}
+	isGroup := msg.Chat.Type != models.ChatTypePrivate
+
+	text, entities := msg.Text, msg.Entities
+	if text == "" {
+		text, entities = msg.Caption, msg.CaptionEntities
+	}
+	text, addressed, forOther := c.readEntities(text, entities, me)
+	if forOther {
+		c.log.Debug("telegram: command for another bot skipped", "chat_id", chatID)
+		return bus.Inbound{}, false
+	}
+	if reply := msg.ReplyToMessage; reply != nil && reply.ForumTopicCreated == nil && reply.From != nil && me.ID != 0 && reply.From.ID == me.ID {
+		addressed = true
+	}
+	if isGroup && c.cfg.GroupPolicy == PolicyMention && !addressed {
+		c.log.Debug("telegram: group message not for the bot skipped", "chat_id", chatID)
+		return bus.Inbound{}, false
+	}
+
+	meta := map[string]any{
+		"message_id": msg.ID,
+		"chat_type":  string(msg.Chat.Type),
+	}
+	if msg.From != nil {
+		meta["user_id"] = msg.From.ID
+		if msg.From.Username != "" {
+			meta["username"] = msg.From.Username
+		}
+		if msg.From.FirstName != "" {
+			meta["first_name"] = msg.From.FirstName
+		}
+	}
+	if msg.Chat.Title != "" {
+		meta["chat_title"] = msg.Chat.Title
+	}
+	in := bus.Inbound{
+		Channel:    c.Name(),
+		SenderID:   senderID,
+		ChatID:     chatID,
+		MessageID:  strconv.Itoa(msg.ID),
+		IsGroup:    isGroup,
+		Metadata:   meta,
+		ReceivedAt: time.Now(),
+	}
+	if msg.IsTopicMessage && msg.MessageThreadID != 0 {
+		// Each forum topic is its own conversation.
+		meta["message_thread_id"] = msg.MessageThreadID
+		in.SessionKey = fmt.Sprintf("%s:%s:topic:%d", c.Name(), chatID, msg.MessageThreadID)
+	}
+
+	parts := []string{}
+	if t := strings.TrimSpace(text); t != "" {
+		parts = append(parts, t)
+	}
+	media, notes := c.attachments(ctx, msg)
+	parts = append(parts, notes...)
+	in.Media = media
+	in.Content = strings.Join(parts, "\n")
+	if in.Content == "" && len(in.Media) == 0 {
+		c.log.Debug("telegram: message without content skipped", "chat_id", chatID, "message_id", msg.ID)
+		return bus.Inbound{}, false
+	}
+	return in, true
+}
+
+// userID is the sender id format shared with Python nanobot: "id|username",
+// or just "id" for users without a username.
+func userID(id int64, username string) string {
+	s := strconv.FormatInt(id, 10)
+	if username != "" {
+		s += "|" + username
+	}
+	return s
+}
+
+// readEntities strips "@botname" from commands and a leading mention,
+// and reports whether the message addressed the bot (mention, command) or
+// is a command for another bot.
+func (c *Channel) readEntities(text string, entities []models.MessageEntity, me *models.User) (out string, addressed, forOther bool) {
+	u := utf16.Encode([]rune(text))
+	type cut struct{ from, to int }
+	var cuts []cut
+	for _, e := range entities {
+		if e.Offset < 0 || e.Length <= 0 || e.Offset+e.Length > len(u) {
+			continue
+		}
+		seg := string(utf16.Decode(u[e.Offset : e.Offset+e.Length]))
+		switch e.Type {
+		case models.MessageEntityTypeBotCommand:
+			if e.Offset != 0 {
+				continue
+			}
+			addressed = true
+			if _, name, ok := strings.Cut(seg, "@"); ok {
+				if me.Username == "" || !strings.EqualFold(name, me.Username) {
+					return text, false, true
+				}
+				at := e.Offset + len(utf16.Encode([]rune(seg[:strings.IndexByte(seg, '@')])))
+				cuts = append(cuts, cut{at, e.Offset + e.Length})
+			}
+		case models.MessageEntityTypeMention:
+			if me.Username != "" && strings.EqualFold(seg, "@"+me.Username) {
+				addressed = true
+				// "@bot do this" is "do this"; a mention inside a sentence
+				// stays, it is part of it.
+				if strings.TrimSpace(string(utf16.Decode(u[:e.Offset]))) == "" {
+					cuts = append(cuts, cut{e.Offset, e.Offset + e.Length})
+				}
+			}
+		case models.MessageEntityTypeTextMention:
+			if e.User != nil && me.ID != 0 && e.User.ID == me.ID {
+				addressed = true
+			}
+		}
+	}
+	if len(cuts) == 0 {
+		return text, addressed, false
+	}
+	var b []uint16
+	pos := 0
+	for _, k := range cuts {
+		if k.from < pos {
+			continue
+		}
+		b = append(b, u[pos:k.from]...)
+		pos = k.to
+	}
+	b = append(b, u[pos:]...)
+	return strings.Join(strings.Fields(string(utf16.Decode(b))), " "), addressed, false
+}
+
+// attachments downloads the message's files. Each gives a note for the
+// text (where it was saved, or why it was not).
+func (c *Channel) attachments(ctx context.Context, msg *models.Message) ([]bus.Media, []string) {
+	var media []bus.Media
+	var notes []string
+	add := func(kind, fileID, unique, name, mimeType string, size int64) (bus.Media, bool) {
+		m, note := c.download(ctx, msg, kind, fileID, unique, name, mimeType, size)
+		if m.Path != "" {
+			media = append(media, m)
+		}
+		if note != "" && kind != "voice" {
+			notes = append(notes, note)
+		}
+		return m, m.Path != ""
+	}
+	if len(msg.Photo) > 0 {
+		best := msg.Photo[0]
+		for _, p := range msg.Photo[1:] {
+			if p.Width*p.Height > best.Width*best.Height || (p.Width*p.Height == best.Width*best.Height && p.FileSize > best.FileSize) {
+				best = p
+			}
+		}
+		add("photo", best.FileID, best.FileUniqueID, "", "image/jpeg", int64(best.FileSize))
+	}
+	if d := msg.Document; d != nil {
+		add("file", d.FileID, d.FileUniqueID, d.FileName, d.MimeType, d.FileSize)
+	}
+	if a := msg.Audio; a != nil {
+		add("audio", a.FileID, a.FileUniqueID, a.FileName, a.MimeType, a.FileSize)
+	}
+	if v := msg.Video; v != nil {
+		add("video", v.FileID, v.FileUniqueID, v.FileName, v.MimeType, v.FileSize)
+	}
+	if v := msg.Voice; v != nil {
+		mt := v.MimeType
+		if mt == "" {
+			mt = "audio/ogg"
+		}
+		m, ok := add("voice", v.FileID, v.FileUniqueID, "voice.ogg", mt, v.FileSize)
+		notes = append(notes, c.voiceNote(ctx, m, ok, v.FileSize))
+	}
+	if s := msg.Sticker; s != nil {
+		notes = append(notes, "[sticker "+s.Emoji+"]")
+	}
+	return media, notes
+}
+
+// voiceNote is the text standing for a voice message: its transcription
+// when that is configured and works, otherwise where the audio is.
+func (c *Channel) voiceNote(ctx context.Context, m bus.Media, ok bool, size int64) string {
+	if !ok {
+		return fmt.Sprintf("[voice message: not downloaded (%s)]", sizeText(size))
+	}
+	if c.cfg.Transcription.APIBase != "" {
+		text, err := c.transcribe(ctx, m.Path)
+		if err == nil && strings.TrimSpace(text) != "" {
+			return "[voice transcription] " + strings.TrimSpace(text)
+		}
+		if err != nil {
+			c.log.Warn("telegram: voice transcription failed", "err", err)
+		}
+	}
+	return "[voice message: " + m.Path + "]"
+}
+
+func sizeText(n int64) string {
+	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+}
+
+// download fetches one file into the media folder. Over maxMediaBytes (as
+// Telegram reports it, or as it turns out) it is not kept.
+func (c *Channel) download(ctx context.Context, msg *models.Message, kind, fileID, unique, name, mimeType string, size int64) (bus.Media, string) {
+	label := kind
+	if name != "" {
+		label += " " + name
+	}
+	limit := c.cfg.MaxMediaBytes
+	tooBig := fmt.Sprintf("[%s: too large to download (%s, limit %s)]", label, sizeText(size), sizeText(limit))
+	if size > limit {
+		return bus.Media{}, tooBig
+	}
+	if c.mediaDir == "" {
+		return bus.Media{}, "[" + label + ": not downloaded (no media folder)]"
+	}
+	f, err := c.api.GetFile(ctx, &bot.GetFileParams{FileID: fileID})
+	if err != nil {
+		c.log.Warn("telegram: getFile failed", "kind", kind, "err", c.redact(err.Error()))
+		return bus.Media{}, "[" + label + ": download failed]"
+	}
+	if f.FileSize > limit {
+		return bus.Media{}, tooBig
+	}
+	data, err := c.fetch(ctx, c.api.FileDownloadLink(f), limit)
+	if errors.Is(err, errTooLarge) {
+		return bus.Media{}, tooBig
+	}
+	if err != nil {
+		c.log.Warn("telegram: file download failed", "kind", kind, "err", c.redact(err.Error()))
+		return bus.Media{}, "[" + label + ": download failed]"
+	}
+	ext := path.Ext(name)
+	if ext == "" {
+		ext = path.Ext(f.FilePath)
+	}
+	if ext == "" {
+		if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
+			ext = exts[0]
+		}
+	}
+	if mimeType == "" {
+		mimeType = mime.TypeByExtension(ext)
+	}
+	if unique == "" {
+		unique = fileID
+	}
+	file := filepath.Join(c.mediaDir, fmt.Sprintf("%d_%d_%s%s", msg.Chat.ID, msg.ID, safeName(unique), safeName(ext)))
+	if err := writeFile(file, data); err != nil {
+		c.log.Warn("telegram: saving a download failed", "err", err)
+		return bus.Media{}, "[" + label + ": could not be saved]"
+	}
+	return bus.Media{Path: file, MIMEType: mimeType, Name: name, Size: int64(len(data))}, "[" + label + ": " + file + "]"
+}
+
+var errTooLarge = errors.New("file over the size limit")
+
+func (c *Channel) fetch(ctx context.Context, link string, limit int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.files.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("download: HTTP %d", resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, errTooLarge
+	}
+	return data, nil
+}
+
+// safeName keeps a file name part to harmless characters.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// writeFile writes data atomically (a temp file renamed into place).
+func writeFile(name string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(name), ".download-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}

@@ -1,0 +1,440 @@
+// Package telegram is the Telegram channel: a bot (made with @BotFather)
+// that talks to users in private chats, groups and forum topics through the
+// Bot API, using github.com/go-telegram/bot.
+//
+// Receiving is by long polling (the default) or, when webhookUrl is set, by
+// a webhook whose http.Handler the gateway mounts. Either way a message is
+// acknowledged to Telegram only after the gateway's Inbox took it: the next
+// getUpdates (whose offset confirms the previous batch) waits until every
+// update of the batch was handled, and the webhook answers after delivery.
+// A failing poll is retried with backoff and jitter; Health says whether the
+// channel is connected or reconnecting, with the last error.
+//
+// Sending converts Markdown to Telegram's HTML (format.go), streams by
+// editing the sent message, shows "typing…", and sends files as photos or
+// documents. Photos, documents, voice notes and audio users send are
+// downloaded into the media folder; voice notes are transcribed when a
+// Whisper-compatible endpoint is configured.
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
+)
+
+// Config is channels.telegram.
+type Config struct {
+	configs.ChannelCommon
+	// Token is the bot token from @BotFather ("123456:ABC-...").
+	Token string `json:"token"`
+	// Proxy is an http://, https:// or socks5:// proxy for the Bot API
+	// (empty: the environment's HTTPS_PROXY, if any).
+	Proxy string `json:"proxy"`
+	// ReplyToMessage makes answers quote the user's message.
+	ReplyToMessage bool `json:"replyToMessage"`
+	// GroupPolicy is "mention" (default: in groups, answer only when
+	// @mentioned, replied to, or sent a command) or "open" (every message).
+	GroupPolicy string `json:"groupPolicy"`
+	// APIBase is the Bot API server (default https://api.telegram.org; a
+	// self-hosted telegram-bot-api server also works).
+	APIBase string `json:"apiBase"`
+	// WebhookURL switches from long polling to a webhook: the public HTTPS
+	// URL Telegram posts updates to; the gateway serves WebhookHandler at
+	// its path.
+	WebhookURL string `json:"webhookUrl"`
+	// WebhookSecret is the secret Telegram sends in the
+	// X-Telegram-Bot-Api-Secret-Token header (1-256 of A-Z a-z 0-9 _ -);
+	// required with WebhookURL.
+	WebhookSecret string `json:"webhookSecret"`
+	// MaxMediaBytes caps one downloaded attachment (default 20 MB, the Bot
+	// API's own download limit); bigger ones become a note in the text.
+	MaxMediaBytes int64 `json:"maxMediaBytes"`
+	// Transcription turns voice notes into text.
+	Transcription Transcription `json:"transcription"`
+}
+
+// Transcription is a Whisper-compatible speech-to-text endpoint (OpenAI,
+// Groq, a local whisper server): POST {apiBase}/audio/transcriptions.
+type Transcription struct {
+	// APIBase is the endpoint's base URL, e.g. https://api.groq.com/openai/v1;
+	// empty disables transcription.
+	APIBase string `json:"apiBase"`
+	// APIKey is sent as a bearer token (may be empty for local servers).
+	APIKey string `json:"apiKey"`
+	// Model is the model name (default whisper-1).
+	Model string `json:"model"`
+}
+
+// Group policies.
+const (
+	PolicyMention = "mention"
+	PolicyOpen    = "open"
+)
+
+// DefaultAPIBase is the public Bot API.
+const DefaultAPIBase = "https://api.telegram.org"
+
+// DefaultConfig is disabled, with the defaults of every option.
+func DefaultConfig() Config {
+	return Config{GroupPolicy: PolicyMention, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20}
+}
+
+// Validate checks the config; errors name the key under channels.telegram.
+func (c Config) Validate() error {
+	var errs []error
+	if strings.TrimSpace(c.Token) == "" {
+		errs = append(errs, errors.New("token: required (get one from @BotFather)"))
+	} else if !strings.Contains(c.Token, ":") {
+		errs = append(errs, errors.New(`token: not a bot token (want "123456:ABC...")`))
+	}
+	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
+		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
+	}
+	if u, err := url.Parse(c.APIBase); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		errs = append(errs, fmt.Errorf("apiBase: %q is not an http(s) URL", c.APIBase))
+	}
+	if c.Proxy != "" {
+		if u, err := url.Parse(c.Proxy); err != nil || u.Host == "" {
+			errs = append(errs, fmt.Errorf("proxy: %q is not a URL", c.Proxy))
+		}
+	}
+	if c.WebhookURL != "" {
+		if u, err := url.Parse(c.WebhookURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			errs = append(errs, fmt.Errorf("webhookUrl: %q is not an https URL", c.WebhookURL))
+		}
+		if !validSecret(c.WebhookSecret) {
+			errs = append(errs, errors.New("webhookSecret: required with webhookUrl, 1-256 characters of A-Z a-z 0-9 _ -"))
+		}
+	}
+	if c.MaxMediaBytes < 0 {
+		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
+	}
+	if c.Transcription.APIBase != "" {
+		if u, err := url.Parse(c.Transcription.APIBase); err != nil || u.Host == "" {
+			errs = append(errs, fmt.Errorf("transcription.apiBase: %q is not a URL", c.Transcription.APIBase))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validSecret(s string) bool {
+	if len(s) == 0 || len(s) > 256 {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// Factory registers the channel: registry.Register("telegram", telegram.Factory()).
+func Factory() channels.Factory {
+	return channels.Factory{
+		New: func(cfg configs.ChannelsConfig, deps channels.Deps) (channels.Channel, error) {
+			c := DefaultConfig()
+			if err := cfg.Decode("telegram", &c); err != nil {
+				return nil, err
+			}
+			return New(c, deps)
+		},
+		ConfigType: Config{},
+	}
+}
+
+// commands are registered with setMyCommands; they reach the agent as
+// text ("/new"), which handles them without the LLM.
+var commands = []models.BotCommand{
+	{Command: "new", Description: "Start a new conversation"},
+	{Command: "stop", Description: "Stop the current task"},
+	{Command: "help", Description: "Show what I can do"},
+	{Command: "status", Description: "Show the bot's status"},
+}
+
+// Channel is the Telegram adapter.
+type Channel struct {
+	cfg      Config
+	log      *slog.Logger
+	mediaDir string
+	http     *http.Client // Bot API calls (through the proxy)
+	files    *http.Client // file downloads
+	stt      *http.Client // transcription (not through the proxy)
+	api      *bot.Bot     // sends and edits; never polls
+
+	// Timing, fixed by New; tests in this package shorten them.
+	pollTimeout  time.Duration
+	editInterval time.Duration
+	backoffMin   time.Duration
+	backoffMax   time.Duration
+
+	mu     sync.Mutex
+	health channels.Health
+	me     *models.User
+	inbox  channels.Inbox
+}
+
+var (
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Editor         = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.Typer          = (*Channel)(nil)
+	_ channels.MediaSender    = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
+)
+
+// New builds the channel. It does no IO: Run connects.
+func New(cfg Config, deps channels.Deps) (*Channel, error) {
+	if cfg.GroupPolicy == "" {
+		cfg.GroupPolicy = PolicyMention
+	}
+	if cfg.APIBase == "" {
+		cfg.APIBase = DefaultAPIBase
+	}
+	cfg.APIBase = strings.TrimRight(cfg.APIBase, "/")
+	if cfg.MaxMediaBytes == 0 {
+		cfg.MaxMediaBytes = 20 << 20
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg.Proxy != "" {
+		u, _ := url.Parse(cfg.Proxy) // checked by Validate
+		transport.Proxy = http.ProxyURL(u)
+	}
+	c := &Channel{
+		cfg:          cfg,
+		log:          log,
+		pollTimeout:  time.Minute,
+		editInterval: time.Second,
+		backoffMin:   500 * time.Millisecond,
+		backoffMax:   30 * time.Second,
+		files:        &http.Client{Transport: transport, Timeout: 5 * time.Minute},
+		stt:          &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		health:       channels.Health{State: channels.StateStarting, Since: time.Now()},
+	}
+	if deps.Paths.Media != "" {
+		c.mediaDir = filepath.Join(deps.Paths.Media, "telegram")
+	}
+	c.http = &http.Client{Transport: transport}
+	api, err := c.newBot(&sender{c: c})
+	if err != nil {
+		return nil, err
+	}
+	c.api = api
+	return c, nil
+}
+
+// newBot builds a library client over hc; only the poller's is started.
+func (c *Channel) newBot(hc bot.HttpClient, opts ...bot.Option) (*bot.Bot, error) {
+	base := []bot.Option{
+		bot.WithSkipGetMe(),
+		bot.WithServerURL(c.cfg.APIBase),
+		bot.WithHTTPClient(c.pollTimeout, hc),
+		bot.WithErrorsHandler(c.libraryError),
+		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
+	}
+	b, err := bot.New(c.cfg.Token, append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
+	return b, nil
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return "telegram" }
+
+// MessageLimit implements channels.Limiter: Telegram's 4096 characters.
+func (c *Channel) MessageLimit() int { return 4096 }
+
+// EditInterval implements channels.Editor. Telegram allows about one edit
+// per second per chat before it answers 429.
+func (c *Channel) EditInterval() time.Duration { return c.editInterval }
+
+// Health implements channels.HealthReporter.
+func (c *Channel) Health() channels.Health {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.health
+}
+
+func (c *Channel) setHealth(state channels.State, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last := c.health.LastError
+	if err != nil {
+		last = c.redact(err.Error())
+	}
+	if state == channels.StateConnected {
+		last = ""
+	}
+	if c.health.State != state || c.health.LastError != last {
+		c.health = channels.Health{State: state, LastError: last, Since: time.Now(), Restarts: c.health.Restarts}
+	}
+}
+
+// redact removes the bot token from an error text.
+func (c *Channel) redact(s string) string {
+	return strings.ReplaceAll(s, c.cfg.Token, "***")
+}
+
+func (c *Channel) self() *models.User {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.me
+}
+
+// ErrUnauthorized is returned by Run when Telegram rejects the token.
+var ErrUnauthorized = errors.New("telegram: the bot token was rejected (401 Unauthorized); check channels.telegram.token")
+
+// Run connects, receives until ctx ends, and returns nil then. Transient
+// failures are retried with backoff; only a rejected token ends it early.
+func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	c.mu.Lock()
+	c.inbox = in
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.inbox = nil
+		c.mu.Unlock()
+		c.http.CloseIdleConnections()
+		c.files.CloseIdleConnections()
+		c.stt.CloseIdleConnections()
+		if ctx.Err() != nil {
+			c.setHealth(channels.StateStopped, nil)
+		}
+	}()
+	if err := c.connect(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if c.cfg.WebhookURL != "" {
+		<-ctx.Done() // WebhookHandler receives
+		return nil
+	}
+	return c.poll(ctx)
+}
+
+// connect learns who the bot is, registers the commands and sets up the
+// webhook (or removes one, for polling), retrying until it works.
+func (c *Channel) connect(ctx context.Context) error {
+	for failures := 0; ; failures++ {
+		if failures > 0 {
+			if err := c.sleep(ctx, failures); err != nil {
+				return err
+			}
+		}
+		me, err := c.api.GetMe(ctx)
+		if err != nil {
+			if errors.Is(err, bot.ErrorUnauthorized) {
+				c.setHealth(channels.StateFailed, ErrUnauthorized)
+				return ErrUnauthorized
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			c.log.Warn("telegram: connect failed; retrying", "err", c.redact(err.Error()), "failures", failures+1)
+			c.setHealth(channels.StateReconnecting, err)
+			continue
+		}
+		c.mu.Lock()
+		c.me = me
+		c.mu.Unlock()
+		if _, err := c.api.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: commands}); err != nil && ctx.Err() == nil {
+			c.log.Warn("telegram: registering commands failed", "err", c.redact(err.Error()))
+		}
+		if c.cfg.WebhookURL != "" {
+			_, err = c.api.SetWebhook(ctx, &bot.SetWebhookParams{URL: c.cfg.WebhookURL, SecretToken: c.cfg.WebhookSecret, AllowedUpdates: allowedUpdates})
+		} else {
+			// getUpdates fails while a webhook is set.
+			_, err = c.api.DeleteWebhook(ctx, &bot.DeleteWebhookParams{})
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			c.log.Warn("telegram: webhook setup failed; retrying", "err", c.redact(err.Error()))
+			c.setHealth(channels.StateReconnecting, err)
+			continue
+		}
+		c.setHealth(channels.StateConnected, nil)
+		c.log.Info("telegram: connected", "bot", me.Username, "mode", map[bool]string{true: "webhook", false: "polling"}[c.cfg.WebhookURL != ""])
+		return nil
+	}
+}
+
+var allowedUpdates = []string{"message", "channel_post"}
+
+// poll long-polls through the library until ctx ends.
+func (c *Channel) poll(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	p := &poller{c: c, stop: cancel, idle: make(chan struct{})}
+	close(p.idle)
+	// A fresh library client per Run: its offset starts over, so updates a
+	// previous Run took but did not deliver are fetched again.
+	b, err := c.newBot(p,
+		bot.WithDefaultHandler(p.handle),
+		bot.WithNotAsyncHandlers(), // in order, and done before the next poll acks
+		bot.WithWorkers(1),
+		bot.WithAllowedUpdates(allowedUpdates),
+	)
+	if err != nil {
+		return err
+	}
+	b.Start(ctx)
+	if cause := context.Cause(ctx); errors.Is(cause, ErrUnauthorized) {
+		return ErrUnauthorized
+	}
+	return nil
+}
+
+// libraryError receives the library's own error reports (a failed poll,
+// a response it could not read).
+func (c *Channel) libraryError(err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	c.log.Warn("telegram: bot api error", "err", c.redact(err.Error()))
+}
+
+// sleep waits the backoff for the n-th consecutive failure (with jitter),
+// or until ctx ends.
+func (c *Channel) sleep(ctx context.Context, n int) error {
+	d := c.backoffMin
+	for i := 1; i < n && d < c.backoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, c.backoffMax)
+	d = d/2 + time.Duration(rand.Int64N(int64(d)/2+1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,300 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/channeltest"
+	"github.com/nanobot-go/nanobot/channels/telegram/internal/fakebot"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+var (
+	alice   = fakebot.User{ID: 1001, Username: "alice", FirstName: "Alice"}
+	mallory = fakebot.User{ID: 1002, Username: "mallory", FirstName: "Mallory"}
+	group   = fakebot.Chat{ID: -100777, Type: "supergroup", Title: "Test group"}
+	forum   = fakebot.Chat{ID: -100888, Type: "supergroup", Title: "Forum", IsForum: true}
+)
+
+func private(u fakebot.User) fakebot.Chat { return fakebot.Chat{ID: u.ID, Type: "private"} }
+
+// newChannel builds a channel against fake with short timings.
+func newChannel(t *testing.T, fake *fakebot.Server, log *slog.Logger, mediaDir string, edit func(*Config)) *Channel {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Enabled, cfg.AllowFrom = true, []string{"*"}
+	cfg.Token, cfg.APIBase = fakebot.Token, fake.URL
+	if edit != nil {
+		edit(&cfg)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ch, err := New(cfg, channels.Deps{Log: log, Paths: configs.Paths{Media: mediaDir}})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ch.pollTimeout = 2 * time.Second // getUpdates timeout=1
+	ch.editInterval = 250 * time.Millisecond
+	ch.backoffMin, ch.backoffMax = 10*time.Millisecond, 100*time.Millisecond
+	return ch
+}
+
+func TestConformance(t *testing.T) {
+	channeltest.Run(t, channeltest.Harness{
+		Setup: func(t *testing.T, env channeltest.Env) channeltest.Fixture {
+			fake := fakebot.New(t)
+			ch := newChannel(t, fake, env.Log, env.MediaDir, nil)
+			users := map[string]fakebot.User{channeltest.Alice: alice, channeltest.Mallory: mallory}
+			var mu sync.Mutex
+			updates := map[channeltest.Emitted]int64{}
+			return channeltest.Fixture{
+				Channel:  ch,
+				SenderID: func(user string) string { u := users[user]; return userID(u.ID, u.Username) },
+				Emit: func(m channeltest.Message) channeltest.Emitted {
+					u := users[m.From]
+					chat, text := private(u), m.Text
+					if m.Group {
+						chat, text = group, "@"+fakebot.BotUsername+" "+m.Text
+					}
+					upd, msg := fake.Send(fakebot.Msg{From: u, Chat: chat, Text: text})
+					e := channeltest.Emitted{ChatID: strconv.FormatInt(chat.ID, 10), MessageID: strconv.FormatInt(msg, 10)}
+					mu.Lock()
+					updates[e] = upd
+					mu.Unlock()
+					return e
+				},
+				EmitMalformed: func() {
+					fake.PushRaw(`{"update_id":%d,"message":{"message_id":"not a number","chat":{"id":"nope"},"text":42}}`)
+				},
+				Drop: fake.Drop,
+				Sent: func() []channeltest.Sent {
+					var out []channeltest.Sent
+					for _, s := range fake.Sent() {
+						out = append(out, channeltest.Sent{
+							ChatID: strconv.FormatInt(s.ChatID, 10), MessageID: strconv.FormatInt(s.MessageID, 10),
+							Edit: s.Edit, Text: s.Rendered, At: s.At,
+						})
+					}
+					return out
+				},
+				Acked: func(e channeltest.Emitted) bool {
+					mu.Lock()
+					upd, ok := updates[e]
+					mu.Unlock()
+					return ok && fake.Acked(upd)
+				},
+			}
+		},
+	})
+}
+
+// inbox records what the channel delivers.
+type inbox struct {
+	mu  sync.Mutex
+	got []bus.Inbound
+}
+
+func (in *inbox) Deliver(ctx context.Context, m bus.Inbound) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.got = append(in.got, m)
+	return nil
+}
+
+func (in *inbox) all() []bus.Inbound {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]bus.Inbound(nil), in.got...)
+}
+
+// wait returns the first delivered message whose content contains text.
+func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
+	t.Helper()
+	var got bus.Inbound
+	waitFor(t, "inbound "+strconv.Quote(text), func() bool {
+		for _, m := range in.all() {
+			if strings.Contains(m.Content, text) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// run starts ch and stops it when the test ends.
+func run(t *testing.T, ch *Channel) *inbox {
+	t.Helper()
+	in := &inbox{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ch.Run(ctx, in) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return within 5 s")
+		}
+	})
+	waitFor(t, "the channel to connect", func() bool { return ch.Health().State != channels.StateStarting })
+	return in
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	fake := fakebot.New(t)
+	ch, err := New(Config{Token: fakebot.Token, APIBase: fake.URL}, channels.Deps{})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if got := ch.EditInterval(); got != time.Second {
+		t.Errorf("EditInterval = %s, want 1s", got)
+	}
+	if got := ch.MessageLimit(); got != 4096 {
+		t.Errorf("MessageLimit = %d, want 4096", got)
+	}
+	if got := ch.cfg.GroupPolicy; got != PolicyMention {
+		t.Errorf("GroupPolicy = %q, want %q", got, PolicyMention)
+	}
+	if got := ch.cfg.MaxMediaBytes; got != 20<<20 {
+		t.Errorf("MaxMediaBytes = %d, want 20 MB", got)
+	}
+	if got := ch.Health().State; got != channels.StateStarting {
+		t.Errorf("Health before Run = %s, want starting", got)
+	}
+}
+
+func TestFactoryDecodesConfig(t *testing.T) {
+	raw := map[string]any{
+		"enabled": true, "token": "42:abc", "allowFrom": []any{"1001", "alice"}, "proxy": "socks5://127.0.0.1:1080",
+		"replyToMessage": true, "groupPolicy": "open", "apiBase": "http://127.0.0.1:8081/",
+		"maxMediaBytes": 1234, "transcription": map[string]any{"apiBase": "http://127.0.0.1:9000/v1", "apiKey": "k", "model": "whisper-large-v3"},
+	}
+	cfg := configs.ChannelsConfig{Platforms: map[string]map[string]any{"telegram": raw}}
+	got, err := Factory().New(cfg, channels.Deps{})
+	if err != nil {
+		t.Fatalf("Factory().New: %v", err)
+	}
+	c := got.(*Channel).cfg
+	if !c.Enabled || c.Token != "42:abc" || len(c.AllowFrom) != 2 || c.Proxy != "socks5://127.0.0.1:1080" || !c.ReplyToMessage ||
+		c.GroupPolicy != "open" || c.APIBase != "http://127.0.0.1:8081" || c.MaxMediaBytes != 1234 ||
+		c.Transcription.Model != "whisper-large-v3" || c.Transcription.APIKey != "k" {
+		t.Errorf("decoded config = %+v", c)
+	}
+	if _, ok := Factory().ConfigType.(Config); !ok {
+		t.Errorf("ConfigType = %T, want Config", Factory().ConfigType)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no token", func(c *Config) { c.Token = "" }, "token: required"},
+		{"bad token", func(c *Config) { c.Token = "nocolon" }, "token: not a bot token"},
+		{"bad policy", func(c *Config) { c.GroupPolicy = "everyone" }, "groupPolicy"},
+		{"bad api base", func(c *Config) { c.APIBase = "ftp://x" }, "apiBase"},
+		{"webhook without secret", func(c *Config) { c.WebhookURL = "https://bot.example.com/tg" }, "webhookSecret"},
+		{"webhook bad secret", func(c *Config) { c.WebhookURL, c.WebhookSecret = "https://bot.example.com/tg", "has space" }, "webhookSecret"},
+		{"negative media cap", func(c *Config) { c.MaxMediaBytes = -1 }, "maxMediaBytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Token = "1:x"
+			tt.edit(&cfg)
+			_, err := New(cfg, channels.Deps{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New error = %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnauthorizedTokenEndsRun(t *testing.T) {
+	fake := fakebot.New(t)
+	ch := newChannel(t, fake, nil, t.TempDir(), func(c *Config) { c.Token = "999:wrong" })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := ch.Run(ctx, &inbox{})
+	if !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("Run = %v, want ErrUnauthorized", err)
+	}
+	if h := ch.Health(); h.State != channels.StateFailed || strings.Contains(h.LastError, "999:wrong") {
+		t.Errorf("Health = %+v, want failed without the token", h)
+	}
+}
+
+func TestPollFailuresShowInHealthAndRecover(t *testing.T) {
+	fake := fakebot.New(t)
+	ch := newChannel(t, fake, nil, t.TempDir(), nil)
+	for range 3 {
+		fake.Fail("getUpdates", 409, "Conflict: terminated by other getUpdates request", 0)
+	}
+	in := run(t, ch)
+	waitFor(t, "Health to report the conflict", func() bool {
+		h := ch.Health()
+		return h.State == channels.StateReconnecting && strings.Contains(h.LastError, "Conflict")
+	})
+	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Text: "still there?"})
+	in.wait(t, "still there?")
+	waitFor(t, "Health to be connected again", func() bool { return ch.Health().State == channels.StateConnected })
+}
+
+func TestCommandsRegistered(t *testing.T) {
+	fake := fakebot.New(t)
+	ch := newChannel(t, fake, nil, t.TempDir(), nil)
+	in := run(t, ch)
+	calls := fake.Calls("setMyCommands")
+	if len(calls) != 1 {
+		t.Fatalf("setMyCommands called %d times, want 1", len(calls))
+	}
+	for _, cmd := range []string{`"new"`, `"stop"`, `"help"`, `"status"`} {
+		if !strings.Contains(calls[0].Params["commands"], cmd) {
+			t.Errorf("commands %s lack %s", calls[0].Params["commands"], cmd)
+		}
+	}
+	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Text: "/help@" + fakebot.BotUsername})
+	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Text: "/new"})
+	waitFor(t, "both commands", func() bool { return len(in.all()) == 2 })
+	got := in.all()
+	if got[0].Content != "/help" || got[1].Content != "/new" {
+		t.Errorf("commands arrived as %q and %q, want /help and /new", got[0].Content, got[1].Content)
+	}
+}
+
+func TestSenderIDWithoutUsername(t *testing.T) {
+	fake := fakebot.New(t)
+	in := run(t, newChannel(t, fake, nil, t.TempDir(), nil))
+	anon := fakebot.User{ID: 2002}
+	fake.Send(fakebot.Msg{From: anon, Chat: private(anon), Text: "no username here"})
+	if got := in.wait(t, "no username").SenderID; got != "2002" {
+		t.Errorf("SenderID = %q, want 2002", got)
+	}
+}

@@ -1,0 +1,71 @@
+package telegram
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/go-telegram/bot/models"
+)
+
+// WebhookPath is the path of webhookUrl, where the gateway mounts
+// WebhookHandler ("" in polling mode).
+func (c *Channel) WebhookPath() string {
+	if c.cfg.WebhookURL == "" {
+		return ""
+	}
+	u, err := url.Parse(c.cfg.WebhookURL)
+	if err != nil || u.Path == "" {
+		return "/"
+	}
+	return u.Path
+}
+
+// maxUpdateBytes bounds one webhook request body.
+const maxUpdateBytes = 4 << 20
+
+// WebhookHandler receives updates in webhook mode. It checks Telegram's
+// secret token header (constant time), delivers the update before
+// answering (a 2xx is Telegram's acknowledgement; an error makes it
+// redeliver), and answers 200 to updates it cannot decode so they are not
+// sent again and again. It answers 503 while the channel is not running.
+func (c *Channel) WebhookHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
+		if c.cfg.WebhookSecret == "" || subtle.ConstantTimeCompare([]byte(got), []byte(c.cfg.WebhookSecret)) != 1 {
+			c.log.Warn("telegram: webhook request with a wrong secret token rejected", "remote", r.RemoteAddr)
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		c.mu.Lock()
+		running := c.inbox != nil && c.me != nil
+		c.mu.Unlock()
+		if !running {
+			http.Error(w, "not running", http.StatusServiceUnavailable)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxUpdateBytes))
+		if err != nil {
+			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		var u models.Update
+		if err := json.Unmarshal(body, &u); err != nil {
+			c.log.Warn("telegram: malformed webhook update skipped", "err", err)
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		c.handleUpdate(r.Context(), &u)
+		if r.Context().Err() != nil {
+			return // Telegram gave up; it redelivers
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}
