@@ -218,6 +218,9 @@ const (
 	FinishToolCalls = "tool_calls"
 	FinishLength    = "length"
 	FinishError     = "error"
+	// FinishContentFilter: the vendor withheld or cut the answer (OpenAI
+	// content_filter, Anthropic refusal).
+	FinishContentFilter = "content_filter"
 )
 
 // LLMResponse is the one response shape every backend returns.

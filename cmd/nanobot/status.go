@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/providers"
 
 	"github.com/spf13/cobra"
 )
@@ -123,11 +124,12 @@ func fetchStatus(host string, port int) (*gateway.Status, error) {
 	return &st, nil
 }
 
-// providerLine says which provider the model resolves to.
+// providerLine says which provider the model resolves to, and why.
 func providerLine(a *app) string {
-	d := a.loaded.Config.Agents.Defaults
-	if d.Provider != "" && d.Provider != "auto" {
-		return d.Provider + " (forced by agents.defaults.provider)"
+	c := &a.loaded.Config
+	res, err := providers.Resolve(c.Agents.Defaults.Model, c.Agents.Defaults.Provider, providerSettings(c))
+	if err != nil {
+		return "none — " + err.Error()
 	}
-	return "auto"
+	return fmt.Sprintf("%s (%s; sends model %q to %s)", res.Provider, res.Reason, res.Model, res.APIBase)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/slack"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/providers"
@@ -72,6 +73,7 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 func newChannelRegistry() *channels.Registry {
 	r := channels.NewRegistry()
 	must(r.Register("telegram", telegram.Factory()))
+	must(r.Register("slack", slack.Factory()))
 	return r
 }
 

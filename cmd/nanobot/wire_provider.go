@@ -1,13 +1,41 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/providers/backends"
 )
 
-// buildProvider resolves the model to a provider and builds it.
+// providerSettings converts the config's providers to the registry's shape.
+func providerSettings(c *configs.Config) map[string]providers.Settings {
+	out := map[string]providers.Settings{}
+	for name, p := range c.Providers {
+		out[name] = providers.Settings{APIKey: p.APIKey, APIBase: p.APIBase, APIVersion: p.APIVersion, ExtraHeaders: p.ExtraHeaders}
+	}
+	return out
+}
+
+// buildProvider resolves the model (and fallbacks) to providers and builds
+// the chain. When nothing resolves, the gateway still runs: every turn
+// answers with how to add a key.
 func buildProvider(c *configs.Config, log *slog.Logger) (providers.Provider, string, string, error) {
-	return unconfigured{}, c.Agents.Defaults.Model, "none", nil
+	d := c.Agents.Defaults
+	opts := providers.Options{
+		Backends:          backends.All(),
+		RequestTimeout:    time.Duration(d.RequestTimeoutS) * time.Second,
+		StreamIdleTimeout: time.Duration(d.StreamIdleTimeoutS) * time.Second,
+		Logger:            log,
+	}
+	p, ress, err := providers.NewChain(d.Model, d.FallbackModels, d.Provider, providerSettings(c), opts)
+	if err != nil {
+		log.Warn("no usable LLM provider; the agent will answer with setup instructions", "model", d.Model, "err", err)
+		return unconfigured{reason: err.Error()}, d.Model, "none: " + err.Error(), nil
+	}
+	note := fmt.Sprintf("%s (%s)", ress[0].Provider, ress[0].Reason)
+	log.Debug("provider resolved", "model", d.Model, "provider", ress[0].Provider, "reason", ress[0].Reason)
+	return p, d.Model, note, nil
 }

@@ -1,0 +1,255 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// session learns who the bot is, then runs one Socket Mode client until it
+// fails or ctx ends. It returns nil after it had been connected (the
+// caller reconnects at once), an error when it never got that far.
+func (c *Channel) session(ctx context.Context, in channels.Inbox) error {
+	auth, err := c.api.AuthTestContext(ctx)
+	if err != nil {
+		return fmt.Errorf("auth.test: %w", err)
+	}
+	c.mu.Lock()
+	c.botID = auth.UserID
+	c.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sm := socketmode.New(c.api, socketmode.OptionPingInterval(c.pingInterval))
+	var wg sync.WaitGroup
+	runErr := make(chan error, 1)
+	wg.Go(func() {
+		err := sm.RunContext(ctx)
+		cancel()
+		runErr <- err
+	})
+	connected := false
+	for loop := true; loop; {
+		select {
+		case <-ctx.Done():
+			loop = false
+		case ev := <-sm.Events:
+			if c.handleEvent(ctx, sm, in, ev) {
+				connected = true
+			}
+		}
+	}
+	wg.Wait()
+	err = <-runErr
+	if connected || ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	if err == nil {
+		err = errors.New("socket mode ended")
+	}
+	return err
+}
+
+// handleEvent handles one socketmode event; it reports true once the
+// connection is up.
+func (c *Channel) handleEvent(ctx context.Context, sm *socketmode.Client, in channels.Inbox, ev socketmode.Event) bool {
+	switch ev.Type {
+	case socketmode.EventTypeConnecting:
+		if c.Health().State == channels.StateConnected {
+			c.setHealth(channels.StateReconnecting, nil)
+		}
+	case socketmode.EventTypeConnectionError:
+		err := errors.New("connection error")
+		if ce, ok := ev.Data.(*slack.ConnectionErrorEvent); ok && ce.ErrorObj != nil {
+			err = ce.ErrorObj
+		}
+		c.log.Warn("slack: socket mode connect failed; the library retries", "err", c.redact(err.Error()))
+		c.setHealth(channels.StateReconnecting, err)
+	case socketmode.EventTypeHello, socketmode.EventTypeConnected:
+		c.setHealth(channels.StateConnected, nil)
+		if ev.Type == socketmode.EventTypeHello {
+			c.log.Info("slack: connected", "bot", c.self())
+		}
+		return true
+	case socketmode.EventTypeIncomingError, socketmode.EventTypeErrorWriteFailed:
+		c.log.Warn("slack: socket mode error", "type", string(ev.Type), "data", fmt.Sprint(ev.Data))
+	case socketmode.EventTypeErrorBadMessage:
+		bad, _ := ev.Data.(*socketmode.ErrorBadMessage)
+		var env struct {
+			EnvelopeID string `json:"envelope_id"`
+		}
+		cause := "unknown"
+		if bad != nil {
+			cause = bad.Cause.Error()
+			_ = json.Unmarshal(bad.Message, &env)
+		}
+		c.log.Warn("slack: malformed socket mode message skipped", "err", cause)
+		if env.EnvelopeID != "" { // acknowledged: a redelivery would fail the same way
+			_ = sm.AckCtx(ctx, env.EnvelopeID, nil)
+		}
+	case socketmode.EventTypeEventsAPI:
+		api, ok := ev.Data.(slackevents.EventsAPIEvent)
+		if !ok || ev.Request == nil {
+			c.log.Warn("slack: events_api envelope without an event skipped")
+			return true
+		}
+		c.handleEventsAPI(ctx, in, api)
+		// Only now, after Deliver returned (or the event was skipped).
+		if err := sm.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil && ctx.Err() == nil {
+			c.log.Warn("slack: acknowledging an envelope failed", "err", err)
+		}
+	case socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+		if ev.Request != nil {
+			_ = sm.AckCtx(ctx, ev.Request.EnvelopeID, nil) // not used; acked so Slack does not retry
+		}
+	}
+	return false
+}
+
+// handleEventsAPI turns an app_mention or message event into an Inbound
+// and delivers it.
+func (c *Channel) handleEventsAPI(ctx context.Context, in channels.Inbox, api slackevents.EventsAPIEvent) {
+	var m msg
+	switch e := api.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		m = msg{channel: e.Channel, user: e.User, text: e.Text, ts: e.TimeStamp, threadTS: e.ThreadTimeStamp, botID: e.BotID, mention: true}
+	case *slackevents.MessageEvent:
+		m = msg{channel: e.Channel, channelType: e.ChannelType, user: e.User, text: e.Text, ts: e.TimeStamp, threadTS: e.ThreadTimeStamp, botID: e.BotID, subtype: e.SubType}
+	default:
+		c.log.Debug("slack: event skipped", "type", api.InnerEvent.Type)
+		return
+	}
+	inb, ok := c.toInbound(m)
+	if !ok {
+		return
+	}
+	key := inb.ChatID + "/" + inb.MessageID
+	c.mu.Lock()
+	fresh := c.seen.add(key)
+	c.mu.Unlock()
+	if !fresh {
+		return
+	}
+	if !c.deliver(ctx, in, inb) {
+		c.mu.Lock()
+		c.seen.forget(key)
+		c.mu.Unlock()
+		return
+	}
+	if c.cfg.reactions() {
+		if err := c.React(ctx, inb.ChatID, inb.MessageID, "eyes"); err != nil && ctx.Err() == nil {
+			c.log.Debug("slack: 👀 reaction failed", "err", err)
+		}
+	}
+}
+
+// msg is the part of a message or app_mention event the adapter uses.
+type msg struct {
+	channel, channelType, user, text, ts, threadTS, botID, subtype string
+	mention                                                        bool
+}
+
+// deliver hands in to the inbox, retrying a failure other than a denial a
+// few times. It reports whether the message was taken.
+func (c *Channel) deliver(ctx context.Context, inbox channels.Inbox, in bus.Inbound) bool {
+	for attempt := 1; ; attempt++ {
+		err := inbox.Deliver(ctx, in)
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, channels.ErrDenied), ctx.Err() != nil:
+			return false
+		case attempt >= 5:
+			c.log.Error("slack: delivering a message failed; dropped", "chat_id", in.ChatID, "message_id", in.MessageID, "err", err)
+			return false
+		}
+		c.log.Warn("slack: delivering a message failed; retrying", "chat_id", in.ChatID, "err", err, "attempt", attempt)
+		if c.sleep(ctx, attempt) != nil {
+			return false
+		}
+	}
+}
+
+var mentionRE = regexp.MustCompile(`<@([A-Z0-9]+)(?:\|[^>]*)?>`)
+
+// toInbound converts a message. It reports false for messages the bot
+// should not answer (its own, edits and other subtypes, group policy) and
+// for malformed ones (logged).
+func (c *Channel) toInbound(m msg) (bus.Inbound, bool) {
+	if m.botID != "" || m.subtype != "" && m.subtype != "thread_broadcast" && m.subtype != "file_share" {
+		return bus.Inbound{}, false
+	}
+	if m.channel == "" || m.user == "" || m.ts == "" {
+		c.log.Warn("slack: message without a channel, user or ts skipped", "channel", m.channel, "ts", m.ts)
+		return bus.Inbound{}, false
+	}
+	me := c.self()
+	if me != "" && m.user == me {
+		return bus.Inbound{}, false
+	}
+	isDM := m.channelType == "im" || m.channelType == "" && strings.HasPrefix(m.channel, "D")
+	mentioned := m.mention
+	text := m.text
+	if me != "" && strings.Contains(text, "<@"+me) {
+		mentioned = true
+		text = strings.TrimSpace(mentionRE.ReplaceAllStringFunc(text, func(s string) string {
+			if mentionRE.FindStringSubmatch(s)[1] == me {
+				return ""
+			}
+			return s
+		}))
+	}
+	if !isDM {
+		switch c.cfg.GroupPolicy {
+		case PolicyMention:
+			if !mentioned {
+				c.log.Debug("slack: channel message not for the bot skipped", "channel", m.channel)
+				return bus.Inbound{}, false
+			}
+		case PolicyAllowlist:
+			if !slices.Contains(c.cfg.AllowChannels, m.channel) {
+				return bus.Inbound{}, false
+			}
+		}
+	}
+	text = fromMrkdwn(strings.TrimSpace(text))
+	if text == "" {
+		return bus.Inbound{}, false
+	}
+	meta := map[string]any{"ts": m.ts, "user_id": m.user}
+	if m.channelType != "" {
+		meta["channel_type"] = m.channelType
+	}
+	in := bus.Inbound{
+		Channel:    c.Name(),
+		SenderID:   m.user,
+		ChatID:     m.channel,
+		Content:    text,
+		MessageID:  m.ts,
+		IsGroup:    !isDM,
+		Metadata:   meta,
+		ReceivedAt: time.Now(),
+	}
+	thread := m.threadTS
+	if thread == "" && !isDM && c.cfg.threads() {
+		thread = m.ts // the answer starts a thread under the message
+	}
+	if thread != "" && c.cfg.threads() {
+		meta["thread_ts"] = thread
+		in.SessionKey = fmt.Sprintf("%s:%s:thread:%s", c.Name(), m.channel, thread)
+	}
+	return in, true
+}

@@ -1,0 +1,322 @@
+// Package slack is the Slack channel: a Slack app that talks to users in
+// direct messages and channels, connected by Socket Mode (no public URL
+// needed), using github.com/slack-go/slack and its socketmode package.
+//
+// Receiving: apps.connections.open gives a WebSocket URL; Slack sends
+// "hello", then events_api envelopes. An envelope is acknowledged only
+// after the gateway's Inbox took its message, so Slack redelivers what a
+// crash lost. Disconnect requests and dropped sockets reconnect; a failing
+// connect is retried with backoff; Health says connected or reconnecting.
+//
+// In channels the bot answers when mentioned (groupPolicy "mention"), to
+// every message ("open"), or in listed channels only ("allowlist"). With
+// replyInThread each thread is its own conversation and answers go into it.
+//
+// Sending converts Markdown to mrkdwn (format.go), streams by chat.update,
+// and reacts 👀 on receipt and ✅ when the final answer is sent.
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
+)
+
+// Config is channels.slack.
+type Config struct {
+	configs.ChannelCommon
+	// AppToken is the app-level token with connections:write ("xapp-...").
+	AppToken string `json:"appToken"`
+	// BotToken is the bot user OAuth token ("xoxb-...").
+	BotToken string `json:"botToken"`
+	// GroupPolicy is "mention" (default: in channels, answer only when
+	// @mentioned), "open" (every message) or "allowlist" (every message in
+	// AllowChannels, nothing elsewhere).
+	GroupPolicy string `json:"groupPolicy"`
+	// AllowChannels are the channel ids ("C0123...") of the allowlist policy.
+	AllowChannels []string `json:"allowChannels"`
+	// ReplyInThread answers in a thread under the user's message and makes
+	// each thread its own session (default true).
+	ReplyInThread *bool `json:"replyInThread"`
+	// Reactions adds 👀 to a received message and ✅ once the final answer
+	// is sent (default true).
+	Reactions *bool `json:"reactions"`
+	// APIBase is the Web API base (default https://slack.com/api/); tests
+	// point it at a local fake.
+	APIBase string `json:"apiBase"`
+}
+
+// Group policies.
+const (
+	PolicyMention   = "mention"
+	PolicyOpen      = "open"
+	PolicyAllowlist = "allowlist"
+)
+
+// DefaultAPIBase is Slack's Web API.
+const DefaultAPIBase = "https://slack.com/api/"
+
+// DefaultConfig is disabled, with the defaults of every option.
+func DefaultConfig() Config {
+	yes := true
+	return Config{GroupPolicy: PolicyMention, APIBase: DefaultAPIBase, ReplyInThread: &yes, Reactions: &yes}
+}
+
+func (c Config) threads() bool   { return c.ReplyInThread == nil || *c.ReplyInThread }
+func (c Config) reactions() bool { return c.Reactions == nil || *c.Reactions }
+
+// Validate checks the config; errors name the key under channels.slack.
+func (c Config) Validate() error {
+	var errs []error
+	if !strings.HasPrefix(c.AppToken, "xapp-") {
+		errs = append(errs, errors.New(`appToken: required, an app-level token ("xapp-...") with connections:write`))
+	}
+	if !strings.HasPrefix(c.BotToken, "xoxb-") {
+		errs = append(errs, errors.New(`botToken: required, a bot token ("xoxb-...")`))
+	}
+	switch c.GroupPolicy {
+	case PolicyMention, PolicyOpen:
+	case PolicyAllowlist:
+		if len(c.AllowChannels) == 0 {
+			errs = append(errs, errors.New("allowChannels: required with groupPolicy \"allowlist\""))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q, %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen, PolicyAllowlist))
+	}
+	if u, err := url.Parse(c.APIBase); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		errs = append(errs, fmt.Errorf("apiBase: %q is not an http(s) URL", c.APIBase))
+	}
+	return errors.Join(errs...)
+}
+
+// Factory registers the channel: registry.Register("slack", slack.Factory()).
+func Factory() channels.Factory {
+	return channels.Factory{
+		New: func(cfg configs.ChannelsConfig, deps channels.Deps) (channels.Channel, error) {
+			c := DefaultConfig()
+			if err := cfg.Decode("slack", &c); err != nil {
+				return nil, err
+			}
+			return New(c, deps)
+		},
+		ConfigType: Config{},
+	}
+}
+
+// Channel is the Slack adapter.
+type Channel struct {
+	cfg  Config
+	log  *slog.Logger
+	http *http.Client
+	api  *slack.Client
+
+	// Timing, fixed by New; tests in this package shorten them.
+	editInterval time.Duration
+	backoffMin   time.Duration
+	backoffMax   time.Duration
+	pingInterval time.Duration
+
+	mu     sync.Mutex
+	health channels.Health
+	botID  string // the bot's user id ("U..."), from auth.test
+	seen   *seenSet
+	done   map[string]bool // user messages already given ✅
+}
+
+var (
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Editor         = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.Reactor        = (*Channel)(nil)
+	_ channels.MediaSender    = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
+)
+
+// New builds the channel. It does no IO: Run connects.
+func New(cfg Config, deps channels.Deps) (*Channel, error) {
+	if cfg.GroupPolicy == "" {
+		cfg.GroupPolicy = PolicyMention
+	}
+	if cfg.APIBase == "" {
+		cfg.APIBase = DefaultAPIBase
+	}
+	if !strings.HasSuffix(cfg.APIBase, "/") {
+		cfg.APIBase += "/"
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Channel{
+		cfg:          cfg,
+		log:          log,
+		http:         &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: time.Minute},
+		editInterval: time.Second,
+		backoffMin:   500 * time.Millisecond,
+		backoffMax:   30 * time.Second,
+		pingInterval: 30 * time.Second,
+		health:       channels.Health{State: channels.StateStarting, Since: time.Now()},
+		seen:         newSeenSet(512),
+		done:         map[string]bool{},
+	}
+	c.api = slack.New(cfg.BotToken,
+		slack.OptionAppLevelToken(cfg.AppToken),
+		slack.OptionAPIURL(cfg.APIBase),
+		slack.OptionHTTPClient(c.http),
+	)
+	return c, nil
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return "slack" }
+
+// MessageLimit implements channels.Limiter. Slack truncates text over
+// 40 000 characters but renders long messages badly well before; 4000 is
+// its recommended size.
+func (c *Channel) MessageLimit() int { return 4000 }
+
+// EditInterval implements channels.Editor: chat.update is a Tier 3 method
+// (about 50 per minute), so one edit per second per message.
+func (c *Channel) EditInterval() time.Duration { return c.editInterval }
+
+// Health implements channels.HealthReporter.
+func (c *Channel) Health() channels.Health {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.health
+}
+
+func (c *Channel) setHealth(state channels.State, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last := c.health.LastError
+	if err != nil {
+		last = c.redact(err.Error())
+	}
+	if state == channels.StateConnected {
+		last = ""
+	}
+	if c.health.State != state || c.health.LastError != last {
+		c.health = channels.Health{State: state, LastError: last, Since: time.Now(), Restarts: c.health.Restarts}
+	}
+}
+
+// redact removes the tokens from an error text.
+func (c *Channel) redact(s string) string {
+	return strings.NewReplacer(c.cfg.BotToken, "***", c.cfg.AppToken, "***").Replace(s)
+}
+
+func (c *Channel) self() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.botID
+}
+
+// ErrUnauthorized is returned by Run when Slack rejects a token.
+var ErrUnauthorized = errors.New("slack: a token was rejected (invalid_auth); check channels.slack.appToken and botToken")
+
+// Run connects, receives until ctx ends, and returns nil then. Transient
+// failures are retried with backoff; only a rejected token ends it early.
+func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	defer func() {
+		c.http.CloseIdleConnections()
+		if ctx.Err() != nil {
+			c.setHealth(channels.StateStopped, nil)
+		}
+	}()
+	for failures := 0; ; {
+		if failures > 0 {
+			if c.sleep(ctx, failures) != nil {
+				return nil
+			}
+		}
+		err := c.session(ctx, in)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if isAuthError(err) {
+			c.setHealth(channels.StateFailed, ErrUnauthorized)
+			return ErrUnauthorized
+		}
+		if err == nil { // a session that connected resets the backoff
+			failures = 0
+			continue
+		}
+		failures++
+		c.log.Warn("slack: connection failed; retrying", "err", c.redact(err.Error()), "failures", failures)
+		c.setHealth(channels.StateReconnecting, err)
+	}
+}
+
+func isAuthError(err error) bool {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		return slices.Contains([]string{"invalid_auth", "not_authed", "account_inactive", "token_revoked"}, se.Err)
+	}
+	if err != nil {
+		return slices.Contains([]string{"invalid_auth", "not_authed", "account_inactive", "token_revoked"}, err.Error())
+	}
+	return false
+}
+
+// sleep waits the backoff for the n-th consecutive failure (with jitter),
+// or until ctx ends.
+func (c *Channel) sleep(ctx context.Context, n int) error {
+	d := c.backoffMin
+	for i := 1; i < n && d < c.backoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, c.backoffMax)
+	d = d/2 + time.Duration(rand.Int64N(int64(d)/2+1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// seenSet remembers recent message keys: Slack sends a mention in a
+// channel twice (message and app_mention), and redelivers unacked events.
+type seenSet struct {
+	max   int
+	order []string
+	keys  map[string]bool
+}
+
+func newSeenSet(n int) *seenSet { return &seenSet{max: n, keys: map[string]bool{}} }
+
+// add reports whether key is new, and remembers it.
+func (s *seenSet) add(key string) bool {
+	if s.keys[key] {
+		return false
+	}
+	s.keys[key] = true
+	s.order = append(s.order, key)
+	if len(s.order) > s.max {
+		delete(s.keys, s.order[0])
+		s.order = s.order[1:]
+	}
+	return true
+}
+
+// forget drops key, so a redelivery is handled again (delivery failed).
+func (s *seenSet) forget(key string) { delete(s.keys, key) }

@@ -1,0 +1,406 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/channeltest"
+	"github.com/nanobot-go/nanobot/channels/slack/internal/fakeslack"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+const (
+	aliceID   = "UALICE"
+	malloryID = "UMALLORY"
+	general   = "CGENERAL"
+)
+
+func dm(user string) string { return "D" + strings.TrimPrefix(user, "U") }
+
+// newChannel builds a channel against fake with short timings.
+func newChannel(t *testing.T, fake *fakeslack.Server, log *slog.Logger, edit func(*Config)) *Channel {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Enabled, cfg.AllowFrom = true, []string{"*"}
+	cfg.AppToken, cfg.BotToken, cfg.APIBase = fakeslack.AppToken, fakeslack.BotToken, fake.APIBase()
+	if edit != nil {
+		edit(&cfg)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ch, err := New(cfg, channels.Deps{Log: log})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ch.editInterval = 250 * time.Millisecond
+	ch.backoffMin, ch.backoffMax = 10*time.Millisecond, 100*time.Millisecond
+	return ch
+}
+
+func TestConformance(t *testing.T) {
+	channeltest.Run(t, channeltest.Harness{
+		Setup: func(t *testing.T, env channeltest.Env) channeltest.Fixture {
+			fake := fakeslack.New(t)
+			ch := newChannel(t, fake, env.Log, nil)
+			users := map[string]string{channeltest.Alice: aliceID, channeltest.Mallory: malloryID}
+			var mu sync.Mutex
+			envelopes := map[channeltest.Emitted]string{}
+			return channeltest.Fixture{
+				Channel:  ch,
+				SenderID: func(user string) string { return users[user] },
+				Emit: func(m channeltest.Message) channeltest.Emitted {
+					u := users[m.From]
+					e := fakeslack.Event{Channel: dm(u), ChannelType: "im", User: u, Text: m.Text}
+					if m.Group {
+						e = fakeslack.Event{Type: "app_mention", Channel: general, User: u, Text: "<@" + fakeslack.BotUserID + "> " + m.Text}
+					}
+					env, ts := fake.Push(e)
+					em := channeltest.Emitted{ChatID: e.Channel, MessageID: ts}
+					mu.Lock()
+					envelopes[em] = env
+					mu.Unlock()
+					return em
+				},
+				EmitMalformed: func() {
+					fake.PushRaw(`{"envelope_id":"bad-1","type":"events_api","payload":{"type":"event_callback","event":{"type":"message","channel":42,"user":["x"],"text":7,"ts":1}}}`)
+				},
+				Drop: fake.Drop,
+				Sent: func() []channeltest.Sent {
+					var out []channeltest.Sent
+					for _, s := range fake.Sent() {
+						out = append(out, channeltest.Sent{ChatID: s.Channel, MessageID: s.TS, Edit: s.Edit, Text: s.Rendered, At: s.At})
+					}
+					return out
+				},
+				Acked: func(e channeltest.Emitted) bool {
+					mu.Lock()
+					env, ok := envelopes[e]
+					mu.Unlock()
+					return ok && fake.Acked(env)
+				},
+			}
+		},
+	})
+}
+
+// inbox records what the channel delivers; hold, when set, blocks Deliver.
+type inbox struct {
+	mu   sync.Mutex
+	got  []bus.Inbound
+	hold chan struct{}
+	deny string
+}
+
+func (in *inbox) Deliver(ctx context.Context, m bus.Inbound) error {
+	in.mu.Lock()
+	hold := in.hold
+	in.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if m.SenderID == in.deny {
+		return channels.ErrDenied
+	}
+	in.got = append(in.got, m)
+	return nil
+}
+
+func (in *inbox) all() []bus.Inbound {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]bus.Inbound(nil), in.got...)
+}
+
+func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
+	t.Helper()
+	var got bus.Inbound
+	waitFor(t, "inbound "+text, func() bool {
+		for _, m := range in.all() {
+			if strings.Contains(m.Content, text) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// run starts ch with in and stops it when the test ends.
+func run(t *testing.T, ch *Channel, in *inbox) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ch.Run(ctx, in) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return")
+		}
+	})
+}
+
+func TestThreadSessions(t *testing.T) {
+	fake := fakeslack.New(t)
+	ch := newChannel(t, fake, nil, nil)
+	in := &inbox{}
+	run(t, ch, in)
+
+	_, top := fake.Push(fakeslack.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> first question"})
+	first := in.wait(t, "first question")
+	if want := "slack:" + general + ":thread:" + top; first.SessionKey != want {
+		t.Errorf("SessionKey = %q, want %q", first.SessionKey, want)
+	}
+	if !first.IsGroup || first.Content != "first question" {
+		t.Errorf("inbound = %+v", first)
+	}
+	fake.Push(fakeslack.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> follow-up", ThreadTS: top})
+	if got := in.wait(t, "follow-up"); got.SessionKey != first.SessionKey {
+		t.Errorf("a reply in the thread got session %q, want %q", got.SessionKey, first.SessionKey)
+	}
+	_, other := fake.Push(fakeslack.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> new topic"})
+	if got := in.wait(t, "new topic"); got.SessionKey != "slack:"+general+":thread:"+other {
+		t.Errorf("a new top-level message got session %q", got.SessionKey)
+	}
+
+	// The answer goes into the thread and marks the question ✅.
+	_, err := ch.Send(t.Context(), bus.Outbound{Channel: "slack", ChatID: general, Content: "answer", ReplyTo: first.MessageID, Metadata: first.Metadata, Final: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := fake.Sent()
+	if last := sent[len(sent)-1]; last.ThreadTS != top {
+		t.Errorf("reply thread_ts = %q, want %q", last.ThreadTS, top)
+	}
+	waitFor(t, "reactions", func() bool {
+		var eyes, check bool
+		for _, r := range fake.Reactions() {
+			eyes = eyes || r.TS == top && r.Name == "eyes"
+			check = check || r.TS == top && r.Name == "white_check_mark"
+		}
+		return eyes && check
+	})
+
+	// Direct messages are not threaded by default and are not groups.
+	fake.Push(fakeslack.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "hi in private"})
+	if got := in.wait(t, "hi in private"); got.IsGroup || got.SessionKey != "" {
+		t.Errorf("DM inbound = %+v", got)
+	}
+}
+
+func TestReplyInThreadOff(t *testing.T) {
+	fake := fakeslack.New(t)
+	no := false
+	ch := newChannel(t, fake, nil, func(c *Config) { c.ReplyInThread = &no; c.Reactions = &no })
+	in := &inbox{}
+	run(t, ch, in)
+	fake.Push(fakeslack.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> flat"})
+	got := in.wait(t, "flat")
+	if got.SessionKey != "" || got.Metadata["thread_ts"] != nil {
+		t.Errorf("inbound = %+v, want no thread", got)
+	}
+	if _, err := ch.Send(t.Context(), bus.Outbound{ChatID: general, Content: "x", Metadata: got.Metadata, Final: true}); err != nil {
+		t.Fatal(err)
+	}
+	if s := fake.Sent(); s[0].ThreadTS != "" {
+		t.Errorf("thread_ts = %q, want none", s[0].ThreadTS)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if r := fake.Reactions(); len(r) != 0 {
+		t.Errorf("reactions = %v, want none", r)
+	}
+}
+
+func TestGroupPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		allow  []string
+		want   []string
+	}{
+		{PolicyMention, nil, []string{"mentioned by event", "mentioned in text"}},
+		{PolicyOpen, nil, []string{"mentioned by event", "mentioned in text", "plain chatter", "other channel"}},
+		{PolicyAllowlist, []string{general}, []string{"mentioned by event", "mentioned in text", "plain chatter"}},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			fake := fakeslack.New(t)
+			ch := newChannel(t, fake, nil, func(c *Config) { c.GroupPolicy, c.AllowChannels = tc.policy, tc.allow })
+			in := &inbox{}
+			run(t, ch, in)
+			fake.Push(fakeslack.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> mentioned by event"})
+			// Slack sends the same mention as a message event too: one inbound.
+			_, ts := fake.Push(fakeslack.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> mentioned in text"})
+			fake.PushAs("dup", ts, fakeslack.Event{Channel: general, ChannelType: "channel", User: aliceID, Text: "<@UBOT> mentioned in text"})
+			fake.Push(fakeslack.Event{Channel: general, ChannelType: "channel", User: aliceID, Text: "plain chatter"})
+			fake.Push(fakeslack.Event{Channel: "COTHER", ChannelType: "channel", User: aliceID, Text: "other channel"})
+			fake.Push(fakeslack.Event{Channel: general, ChannelType: "channel", User: "UB", BotID: "B2", Text: "<@UBOT> from a bot"})
+			end, _ := fake.Push(fakeslack.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "the end"})
+			in.wait(t, "the end")
+			waitFor(t, "all acked", func() bool { return fake.Acked(end) && fake.Acked("dup") })
+			var got []string
+			for _, m := range in.all() {
+				if m.Content != "the end" {
+					got = append(got, m.Content)
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("delivered %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAckAfterDelivery(t *testing.T) {
+	fake := fakeslack.New(t)
+	ch := newChannel(t, fake, nil, nil)
+	in := &inbox{hold: make(chan struct{}), deny: malloryID}
+	run(t, ch, in)
+	env, _ := fake.Push(fakeslack.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "held"})
+	time.Sleep(200 * time.Millisecond)
+	if fake.Acked(env) {
+		t.Fatal("acknowledged before Deliver returned")
+	}
+	close(in.hold)
+	waitFor(t, "ack", func() bool { return fake.Acked(env) })
+	// A denied sender is acknowledged too, and gets no 👀.
+	denied, ts := fake.Push(fakeslack.Event{Channel: dm(malloryID), ChannelType: "im", User: malloryID, Text: "let me in"})
+	waitFor(t, "ack of denied", func() bool { return fake.Acked(denied) })
+	for _, r := range fake.Reactions() {
+		if r.TS == ts {
+			t.Errorf("denied message got reaction %q", r.Name)
+		}
+	}
+}
+
+func TestSendErrors(t *testing.T) {
+	fake := fakeslack.New(t)
+	ch := newChannel(t, fake, nil, nil)
+	out := bus.Outbound{ChatID: general, Content: "hello"}
+
+	fake.FailPost("", 7)
+	_, err := ch.Send(t.Context(), out)
+	var ra *channels.RetryAfterError
+	if !errors.As(err, &ra) || ra.After != 7*time.Second {
+		t.Errorf("ratelimited: err = %v, want RetryAfterError of 7s", err)
+	}
+	for _, code := range []string{"channel_not_found", "not_in_channel"} {
+		fake.FailPost(code, 0)
+		_, err = ch.Send(t.Context(), out)
+		var pe *channels.PermanentError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), code) {
+			t.Errorf("%s: err = %v, want PermanentError", code, err)
+		}
+	}
+	fake.FailPost("internal_error", 0)
+	_, err = ch.Send(t.Context(), out)
+	var pe *channels.PermanentError
+	if err == nil || errors.As(err, &pe) || errors.As(err, &ra) {
+		t.Errorf("internal_error: err = %v, want a plain (retryable) error", err)
+	}
+	if strings.Contains(err.Error(), fakeslack.BotToken) {
+		t.Errorf("error leaks the token: %v", err)
+	}
+	ref, err := ch.Send(t.Context(), out)
+	if err != nil || ref.MessageID == "" {
+		t.Fatalf("Send = %+v, %v", ref, err)
+	}
+	if err := ch.Edit(t.Context(), ref, bus.Outbound{ChatID: general, Content: "**edited**"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := fake.Sent(); s[len(s)-1].Text != "*edited*" || !s[len(s)-1].Edit {
+		t.Errorf("edit = %+v", s[len(s)-1])
+	}
+}
+
+func TestDisconnectRefresh(t *testing.T) {
+	fake := fakeslack.New(t)
+	ch := newChannel(t, fake, nil, nil)
+	in := &inbox{}
+	run(t, ch, in)
+	fake.Push(fakeslack.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "one"})
+	in.wait(t, "one")
+	fake.Disconnect()
+	waitFor(t, "a second connection", func() bool { return fake.Opens() >= 2 })
+	fake.Push(fakeslack.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "two"})
+	in.wait(t, "two")
+	if h := ch.Health(); h.State != channels.StateConnected {
+		t.Errorf("Health = %+v", h)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	ok := DefaultConfig()
+	ok.AppToken, ok.BotToken = "xapp-1", "xoxb-1"
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := ok
+	bad.AppToken, bad.BotToken, bad.GroupPolicy = "xoxb-wrong", "", PolicyAllowlist
+	err := bad.Validate()
+	for _, key := range []string{"appToken", "botToken", "allowChannels"} {
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("Validate() = %v, want it to name %s", err, key)
+		}
+	}
+	ch, err := New(Config{AppToken: "xapp-1", BotToken: "xoxb-1"}, channels.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ch.cfg.threads() || !ch.cfg.reactions() || ch.cfg.GroupPolicy != PolicyMention || ch.MessageLimit() != 4000 || ch.EditInterval() != time.Second {
+		t.Errorf("defaults: %+v", ch.cfg)
+	}
+}
+
+func TestSendMedia(t *testing.T) {
+	fake := fakeslack.New(t)
+	ch := newChannel(t, fake, nil, nil)
+	path := t.TempDir() + "/report.txt"
+	if err := os.WriteFile(path, []byte("file body"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := ch.SendMedia(t.Context(), bus.Outbound{
+		ChatID: general, Content: "here you go", Final: true, ReplyTo: "1.1",
+		Metadata: map[string]any{"thread_ts": "1.1"},
+		Media:    []bus.Media{{Path: path}, {URL: "https://example.com/x.png", Name: "x.png"}},
+	})
+	if err != nil || ref.MessageID == "" {
+		t.Fatalf("SendMedia = %+v, %v", ref, err)
+	}
+	files := fake.Files()
+	if len(files) != 1 || files[0].Name != "report.txt" || string(files[0].Data) != "file body" || files[0].Channel != general || files[0].ThreadTS != "1.1" {
+		t.Errorf("files = %+v", files)
+	}
+	sent := fake.Sent()
+	if len(sent) != 2 || sent[0].Text != "here you go" || !strings.Contains(sent[1].Text, "https://example.com/x.png|x.png") {
+		t.Errorf("sent = %+v", sent)
+	}
+}

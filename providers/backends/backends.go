@@ -1,0 +1,66 @@
+// Package backends maps each providers.Backend* name to the constructor of
+// its backend package, for providers.New:
+//
+//	p, err := providers.New(res, providers.Options{Backends: backends.All()})
+//
+// It exists so package providers does not import its own backends; cmd is
+// the one place that wires them in.
+package backends
+
+import (
+	"fmt"
+
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/providers/anthropic"
+	"github.com/nanobot-go/nanobot/providers/openai"
+)
+
+// DefaultAzureAPIVersion is used when providers.azure_openai.apiVersion is unset.
+const DefaultAzureAPIVersion = "2024-10-21"
+
+// All returns a fresh map of every backend.
+func All() map[string]providers.BackendFunc {
+	return map[string]providers.BackendFunc{
+		providers.BackendOpenAICompat: OpenAICompat,
+		providers.BackendAzureOpenAI:  AzureOpenAI,
+		providers.BackendAnthropic:    Anthropic,
+	}
+}
+
+// OpenAICompat builds the OpenAI-compatible backend for res.
+func OpenAICompat(res providers.Resolution, opts providers.Options) (providers.Provider, error) {
+	return openai.New(openAIOptions(res, opts))
+}
+
+// AzureOpenAI builds the Azure OpenAI backend for res; the model is the
+// deployment name.
+func AzureOpenAI(res providers.Resolution, opts providers.Options) (providers.Provider, error) {
+	if res.APIKey == "" || res.APIBase == "" {
+		return nil, fmt.Errorf("azure_openai needs apiKey and apiBase (https://NAME.openai.azure.com)")
+	}
+	o := openAIOptions(res, opts)
+	o.AzureAPIVersion = res.APIVersion
+	if o.AzureAPIVersion == "" {
+		o.AzureAPIVersion = DefaultAzureAPIVersion
+	}
+	return openai.New(o)
+}
+
+// Anthropic builds the Messages API backend for res.
+func Anthropic(res providers.Resolution, opts providers.Options) (providers.Provider, error) {
+	request, idle := opts.EffectiveTimeouts()
+	return anthropic.New(anthropic.Options{
+		Name: res.Provider, APIKey: res.APIKey, APIBase: res.APIBase, ExtraHeaders: res.ExtraHeaders,
+		HTTPClient: opts.HTTPClient, RequestTimeout: request, StreamIdleTimeout: idle, Logger: opts.Logger,
+	})
+}
+
+func openAIOptions(res providers.Resolution, opts providers.Options) openai.Options {
+	request, idle := opts.EffectiveTimeouts()
+	return openai.Options{
+		Name: res.Provider, APIKey: res.APIKey, APIBase: res.APIBase, ExtraHeaders: res.ExtraHeaders,
+		HTTPClient: opts.HTTPClient, RequestTimeout: request, StreamIdleTimeout: idle,
+		SchemaDialect: res.Spec.SchemaDialect, NoReasoningReplay: res.Spec.NoReasoningReplay,
+		MaxCompletionTokens: res.Spec.MaxCompletionTokens, Logger: opts.Logger,
+	}
+}

@@ -1,0 +1,219 @@
+// Package openai is the OpenAI-compatible chat-completions backend, built on
+// the official SDK (github.com/openai/openai-go/v3). It serves OpenAI itself
+// and every server speaking the same wire format: DeepSeek, OpenRouter,
+// Gemini's OpenAI endpoint, Groq, Moonshot, Zhipu, DashScope, SiliconFlow,
+// VolcEngine, vLLM, Ollama, LM Studio, and Azure OpenAI (AzureAPIVersion).
+//
+// It converts providers.ChatRequest to SDK parameters and the SDK's
+// responses back to providers.LLMResponse. DeepSeek-style reasoning_content
+// is read from responses and stream deltas and sent back on replayed
+// assistant messages. Broken tool-argument JSON is repaired or reported on
+// the tool call, never a crash. Errors are *providers.Error, classified for
+// the retry policy in package providers; the SDK's own retries are off.
+//
+// A Provider is safe for concurrent use.
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/azure"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
+)
+
+// DefaultAPIBase is OpenAI's endpoint.
+const DefaultAPIBase = "https://api.openai.com/v1"
+
+// Options configures a Provider.
+type Options struct {
+	// Name names the provider in errors and logs ("deepseek"). Default "openai".
+	Name string
+	// APIKey is sent as a bearer token (as api-key for Azure). May be empty
+	// for local servers.
+	APIKey string
+	// APIBase is the endpoint up to and including /v1. Default DefaultAPIBase.
+	// For Azure it is the resource endpoint (https://NAME.openai.azure.com).
+	APIBase string
+	// ExtraHeaders are added to every request (OpenRouter's HTTP-Referer,
+	// a gateway's tenant header).
+	ExtraHeaders map[string]string
+	// HTTPClient overrides the HTTP client. nil means a client with sane
+	// transport defaults.
+	HTTPClient *http.Client
+	// RequestTimeout bounds one call; 0 means none (the ctx decides).
+	RequestTimeout time.Duration
+	// StreamIdleTimeout fails a stream with no event for this long; 0 means none.
+	StreamIdleTimeout time.Duration
+	// SchemaDialect is the tool-schema flavour; "" means providers.DialectOpenAI.
+	SchemaDialect providers.SchemaDialect
+	// NoReasoningReplay stops sending reasoning_content back on assistant
+	// messages (OpenAI and Azure reject unknown message fields).
+	NoReasoningReplay bool
+	// MaxCompletionTokens sends ChatRequest.MaxTokens as
+	// max_completion_tokens (OpenAI's current name) instead of max_tokens.
+	MaxCompletionTokens bool
+	// AzureAPIVersion switches to Azure OpenAI: requests go to
+	// /openai/deployments/{model}/chat/completions?api-version=..., the model
+	// name being the deployment, and the key is sent as the api-key header.
+	AzureAPIVersion string
+	// Logger receives debug lines; nil discards.
+	Logger *slog.Logger
+}
+
+// Provider talks to one OpenAI-compatible endpoint.
+type Provider struct {
+	opts    Options
+	name    string
+	svc     oai.ChatCompletionService
+	dialect providers.SchemaDialect
+	log     *slog.Logger
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New builds a Provider. It does no IO.
+func New(opts Options) (*Provider, error) {
+	if opts.Name == "" {
+		opts.Name = "openai"
+	}
+	if opts.APIBase == "" {
+		if opts.AzureAPIVersion != "" {
+			return nil, fmt.Errorf("openai: %s: azure needs apiBase (https://NAME.openai.azure.com)", opts.Name)
+		}
+		opts.APIBase = DefaultAPIBase
+	}
+	base, err := url.Parse(opts.APIBase)
+	if err != nil || base.Scheme == "" || base.Host == "" {
+		return nil, fmt.Errorf("openai: %s: invalid apiBase %q", opts.Name, opts.APIBase)
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = defaultHTTPClient()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	reqOpts := []option.RequestOption{
+		option.WithHTTPClient(opts.HTTPClient),
+		// Package providers owns the retry policy; two layers would multiply.
+		option.WithMaxRetries(0),
+	}
+	if opts.AzureAPIVersion != "" {
+		reqOpts = append(reqOpts,
+			azure.WithEndpoint(strings.TrimRight(opts.APIBase, "/"), opts.AzureAPIVersion),
+			azure.WithAPIKey(opts.APIKey))
+		if base.Scheme == "http" && isLoopback(base.Hostname()) {
+			// Plain HTTP is refused for Azure credentials except on loopback
+			// (local emulators, tests).
+			reqOpts = append(reqOpts, azure.WithUnsafeAllowHTTP())
+		}
+	} else {
+		reqOpts = append(reqOpts, option.WithBaseURL(opts.APIBase))
+		if opts.APIKey != "" {
+			reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
+		}
+	}
+	for k, v := range opts.ExtraHeaders {
+		reqOpts = append(reqOpts, option.WithHeader(k, v))
+	}
+	dialect := opts.SchemaDialect
+	if dialect == "" {
+		dialect = providers.DialectOpenAI
+	}
+	return &Provider{
+		opts:    opts,
+		name:    opts.Name,
+		svc:     oai.NewChatCompletionService(reqOpts...),
+		dialect: dialect,
+		log:     opts.Logger.With("provider", opts.Name),
+	}, nil
+}
+
+// Chat sends one non-streaming request.
+func (p *Provider) Chat(ctx context.Context, req providers.ChatRequest) (*providers.LLMResponse, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
+	t := calltimer.Start(ctx, p.opts.RequestTimeout, 0)
+	defer t.Stop()
+	cc, err := p.svc.New(t.Context(), params)
+	if err != nil {
+		return nil, p.classify(t, err)
+	}
+	return p.parseCompletion(cc, req.Model)
+}
+
+// Stream sends a streaming request, calling onDelta (on this goroutine) for
+// each piece of text or reasoning as it arrives.
+func (p *Provider) Stream(ctx context.Context, req providers.ChatRequest, onDelta func(providers.Delta)) (*providers.LLMResponse, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
+	params.StreamOptions.IncludeUsage = oai.Bool(true)
+
+	t := calltimer.Start(ctx, p.opts.RequestTimeout, p.opts.StreamIdleTimeout)
+	defer t.Stop()
+	stream := p.svc.NewStreaming(t.Context(), params)
+	defer stream.Close()
+
+	acc := newAccumulator(req.Model)
+	for stream.Next() {
+		t.Kick()
+		chunk := stream.Current()
+		if d := acc.add(&chunk); onDelta != nil && (d.Content != "" || d.Reasoning != "") {
+			onDelta(d)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		if acc.finished && ctx.Err() == nil {
+			// The answer was complete; only the trailing usage chunk or
+			// [DONE] was lost. Keep the answer.
+			p.log.DebugContext(ctx, "stream broke after finish_reason", "error", err.Error())
+			return acc.response(), nil
+		}
+		return nil, p.classify(t, err)
+	}
+	if !acc.finished {
+		return nil, &providers.Error{
+			Provider: p.name, Transient: true, Err: providers.ErrStreamTruncated,
+			Message: "stream ended before a finish_reason",
+		}
+	}
+	return acc.response(), nil
+}
+
+func defaultHTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// A server that accepts the connection but never answers is caught by
+	// the request/idle timeouts; this bounds the TLS and header phase too.
+	tr.ResponseHeaderTimeout = 5 * time.Minute
+	return &http.Client{Transport: tr}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// requestError reports a request the backend could not even encode.
+func (p *Provider) requestError(err error) error {
+	return &providers.Error{Provider: p.name, Message: err.Error(), Err: err}
+}
+
+var errNoMessages = errors.New("no messages")

@@ -1,0 +1,202 @@
+package openai
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/respjson"
+
+	"github.com/nanobot-go/nanobot/providers"
+)
+
+// parseCompletion converts a non-streaming response.
+func (p *Provider) parseCompletion(cc *oai.ChatCompletion, model string) (*providers.LLMResponse, error) {
+	if len(cc.Choices) == 0 {
+		return nil, &providers.Error{Provider: p.name, Message: "response has no choices"}
+	}
+	choice := cc.Choices[0]
+	msg := choice.Message
+	resp := &providers.LLMResponse{
+		Content:          msg.Content,
+		ReasoningContent: reasoningOf(msg.JSON.ExtraFields),
+		Usage:            usageOf(cc.Usage),
+		Model:            firstNonEmpty(cc.Model, model),
+	}
+	for _, tc := range msg.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		resp.ToolCalls = append(resp.ToolCalls, providers.NewToolCallRequest(tc.ID, tc.Function.Name, tc.Function.Arguments))
+	}
+	if resp.Content == "" && msg.Refusal != "" {
+		resp.Content = msg.Refusal
+	}
+	resp.FinishReason = finishReason(choice.FinishReason, len(resp.ToolCalls) > 0)
+	return resp, nil
+}
+
+// reasoningOf reads the reasoning text servers add beside content:
+// reasoning_content (DeepSeek, Qwen, Kimi, vLLM) or reasoning (OpenRouter).
+func reasoningOf(extra map[string]respjson.Field) string {
+	for _, key := range []string{"reasoning_content", "reasoning"} {
+		// The SDK marks fields it has no struct field for as not Valid,
+		// whatever they hold; read the raw JSON.
+		raw := extra[key].Raw()
+		if raw == "" || raw == "null" {
+			continue
+		}
+		var s string
+		if json.Unmarshal([]byte(raw), &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func usageOf(u oai.CompletionUsage) providers.Usage {
+	out := providers.Usage{
+		PromptTokens:     int(u.PromptTokens),
+		CompletionTokens: int(u.CompletionTokens),
+		TotalTokens:      int(u.TotalTokens),
+		CacheReadTokens:  int(u.PromptTokensDetails.CachedTokens),
+		CacheWriteTokens: int(u.PromptTokensDetails.CacheWriteTokens),
+	}
+	if out.CacheReadTokens == 0 {
+		// DeepSeek reports its context cache this way.
+		if raw := u.JSON.ExtraFields["prompt_cache_hit_tokens"].Raw(); raw != "" {
+			var n int
+			if json.Unmarshal([]byte(raw), &n) == nil {
+				out.CacheReadTokens = n
+			}
+		}
+	}
+	if out.TotalTokens == 0 {
+		out.TotalTokens = out.PromptTokens + out.CompletionTokens
+	}
+	return out
+}
+
+// finishReason maps the vendor's reason to ours. Some servers say "stop"
+// while returning tool calls; the calls win.
+func finishReason(r string, hasToolCalls bool) string {
+	switch r {
+	case "tool_calls", "function_call":
+		return providers.FinishToolCalls
+	case "length", "max_tokens":
+		return providers.FinishLength
+	case "content_filter", "safety":
+		return providers.FinishContentFilter
+	}
+	if hasToolCalls {
+		return providers.FinishToolCalls
+	}
+	return providers.FinishStop
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// accumulator rebuilds a response from stream chunks. Tool calls arrive as
+// fragments keyed by index: the first carries id and name, the rest pieces
+// of the argument JSON.
+type accumulator struct {
+	model     string
+	content   strings.Builder
+	reasoning strings.Builder
+	refusal   strings.Builder
+	calls     []*partialCall
+	finish    string
+	finished  bool
+	usage     providers.Usage
+}
+
+type partialCall struct {
+	index    int64
+	id, name string
+	args     strings.Builder
+}
+
+func newAccumulator(model string) *accumulator { return &accumulator{model: model} }
+
+// add folds one chunk in and returns the text it contributed.
+func (a *accumulator) add(c *oai.ChatCompletionChunk) providers.Delta {
+	if c.Model != "" {
+		a.model = c.Model
+	}
+	if c.JSON.Usage.Valid() {
+		a.usage = usageOf(c.Usage)
+	}
+	var d providers.Delta
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Index != 0 {
+			continue // we never ask for n > 1
+		}
+		if ch.Delta.Content != "" {
+			a.content.WriteString(ch.Delta.Content)
+			d.Content += ch.Delta.Content
+		}
+		if ch.Delta.Refusal != "" {
+			a.refusal.WriteString(ch.Delta.Refusal)
+		}
+		if r := reasoningOf(ch.Delta.JSON.ExtraFields); r != "" {
+			a.reasoning.WriteString(r)
+			d.Reasoning += r
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			a.addToolCall(tc)
+		}
+		if ch.FinishReason != "" {
+			a.finish = ch.FinishReason
+			a.finished = true
+		}
+	}
+	return d
+}
+
+func (a *accumulator) addToolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall) {
+	var pc *partialCall
+	for _, c := range a.calls {
+		if c.index == tc.Index {
+			pc = c
+		}
+	}
+	// A new id at a known index is a new call: some servers number every
+	// call 0.
+	if pc == nil || (tc.ID != "" && pc.id != "" && tc.ID != pc.id) {
+		pc = &partialCall{index: tc.Index}
+		a.calls = append(a.calls, pc)
+	}
+	if tc.ID != "" {
+		pc.id = tc.ID
+	}
+	if tc.Function.Name != "" {
+		pc.name = tc.Function.Name
+	}
+	pc.args.WriteString(tc.Function.Arguments)
+}
+
+func (a *accumulator) response() *providers.LLMResponse {
+	resp := &providers.LLMResponse{
+		Content:          a.content.String(),
+		ReasoningContent: a.reasoning.String(),
+		Usage:            a.usage,
+		Model:            a.model,
+	}
+	if resp.Content == "" {
+		resp.Content = a.refusal.String()
+	}
+	calls := slices.Clone(a.calls)
+	slices.SortStableFunc(calls, func(x, y *partialCall) int { return int(x.index - y.index) })
+	for _, c := range calls {
+		resp.ToolCalls = append(resp.ToolCalls, providers.NewToolCallRequest(c.id, c.name, c.args.String()))
+	}
+	resp.FinishReason = finishReason(a.finish, len(resp.ToolCalls) > 0)
+	return resp
+}

@@ -1,0 +1,178 @@
+package providers
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Backends: the wire protocol a provider speaks.
+const (
+	BackendOpenAICompat = "openai_compat"
+	BackendAnthropic    = "anthropic"
+	BackendAzureOpenAI  = "azure_openai"
+)
+
+// ProviderSpec is the static description of one LLM vendor.
+type ProviderSpec struct {
+	// Name is the config key (providers.<name>) and the model prefix ("name/model").
+	Name string
+	// DisplayName is for humans (nanobot status).
+	DisplayName string
+	// Keywords route a bare model name here when one appears in it at a
+	// word start ("claude-sonnet-4" -> anthropic).
+	Keywords []string
+	// EnvKey is the conventional environment variable holding the API key,
+	// for help texts. Resolve never reads the environment.
+	EnvKey string
+	// DefaultAPIBase is used when the config sets no apiBase; empty means the
+	// user must supply one.
+	DefaultAPIBase string
+	// Backend is one of the Backend* constants.
+	Backend string
+	// IsGateway: an aggregator reached with one key for many vendors' models;
+	// model names keep their "vendor/" prefix.
+	IsGateway bool
+	// IsLocal: a server on the user's machine; configured by an apiBase alone.
+	IsLocal bool
+	// IsDirect: the user supplies the full endpoint (custom, Azure).
+	IsDirect bool
+	// KeyOptional: configured by an apiBase alone (local servers, custom).
+	KeyOptional bool
+	// StripModelPrefix: remove the provider's own "name/" from the model
+	// before sending it.
+	StripModelPrefix bool
+	// SchemaDialect is the tool-schema flavour the vendor accepts.
+	SchemaDialect SchemaDialect
+	// NoReasoningReplay: the vendor rejects reasoning_content on replayed
+	// assistant messages.
+	NoReasoningReplay bool
+	// MaxCompletionTokens: send max_completion_tokens instead of max_tokens.
+	MaxCompletionTokens bool
+}
+
+// Settings is what the config holds for one provider (providers.<name>).
+type Settings struct {
+	APIKey       string
+	APIBase      string
+	ExtraHeaders map[string]string
+	// APIVersion is the Azure OpenAI api-version (azure_openai only).
+	APIVersion string
+}
+
+// specs is the registry, in matching order: gateways, then vendors, then
+// local servers, then the user-defined endpoints. It is never modified;
+// Specs hands out copies.
+var specs = []ProviderSpec{
+	{Name: "openrouter", DisplayName: "OpenRouter", Keywords: []string{"openrouter"}, EnvKey: "OPENROUTER_API_KEY",
+		DefaultAPIBase: "https://openrouter.ai/api/v1", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
+	{Name: "aihubmix", DisplayName: "AiHubMix", Keywords: []string{"aihubmix"}, EnvKey: "AIHUBMIX_API_KEY",
+		DefaultAPIBase: "https://aihubmix.com/v1", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
+	{Name: "siliconflow", DisplayName: "SiliconFlow", Keywords: []string{"siliconflow"}, EnvKey: "SILICONFLOW_API_KEY",
+		DefaultAPIBase: "https://api.siliconflow.cn/v1", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
+	{Name: "volcengine", DisplayName: "VolcEngine Ark", Keywords: []string{"volcengine", "volces", "doubao"}, EnvKey: "ARK_API_KEY",
+		DefaultAPIBase: "https://ark.cn-beijing.volces.com/api/v3", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
+
+	{Name: "anthropic", DisplayName: "Anthropic", Keywords: []string{"anthropic", "claude"}, EnvKey: "ANTHROPIC_API_KEY",
+		DefaultAPIBase: "https://api.anthropic.com", Backend: BackendAnthropic, StripModelPrefix: true, SchemaDialect: DialectAnthropic},
+	{Name: "openai", DisplayName: "OpenAI", Keywords: []string{"openai", "gpt", "chatgpt", "o1", "o3", "o4"}, EnvKey: "OPENAI_API_KEY",
+		DefaultAPIBase: "https://api.openai.com/v1", Backend: BackendOpenAICompat, StripModelPrefix: true,
+		NoReasoningReplay: true, MaxCompletionTokens: true},
+	{Name: "deepseek", DisplayName: "DeepSeek", Keywords: []string{"deepseek"}, EnvKey: "DEEPSEEK_API_KEY",
+		DefaultAPIBase: "https://api.deepseek.com/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "gemini", DisplayName: "Google Gemini", Keywords: []string{"gemini", "gemma"}, EnvKey: "GEMINI_API_KEY",
+		DefaultAPIBase: "https://generativelanguage.googleapis.com/v1beta/openai", Backend: BackendOpenAICompat,
+		StripModelPrefix: true, SchemaDialect: DialectGemini, NoReasoningReplay: true},
+	{Name: "groq", DisplayName: "Groq", Keywords: []string{"groq"}, EnvKey: "GROQ_API_KEY",
+		DefaultAPIBase: "https://api.groq.com/openai/v1", Backend: BackendOpenAICompat, StripModelPrefix: true, NoReasoningReplay: true},
+	{Name: "moonshot", DisplayName: "Moonshot (Kimi)", Keywords: []string{"moonshot", "kimi"}, EnvKey: "MOONSHOT_API_KEY",
+		DefaultAPIBase: "https://api.moonshot.cn/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "zhipu", DisplayName: "Zhipu AI (GLM)", Keywords: []string{"zhipu", "glm", "chatglm"}, EnvKey: "ZHIPUAI_API_KEY",
+		DefaultAPIBase: "https://open.bigmodel.cn/api/paas/v4", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "dashscope", DisplayName: "DashScope (Qwen)", Keywords: []string{"qwen", "qwq", "dashscope"}, EnvKey: "DASHSCOPE_API_KEY",
+		DefaultAPIBase: "https://dashscope.aliyuncs.com/compatible-mode/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "minimax", DisplayName: "MiniMax", Keywords: []string{"minimax", "abab"}, EnvKey: "MINIMAX_API_KEY",
+		DefaultAPIBase: "https://api.minimax.io/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
+
+	{Name: "vllm", DisplayName: "vLLM", Keywords: []string{"vllm"}, EnvKey: "HOSTED_VLLM_API_KEY",
+		Backend: BackendOpenAICompat, IsLocal: true, KeyOptional: true, StripModelPrefix: true},
+	{Name: "ollama", DisplayName: "Ollama", Keywords: []string{"ollama"}, EnvKey: "OLLAMA_API_KEY",
+		DefaultAPIBase: "http://localhost:11434/v1", Backend: BackendOpenAICompat, IsLocal: true, KeyOptional: true, StripModelPrefix: true},
+	{Name: "lmstudio", DisplayName: "LM Studio", Keywords: []string{"lmstudio", "lm-studio"}, EnvKey: "LMSTUDIO_API_KEY",
+		DefaultAPIBase: "http://localhost:1234/v1", Backend: BackendOpenAICompat, IsLocal: true, KeyOptional: true, StripModelPrefix: true},
+
+	{Name: "custom", DisplayName: "Custom OpenAI-compatible endpoint", EnvKey: "CUSTOM_API_KEY",
+		Backend: BackendOpenAICompat, IsDirect: true, KeyOptional: true, StripModelPrefix: true},
+	{Name: "azure_openai", DisplayName: "Azure OpenAI", Keywords: []string{"azure"}, EnvKey: "AZURE_OPENAI_API_KEY",
+		Backend: BackendAzureOpenAI, IsDirect: true, StripModelPrefix: true, NoReasoningReplay: true, MaxCompletionTokens: true},
+}
+
+// Specs returns a copy of the registry in matching order.
+func Specs() []ProviderSpec {
+	out := make([]ProviderSpec, len(specs))
+	copy(out, specs)
+	return out
+}
+
+// Lookup finds a spec by name, tolerating case, "-" and camelCase:
+// "azure-openai", "azureOpenai" and "azure_openai" are one provider, and
+// "lm_studio" finds "lmstudio".
+func Lookup(name string) (ProviderSpec, bool) {
+	key := normalizeName(name)
+	for _, s := range specs {
+		if s.Name == key || strings.ReplaceAll(s.Name, "_", "") == strings.ReplaceAll(key, "_", "") {
+			return s, true
+		}
+	}
+	return ProviderSpec{}, false
+}
+
+func normalizeName(s string) string {
+	s = strings.TrimSpace(s)
+	b := make([]byte, 0, len(s)+2)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			if i > 0 && s[i-1] >= 'a' && s[i-1] <= 'z' {
+				b = append(b, '_')
+			}
+			b = append(b, c+'a'-'A')
+		case c == '-' || c == ' ':
+			b = append(b, '_')
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// configured reports whether the provider can be called with these
+// settings: a key, or for KeyOptional providers an apiBase; and an endpoint.
+func configured(spec ProviderSpec, st Settings) bool {
+	if spec.DefaultAPIBase == "" && st.APIBase == "" {
+		return false
+	}
+	return st.APIKey != "" || (spec.KeyOptional && st.APIBase != "")
+}
+
+// howToConfigure says what the config lacks for a provider.
+func howToConfigure(spec ProviderSpec) string {
+	switch {
+	case spec.Backend == BackendAzureOpenAI:
+		return fmt.Sprintf("set providers.%s.apiKey and apiBase (https://NAME.openai.azure.com)", spec.Name)
+	case spec.IsDirect || spec.IsLocal && spec.DefaultAPIBase == "":
+		return fmt.Sprintf("set providers.%s.apiBase (and apiKey if the endpoint needs one)", spec.Name)
+	case spec.EnvKey != "":
+		return fmt.Sprintf("set providers.%s.apiKey (for example \"${%s}\")", spec.Name, spec.EnvKey)
+	default:
+		return fmt.Sprintf("set providers.%s.apiKey", spec.Name)
+	}
+}
+
+func knownNames() string {
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ", ")
+}

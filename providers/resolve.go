@@ -1,0 +1,178 @@
+package providers
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MatchLevel says which rule chose the provider, in priority order.
+type MatchLevel int
+
+// Match levels.
+const (
+	MatchForced   MatchLevel = 1 // the config names the provider
+	MatchPrefix   MatchLevel = 2 // "name/model"
+	MatchKeyword  MatchLevel = 3 // a keyword in the model name
+	MatchLocal    MatchLevel = 4 // a local server with an apiBase
+	MatchFallback MatchLevel = 5 // the first provider with a key
+)
+
+func (l MatchLevel) String() string {
+	switch l {
+	case MatchForced:
+		return "forced"
+	case MatchPrefix:
+		return "prefix"
+	case MatchKeyword:
+		return "keyword"
+	case MatchLocal:
+		return "local"
+	case MatchFallback:
+		return "fallback"
+	}
+	return fmt.Sprintf("MatchLevel(%d)", int(l))
+}
+
+// Resolution is the outcome of matching a model to a provider.
+type Resolution struct {
+	Spec ProviderSpec
+	// Provider is Spec.Name.
+	Provider string
+	Level    MatchLevel
+	// Reason explains the choice in a few words, for nanobot status.
+	Reason string
+	// RequestedModel is the model as configured; Model is what is sent.
+	RequestedModel string
+	Model          string
+	// The effective settings (APIBase with the default applied).
+	APIKey       string
+	APIBase      string
+	ExtraHeaders map[string]string
+	APIVersion   string
+}
+
+// Resolve picks the provider for a model. The rules, first match wins:
+//
+//  1. forced names a provider (config "provider": "deepseek"); "" and "auto" mean none.
+//  2. the model starts with "name/" for a known, configured provider.
+//  3. a provider's keyword appears in the model name ("deepseek-chat"),
+//     among configured providers only: a keyword never routes to a provider
+//     the user has not set up.
+//  4. a local server (or the custom endpoint) with an apiBase.
+//  5. the first provider, in registry order, with an API key.
+//
+// Configured means: an API key, or an apiBase for providers that need no
+// key, plus an endpoint (a default or the config's). configuredMap is keyed
+// by config name; "lmStudio" and "azure-openai" spellings are accepted.
+//
+// Model is the name to send: the provider's own "name/" prefix is removed
+// (for gateways only when what remains still names a vendor model, so
+// "openrouter/auto" is kept); other prefixes are kept, so a gateway
+// receives "anthropic/claude-3.5" as written.
+func Resolve(model, forced string, configuredMap map[string]Settings) (Resolution, error) {
+	model = strings.TrimSpace(model)
+	if model == "" {
+		return Resolution{}, fmt.Errorf("resolve provider: model name is empty")
+	}
+	cfg := make(map[string]Settings, len(configuredMap))
+	for name, st := range configuredMap {
+		if spec, ok := Lookup(name); ok {
+			cfg[spec.Name] = st
+		}
+	}
+	lower := strings.ToLower(model)
+
+	if f := normalizeName(forced); f != "" && f != "auto" {
+		spec, ok := Lookup(f)
+		if !ok {
+			return Resolution{}, fmt.Errorf("resolve provider: unknown provider %q (known: %s)", forced, knownNames())
+		}
+		st := cfg[spec.Name]
+		if spec.DefaultAPIBase == "" && st.APIBase == "" || !spec.KeyOptional && st.APIKey == "" && !spec.IsLocal {
+			return Resolution{}, fmt.Errorf("resolve provider: provider %q is forced but not configured: %s", spec.Name, howToConfigure(spec))
+		}
+		return resolution(spec, st, model, MatchForced, fmt.Sprintf("provider %q set in config", spec.Name)), nil
+	}
+
+	if prefix, _, ok := strings.Cut(lower, "/"); ok {
+		if spec, ok := Lookup(prefix); ok && configured(spec, cfg[spec.Name]) {
+			return resolution(spec, cfg[spec.Name], model, MatchPrefix, fmt.Sprintf("model prefix %q", prefix+"/")), nil
+		}
+	}
+
+	for _, spec := range specs {
+		st := cfg[spec.Name]
+		if !configured(spec, st) {
+			continue
+		}
+		for _, kw := range spec.Keywords {
+			if keywordIn(lower, kw) {
+				return resolution(spec, st, model, MatchKeyword, fmt.Sprintf("keyword %q in model name", kw)), nil
+			}
+		}
+	}
+
+	for _, spec := range specs {
+		if st := cfg[spec.Name]; spec.KeyOptional && st.APIBase != "" {
+			return resolution(spec, st, model, MatchLocal, "local endpoint "+st.APIBase), nil
+		}
+	}
+
+	for _, spec := range specs {
+		if st := cfg[spec.Name]; st.APIKey != "" && configured(spec, st) {
+			return resolution(spec, st, model, MatchFallback, "first provider with an API key"), nil
+		}
+	}
+	return Resolution{}, fmt.Errorf("resolve provider: no provider configured for model %q: set an API key in ~/.nanobot/config.json (for example providers.openrouter.apiKey or providers.anthropic.apiKey), or providers.ollama.apiBase for a local server", model)
+}
+
+// keywordIn matches a keyword at a word start of the model name, so "o1"
+// finds "o1-mini" but not "llamao1"; "gpt" finds "openai/gpt-4o".
+func keywordIn(model, kw string) bool {
+	for i := 0; i < len(model); {
+		j := strings.Index(model[i:], kw)
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		if at == 0 || !isAlnum(model[at-1]) {
+			return true
+		}
+		i = at + 1
+	}
+	return false
+}
+
+func isAlnum(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9'
+}
+
+func resolution(spec ProviderSpec, st Settings, model string, level MatchLevel, reason string) Resolution {
+	base := st.APIBase
+	if base == "" {
+		base = spec.DefaultAPIBase
+	}
+	return Resolution{
+		Spec: spec, Provider: spec.Name, Level: level, Reason: reason,
+		RequestedModel: model, Model: WireModel(spec, model),
+		APIKey: st.APIKey, APIBase: base, ExtraHeaders: st.ExtraHeaders, APIVersion: st.APIVersion,
+	}
+}
+
+// WireModel is the model name spec expects for a configured model name.
+func WireModel(spec ProviderSpec, model string) string {
+	if !spec.StripModelPrefix {
+		return model
+	}
+	prefix, rest, ok := strings.Cut(model, "/")
+	if !ok || rest == "" {
+		return model
+	}
+	if p, ok := Lookup(prefix); !ok || p.Name != spec.Name {
+		return model
+	}
+	if spec.IsGateway && !strings.Contains(rest, "/") {
+		return model
+	}
+	return rest
+}
