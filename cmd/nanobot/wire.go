@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/discord"
 	"github.com/nanobot-go/nanobot/channels/slack"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/web"
@@ -74,6 +75,7 @@ func newChannelRegistry() *channels.Registry {
 	r := channels.NewRegistry()
 	must(r.Register("telegram", telegram.Factory()))
 	must(r.Register("slack", slack.Factory()))
+	must(r.Register("discord", discord.Factory()))
 	return r
 }
 

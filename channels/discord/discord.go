@@ -1,0 +1,396 @@
+// Package discord is the Discord channel: a bot user (made in the Discord
+// developer portal) that talks to users in direct messages, guild text
+// channels and threads through the gateway websocket and the REST API,
+// using github.com/bwmarrin/discordgo.
+//
+// Receiving is over the gateway with the guild-messages, direct-messages
+// and message-content intents. discordgo keeps the socket alive itself
+// (heartbeats, resume after a dropped socket, reconnect with backoff);
+// Health follows its Connect, Disconnect and Resumed events. Discord has no
+// per-message acknowledgement: a message is handled once it arrived on the
+// socket, in order, by one worker, so a slow Inbox holds back later ones.
+//
+// Threads: Discord gives every thread its own channel id, and messages in
+// a thread carry that id as their channel. ChatID is therefore the thread's
+// id, and the default session key "discord:<thread id>" makes each thread
+// its own conversation; replies go to the thread by the same id. The parent
+// is not looked up (it would cost a REST call per message).
+//
+// Sending passes Markdown through (Discord renders it; format.go only
+// rewrites what it does not render: deep headings become bold, tables are
+// put in a code block), streams by editing the sent message, and shows
+// "typing…".
+//
+// Endpoints: discordgo reads package-level Endpoint* variables. Instead of
+// reassigning them (process-global), the channel gives the session an
+// http.Client whose transport rewrites https://discord.com/ to apiBase;
+// the gateway URL comes from GET /gateway, so the fake's websocket is
+// reached without touching any global.
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// Config is channels.discord.
+type Config struct {
+	configs.ChannelCommon
+	// Token is the bot token from the developer portal (Bot > Reset Token),
+	// without the "Bot " prefix.
+	Token string `json:"token"`
+	// GroupPolicy is "mention" (default: in guild channels answer only when
+	// @mentioned or replied to) or "open" (every message). Direct messages
+	// are always answered.
+	GroupPolicy string `json:"groupPolicy"`
+	// AllowChannels lists the guild channel (or thread) ids the bot listens
+	// in; empty means all. Direct messages are not affected.
+	AllowChannels []string `json:"allowChannels"`
+	// APIBase replaces https://discord.com for REST calls (tests, proxies).
+	APIBase string `json:"apiBase"`
+	// ReplyToMessage makes answers reply to (quote) the user's message.
+	ReplyToMessage bool `json:"replyToMessage"`
+	// MaxMediaBytes caps one attachment passed on to the agent (default
+	// 25 MB); bigger ones become a note in the text.
+	MaxMediaBytes int64 `json:"maxMediaBytes"`
+}
+
+// Group policies.
+const (
+	PolicyMention = "mention"
+	PolicyOpen    = "open"
+)
+
+// DefaultAPIBase is Discord itself.
+const DefaultAPIBase = "https://discord.com"
+
+// DefaultConfig is disabled, with the defaults of every option.
+func DefaultConfig() Config {
+	return Config{GroupPolicy: PolicyMention, APIBase: DefaultAPIBase, MaxMediaBytes: 25 << 20}
+}
+
+// Validate checks the config; errors name the key under channels.discord.
+func (c Config) Validate() error {
+	var errs []error
+	if strings.TrimSpace(c.Token) == "" {
+		errs = append(errs, errors.New("token: required (developer portal > your app > Bot > Reset Token)"))
+	} else if strings.HasPrefix(c.Token, "Bot ") {
+		errs = append(errs, errors.New(`token: leave out the "Bot " prefix`))
+	}
+	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
+		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
+	}
+	if u, err := url.Parse(c.APIBase); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		errs = append(errs, fmt.Errorf("apiBase: %q is not an http(s) URL", c.APIBase))
+	}
+	if c.MaxMediaBytes < 0 {
+		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Factory registers the channel: registry.Register("discord", discord.Factory()).
+func Factory() channels.Factory {
+	return channels.Factory{
+		New: func(cfg configs.ChannelsConfig, deps channels.Deps) (channels.Channel, error) {
+			c := DefaultConfig()
+			if err := cfg.Decode("discord", &c); err != nil {
+				return nil, err
+			}
+			return New(c, deps)
+		},
+		ConfigType: Config{},
+	}
+}
+
+// Channel is the Discord adapter.
+type Channel struct {
+	cfg       Config
+	log       *slog.Logger
+	transport *http.Transport
+	s         *discordgo.Session
+	allow     map[string]bool
+
+	// Timing, fixed by New; tests in this package shorten them.
+	editInterval time.Duration
+	backoffMin   time.Duration
+	backoffMax   time.Duration
+
+	// events carries gateway events from discordgo's reader to the worker
+	// of Run, in order.
+	events chan *discordgo.Event
+
+	mu     sync.Mutex
+	health channels.Health
+	me     *discordgo.User
+	stop   <-chan struct{} // ctx.Done() of the current Run
+}
+
+var (
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Editor         = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.Typer          = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
+)
+
+// New builds the channel. It does no IO: Run connects.
+func New(cfg Config, deps channels.Deps) (*Channel, error) {
+	if cfg.GroupPolicy == "" {
+		cfg.GroupPolicy = PolicyMention
+	}
+	if cfg.APIBase == "" {
+		cfg.APIBase = DefaultAPIBase
+	}
+	cfg.APIBase = strings.TrimRight(cfg.APIBase, "/")
+	if cfg.MaxMediaBytes == 0 {
+		cfg.MaxMediaBytes = 25 << 20
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s, err := discordgo.New("Bot " + cfg.Token)
+	if err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
+	}
+	c := &Channel{
+		cfg:          cfg,
+		log:          log,
+		transport:    http.DefaultTransport.(*http.Transport).Clone(),
+		s:            s,
+		allow:        map[string]bool{},
+		editInterval: time.Second,
+		backoffMin:   500 * time.Millisecond,
+		backoffMax:   30 * time.Second,
+		events:       make(chan *discordgo.Event, 256),
+		health:       channels.Health{State: channels.StateStarting, Since: time.Now()},
+	}
+	for _, id := range cfg.AllowChannels {
+		c.allow[strings.TrimSpace(id)] = true
+	}
+	var rt http.RoundTripper = c.transport
+	if cfg.APIBase != DefaultAPIBase {
+		base, _ := url.Parse(cfg.APIBase) // checked by Validate
+		rt = &rebase{base: base, next: c.transport}
+	}
+	s.Client = &http.Client{Transport: rt, Timeout: 30 * time.Second}
+	s.Identify.Intents = discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
+	s.ShouldRetryOnRateLimit = false // 429 goes to the dispatcher as RetryAfterError
+	s.MaxRestRetries = 1
+	s.StateEnabled = false
+	s.SyncEvents = true // in order; handlers only queue
+	s.LogLevel = -1     // discordgo logs with the log package; we log its events ourselves
+	s.AddHandler(c.onReady)
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Connect) { c.setHealth(channels.StateConnected, nil) })
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) {
+		c.log.Info("discord: session resumed")
+		c.setHealth(channels.StateConnected, nil)
+	})
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
+		c.log.Warn("discord: gateway disconnected; discordgo reconnects")
+		c.setHealth(channels.StateReconnecting, errors.New("gateway disconnected"))
+	})
+	s.AddHandler(c.onEvent)
+	return c, nil
+}
+
+// rebase sends requests for https://discord.com/... to another base URL.
+type rebase struct {
+	base *url.URL
+	next http.RoundTripper
+}
+
+func (r *rebase) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host != "discord.com" {
+		return r.next.RoundTrip(req)
+	}
+	req = req.Clone(req.Context())
+	req.URL.Scheme, req.URL.Host = r.base.Scheme, r.base.Host
+	req.URL.Path = strings.TrimRight(r.base.Path, "/") + req.URL.Path
+	req.Host = r.base.Host
+	return r.next.RoundTrip(req)
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return "discord" }
+
+// MessageLimit implements channels.Limiter: Discord's 2000 characters.
+func (c *Channel) MessageLimit() int { return 2000 }
+
+// EditInterval implements channels.Editor: Discord allows about five edits
+// per five seconds per channel.
+func (c *Channel) EditInterval() time.Duration { return c.editInterval }
+
+// Health implements channels.HealthReporter.
+func (c *Channel) Health() channels.Health {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.health
+}
+
+func (c *Channel) setHealth(state channels.State, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last := c.health.LastError
+	if err != nil {
+		last = c.redact(err.Error())
+	}
+	if state == channels.StateConnected {
+		last = ""
+	}
+	if c.health.State != state || c.health.LastError != last {
+		c.health = channels.Health{State: state, LastError: last, Since: time.Now(), Restarts: c.health.Restarts}
+	}
+}
+
+func (c *Channel) redact(s string) string { return strings.ReplaceAll(s, c.cfg.Token, "***") }
+
+func (c *Channel) self() *discordgo.User {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.me
+}
+
+func (c *Channel) onReady(_ *discordgo.Session, r *discordgo.Ready) {
+	if r.User != nil {
+		c.mu.Lock()
+		c.me = r.User
+		c.mu.Unlock()
+		c.log.Info("discord: connected", "bot", r.User.Username, "guilds", len(r.Guilds))
+	}
+	c.setHealth(channels.StateConnected, nil)
+}
+
+// onEvent queues every dispatch for Run's worker. It blocks while the
+// queue is full (back-pressure on the gateway reader).
+func (c *Channel) onEvent(_ *discordgo.Session, e *discordgo.Event) {
+	if e.Type != "MESSAGE_CREATE" {
+		return
+	}
+	c.mu.Lock()
+	stop := c.stop
+	c.mu.Unlock()
+	if stop == nil {
+		c.log.Warn("discord: message received while not running; dropped")
+		return
+	}
+	select {
+	case c.events <- e:
+	case <-stop:
+	}
+}
+
+// ErrUnauthorized is returned by Run when Discord rejects the token.
+var ErrUnauthorized = errors.New("discord: the bot token was rejected (401 Unauthorized); check channels.discord.token")
+
+// Run opens the gateway, handles messages until ctx ends, and returns nil
+// then. A failing first connect is retried with backoff; after that
+// discordgo reconnects by itself. Only a rejected token ends it early.
+func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	c.mu.Lock()
+	c.stop = ctx.Done()
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.stop = nil
+		c.mu.Unlock()
+		c.transport.CloseIdleConnections()
+	}()
+	for failures := 0; ; failures++ {
+		if failures > 0 {
+			if err := c.sleep(ctx, failures); err != nil {
+				return nil
+			}
+		}
+		err := c.s.Open()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			_ = c.s.Close()
+			return nil
+		}
+		var rest *discordgo.RESTError
+		if errors.As(err, &rest) && rest.Response != nil && rest.Response.StatusCode == http.StatusUnauthorized {
+			c.setHealth(channels.StateFailed, ErrUnauthorized)
+			return ErrUnauthorized
+		}
+		c.log.Warn("discord: connect failed; retrying", "err", c.redact(err.Error()), "failures", failures+1)
+		c.setHealth(channels.StateReconnecting, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e := <-c.events:
+				c.handle(ctx, in, e)
+			}
+		}
+	}()
+	<-ctx.Done()
+	<-done
+	if err := c.s.Close(); err != nil {
+		c.log.Debug("discord: close", "err", err)
+	}
+	c.setHealth(channels.StateStopped, nil)
+	return nil
+}
+
+// deliver hands m to the inbox, retrying a few times on failures other
+// than a denial.
+func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m bus.Inbound) {
+	for attempt := 1; ; attempt++ {
+		err := in.Deliver(ctx, m)
+		switch {
+		case err == nil, errors.Is(err, channels.ErrDenied), ctx.Err() != nil:
+			return
+		case attempt >= 5:
+			c.log.Error("discord: delivering a message failed; dropped", "chat_id", m.ChatID, "message_id", m.MessageID, "err", err)
+			return
+		}
+		c.log.Warn("discord: delivering a message failed; retrying", "chat_id", m.ChatID, "err", err, "attempt", attempt)
+		if c.sleep(ctx, attempt) != nil {
+			return
+		}
+	}
+}
+
+// sleep waits the backoff for the n-th consecutive failure (with jitter),
+// or until ctx ends.
+func (c *Channel) sleep(ctx context.Context, n int) error {
+	d := c.backoffMin
+	for i := 1; i < n && d < c.backoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, c.backoffMax)
+	d = d/2 + time.Duration(rand.Int64N(int64(d)/2+1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,134 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// handle decodes one MESSAGE_CREATE itself (discordgo would pass a half
+// decoded struct along) and delivers it if it is for the bot.
+func (c *Channel) handle(ctx context.Context, in channels.Inbox, e *discordgo.Event) {
+	var m discordgo.Message
+	if err := json.Unmarshal(e.RawData, &m); err != nil {
+		c.log.Warn("discord: malformed MESSAGE_CREATE skipped", "err", err, "seq", e.Sequence)
+		return
+	}
+	msg, ok := c.toInbound(&m)
+	if !ok {
+		return
+	}
+	c.deliver(ctx, in, msg)
+}
+
+// toInbound converts a message. It reports false for messages the bot
+// should not answer: its own and other bots', channels outside
+// allowChannels, guild messages not addressed to it under the mention
+// policy, and malformed ones (logged).
+func (c *Channel) toInbound(m *discordgo.Message) (bus.Inbound, bool) {
+	if m.ID == "" || m.ChannelID == "" || m.Author == nil || m.Author.ID == "" {
+		c.log.Warn("discord: message without id, channel or author skipped", "message_id", m.ID, "channel_id", m.ChannelID)
+		return bus.Inbound{}, false
+	}
+	me := c.self()
+	if m.Author.Bot || (me != nil && m.Author.ID == me.ID) {
+		return bus.Inbound{}, false
+	}
+	isGroup := m.GuildID != ""
+	if isGroup && len(c.allow) > 0 && !c.allow[m.ChannelID] {
+		c.log.Debug("discord: message in a channel not in allowChannels skipped", "channel_id", m.ChannelID)
+		return bus.Inbound{}, false
+	}
+	text, addressed := stripMention(m.Content, me)
+	if me != nil {
+		for _, u := range m.Mentions {
+			if u != nil && u.ID == me.ID {
+				addressed = true
+			}
+		}
+		if r := m.ReferencedMessage; r != nil && r.Author != nil && r.Author.ID == me.ID {
+			addressed = true
+		}
+	}
+	if isGroup && c.cfg.GroupPolicy == PolicyMention && !addressed {
+		c.log.Debug("discord: guild message not for the bot skipped", "channel_id", m.ChannelID)
+		return bus.Inbound{}, false
+	}
+	meta := map[string]any{
+		"message_id": m.ID,
+		"user_id":    m.Author.ID,
+		"username":   m.Author.Username,
+	}
+	if m.GuildID != "" {
+		meta["guild_id"] = m.GuildID
+	}
+	if m.Author.GlobalName != "" {
+		meta["display_name"] = m.Author.GlobalName
+	}
+	parts := []string{}
+	if t := strings.TrimSpace(text); t != "" {
+		parts = append(parts, t)
+	}
+	var media []bus.Media
+	for _, a := range m.Attachments {
+		if a == nil || a.URL == "" {
+			continue
+		}
+		if int64(a.Size) > c.cfg.MaxMediaBytes {
+			parts = append(parts, fmt.Sprintf("[attachment %s: %d bytes, over the %d-byte limit]", a.Filename, a.Size, c.cfg.MaxMediaBytes))
+			continue
+		}
+		media = append(media, bus.Media{URL: a.URL, MIMEType: a.ContentType, Name: a.Filename, Size: int64(a.Size)})
+	}
+	content := strings.Join(parts, "\n")
+	if content == "" && len(media) == 0 {
+		return bus.Inbound{}, false
+	}
+	return bus.Inbound{
+		Channel:    c.Name(),
+		SenderID:   userID(m.Author),
+		ChatID:     m.ChannelID, // a thread's own id for thread messages: its own session
+		MessageID:  m.ID,
+		Content:    content,
+		Media:      media,
+		IsGroup:    isGroup,
+		Metadata:   meta,
+		ReceivedAt: time.Now(),
+	}, true
+}
+
+// userID is "id|username", so allowFrom may list either.
+func userID(u *discordgo.User) string {
+	if u.Username == "" {
+		return u.ID
+	}
+	return u.ID + "|" + u.Username
+}
+
+// stripMention removes a leading <@bot> or <@!bot> and reports whether the
+// text mentions the bot anywhere.
+func stripMention(text string, me *discordgo.User) (string, bool) {
+	if me == nil || me.ID == "" {
+		return text, false
+	}
+	forms := []string{"<@" + me.ID + ">", "<@!" + me.ID + ">"}
+	trimmed := strings.TrimSpace(text)
+	for _, f := range forms {
+		if strings.HasPrefix(trimmed, f) {
+			return strings.TrimSpace(trimmed[len(f):]), true
+		}
+	}
+	for _, f := range forms {
+		if strings.Contains(text, f) {
+			return text, true
+		}
+	}
+	return text, false
+}

@@ -1,0 +1,362 @@
+// Package fakediscord is a local Discord for tests: an httptest server
+// with the REST endpoints the adapter uses (GET /api/v9/gateway, message
+// create and edit, typing) and a gateway websocket speaking Hello, Identify,
+// READY, heartbeats and their ACKs, MESSAGE_CREATE and Resume.
+package fakediscord
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Token is the bot token the fake accepts.
+const Token = "fake-bot-token"
+
+// Bot is the bot user READY reports.
+var Bot = User{ID: "9000", Username: "nanobot", Bot: true}
+
+// User is a Discord user.
+type User struct {
+	ID       string `json:"id"`
+	Username string `json:"username"`
+	Bot      bool   `json:"bot,omitempty"`
+}
+
+// Msg is a message a user writes.
+type Msg struct {
+	From      User
+	ChannelID string
+	GuildID   string // empty: a direct message
+	Content   string
+	Mentions  []User
+	// ReplyToAuthor makes it a reply to a message by that user.
+	ReplyToAuthor *User
+}
+
+// Sent is a message the bot sent or edited.
+type Sent struct {
+	ChannelID string
+	MessageID string
+	Edit      bool
+	Content   string
+	ReplyTo   string
+	At        time.Time
+}
+
+// Server is the fake.
+type Server struct {
+	URL string // http base; pass as apiBase
+
+	srv      *httptest.Server
+	upgrader websocket.Upgrader
+
+	mu         sync.Mutex
+	conn       *websocket.Conn // the socket past READY/RESUMED, nil while none
+	seq        int64
+	pending    [][]byte // dispatches queued while no socket is ready
+	nextID     int64
+	sent       []Sent
+	identifies int
+	resumes    int
+	heartbeats int
+	rateLimit  int     // answer the next N sends/edits with 429
+	retryAfter float64 // seconds
+	failStatus int     // answer the next send with this status, once
+}
+
+// New starts a fake; it stops when the test ends.
+func New(t *testing.T) *Server {
+	f := &Server{nextID: 100000}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v9/gateway", f.gateway)
+	mux.HandleFunc("GET /api/v9/gateway/bot", f.gateway)
+	mux.HandleFunc("POST /api/v9/channels/{ch}/messages", f.create)
+	mux.HandleFunc("PATCH /api/v9/channels/{ch}/messages/{id}", f.edit)
+	mux.HandleFunc("POST /api/v9/channels/{ch}/typing", func(w http.ResponseWriter, r *http.Request) {
+		if !f.authorized(w, r) {
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /ws", f.ws)
+	mux.HandleFunc("GET /ws/", f.ws) // discordgo adds a slash
+	f.srv = httptest.NewServer(mux)
+	f.URL = f.srv.URL
+	t.Cleanup(func() {
+		f.mu.Lock()
+		if f.conn != nil {
+			_ = f.conn.Close()
+			f.conn = nil
+		}
+		f.mu.Unlock()
+		f.srv.CloseClientConnections()
+		f.srv.Close()
+	})
+	return f
+}
+
+func (f *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if r.Header.Get("Authorization") != "Bot "+Token {
+		http.Error(w, `{"message":"401: Unauthorized","code":0}`, http.StatusUnauthorized)
+		return false
+	}
+	return true
+}
+
+func (f *Server) gateway(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, map[string]any{"url": "ws" + strings.TrimPrefix(f.URL, "http") + "/ws", "shards": 1})
+}
+
+// limited answers 429 or a configured failure; it reports whether it did.
+func (f *Server) limited(w http.ResponseWriter) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.rateLimit > 0 {
+		f.rateLimit--
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprintf(w, `{"message":"You are being rate limited.","retry_after":%g,"global":false}`, f.retryAfter)
+		return true
+	}
+	if f.failStatus != 0 {
+		st := f.failStatus
+		f.failStatus = 0
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(st)
+		fmt.Fprintf(w, `{"message":"failure %d","code":10003}`, st)
+		return true
+	}
+	return false
+}
+
+type messageBody struct {
+	Content   string `json:"content"`
+	Reference *struct {
+		MessageID string `json:"message_id"`
+	} `json:"message_reference"`
+}
+
+func (f *Server) create(w http.ResponseWriter, r *http.Request) {
+	if !f.authorized(w, r) || f.limited(w) {
+		return
+	}
+	var b messageBody
+	if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+		http.Error(w, `{"message":"bad json"}`, http.StatusBadRequest)
+		return
+	}
+	ch := r.PathValue("ch")
+	f.mu.Lock()
+	f.nextID++
+	id := strconv.FormatInt(f.nextID, 10)
+	s := Sent{ChannelID: ch, MessageID: id, Content: b.Content, At: time.Now()}
+	if b.Reference != nil {
+		s.ReplyTo = b.Reference.MessageID
+	}
+	f.sent = append(f.sent, s)
+	f.mu.Unlock()
+	writeJSON(w, map[string]any{"id": id, "channel_id": ch, "content": b.Content, "author": Bot})
+}
+
+func (f *Server) edit(w http.ResponseWriter, r *http.Request) {
+	if !f.authorized(w, r) || f.limited(w) {
+		return
+	}
+	var b messageBody
+	if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+		http.Error(w, `{"message":"bad json"}`, http.StatusBadRequest)
+		return
+	}
+	ch, id := r.PathValue("ch"), r.PathValue("id")
+	f.mu.Lock()
+	f.sent = append(f.sent, Sent{ChannelID: ch, MessageID: id, Edit: true, Content: b.Content, At: time.Now()})
+	f.mu.Unlock()
+	writeJSON(w, map[string]any{"id": id, "channel_id": ch, "content": b.Content, "author": Bot})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+type frame struct {
+	Op   int             `json:"op"`
+	D    json.RawMessage `json:"d"`
+	S    int64           `json:"s,omitempty"`
+	Type string          `json:"t,omitempty"`
+}
+
+// ws is one gateway connection.
+func (f *Server) ws(w http.ResponseWriter, r *http.Request) {
+	c, err := f.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	var wmu sync.Mutex // writes before the socket is ready
+	write := func(v any) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		return c.WriteJSON(v)
+	}
+	if write(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": 5000}}) != nil {
+		return
+	}
+	for {
+		_, data, err := c.ReadMessage()
+		if err != nil {
+			f.mu.Lock()
+			if f.conn == c {
+				f.conn = nil
+			}
+			f.mu.Unlock()
+			return
+		}
+		var fr frame
+		if json.Unmarshal(data, &fr) != nil {
+			continue
+		}
+		switch fr.Op {
+		case 1: // heartbeat
+			f.mu.Lock()
+			f.heartbeats++
+			f.mu.Unlock()
+			wmu.Lock()
+			f.mu.Lock()
+			_ = c.WriteJSON(map[string]any{"op": 11})
+			f.mu.Unlock()
+			wmu.Unlock()
+		case 2: // identify
+			var id struct {
+				Token string `json:"token"`
+			}
+			_ = json.Unmarshal(fr.D, &id)
+			if id.Token != "Bot "+Token {
+				_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4004, "Authentication failed."), time.Now().Add(time.Second))
+				return
+			}
+			wmu.Lock()
+			f.mu.Lock()
+			f.identifies++
+			f.seq = 0
+			f.dispatch(c, "READY", map[string]any{"v": 9, "session_id": "fake-session", "user": Bot, "guilds": []any{}})
+			f.ready(c)
+			f.mu.Unlock()
+			wmu.Unlock()
+		case 6: // resume
+			wmu.Lock()
+			f.mu.Lock()
+			f.resumes++
+			f.dispatch(c, "RESUMED", map[string]any{})
+			f.ready(c)
+			f.mu.Unlock()
+			wmu.Unlock()
+		}
+	}
+}
+
+// dispatch writes one op 0 frame to c; f.mu held.
+func (f *Server) dispatch(c *websocket.Conn, typ string, d any) {
+	f.seq++
+	raw, _ := json.Marshal(d)
+	_ = c.WriteJSON(frame{Op: 0, D: raw, S: f.seq, Type: typ})
+}
+
+// ready makes c the live socket and flushes what waited; f.mu held.
+func (f *Server) ready(c *websocket.Conn) {
+	f.conn = c
+	for _, raw := range f.pending {
+		f.seq++
+		_ = c.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"op":0,"s":%d,"t":"MESSAGE_CREATE","d":%s}`, f.seq, raw)))
+	}
+	f.pending = nil
+}
+
+// push sends a MESSAGE_CREATE payload now, or once a socket is ready.
+func (f *Server) push(d []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conn == nil {
+		f.pending = append(f.pending, d)
+		return
+	}
+	f.seq++
+	if err := f.conn.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"op":0,"s":%d,"t":"MESSAGE_CREATE","d":%s}`, f.seq, d))); err != nil {
+		f.pending = append(f.pending, d)
+	}
+}
+
+// Send makes a user write a message and returns its id.
+func (f *Server) Send(m Msg) string {
+	f.mu.Lock()
+	f.nextID++
+	id := strconv.FormatInt(f.nextID, 10)
+	f.mu.Unlock()
+	mentions := m.Mentions
+	if mentions == nil {
+		mentions = []User{}
+	}
+	d := map[string]any{
+		"id": id, "channel_id": m.ChannelID, "author": m.From, "content": m.Content,
+		"mentions": mentions, "timestamp": time.Now().UTC().Format(time.RFC3339), "type": 0,
+	}
+	if m.GuildID != "" {
+		d["guild_id"] = m.GuildID
+	}
+	if m.ReplyToAuthor != nil {
+		d["referenced_message"] = map[string]any{"id": "1", "channel_id": m.ChannelID, "author": *m.ReplyToAuthor, "content": "earlier"}
+	}
+	raw, _ := json.Marshal(d)
+	f.push(raw)
+	return id
+}
+
+// PushRaw sends a MESSAGE_CREATE with d as its payload, as is.
+func (f *Server) PushRaw(d string) { f.push([]byte(d)) }
+
+// Drop closes the live socket, as a network failure would.
+func (f *Server) Drop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conn != nil {
+		_ = f.conn.UnderlyingConn().Close()
+		f.conn = nil
+	}
+}
+
+// RateLimit answers the next n sends or edits with 429 and retry_after.
+func (f *Server) RateLimit(n int, retryAfter time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rateLimit, f.retryAfter = n, retryAfter.Seconds()
+}
+
+// FailNext answers the next send or edit with status.
+func (f *Server) FailNext(status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failStatus = status
+}
+
+// Sent returns what the bot sent and edited, in order.
+func (f *Server) Sent() []Sent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Sent(nil), f.sent...)
+}
+
+// Counts returns how many identifies, resumes and heartbeats the fake saw.
+func (f *Server) Counts() (identifies, resumes, heartbeats int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.identifies, f.resumes, f.heartbeats
+}

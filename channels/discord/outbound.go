@@ -1,0 +1,81 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// Send implements channels.Channel: one message (the dispatcher already
+// split it to MessageLimit), replying to the user's message when
+// replyToMessage is on. Mentions in the text do not ping anyone.
+func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
+	if m.ChatID == "" {
+		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("discord: send: empty chat id")}
+	}
+	if strings.TrimSpace(m.Content) == "" {
+		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send to channel %s: empty message", m.ChatID)}
+	}
+	data := &discordgo.MessageSend{
+		Content:         toDiscord(m.Content),
+		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
+	}
+	if c.cfg.ReplyToMessage && m.ReplyTo != "" {
+		no := false
+		data.Reference = &discordgo.MessageReference{MessageID: m.ReplyTo, ChannelID: m.ChatID, FailIfNotExists: &no}
+	}
+	msg, err := c.s.ChannelMessageSendComplex(m.ChatID, data, discordgo.WithContext(ctx))
+	if err != nil {
+		return channels.MessageRef{}, c.sendError("send to channel "+m.ChatID, err)
+	}
+	return channels.MessageRef{ChatID: m.ChatID, MessageID: msg.ID}, nil
+}
+
+// Edit implements channels.Editor (streaming): the message shows m.Content.
+func (c *Channel) Edit(ctx context.Context, r channels.MessageRef, m bus.Outbound) error {
+	if strings.TrimSpace(m.Content) == "" {
+		return nil
+	}
+	text := toDiscord(m.Content)
+	_, err := c.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
+		ID: r.MessageID, Channel: r.ChatID, Content: &text,
+		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		return c.sendError(fmt.Sprintf("edit message %s in channel %s", r.MessageID, r.ChatID), err)
+	}
+	return nil
+}
+
+// Typing implements channels.Typer: "typing…" for about ten seconds.
+func (c *Channel) Typing(ctx context.Context, chatID string, _ map[string]any) error {
+	if err := c.s.ChannelTyping(chatID, discordgo.WithContext(ctx)); err != nil {
+		return c.sendError("typing in channel "+chatID, err)
+	}
+	return nil
+}
+
+// sendError maps a REST failure: 429 to RetryAfterError, 400/403/404 (bad
+// message, no permission, channel gone) to PermanentError.
+func (c *Channel) sendError(what string, err error) error {
+	wrapped := fmt.Errorf("discord: %s: %s", what, c.redact(err.Error()))
+	var rl *discordgo.RateLimitError
+	if errors.As(err, &rl) && rl.RateLimit != nil && rl.TooManyRequests != nil {
+		return &channels.RetryAfterError{After: rl.RetryAfter, Err: wrapped}
+	}
+	var rest *discordgo.RESTError
+	if errors.As(err, &rest) && rest.Response != nil {
+		switch rest.Response.StatusCode {
+		case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound, http.StatusUnauthorized:
+			return &channels.PermanentError{Err: wrapped}
+		}
+	}
+	return wrapped
+}
