@@ -49,7 +49,8 @@ func TestSpawnResultReachesParentSession(t *testing.T) {
 	subs.Runner = *h.loop.cfg.Runner
 
 	h.send("c", "research this")
-	waitUntil(t, "both replies", func() bool { return len(h.out.finals()["test:c"]) == 2 })
+	// Both turns done means both are saved (replies go out before the save).
+	waitUntil(t, "both turns", func() bool { return h.doneCount() == 2 })
 	got := h.out.finals()["test:c"]
 	if got[0] != "I started a background task." || got[1] != "Your research finished: 42." {
 		t.Errorf("finals %v", got)
