@@ -82,6 +82,8 @@ func TestStopCancelsSubagents(t *testing.T) {
 	subs.Runner = Runner{Provider: blockForever{}}
 	h.send("c", "go")
 	waitUntil(t, "sub-agent running", func() bool { return subs.Running() == 1 })
+	// The parent turn has answered; only the sub-agent is still running.
+	waitUntil(t, "parent turn done", func() bool { return h.doneCount() == 1 })
 	h.send("c", "/stop")
 	waitUntil(t, "sub-agent cancelled", func() bool { return subs.Running() == 0 })
 	time.Sleep(50 * time.Millisecond) // a cancelled sub-agent must not report back
