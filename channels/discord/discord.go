@@ -135,7 +135,7 @@ type Channel struct {
 	events chan *discordgo.Event
 
 	mu     sync.Mutex
-	health channels.Health
+	health channels.HealthState
 	me     *discordgo.User
 	stop   <-chan struct{} // ctx.Done() of the current Run
 }
@@ -181,7 +181,6 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		backoffMin:   500 * time.Millisecond,
 		backoffMax:   30 * time.Second,
 		events:       make(chan *discordgo.Event, 256),
-		health:       channels.Health{State: channels.StateStarting, Since: time.Now()},
 	}
 	for _, id := range cfg.AllowChannels {
 		c.allow[strings.TrimSpace(id)] = true
@@ -240,25 +239,14 @@ func (c *Channel) MessageLimit() int { return 2000 }
 func (c *Channel) EditInterval() time.Duration { return c.editInterval }
 
 // Health implements channels.HealthReporter.
-func (c *Channel) Health() channels.Health {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.health
-}
+func (c *Channel) Health() channels.Health { return c.health.Get() }
 
 func (c *Channel) setHealth(state channels.State, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	last := c.health.LastError
+	msg := ""
 	if err != nil {
-		last = c.redact(err.Error())
+		msg = c.redact(err.Error())
 	}
-	if state == channels.StateConnected {
-		last = ""
-	}
-	if c.health.State != state || c.health.LastError != last {
-		c.health = channels.Health{State: state, LastError: last, Since: time.Now(), Restarts: c.health.Restarts}
-	}
+	c.health.Set(state, msg)
 }
 
 func (c *Channel) redact(s string) string { return strings.ReplaceAll(s, c.cfg.Token, "***") }

@@ -130,7 +130,7 @@ type Channel struct {
 	pingInterval time.Duration
 
 	mu     sync.Mutex
-	health channels.Health
+	health channels.HealthState
 	botID  string // the bot's user id ("U..."), from auth.test
 	seen   *seenSet
 	done   map[string]bool // user messages already given ✅
@@ -171,7 +171,6 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		backoffMin:   500 * time.Millisecond,
 		backoffMax:   30 * time.Second,
 		pingInterval: 30 * time.Second,
-		health:       channels.Health{State: channels.StateStarting, Since: time.Now()},
 		seen:         newSeenSet(512),
 		done:         map[string]bool{},
 	}
@@ -196,25 +195,14 @@ func (c *Channel) MessageLimit() int { return 4000 }
 func (c *Channel) EditInterval() time.Duration { return c.editInterval }
 
 // Health implements channels.HealthReporter.
-func (c *Channel) Health() channels.Health {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.health
-}
+func (c *Channel) Health() channels.Health { return c.health.Get() }
 
 func (c *Channel) setHealth(state channels.State, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	last := c.health.LastError
+	msg := ""
 	if err != nil {
-		last = c.redact(err.Error())
+		msg = c.redact(err.Error())
 	}
-	if state == channels.StateConnected {
-		last = ""
-	}
-	if c.health.State != state || c.health.LastError != last {
-		c.health = channels.Health{State: state, LastError: last, Since: time.Now(), Restarts: c.health.Restarts}
-	}
+	c.health.Set(state, msg)
 }
 
 // redact removes the tokens from an error text.

@@ -184,7 +184,7 @@ type Channel struct {
 	backoffMax   time.Duration
 
 	mu     sync.Mutex
-	health channels.Health
+	health channels.HealthState
 	me     *models.User
 	inbox  channels.Inbox
 }
@@ -231,7 +231,6 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		backoffMax:   30 * time.Second,
 		files:        &http.Client{Transport: transport, Timeout: 5 * time.Minute},
 		stt:          &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
-		health:       channels.Health{State: channels.StateStarting, Since: time.Now()},
 	}
 	if deps.Paths.Media != "" {
 		c.mediaDir = filepath.Join(deps.Paths.Media, "telegram")
@@ -272,25 +271,14 @@ func (c *Channel) MessageLimit() int { return 4096 }
 func (c *Channel) EditInterval() time.Duration { return c.editInterval }
 
 // Health implements channels.HealthReporter.
-func (c *Channel) Health() channels.Health {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.health
-}
+func (c *Channel) Health() channels.Health { return c.health.Get() }
 
 func (c *Channel) setHealth(state channels.State, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	last := c.health.LastError
+	msg := ""
 	if err != nil {
-		last = c.redact(err.Error())
+		msg = c.redact(err.Error())
 	}
-	if state == channels.StateConnected {
-		last = ""
-	}
-	if c.health.State != state || c.health.LastError != last {
-		c.health = channels.Health{State: state, LastError: last, Since: time.Now(), Restarts: c.health.Restarts}
-	}
+	c.health.Set(state, msg)
 }
 
 // redact removes the bot token from an error text.
