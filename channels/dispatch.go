@@ -146,6 +146,7 @@ type stream struct {
 	shown    string // what the current platform message shows
 	shownEnd int    // offset in total up to which the platform shows text
 	lastEdit time.Time
+	started  time.Time // first delta
 	base     bus.Outbound
 	failed   bool // a send or edit failed: the rest goes out as plain messages
 }
@@ -211,7 +212,7 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) {
 		}
 		st := w.streams[m.StreamID]
 		if st == nil {
-			st = &stream{base: m}
+			st = &stream{base: m, started: time.Now()}
 			w.streams[m.StreamID] = st
 		}
 		st.total += m.Content
@@ -275,6 +276,15 @@ func (w *chatWorker) pushStream(ctx context.Context, s *stream, final bool) {
 			s.reopen, s.ref, s.shown = reopen, MessageRef{}, ""
 			continue
 		}
+		if s.ref.MessageID == "" && s.done == 0 && !final {
+			// Hold the first message briefly: a short reply that ends
+			// meanwhile goes out once, instead of as a message plus an
+			// edit that must wait out the edit interval.
+			if wait := firstShowDelay(ed) - time.Since(s.started); wait > 0 {
+				w.schedule(wait)
+				return
+			}
+		}
 		if s.ref.MessageID != "" && !final && time.Since(s.lastEdit) < ed.EditInterval() {
 			w.schedule(ed.EditInterval() - time.Since(s.lastEdit))
 			return
@@ -282,6 +292,15 @@ func (w *chatWorker) pushStream(ctx context.Context, s *stream, final bool) {
 		w.show(ctx, s, ed, cur, final, len(s.total))
 		return
 	}
+}
+
+// MaxFirstShowDelay caps how long a stream's first message is held back.
+const MaxFirstShowDelay = 500 * time.Millisecond
+
+// firstShowDelay is how long a stream's first message waits for more text:
+// half the edit interval, at most MaxFirstShowDelay.
+func firstShowDelay(ed Editor) time.Duration {
+	return min(ed.EditInterval()/2, MaxFirstShowDelay)
 }
 
 // show puts text on the stream's current message: a send if there is none,

@@ -27,6 +27,7 @@ type fakeChannel struct {
 	in       chan bus.Inbound
 	failRuns atomic.Int32
 	runs     atomic.Int32
+	interval time.Duration // edit interval; 0 means 10 ms
 
 	mu      sync.Mutex
 	sent    []bus.Outbound
@@ -78,7 +79,12 @@ func (f *fakeChannel) Edit(_ context.Context, ref channels.MessageRef, m bus.Out
 	f.shown[ref.MessageID] = m.Content
 	return nil
 }
-func (f *fakeChannel) EditInterval() time.Duration { return 10 * time.Millisecond }
+func (f *fakeChannel) EditInterval() time.Duration {
+	if f.interval > 0 {
+		return f.interval
+	}
+	return 10 * time.Millisecond
+}
 func (f *fakeChannel) MessageLimit() int           { return 200 }
 
 // texts returns what each platform message of a chat shows now, in order.
@@ -93,8 +99,11 @@ func (f *fakeChannel) texts(chat string) []string {
 }
 
 // echoLLM answers "echo: <user text>", streaming word by word; a text
-// starting with "long" gets a long reply.
-type echoLLM struct{ calls atomic.Int32 }
+// starting with "long" gets a long reply. pause spaces the stream's deltas.
+type echoLLM struct {
+	calls atomic.Int32
+	pause time.Duration
+}
 
 func (e *echoLLM) Chat(ctx context.Context, req providers.ChatRequest) (*providers.LLMResponse, error) {
 	e.calls.Add(1)
@@ -114,6 +123,13 @@ func (e *echoLLM) Stream(ctx context.Context, req providers.ChatRequest, onDelta
 	}
 	for _, w := range strings.SplitAfter(r.Content, " ") {
 		onDelta(providers.Delta{Content: w})
+		if e.pause > 0 {
+			select {
+			case <-time.After(e.pause):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 	}
 	return r, nil
 }
@@ -202,7 +218,9 @@ func testConfig(allow map[string][]any) configs.Config {
 
 func TestMessageInReplyOutStreamed(t *testing.T) {
 	fc := newFake("fake")
-	startGateway(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{}, fc)
+	// Deltas slower than the first-message hold (half the 10 ms edit
+	// interval), as from a real model.
+	startGateway(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{pause: 20 * time.Millisecond}, fc)
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "hello world", MessageID: "1"}
 	waitFor(t, "reply", func() bool {
 		got := fc.texts("c1")
@@ -213,6 +231,23 @@ func TestMessageInReplyOutStreamed(t *testing.T) {
 	fc.mu.Unlock()
 	if edits == 0 {
 		t.Error("reply was not streamed as edits")
+	}
+}
+
+func TestQuickReplyIsOneMessage(t *testing.T) {
+	fc := newFake("fake")
+	fc.interval = 2 * time.Second // the first message is held up to 500 ms
+	startGateway(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{}, fc)
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "hi there", MessageID: "1"}
+	waitFor(t, "reply", func() bool {
+		got := fc.texts("c1")
+		return len(got) == 1 && got[0] == "echo: hi there"
+	})
+	fc.mu.Lock()
+	edits := len(fc.edits)
+	fc.mu.Unlock()
+	if edits != 0 {
+		t.Errorf("a reply that streamed faster than the first-message hold was edited %d times, want one send", edits)
 	}
 }
 

@@ -11,13 +11,13 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
-	"github.com/nanobot-go/nanobot/channels/discord/internal/fakediscord"
+	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 var (
-	alice   = fakediscord.User{ID: "1001", Username: "alice"}
-	mallory = fakediscord.User{ID: "1002", Username: "mallory"}
+	alice   = discordtest.User{ID: "1001", Username: "alice"}
+	mallory = discordtest.User{ID: "1002", Username: "mallory"}
 )
 
 const (
@@ -27,16 +27,16 @@ const (
 	dmPrefix = "800"  // DM channel ids: dmPrefix + user id
 )
 
-func dm(u fakediscord.User) string { return dmPrefix + u.ID }
+func dm(u discordtest.User) string { return dmPrefix + u.ID }
 
-func mention() string { return "<@" + fakediscord.Bot.ID + "> " }
+func mention() string { return "<@" + discordtest.Bot.ID + "> " }
 
 // newChannel builds a channel against fake with short timings.
-func newChannel(t *testing.T, fake *fakediscord.Server, log *slog.Logger, edit func(*Config)) *Channel {
+func newChannel(t *testing.T, fake *discordtest.Server, log *slog.Logger, edit func(*Config)) *Channel {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Enabled, cfg.AllowFrom = true, []string{"*"}
-	cfg.Token, cfg.APIBase = fakediscord.Token, fake.URL
+	cfg.Token, cfg.APIBase = discordtest.Token, fake.URL
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -55,19 +55,19 @@ func newChannel(t *testing.T, fake *fakediscord.Server, log *slog.Logger, edit f
 func TestConformance(t *testing.T) {
 	channeltest.Run(t, channeltest.Harness{
 		Setup: func(t *testing.T, env channeltest.Env) channeltest.Fixture {
-			fake := fakediscord.New(t)
+			fake := discordtest.New(t)
 			ch := newChannel(t, fake, env.Log, nil)
-			users := map[string]fakediscord.User{channeltest.Alice: alice, channeltest.Mallory: mallory}
+			users := map[string]discordtest.User{channeltest.Alice: alice, channeltest.Mallory: mallory}
 			return channeltest.Fixture{
 				Channel:  ch,
 				SenderID: func(user string) string { return users[user].ID + "|" + users[user].Username },
 				Emit: func(m channeltest.Message) channeltest.Emitted {
 					u := users[m.From]
-					msg := fakediscord.Msg{From: u, ChannelID: dm(u), Content: m.Text}
+					msg := discordtest.Msg{From: u, ChannelID: dm(u), Content: m.Text}
 					if m.Group {
 						msg.ChannelID, msg.GuildID = general, guild
 						msg.Content = mention() + m.Text
-						msg.Mentions = []fakediscord.User{fakediscord.Bot}
+						msg.Mentions = []discordtest.User{discordtest.Bot}
 					}
 					id := fake.Send(msg)
 					return channeltest.Emitted{ChatID: msg.ChannelID, MessageID: id}
@@ -159,15 +159,15 @@ func run(t *testing.T, ch *Channel) *inbox {
 }
 
 func TestMentionPolicy(t *testing.T) {
-	fake := fakediscord.New(t)
+	fake := discordtest.New(t)
 	ch := newChannel(t, fake, nil, nil)
 	in := run(t, ch)
-	fake.Send(fakediscord.Msg{From: alice, ChannelID: general, GuildID: guild, Content: "chatter not for the bot"})
-	fake.Send(fakediscord.Msg{From: alice, ChannelID: general, GuildID: guild, Content: "<@!" + fakediscord.Bot.ID + "> nickname mention"})
-	bot := fakediscord.Bot
-	fake.Send(fakediscord.Msg{From: alice, ChannelID: general, GuildID: guild, Content: "a reply to the bot", ReplyToAuthor: &bot})
-	fake.Send(fakediscord.Msg{From: fakediscord.User{ID: "55", Username: "otherbot", Bot: true}, ChannelID: general, GuildID: guild, Content: mention() + "from a bot"})
-	fake.Send(fakediscord.Msg{From: alice, ChannelID: dm(alice), Content: "a direct message"})
+	fake.Send(discordtest.Msg{From: alice, ChannelID: general, GuildID: guild, Content: "chatter not for the bot"})
+	fake.Send(discordtest.Msg{From: alice, ChannelID: general, GuildID: guild, Content: "<@!" + discordtest.Bot.ID + "> nickname mention"})
+	bot := discordtest.Bot
+	fake.Send(discordtest.Msg{From: alice, ChannelID: general, GuildID: guild, Content: "a reply to the bot", ReplyToAuthor: &bot})
+	fake.Send(discordtest.Msg{From: discordtest.User{ID: "55", Username: "otherbot", Bot: true}, ChannelID: general, GuildID: guild, Content: mention() + "from a bot"})
+	fake.Send(discordtest.Msg{From: alice, ChannelID: dm(alice), Content: "a direct message"})
 	got := in.wait(t, "nickname mention")
 	if got.Content != "nickname mention" {
 		t.Errorf("Content = %q, want the leading mention stripped", got.Content)
@@ -187,11 +187,11 @@ func TestMentionPolicy(t *testing.T) {
 }
 
 func TestOpenPolicyAndAllowChannels(t *testing.T) {
-	fake := fakediscord.New(t)
+	fake := discordtest.New(t)
 	ch := newChannel(t, fake, nil, func(c *Config) { c.GroupPolicy, c.AllowChannels = PolicyOpen, []string{general} })
 	in := run(t, ch)
-	fake.Send(fakediscord.Msg{From: alice, ChannelID: "7999", GuildID: guild, Content: "elsewhere"})
-	fake.Send(fakediscord.Msg{From: alice, ChannelID: general, GuildID: guild, Content: "no mention needed"})
+	fake.Send(discordtest.Msg{From: alice, ChannelID: "7999", GuildID: guild, Content: "elsewhere"})
+	fake.Send(discordtest.Msg{From: alice, ChannelID: general, GuildID: guild, Content: "no mention needed"})
 	in.wait(t, "no mention needed")
 	for _, m := range in.all() {
 		if m.Content == "elsewhere" {
@@ -201,11 +201,11 @@ func TestOpenPolicyAndAllowChannels(t *testing.T) {
 }
 
 func TestThreadIsItsOwnSession(t *testing.T) {
-	fake := fakediscord.New(t)
+	fake := discordtest.New(t)
 	ch := newChannel(t, fake, nil, nil)
 	in := run(t, ch)
-	fake.Send(fakediscord.Msg{From: alice, ChannelID: general, GuildID: guild, Content: mention() + "in the channel", Mentions: []fakediscord.User{fakediscord.Bot}})
-	fake.Send(fakediscord.Msg{From: alice, ChannelID: thread, GuildID: guild, Content: mention() + "in the thread", Mentions: []fakediscord.User{fakediscord.Bot}})
+	fake.Send(discordtest.Msg{From: alice, ChannelID: general, GuildID: guild, Content: mention() + "in the channel", Mentions: []discordtest.User{discordtest.Bot}})
+	fake.Send(discordtest.Msg{From: alice, ChannelID: thread, GuildID: guild, Content: mention() + "in the thread", Mentions: []discordtest.User{discordtest.Bot}})
 	parent, th := in.wait(t, "in the channel"), in.wait(t, "in the thread")
 	if th.ChatID != thread || th.Key() != "discord:"+thread {
 		t.Errorf("thread message: ChatID %q key %q, want %q", th.ChatID, th.Key(), "discord:"+thread)
@@ -222,7 +222,7 @@ func TestThreadIsItsOwnSession(t *testing.T) {
 }
 
 func TestRateLimitIsRetryAfter(t *testing.T) {
-	fake := fakediscord.New(t)
+	fake := discordtest.New(t)
 	ch := newChannel(t, fake, nil, nil)
 	fake.RateLimit(2, 1500*time.Millisecond)
 	_, err := ch.Send(t.Context(), bus.Outbound{ChatID: general, Content: "hi"})
@@ -240,7 +240,7 @@ func TestRateLimitIsRetryAfter(t *testing.T) {
 }
 
 func TestPermanentErrors(t *testing.T) {
-	fake := fakediscord.New(t)
+	fake := discordtest.New(t)
 	ch := newChannel(t, fake, nil, nil)
 	for _, st := range []int{403, 404} {
 		fake.FailNext(st)
@@ -253,7 +253,7 @@ func TestPermanentErrors(t *testing.T) {
 }
 
 func TestReplyToMessageAndTyping(t *testing.T) {
-	fake := fakediscord.New(t)
+	fake := discordtest.New(t)
 	ch := newChannel(t, fake, nil, func(c *Config) { c.ReplyToMessage = true })
 	if _, err := ch.Send(t.Context(), bus.Outbound{ChatID: general, Content: "#### Title", ReplyTo: "42"}); err != nil {
 		t.Fatal(err)
@@ -267,15 +267,15 @@ func TestReplyToMessageAndTyping(t *testing.T) {
 }
 
 func TestResumeAfterDrop(t *testing.T) {
-	fake := fakediscord.New(t)
+	fake := discordtest.New(t)
 	ch := newChannel(t, fake, nil, nil)
 	in := run(t, ch)
-	fake.Send(fakediscord.Msg{From: alice, ChannelID: dm(alice), Content: "one"})
+	fake.Send(discordtest.Msg{From: alice, ChannelID: dm(alice), Content: "one"})
 	in.wait(t, "one")
 	fake.Drop()
 	// discordgo resumes at once, so "reconnecting" may last too short to
 	// poll; the resume count below shows the drop was noticed.
-	fake.Send(fakediscord.Msg{From: alice, ChannelID: dm(alice), Content: "two"})
+	fake.Send(discordtest.Msg{From: alice, ChannelID: dm(alice), Content: "two"})
 	in.wait(t, "two")
 	if ids, resumes, _ := fake.Counts(); ids != 1 || resumes != 1 {
 		t.Errorf("identifies %d resumes %d, want 1 and 1", ids, resumes)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
-	"github.com/nanobot-go/nanobot/channels/slack/internal/fakeslack"
+	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
@@ -25,11 +25,11 @@ const (
 func dm(user string) string { return "D" + strings.TrimPrefix(user, "U") }
 
 // newChannel builds a channel against fake with short timings.
-func newChannel(t *testing.T, fake *fakeslack.Server, log *slog.Logger, edit func(*Config)) *Channel {
+func newChannel(t *testing.T, fake *slacktest.Server, log *slog.Logger, edit func(*Config)) *Channel {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Enabled, cfg.AllowFrom = true, []string{"*"}
-	cfg.AppToken, cfg.BotToken, cfg.APIBase = fakeslack.AppToken, fakeslack.BotToken, fake.APIBase()
+	cfg.AppToken, cfg.BotToken, cfg.APIBase = slacktest.AppToken, slacktest.BotToken, fake.APIBase()
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -48,7 +48,7 @@ func newChannel(t *testing.T, fake *fakeslack.Server, log *slog.Logger, edit fun
 func TestConformance(t *testing.T) {
 	channeltest.Run(t, channeltest.Harness{
 		Setup: func(t *testing.T, env channeltest.Env) channeltest.Fixture {
-			fake := fakeslack.New(t)
+			fake := slacktest.New(t)
 			ch := newChannel(t, fake, env.Log, nil)
 			users := map[string]string{channeltest.Alice: aliceID, channeltest.Mallory: malloryID}
 			var mu sync.Mutex
@@ -58,9 +58,9 @@ func TestConformance(t *testing.T) {
 				SenderID: func(user string) string { return users[user] },
 				Emit: func(m channeltest.Message) channeltest.Emitted {
 					u := users[m.From]
-					e := fakeslack.Event{Channel: dm(u), ChannelType: "im", User: u, Text: m.Text}
+					e := slacktest.Event{Channel: dm(u), ChannelType: "im", User: u, Text: m.Text}
 					if m.Group {
-						e = fakeslack.Event{Type: "app_mention", Channel: general, User: u, Text: "<@" + fakeslack.BotUserID + "> " + m.Text}
+						e = slacktest.Event{Type: "app_mention", Channel: general, User: u, Text: "<@" + slacktest.BotUserID + "> " + m.Text}
 					}
 					env, ts := fake.Push(e)
 					em := channeltest.Emitted{ChatID: e.Channel, MessageID: ts}
@@ -171,12 +171,12 @@ func run(t *testing.T, ch *Channel, in *inbox) {
 }
 
 func TestThreadSessions(t *testing.T) {
-	fake := fakeslack.New(t)
+	fake := slacktest.New(t)
 	ch := newChannel(t, fake, nil, nil)
 	in := &inbox{}
 	run(t, ch, in)
 
-	_, top := fake.Push(fakeslack.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> first question"})
+	_, top := fake.Push(slacktest.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> first question"})
 	first := in.wait(t, "first question")
 	if want := "slack:" + general + ":thread:" + top; first.SessionKey != want {
 		t.Errorf("SessionKey = %q, want %q", first.SessionKey, want)
@@ -184,11 +184,11 @@ func TestThreadSessions(t *testing.T) {
 	if !first.IsGroup || first.Content != "first question" {
 		t.Errorf("inbound = %+v", first)
 	}
-	fake.Push(fakeslack.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> follow-up", ThreadTS: top})
+	fake.Push(slacktest.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> follow-up", ThreadTS: top})
 	if got := in.wait(t, "follow-up"); got.SessionKey != first.SessionKey {
 		t.Errorf("a reply in the thread got session %q, want %q", got.SessionKey, first.SessionKey)
 	}
-	_, other := fake.Push(fakeslack.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> new topic"})
+	_, other := fake.Push(slacktest.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> new topic"})
 	if got := in.wait(t, "new topic"); got.SessionKey != "slack:"+general+":thread:"+other {
 		t.Errorf("a new top-level message got session %q", got.SessionKey)
 	}
@@ -212,19 +212,19 @@ func TestThreadSessions(t *testing.T) {
 	})
 
 	// Direct messages are not threaded by default and are not groups.
-	fake.Push(fakeslack.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "hi in private"})
+	fake.Push(slacktest.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "hi in private"})
 	if got := in.wait(t, "hi in private"); got.IsGroup || got.SessionKey != "" {
 		t.Errorf("DM inbound = %+v", got)
 	}
 }
 
 func TestReplyInThreadOff(t *testing.T) {
-	fake := fakeslack.New(t)
+	fake := slacktest.New(t)
 	no := false
 	ch := newChannel(t, fake, nil, func(c *Config) { c.ReplyInThread = &no; c.Reactions = &no })
 	in := &inbox{}
 	run(t, ch, in)
-	fake.Push(fakeslack.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> flat"})
+	fake.Push(slacktest.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> flat"})
 	got := in.wait(t, "flat")
 	if got.SessionKey != "" || got.Metadata["thread_ts"] != nil {
 		t.Errorf("inbound = %+v, want no thread", got)
@@ -252,18 +252,18 @@ func TestGroupPolicy(t *testing.T) {
 		{PolicyAllowlist, []string{general}, []string{"mentioned by event", "mentioned in text", "plain chatter"}},
 	} {
 		t.Run(tc.policy, func(t *testing.T) {
-			fake := fakeslack.New(t)
+			fake := slacktest.New(t)
 			ch := newChannel(t, fake, nil, func(c *Config) { c.GroupPolicy, c.AllowChannels = tc.policy, tc.allow })
 			in := &inbox{}
 			run(t, ch, in)
-			fake.Push(fakeslack.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> mentioned by event"})
+			fake.Push(slacktest.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> mentioned by event"})
 			// Slack sends the same mention as a message event too: one inbound.
-			_, ts := fake.Push(fakeslack.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> mentioned in text"})
-			fake.PushAs("dup", ts, fakeslack.Event{Channel: general, ChannelType: "channel", User: aliceID, Text: "<@UBOT> mentioned in text"})
-			fake.Push(fakeslack.Event{Channel: general, ChannelType: "channel", User: aliceID, Text: "plain chatter"})
-			fake.Push(fakeslack.Event{Channel: "COTHER", ChannelType: "channel", User: aliceID, Text: "other channel"})
-			fake.Push(fakeslack.Event{Channel: general, ChannelType: "channel", User: "UB", BotID: "B2", Text: "<@UBOT> from a bot"})
-			end, _ := fake.Push(fakeslack.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "the end"})
+			_, ts := fake.Push(slacktest.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> mentioned in text"})
+			fake.PushAs("dup", ts, slacktest.Event{Channel: general, ChannelType: "channel", User: aliceID, Text: "<@UBOT> mentioned in text"})
+			fake.Push(slacktest.Event{Channel: general, ChannelType: "channel", User: aliceID, Text: "plain chatter"})
+			fake.Push(slacktest.Event{Channel: "COTHER", ChannelType: "channel", User: aliceID, Text: "other channel"})
+			fake.Push(slacktest.Event{Channel: general, ChannelType: "channel", User: "UB", BotID: "B2", Text: "<@UBOT> from a bot"})
+			end, _ := fake.Push(slacktest.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "the end"})
 			in.wait(t, "the end")
 			waitFor(t, "all acked", func() bool { return fake.Acked(end) && fake.Acked("dup") })
 			var got []string
@@ -280,11 +280,11 @@ func TestGroupPolicy(t *testing.T) {
 }
 
 func TestAckAfterDelivery(t *testing.T) {
-	fake := fakeslack.New(t)
+	fake := slacktest.New(t)
 	ch := newChannel(t, fake, nil, nil)
 	in := &inbox{hold: make(chan struct{}), deny: malloryID}
 	run(t, ch, in)
-	env, _ := fake.Push(fakeslack.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "held"})
+	env, _ := fake.Push(slacktest.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "held"})
 	time.Sleep(200 * time.Millisecond)
 	if fake.Acked(env) {
 		t.Fatal("acknowledged before Deliver returned")
@@ -292,7 +292,7 @@ func TestAckAfterDelivery(t *testing.T) {
 	close(in.hold)
 	waitFor(t, "ack", func() bool { return fake.Acked(env) })
 	// A denied sender is acknowledged too, and gets no 👀.
-	denied, ts := fake.Push(fakeslack.Event{Channel: dm(malloryID), ChannelType: "im", User: malloryID, Text: "let me in"})
+	denied, ts := fake.Push(slacktest.Event{Channel: dm(malloryID), ChannelType: "im", User: malloryID, Text: "let me in"})
 	waitFor(t, "ack of denied", func() bool { return fake.Acked(denied) })
 	for _, r := range fake.Reactions() {
 		if r.TS == ts {
@@ -302,7 +302,7 @@ func TestAckAfterDelivery(t *testing.T) {
 }
 
 func TestSendErrors(t *testing.T) {
-	fake := fakeslack.New(t)
+	fake := slacktest.New(t)
 	ch := newChannel(t, fake, nil, nil)
 	out := bus.Outbound{ChatID: general, Content: "hello"}
 
@@ -326,7 +326,7 @@ func TestSendErrors(t *testing.T) {
 	if err == nil || errors.As(err, &pe) || errors.As(err, &ra) {
 		t.Errorf("internal_error: err = %v, want a plain (retryable) error", err)
 	}
-	if strings.Contains(err.Error(), fakeslack.BotToken) {
+	if strings.Contains(err.Error(), slacktest.BotToken) {
 		t.Errorf("error leaks the token: %v", err)
 	}
 	ref, err := ch.Send(t.Context(), out)
@@ -342,15 +342,15 @@ func TestSendErrors(t *testing.T) {
 }
 
 func TestDisconnectRefresh(t *testing.T) {
-	fake := fakeslack.New(t)
+	fake := slacktest.New(t)
 	ch := newChannel(t, fake, nil, nil)
 	in := &inbox{}
 	run(t, ch, in)
-	fake.Push(fakeslack.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "one"})
+	fake.Push(slacktest.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "one"})
 	in.wait(t, "one")
 	fake.Disconnect()
 	waitFor(t, "a second connection", func() bool { return fake.Opens() >= 2 })
-	fake.Push(fakeslack.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "two"})
+	fake.Push(slacktest.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "two"})
 	in.wait(t, "two")
 	if h := ch.Health(); h.State != channels.StateConnected {
 		t.Errorf("Health = %+v", h)
@@ -381,7 +381,7 @@ func TestConfig(t *testing.T) {
 }
 
 func TestSendMedia(t *testing.T) {
-	fake := fakeslack.New(t)
+	fake := slacktest.New(t)
 	ch := newChannel(t, fake, nil, nil)
 	path := t.TempDir() + "/report.txt"
 	if err := os.WriteFile(path, []byte("file body"), 0o600); err != nil {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/nanobot-go/nanobot/channels/telegram/internal/fakebot"
+	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 )
 
 func TestToHTML(t *testing.T) {
@@ -49,7 +49,7 @@ func TestToHTML(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("toHTML(%q)\n got %q\nwant %q", tt.in, got, tt.want)
 			}
-			if _, _, err := fakebot.ParseHTML(got); err != nil {
+			if _, _, err := telegramtest.ParseHTML(got); err != nil {
 				t.Errorf("Telegram would refuse %q: %v", got, err)
 			}
 		})
@@ -67,7 +67,7 @@ func FuzzToHTML(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, md string) {
 		out := toHTML(md)
-		if _, _, err := fakebot.ParseHTML(out); err != nil {
+		if _, _, err := telegramtest.ParseHTML(out); err != nil {
 			t.Fatalf("toHTML(%q) = %q: Telegram would refuse it: %v", md, out, err)
 		}
 		if !utf8.ValidString(out) {

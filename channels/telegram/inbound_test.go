@@ -12,18 +12,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nanobot-go/nanobot/channels/telegram/internal/fakebot"
+	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 func TestForumTopicsAreSessions(t *testing.T) {
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	ch := newChannel(t, fake, nil, t.TempDir(), nil)
 	in := run(t, ch)
-	mention := "@" + fakebot.BotUsername + " "
-	fake.Send(fakebot.Msg{From: alice, Chat: forum, ThreadID: 42, Text: mention + "in topic 42"})
-	fake.Send(fakebot.Msg{From: alice, Chat: forum, ThreadID: 43, Text: mention + "in topic 43"})
-	fake.Send(fakebot.Msg{From: alice, Chat: group, Text: mention + "no topic"})
+	mention := "@" + telegramtest.BotUsername + " "
+	fake.Send(telegramtest.Msg{From: alice, Chat: forum, ThreadID: 42, Text: mention + "in topic 42"})
+	fake.Send(telegramtest.Msg{From: alice, Chat: forum, ThreadID: 43, Text: mention + "in topic 43"})
+	fake.Send(telegramtest.Msg{From: alice, Chat: group, Text: mention + "no topic"})
 	t42, t43, plain := in.wait(t, "in topic 42"), in.wait(t, "in topic 43"), in.wait(t, "no topic")
 	if want := "telegram:-100888:topic:42"; t42.SessionKey != want || t42.Key() != want {
 		t.Errorf("topic 42 session = %q, want %q", t42.SessionKey, want)
@@ -62,9 +62,9 @@ func TestForumTopicsAreSessions(t *testing.T) {
 }
 
 func TestGroupPolicy(t *testing.T) {
-	bot := "@" + fakebot.BotUsername
+	bot := "@" + telegramtest.BotUsername
 	type msg struct {
-		m    fakebot.Msg
+		m    telegramtest.Msg
 		want string // content expected; "" = dropped
 	}
 	tests := []struct {
@@ -72,24 +72,24 @@ func TestGroupPolicy(t *testing.T) {
 		msgs   []msg
 	}{
 		{PolicyMention, []msg{
-			{fakebot.Msg{Text: "just chatting"}, ""},
-			{fakebot.Msg{Text: bot + " what time is it"}, "what time is it"},
-			{fakebot.Msg{Text: "hey " + bot + ", help"}, "hey @" + fakebot.BotUsername + ", help"},
-			{fakebot.Msg{Text: "/new@" + fakebot.BotUsername}, "/new"},
-			{fakebot.Msg{Text: "/new@other_bot"}, ""},
-			{fakebot.Msg{Text: "/status"}, "/status"},
-			{fakebot.Msg{Text: "@someone_else hi"}, ""},
-			{fakebot.Msg{Text: "a topic message", ThreadID: 7}, ""},
-			{fakebot.Msg{Text: "answering the bot", ReplyTo: 1}, "answering the bot"},
+			{telegramtest.Msg{Text: "just chatting"}, ""},
+			{telegramtest.Msg{Text: bot + " what time is it"}, "what time is it"},
+			{telegramtest.Msg{Text: "hey " + bot + ", help"}, "hey @" + telegramtest.BotUsername + ", help"},
+			{telegramtest.Msg{Text: "/new@" + telegramtest.BotUsername}, "/new"},
+			{telegramtest.Msg{Text: "/new@other_bot"}, ""},
+			{telegramtest.Msg{Text: "/status"}, "/status"},
+			{telegramtest.Msg{Text: "@someone_else hi"}, ""},
+			{telegramtest.Msg{Text: "a topic message", ThreadID: 7}, ""},
+			{telegramtest.Msg{Text: "answering the bot", ReplyTo: 1}, "answering the bot"},
 		}},
 		{PolicyOpen, []msg{
-			{fakebot.Msg{Text: "just chatting"}, "just chatting"},
-			{fakebot.Msg{Text: "/new@other_bot"}, ""},
+			{telegramtest.Msg{Text: "just chatting"}, "just chatting"},
+			{telegramtest.Msg{Text: "/new@other_bot"}, ""},
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.policy, func(t *testing.T) {
-			fake := fakebot.New(t)
+			fake := telegramtest.New(t)
 			ch := newChannel(t, fake, nil, t.TempDir(), func(c *Config) { c.GroupPolicy = tt.policy })
 			in := run(t, ch)
 			// A message from the bot, for the reply case.
@@ -109,7 +109,7 @@ func TestGroupPolicy(t *testing.T) {
 			}
 			// Updates are handled in order: once the sentinel is in, every
 			// message before it was handled.
-			fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Text: "sentinel"})
+			fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "sentinel"})
 			in.wait(t, "sentinel")
 			var got []string
 			for _, m := range in.all() {
@@ -128,14 +128,14 @@ func TestGroupPolicy(t *testing.T) {
 }
 
 func TestMediaDownload(t *testing.T) {
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	media := t.TempDir()
 	ch := newChannel(t, fake, nil, media, func(c *Config) { c.MaxMediaBytes = 1000 })
 	in := run(t, ch)
 
 	small := fake.AddFile("s.jpg", []byte("small"), 0)
 	large := fake.AddFile("l.jpg", []byte("the largest photo"), 0)
-	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Photo: []string{small, large}, Caption: "look at this"})
+	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Photo: []string{small, large}, Caption: "look at this"})
 	photo := in.wait(t, "look at this")
 	if len(photo.Media) != 1 {
 		t.Fatalf("photo message has media %+v, want 1", photo.Media)
@@ -152,7 +152,7 @@ func TestMediaDownload(t *testing.T) {
 	}
 
 	doc := fake.AddFile("report.pdf", []byte("%PDF-1.4 tiny"), 0)
-	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Document: doc, FileName: "report.pdf", MIMEType: "application/pdf", Caption: "the report"})
+	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Document: doc, FileName: "report.pdf", MIMEType: "application/pdf", Caption: "the report"})
 	got := in.wait(t, "the report")
 	if len(got.Media) != 1 || got.Media[0].MIMEType != "application/pdf" || got.Media[0].Name != "report.pdf" {
 		t.Errorf("document media = %+v", got.Media)
@@ -163,14 +163,14 @@ func TestMediaDownload(t *testing.T) {
 
 	// Over the cap as Telegram reports it: not even fetched.
 	big := fake.AddFile("big.zip", []byte("x"), 5000)
-	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Document: big, FileName: "big.zip", Caption: "big one"})
+	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Document: big, FileName: "big.zip", Caption: "big one"})
 	got = in.wait(t, "big one")
 	if len(got.Media) != 0 || !strings.Contains(got.Content, "too large") {
 		t.Errorf("over-cap document: content %q media %+v, want a too-large note and no media", got.Content, got.Media)
 	}
 	// Reported small but bigger in fact: the download stops at the cap.
 	liar := fake.AddFile("liar.bin", bytes.Repeat([]byte("y"), 5000), 10)
-	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Document: liar, FileName: "liar.bin", Caption: "sneaky"})
+	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Document: liar, FileName: "liar.bin", Caption: "sneaky"})
 	got = in.wait(t, "sneaky")
 	if len(got.Media) != 0 || !strings.Contains(got.Content, "too large") {
 		t.Errorf("lying document: content %q media %+v, want a too-large note", got.Content, got.Media)
@@ -183,10 +183,10 @@ func TestMediaDownload(t *testing.T) {
 }
 
 func TestVoiceWithoutTranscription(t *testing.T) {
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	in := run(t, newChannel(t, fake, nil, t.TempDir(), nil))
 	voice := fake.AddFile("voice.oga", []byte("OggS voice"), 0)
-	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Voice: voice})
+	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Voice: voice})
 	got := in.wait(t, "[voice message:")
 	if len(got.Media) != 1 || got.Media[0].MIMEType != "audio/ogg" {
 		t.Fatalf("voice media = %+v, want one audio/ogg", got.Media)
@@ -211,13 +211,13 @@ func TestVoiceTranscription(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]string{"text": " turn the lights off "})
 	}))
 	t.Cleanup(whisper.Close)
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	ch := newChannel(t, fake, nil, t.TempDir(), func(c *Config) {
 		c.Transcription = Transcription{APIBase: whisper.URL + "/v1", APIKey: "sk-test", Model: "whisper-large-v3"}
 	})
 	in := run(t, ch)
 	voice := fake.AddFile("voice.oga", []byte("OggS voice"), 0)
-	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Voice: voice})
+	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Voice: voice})
 	got := in.wait(t, "[voice transcription]")
 	if got.Content != "[voice transcription] turn the lights off" {
 		t.Errorf("content = %q", got.Content)
@@ -232,9 +232,9 @@ func TestVoiceTranscriptionFailureFallsBack(t *testing.T) {
 		http.Error(w, `{"error":"overloaded"}`, http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(whisper.Close)
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	in := run(t, newChannel(t, fake, nil, t.TempDir(), func(c *Config) { c.Transcription.APIBase = whisper.URL }))
-	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Voice: fake.AddFile("v.oga", []byte("OggS"), 0)})
+	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Voice: fake.AddFile("v.oga", []byte("OggS"), 0)})
 	if got := in.wait(t, "[voice"); !strings.HasPrefix(got.Content, "[voice message: ") {
 		t.Errorf("content = %q, want the voice note fallback", got.Content)
 	}

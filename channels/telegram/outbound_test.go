@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/channels/telegram/internal/fakebot"
+	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 func TestSendFormatsHTML(t *testing.T) {
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	ch := newChannel(t, fake, nil, t.TempDir(), nil)
 	ref, err := ch.Send(context.Background(), bus.Outbound{ChatID: "1001", Content: "**Done**: `x < y`"})
 	if err != nil {
@@ -36,7 +36,7 @@ func TestSendFormatsHTML(t *testing.T) {
 }
 
 func TestHTMLRefusedFallsBackToPlain(t *testing.T) {
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	ch := newChannel(t, fake, nil, t.TempDir(), nil)
 	fake.RejectHTML(1)
 	const text = "**bold** <odd>"
@@ -65,20 +65,20 @@ func TestHTMLRefusedFallsBackToPlain(t *testing.T) {
 func TestSendErrors(t *testing.T) {
 	tests := []struct {
 		name      string
-		setup     func(*fakebot.Server)
+		setup     func(*telegramtest.Server)
 		chat      string
 		retry     time.Duration // want a RetryAfterError with this
 		permanent bool
 	}{
-		{"429 retry after", func(f *fakebot.Server) { f.Fail("sendMessage", 429, "Too Many Requests: retry after 7", 7) }, "1001", 7 * time.Second, false},
-		{"bot blocked", func(f *fakebot.Server) { f.Block(1001) }, "1001", 0, true},
-		{"chat not found", func(f *fakebot.Server) { f.Fail("sendMessage", 400, "Bad Request: chat not found", 0) }, "1001", 0, true},
-		{"bad chat id", func(*fakebot.Server) {}, "not-a-chat", 0, true},
-		{"server error", func(f *fakebot.Server) { f.Fail("sendMessage", 502, "Bad Gateway", 0) }, "1001", 0, false},
+		{"429 retry after", func(f *telegramtest.Server) { f.Fail("sendMessage", 429, "Too Many Requests: retry after 7", 7) }, "1001", 7 * time.Second, false},
+		{"bot blocked", func(f *telegramtest.Server) { f.Block(1001) }, "1001", 0, true},
+		{"chat not found", func(f *telegramtest.Server) { f.Fail("sendMessage", 400, "Bad Request: chat not found", 0) }, "1001", 0, true},
+		{"bad chat id", func(*telegramtest.Server) {}, "not-a-chat", 0, true},
+		{"server error", func(f *telegramtest.Server) { f.Fail("sendMessage", 502, "Bad Gateway", 0) }, "1001", 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := fakebot.New(t)
+			fake := telegramtest.New(t)
 			ch := newChannel(t, fake, nil, t.TempDir(), nil)
 			tt.setup(fake)
 			_, err := ch.Send(context.Background(), bus.Outbound{ChatID: tt.chat, Content: "hi"})
@@ -93,7 +93,7 @@ func TestSendErrors(t *testing.T) {
 			if got := errors.As(err, &perm); got != tt.permanent {
 				t.Errorf("err = %v: permanent %v, want %v", err, got, tt.permanent)
 			}
-			if strings.Contains(err.Error(), fakebot.Token) {
+			if strings.Contains(err.Error(), telegramtest.Token) {
 				t.Errorf("error %q leaks the token", err)
 			}
 		})
@@ -102,7 +102,7 @@ func TestSendErrors(t *testing.T) {
 
 // TestDispatcherHonoursRetryAfter runs a 429 through the real dispatcher.
 func TestDispatcherHonoursRetryAfter(t *testing.T) {
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	ch := newChannel(t, fake, nil, t.TempDir(), nil)
 	fake.Fail("sendMessage", 429, "Too Many Requests: retry after 1", 1)
 	d := channels.NewDispatcher(channels.DispatcherConfig{MaxRetries: 2, RetryBase: 10 * time.Millisecond}, []channels.Channel{ch})
@@ -121,7 +121,7 @@ func TestDispatcherHonoursRetryAfter(t *testing.T) {
 
 func TestReplyToMessage(t *testing.T) {
 	for _, on := range []bool{true, false} {
-		fake := fakebot.New(t)
+		fake := telegramtest.New(t)
 		ch := newChannel(t, fake, nil, t.TempDir(), func(c *Config) { c.ReplyToMessage = on })
 		if _, err := ch.Send(context.Background(), bus.Outbound{ChatID: "1001", Content: "answer", ReplyTo: "5"}); err != nil {
 			t.Fatalf("Send: %v", err)
@@ -137,7 +137,7 @@ func TestReplyToMessage(t *testing.T) {
 }
 
 func TestSendMedia(t *testing.T) {
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	ch := newChannel(t, fake, nil, t.TempDir(), nil)
 	dir := t.TempDir()
 	png := filepath.Join(dir, "chart.png")
@@ -183,7 +183,7 @@ func isPermanent(err error) bool {
 }
 
 func TestWebhook(t *testing.T) {
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	var logs bytes.Buffer
 	var logMu sync.Mutex
 	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
@@ -213,7 +213,7 @@ func TestWebhook(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	id, _ := fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Text: "via webhook"})
+	id, _ := fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "via webhook"})
 	update := fake.Update(id)
 	if code := post("s3cret_token-1", update); code != http.StatusServiceUnavailable {
 		t.Errorf("before Run: status %d, want 503", code)

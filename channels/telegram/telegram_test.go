@@ -12,26 +12,26 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
-	"github.com/nanobot-go/nanobot/channels/telegram/internal/fakebot"
+	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 var (
-	alice   = fakebot.User{ID: 1001, Username: "alice", FirstName: "Alice"}
-	mallory = fakebot.User{ID: 1002, Username: "mallory", FirstName: "Mallory"}
-	group   = fakebot.Chat{ID: -100777, Type: "supergroup", Title: "Test group"}
-	forum   = fakebot.Chat{ID: -100888, Type: "supergroup", Title: "Forum", IsForum: true}
+	alice   = telegramtest.User{ID: 1001, Username: "alice", FirstName: "Alice"}
+	mallory = telegramtest.User{ID: 1002, Username: "mallory", FirstName: "Mallory"}
+	group   = telegramtest.Chat{ID: -100777, Type: "supergroup", Title: "Test group"}
+	forum   = telegramtest.Chat{ID: -100888, Type: "supergroup", Title: "Forum", IsForum: true}
 )
 
-func private(u fakebot.User) fakebot.Chat { return fakebot.Chat{ID: u.ID, Type: "private"} }
+func private(u telegramtest.User) telegramtest.Chat { return telegramtest.Chat{ID: u.ID, Type: "private"} }
 
 // newChannel builds a channel against fake with short timings.
-func newChannel(t *testing.T, fake *fakebot.Server, log *slog.Logger, mediaDir string, edit func(*Config)) *Channel {
+func newChannel(t *testing.T, fake *telegramtest.Server, log *slog.Logger, mediaDir string, edit func(*Config)) *Channel {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Enabled, cfg.AllowFrom = true, []string{"*"}
-	cfg.Token, cfg.APIBase = fakebot.Token, fake.URL
+	cfg.Token, cfg.APIBase = telegramtest.Token, fake.URL
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -51,9 +51,9 @@ func newChannel(t *testing.T, fake *fakebot.Server, log *slog.Logger, mediaDir s
 func TestConformance(t *testing.T) {
 	channeltest.Run(t, channeltest.Harness{
 		Setup: func(t *testing.T, env channeltest.Env) channeltest.Fixture {
-			fake := fakebot.New(t)
+			fake := telegramtest.New(t)
 			ch := newChannel(t, fake, env.Log, env.MediaDir, nil)
-			users := map[string]fakebot.User{channeltest.Alice: alice, channeltest.Mallory: mallory}
+			users := map[string]telegramtest.User{channeltest.Alice: alice, channeltest.Mallory: mallory}
 			var mu sync.Mutex
 			updates := map[channeltest.Emitted]int64{}
 			return channeltest.Fixture{
@@ -63,9 +63,9 @@ func TestConformance(t *testing.T) {
 					u := users[m.From]
 					chat, text := private(u), m.Text
 					if m.Group {
-						chat, text = group, "@"+fakebot.BotUsername+" "+m.Text
+						chat, text = group, "@"+telegramtest.BotUsername+" "+m.Text
 					}
-					upd, msg := fake.Send(fakebot.Msg{From: u, Chat: chat, Text: text})
+					upd, msg := fake.Send(telegramtest.Msg{From: u, Chat: chat, Text: text})
 					e := channeltest.Emitted{ChatID: strconv.FormatInt(chat.ID, 10), MessageID: strconv.FormatInt(msg, 10)}
 					mu.Lock()
 					updates[e] = upd
@@ -166,8 +166,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestDefaults(t *testing.T) {
-	fake := fakebot.New(t)
-	ch, err := New(Config{Token: fakebot.Token, APIBase: fake.URL}, channels.Deps{})
+	fake := telegramtest.New(t)
+	ch, err := New(Config{Token: telegramtest.Token, APIBase: fake.URL}, channels.Deps{})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -238,7 +238,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestUnauthorizedTokenEndsRun(t *testing.T) {
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	ch := newChannel(t, fake, nil, t.TempDir(), func(c *Config) { c.Token = "999:wrong" })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -252,7 +252,7 @@ func TestUnauthorizedTokenEndsRun(t *testing.T) {
 }
 
 func TestPollFailuresShowInHealthAndRecover(t *testing.T) {
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	ch := newChannel(t, fake, nil, t.TempDir(), nil)
 	for range 3 {
 		fake.Fail("getUpdates", 409, "Conflict: terminated by other getUpdates request", 0)
@@ -262,13 +262,13 @@ func TestPollFailuresShowInHealthAndRecover(t *testing.T) {
 		h := ch.Health()
 		return h.State == channels.StateReconnecting && strings.Contains(h.LastError, "Conflict")
 	})
-	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Text: "still there?"})
+	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "still there?"})
 	in.wait(t, "still there?")
 	waitFor(t, "Health to be connected again", func() bool { return ch.Health().State == channels.StateConnected })
 }
 
 func TestCommandsRegistered(t *testing.T) {
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	ch := newChannel(t, fake, nil, t.TempDir(), nil)
 	in := run(t, ch)
 	calls := fake.Calls("setMyCommands")
@@ -280,8 +280,8 @@ func TestCommandsRegistered(t *testing.T) {
 			t.Errorf("commands %s lack %s", calls[0].Params["commands"], cmd)
 		}
 	}
-	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Text: "/help@" + fakebot.BotUsername})
-	fake.Send(fakebot.Msg{From: alice, Chat: private(alice), Text: "/new"})
+	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "/help@" + telegramtest.BotUsername})
+	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "/new"})
 	waitFor(t, "both commands", func() bool { return len(in.all()) == 2 })
 	got := in.all()
 	if got[0].Content != "/help" || got[1].Content != "/new" {
@@ -290,10 +290,10 @@ func TestCommandsRegistered(t *testing.T) {
 }
 
 func TestSenderIDWithoutUsername(t *testing.T) {
-	fake := fakebot.New(t)
+	fake := telegramtest.New(t)
 	in := run(t, newChannel(t, fake, nil, t.TempDir(), nil))
-	anon := fakebot.User{ID: 2002}
-	fake.Send(fakebot.Msg{From: anon, Chat: private(anon), Text: "no username here"})
+	anon := telegramtest.User{ID: 2002}
+	fake.Send(telegramtest.Msg{From: anon, Chat: private(anon), Text: "no username here"})
 	if got := in.wait(t, "no username").SenderID; got != "2002" {
 		t.Errorf("SenderID = %q, want 2002", got)
 	}

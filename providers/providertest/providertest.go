@@ -174,6 +174,7 @@ type Server struct {
 	handler  func(Request) Reply
 	requests []Request
 	latency  time.Duration
+	forget   bool // SetRecording(false): keep no requests
 }
 
 // New starts a server and registers its shutdown with t.Cleanup.
@@ -219,6 +220,17 @@ func (s *Server) SetLatency(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.latency = d
+}
+
+// SetRecording turns the request log on (the default) or off; long load
+// runs turn it off so the server's memory stays flat.
+func (s *Server) SetRecording(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forget = !on
+	if !on {
+		s.requests = nil
+	}
 }
 
 // Requests returns a copy of every request received so far.
@@ -333,7 +345,9 @@ func withErrorEvent(reply Reply, f Format, events []event) []event {
 // next records req and picks its reply.
 func (s *Server) next(req Request) (Reply, bool, time.Duration) {
 	s.mu.Lock()
-	s.requests = append(s.requests, req)
+	if !s.forget {
+		s.requests = append(s.requests, req)
+	}
 	latency := s.latency
 	if len(s.queue) > 0 {
 		reply := s.queue[0]

@@ -1,8 +1,8 @@
-// Package fakediscord is a local Discord for tests: an httptest server
+// Package discordtest is a local Discord for tests: an httptest server
 // with the REST endpoints the adapter uses (GET /api/v9/gateway, message
 // create and edit, typing) and a gateway websocket speaking Hello, Identify,
 // READY, heartbeats and their ACKs, MESSAGE_CREATE and Resume.
-package fakediscord
+package discordtest
 
 import (
 	"encoding/json"
@@ -74,7 +74,7 @@ type Server struct {
 }
 
 // New starts a fake; it stops when the test ends.
-func New(t *testing.T) *Server {
+func New(t testing.TB) *Server {
 	f := &Server{nextID: 100000}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v9/gateway", f.gateway)

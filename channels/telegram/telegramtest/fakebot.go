@@ -1,11 +1,11 @@
-// Package fakebot is a local Telegram Bot API server for tests: an httptest
+// Package telegramtest is a local Telegram Bot API server for tests: an httptest
 // server that speaks the wire protocol the real one does (POST
 // /bot<token>/<method> with multipart, form or JSON parameters, a real long
 // poll for getUpdates honouring offset and timeout, file downloads under
 // /file/bot<token>/<path>), keeps the chats' messages, validates HTML the way
 // Telegram does, and lets a test inject failures (429 with retry_after, a
 // dropped connection, a malformed update).
-package fakebot
+package telegramtest
 
 import (
 	"bytes"

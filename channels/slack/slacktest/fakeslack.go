@@ -1,9 +1,9 @@
-// Package fakeslack is a local stand-in for Slack in tests: an httptest
+// Package slacktest is a local stand-in for Slack in tests: an httptest
 // server answering the Web API methods the adapter calls (auth.test,
 // apps.connections.open, chat.postMessage, chat.update, reactions.add) and
 // serving a Socket Mode WebSocket that sends "hello", then the envelopes a
 // test pushes, and records the acknowledgements it gets back.
-package fakeslack
+package slacktest
 
 import (
 	"encoding/json"
@@ -51,7 +51,7 @@ type Reaction struct{ Channel, TS, Name string }
 type Server struct {
 	URL string // the base; the Web API is URL + "/api/"
 
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 
 	mu        sync.Mutex
@@ -75,7 +75,7 @@ type apiErr struct {
 }
 
 // New starts a fake; it stops when the test ends.
-func New(t *testing.T) *Server {
+func New(t testing.TB) *Server {
 	s := &Server{t: t, wake: make(chan struct{}, 1), conns: map[*websocket.Conn]bool{}, acks: map[string]bool{}, nextTS: 1}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.api)

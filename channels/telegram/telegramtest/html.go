@@ -1,4 +1,4 @@
-package fakebot
+package telegramtest
 
 import (
 	"fmt"

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
+	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
+	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+)
+
+// buildBinary builds the stripped binary the way a release would.
+func buildBinary(work string) (string, int64, error) {
+	bin := filepath.Join(work, "nanobot")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/nanobot")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", 0, fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	st, err := os.Stat(bin)
+	if err != nil {
+		return "", 0, err
+	}
+	return bin, st.Size(), nil
+}
+
+// gwOptions shape one gateway run.
+type gwOptions struct {
+	// Channels enables Telegram, Slack and Discord (the web chat is always on).
+	Channels bool
+	// Cap is agents.defaults.maxConcurrentTurns (0 = the default).
+	Cap int
+}
+
+// gateway is a running `nanobot gateway` child.
+type gateway struct {
+	cmd  *exec.Cmd
+	addr string
+	dir  string
+	logf *os.File
+	done chan error
+}
+
+// writeConfig writes a config.json in dir for the fakes.
+func writeConfig(dir string, fx *fakes, port int, o gwOptions) (string, error) {
+	defaults := map[string]any{"model": "bench-model", "provider": "vllm"}
+	if o.Cap > 0 {
+		defaults["maxConcurrentTurns"] = o.Cap
+	}
+	chans := map[string]any{"sendProgress": false, "sendToolHints": false}
+	if o.Channels {
+		chans["telegram"] = map[string]any{"enabled": true, "token": telegramtest.Token, "apiBase": fx.telegram.URL, "allowFrom": []string{"*"}}
+		chans["slack"] = map[string]any{"enabled": true, "appToken": slacktest.AppToken, "botToken": slacktest.BotToken, "apiBase": fx.slack.APIBase(), "allowFrom": []string{"*"}}
+		chans["discord"] = map[string]any{"enabled": true, "token": discordtest.Token, "apiBase": fx.discord.URL, "allowFrom": []string{"*"}}
+	}
+	cfg := map[string]any{
+		"agents":    map[string]any{"defaults": defaults},
+		"providers": map[string]any{"vllm": map[string]any{"apiBase": fx.llm.OpenAIBase()}},
+		"channels":  chans,
+		"gateway":   map[string]any{"host": "127.0.0.1", "port": port, "heartbeat": map[string]any{"enabled": false}},
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "config.json")
+	return path, os.WriteFile(path, b, 0o600)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startGateway starts the binary on a config in dir (created if needed)
+// and returns once /readyz answers 200, with the time that took.
+func startGateway(bin, dir string, fx *fakes, o gwOptions) (*gateway, time.Duration, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, 0, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, 0, err
+	}
+	cfg, err := writeConfig(dir, fx, port, o)
+	if err != nil {
+		return nil, 0, err
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, "gateway.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, 0, err
+	}
+	g := &gateway{addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, logf: logf, done: make(chan error, 1)}
+	g.cmd = exec.Command(bin, "gateway", "--config", cfg)
+	g.cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+	g.cmd.Stdout, g.cmd.Stderr = logf, logf
+	client := &http.Client{Timeout: time.Second}
+	start := time.Now()
+	if err := g.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, 0, err
+	}
+	go func() { g.done <- g.cmd.Wait() }()
+	deadline := start.Add(30 * time.Second)
+	for {
+		resp, err := client.Get("http://" + g.addr + "/readyz")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return g, time.Since(start), nil
+			}
+		}
+		select {
+		case err := <-g.done:
+			logf.Close()
+			return nil, 0, fmt.Errorf("gateway exited before ready: %v (log: %s)", err, filepath.Join(dir, "gateway.log"))
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			g.stop()
+			return nil, 0, fmt.Errorf("gateway not ready after 30 s (log: %s)", filepath.Join(dir, "gateway.log"))
+		}
+	}
+}
+
+// stop asks the gateway to shut down (SIGTERM) and waits for it.
+func (g *gateway) stop() {
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.done:
+	case <-time.After(20 * time.Second):
+		_ = g.cmd.Process.Kill()
+		<-g.done
+	}
+	g.logf.Close()
+}
+
+// memory reads the child's resident and proportional set sizes.
+func (g *gateway) memory() (rss, pss int64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", g.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "Rss:":
+			rss = kb * 1024
+		case "Pss:":
+			pss = kb * 1024
+		}
+	}
+	if rss == 0 {
+		return 0, 0, errors.New("no Rss line in smaps_rollup")
+	}
+	return rss, pss, sc.Err()
+}
+
+// metric reads one unlabelled value from /metrics.
+func (g *gateway) metric(ctx context.Context, name string) (float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+g.addr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, name+" ") {
+			return strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, name)), 64)
+		}
+	}
+	return 0, fmt.Errorf("metric %s not found", name)
+}

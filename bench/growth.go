@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// growthPoint is the gateway's memory after some sessions.
+type growthPoint struct {
+	Label          string
+	Sessions       int
+	RSS, PSS, Heap int64
+}
+
+// measureGrowth drives 1,000 then 10,000 sessions of 20 turns each through
+// one gateway and reads its memory after each step and after idling.
+func measureGrowth(r *report, fx *fakes, bin, work string, quick bool) error {
+	fx.llm.SetRecording(false)
+	defer fx.llm.SetRecording(true)
+	first, total, turns, settle := 1000, 10000, 20, 30*time.Second
+	if quick {
+		first, total, turns, settle = 20, 60, 3, time.Second
+	}
+	r.GrowthTurns = turns
+	dir := filepath.Join(work, "growth")
+	g, _, err := startGateway(bin, dir, fx, gwOptions{Channels: true, Cap: 100})
+	if err != nil {
+		return err
+	}
+	defer g.stop()
+	fol := newFollower(fx.telegram)
+	defer fol.close()
+	read := func(label string, sessions int) error {
+		rss, pss, err := g.memory()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		heap, _ := g.metric(ctx, "go_memstats_heap_inuse_bytes")
+		p := growthPoint{Label: label, Sessions: sessions, RSS: rss, PSS: pss, Heap: int64(heap)}
+		r.Growth = append(r.Growth, p)
+		fmt.Printf("  %s: %d sessions, RSS %s, heap %s\n", label, sessions, mib(rss), mib(int64(heap)))
+		return nil
+	}
+	if err := read("before", 0); err != nil {
+		return err
+	}
+	start := time.Now()
+	_, _, failed := runChats(fx, fol, first, turns, 5*time.Minute)
+	if err := read("after load", first); err != nil {
+		return err
+	}
+	_, _, failed2 := runChats(fx, fol, total-first, turns, 5*time.Minute)
+	r.GrowthFailed = failed + failed2
+	r.GrowthTook = time.Since(start)
+	if err := read("after load", total); err != nil {
+		return err
+	}
+	time.Sleep(settle)
+	if err := read(fmt.Sprintf("after %s idle", settle), total); err != nil {
+		return err
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "sessions", "*"))
+	r.GrowthFiles = len(files)
+	if len(files) == 0 {
+		if _, err := os.Stat(filepath.Join(dir, "sessions")); err != nil {
+			r.GrowthFiles = -1
+		}
+	}
+	return nil
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
