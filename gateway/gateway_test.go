@@ -85,7 +85,7 @@ func (f *fakeChannel) EditInterval() time.Duration {
 	}
 	return 10 * time.Millisecond
 }
-func (f *fakeChannel) MessageLimit() int           { return 200 }
+func (f *fakeChannel) MessageLimit() int { return 200 }
 
 // texts returns what each platform message of a chat shows now, in order.
 func (f *fakeChannel) texts(chat string) []string {

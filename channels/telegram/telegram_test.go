@@ -24,7 +24,9 @@ var (
 	forum   = telegramtest.Chat{ID: -100888, Type: "supergroup", Title: "Forum", IsForum: true}
 )
 
-func private(u telegramtest.User) telegramtest.Chat { return telegramtest.Chat{ID: u.ID, Type: "private"} }
+func private(u telegramtest.User) telegramtest.Chat {
+	return telegramtest.Chat{ID: u.ID, Type: "private"}
+}
 
 // newChannel builds a channel against fake with short timings.
 func newChannel(t *testing.T, fake *telegramtest.Server, log *slog.Logger, mediaDir string, edit func(*Config)) *Channel {
