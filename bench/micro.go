@@ -33,7 +33,7 @@ func measureMicro(r *report, quick bool) error {
 	if quick {
 		benchtime = "20x"
 	}
-	args := append([]string{"test", "-run", "^$", "-bench", microPattern, "-benchmem", "-benchtime", benchtime, "-count", "1"}, microPackages...)
+	args := append([]string{"test", "-run", "^$", "-bench", microPattern, "-benchmem", "-benchtime", benchtime, "-count", "1", "-timeout", "5m"}, microPackages...)
 	cmd := exec.Command("go", args...)
 	cmd.Env = os.Environ()
 	var out bytes.Buffer

@@ -30,8 +30,12 @@ type DispatcherConfig struct {
 	MaxRetries int
 	// RetryBase is the first retry delay, doubled each time (default 1 s).
 	RetryBase time.Duration
-	Observer  SendObserver
-	Log       *slog.Logger
+	// WorkerIdle is how long a chat's worker outlives its last message
+	// (default DefaultWorkerIdle): a gateway that has seen many chats keeps
+	// workers only for the active ones.
+	WorkerIdle time.Duration
+	Observer   SendObserver
+	Log        *slog.Logger
 }
 
 // Dispatcher drains the outbound queue and delivers to channels. Each chat
@@ -58,6 +62,9 @@ func NewDispatcher(cfg DispatcherConfig, chans []Channel) *Dispatcher {
 	}
 	if cfg.RetryBase <= 0 {
 		cfg.RetryBase = time.Second
+	}
+	if cfg.WorkerIdle <= 0 {
+		cfg.WorkerIdle = DefaultWorkerIdle
 	}
 	log := cfg.Log
 	if log == nil {
@@ -113,20 +120,41 @@ func (d *Dispatcher) route(ctx context.Context, m bus.Outbound) {
 	key := m.Channel + "\x00" + m.ChatID
 	w, ok := d.workers[key]
 	if !ok {
-		w = &chatWorker{d: d, ch: ch, in: make(chan bus.Outbound, 1024), streams: map[string]*stream{}}
+		w = &chatWorker{d: d, key: key, ch: ch, in: make(chan bus.Outbound, 1024), streams: map[string]*stream{}}
 		d.workers[key] = w
 		d.wg.Go(func() { w.run(ctx) })
 	}
+	w.routing++ // the worker stays while a message is on its way to it
 	d.mu.Unlock()
 	select {
 	case w.in <- m:
 	case <-ctx.Done():
 	}
+	d.mu.Lock()
+	w.routing--
+	d.mu.Unlock()
+}
+
+// DefaultWorkerIdle is how long a chat's worker outlives its last message
+// (DispatcherConfig.WorkerIdle).
+const DefaultWorkerIdle = 20 * time.Second
+
+// retire removes w if nothing is queued for it or on its way to it.
+func (d *Dispatcher) retire(w *chatWorker) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w.routing > 0 || len(w.in) > 0 || d.workers[w.key] != w {
+		return false
+	}
+	delete(d.workers, w.key)
+	return true
 }
 
 // chatWorker delivers one chat's messages in order.
 type chatWorker struct {
 	d       *Dispatcher
+	key     string
+	routing int // messages being handed to in (guarded by d.mu)
 	ch      Channel
 	in      chan bus.Outbound
 	streams map[string]*stream
@@ -154,6 +182,8 @@ type stream struct {
 func (s *stream) current() string { return s.reopen + strings.TrimLeft(s.total[s.done:], "\n") }
 
 func (w *chatWorker) run(ctx context.Context) {
+	idle := time.NewTimer(w.d.cfg.WorkerIdle)
+	defer idle.Stop()
 	for {
 		var tick <-chan time.Time
 		if w.timer != nil {
@@ -168,9 +198,16 @@ func (w *chatWorker) run(ctx context.Context) {
 				return
 			}
 			w.handle(ctx, m)
+			idle.Reset(w.d.cfg.WorkerIdle)
 		case <-tick:
 			w.timer = nil
 			w.flushDue(ctx)
+			idle.Reset(w.d.cfg.WorkerIdle)
+		case <-idle.C:
+			if len(w.streams) == 0 && w.timer == nil && w.d.retire(w) {
+				return
+			}
+			idle.Reset(w.d.cfg.WorkerIdle)
 		}
 	}
 }

@@ -277,3 +277,52 @@ func (b *blockingChannel) Send(ctx context.Context, m bus.Outbound) (MessageRef,
 	}
 	return b.fakeChannel.Send(ctx, m)
 }
+
+func TestIdleChatWorkersRetire(t *testing.T) {
+	fc := &fakeChannel{name: "c", limit: 4096}
+	out := make(chan bus.Outbound, 100)
+	d := NewDispatcher(DispatcherConfig{WorkerIdle: 20 * time.Millisecond}, []Channel{fc})
+	done := make(chan struct{})
+	go func() { _ = d.Run(context.Background(), out); close(done) }()
+	t.Cleanup(func() { close(out); <-done })
+	workers := func() int {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.workers)
+	}
+	for i := range 50 {
+		out <- bus.Outbound{Channel: "c", ChatID: fmt.Sprint(i), Kind: bus.KindMessage, Content: "hi", Final: true}
+	}
+	waitFor(t, "50 sends", func() bool { s, _ := fc.snapshot(); return len(s) == 50 })
+	waitFor(t, "idle workers to retire", func() bool { return workers() == 0 })
+	// A chat whose worker retired is served by a new one.
+	out <- bus.Outbound{Channel: "c", ChatID: "7", Kind: bus.KindMessage, Content: "again", Final: true}
+	waitFor(t, "send after retirement", func() bool { s, _ := fc.snapshot(); return len(s) == 51 && s[50].Content == "again" })
+}
+
+func TestWorkerRetirementLosesNothing(t *testing.T) {
+	fc := &fakeChannel{name: "c", limit: 4096}
+	out := make(chan bus.Outbound, 100)
+	d := NewDispatcher(DispatcherConfig{WorkerIdle: 5 * time.Millisecond}, []Channel{fc})
+	done := make(chan struct{})
+	go func() { _ = d.Run(context.Background(), out); close(done) }()
+	t.Cleanup(func() { close(out); <-done })
+	// Messages arrive around the idle deadline, so workers retire and are
+	// recreated while messages are on their way.
+	const n = 120
+	for i := range n {
+		out <- bus.Outbound{Channel: "c", ChatID: fmt.Sprint(i % 3), Kind: bus.KindMessage, Content: fmt.Sprint(i), Final: true}
+		time.Sleep(time.Duration(i%11) * time.Millisecond)
+	}
+	waitFor(t, "every message", func() bool { s, _ := fc.snapshot(); return len(s) == n })
+	s, _ := fc.snapshot()
+	last := map[string]int{}
+	for _, m := range s {
+		var v int
+		fmt.Sscan(m.Content, &v)
+		if prev, ok := last[m.ChatID]; ok && v < prev {
+			t.Fatalf("chat %s: %d after %d (order lost)", m.ChatID, v, prev)
+		}
+		last[m.ChatID] = v
+	}
+}
