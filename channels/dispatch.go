@@ -90,7 +90,8 @@ func (d *Dispatcher) Run(ctx context.Context, out <-chan bus.Outbound) error {
 	defer func() {
 		d.mu.Lock()
 		for _, w := range d.workers {
-			close(w.in)
+			w.closed = true
+			w.signal()
 		}
 		d.workers = map[string]*chatWorker{}
 		d.mu.Unlock()
@@ -120,19 +121,16 @@ func (d *Dispatcher) route(ctx context.Context, m bus.Outbound) {
 	key := m.Channel + "\x00" + m.ChatID
 	w, ok := d.workers[key]
 	if !ok {
-		w = &chatWorker{d: d, key: key, ch: ch, in: make(chan bus.Outbound, 1024), streams: map[string]*stream{}}
+		w = &chatWorker{d: d, key: key, ch: ch, wake: make(chan struct{}, 1), streams: map[string]*stream{}}
 		d.workers[key] = w
 		d.wg.Go(func() { w.run(ctx) })
 	}
-	w.routing++ // the worker stays while a message is on its way to it
+	// The queue is unbounded so one slow chat never holds up routing for
+	// the others; it holds only what the agent produced and the platform
+	// has not taken yet.
+	w.queue = append(w.queue, m)
 	d.mu.Unlock()
-	select {
-	case w.in <- m:
-	case <-ctx.Done():
-	}
-	d.mu.Lock()
-	w.routing--
-	d.mu.Unlock()
+	w.signal()
 }
 
 // DefaultWorkerIdle is how long a chat's worker outlives its last message
@@ -143,7 +141,7 @@ const DefaultWorkerIdle = 20 * time.Second
 func (d *Dispatcher) retire(w *chatWorker) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if w.routing > 0 || len(w.in) > 0 || d.workers[w.key] != w {
+	if len(w.queue) > 0 || w.closed || d.workers[w.key] != w {
 		return false
 	}
 	delete(d.workers, w.key)
@@ -152,11 +150,13 @@ func (d *Dispatcher) retire(w *chatWorker) bool {
 
 // chatWorker delivers one chat's messages in order.
 type chatWorker struct {
-	d       *Dispatcher
-	key     string
-	routing int // messages being handed to in (guarded by d.mu)
-	ch      Channel
-	in      chan bus.Outbound
+	d   *Dispatcher
+	key string
+	ch  Channel
+	// queue and closed are guarded by d.mu; wake holds one pending signal.
+	queue   []bus.Outbound
+	closed  bool
+	wake    chan struct{}
 	streams map[string]*stream
 	timer   *time.Timer
 }
@@ -192,12 +192,18 @@ func (w *chatWorker) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case m, ok := <-w.in:
-			if !ok {
-				w.flushAll(ctx)
-				return
+		case <-w.wake:
+			for {
+				m, ok, closed := w.next()
+				if closed {
+					w.flushAll(ctx)
+					return
+				}
+				if !ok {
+					break
+				}
+				w.handle(ctx, m)
 			}
-			w.handle(ctx, m)
 			idle.Reset(w.d.cfg.WorkerIdle)
 		case <-tick:
 			w.timer = nil
@@ -210,6 +216,29 @@ func (w *chatWorker) run(ctx context.Context) {
 			idle.Reset(w.d.cfg.WorkerIdle)
 		}
 	}
+}
+
+// signal wakes the worker (never blocks).
+func (w *chatWorker) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the oldest queued message; closed is set once the queue is
+// empty and the dispatcher is shutting down.
+func (w *chatWorker) next() (m bus.Outbound, ok, closed bool) {
+	w.d.mu.Lock()
+	defer w.d.mu.Unlock()
+	if len(w.queue) == 0 {
+		w.queue = nil // release the backing array
+		return m, false, w.closed
+	}
+	m = w.queue[0]
+	w.queue[0] = bus.Outbound{}
+	w.queue = w.queue[1:]
+	return m, true, false
 }
 
 func (w *chatWorker) editor() (Editor, bool) {
