@@ -171,10 +171,12 @@ func layoutTable(rows [][]string) string {
 	return b.String()
 }
 
+// htmlEscaper is built once: a Replacer builds its lookup tables on first
+// use, which costs far more than the replacing.
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
 // escape makes text safe inside Telegram HTML.
-func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
+func escape(s string) string { return htmlEscaper.Replace(s) }
 
 // maxDepth bounds the nesting of inline formatting, so hostile input
 // cannot recurse without end.
