@@ -118,10 +118,14 @@ func inline(s string) string {
 	return s
 }
 
+// Replacers are built once: building one costs far more than using it.
+var (
+	mrkdwnEscaper   = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	mrkdwnUnescaper = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
+)
+
 // escape escapes the three characters mrkdwn reserves.
-func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
+func escape(s string) string { return mrkdwnEscaper.Replace(s) }
 
 var slackLinkRE = regexp.MustCompile(`<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>`)
 
@@ -136,5 +140,5 @@ func fromMrkdwn(s string) string {
 		}
 		return "[" + p[2] + "](" + p[1] + ")"
 	})
-	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+	return mrkdwnUnescaper.Replace(s)
 }

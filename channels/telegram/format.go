@@ -138,9 +138,9 @@ func tableCells(line string) []string {
 
 // stripInline removes the Markdown emphasis markers a table cell may have
 // (a <pre> block shows them literally).
-func stripInline(s string) string {
-	return strings.NewReplacer("**", "", "__", "", "`", "").Replace(s)
-}
+func stripInline(s string) string { return inlineMarkers.Replace(s) }
+
+var inlineMarkers = strings.NewReplacer("**", "", "__", "", "`", "")
 
 // layoutTable pads the cells into aligned columns.
 func layoutTable(rows [][]string) string {
