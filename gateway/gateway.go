@@ -32,6 +32,7 @@ import (
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 	jobs "github.com/nanobot-go/nanobot/tools/cron"
+	"github.com/nanobot-go/nanobot/tools/mcp"
 	"github.com/nanobot-go/nanobot/tools/message"
 	"github.com/nanobot-go/nanobot/tools/spawn"
 )
@@ -45,6 +46,8 @@ type Options struct {
 	Provider providers.Provider
 	// Model is the model name sent to Provider.
 	Model string
+	// MCP reports the MCP servers in /api/status (nil: none).
+	MCP interface{ Status() []mcp.Status }
 	// Tools are offered to the agent. The gateway adds the tools that need
 	// its runtime: message (the bus) and spawn (sub-agents). Nil: only
 	// those.
@@ -83,6 +86,8 @@ type Status struct {
 	Outbound int                        `json:"outboundQueue"`
 	Pending  int                        `json:"pendingMessages"`
 	Started  time.Time                  `json:"started"`
+	// MCP are the MCP servers' connections.
+	MCP []mcp.Status `json:"mcpServers,omitempty"`
 }
 
 // Run assembles and runs the gateway until ctx ends, then shuts down in
@@ -253,7 +258,11 @@ func Run(ctx context.Context, o Options) error {
 	status := func() Status {
 		in, out := b.Depth()
 		ready, _ := mgr.Ready()
-		return Status{Version: o.Version, Ready: ready, Channels: mgr.Health(), Inbound: in, Outbound: out, Pending: jr.Pending(), Started: started}
+		st := Status{Version: o.Version, Ready: ready, Channels: mgr.Health(), Inbound: in, Outbound: out, Pending: jr.Pending(), Started: started}
+		if o.MCP != nil {
+			st.MCP = o.MCP.Status()
+		}
+		return st
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -58,7 +58,7 @@ func runGateway(ctx context.Context, a *app) error {
 			}
 		}
 	}()
-	return gateway.Run(ctx, gateway.Options{
+	opts := gateway.Options{
 		Config: &l.Config, Paths: l.Paths,
 		Provider: w.provider, Model: w.model, Tools: w.tools,
 		Channels: w.channels, Log: a.log, Version: buildVersion(),
@@ -70,7 +70,11 @@ func runGateway(ctx context.Context, a *app) error {
 			}
 			return &next.Config, nil
 		},
-	})
+	}
+	if w.mcp != nil {
+		opts.MCP = w.mcp
+	}
+	return gateway.Run(ctx, opts)
 }
 
 func newInstallServiceCmd(a *app) *cobra.Command {

@@ -101,6 +101,16 @@ func printStatus(w io.Writer, a *app) {
 		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintf(w, "  queues: %d inbound, %d outbound, %d unfinished\n", st.Inbound, st.Outbound, st.Pending)
+	for _, m := range st.MCP {
+		line := fmt.Sprintf("  mcp %-8s %s (%s, %d tools) since %s", m.Name, m.State, m.Transport, m.Tools, m.Since.Local().Format("15:04:05"))
+		if m.Restarts > 0 {
+			line += fmt.Sprintf(", %d restart(s)", m.Restarts)
+		}
+		if m.LastError != "" {
+			line += ", last error: " + m.LastError
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 // fetchStatus asks a running gateway for its health.

@@ -14,7 +14,12 @@ import (
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 	jobs "github.com/nanobot-go/nanobot/tools/cron"
+	"github.com/nanobot-go/nanobot/tools/mcp"
+	"github.com/nanobot-go/nanobot/tools/sandbox"
 )
+
+// mcpStartWait is how long startup waits for MCP servers to connect.
+const mcpStartWait = 15 * time.Second
 
 // wired is everything cmd builds from the config for the agent: the
 // provider, the tools and the channel registry.
@@ -25,7 +30,9 @@ type wired struct {
 	providerNote string
 	tools        *tools.Registry
 	channels     *channels.Registry
-	closers      []func()
+	// mcp supervises the MCP servers (nil when none are configured).
+	mcp     *mcp.Manager
+	closers []func()
 }
 
 func (w *wired) close() {
@@ -65,6 +72,17 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 		if err := w.tools.Register(t); err != nil {
 			return nil, fmt.Errorf("tools: %w", err)
 		}
+	}
+	if len(c.Tools.MCPServers) > 0 {
+		ws := a.loaded.Paths.Workspace
+		w.mcp = mcp.New(c.Tools.MCPServers, w.tools, mcp.Options{
+			Log: a.log, Dir: ws, Sandbox: sandbox.Mode(c.Tools.Exec.Sandbox), Writable: []string{ws},
+		})
+		// Servers that start quickly are ready for the first message; slow
+		// ones add their tools when they connect.
+		w.mcp.Start(ctx, mcpStartWait)
+		w.closers = append(w.closers, w.mcp.Close)
+		a.log.Info("mcp servers started", "servers", w.mcp.String())
 	}
 	return w, nil
 }
