@@ -83,7 +83,8 @@ func start(t *testing.T, cfg map[string]configs.MCPServerConfig) (*Manager, *too
 		}
 		cfg[name] = c
 	}
-	m := New(cfg, reg, Options{Log: log, Dir: t.TempDir(), Sandbox: sandbox.ModeNone, BackoffMin: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond})
+	// The workspace does not exist yet, as on a first start.
+	m := New(cfg, reg, Options{Log: log, Dir: filepath.Join(t.TempDir(), "workspace"), Sandbox: sandbox.ModeNone, BackoffMin: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond})
 	m.Start(context.Background(), 60*time.Second)
 	t.Cleanup(m.Close)
 	return m, reg, logs
@@ -115,7 +116,7 @@ func TestStdioEverything(t *testing.T) {
 	dir := npmDir(t)
 	m, reg, logs := start(t, map[string]configs.MCPServerConfig{"everything": everythingStdio(dir)})
 	st := m.Status()
-	if len(st) != 1 || st[0].State != StateConnected || st[0].Tools == 0 {
+	if len(st) != 1 || st[0].State != StateConnected || st[0].Tools == 0 || st[0].Restarts != 0 {
 		t.Fatalf("status %+v, want connected with tools; log:\n%s", st, logs)
 	}
 	for _, want := range []string{"mcp_everything_echo", "mcp_everything_get-tiny-image", "mcp_everything_get-sum"} {

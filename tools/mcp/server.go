@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"os/exec"
 	"sync"
 	"time"
@@ -222,7 +223,15 @@ func (s *server) transport(ctx context.Context) (sdk.Transport, error) {
 		}
 		dir := s.cfg.Cwd
 		if dir == "" {
+			// The workspace may not exist yet on a first start.
 			dir = s.m.opts.Dir
+			if dir != "" {
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					return nil, fmt.Errorf("working folder: %w", err)
+				}
+			}
+		} else if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("cwd %s is not a folder", dir)
 		}
 		cmd, err := sandbox.Command(ctx, sandbox.Spec{
 			Path: s.cfg.Command, Args: s.cfg.Args, Dir: dir, Env: env,
