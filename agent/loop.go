@@ -258,8 +258,11 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 		}
 	}
 	maxHistory := 0
-	if n, ok := m.Metadata["maxHistory"].(int); ok {
+	switch n := m.Metadata["maxHistory"].(type) {
+	case int:
 		maxHistory = n
+	case float64: // after a trip through a JSON queue (natsbus)
+		maxHistory = int(n)
 	}
 	msgs := l.cfg.Builder.Messages(sess.History(maxHistory), m)
 	background := m.Metadata["heartbeat"] != nil
