@@ -434,3 +434,46 @@ type Member struct {
 	Partitions []int     `json:"partitions"`
 	Seen       time.Time `json:"seen"`
 }
+
+// Members lists the instances that announced themselves within the last
+// lease period (workers through RunWorker, others through Announce).
+func (b *Bus) Members(ctx context.Context) ([]Member, error) {
+	keys, err := b.memberKeys(ctx)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []Member
+	for _, k := range keys {
+		e, err := b.leases.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var m Member
+		if json.Unmarshal(e.Value(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Instance < out[j].Instance })
+	return out, nil
+}
+
+// Announce keeps this instance in the member list until ctx ends (for
+// instances that do not run RunWorker).
+func (b *Bus) Announce(ctx context.Context) {
+	key := "member." + b.opts.Role + "." + sanitize(b.opts.Instance)
+	t := time.NewTicker(b.renewEvery())
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, b.renewEvery())
+		_, _ = b.leases.Put(pctx, key, []byte(b.memberInfo()))
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
