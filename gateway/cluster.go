@@ -70,9 +70,11 @@ func (j journalInbox) Pending() int { return j.jr.Pending() }
 
 type natsInbox struct{ b *natsbus.Bus }
 
-func (n natsInbox) Accept(ctx context.Context, m bus.Inbound) error { return n.b.PublishInbound(ctx, m) }
-func (n natsInbox) Done(m bus.Inbound, stopping bool)               { n.b.Done(m, stopping) }
-func (n natsInbox) Pending() int                                    { in, _ := n.b.Depth(); return in }
+func (n natsInbox) Accept(ctx context.Context, m bus.Inbound) error {
+	return n.b.PublishInbound(ctx, m)
+}
+func (n natsInbox) Done(m bus.Inbound, stopping bool) { n.b.Done(m, stopping) }
+func (n natsInbox) Pending() int                      { in, _ := n.b.Depth(); return in }
 
 // connectNATS dials the cluster's NATS server. The client reconnects by
 // itself, forever, with jittered waits; disconnects are logged (without
