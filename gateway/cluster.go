@@ -38,8 +38,9 @@ type inbox interface {
 	// Accept makes m durable and queues it; journal.ErrDuplicate for a
 	// message seen before.
 	Accept(ctx context.Context, m bus.Inbound) error
-	// Done marks m finished, or (stopping) hands it back for a replay.
-	Done(m bus.Inbound, stopping bool)
+	// Done marks m finished, or (stopping, or its turn failed in a way
+	// worth replaying) hands it back.
+	Done(m bus.Inbound, stopping bool, err error)
 	Pending() int
 }
 
@@ -57,7 +58,7 @@ func (j journalInbox) Accept(ctx context.Context, m bus.Inbound) error {
 	return j.b.PublishInbound(ctx, jm)
 }
 
-func (j journalInbox) Done(m bus.Inbound, stopping bool) {
+func (j journalInbox) Done(m bus.Inbound, stopping bool, _ error) {
 	if stopping || m.ID == "" {
 		return // replayed at the next start
 	}
@@ -73,8 +74,12 @@ type natsInbox struct{ b *natsbus.Bus }
 func (n natsInbox) Accept(ctx context.Context, m bus.Inbound) error {
 	return n.b.PublishInbound(ctx, m)
 }
-func (n natsInbox) Done(m bus.Inbound, stopping bool) { n.b.Done(m, stopping) }
-func (n natsInbox) Pending() int                      { in, _ := n.b.Depth(); return in }
+func (n natsInbox) Done(m bus.Inbound, stopping bool, err error) {
+	// A turn that could not be saved because NATS was unreachable is
+	// replayed rather than acknowledged.
+	n.b.Done(m, stopping || natsbus.IsUnreachable(err))
+}
+func (n natsInbox) Pending() int { in, _ := n.b.Depth(); return in }
 
 // connectNATS dials the cluster's NATS server. The client reconnects by
 // itself, forever, with jittered waits; disconnects are logged (without

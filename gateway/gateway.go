@@ -227,7 +227,7 @@ func Run(ctx context.Context, o Options) error {
 			outcome := "ok"
 			switch {
 			case errors.Is(err, context.Canceled) && shuttingDown.Load():
-				in.Done(m, true) // replayed at the next start
+				in.Done(m, true, err) // replayed at the next start
 				return
 			case errors.Is(err, context.Canceled):
 				outcome = "stopped"
@@ -237,7 +237,7 @@ func Run(ctx context.Context, o Options) error {
 			if !m.ReceivedAt.IsZero() {
 				metrics.Turn(time.Since(m.ReceivedAt), outcome)
 			}
-			in.Done(m, false)
+			in.Done(m, false, err)
 		},
 		Log: log,
 	})

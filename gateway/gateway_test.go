@@ -28,6 +28,11 @@ type fakeChannel struct {
 	in       chan bus.Inbound
 	failRuns atomic.Int32
 	runs     atomic.Int32
+	// redeliver makes Run retry a message the gateway did not accept (a
+	// platform redelivering what was not acknowledged), first when Run ends
+	// before it was accepted: it goes to front, read before in.
+	redeliver bool
+	front     chan bus.Inbound
 
 	mu      sync.Mutex
 	sent    []bus.Outbound
@@ -50,18 +55,34 @@ func (f *fakeChannel) Run(ctx context.Context, inbox channels.Inbox) error {
 		return errors.New("platform unreachable")
 	}
 	for {
+		var m bus.Inbound
 		select {
-		case <-ctx.Done():
-			return nil
-		case m := <-f.in:
-			if err := inbox.Deliver(ctx, m); errors.Is(err, channels.ErrDenied) {
-				f.mu.Lock()
-				f.denied = append(f.denied, m)
-				f.mu.Unlock()
+		case m = <-f.front: // nil channel unless redelivering
+		default:
+			select {
+			case <-ctx.Done():
+				return nil
+			case m = <-f.front:
+			case m = <-f.in:
 			}
+		}
+		err := inbox.Deliver(ctx, m)
+		for f.redeliver && err != nil && !errors.Is(err, channels.ErrDenied) && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+			err = inbox.Deliver(ctx, m)
+		}
+		if f.redeliver && err != nil && ctx.Err() != nil {
+			f.front <- m // not acknowledged: the platform offers it again, first
+			return nil
+		}
+		if errors.Is(err, channels.ErrDenied) {
+			f.mu.Lock()
+			f.denied = append(f.denied, m)
+			f.mu.Unlock()
 		}
 	}
 }
+
 func (f *fakeChannel) Send(_ context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

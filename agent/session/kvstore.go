@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanobot-go/nanobot/providers"
@@ -143,7 +144,8 @@ func (k *KVStore) Load(ctx context.Context, key string) (*Session, error) {
 	}
 	unlock := k.locks.lock(key)
 	defer unlock()
-	e, err := k.kv.Get(ctx, headKey(key))
+	var e jetstream.KeyValueEntry
+	err := retry(ctx, func(ctx context.Context) (err error) { e, err = k.kv.Get(ctx, headKey(key)); return err })
 	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, fmt.Errorf("session: load %q: %w", key, err)
 	}
@@ -184,7 +186,8 @@ func (k *KVStore) read(ctx context.Context, s *Session, e jetstream.KeyValueEntr
 	}
 	var msgs []providers.Message
 	for n, id := range h.Chunks {
-		ce, err := k.kv.Get(ctx, chunkKey(s.Key, id))
+		var ce jetstream.KeyValueEntry
+		err := retry(ctx, func(ctx context.Context) (err error) { ce, err = k.kv.Get(ctx, chunkKey(s.Key, id)); return err })
 		if err != nil {
 			return fmt.Errorf("chunk %d: %w", n, err)
 		}
@@ -255,7 +258,7 @@ func (k *KVStore) writeChunks(ctx context.Context, key string, msgs []providers.
 			return nil, err
 		}
 		id := chunkID()
-		if _, err := k.kv.Create(ctx, chunkKey(key, id), data); err != nil {
+		if err := retry(ctx, func(ctx context.Context) error { _, err := k.kv.Put(ctx, chunkKey(key, id), data); return err }); err != nil {
 			return nil, err
 		}
 		written = append(written, id)
@@ -272,10 +275,19 @@ func (k *KVStore) writeHead(ctx context.Context, s *Session, st kvState, h kvHea
 		return 0, err
 	}
 	var rev uint64
-	if st.rev == 0 {
-		rev, err = k.kv.Create(ctx, headKey(s.Key), data)
-	} else {
-		rev, err = k.kv.Update(ctx, headKey(s.Key), data, st.rev)
+	err = retry(ctx, func(ctx context.Context) (err error) {
+		if st.rev == 0 {
+			rev, err = k.kv.Create(ctx, headKey(s.Key), data)
+		} else {
+			rev, err = k.kv.Update(ctx, headKey(s.Key), data, st.rev)
+		}
+		return err
+	})
+	if err != nil && errors.Is(err, jetstream.ErrKeyExists) {
+		// A retried write may have landed before its reply was lost.
+		if e, gerr := k.kv.Get(ctx, headKey(s.Key)); gerr == nil && string(e.Value()) == string(data) {
+			return e.Revision(), nil
+		}
 	}
 	if err == nil {
 		return rev, nil
@@ -487,4 +499,31 @@ func (k *KVStore) List(ctx context.Context) ([]Info, error) {
 		out = append(out, Info{Key: h.Key, UpdatedAt: parseTime(h.UpdatedAt), Messages: h.Messages})
 	}
 	return out, nil
+}
+
+// retry runs a bucket operation until it succeeds, fails for good, ctx
+// ends or 30 s passed: a NATS restart or leader election must not fail a
+// turn's save.
+func retry(ctx context.Context, op func(ctx context.Context) error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	wait := 50 * time.Millisecond
+	for {
+		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := op(octx)
+		cancel()
+		transient := errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
+			errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, context.DeadlineExceeded) ||
+			errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
+		if err == nil || !transient || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		wait = min(wait*2, 2*time.Second)
+	}
 }

@@ -146,7 +146,10 @@ type Bus struct {
 	gen      uint64              // ownership generations handed out
 	revoke   func(sessionKey string)
 	held     map[string]bool // named leases held (Hold)
-	wg       sync.WaitGroup
+	// pubFailed marks sessions whose reply could not be published: the
+	// message being worked on is replayed instead of acknowledged.
+	pubFailed map[string]bool
+	wg        sync.WaitGroup
 }
 
 // pending is a delivered, not yet acknowledged message.
@@ -177,7 +180,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 		inStream: upper + "_IN", outStream: upper + "_OUT",
 		inSubj: lower + ".in", outSubj: lower + ".out",
 		in: make(chan bus.Inbound), out: make(chan bus.Outbound),
-		closing: make(chan struct{}), inflight: map[string]*pending{},
+		closing: make(chan struct{}), inflight: map[string]*pending{}, pubFailed: map[string]bool{},
 	}
 	for _, sc := range []jetstream.StreamConfig{
 		{Name: b.inStream, Subjects: []string{b.inSubj + ".>"}, Storage: jetstream.FileStorage, Replicas: o.Replicas,
@@ -236,7 +239,10 @@ func (b *Bus) PublishInbound(ctx context.Context, m bus.Inbound) error {
 	if k := inboundDedupKey(m); k != "" {
 		opts = append(opts, jetstream.WithMsgID("in-"+k))
 	}
-	if _, err := b.js.Publish(ctx, subj, data, opts...); err != nil {
+	if err := Retry(ctx, func(ctx context.Context) error {
+		_, err := b.js.Publish(ctx, subj, data, opts...)
+		return err
+	}); err != nil {
 		return fmt.Errorf("natsbus: publish inbound: %w", err)
 	}
 	return nil
@@ -257,7 +263,14 @@ func (b *Bus) PublishOutbound(ctx context.Context, m bus.Outbound) error {
 		// One final answer per message: a replayed turn's answer is dropped.
 		opts = append(opts, jetstream.WithMsgID("out-"+digest(m.Channel, m.ChatID, m.ReplyTo, m.SessionKey)))
 	}
-	if _, err := b.js.Publish(ctx, b.outSubj+"."+sanitize(m.Channel), data, opts...); err != nil {
+	if err := Retry(ctx, func(ctx context.Context) error {
+		_, err := b.js.Publish(ctx, b.outSubj+"."+sanitize(m.Channel), data, opts...)
+		return err
+	}); err != nil {
+		// The turn that said this must not be acknowledged: Done replays it.
+		b.mu.Lock()
+		b.pubFailed[m.SessionKey] = true
+		b.mu.Unlock()
 		return fmt.Errorf("natsbus: publish outbound: %w", err)
 	}
 	return nil
@@ -298,16 +311,21 @@ func (b *Bus) Inbound() <-chan bus.Inbound { return b.in }
 func (b *Bus) Outbound() <-chan bus.Outbound { return b.out }
 
 // Done acknowledges an inbound message once its turn is saved and its
-// replies published. A message given up because the process is stopping
-// (err is context.Canceled and stopping is true) is left unacknowledged so
-// that another worker replays it. Messages of a partition this instance no
-// longer owns are not acknowledged: the new owner replays them and skips
-// those marked done.
-func (b *Bus) Done(m bus.Inbound, stopping bool) {
+// replies published. With replay set (the process is stopping, or saving
+// failed because NATS was unreachable) the message is handed back for
+// another worker instead; the same happens when a reply of its session
+// could not be published. Messages of a partition this instance no longer
+// owns are left alone: the new owner replays them and skips those marked
+// done.
+func (b *Bus) Done(m bus.Inbound, replay bool) {
 	b.mu.Lock()
 	p, ok := b.inflight[m.ID]
 	if ok {
 		delete(b.inflight, m.ID)
+		if b.pubFailed[p.sess] {
+			delete(b.pubFailed, p.sess)
+			replay = true
+		}
 	}
 	b.mu.Unlock()
 	if !ok {
@@ -317,17 +335,19 @@ func (b *Bus) Done(m bus.Inbound, stopping bool) {
 		b.log.Info("partition moved while its message ran; leaving it to the new owner", "partition", p.part)
 		return
 	}
-	if stopping {
-		// Hand it back at once for whoever owns the partition next.
+	if replay {
 		_ = p.msg.Nak()
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), MaxRetry)
 	defer cancel()
-	if _, err := b.done.Put(ctx, p.key, []byte(b.opts.Instance)); err != nil {
+	if err := Retry(ctx, func(ctx context.Context) error {
+		_, err := b.done.Put(ctx, p.key, []byte(b.opts.Instance))
+		return err
+	}); err != nil {
 		b.log.Warn("recording a done message failed; it may be replayed", "err", err)
 	}
-	if err := p.msg.DoubleAck(ctx); err != nil {
+	if err := Retry(ctx, func(ctx context.Context) error { return p.msg.DoubleAck(ctx) }); err != nil {
 		b.log.Warn("acknowledging inbound failed; it may be replayed", "err", err)
 	}
 }
