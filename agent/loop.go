@@ -339,7 +339,9 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 		}
 	}
 	if runErr != nil {
-		if errors.Is(runErr, context.Canceled) {
+		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, session.ErrConflict) {
+			// Stopped, or the session moved to another worker (cluster
+			// mode), which answers instead.
 			return runErr
 		}
 		l.publish(saveCtx, m, bus.Outbound{Kind: bus.KindMessage, Content: failureReply(runErr), Final: true, IsError: true})

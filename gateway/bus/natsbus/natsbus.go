@@ -347,8 +347,17 @@ func (b *Bus) Done(m bus.Inbound, replay bool) {
 	}); err != nil {
 		b.log.Warn("recording a done message failed; it may be replayed", "err", err)
 	}
-	if err := Retry(ctx, func(ctx context.Context) error { return p.msg.DoubleAck(ctx) }); err != nil {
-		b.log.Warn("acknowledging inbound failed; it may be replayed", "err", err)
+	// Retry the acknowledgement only while the partition is still ours: a
+	// new owner's consumer replaces ours, and the done marker covers it.
+	actx, acancel := context.WithTimeout(ctx, b.opts.AckWait)
+	defer acancel()
+	if err := Retry(actx, func(ctx context.Context) error {
+		if !b.owns(p.part, p.gen) {
+			return nil
+		}
+		return p.msg.DoubleAck(ctx)
+	}); err != nil {
+		b.log.Warn("acknowledging inbound failed; it may be replayed (and skipped as done)", "err", err)
 	}
 }
 
