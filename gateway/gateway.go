@@ -204,11 +204,16 @@ func Run(ctx context.Context, o Options) error {
 	}
 	builder := &agent.ContextBuilder{Workspace: o.Paths.Workspace, Location: loc,
 		Skills: skills.New(skills.Options{Workspace: o.Paths.Workspace, Logger: log})}
-	mem, err := memory.New(memory.Options{
+	memOpts := memory.Options{
 		Workspace: o.Paths.Workspace, Provider: o.Provider, Model: o.Model, Store: store,
 		ContextWindowTokens: d.ContextWindowTokens, MaxTokens: d.MaxTokens, Location: loc,
 		SystemPrompt: builder.SystemPrompt, Logger: log,
-	})
+	}
+	if nb != nil {
+		// Workers share the workspace volume: one memory writer at a time.
+		memOpts.Lock = func(ctx context.Context) (func(), error) { return nb.Lock(ctx, "memory") }
+	}
+	mem, err := memory.New(memOpts)
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
@@ -378,12 +383,24 @@ func Run(ctx context.Context, o Options) error {
 		wg.Go(func() { _ = disp.Run(dispCtx, b.Outbound()) })
 	}
 	loopDone := make(chan struct{})
-	if runsAgent {
+	switch {
+	case runsAgent && nb == nil:
 		go func() { _ = loop.Run(loopCtx, b.Inbound()); close(loopDone) }()
-		if nb != nil {
-			wg.Go(func() { _ = nb.RunWorker(loopCtx, func(key string) { loop.StopSession(key) }) })
-		}
-	} else {
+	case runsAgent:
+		// The worker hands messages to the loop under the partition fence
+		// (see natsbus.WorkerHooks); the loop runs until the worker stopped
+		// feeding it and its turns are over.
+		runCtx, stopRun := context.WithCancel(context.WithoutCancel(loopCtx))
+		defer stopRun()
+		go func() { _ = loop.Run(runCtx, nil); close(loopDone) }()
+		wg.Go(func() {
+			_ = nb.RunWorkerWith(loopCtx, natsbus.WorkerHooks{
+				Submit: func(m bus.Inbound) { loop.Submit(loopCtx, m) },
+				Revoke: func(key string) { loop.StopSession(key) },
+			})
+			stopRun()
+		})
+	default:
 		close(loopDone)
 	}
 	for _, m := range replay {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -61,6 +62,23 @@ func (b *Bus) Owned() []int {
 // When ctx ends, fetching stops but the leases are kept (running turns may
 // still finish and be acknowledged) until Close releases them.
 func (b *Bus) RunWorker(ctx context.Context, revoke func(sessionKey string)) error {
+	return b.RunWorkerWith(ctx, WorkerHooks{Revoke: revoke})
+}
+
+// WorkerHooks connect RunWorkerWith to the agent loop.
+type WorkerHooks struct {
+	// Submit, when set, receives the messages instead of Inbound. It is
+	// called with the partition's fence held, so a message is either
+	// submitted before its partition is lost (and then revoked) or not at
+	// all; it must not block (agent.Loop.Submit queues and returns).
+	Submit func(m bus.Inbound)
+	// Revoke stops the turn of a session whose partition was lost.
+	Revoke func(sessionKey string)
+}
+
+// RunWorkerWith is RunWorker with hooks.
+func (b *Bus) RunWorkerWith(ctx context.Context, hooks WorkerHooks) error {
+	revoke := hooks.Revoke
 	if !b.startGoroutine() {
 		return ErrClosed
 	}
@@ -79,6 +97,7 @@ func (b *Bus) RunWorker(ctx context.Context, revoke func(sessionKey string)) err
 		b.owned = map[int]*partState{}
 	}
 	b.revoke = revoke
+	b.submit = hooks.Submit
 	b.mu.Unlock()
 	memberKey := "member." + b.opts.Role + "." + sanitize(b.opts.Instance)
 	t := time.NewTicker(b.renewEvery())
@@ -205,18 +224,33 @@ func (b *Bus) renewAll(ctx context.Context) {
 		parts[p] = st.rev
 	}
 	b.mu.Unlock()
+	var wg sync.WaitGroup
 	for p, rev := range parts {
+		wg.Go(func() { b.renewOne(ctx, p, rev) })
+	}
+	wg.Wait()
+}
+
+func (b *Bus) renewOne(ctx context.Context, p int, rev uint64) {
+	{
 		next, err := b.renew(ctx, partKey(p), rev)
+		if err != nil && ctx.Err() == nil {
+			// A renewal whose reply was lost may have landed: the key still
+			// names us, at a newer revision.
+			if e, gerr := b.leases.Get(ctx, partKey(p)); gerr == nil && string(e.Value()) == b.opts.Instance {
+				next, err = e.Revision(), nil
+			}
+		}
 		b.mu.Lock()
 		st := b.owned[p]
 		if st == nil || st.rev != rev {
 			b.mu.Unlock()
-			continue
+			return
 		}
 		if err == nil {
 			st.rev, st.renewed = next, time.Now()
 			b.mu.Unlock()
-			continue
+			return
 		}
 		stale := time.Since(st.renewed) > b.staleAfter()
 		b.mu.Unlock()
@@ -229,6 +263,8 @@ func (b *Bus) renewAll(ctx context.Context) {
 // lose drops partition p after its lease was lost: fetching stops and the
 // messages still running are revoked.
 func (b *Bus) lose(p int, why error) {
+	b.fence.Lock()
+	defer b.fence.Unlock()
 	b.mu.Lock()
 	st := b.owned[p]
 	if st == nil {
@@ -257,6 +293,8 @@ func (b *Bus) lose(p int, why error) {
 // finishReleases deletes the leases of released partitions whose messages
 // are all done.
 func (b *Bus) finishReleases() {
+	b.fence.Lock()
+	defer b.fence.Unlock()
 	b.mu.Lock()
 	busy := map[int]bool{}
 	for _, pm := range b.inflight {
@@ -269,6 +307,11 @@ func (b *Bus) finishReleases() {
 	}
 	var free []rel
 	for p, st := range b.owned {
+		select {
+		case <-st.stopped:
+		default:
+			continue // its feed may still submit a message
+		}
 		if st.releasing && !busy[p] {
 			free = append(free, rel{p, st.rev, st})
 			delete(b.owned, p)
@@ -418,9 +461,7 @@ func (b *Bus) feed(pctx context.Context, cons jetstream.Consumer, p int, gen uin
 		}
 		m.ID = strconv.Itoa(p) + "." + strconv.FormatUint(meta.Sequence.Stream, 10)
 		b.track(m.ID, &pending{msg: msg, part: p, gen: gen, key: doneKey, sess: m.Key()})
-		select {
-		case b.in <- m:
-		case <-pctx.Done():
+		if !b.hand(pctx, m, p, gen) {
 			b.untrack(m.ID)
 			return nil
 		}
@@ -475,5 +516,28 @@ func (b *Bus) Announce(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// hand passes m to the loop: through Submit under the fence (only while
+// the partition is still ours), or through Inbound.
+func (b *Bus) hand(pctx context.Context, m bus.Inbound, p int, gen uint64) bool {
+	b.mu.Lock()
+	submit := b.submit
+	b.mu.Unlock()
+	if submit != nil {
+		b.fence.Lock()
+		defer b.fence.Unlock()
+		if !b.owns(p, gen) || pctx.Err() != nil {
+			return false
+		}
+		submit(m)
+		return true
+	}
+	select {
+	case b.in <- m:
+		return true
+	case <-pctx.Done():
+		return false
 	}
 }

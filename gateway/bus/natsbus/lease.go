@@ -131,3 +131,46 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	}
 }
+
+// Lock takes the cluster-wide lock called name, waiting until it is free
+// or ctx ends. The lock is a lease: it is renewed while held and expires
+// LeaseTTL after its holder died. unlock releases it.
+func (b *Bus) Lock(ctx context.Context, name string) (unlock func(), err error) {
+	key := "lock." + sanitize(name)
+	wait := 20 * time.Millisecond
+	for {
+		rev, ok, err := b.acquire(ctx, key)
+		if err != nil && !IsTransient(err) {
+			return nil, err
+		}
+		if ok {
+			lctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				t := time.NewTicker(b.renewEvery())
+				defer t.Stop()
+				for {
+					select {
+					case <-lctx.Done():
+						b.release(key, rev)
+						return
+					case <-t.C:
+						rctx, rcancel := context.WithTimeout(lctx, b.renewEvery())
+						if next, err := b.renew(rctx, key, rev); err == nil {
+							rev = next
+						}
+						rcancel()
+					}
+				}
+			}()
+			return func() { cancel(); <-done }, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(jitter(wait)):
+		}
+		wait = min(wait*2, b.renewEvery())
+	}
+}

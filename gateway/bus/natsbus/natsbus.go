@@ -145,7 +145,11 @@ type Bus struct {
 	owned    map[int]*partState  // partitions held
 	gen      uint64              // ownership generations handed out
 	revoke   func(sessionKey string)
-	held     map[string]bool // named leases held (Hold)
+	submit   func(m bus.Inbound)
+	// fence orders handing a message to the loop against losing its
+	// partition (see WorkerHooks.Submit).
+	fence sync.Mutex
+	held  map[string]bool // named leases held (Hold)
 	// pubFailed marks sessions whose reply could not be published: the
 	// message being worked on is replayed instead of acknowledged.
 	pubFailed map[string]bool
@@ -320,17 +324,17 @@ func (b *Bus) Outbound() <-chan bus.Outbound { return b.out }
 func (b *Bus) Done(m bus.Inbound, replay bool) {
 	b.mu.Lock()
 	p, ok := b.inflight[m.ID]
-	if ok {
-		delete(b.inflight, m.ID)
-		if b.pubFailed[p.sess] {
-			delete(b.pubFailed, p.sess)
-			replay = true
-		}
+	if ok && b.pubFailed[p.sess] {
+		delete(b.pubFailed, p.sess)
+		replay = true
 	}
 	b.mu.Unlock()
 	if !ok {
 		return // not ours, or its partition was lost (see RunWorker)
 	}
+	// The entry stays until the message is settled, so a partition being
+	// handed back is released only after its done marker and ack.
+	defer b.untrack(m.ID)
 	if !b.owns(p.part, p.gen) {
 		b.log.Info("partition moved while its message ran; leaving it to the new owner", "partition", p.part)
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,4 +270,47 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func TestLockExcludes(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), false, false)
+	b := start(t, srv, testOpts("b"), false, false)
+	var inside, most atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 6 {
+		n := a
+		if i%2 == 1 {
+			n = b
+		}
+		wg.Go(func() {
+			unlock, err := n.Lock(context.Background(), "memory")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if v := inside.Add(1); v > most.Load() {
+				most.Store(v)
+			}
+			time.Sleep(30 * time.Millisecond)
+			inside.Add(-1)
+			unlock()
+		})
+	}
+	wg.Wait()
+	if most.Load() != 1 {
+		t.Errorf("%d holders inside the lock at once", most.Load())
+	}
+	// A dead holder's lock expires.
+	if _, err := a.Lock(context.Background(), "held"); err != nil {
+		t.Fatal(err)
+	}
+	a.crash()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	unlock, err := b.Lock(ctx, "held")
+	if err != nil {
+		t.Fatalf("lock of a dead holder never expired: %v", err)
+	}
+	unlock()
 }
