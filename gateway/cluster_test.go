@@ -115,11 +115,11 @@ func (p *probe) check(t *testing.T) {
 
 // cluster runs gateway instances of one bot against one NATS server.
 type cluster struct {
-	t   *testing.T
+	t   testing.TB
 	srv *natstest.Server
 }
 
-func newCluster(t *testing.T) *cluster { return &cluster{t: t, srv: natstest.Start(t)} }
+func newCluster(t testing.TB) *cluster { return &cluster{t: t, srv: natstest.Start(t)} }
 
 func (c *cluster) config() configs.Config {
 	cfg := testConfig(map[string][]any{"fake": {"*"}})
