@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -188,9 +189,13 @@ func TestClusterThreeWorkers(t *testing.T) {
 	llm := newProbe(5 * time.Millisecond)
 	fc := platform("fake")
 	c.start(RoleChannels, "channels-1", llm.worker("channels-1"), fc)
+	var w1 *running
 	for i := range 3 {
 		name := fmt.Sprint("worker-", i+1)
-		c.start(RoleWorker, name, llm.worker(name))
+		r := c.start(RoleWorker, name, llm.worker(name))
+		if i == 0 {
+			w1 = r
+		}
 	}
 	const sessions, each = 50, 4
 	for i := range each {
@@ -214,6 +219,16 @@ func TestClusterThreeWorkers(t *testing.T) {
 		}
 	}
 	llm.check(t)
+	// /api/status (what `nanobot status` prints) shows the cluster.
+	var st Status
+	waitForLong(t, "status lists the four instances", 10*time.Second, func() bool {
+		_, body := get(t, "http://"+w1.addr+"/api/status")
+		st = Status{}
+		return json.Unmarshal([]byte(body), &st) == nil && st.Cluster != nil && len(st.Cluster.Members) == 4
+	})
+	if st.Cluster.Role != RoleWorker || st.Cluster.Instance != "worker-1" || len(st.Cluster.Owned) == 0 {
+		t.Errorf("cluster status %+v", st.Cluster)
+	}
 	llm.mu.Lock()
 	defer llm.mu.Unlock()
 	busy := 0
