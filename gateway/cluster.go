@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
@@ -141,4 +142,25 @@ func clusterStatus(ctx context.Context, nb *natsbus.Bus, role string) *ClusterSt
 		st.Members = members
 	}
 	return st
+}
+
+// registerClusterMetrics adds the cluster gauges, labelled with the role
+// and instance so one dashboard shows every instance.
+func registerClusterMetrics(r *prometheus.Registry, nb *natsbus.Bus, role string) {
+	labels := prometheus.Labels{"role": role, "instance": nb.Options().Instance}
+	r.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_cluster_partitions_owned", Help: "Inbound partitions this instance works on.", ConstLabels: labels},
+			func() float64 { return float64(len(nb.Owned())) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_cluster_channels_active", Help: "1 on the instance running the chat adapters (holding the channels lease).", ConstLabels: labels},
+			func() float64 { return boolGauge(nb.Holds(RoleChannels)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_cluster_cron_active", Help: "1 on the instance running cron and heartbeat.", ConstLabels: labels},
+			func() float64 { return boolGauge(nb.Holds("cron")) }),
+	)
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

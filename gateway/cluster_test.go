@@ -229,6 +229,9 @@ func TestClusterThreeWorkers(t *testing.T) {
 	if st.Cluster.Role != RoleWorker || st.Cluster.Instance != "worker-1" || len(st.Cluster.Owned) == 0 {
 		t.Errorf("cluster status %+v", st.Cluster)
 	}
+	if _, m := get(t, "http://"+w1.addr+"/metrics"); !strings.Contains(m, `nanobot_cluster_partitions_owned{instance="worker-1",role="worker"}`) {
+		t.Errorf("metrics lack the cluster gauges:\n%s", grep(m, "nanobot_cluster"))
+	}
 	llm.mu.Lock()
 	defer llm.mu.Unlock()
 	busy := 0

@@ -177,6 +177,9 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	metrics := NewMetrics(b.Depth)
+	if nb != nil {
+		registerClusterMetrics(metrics.Registry, nb, role)
+	}
 
 	d := cfg.Agents.Defaults
 	loc := time.Local
