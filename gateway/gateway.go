@@ -145,13 +145,18 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("gateway: %w", err)
 		}
 		defer nc.Close()
-		nb, err = natsbus.Open(ctx, nc, natsbus.Options{
-			Prefix: cl.Prefix, Partitions: cl.Partitions, LeaseTTL: time.Duration(cl.LeaseTTLS) * time.Second,
-			AckWait: time.Duration(cl.AckWaitS) * time.Second, Instance: o.Instance, Role: role, Log: log,
+		// NATS may still be starting (compose, Kubernetes): retry a while.
+		err = natsbus.Retry(ctx, func(ctx context.Context) (err error) {
+			nb, err = natsbus.Open(ctx, nc, natsbus.Options{
+				Prefix: cl.Prefix, Partitions: cl.Partitions, LeaseTTL: time.Duration(cl.LeaseTTLS) * time.Second,
+				AckWait: time.Duration(cl.AckWaitS) * time.Second, Instance: o.Instance, Role: role, Log: log,
+			})
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
+		defer nb.Close() // idempotent; the shutdown below closes it in order
 		b, in = nb, natsInbox{nb}
 		if store, err = session.NewKVStore(ctx, nb.JetStream(), session.KVStoreOptions{
 			Bucket: strings.ToUpper(cl.Prefix) + "_SESSIONS", Logger: log,

@@ -107,9 +107,15 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, opts KVStoreOptions
 	if opts.MaxCached <= 0 {
 		opts.MaxCached = 256
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: opts.Bucket, History: 1, Storage: jetstream.FileStorage, Replicas: opts.Replicas,
-	})
+	kv, err := js.KeyValue(ctx, opts.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: opts.Bucket, History: 1, Storage: jetstream.FileStorage, Replicas: opts.Replicas,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, opts.Bucket) // another worker was faster
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("session: bucket %s: %w", opts.Bucket, err)
 	}

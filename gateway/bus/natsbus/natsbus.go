@@ -37,10 +37,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,16 +194,16 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 		{Name: b.outStream, Subjects: []string{b.outSubj + ".>"}, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 			Retention: jetstream.WorkQueuePolicy, Duplicates: o.DuplicateWindow},
 	} {
-		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+		if err := ensureStream(ctx, js, sc); err != nil {
 			return nil, fmt.Errorf("natsbus: stream %s: %w", sc.Name, err)
 		}
 	}
-	if b.leases, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	if b.leases, err = EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: upper + "_LEASES", TTL: o.LeaseTTL, History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 	}); err != nil {
 		return nil, fmt.Errorf("natsbus: lease bucket: %w", err)
 	}
-	if b.done, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	if b.done, err = EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: upper + "_DONE", TTL: o.DoneTTL, History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 	}); err != nil {
 		return nil, fmt.Errorf("natsbus: done bucket: %w", err)
@@ -491,4 +493,38 @@ func randomID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// ensureStream creates the stream, or updates it only when its settings
+// differ: every instance calls this at start, and needless updates while
+// other instances create consumers are wasted work for the server.
+func ensureStream(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) error {
+	_, err := js.CreateStream(ctx, sc)
+	if err == nil || !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return err
+	}
+	st, err := js.Stream(ctx, sc.Name)
+	if err != nil {
+		return err
+	}
+	cur := st.CachedInfo().Config
+	if slices.Equal(cur.Subjects, sc.Subjects) && cur.Retention == sc.Retention && cur.Duplicates == sc.Duplicates && cur.Replicas == sc.Replicas {
+		return nil
+	}
+	_, err = js.UpdateStream(ctx, sc)
+	return err
+}
+
+// EnsureKeyValue opens the bucket, creating it when it does not exist. An
+// existing bucket is used as it is (its settings are not changed).
+func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if err == nil || !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return kv, err
+	}
+	kv, err = js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		return js.KeyValue(ctx, cfg.Bucket) // another instance was faster
+	}
+	return kv, err
 }
