@@ -258,8 +258,11 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 		}
 	}
 	maxHistory := 0
-	if n, ok := m.Metadata["maxHistory"].(int); ok {
+	switch n := m.Metadata["maxHistory"].(type) {
+	case int:
 		maxHistory = n
+	case float64: // after a trip through a JSON queue (natsbus)
+		maxHistory = int(n)
 	}
 	msgs := l.cfg.Builder.Messages(sess.History(maxHistory), m)
 	background := m.Metadata["heartbeat"] != nil
@@ -336,7 +339,9 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 		}
 	}
 	if runErr != nil {
-		if errors.Is(runErr, context.Canceled) {
+		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, session.ErrConflict) {
+			// Stopped, or the session moved to another worker (cluster
+			// mode), which answers instead.
 			return runErr
 		}
 		l.publish(saveCtx, m, bus.Outbound{Kind: bus.KindMessage, Content: failureReply(runErr), Final: true, IsError: true})

@@ -27,20 +27,32 @@ var microPackages = []string{"./gateway/bus", "./agent/session", "./agent", "./t
 
 const microPattern = `^Benchmark(PublishConsume|Append|Load|History|TurnOverhead|CastValidate|ToHTML|DispatchDeltas)$`
 
-// measureMicro runs the Go micro-benchmarks of the hot paths.
+// measureMicro runs the Go micro-benchmarks of the hot paths, and the
+// cluster throughput benchmark (1, 2 and 4 workers on embedded NATS).
 func measureMicro(r *report, quick bool) error {
-	benchtime := "1s"
+	benchtime, clusterTime := "1s", "400x"
 	if quick {
-		benchtime = "20x"
+		benchtime, clusterTime = "20x", "40x"
 	}
-	args := append([]string{"test", "-run", "^$", "-bench", microPattern, "-benchmem", "-benchtime", benchtime, "-count", "1", "-timeout", "5m"}, microPackages...)
+	var err error
+	if r.Micro, err = goBench(microPattern, benchtime, microPackages...); err != nil {
+		return err
+	}
+	r.Cluster, err = goBench(`^BenchmarkClusterThroughput$`, clusterTime, "./gateway")
+	return err
+}
+
+// goBench runs `go test -bench` and parses its result lines.
+func goBench(pattern, benchtime string, pkgs ...string) ([]microResult, error) {
+	args := append([]string{"test", "-run", "^$", "-bench", pattern, "-benchmem", "-benchtime", benchtime, "-count", "1", "-timeout", "5m"}, pkgs...)
 	cmd := exec.Command("go", args...)
 	cmd.Env = os.Environ()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go test -bench: %v\n%s", err, out.String())
+		return nil, fmt.Errorf("go test -bench: %v\n%s", err, out.String())
 	}
+	var results []microResult
 	pkg := ""
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
@@ -69,10 +81,10 @@ func measureMicro(r *report, quick bool) error {
 			}
 		}
 		res.Extra = strings.Join(extra, ", ")
-		r.Micro = append(r.Micro, res)
+		results = append(results, res)
 	}
-	if len(r.Micro) == 0 {
-		return fmt.Errorf("no benchmark results in:\n%s", out.String())
+	if len(results) == 0 {
+		return nil, fmt.Errorf("no benchmark results in:\n%s", out.String())
 	}
-	return nil
+	return results, nil
 }

@@ -35,7 +35,13 @@ type DispatcherConfig struct {
 	// workers only for the active ones.
 	WorkerIdle time.Duration
 	Observer   SendObserver
-	Log        *slog.Logger
+	// Handled, when set, is called once the dispatcher is finished with a
+	// message: sent (or merged into a stream), or given up after the
+	// retries. It is not called for messages cut off by ctx ending, so a
+	// durable queue acknowledges only what the platform accepted or
+	// refused for good.
+	Handled func(m bus.Outbound)
+	Log     *slog.Logger
 }
 
 // Dispatcher drains the outbound queue and delivers to channels. Each chat
@@ -116,6 +122,9 @@ func (d *Dispatcher) route(ctx context.Context, m bus.Outbound) {
 	if !ok {
 		d.mu.Unlock()
 		d.log.Warn("outbound for unknown channel dropped", "channel", m.Channel, "kind", m.Kind.String())
+		if d.cfg.Handled != nil {
+			d.cfg.Handled(m)
+		}
 		return
 	}
 	key := m.Channel + "\x00" + m.ChatID
@@ -203,6 +212,9 @@ func (w *chatWorker) run(ctx context.Context) {
 					break
 				}
 				w.handle(ctx, m)
+				if h := w.d.cfg.Handled; h != nil && ctx.Err() == nil {
+					h(m)
+				}
 			}
 			idle.Reset(w.d.cfg.WorkerIdle)
 		case <-tick:

@@ -25,6 +25,9 @@ type Config struct {
 	Tools ToolsConfig `json:"tools"`
 	// Log configures logging.
 	Log LogConfig `json:"log"`
+	// Cluster runs the bot on several machines over NATS JetStream
+	// (optional; see docs/cluster.md).
+	Cluster ClusterConfig `json:"cluster"`
 }
 
 // AgentsConfig holds agent settings. Only defaults exist today; named agents

@@ -28,6 +28,7 @@ func Default() Config {
 			SendMaxRetries: 3,
 			Platforms:      map[string]map[string]any{},
 		},
+		Cluster: ClusterConfig{Role: "all", Prefix: "nanobot", Partitions: 16, LeaseTTLS: 10, AckWaitS: 30},
 		Gateway: GatewayConfig{
 			Host:      "127.0.0.1",
 			Port:      18790,

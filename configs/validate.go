@@ -87,6 +87,8 @@ func (c *Config) Validate() []FieldError {
 		v.positive(sp+".toolTimeout", s.ToolTimeout)
 	}
 
+	v.cluster(c.Cluster)
+
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "text", "json")
 	return v.errs

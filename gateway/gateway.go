@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/gateway/bus/natsbus"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
 	"github.com/nanobot-go/nanobot/gateway/journal"
@@ -75,6 +77,12 @@ type Options struct {
 	// terminal, not the log: log files are kept and shipped). Default
 	// os.Stderr.
 	Stderr io.Writer
+	// Role overrides cluster.role (the --role flag): RoleAll, RoleChannels
+	// or RoleWorker. Roles other than all need cluster.nats.url.
+	Role string
+	// Instance names this process in the cluster (default: host name and
+	// a random suffix).
+	Instance string
 }
 
 // Status is what /api/status reports (and `nanobot status` prints).
@@ -88,6 +96,8 @@ type Status struct {
 	Started  time.Time                  `json:"started"`
 	// MCP are the MCP servers' connections.
 	MCP []mcp.Status `json:"mcpServers,omitempty"`
+	// Cluster is set in cluster mode.
+	Cluster *ClusterStatus `json:"cluster,omitempty"`
 }
 
 // Run assembles and runs the gateway until ctx ends, then shuts down in
@@ -112,18 +122,73 @@ func Run(ctx context.Context, o Options) error {
 		log.Info("workspace templates created", "workspace", o.Paths.Workspace, "files", len(created))
 	}
 
-	b := bus.New(0, 0)
-	metrics := NewMetrics(b.Depth)
-
-	jr, replay, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: log})
-	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
+	role := o.Role
+	if role == "" {
+		role = cfg.Cluster.Role
 	}
-	defer jr.Close()
+	if role == "" {
+		role = RoleAll
+	}
+	if role != RoleAll && role != RoleChannels && role != RoleWorker {
+		return fmt.Errorf("gateway: unknown role %q (want all, channels or worker)", role)
+	}
+	runsAgent, runsChannels := role != RoleChannels, role != RoleWorker
 
-	store, err := session.NewFileStore(o.Paths.Sessions, session.FileStoreOptions{Logger: log})
-	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
+	// The queues and storage: in memory and on disk by default, on NATS
+	// JetStream in cluster mode.
+	var (
+		b      queues
+		nb     *natsbus.Bus
+		in     inbox
+		store  session.Store
+		replay []bus.Inbound
+	)
+	if cfg.Cluster.Enabled() {
+		cl := cfg.Cluster
+		nc, err := connectNATS(cl.NATS, "nanobot "+role, log)
+		if err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		defer nc.Close()
+		// NATS may still be starting (compose, Kubernetes): retry a while.
+		err = natsbus.Retry(ctx, func(ctx context.Context) (err error) {
+			nb, err = natsbus.Open(ctx, nc, natsbus.Options{
+				Prefix: cl.Prefix, Partitions: cl.Partitions, LeaseTTL: time.Duration(cl.LeaseTTLS) * time.Second,
+				AckWait: time.Duration(cl.AckWaitS) * time.Second, Instance: o.Instance, Role: role, Log: log,
+			})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		defer nb.Close() // idempotent; the shutdown below closes it in order
+		b, in = nb, natsInbox{nb}
+		if store, err = session.NewKVStore(ctx, nb.JetStream(), session.KVStoreOptions{
+			Bucket: strings.ToUpper(cl.Prefix) + "_SESSIONS", Logger: log,
+		}); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		log = log.With("role", role, "instance", nb.Options().Instance)
+		log.Info("cluster mode", "nats", nc.ConnectedUrlRedacted(), "partitions", cl.Partitions)
+	} else {
+		if role != RoleAll {
+			return fmt.Errorf("gateway: role %q needs cluster.nats.url (see docs/cluster.md)", role)
+		}
+		mem := bus.New(0, 0)
+		b = mem
+		jr, pending, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: log})
+		if err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		defer jr.Close()
+		in, replay = journalInbox{jr: jr, b: mem, log: log}, pending
+		if store, err = session.NewFileStore(o.Paths.Sessions, session.FileStoreOptions{Logger: log}); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+	}
+	metrics := NewMetrics(b.Depth)
+	if nb != nil {
+		registerClusterMetrics(metrics.Registry, nb, role)
 	}
 
 	d := cfg.Agents.Defaults
@@ -152,11 +217,16 @@ func Run(ctx context.Context, o Options) error {
 	}
 	builder := &agent.ContextBuilder{Workspace: o.Paths.Workspace, Location: loc,
 		Skills: skills.New(skills.Options{Workspace: o.Paths.Workspace, Logger: log})}
-	mem, err := memory.New(memory.Options{
+	memOpts := memory.Options{
 		Workspace: o.Paths.Workspace, Provider: o.Provider, Model: o.Model, Store: store,
 		ContextWindowTokens: d.ContextWindowTokens, MaxTokens: d.MaxTokens, Location: loc,
 		SystemPrompt: builder.SystemPrompt, Logger: log,
-	})
+	}
+	if nb != nil {
+		// Workers share the workspace volume: one memory writer at a time.
+		memOpts.Lock = func(ctx context.Context) (func(), error) { return nb.Lock(ctx, "memory") }
+	}
+	mem, err := memory.New(memOpts)
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
@@ -175,7 +245,8 @@ func Run(ctx context.Context, o Options) error {
 			outcome := "ok"
 			switch {
 			case errors.Is(err, context.Canceled) && shuttingDown.Load():
-				return // replayed at the next start
+				in.Done(m, true, err) // replayed at the next start
+				return
 			case errors.Is(err, context.Canceled):
 				outcome = "stopped"
 			case err != nil:
@@ -184,11 +255,7 @@ func Run(ctx context.Context, o Options) error {
 			if !m.ReceivedAt.IsZero() {
 				metrics.Turn(time.Since(m.ReceivedAt), outcome)
 			}
-			if m.ID != "" {
-				if err := jr.Done(m.ID); err != nil {
-					log.Error("journal: marking done failed", "err", err)
-				}
-			}
+			in.Done(m, false, err)
 		},
 		Log: log,
 	})
@@ -204,21 +271,23 @@ func Run(ctx context.Context, o Options) error {
 	}
 	var chans []channels.Channel
 	var webCh *web.Channel
-	if webCfg.Enabled {
+	if webCfg.Enabled && runsChannels {
 		webCh, err = web.New(webCfg, web.Options{Loopback: loopback, TokenFile: filepath.Join(o.Paths.State, "web_token"), Log: log.With("channel", "web")})
 		if err != nil {
 			return err
 		}
 		chans = append(chans, webCh)
 	}
-	if o.Channels != nil {
+	if o.Channels != nil && runsChannels {
 		built, err := o.Channels.Build(cfg.Channels, channels.Deps{Log: log, Paths: o.Paths})
 		if err != nil {
 			return err
 		}
 		chans = append(chans, built...)
 	}
-	chans = append(chans, o.Extra...)
+	if runsChannels {
+		chans = append(chans, o.Extra...)
+	}
 
 	gate := &channels.Gate{
 		AllowFrom: allowLists(cfg, chans),
@@ -229,7 +298,7 @@ func Run(ctx context.Context, o Options) error {
 			if m.ReceivedAt.IsZero() {
 				m.ReceivedAt = time.Now()
 			}
-			jm, err := jr.Add(m)
+			err := in.Accept(ctx, m)
 			if errors.Is(err, journal.ErrDuplicate) {
 				metrics.Inbound(m.Channel, "duplicate")
 				return nil
@@ -238,7 +307,7 @@ func Run(ctx context.Context, o Options) error {
 				return err
 			}
 			metrics.Inbound(m.Channel, "accepted")
-			return b.PublishInbound(ctx, jm)
+			return nil
 		}),
 	}
 	counted := channels.InboxFunc(func(ctx context.Context, m bus.Inbound) error {
@@ -249,18 +318,27 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	})
 	mgr := channels.NewManager(channels.ManagerConfig{Inbox: counted, Observer: metrics, Log: log}, chans)
-	disp := channels.NewDispatcher(channels.DispatcherConfig{
+	dcfg := channels.DispatcherConfig{
 		SendProgress: cfg.Channels.SendProgress, SendToolHints: cfg.Channels.SendToolHints,
 		MaxRetries: cfg.Channels.SendMaxRetries, Observer: metrics, Log: log,
-	}, chans)
+	}
+	if nb != nil {
+		dcfg.Handled = nb.Delivered // acknowledged once the platform took it
+	}
+	disp := channels.NewDispatcher(dcfg, chans)
 
 	// HTTP.
 	status := func() Status {
-		in, out := b.Depth()
+		inQ, outQ := b.Depth()
 		ready, _ := mgr.Ready()
-		st := Status{Version: o.Version, Ready: ready, Channels: mgr.Health(), Inbound: in, Outbound: out, Pending: jr.Pending(), Started: started}
+		st := Status{Version: o.Version, Ready: ready, Channels: mgr.Health(), Inbound: inQ, Outbound: outQ, Pending: in.Pending(), Started: started}
 		if o.MCP != nil {
 			st.MCP = o.MCP.Status()
+		}
+		if nb != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			st.Cluster = clusterStatus(ctx, nb, role)
 		}
 		return st
 	}
@@ -317,30 +395,80 @@ func Run(ctx context.Context, o Options) error {
 	defer stopLoop()
 	defer stopDisp()
 
-	wg.Go(func() { _ = disp.Run(dispCtx, b.Outbound()) })
+	if nb == nil {
+		wg.Go(func() { _ = disp.Run(dispCtx, b.Outbound()) })
+	}
 	loopDone := make(chan struct{})
-	go func() { _ = loop.Run(loopCtx, b.Inbound()); close(loopDone) }()
+	switch {
+	case runsAgent && nb == nil:
+		go func() { _ = loop.Run(loopCtx, b.Inbound()); close(loopDone) }()
+	case runsAgent:
+		// The worker hands messages to the loop under the partition fence
+		// (see natsbus.WorkerHooks); the loop runs until the worker stopped
+		// feeding it and its turns are over.
+		runCtx, stopRun := context.WithCancel(context.WithoutCancel(loopCtx))
+		defer stopRun()
+		go func() { _ = loop.Run(runCtx, nil); close(loopDone) }()
+		wg.Go(func() {
+			_ = nb.RunWorkerWith(loopCtx, natsbus.WorkerHooks{
+				Submit: func(m bus.Inbound) { loop.Submit(loopCtx, m) },
+				Revoke: func(key string) { loop.StopSession(key) },
+			})
+			stopRun()
+		})
+	default:
+		close(loopDone)
+	}
 	for _, m := range replay {
 		log.Info("replaying unfinished message", "channel", m.Channel, "session", m.Key())
 		if err := b.PublishInbound(ctx, m); err != nil {
 			return err
 		}
 	}
-	wg.Go(func() { _ = mgr.Run(chCtx) })
+	switch {
+	case nb == nil:
+		wg.Go(func() { _ = mgr.Run(chCtx) })
+	case runsChannels:
+		// One active channels instance per bot: platform connections like
+		// Telegram polling allow one consumer. Others wait as hot standbys.
+		wg.Go(func() {
+			nb.Hold(chCtx, RoleChannels, func(ctx context.Context) {
+				var cw sync.WaitGroup
+				cw.Go(func() { _ = mgr.Run(ctx) })
+				cw.Go(func() { _ = nb.RunDispatcherFeed(ctx) })
+				cw.Go(func() { _ = disp.Run(ctx, nb.Outbound()) })
+				cw.Wait()
+			})
+		})
+	}
+	if nb != nil && !runsAgent {
+		wg.Go(func() { nb.Announce(chCtx) })
+	}
 	wg.Go(func() { subs.Wait(loopCtx) })
 
 	cronStore := o.CronStore
 	if cronStore == nil {
 		cronStore = jobs.NewStore(filepath.Join(o.Paths.Cron, "jobs.json"))
 	}
-	wg.Go(func() { _ = cron.New(cronStore, b.PublishInbound, log).Run(chCtx) })
-	if cfg.Gateway.Heartbeat.Enabled {
-		hb := heartbeat.New(heartbeat.Config{
-			Workspace: o.Paths.Workspace, Interval: time.Duration(cfg.Gateway.Heartbeat.IntervalS) * time.Second,
-			Provider: o.Provider, Model: o.Model, Publish: b.PublishInbound, Target: loop.LastActive,
-			Log: log, OnDecision: metrics.Heartbeat,
-		})
-		wg.Go(func() { _ = hb.Run(chCtx) })
+	background := func(ctx context.Context) {
+		var bw sync.WaitGroup
+		bw.Go(func() { _ = cron.New(cronStore, b.PublishInbound, log).Run(ctx) })
+		if cfg.Gateway.Heartbeat.Enabled {
+			hb := heartbeat.New(heartbeat.Config{
+				Workspace: o.Paths.Workspace, Interval: time.Duration(cfg.Gateway.Heartbeat.IntervalS) * time.Second,
+				Provider: o.Provider, Model: o.Model, Publish: b.PublishInbound, Target: loop.LastActive,
+				Log: log, OnDecision: metrics.Heartbeat,
+			})
+			bw.Go(func() { _ = hb.Run(ctx) })
+		}
+		bw.Wait()
+	}
+	switch {
+	case nb == nil:
+		wg.Go(func() { background(chCtx) })
+	case runsAgent:
+		// Cron and heartbeat run on exactly one instance.
+		wg.Go(func() { nb.Hold(chCtx, "cron", background) })
 	}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()

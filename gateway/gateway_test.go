@@ -17,6 +17,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -28,6 +29,11 @@ type fakeChannel struct {
 	failRuns atomic.Int32
 	runs     atomic.Int32
 	interval time.Duration // edit interval; 0 means 10 ms
+	// redeliver makes Run retry a message the gateway did not accept (a
+	// platform redelivering what was not acknowledged), first when Run ends
+	// before it was accepted: it goes to front, read before in.
+	redeliver bool
+	front     chan bus.Inbound
 
 	mu      sync.Mutex
 	sent    []bus.Outbound
@@ -50,18 +56,34 @@ func (f *fakeChannel) Run(ctx context.Context, inbox channels.Inbox) error {
 		return errors.New("platform unreachable")
 	}
 	for {
+		var m bus.Inbound
 		select {
-		case <-ctx.Done():
-			return nil
-		case m := <-f.in:
-			if err := inbox.Deliver(ctx, m); errors.Is(err, channels.ErrDenied) {
-				f.mu.Lock()
-				f.denied = append(f.denied, m)
-				f.mu.Unlock()
+		case m = <-f.front: // nil channel unless redelivering
+		default:
+			select {
+			case <-ctx.Done():
+				return nil
+			case m = <-f.front:
+			case m = <-f.in:
 			}
+		}
+		err := inbox.Deliver(ctx, m)
+		for f.redeliver && err != nil && !errors.Is(err, channels.ErrDenied) && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+			err = inbox.Deliver(ctx, m)
+		}
+		if f.redeliver && err != nil && ctx.Err() != nil {
+			f.front <- m // not acknowledged: the platform offers it again, first
+			return nil
+		}
+		if errors.Is(err, channels.ErrDenied) {
+			f.mu.Lock()
+			f.denied = append(f.denied, m)
+			f.mu.Unlock()
 		}
 	}
 }
+
 func (f *fakeChannel) Send(_ context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -134,6 +156,21 @@ func (e *echoLLM) Stream(ctx context.Context, req providers.ChatRequest, onDelta
 	return r, nil
 }
 
+// natsURL maps a test running in NATS mode to its server.
+var natsURL sync.Map
+
+// forEachBus runs a gateway test twice: on the in-memory bus with files
+// (the default) and in cluster mode on an embedded NATS JetStream server.
+func forEachBus(t *testing.T, test func(t *testing.T)) {
+	t.Run("memory", test)
+	t.Run("nats", func(t *testing.T) {
+		srv := natstest.Start(t)
+		natsURL.Store(t, srv.URL())
+		t.Cleanup(func() { natsURL.Delete(t) })
+		test(t)
+	})
+}
+
 type running struct {
 	addr   string
 	cancel context.CancelFunc
@@ -155,6 +192,10 @@ func startGatewayOpts(t testing.TB, cfg configs.Config, llm providers.Provider, 
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	r := &running{cancel: cancel, done: make(chan error, 1), dir: dir}
+	if url, ok := natsURL.Load(t); ok {
+		cfg.Cluster.NATS.URL = url.(string)
+		cfg.Cluster.LeaseTTLS, cfg.Cluster.AckWaitS = 1, 2
+	}
 	o := Options{
 		Config: &cfg, Paths: configs.PathsFor(filepath.Join(dir, "config.json"), &cfg),
 		Provider: llm, Model: "test", Extra: extra, Listener: ln,
@@ -216,7 +257,9 @@ func testConfig(allow map[string][]any) configs.Config {
 	return cfg
 }
 
-func TestMessageInReplyOutStreamed(t *testing.T) {
+func TestMessageInReplyOutStreamed(t *testing.T) { forEachBus(t, testMessageInReplyOutStreamed) }
+
+func testMessageInReplyOutStreamed(t *testing.T) {
 	fc := newFake("fake")
 	// Deltas slower than the first-message hold (half the 10 ms edit
 	// interval), as from a real model.
@@ -234,7 +277,9 @@ func TestMessageInReplyOutStreamed(t *testing.T) {
 	}
 }
 
-func TestQuickReplyIsOneMessage(t *testing.T) {
+func TestQuickReplyIsOneMessage(t *testing.T) { forEachBus(t, testQuickReplyIsOneMessage) }
+
+func testQuickReplyIsOneMessage(t *testing.T) {
 	fc := newFake("fake")
 	fc.interval = 2 * time.Second // the first message is held up to 500 ms
 	startGateway(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{}, fc)
@@ -251,7 +296,9 @@ func TestQuickReplyIsOneMessage(t *testing.T) {
 	}
 }
 
-func TestLongReplySplit(t *testing.T) {
+func TestLongReplySplit(t *testing.T) { forEachBus(t, testLongReplySplit) }
+
+func testLongReplySplit(t *testing.T) {
 	fc := newFake("fake")
 	startGateway(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{}, fc)
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c", SenderID: "u", Content: "long please", MessageID: "1"}
@@ -270,7 +317,9 @@ func TestLongReplySplit(t *testing.T) {
 	}
 }
 
-func TestAllowListAndPairing(t *testing.T) {
+func TestAllowListAndPairing(t *testing.T) { forEachBus(t, testAllowListAndPairing) }
+
+func testAllowListAndPairing(t *testing.T) {
 	fc := newFake("fake")
 	llm := &echoLLM{}
 	r := startGateway(t, testConfig(map[string][]any{"fake": {"owner"}}), llm, fc)
@@ -294,7 +343,9 @@ func TestAllowListAndPairing(t *testing.T) {
 	waitFor(t, "owner answered", func() bool { return len(fc.texts("o")) == 1 })
 }
 
-func TestDeniedByDefault(t *testing.T) {
+func TestDeniedByDefault(t *testing.T) { forEachBus(t, testDeniedByDefault) }
+
+func testDeniedByDefault(t *testing.T) {
 	fc := newFake("fake")
 	llm := &echoLLM{}
 	startGateway(t, testConfig(map[string][]any{"fake": {}}), llm, fc)
@@ -306,6 +357,10 @@ func TestDeniedByDefault(t *testing.T) {
 }
 
 func TestChannelFailureVisibleThenRecovers(t *testing.T) {
+	forEachBus(t, testChannelFailureVisibleThenRecovers)
+}
+
+func testChannelFailureVisibleThenRecovers(t *testing.T) {
 	fc := newFake("fake")
 	fc.failRuns.Store(2)
 	cfg := testConfig(map[string][]any{"fake": {"*"}})
@@ -346,7 +401,9 @@ func grep(s, sub string) string {
 	return strings.Join(out, "\n")
 }
 
-func TestHealthAndWebUI(t *testing.T) {
+func TestHealthAndWebUI(t *testing.T) { forEachBus(t, testHealthAndWebUI) }
+
+func testHealthAndWebUI(t *testing.T) {
 	r := startGateway(t, testConfig(nil), &echoLLM{})
 	if code, body := get(t, "http://"+r.addr+"/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("healthz %d %q", code, body)
@@ -354,12 +411,17 @@ func TestHealthAndWebUI(t *testing.T) {
 	if code, body := get(t, "http://"+r.addr+"/"); code != 200 || !strings.Contains(body, "nanobot") {
 		t.Errorf("web UI %d", code)
 	}
-	if code, _ := get(t, "http://"+r.addr+"/readyz"); code != 200 {
-		t.Errorf("readyz %d with only the web chat", code)
-	}
+	// In cluster mode the channels start once the instance holds the
+	// channels lease, a moment after the HTTP server.
+	waitFor(t, "ready with only the web chat", func() bool {
+		code, _ := get(t, "http://"+r.addr+"/readyz")
+		return code == 200
+	})
 }
 
-func TestReloadUpdatesAllowLists(t *testing.T) {
+func TestReloadUpdatesAllowLists(t *testing.T) { forEachBus(t, testReloadUpdatesAllowLists) }
+
+func testReloadUpdatesAllowLists(t *testing.T) {
 	fc := newFake("fake")
 	reload := make(chan struct{})
 	next := testConfig(map[string][]any{"fake": {"newcomer"}})

@@ -57,6 +57,11 @@ type Options struct {
 	// and the history: tool definitions and the coming user message
 	// (default 4000).
 	OverheadTokens int
+	// Lock, when set, is taken around every write of the memory files in
+	// addition to the in-process lock: in cluster mode the workers share
+	// the workspace volume and this is a lock in NATS, so two workers never
+	// write MEMORY.md or HISTORY.md at once.
+	Lock func(ctx context.Context) (unlock func(), err error)
 	// CallTimeout bounds one consolidation call (default 2 minutes).
 	CallTimeout time.Duration
 	// MaxRounds bounds the consolidation calls of one trigger (default 5).
@@ -123,6 +128,8 @@ type Consolidator struct {
 	// MEMORY.md from the same old version would lose one's facts. It is a
 	// channel so that waiting respects ctx.
 	lock chan struct{}
+	// unlock releases opts.Lock; set and cleared while lock is held.
+	unlock func()
 
 	mu       sync.Mutex
 	failures map[string]int // consecutive failed calls per session key
@@ -323,13 +330,27 @@ func (c *Consolidator) pickChunk(s *session.Session, need int, toEnd bool) (end 
 func (c *Consolidator) acquire(ctx context.Context) error {
 	select {
 	case c.lock <- struct{}{}:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if c.opts.Lock != nil {
+		unlock, err := c.opts.Lock(ctx)
+		if err != nil {
+			<-c.lock
+			return err
+		}
+		c.unlock = unlock
+	}
+	return nil
 }
 
-func (c *Consolidator) release() { <-c.lock }
+func (c *Consolidator) release() {
+	if c.unlock != nil {
+		c.unlock()
+		c.unlock = nil
+	}
+	<-c.lock
+}
 
 // consolidateChunk asks the model to fold s.Messages[cursor:end] into
 // memory, writes HISTORY.md then MEMORY.md, then moves the cursor. Files

@@ -18,7 +18,7 @@ import (
 
 func newGatewayCmd(a *app) *cobra.Command {
 	var port int
-	var host string
+	var host, role string
 	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Run the gateway daemon (chat channels, cron, heartbeat, web chat)",
@@ -31,7 +31,8 @@ func newGatewayCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&port, "port", 0, "HTTP port (overrides gateway.port)")
 	cmd.Flags().StringVar(&host, "host", "", "HTTP bind address (overrides gateway.host)")
-	a.flagOverrides(cmd, map[string]string{"port": "gateway.port", "host": "gateway.host"})
+	cmd.Flags().StringVar(&role, "role", "", "cluster role: all, channels or worker (overrides cluster.role; see docs/cluster.md)")
+	a.flagOverrides(cmd, map[string]string{"port": "gateway.port", "host": "gateway.host", "role": "cluster.role"})
 	cmd.AddCommand(newInstallServiceCmd(a))
 	return cmd
 }

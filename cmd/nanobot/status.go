@@ -111,6 +111,16 @@ func printStatus(w io.Writer, a *app) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	if cl := st.Cluster; cl != nil {
+		fmt.Fprintf(w, "cluster:    %s (role %s), %d message(s) waiting\n", cl.Instance, cl.Role, cl.Lag)
+		for _, m := range cl.Members {
+			line := fmt.Sprintf("  %-24s %-8s partitions %v, seen %s", m.Instance, m.Role, m.Partitions, m.Seen.Local().Format("15:04:05"))
+			if m.Instance == cl.Instance && cl.Channels {
+				line += " (channels active)"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
 }
 
 // fetchStatus asks a running gateway for its health.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
 )
 
 func TestStatusShowsRunningGateway(t *testing.T) {
@@ -50,5 +51,52 @@ func TestStatusShowsRunningGateway(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// In cluster mode `nanobot status` lists the instances and their roles.
+func TestStatusShowsCluster(t *testing.T) {
+	srv := natstest.Start(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.json")
+	cfg := fmt.Sprintf(`{"gateway": {"port": %d, "heartbeat": {"enabled": false}}, "cluster": {"nats": {"url": %q}, "leaseTtlS": 1}}`, port, srv.URL())
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := configs.Load(configs.Options{Path: cfgPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- gateway.Run(ctx, gateway.Options{Config: &l.Config, Paths: l.Paths, Provider: unconfigured{}, Listener: ln,
+			Stderr: io.Discard, Instance: "node-a", Ready: func(string) { close(ready) }})
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("gateway not ready")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _, err := run(t, "status", "--config", cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, "cluster:    node-a (role all)") && strings.Contains(out, "(channels active)") && strings.Contains(out, "partitions [0 1 2") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status lacks the cluster:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -147,6 +147,9 @@ type Outbound struct {
 	Metadata map[string]any `json:"metadata,omitempty"`
 	// SessionKey is the conversation this belongs to.
 	SessionKey string `json:"sessionKey,omitempty"`
+	// ID is assigned by a durable queue (the NATS bus) so the dispatcher
+	// can report the message delivered; empty on the in-memory bus.
+	ID string `json:"-"`
 }
 
 // ErrClosed is returned by Publish after Close.

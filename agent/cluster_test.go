@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/providers"
+)
+
+// conflictStore fails every Append with session.ErrConflict, as the NATS
+// session store does when another worker took the session over.
+type conflictStore struct{ *session.FileStore }
+
+func (c conflictStore) Append(context.Context, *session.Session, ...providers.Message) error {
+	return session.ErrConflict
+}
+
+// A worker whose session moved to another worker (its save is refused)
+// must not tell the user that something went wrong: the new owner answers.
+func TestSessionMovedNoFailureReply(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("hello") }}
+	var doneErr error
+	h := newHarness(t, llm, nil, nil)
+	h.loop.cfg.Store = conflictStore{h.store}
+	h.loop.cfg.OnTurnDone = func(_ bus.Inbound, err error) {
+		h.mu.Lock()
+		doneErr = err
+		h.done = append(h.done, bus.Inbound{})
+		h.mu.Unlock()
+	}
+	h.send("c", "hi")
+	waitUntil(t, "turn done", func() bool { return h.doneCount() == 1 })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !errors.Is(doneErr, session.ErrConflict) {
+		t.Errorf("turn ended with %v, want ErrConflict", doneErr)
+	}
+	for _, m := range h.out.all() {
+		if m.IsError {
+			t.Errorf("failure reply sent: %q", m.Content)
+		}
+	}
+}
+
+// maxHistory survives a trip through a JSON queue (a float64 then).
+func TestMaxHistoryFromJSONQueue(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("ok") }}
+	h := newHarness(t, llm, nil, nil)
+	for _, m := range []string{"one", "two", "three"} {
+		h.send("c", m)
+	}
+	waitUntil(t, "three turns", func() bool { return h.doneCount() == 3 })
+	h.loop.Submit(context.Background(), bus.Inbound{Channel: "test", ChatID: "c", SenderID: "u", Content: "four",
+		Metadata: map[string]any{"maxHistory": float64(2)}})
+	waitUntil(t, "fourth turn", func() bool { return h.doneCount() == 4 })
+	reqs := llm.reqs()
+	last := reqs[len(reqs)-1]
+	// system + the last 2 stored messages (user three, assistant ok) + the new user message
+	if got := len(last.Messages); got != 4 {
+		t.Errorf("request has %d messages, want 4 (maxHistory 2 applied)", got)
+	}
+}

@@ -1,0 +1,176 @@
+package natsbus
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Leases live in the lease bucket, whose entries expire LeaseTTL after
+// their last write: a holder renews (a compare-and-set on the revision it
+// holds) every LeaseTTL/3, and considers the lease lost as soon as a renewal
+// fails or none succeeded for 2/3 of LeaseTTL — before the entry can expire
+// and another instance can create it. The revision is the fencing token:
+// a holder that was replaced cannot renew.
+
+// acquire creates the lease key; ok is false when another instance holds it.
+func (b *Bus) acquire(ctx context.Context, key string) (rev uint64, ok bool, err error) {
+	rev, err = b.leases.Create(ctx, key, []byte(b.opts.Instance))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return rev, true, nil
+}
+
+func (b *Bus) renew(ctx context.Context, key string, rev uint64) (uint64, error) {
+	return b.leases.Update(ctx, key, []byte(b.opts.Instance), rev)
+}
+
+func (b *Bus) release(key string, rev uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := b.leases.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil {
+		b.log.Debug("releasing lease failed (it expires by itself)", "lease", key, "err", err)
+	}
+}
+
+func (b *Bus) renewEvery() time.Duration { return max(b.opts.LeaseTTL/3, 20*time.Millisecond) }
+
+// staleAfter is how long a holder trusts a lease without a successful
+// renewal.
+func (b *Bus) staleAfter() time.Duration { return b.opts.LeaseTTL * 2 / 3 }
+
+// Hold runs fn whenever this instance holds the lease called name: it waits
+// as a hot standby until the lease is free, runs fn with a context that ends
+// when the lease is lost (or ctx ends), releases the lease when fn returns,
+// and then waits again. It returns when ctx ends. Use it for what must run
+// on exactly one instance: the channels role, cron, heartbeat.
+func (b *Bus) Hold(ctx context.Context, name string, fn func(ctx context.Context)) {
+	key := "lease." + sanitize(name)
+	log := b.log.With("lease", name)
+	for ctx.Err() == nil {
+		rev, ok, err := b.acquire(ctx, key)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("lease: cannot reach NATS; retrying", "err", err)
+		}
+		if !ok {
+			sleep(ctx, jitter(b.renewEvery()))
+			continue
+		}
+		log.Info("lease acquired; running", "revision", rev)
+		b.setHeld(name, true)
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); fn(runCtx) }()
+		renewed := time.Now()
+		t := time.NewTicker(b.renewEvery())
+	hold:
+		for {
+			select {
+			case <-done:
+				break hold
+			case <-ctx.Done():
+				break hold
+			case <-t.C:
+				rctx, cancel := context.WithTimeout(ctx, b.renewEvery())
+				next, err := b.renew(rctx, key, rev)
+				cancel()
+				if err == nil {
+					rev, renewed = next, time.Now()
+					continue
+				}
+				if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || time.Since(renewed) > b.staleAfter() {
+					log.Warn("lease lost; stopping", "err", err)
+					break hold
+				}
+			}
+		}
+		t.Stop()
+		stop()
+		<-done
+		b.setHeld(name, false)
+		b.release(key, rev)
+	}
+}
+
+func (b *Bus) setHeld(name string, held bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held == nil {
+		b.held = map[string]bool{}
+	}
+	if held {
+		b.held[name] = true
+	} else {
+		delete(b.held, name)
+	}
+}
+
+// Holds reports whether this instance holds the lease called name now.
+func (b *Bus) Holds(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held[name]
+}
+
+func jitter(d time.Duration) time.Duration {
+	return d/2 + time.Duration(rand.Int64N(int64(d)+1))
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// Lock takes the cluster-wide lock called name, waiting until it is free
+// or ctx ends. The lock is a lease: it is renewed while held and expires
+// LeaseTTL after its holder died. unlock releases it.
+func (b *Bus) Lock(ctx context.Context, name string) (unlock func(), err error) {
+	key := "lock." + sanitize(name)
+	wait := 20 * time.Millisecond
+	for {
+		rev, ok, err := b.acquire(ctx, key)
+		if err != nil && !IsTransient(err) {
+			return nil, err
+		}
+		if ok {
+			lctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				t := time.NewTicker(b.renewEvery())
+				defer t.Stop()
+				for {
+					select {
+					case <-lctx.Done():
+						b.release(key, rev)
+						return
+					case <-t.C:
+						rctx, rcancel := context.WithTimeout(lctx, b.renewEvery())
+						if next, err := b.renew(rctx, key, rev); err == nil {
+							rev = next
+						}
+						rcancel()
+					}
+				}
+			}()
+			return func() { cancel(); <-done }, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(jitter(wait)):
+		}
+		wait = min(wait*2, b.renewEvery())
+	}
+}

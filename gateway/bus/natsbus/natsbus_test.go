@@ -1,0 +1,316 @@
+package natsbus
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/gateway/bus/bustest"
+	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
+)
+
+// testOpts are short timings so takeovers happen within a test.
+func testOpts(instance string) Options {
+	return Options{Instance: instance, Role: "worker", Partitions: 8, LeaseTTL: 900 * time.Millisecond, AckWait: 3 * time.Second}
+}
+
+type node struct {
+	*Bus
+	nc     *nats.Conn
+	cancel context.CancelFunc
+	runs   sync.WaitGroup
+}
+
+// start opens a bus on its own connection and runs its consumers.
+func start(t *testing.T, srv *natstest.Server, o Options, worker, dispatcher bool) *node {
+	t.Helper()
+	nc, err := nats.Connect(srv.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(context.Background(), nc, o)
+	if err != nil {
+		nc.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &node{Bus: b, nc: nc, cancel: cancel}
+	if worker {
+		n.runs.Go(func() { _ = b.RunWorker(ctx, nil) })
+	}
+	if dispatcher {
+		n.runs.Go(func() { _ = b.RunDispatcherFeed(ctx) })
+	}
+	t.Cleanup(n.stop)
+	return n
+}
+
+// stop shuts the node down cleanly.
+func (n *node) stop() {
+	n.cancel()
+	n.runs.Wait()
+	n.Close()
+	n.nc.Close()
+}
+
+// crash drops the node's connection without releasing anything.
+func (n *node) crash() {
+	n.nc.Close()
+	n.cancel()
+	n.runs.Wait()
+	n.Close()
+}
+
+func TestConformance(t *testing.T) {
+	srv := natstest.Start(t)
+	i := 0
+	bustest.Run(t, bustest.Impl{
+		New: func(t *testing.T) bustest.Queue {
+			i++
+			o := testOpts("conf")
+			o.Prefix = fmt.Sprint("conf", i) // a fresh bot per test
+			return start(t, srv, o, true, true).Bus
+		},
+		Done:      func(q bustest.Queue, m bus.Inbound) { q.(*Bus).Done(m, false) },
+		Delivered: func(q bustest.Queue, m bus.Outbound) { q.(*Bus).Delivered(m) },
+	})
+}
+
+func recv(t *testing.T, ch <-chan bus.Inbound, within time.Duration) (bus.Inbound, bool) {
+	t.Helper()
+	select {
+	case m, ok := <-ch:
+		return m, ok
+	case <-time.After(within):
+		return bus.Inbound{}, false
+	}
+}
+
+func TestDuplicatePublishSuppressed(t *testing.T) {
+	srv := natstest.Start(t)
+	n := start(t, srv, testOpts("a"), true, true)
+	ctx := context.Background()
+	m := bus.Inbound{Channel: "telegram", ChatID: "1", MessageID: "77", Content: "hi"}
+	for range 3 {
+		if err := n.PublishInbound(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := m
+	second.MessageID, second.Content = "78", "next"
+	if err := n.PublishInbound(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"hi", "next"} {
+		got, ok := recv(t, n.Inbound(), 10*time.Second)
+		if !ok || got.Content != want {
+			t.Fatalf("got %q (%v), want %q", got.Content, ok, want)
+		}
+		n.Done(got, false)
+	}
+	if got, ok := recv(t, n.Inbound(), 300*time.Millisecond); ok {
+		t.Errorf("duplicate delivered: %+v", got)
+	}
+	// A final reply to one message is published once, however often a
+	// replayed turn sends it.
+	out := bus.Outbound{Channel: "telegram", ChatID: "1", Kind: bus.KindStreamEnd, Final: true, ReplyTo: "77", Content: "answer"}
+	for range 2 {
+		if err := n.PublishOutbound(ctx, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-n.Outbound()
+	select {
+	case m := <-n.Outbound():
+		t.Errorf("second final reply delivered: %+v", m)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// A message taken by a worker that dies before it is done is delivered to
+// the worker that takes the partition over; a done one is not.
+func TestCrashedWorkersMessagesReplayed(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), true, false)
+	ctx := context.Background()
+	for i, text := range []string{"finished", "interrupted"} {
+		if err := a.PublishInbound(ctx, bus.Inbound{Channel: "c", ChatID: "s", MessageID: fmt.Sprint(i), Content: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m1, ok := recv(t, a.Inbound(), 10*time.Second)
+	if !ok || m1.Content != "finished" {
+		t.Fatalf("first = %+v", m1)
+	}
+	a.Done(m1, false)
+	m2, ok := recv(t, a.Inbound(), 10*time.Second)
+	if !ok || m2.Content != "interrupted" {
+		t.Fatalf("second = %+v", m2)
+	}
+	a.crash()
+
+	b := start(t, srv, testOpts("b"), true, false)
+	got, ok := recv(t, b.Inbound(), 10*time.Second)
+	if !ok || got.Content != "interrupted" {
+		t.Fatalf("after takeover got %+v (%v), want the interrupted message", got, ok)
+	}
+	b.Done(got, false)
+	if extra, ok := recv(t, b.Inbound(), 500*time.Millisecond); ok {
+		t.Errorf("replayed a finished message: %+v", extra)
+	}
+}
+
+// A message whose turn finished (marked done) but whose acknowledgement was
+// lost is skipped by the next owner.
+func TestDoneButUnackedSkipped(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), true, false)
+	ctx := context.Background()
+	if err := a.PublishInbound(ctx, bus.Inbound{Channel: "c", ChatID: "s", MessageID: "1", Content: "answered"}); err != nil {
+		t.Fatal(err)
+	}
+	m, ok := recv(t, a.Inbound(), 10*time.Second)
+	if !ok {
+		t.Fatal("no message")
+	}
+	a.mu.Lock()
+	key := a.inflight[m.ID].key
+	a.mu.Unlock()
+	if _, err := a.done.Put(ctx, key, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	a.crash() // after the done marker, before the ack
+	b := start(t, srv, testOpts("b"), true, false)
+	if err := b.PublishInbound(ctx, bus.Inbound{Channel: "c", ChatID: "s", MessageID: "2", Content: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := recv(t, b.Inbound(), 10*time.Second)
+	if !ok || got.Content != "new" {
+		t.Fatalf("got %+v, want only the new message", got)
+	}
+}
+
+func TestPartitionsSpreadAndMove(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), true, false)
+	b := start(t, srv, testOpts("b"), true, false)
+	waitFor(t, "partitions split between two workers", func() bool {
+		pa, pb := a.Owned(), b.Owned()
+		return len(pa) == 4 && len(pb) == 4 && disjoint(pa, pb)
+	})
+	a.crash()
+	waitFor(t, "survivor owns every partition", func() bool { return len(b.Owned()) == 8 })
+}
+
+func TestHoldOneAtATime(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), false, false)
+	b := start(t, srv, testOpts("b"), false, false)
+	var mu sync.Mutex
+	running, maxRunning := map[string]bool{}, 0
+	hold := func(n *node, name string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go n.Hold(ctx, "channels", func(ctx context.Context) {
+			mu.Lock()
+			running[name] = true
+			maxRunning = max(maxRunning, len(running))
+			mu.Unlock()
+			<-ctx.Done()
+			mu.Lock()
+			delete(running, name)
+			mu.Unlock()
+		})
+	}
+	hold(a, "a")
+	waitFor(t, "a holds the lease", func() bool { return a.Holds("channels") })
+	hold(b, "b")
+	time.Sleep(2 * a.opts.LeaseTTL) // b must stay a standby while a is alive
+	if b.Holds("channels") {
+		t.Fatal("standby took the lease from a live holder")
+	}
+	a.crash()
+	start := time.Now()
+	waitFor(t, "standby takes over", func() bool { return b.Holds("channels") })
+	if took := time.Since(start); took > 3*a.opts.LeaseTTL {
+		t.Errorf("takeover took %v, lease TTL %v", took, a.opts.LeaseTTL)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if maxRunning != 1 {
+		t.Errorf("%d holders ran at once", maxRunning)
+	}
+}
+
+func disjoint(a, b []int) bool {
+	seen := map[int]bool{}
+	for _, p := range a {
+		seen[p] = true
+	}
+	for _, p := range b {
+		if seen[p] {
+			return false
+		}
+	}
+	return true
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestLockExcludes(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), false, false)
+	b := start(t, srv, testOpts("b"), false, false)
+	var inside, most atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 6 {
+		n := a
+		if i%2 == 1 {
+			n = b
+		}
+		wg.Go(func() {
+			unlock, err := n.Lock(context.Background(), "memory")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if v := inside.Add(1); v > most.Load() {
+				most.Store(v)
+			}
+			time.Sleep(30 * time.Millisecond)
+			inside.Add(-1)
+			unlock()
+		})
+	}
+	wg.Wait()
+	if most.Load() != 1 {
+		t.Errorf("%d holders inside the lock at once", most.Load())
+	}
+	// A dead holder's lock expires.
+	if _, err := a.Lock(context.Background(), "held"); err != nil {
+		t.Fatal(err)
+	}
+	a.crash()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	unlock, err := b.Lock(ctx, "held")
+	if err != nil {
+		t.Fatalf("lock of a dead holder never expired: %v", err)
+	}
+	unlock()
+}

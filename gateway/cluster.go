@@ -1,0 +1,166 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/gateway/bus/natsbus"
+	"github.com/nanobot-go/nanobot/gateway/journal"
+)
+
+// Roles of a gateway process (configs.ClusterConfig.Role).
+const (
+	RoleAll      = "all"
+	RoleChannels = "channels"
+	RoleWorker   = "worker"
+)
+
+// queues is the bus the gateway runs on: the in-memory bus (default) or
+// the JetStream bus (cluster mode).
+type queues interface {
+	PublishInbound(ctx context.Context, m bus.Inbound) error
+	PublishOutbound(ctx context.Context, m bus.Outbound) error
+	Inbound() <-chan bus.Inbound
+	Outbound() <-chan bus.Outbound
+	Depth() (in, out int)
+	Close()
+}
+
+// inbox is where accepted inbound messages go and how they are marked
+// done: the journal and the in-memory bus, or JetStream.
+type inbox interface {
+	// Accept makes m durable and queues it; journal.ErrDuplicate for a
+	// message seen before.
+	Accept(ctx context.Context, m bus.Inbound) error
+	// Done marks m finished, or (stopping, or its turn failed in a way
+	// worth replaying) hands it back.
+	Done(m bus.Inbound, stopping bool, err error)
+	Pending() int
+}
+
+type journalInbox struct {
+	jr  *journal.Journal
+	b   *bus.Bus
+	log *slog.Logger
+}
+
+func (j journalInbox) Accept(ctx context.Context, m bus.Inbound) error {
+	jm, err := j.jr.Add(m)
+	if err != nil {
+		return err
+	}
+	return j.b.PublishInbound(ctx, jm)
+}
+
+func (j journalInbox) Done(m bus.Inbound, stopping bool, _ error) {
+	if stopping || m.ID == "" {
+		return // replayed at the next start
+	}
+	if err := j.jr.Done(m.ID); err != nil {
+		j.log.Error("journal: marking done failed", "err", err)
+	}
+}
+
+func (j journalInbox) Pending() int { return j.jr.Pending() }
+
+type natsInbox struct{ b *natsbus.Bus }
+
+func (n natsInbox) Accept(ctx context.Context, m bus.Inbound) error {
+	return n.b.PublishInbound(ctx, m)
+}
+func (n natsInbox) Done(m bus.Inbound, stopping bool, err error) {
+	// A turn that could not be saved because NATS was unreachable is
+	// replayed rather than acknowledged.
+	n.b.Done(m, stopping || natsbus.IsUnreachable(err))
+}
+func (n natsInbox) Pending() int { in, _ := n.b.Depth(); return in }
+
+// connectNATS dials the cluster's NATS server. The client reconnects by
+// itself, forever, with jittered waits; disconnects are logged (without
+// credentials).
+func connectNATS(c configs.NATSConfig, name string, log *slog.Logger) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
+		nats.ReconnectJitter(500*time.Millisecond, 2*time.Second), nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("nats: disconnected; reconnecting", "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("nats: reconnected", "server", nc.ConnectedUrlRedacted()) }),
+	}
+	switch {
+	case c.Token != "":
+		opts = append(opts, nats.Token(c.Token))
+	case c.Credentials != "":
+		opts = append(opts, nats.UserCredentials(c.Credentials))
+	case c.NKey != "":
+		o, err := nats.NkeyOptionFromSeed(c.NKey)
+		if err != nil {
+			return nil, fmt.Errorf("cluster.nats.nkey: %w", err)
+		}
+		opts = append(opts, o)
+	}
+	if c.TLS.CA != "" {
+		opts = append(opts, nats.RootCAs(c.TLS.CA))
+	}
+	if c.TLS.Cert != "" {
+		opts = append(opts, nats.ClientCert(c.TLS.Cert, c.TLS.Key))
+	}
+	nc, err := nats.Connect(c.URL, opts...)
+	if err != nil {
+		// The error names the server, never the token.
+		return nil, fmt.Errorf("cluster.nats: connect: %w", err)
+	}
+	return nc, nil
+}
+
+// ClusterStatus is the cluster part of Status.
+type ClusterStatus struct {
+	Role     string `json:"role"`
+	Instance string `json:"instance"`
+	// Owned are the inbound partitions this instance works on.
+	Owned []int `json:"partitionsOwned"`
+	// Channels is true on the instance running the chat adapters.
+	Channels bool `json:"channelsActive"`
+	// Members are the instances seen in the last lease period.
+	Members []natsbus.Member `json:"members"`
+	// Lag is the number of inbound messages not yet answered, all
+	// instances together.
+	Lag int `json:"lag"`
+}
+
+func clusterStatus(ctx context.Context, nb *natsbus.Bus, role string) *ClusterStatus {
+	in, _ := nb.Depth()
+	st := &ClusterStatus{Role: role, Instance: nb.Options().Instance, Owned: nb.Owned(), Channels: nb.Holds(RoleChannels), Lag: in}
+	if members, err := nb.Members(ctx); err == nil {
+		st.Members = members
+	}
+	return st
+}
+
+// registerClusterMetrics adds the cluster gauges, labelled with the role
+// and instance so one dashboard shows every instance.
+func registerClusterMetrics(r *prometheus.Registry, nb *natsbus.Bus, role string) {
+	labels := prometheus.Labels{"role": role, "instance": nb.Options().Instance}
+	r.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_cluster_partitions_owned", Help: "Inbound partitions this instance works on.", ConstLabels: labels},
+			func() float64 { return float64(len(nb.Owned())) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_cluster_channels_active", Help: "1 on the instance running the chat adapters (holding the channels lease).", ConstLabels: labels},
+			func() float64 { return boolGauge(nb.Holds(RoleChannels)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_cluster_cron_active", Help: "1 on the instance running cron and heartbeat.", ConstLabels: labels},
+			func() float64 { return boolGauge(nb.Holds("cron")) }),
+	)
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

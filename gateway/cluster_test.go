@@ -1,0 +1,410 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/providers"
+)
+
+// probe is a scripted LLM shared by the workers of a test. It answers
+// "echo: <text>" after a fixed latency and records, per session, which
+// worker runs it: two workers on one session at once is a violation, and
+// so is a session's messages processed out of order. A message whose text
+// is hold blocks until its turn is cancelled (a worker killed mid-turn).
+type probe struct {
+	latency time.Duration
+	hold    string
+
+	mu         sync.Mutex
+	active     map[string]string   // session -> worker running it
+	processed  map[string][]int    // session -> message numbers, in processing order
+	byWorker   map[string]int      // worker -> turns
+	violations []string            // overlaps and reorderings
+	held       chan string         // worker that started the hold message
+	heldBy     map[string]struct{} // workers that got it
+}
+
+func newProbe(latency time.Duration) *probe {
+	return &probe{latency: latency, active: map[string]string{}, processed: map[string][]int{},
+		byWorker: map[string]int{}, held: make(chan string, 8), heldBy: map[string]struct{}{}}
+}
+
+// worker returns the provider of one worker.
+func (p *probe) worker(name string) providers.Provider { return probeWorker{p, name} }
+
+type probeWorker struct {
+	p    *probe
+	name string
+}
+
+func (w probeWorker) Chat(ctx context.Context, req providers.ChatRequest) (*providers.LLMResponse, error) {
+	return w.Stream(ctx, req, func(providers.Delta) {})
+}
+
+func (w probeWorker) Stream(ctx context.Context, req providers.ChatRequest, onDelta func(providers.Delta)) (*providers.LLMResponse, error) {
+	u := req.Messages[len(req.Messages)-1].Text()
+	body := u[strings.LastIndex(u, "\n")+1:]
+	sess, num, _ := strings.Cut(body, " ")
+	p := w.p
+	p.mu.Lock()
+	if other, busy := p.active[sess]; busy {
+		p.violations = append(p.violations, fmt.Sprintf("%s processed by %s and %s at once", sess, other, w.name))
+	}
+	p.active[sess] = w.name
+	if n, err := strconv.Atoi(num); err == nil {
+		// A replay of the last message (after a worker died) is fine.
+		if prev := p.processed[sess]; len(prev) > 0 && prev[len(prev)-1] > n {
+			p.violations = append(p.violations, fmt.Sprintf("%s: message %d after %d", sess, n, prev[len(prev)-1]))
+		}
+		p.processed[sess] = append(p.processed[sess], n)
+	}
+	p.byWorker[w.name]++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		if p.active[sess] == w.name {
+			delete(p.active, sess)
+		}
+		p.mu.Unlock()
+	}()
+	if p.hold != "" && body == p.hold {
+		p.mu.Lock()
+		_, again := p.heldBy[w.name]
+		p.heldBy[w.name] = struct{}{}
+		first := len(p.heldBy) == 1 && !again
+		p.mu.Unlock()
+		if first {
+			p.held <- w.name
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+	}
+	t := time.NewTimer(p.latency)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		return nil, ctx.Err()
+	}
+	reply := "echo: " + body
+	onDelta(providers.Delta{Content: reply})
+	return &providers.LLMResponse{Content: reply, FinishReason: "stop"}, nil
+}
+
+func (p *probe) check(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, v := range p.violations {
+		t.Error(v)
+	}
+}
+
+// cluster runs gateway instances of one bot against one NATS server.
+type cluster struct {
+	t   testing.TB
+	srv *natstest.Server
+}
+
+func newCluster(t testing.TB) *cluster { return &cluster{t: t, srv: natstest.Start(t)} }
+
+func (c *cluster) config() configs.Config {
+	cfg := testConfig(map[string][]any{"fake": {"*"}})
+	cfg.Channels.Platforms["web"] = map[string]any{"enabled": false}
+	cfg.Cluster.NATS.URL = c.srv.URL()
+	cfg.Cluster.LeaseTTLS, cfg.Cluster.AckWaitS, cfg.Cluster.Partitions = 1, 2, 12
+	return cfg
+}
+
+// start runs one instance; the returned running's cancel kills it.
+func (c *cluster) start(role, name string, llm providers.Provider, extra ...channels.Channel) *running {
+	return startGatewayOpts(c.t, c.config(), llm, func(o *Options) {
+		o.Role, o.Instance, o.DrainTimeout = role, name, 50*time.Millisecond
+		if os.Getenv("NANOBOT_TEST_LOG") != "" {
+			o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("inst", name)
+		}
+	}, extra...)
+}
+
+func stop(t *testing.T, r *running) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Errorf("instance stopped with %v", err)
+		}
+		r.done <- nil // for the cleanup
+	case <-time.After(15 * time.Second):
+		t.Fatal("instance did not stop")
+	}
+}
+
+func platform(name string) *fakeChannel {
+	fc := newFake(name)
+	fc.in = make(chan bus.Inbound, 1024)
+	fc.redeliver = true
+	fc.front = make(chan bus.Inbound, 4)
+	return fc
+}
+
+// replies returns what the platform shows in a chat, over every channels
+// instance that ever served it.
+func replies(chat string, fakes ...*fakeChannel) []string {
+	var out []string
+	for _, f := range fakes {
+		out = append(out, f.texts(chat)...)
+	}
+	return out
+}
+
+func wantReplies(chat string, n int) []string {
+	var want []string
+	for i := range n {
+		want = append(want, fmt.Sprintf("echo: %s %d", chat, i))
+	}
+	return want
+}
+
+// Three workers and one channels instance: 200 messages over 50 sessions
+// are all answered once, in order, and no session ever runs on two
+// workers at once — while the workers are still sharing out the
+// partitions among themselves.
+func TestClusterThreeWorkers(t *testing.T) {
+	c := newCluster(t)
+	llm := newProbe(5 * time.Millisecond)
+	fc := platform("fake")
+	c.start(RoleChannels, "channels-1", llm.worker("channels-1"), fc)
+	var w1 *running
+	for i := range 3 {
+		name := fmt.Sprint("worker-", i+1)
+		r := c.start(RoleWorker, name, llm.worker(name))
+		if i == 0 {
+			w1 = r
+		}
+	}
+	const sessions, each = 50, 4
+	for i := range each {
+		for s := range sessions {
+			chat := fmt.Sprint("s", s)
+			fc.in <- bus.Inbound{Channel: "fake", ChatID: chat, SenderID: "u", Content: fmt.Sprintf("%s %d", chat, i), MessageID: fmt.Sprint(s, "-", i)}
+		}
+	}
+	waitForLong(t, "every message answered", 60*time.Second, func() bool {
+		for s := range sessions {
+			if len(fc.texts(fmt.Sprint("s", s))) < each {
+				return false
+			}
+		}
+		return true
+	})
+	for s := range sessions {
+		chat := fmt.Sprint("s", s)
+		if got, want := fc.texts(chat), wantReplies(chat, each); !slices.Equal(got, want) {
+			t.Errorf("%s: replies %q, want %q", chat, got, want)
+		}
+	}
+	llm.check(t)
+	// /api/status (what `nanobot status` prints) shows the cluster.
+	var st Status
+	waitForLong(t, "status lists the four instances", 10*time.Second, func() bool {
+		_, body := get(t, "http://"+w1.addr+"/api/status")
+		st = Status{}
+		return json.Unmarshal([]byte(body), &st) == nil && st.Cluster != nil && len(st.Cluster.Members) == 4
+	})
+	if st.Cluster.Role != RoleWorker || st.Cluster.Instance != "worker-1" || len(st.Cluster.Owned) == 0 {
+		t.Errorf("cluster status %+v", st.Cluster)
+	}
+	if _, m := get(t, "http://"+w1.addr+"/metrics"); !strings.Contains(m, `nanobot_cluster_partitions_owned{instance="worker-1",role="worker"}`) {
+		t.Errorf("metrics lack the cluster gauges:\n%s", grep(m, "nanobot_cluster"))
+	}
+	llm.mu.Lock()
+	defer llm.mu.Unlock()
+	busy := 0
+	for _, n := range llm.byWorker {
+		if n > 0 {
+			busy++
+		}
+	}
+	if busy < 2 {
+		t.Errorf("turns per worker %v: the load was not shared", llm.byWorker)
+	}
+	t.Logf("turns per worker: %v", llm.byWorker)
+}
+
+// A worker killed mid-turn: its partitions move to the others, and the
+// interrupted message is processed again and answered once.
+func TestClusterWorkerKilledMidTurn(t *testing.T) {
+	c := newCluster(t)
+	llm := newProbe(5 * time.Millisecond)
+	llm.hold = "victim 0"
+	fc := platform("fake")
+	c.start(RoleChannels, "channels-1", llm.worker("channels-1"), fc)
+	workers := map[string]*running{}
+	for i := range 3 {
+		name := fmt.Sprint("worker-", i+1)
+		workers[name] = c.start(RoleWorker, name, llm.worker(name))
+	}
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "victim", SenderID: "u", Content: "victim 0", MessageID: "v0"}
+	var holder string
+	select {
+	case holder = <-llm.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the turn never started")
+	}
+	// More work for the same session and others while the holder dies.
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "victim", SenderID: "u", Content: "victim 1", MessageID: "v1"}
+	for s := range 10 {
+		fc.in <- bus.Inbound{Channel: "fake", ChatID: fmt.Sprint("o", s), SenderID: "u", Content: fmt.Sprintf("o%d 0", s), MessageID: fmt.Sprint("o", s)}
+	}
+	stop(t, workers[holder])
+
+	waitForLong(t, "interrupted message answered by another worker", 30*time.Second, func() bool {
+		return len(fc.texts("victim")) >= 2
+	})
+	for s := range 10 {
+		chat := fmt.Sprint("o", s)
+		waitForLong(t, chat+" answered", 30*time.Second, func() bool { return len(fc.texts(chat)) >= 1 })
+	}
+	time.Sleep(2 * time.Second) // a second answer would come within the ack wait
+	if got, want := fc.texts("victim"), wantReplies("victim", 2); !slices.Equal(got, want) {
+		t.Errorf("victim: replies %q, want %q (each answered once, in order)", got, want)
+	}
+	llm.mu.Lock()
+	_, retried := llm.heldBy[holder]
+	n := len(llm.heldBy)
+	llm.mu.Unlock()
+	if !retried || n < 2 {
+		t.Errorf("the interrupted message was not run again on another worker: %v", llm.heldBy)
+	}
+	llm.check(t)
+}
+
+// The channels instance dies: the standby takes over within the lease
+// time, and nothing the platform handed over is lost.
+func TestClusterChannelsFailover(t *testing.T) {
+	c := newCluster(t)
+	llm := newProbe(20 * time.Millisecond)
+	active, standby := platform("fake"), platform("fake")
+	standby.in, standby.front = active.in, active.front // one platform, offered to whichever instance polls it
+	first := c.start(RoleChannels, "channels-1", llm.worker("c1"), active)
+	waitForLong(t, "first instance connected", 10*time.Second, func() bool { return active.runs.Load() == 1 })
+	c.start(RoleChannels, "channels-2", llm.worker("c2"), standby)
+	c.start(RoleWorker, "worker-1", llm.worker("worker-1"))
+	c.start(RoleWorker, "worker-2", llm.worker("worker-2"))
+	time.Sleep(1500 * time.Millisecond) // longer than the lease: the standby must stay idle
+	if standby.runs.Load() != 0 {
+		t.Fatal("the standby connected to the platform while the first instance was alive")
+	}
+	const sessions, each = 10, 6
+	send := func(i int) {
+		for s := range sessions {
+			chat := fmt.Sprint("s", s)
+			active.in <- bus.Inbound{Channel: "fake", ChatID: chat, SenderID: "u", Content: fmt.Sprintf("%s %d", chat, i), MessageID: fmt.Sprint(s, "-", i)}
+		}
+	}
+	for i := range each / 2 {
+		send(i)
+	}
+	killed := time.Now()
+	stop(t, first)
+	waitForLong(t, "standby took over", 10*time.Second, func() bool { return standby.runs.Load() == 1 })
+	if took := time.Since(killed); took > 3*time.Second {
+		t.Errorf("takeover took %v with a 1 s lease", took)
+	}
+	for i := each / 2; i < each; i++ {
+		send(i)
+	}
+	waitForLong(t, "every message answered", 60*time.Second, func() bool {
+		for s := range sessions {
+			if len(uniq(replies(fmt.Sprint("s", s), active, standby))) < each {
+				return false
+			}
+		}
+		return true
+	})
+	for s := range sessions {
+		chat := fmt.Sprint("s", s)
+		got := uniq(replies(chat, active, standby))
+		if want := wantReplies(chat, each); !slices.Equal(got, want) {
+			t.Errorf("%s: replies %q, want %q", chat, got, want)
+		}
+	}
+	llm.check(t)
+}
+
+// uniq drops repeats (a reply sent by the dying instance and again by the
+// standby is at-least-once delivery, not a lost or reordered message).
+func uniq(texts []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range texts {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// NATS restarts mid-run: the instances reconnect and every message the
+// platform handed over (so JetStream acknowledged) is answered.
+func TestClusterNATSRestart(t *testing.T) {
+	c := newCluster(t)
+	llm := newProbe(20 * time.Millisecond)
+	fc := platform("fake")
+	c.start(RoleChannels, "channels-1", llm.worker("c1"), fc)
+	c.start(RoleWorker, "worker-1", llm.worker("worker-1"))
+	c.start(RoleWorker, "worker-2", llm.worker("worker-2"))
+	const sessions, each = 10, 4
+	send := func(i int) {
+		for s := range sessions {
+			chat := fmt.Sprint("s", s)
+			fc.in <- bus.Inbound{Channel: "fake", ChatID: chat, SenderID: "u", Content: fmt.Sprintf("%s %d", chat, i), MessageID: fmt.Sprint(s, "-", i)}
+		}
+	}
+	send(0)
+	send(1)
+	c.srv.Restart()
+	send(2)
+	send(3)
+	waitForLong(t, "every message answered after the restart", 90*time.Second, func() bool {
+		for s := range sessions {
+			if len(uniq(fc.texts(fmt.Sprint("s", s)))) < each {
+				return false
+			}
+		}
+		return true
+	})
+	for s := range sessions {
+		chat := fmt.Sprint("s", s)
+		if got, want := uniq(fc.texts(chat)), wantReplies(chat, each); !slices.Equal(got, want) {
+			t.Errorf("%s: replies %q, want %q", chat, got, want)
+		}
+	}
+}
+
+func waitForLong(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
