@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// growthTurns is set by -growth-turns.
+var growthTurns = 20
+
 // growthPoint is the gateway's memory after some sessions.
 type growthPoint struct {
 	Label          string
@@ -20,7 +23,7 @@ type growthPoint struct {
 func measureGrowth(r *report, fx *fakes, bin, work string, quick bool) error {
 	fx.llm.SetRecording(false)
 	defer fx.llm.SetRecording(true)
-	first, total, turns, settle := 1000, 10000, 20, 30*time.Second
+	first, total, turns, settle := 1000, 10000, growthTurns, 30*time.Second
 	if quick {
 		first, total, turns, settle = 20, 60, 3, time.Second
 	}
