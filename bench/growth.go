@@ -9,7 +9,7 @@ import (
 )
 
 // growthTurns is set by -growth-turns.
-var growthTurns = 20
+var growthTurns = 6
 
 // growthPoint is the gateway's memory after some sessions.
 type growthPoint struct {
@@ -23,7 +23,7 @@ type growthPoint struct {
 func measureGrowth(r *report, fx *fakes, bin, work string, quick bool) error {
 	fx.llm.SetRecording(false)
 	defer fx.llm.SetRecording(true)
-	first, total, turns, settle := 1000, 10000, growthTurns, 30*time.Second
+	first, total, turns, settle := 1000, 10000, growthTurns, 45*time.Second
 	if quick {
 		first, total, turns, settle = 20, 60, 3, time.Second
 	}
@@ -57,9 +57,12 @@ func measureGrowth(r *report, fx *fakes, bin, work string, quick bool) error {
 	if err := read("after load", first); err != nil {
 		return err
 	}
+	time.Sleep(settle)
+	if err := read(fmt.Sprintf("after %s idle", settle), first); err != nil {
+		return err
+	}
 	_, _, failed2 := runChats(fx, fol, total-first, turns, 5*time.Minute)
 	r.GrowthFailed = failed + failed2
-	r.GrowthTook = time.Since(start)
 	if err := read("after load", total); err != nil {
 		return err
 	}
@@ -67,6 +70,7 @@ func measureGrowth(r *report, fx *fakes, bin, work string, quick bool) error {
 	if err := read(fmt.Sprintf("after %s idle", settle), total); err != nil {
 		return err
 	}
+	r.GrowthTook = time.Since(start)
 	files, _ := filepath.Glob(filepath.Join(dir, "sessions", "*"))
 	r.GrowthFiles = len(files)
 	if len(files) == 0 {

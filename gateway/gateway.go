@@ -399,6 +399,9 @@ func Run(ctx context.Context, o Options) error {
 		wg.Go(func() { _ = disp.Run(dispCtx, b.Outbound()) })
 	}
 	loopDone := make(chan struct{})
+	if runsAgent {
+		wg.Go(func() { releaseWhenIdle(loopCtx, loop.Idle, log) })
+	}
 	switch {
 	case runsAgent && nb == nil:
 		go func() { _ = loop.Run(loopCtx, b.Inbound()); close(loopDone) }()

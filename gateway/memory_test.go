@@ -1,0 +1,43 @@
+package gateway
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestReleaseOncePerBusySpell(t *testing.T) {
+	var idle atomic.Bool
+	var released, sawBusy atomic.Int32
+	idle.Store(true)
+	probe := func() bool {
+		v := idle.Load()
+		if !v {
+			sawBusy.Add(1)
+		}
+		return v
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { whenIdle(ctx, probe, 30*time.Millisecond, func() { released.Add(1) }); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	// Idle from the start: nothing to give back.
+	time.Sleep(150 * time.Millisecond)
+	if n := released.Load(); n != 0 {
+		t.Fatalf("released %d times without any work", n)
+	}
+	for spell := 1; spell <= 2; spell++ {
+		sawBusy.Store(0)
+		idle.Store(false)
+		waitFor(t, "the busy spell to be seen", func() bool { return sawBusy.Load() > 0 })
+		idle.Store(true)
+		waitFor(t, "release after the busy spell", func() bool { return released.Load() == int32(spell) })
+		// Staying idle does not release again.
+		time.Sleep(150 * time.Millisecond)
+		if n := released.Load(); n != int32(spell) {
+			t.Fatalf("spell %d: released %d times", spell, n)
+		}
+	}
+}
