@@ -195,7 +195,7 @@ func (r *report) markdown() string {
 	w("\nPeak RSS during these runs: %s.\n", mib(r.LoadRSS))
 
 	w("\n## Memory over many sessions\n\n")
-	w("One gateway (cap 100, 0 ms LLM) serves %d turns in each of the sessions below, idles, then serves the next sessions and idles again. Sessions live on disk; the in-memory cache keeps the 256 most recently used; a chat's delivery worker ends 20 s after its last message; after 30 s without work the gateway returns freed memory to the OS. ", r.GrowthTurns)
+	w("One gateway (cap 100, 0 ms LLM) serves %d turns in each of 1,000 sessions at once, idles, then serves 9,000 more sessions in waves of 1,000 (the same peak of concurrent chats) and idles again. Sessions live on disk; the in-memory cache keeps the 256 most recently used; a chat's delivery worker ends 20 s after its last message; after 30 s without work the gateway returns freed memory to the OS. ", r.GrowthTurns)
 	w("The whole run took %s; %d messages went unanswered.\n\n", r.GrowthTook.Round(time.Second), r.GrowthFailed)
 	w("| point | sessions | RSS | PSS | Go heap in use |\n|---|---|---|---|---|\n")
 	for _, g := range r.Growth {
