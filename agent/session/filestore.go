@@ -2,13 +2,11 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -333,22 +331,9 @@ func (f *FileStore) SetMetadata(ctx context.Context, s *Session, key string, val
 		return err
 	}
 	defer unlock()
-	md := maps.Clone(s.Metadata)
-	if md == nil {
-		md = map[string]any{}
-	}
-	if value == nil {
-		delete(md, key)
-	} else {
-		b, err := json.Marshal(value)
-		if err != nil {
-			return fmt.Errorf("session: set metadata %q of %q: %w", key, s.Key, err)
-		}
-		var v any
-		if err := json.Unmarshal(b, &v); err != nil {
-			return fmt.Errorf("session: set metadata %q of %q: %w", key, s.Key, err)
-		}
-		md[key] = v
+	md, err := withMetadata(s, key, value)
+	if err != nil {
+		return err
 	}
 	return f.updateMeta(s, s.LastConsolidated, md)
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -374,22 +373,9 @@ func (k *KVStore) SetMetadata(ctx context.Context, s *Session, key string, value
 		return err
 	}
 	defer unlock()
-	md := maps.Clone(s.Metadata)
-	if md == nil {
-		md = map[string]any{}
-	}
-	if value == nil {
-		delete(md, key)
-	} else {
-		b, err := json.Marshal(value)
-		if err != nil {
-			return fmt.Errorf("session: set metadata %q of %q: %w", key, s.Key, err)
-		}
-		var v any
-		if err := json.Unmarshal(b, &v); err != nil {
-			return fmt.Errorf("session: set metadata %q of %q: %w", key, s.Key, err)
-		}
-		md[key] = v
+	md, err := withMetadata(s, key, value)
+	if err != nil {
+		return err
 	}
 	return k.updateHead(ctx, s, s.LastConsolidated, md)
 }

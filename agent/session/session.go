@@ -1,6 +1,9 @@
 package session
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -173,4 +176,28 @@ func cloneMessage(m providers.Message) providers.Message {
 		c.ThinkingBlocks = append([]providers.ThinkingBlock(nil), m.ThinkingBlocks...)
 	}
 	return c
+}
+
+// withMetadata returns a copy of s's metadata with key set to value (nil
+// deletes it). The value is stored as its JSON decoding (numbers become
+// float64, structs maps), so it reads back the same after a reload.
+func withMetadata(s *Session, key string, value any) (map[string]any, error) {
+	md := maps.Clone(s.Metadata)
+	if md == nil {
+		md = map[string]any{}
+	}
+	if value == nil {
+		delete(md, key)
+		return md, nil
+	}
+	b, err := json.Marshal(value)
+	if err != nil {
+		return nil, fmt.Errorf("session: set metadata %q of %q: %w", key, s.Key, err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("session: set metadata %q of %q: %w", key, s.Key, err)
+	}
+	md[key] = v
+	return md, nil
 }
