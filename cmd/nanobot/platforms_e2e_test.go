@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
+	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
+	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/providers/openai"
+	"github.com/nanobot-go/nanobot/providers/providertest"
+)
+
+// scriptedAnswer is what the scripted model says; streamed slowly enough
+// that every platform that edits shows it growing.
+const scriptedAnswer = "The quick brown fox jumps over the lazy dog, twice, for good measure."
+
+// platform drives one platform fake in the end-to-end test.
+type platform struct {
+	name   string
+	config func() map[string]any
+	// send has a user write text in a direct chat.
+	send func(text string)
+	// shown reports the bot's messages in that chat as they look now, and
+	// how many edits were made.
+	shown func() (texts []string, edits int)
+}
+
+// TestPlatformsEndToEnd runs the real gateway (channel registry, manager,
+// agent loop, dispatcher, the OpenAI backend against a scripted model) with
+// Telegram, Slack and Discord adapters against their platform fakes: a user
+// message gets the scripted reply on the same chat, streamed as edits; a
+// slash command is answered without the model.
+func TestPlatformsEndToEnd(t *testing.T) {
+	tg := telegramtest.New(t)
+	sl := slacktest.New(t)
+	dc := discordtest.New(t)
+	user := telegramtest.User{ID: 4242, Username: "ann", FirstName: "Ann"}
+	platforms := []platform{
+		{
+			name:   "telegram",
+			config: func() map[string]any { return map[string]any{"enabled": true, "token": telegramtest.Token, "apiBase": tg.URL} },
+			send: func(text string) {
+				tg.Send(telegramtest.Msg{From: user, Chat: telegramtest.Chat{ID: user.ID, Type: "private"}, Text: text})
+			},
+			shown: func() ([]string, int) {
+				latest := map[int64]string{}
+				var order []int64
+				edits := 0
+				for _, s := range tg.Sent() {
+					if s.ChatID != user.ID {
+						continue
+					}
+					if s.Edit {
+						edits++
+					} else {
+						order = append(order, s.MessageID)
+					}
+					latest[s.MessageID] = s.Visible
+				}
+				var out []string
+				for _, id := range order {
+					out = append(out, latest[id])
+				}
+				return out, edits
+			},
+		},
+		{
+			name: "slack",
+			config: func() map[string]any {
+				return map[string]any{"enabled": true, "appToken": slacktest.AppToken, "botToken": slacktest.BotToken, "apiBase": sl.APIBase()}
+			},
+			send: func(text string) { sl.Push(slacktest.Event{Channel: "D4242", ChannelType: "im", User: "U4242", Text: text}) },
+			shown: func() ([]string, int) {
+				latest := map[string]string{}
+				var order []string
+				edits := 0
+				for _, s := range sl.Sent() {
+					if s.Channel != "D4242" {
+						continue
+					}
+					if s.Edit {
+						edits++
+					} else {
+						order = append(order, s.TS)
+					}
+					latest[s.TS] = s.Rendered
+				}
+				var out []string
+				for _, ts := range order {
+					out = append(out, latest[ts])
+				}
+				return out, edits
+			},
+		},
+		{
+			name:   "discord",
+			config: func() map[string]any { return map[string]any{"enabled": true, "token": discordtest.Token, "apiBase": dc.URL} },
+			send: func(text string) {
+				dc.Send(discordtest.Msg{From: discordtest.User{ID: "4242", Username: "ann"}, ChannelID: "D4242", Content: text})
+			},
+			shown: func() ([]string, int) {
+				latest := map[string]string{}
+				var order []string
+				edits := 0
+				for _, s := range dc.Sent() {
+					if s.ChannelID != "D4242" {
+						continue
+					}
+					if s.Edit {
+						edits++
+					} else {
+						order = append(order, s.MessageID)
+					}
+					latest[s.MessageID] = s.Content
+				}
+				var out []string
+				for _, id := range order {
+					out = append(out, latest[id])
+				}
+				return out, edits
+			},
+		},
+	}
+
+	llm := providertest.New(t)
+	llm.Handle(func(providertest.Request) providertest.Reply {
+		return providertest.Reply{Text: scriptedAnswer, Chunks: 12, EventDelay: 150 * time.Millisecond}
+	})
+
+	chans := map[string]any{"sendProgress": false, "sendToolHints": false}
+	for _, p := range platforms {
+		c := p.config()
+		c["allowFrom"] = []string{"*"}
+		chans[p.name] = c
+	}
+	dir := t.TempDir()
+	body, _ := json.Marshal(map[string]any{
+		"agents":   map[string]any{"defaults": map[string]any{"model": "test-model"}},
+		"channels": chans,
+		"gateway":  map[string]any{"heartbeat": map[string]any{"enabled": false}},
+	})
+	path := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(path, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := configs.Load(configs.Options{Path: path, Environ: []string{}, Platforms: platformTypes()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider, err := openai.New(openai.Options{APIBase: llm.OpenAIBase()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ready := make(chan string, 1)
+	go func() {
+		done <- gateway.Run(ctx, gateway.Options{
+			Config: &loaded.Config, Paths: loaded.Paths, Provider: provider, Model: "test-model",
+			Channels: newChannelRegistry(), Listener: ln, Ready: func(a string) { ready <- a },
+			DrainTimeout: 2 * time.Second, Stderr: io.Discard, Log: slog.New(slog.DiscardHandler),
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("gateway: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("gateway did not stop")
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("gateway exited: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("gateway not ready")
+	}
+
+	for _, p := range platforms {
+		t.Run(p.name, func(t *testing.T) {
+			before := len(llm.Requests())
+			p.send("hello there")
+			waitUntil(t, "the streamed reply", 30*time.Second, func() bool {
+				texts, _ := p.shown()
+				return len(texts) == 1 && texts[0] == scriptedAnswer
+			})
+			texts, edits := p.shown()
+			if edits == 0 {
+				t.Errorf("reply %q arrived without edits; want it streamed", texts)
+			}
+			if got := len(llm.Requests()) - before; got != 1 {
+				t.Errorf("model called %d times for one message", got)
+			}
+
+			// A slash command is answered by the gateway, not the model.
+			before = len(llm.Requests())
+			p.send("/help")
+			waitUntil(t, "the /help answer", 30*time.Second, func() bool {
+				texts, _ := p.shown()
+				return len(texts) >= 2 && strings.Contains(texts[len(texts)-1], "/new")
+			})
+			if got := len(llm.Requests()) - before; got != 0 {
+				t.Errorf("/help reached the model (%d requests)", got)
+			}
+		})
+	}
+}
+
+func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
