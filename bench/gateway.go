@@ -155,29 +155,35 @@ func (g *gateway) stop() {
 
 // memory reads the child's resident and proportional set sizes.
 func (g *gateway) memory() (rss, pss int64, err error) {
+	m, err := g.smaps()
+	return m["Rss:"], m["Pss:"], err
+}
+
+// smaps reads the child's /proc/<pid>/smaps_rollup as bytes per field
+// ("Rss:", "Pss:", "Anonymous:", ...).
+func (g *gateway) smaps() (map[string]int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", g.cmd.Process.Pid))
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer f.Close()
+	m := make(map[string]int64)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
+		if len(fields) < 3 || fields[2] != "kB" {
 			continue
 		}
 		kb, _ := strconv.ParseInt(fields[1], 10, 64)
-		switch fields[0] {
-		case "Rss:":
-			rss = kb * 1024
-		case "Pss:":
-			pss = kb * 1024
-		}
+		m[fields[0]] = kb * 1024
 	}
-	if rss == 0 {
-		return 0, 0, errors.New("no Rss line in smaps_rollup")
+	if err := sc.Err(); err != nil {
+		return nil, err
 	}
-	return rss, pss, sc.Err()
+	if m["Rss:"] == 0 {
+		return nil, errors.New("no Rss line in smaps_rollup")
+	}
+	return m, nil
 }
 
 // metric reads one unlabelled value from /metrics.

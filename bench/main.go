@@ -22,6 +22,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -30,6 +31,7 @@ func main() {
 	out := flag.String("out", "", "where to write the results page (default docs/benchmarks.md; none in -quick mode)")
 	idle := flag.Duration("idle", 60*time.Second, "how long the gateway idles before its memory is read")
 	flag.IntVar(&growthTurns, "growth-turns", 6, "turns per session in the memory-growth run (20 reproduces the issue's full load, ~15 min here)")
+	flag.StringVar(&only, "only", "", "run only these sections, comma-separated (startup, load, growth, prefix, micro); prints the page instead of writing it")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
@@ -42,7 +44,7 @@ func run(quick bool, out string, idle time.Duration) error {
 	if quick {
 		idle = 2 * time.Second
 	}
-	if out == "" && !quick {
+	if out == "" && !quick && only == "" {
 		out = filepath.Join("docs", "benchmarks.md")
 	}
 	if _, err := os.Stat(filepath.Join("cmd", "nanobot")); err != nil {
@@ -65,32 +67,31 @@ func run(quick bool, out string, idle time.Duration) error {
 	}
 	r.BinaryBytes = size
 
-	log.Print("time to ready and idle memory, 4 channels")
-	if err := measureStartup(r, fx, bin, work, idle); err != nil {
-		return fmt.Errorf("startup: %w", err)
+	sections := []struct {
+		name, title string
+		run         func() error
+	}{
+		{"startup", "time to ready and idle memory, 4 channels", func() error { return measureStartup(r, fx, bin, work, idle) }},
+		{"load", "throughput and latency", func() error { return measureLoad(r, fx, bin, work, quick) }},
+		{"growth", "memory growth over sessions", func() error { return measureGrowth(r, fx, bin, work, quick) }},
+		{"prefix", "prompt-prefix stability", func() error { return measurePrefix(r, fx, bin, work, quick) }},
+		{"micro", "micro-benchmarks", func() error { return measureMicro(r, quick) }},
 	}
-
-	log.Print("throughput and latency")
-	if err := measureLoad(r, fx, bin, work, quick); err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
-
-	log.Print("memory growth over sessions")
-	if err := measureGrowth(r, fx, bin, work, quick); err != nil {
-		return fmt.Errorf("growth: %w", err)
-	}
-
-	log.Print("prompt-prefix stability")
-	if err := measurePrefix(r, fx, bin, work, quick); err != nil {
-		return fmt.Errorf("prefix: %w", err)
-	}
-
-	log.Print("micro-benchmarks")
-	if err := measureMicro(r, quick); err != nil {
-		return fmt.Errorf("micro-benchmarks: %w", err)
+	for _, s := range sections {
+		if !selected(s.name) {
+			continue
+		}
+		log.Print(s.title)
+		if err := s.run(); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
 	}
 	r.Took = time.Since(r.Started)
 
+	if only != "" {
+		log.Printf("sections %s done in %s (page not checked or written)", only, r.Took.Round(time.Second))
+		return nil
+	}
 	page := r.markdown()
 	if out == "" {
 		fmt.Print(page)
@@ -101,4 +102,20 @@ func run(quick bool, out string, idle time.Duration) error {
 	}
 	log.Printf("wrote %s (%s)", out, r.Took.Round(time.Second))
 	return r.check(quick)
+}
+
+// only restricts the run to some sections (the -only flag).
+var only string
+
+// selected reports whether the section runs under -only.
+func selected(name string) bool {
+	if only == "" {
+		return true
+	}
+	for _, s := range strings.Split(only, ",") {
+		if strings.TrimSpace(s) == name {
+			return true
+		}
+	}
+	return false
 }

@@ -19,9 +19,9 @@ type report struct {
 
 	BinaryBytes int64
 
-	FirstReady, ReadyMedian, ReadyMax time.Duration
-	IdleFor                           time.Duration
-	IdleRSS, IdlePSS, IdleHeap        int64
+	FirstReady, ReadyMedian, ReadyMax    time.Duration
+	IdleFor                              time.Duration
+	IdleRSS, IdlePSS, IdleHeap, IdleAnon int64
 
 	Load    []loadResult
 	LoadRSS int64
@@ -163,7 +163,9 @@ func (r *report) markdown() string {
 	w("The platforms and the model are local fakes inside the driver: the Telegram Bot API, Slack (Web API and Socket Mode) and Discord (REST and gateway websocket) fakes the adapters' tests use, and a scripted LLM speaking the OpenAI wire format with streaming, whose latency the driver sets. ")
 	w("Every user message carries a marker the LLM echoes back, so the driver measures end-to-end latency from the update being queued on the Telegram fake to the final reply text (after streaming edits) arriving there. ")
 	w("A chat sends its next message when the previous one is answered, and all chats run at once. Nothing leaves loopback. ")
-	w("Memory is read from `/proc/<pid>/smaps_rollup` (RSS and PSS) and the Go heap in use from the gateway's `/metrics`.\n\n")
+	w("Memory is read from `/proc/<pid>/smaps_rollup` (RSS and PSS) and the Go heap in use from the gateway's `/metrics`. ")
+	w("RSS counts two kinds of page: anonymous memory (the Go heap, goroutine stacks, the runtime) and the pages of the executable itself that are mapped in. ")
+	w("Starting up touches far more of the executable (package initialisers, type data, every adapter's setup) than an idle gateway uses, so 30 s after each busy spell, start-up included, the gateway returns freed heap to the OS and unmaps its read-only code and data pages; the ones it still needs fault back in from the page cache.\n\n")
 
 	w("## Targets\n\n| figure | goal | this run | met |\n|---|---|---|---|\n")
 	for _, t := range r.targets() {
@@ -179,6 +181,7 @@ func (r *report) markdown() string {
 	w("| first start to `/readyz` OK (writes the workspace), 4 channels | %s |\n", r.FirstReady.Round(time.Millisecond))
 	w("| restart to `/readyz` OK, 4 channels: median / max of 5 | %s / %s |\n", r.ReadyMedian.Round(time.Millisecond), r.ReadyMax.Round(time.Millisecond))
 	w("| idle after %s, 4 channels connected: RSS / PSS | %s / %s |\n", r.IdleFor, mib(r.IdleRSS), mib(r.IdlePSS))
+	w("| idle: anonymous memory (heap, stacks, runtime) / the binary's own pages | %s / %s |\n", mib(r.IdleAnon), mib(r.IdleRSS-r.IdleAnon))
 	w("| idle: Go heap in use | %s |\n", mib(r.IdleHeap))
 
 	w("\n## Throughput and latency (Telegram fake, 4 channels connected)\n\n")

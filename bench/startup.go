@@ -37,11 +37,11 @@ func measureStartup(r *report, fx *fakes, bin, work string, idle time.Duration) 
 
 	time.Sleep(idle)
 	r.IdleFor = idle
-	rss, pss, err := g.memory()
+	m, err := g.smaps()
 	if err != nil {
 		return err
 	}
-	r.IdleRSS, r.IdlePSS = rss, pss
+	r.IdleRSS, r.IdlePSS, r.IdleAnon = m["Rss:"], m["Pss:"], m["Anonymous:"]
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if v, err := g.metric(ctx, "go_memstats_heap_inuse_bytes"); err == nil {

@@ -21,7 +21,11 @@ func releaseWhenIdle(ctx context.Context, idle func() bool, log *slog.Logger) {
 	whenIdle(ctx, idle, idleRelease, func() {
 		start := time.Now()
 		debug.FreeOSMemory()
-		log.Debug("idle: memory returned to the OS", "took", time.Since(start).Round(time.Microsecond))
+		code, err := dropCodePages()
+		if err != nil {
+			log.Debug("idle: code pages not released", "err", err)
+		}
+		log.Debug("idle: memory returned to the OS", "code_mapped_bytes", code, "took", time.Since(start).Round(time.Microsecond))
 	})
 }
 
@@ -30,7 +34,7 @@ func releaseWhenIdle(ctx context.Context, idle func() bool, log *slog.Logger) {
 func whenIdle(ctx context.Context, idle func() bool, after time.Duration, release func()) {
 	tick := time.NewTicker(after / 6)
 	defer tick.Stop()
-	busy := false
+	busy := true // starting up is a busy spell of its own
 	var quietSince time.Time
 	for {
 		select {
