@@ -72,6 +72,10 @@ func (g *Gate) Deliver(ctx context.Context, m bus.Inbound) error {
 	return ErrDenied
 }
 
+// Admits implements Admitter: the sender is on the channel's allow-list or
+// approved by pairing.
+func (g *Gate) Admits(channel, senderID string) bool { return g.allowed(channel, senderID) }
+
 func (g *Gate) logger() *slog.Logger {
 	if g.Log == nil {
 		return slog.New(slog.DiscardHandler)

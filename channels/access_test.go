@@ -53,6 +53,9 @@ func TestAllowList(t *testing.T) {
 		r := &recorder{}
 		g := &Gate{AllowFrom: map[string][]string{"tg": tt.allow}, Next: r}
 		err := g.Deliver(context.Background(), bus.Inbound{Channel: "tg", SenderID: tt.sender, ChatID: "c", IsGroup: true})
+		if got := Admits(g, "tg", tt.sender); got != tt.want {
+			t.Errorf("allow %v sender %q: Admits=%v, want %v", tt.allow, tt.sender, got, tt.want)
+		}
 		if got := err == nil; got != tt.want {
 			t.Errorf("allow %v sender %q: admitted=%v, want %v (err %v)", tt.allow, tt.sender, got, tt.want, err)
 		}
@@ -103,6 +106,9 @@ func TestPairingFlow(t *testing.T) {
 	}
 	if len(r.in) != 1 {
 		t.Fatal("approved sender did not reach the agent")
+	}
+	if !g.Admits("tg", "99|stranger") {
+		t.Error("Admits false for a sender approved by pairing")
 	}
 
 	// Approvals persist: a fresh store (another process) sees them.

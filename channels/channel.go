@@ -50,6 +50,22 @@ type MessageRef struct {
 	Extra map[string]string
 }
 
+// Admitter is an Inbox that can tell in advance whether it would admit a
+// sender. Adapters ask before downloading attachments, so that strangers
+// cannot fill the media folder or make the gateway fetch files for them.
+type Admitter interface {
+	Admits(channel, senderID string) bool
+}
+
+// Admits reports whether in would admit senderID on channel; inboxes that
+// cannot tell are assumed to admit.
+func Admits(in Inbox, channel, senderID string) bool {
+	if a, ok := in.(Admitter); ok {
+		return a.Admits(channel, senderID)
+	}
+	return true
+}
+
 // Editor is a channel that can edit a sent message in place, used to stream
 // replies.
 type Editor interface {

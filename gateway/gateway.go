@@ -310,13 +310,7 @@ func Run(ctx context.Context, o Options) error {
 			return nil
 		}),
 	}
-	counted := channels.InboxFunc(func(ctx context.Context, m bus.Inbound) error {
-		err := gate.Deliver(ctx, m)
-		if errors.Is(err, channels.ErrDenied) {
-			metrics.Inbound(m.Channel, "denied")
-		}
-		return err
-	})
+	counted := &countedGate{gate: gate, metrics: metrics}
 	mgr := channels.NewManager(channels.ManagerConfig{Inbox: counted, Observer: metrics, Log: log}, chans)
 	dcfg := channels.DispatcherConfig{
 		SendProgress: cfg.Channels.SendProgress, SendToolHints: cfg.Channels.SendToolHints,
@@ -575,3 +569,20 @@ func isLoopbackAddr(a net.Addr) bool {
 	}
 	return false
 }
+
+// countedGate counts the messages the gate denies.
+type countedGate struct {
+	gate    *channels.Gate
+	metrics *Metrics
+}
+
+func (c *countedGate) Deliver(ctx context.Context, m bus.Inbound) error {
+	err := c.gate.Deliver(ctx, m)
+	if errors.Is(err, channels.ErrDenied) {
+		c.metrics.Inbound(m.Channel, "denied")
+	}
+	return err
+}
+
+// Admits implements channels.Admitter.
+func (c *countedGate) Admits(channel, senderID string) bool { return c.gate.Admits(channel, senderID) }

@@ -4,12 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
-	"net/http"
-	"os"
-	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +14,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/media"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
@@ -145,9 +141,17 @@ func (c *Channel) toInbound(ctx context.Context, msg *models.Message) (bus.Inbou
 	if t := strings.TrimSpace(text); t != "" {
 		parts = append(parts, t)
 	}
-	media, notes := c.attachments(ctx, msg)
-	parts = append(parts, notes...)
-	in.Media = media
+	c.mu.Lock()
+	inbox := c.inbox
+	c.mu.Unlock()
+	if inbox == nil || channels.Admits(inbox, c.Name(), senderID) {
+		// Files from senders the gate will turn away are not fetched.
+		media, notes := c.attachments(ctx, msg)
+		parts = append(parts, notes...)
+		in.Media = media
+	} else if hasAttachment(msg) {
+		parts = append(parts, "[attachment not downloaded: sender not allowed]")
+	}
 	in.Content = strings.Join(parts, "\n")
 	if in.Content == "" && len(in.Media) == 0 {
 		c.log.Debug("telegram: message without content skipped", "chat_id", chatID, "message_id", msg.ID)
@@ -222,6 +226,11 @@ func (c *Channel) readEntities(text string, entities []models.MessageEntity, me 
 	return strings.Join(strings.Fields(string(utf16.Decode(b))), " "), addressed, false
 }
 
+// hasAttachment reports whether msg carries a file attachments would fetch.
+func hasAttachment(msg *models.Message) bool {
+	return len(msg.Photo) > 0 || msg.Document != nil || msg.Voice != nil || msg.Audio != nil || msg.Video != nil || msg.Sticker != nil
+}
+
 // attachments downloads the message's files. Each gives a note for the
 // text (where it was saved, or why it was not).
 func (c *Channel) attachments(ctx context.Context, msg *models.Message) ([]bus.Media, []string) {
@@ -273,7 +282,7 @@ func (c *Channel) attachments(ctx context.Context, msg *models.Message) ([]bus.M
 // when that is configured and works, otherwise where the audio is.
 func (c *Channel) voiceNote(ctx context.Context, m bus.Media, ok bool, size int64) string {
 	if !ok {
-		return fmt.Sprintf("[voice message: not downloaded (%s)]", sizeText(size))
+		return fmt.Sprintf("[voice message: not downloaded (%s)]", media.Size(size))
 	}
 	if c.cfg.Transcription.APIBase != "" {
 		text, err := c.transcribe(ctx, m.Path)
@@ -287,10 +296,6 @@ func (c *Channel) voiceNote(ctx context.Context, m bus.Media, ok bool, size int6
 	return "[voice message: " + m.Path + "]"
 }
 
-func sizeText(n int64) string {
-	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-}
-
 // download fetches one file into the media folder. Over maxMediaBytes (as
 // Telegram reports it, or as it turns out) it is not kept.
 func (c *Channel) download(ctx context.Context, msg *models.Message, kind, fileID, unique, name, mimeType string, size int64) (bus.Media, string) {
@@ -299,7 +304,7 @@ func (c *Channel) download(ctx context.Context, msg *models.Message, kind, fileI
 		label += " " + name
 	}
 	limit := c.cfg.MaxMediaBytes
-	tooBig := fmt.Sprintf("[%s: too large to download (%s, limit %s)]", label, sizeText(size), sizeText(limit))
+	tooBig := fmt.Sprintf("[%s: too large to download (%s, limit %s)]", label, media.Size(size), media.Size(limit))
 	if size > limit {
 		return bus.Media{}, tooBig
 	}
@@ -314,89 +319,25 @@ func (c *Channel) download(ctx context.Context, msg *models.Message, kind, fileI
 	if f.FileSize > limit {
 		return bus.Media{}, tooBig
 	}
-	data, err := c.fetch(ctx, c.api.FileDownloadLink(f), limit)
-	if errors.Is(err, errTooLarge) {
+	data, err := media.Fetch(ctx, c.files, c.api.FileDownloadLink(f), nil, limit)
+	if errors.Is(err, media.ErrTooLarge) {
 		return bus.Media{}, tooBig
 	}
 	if err != nil {
 		c.log.Warn("telegram: file download failed", "kind", kind, "err", c.redact(err.Error()))
 		return bus.Media{}, "[" + label + ": download failed]"
 	}
-	ext := path.Ext(name)
-	if ext == "" {
-		ext = path.Ext(f.FilePath)
-	}
-	if ext == "" {
-		if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
-			ext = exts[0]
-		}
-	}
+	ext := media.Ext(name, f.FilePath, mimeType)
 	if mimeType == "" {
 		mimeType = mime.TypeByExtension(ext)
 	}
 	if unique == "" {
 		unique = fileID
 	}
-	file := filepath.Join(c.mediaDir, fmt.Sprintf("%d_%d_%s%s", msg.Chat.ID, msg.ID, safeName(unique), safeName(ext)))
-	if err := writeFile(file, data); err != nil {
+	file, err := media.Save(c.mediaDir, fmt.Sprintf("%d_%d_%s%s", msg.Chat.ID, msg.ID, media.SafeName(unique), media.SafeName(ext)), data)
+	if err != nil {
 		c.log.Warn("telegram: saving a download failed", "err", err)
 		return bus.Media{}, "[" + label + ": could not be saved]"
 	}
 	return bus.Media{Path: file, MIMEType: mimeType, Name: name, Size: int64(len(data))}, "[" + label + ": " + file + "]"
-}
-
-var errTooLarge = errors.New("file over the size limit")
-
-func (c *Channel) fetch(ctx context.Context, link string, limit int64) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.files.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("download: HTTP %d", resp.StatusCode)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, errTooLarge
-	}
-	return data, nil
-}
-
-// safeName keeps a file name part to harmless characters.
-func safeName(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, s)
-}
-
-// writeFile writes data atomically (a temp file renamed into place).
-func writeFile(name string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".download-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
 }

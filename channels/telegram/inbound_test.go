@@ -175,9 +175,19 @@ func TestMediaDownload(t *testing.T) {
 	if len(got.Media) != 0 || !strings.Contains(got.Content, "too large") {
 		t.Errorf("lying document: content %q media %+v, want a too-large note", got.Content, got.Media)
 	}
+	// A sender the gate will turn away: nothing is fetched for her.
+	hers := fake.AddFile("h.jpg", []byte("hers"), 0)
+	fake.Send(telegramtest.Msg{From: mallory, Chat: private(mallory), Photo: []string{hers}, Caption: "from a stranger"})
+	got = in.wait(t, "from a stranger")
+	if len(got.Media) != 0 || !strings.Contains(got.Content, "not downloaded") {
+		t.Errorf("stranger's photo: content %q media %+v, want no download", got.Content, got.Media)
+	}
 	for _, c := range fake.Calls("getFile") {
 		if c.Params["file_id"] == big {
 			t.Error("getFile was called for a file over the cap")
+		}
+		if c.Params["file_id"] == hers {
+			t.Error("getFile was called for a sender the gate does not admit")
 		}
 	}
 }

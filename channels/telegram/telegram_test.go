@@ -112,6 +112,12 @@ func (in *inbox) Deliver(ctx context.Context, m bus.Inbound) error {
 	return nil
 }
 
+// Admits implements channels.Admitter: everyone but mallory, as a gate
+// with allowFrom without her would.
+func (in *inbox) Admits(channel, senderID string) bool {
+	return !strings.HasSuffix(senderID, "|"+mallory.Username)
+}
+
 func (in *inbox) all() []bus.Inbound {
 	in.mu.Lock()
 	defer in.mu.Unlock()

@@ -1,0 +1,131 @@
+// Package media holds what every channel adapter needs to take files in
+// from its platform: a download capped at a size limit, harmless local file
+// names, and an atomic save into the gateway's media folder.
+//
+// Adapters download an attachment when a message arrives, save it under
+// <media folder>/<platform>/ and hand the agent a bus.Media with its Path;
+// the agent then reads images into the model's request and mentions other
+// files by path.
+package media
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// ErrTooLarge is returned by Fetch when the body is over the limit.
+var ErrTooLarge = errors.New("media: file over the size limit")
+
+// StatusError is a download answered with a status other than 200.
+type StatusError struct{ Code int }
+
+func (e *StatusError) Error() string { return fmt.Sprintf("media: download: HTTP %d", e.Code) }
+
+// Fetch GETs url with client (nil = http.DefaultClient) and the given
+// headers, and returns the body if it is at most limit bytes. It stops
+// reading one byte past the limit, so an oversized or endless body costs
+// no more than limit+1 bytes.
+func Fetch(ctx context.Context, client *http.Client, url string, header http.Header, limit int64) ([]byte, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("media: download: %w", err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, &StatusError{Code: resp.StatusCode}
+	}
+	if resp.ContentLength > limit {
+		return nil, ErrTooLarge
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, ErrTooLarge
+	}
+	return data, nil
+}
+
+// SafeName keeps a file-name part to letters, digits, '.', '-' and '_'
+// (everything else, path separators included, becomes '_'), so a name
+// chosen by a remote user cannot surprise a shell. Save also strips leading
+// dots from the whole name, so it cannot be "..", or hidden.
+func SafeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// Ext picks a file extension: the name's own, else the remote path's, else
+// one registered for the MIME type ("" when none is known).
+func Ext(name, remotePath, mimeType string) string {
+	if e := path.Ext(name); e != "" {
+		return e
+	}
+	if e := path.Ext(remotePath); e != "" {
+		return e
+	}
+	if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
+		return exts[0]
+	}
+	return ""
+}
+
+// Save writes data to dir/name atomically (a temporary file renamed into
+// place), creating dir (0700) if needed. The file is readable by the owner
+// only. name is passed through SafeName and loses its leading dots.
+func Save(dir, name string, data []byte) (string, error) {
+	name = strings.TrimLeft(SafeName(name), ".")
+	if name == "" {
+		return "", errors.New("media: save: empty file name")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("media: save: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".download-*")
+	if err != nil {
+		return "", fmt.Errorf("media: save: %w", err)
+	}
+	file := filepath.Join(dir, name)
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("media: save %s: %w", file, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("media: save %s: %w", file, err)
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("media: save %s: %w", file, err)
+	}
+	return file, nil
+}
+
+// Size formats a byte count for messages to the model ("1.5 MB").
+func Size(n int64) string {
+	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+}
