@@ -36,6 +36,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -124,6 +125,8 @@ type Channel struct {
 	transport *http.Transport
 	s         *discordgo.Session
 	allow     map[string]bool
+	files     *http.Client // attachment downloads (the CDN needs no token)
+	mediaDir  string       // where attachments are saved ("" = not downloaded)
 
 	// Timing, fixed by New; tests in this package shorten them.
 	editInterval time.Duration
@@ -145,6 +148,7 @@ var (
 	_ channels.Editor         = (*Channel)(nil)
 	_ channels.Limiter        = (*Channel)(nil)
 	_ channels.Typer          = (*Channel)(nil)
+	_ channels.MediaSender    = (*Channel)(nil)
 	_ channels.HealthReporter = (*Channel)(nil)
 )
 
@@ -181,6 +185,10 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		backoffMin:   500 * time.Millisecond,
 		backoffMax:   30 * time.Second,
 		events:       make(chan *discordgo.Event, 256),
+	}
+	c.files = &http.Client{Transport: c.transport, Timeout: 2 * time.Minute}
+	if deps.Paths.Media != "" {
+		c.mediaDir = filepath.Join(deps.Paths.Media, "discord")
 	}
 	for _, id := range cfg.AllowChannels {
 		c.allow[strings.TrimSpace(id)] = true

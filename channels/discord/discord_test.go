@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
+
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
@@ -102,6 +104,11 @@ func (in *inbox) Deliver(_ context.Context, m bus.Inbound) error {
 	defer in.mu.Unlock()
 	in.got = append(in.got, m)
 	return nil
+}
+
+// Admits implements channels.Admitter: everyone but mallory.
+func (in *inbox) Admits(_, senderID string) bool {
+	return senderID != userID(&discordgo.User{ID: mallory.ID, Username: mallory.Username})
 }
 
 func (in *inbox) all() []bus.Inbound {

@@ -3,13 +3,16 @@ package discord
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/media"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
@@ -25,7 +28,58 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, e *discordgo.Ev
 	if !ok {
 		return
 	}
+	if len(msg.Media) > 0 {
+		c.download(ctx, in, &msg)
+	}
 	c.deliver(ctx, in, msg)
+}
+
+// download fetches the message's attachments into the media folder, so the
+// agent gets local files (images go to the model inline). Files from a
+// sender the gate would refuse are not fetched; a failed download leaves a
+// note in the text instead of the file.
+func (c *Channel) download(ctx context.Context, in channels.Inbox, m *bus.Inbound) {
+	if c.mediaDir == "" {
+		return // the agent gets the URLs
+	}
+	var notes []string
+	if !channels.Admits(in, c.Name(), m.SenderID) {
+		for _, md := range m.Media {
+			notes = append(notes, fmt.Sprintf("[attachment %s: not downloaded, sender not allowed]", md.Name))
+		}
+		m.Media = nil
+		m.Content = strings.TrimSpace(strings.Join(append([]string{m.Content}, notes...), "\n"))
+		return
+	}
+	kept := m.Media[:0]
+	for i, md := range m.Media {
+		data, err := media.Fetch(ctx, c.files, md.URL, nil, c.cfg.MaxMediaBytes)
+		switch {
+		case errors.Is(err, media.ErrTooLarge):
+			notes = append(notes, fmt.Sprintf("[attachment %s: too large to download (over the limit of %s)]", md.Name, media.Size(c.cfg.MaxMediaBytes)))
+			continue
+		case err != nil:
+			c.log.Warn("discord: attachment download failed", "message_id", m.MessageID, "name", md.Name, "err", c.redact(err.Error()))
+			notes = append(notes, fmt.Sprintf("[attachment %s: download failed]", md.Name))
+			continue
+		}
+		name := fmt.Sprintf("%s_%s_%d%s", m.ChatID, m.MessageID, i, media.Ext(md.Name, "", md.MIMEType))
+		file, err := media.Save(c.mediaDir, name, data)
+		if err != nil {
+			c.log.Warn("discord: saving an attachment failed", "err", err)
+			notes = append(notes, fmt.Sprintf("[attachment %s: could not be saved]", md.Name))
+			continue
+		}
+		if md.MIMEType == "" {
+			md.MIMEType = http.DetectContentType(data)
+		}
+		md.Path, md.Size = file, int64(len(data))
+		kept = append(kept, md)
+	}
+	m.Media = kept
+	if len(notes) > 0 {
+		m.Content = strings.TrimSpace(strings.Join(append([]string{m.Content}, notes...), "\n"))
+	}
 }
 
 // toInbound converts a message. It reports false for messages the bot
@@ -76,19 +130,19 @@ func (c *Channel) toInbound(m *discordgo.Message) (bus.Inbound, bool) {
 	if t := strings.TrimSpace(text); t != "" {
 		parts = append(parts, t)
 	}
-	var media []bus.Media
+	var files []bus.Media
 	for _, a := range m.Attachments {
 		if a == nil || a.URL == "" {
 			continue
 		}
 		if int64(a.Size) > c.cfg.MaxMediaBytes {
-			parts = append(parts, fmt.Sprintf("[attachment %s: %d bytes, over the %d-byte limit]", a.Filename, a.Size, c.cfg.MaxMediaBytes))
+			parts = append(parts, fmt.Sprintf("[attachment %s: too large to download (%s, limit %s)]", a.Filename, media.Size(int64(a.Size)), media.Size(c.cfg.MaxMediaBytes)))
 			continue
 		}
-		media = append(media, bus.Media{URL: a.URL, MIMEType: a.ContentType, Name: a.Filename, Size: int64(a.Size)})
+		files = append(files, bus.Media{URL: a.URL, MIMEType: a.ContentType, Name: a.Filename, Size: int64(a.Size)})
 	}
 	content := strings.Join(parts, "\n")
-	if content == "" && len(media) == 0 {
+	if content == "" && len(files) == 0 {
 		return bus.Inbound{}, false
 	}
 	return bus.Inbound{
@@ -97,7 +151,7 @@ func (c *Channel) toInbound(m *discordgo.Message) (bus.Inbound, bool) {
 		ChatID:     m.ChannelID, // a thread's own id for thread messages: its own session
 		MessageID:  m.ID,
 		Content:    content,
-		Media:      media,
+		Media:      files,
 		IsGroup:    isGroup,
 		Metadata:   meta,
 		ReceivedAt: time.Now(),

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/media"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
@@ -36,6 +40,78 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 		return channels.MessageRef{}, c.sendError("send to channel "+m.ChatID, err)
 	}
 	return channels.MessageRef{ChatID: m.ChatID, MessageID: msg.ID}, nil
+}
+
+// maxFiles is how many files Discord takes in one message.
+const maxFiles = 10
+
+// SendMedia implements channels.MediaSender: the text with the files
+// attached (up to ten per message; more go in follow-up messages). Media
+// with only a URL are linked in the text. It returns the first message.
+func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
+	if m.ChatID == "" {
+		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("discord: send: empty chat id")}
+	}
+	text := strings.TrimSpace(m.Content)
+	var files []*discordgo.File
+	defer func() {
+		for _, f := range files {
+			f.Reader.(io.Closer).Close()
+		}
+	}()
+	for _, md := range m.Media {
+		if md.Path == "" {
+			if md.URL == "" {
+				return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("discord: send file: media has neither a path nor a URL")}
+			}
+			text = strings.TrimSpace(text + "\n" + md.URL)
+			continue
+		}
+		f, err := os.Open(md.Path)
+		if err != nil {
+			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send file: %w", err)}
+		}
+		st, err := f.Stat()
+		if err != nil || st.IsDir() || st.Size() > c.cfg.MaxMediaBytes {
+			f.Close()
+			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send file %s: not a readable file of at most %s", md.Path, media.Size(c.cfg.MaxMediaBytes))}
+		}
+		name := md.Name
+		if name == "" {
+			name = filepath.Base(md.Path)
+		}
+		files = append(files, &discordgo.File{Name: name, ContentType: md.MIMEType, Reader: f})
+	}
+	var first channels.MessageRef
+	for i := 0; i == 0 || i < len(files); i += maxFiles {
+		data := &discordgo.MessageSend{
+			Files:           files[i:min(i+maxFiles, len(files))],
+			AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
+		}
+		if i == 0 {
+			data.Content = toDiscord(text)
+			if c.cfg.ReplyToMessage && m.ReplyTo != "" {
+				no := false
+				data.Reference = &discordgo.MessageReference{MessageID: m.ReplyTo, ChannelID: m.ChatID, FailIfNotExists: &no}
+			}
+		}
+		if data.Content == "" && len(data.Files) == 0 {
+			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send to channel %s: empty message", m.ChatID)}
+		}
+		msg, err := c.s.ChannelMessageSendComplex(m.ChatID, data, discordgo.WithContext(ctx))
+		if err != nil {
+			err = c.sendError("send files to channel "+m.ChatID, err)
+			var pe *channels.PermanentError
+			if i > 0 && !errors.As(err, &pe) { // a retry would send the first part twice
+				err = &channels.PermanentError{Err: err}
+			}
+			return first, err
+		}
+		if i == 0 {
+			first = channels.MessageRef{ChatID: m.ChatID, MessageID: msg.ID}
+		}
+	}
+	return first, nil
 }
 
 // Edit implements channels.Editor (streaming): the message shows m.Content.

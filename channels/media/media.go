@@ -125,7 +125,14 @@ func Save(dir, name string, data []byte) (string, error) {
 	return file, nil
 }
 
-// Size formats a byte count for messages to the model ("1.5 MB").
+// Size formats a byte count for messages to the model ("1.5 MB",
+// "12.0 KB", "900 bytes").
 func Size(n int64) string {
-	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -107,3 +107,11 @@ func TestExt(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+func TestSize(t *testing.T) {
+	for n, want := range map[int64]string{900: "900 bytes", 12 << 10: "12.0 KB", 25 << 20: "25.0 MB"} {
+		if got := Size(n); got != want {
+			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -1,12 +1,17 @@
 // Package discordtest is a local Discord for tests: an httptest server
 // with the REST endpoints the adapter uses (GET /api/v9/gateway, message
-// create and edit, typing) and a gateway websocket speaking Hello, Identify,
+// create (JSON or multipart with files) and edit, typing, attachment
+// downloads as from the CDN) and a gateway websocket speaking Hello, Identify,
 // READY, heartbeats and their ACKs, MESSAGE_CREATE and Resume.
 package discordtest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -40,6 +45,19 @@ type Msg struct {
 	Mentions  []User
 	// ReplyToAuthor makes it a reply to a message by that user.
 	ReplyToAuthor *User
+	// Attachments are files the user attached; the fake serves them from
+	// its own URL, as Discord's CDN would.
+	Attachments []File
+}
+
+// File is an attachment: one a user sent, or one the bot uploaded.
+type File struct {
+	Name        string
+	ContentType string
+	Data        []byte
+	// Size is the size the message reports (0 = len(Data)); set it larger
+	// or smaller to test how the adapter treats a lying payload.
+	Size int
 }
 
 // Sent is a message the bot sent or edited.
@@ -49,6 +67,7 @@ type Sent struct {
 	Edit      bool
 	Content   string
 	ReplyTo   string
+	Files     []File // uploaded with the message (multipart)
 	At        time.Time
 }
 
@@ -68,14 +87,16 @@ type Server struct {
 	identifies int
 	resumes    int
 	heartbeats int
-	rateLimit  int     // answer the next N sends/edits with 429
-	retryAfter float64 // seconds
-	failStatus int     // answer the next send with this status, once
+	rateLimit  int             // answer the next N sends/edits with 429
+	retryAfter float64         // seconds
+	failStatus int             // answer the next send with this status, once
+	files      map[string]File // served under /attachments/
+	downloads  int             // attachment GETs
 }
 
 // New starts a fake; it stops when the test ends.
 func New(t testing.TB) *Server {
-	f := &Server{nextID: 100000}
+	f := &Server{nextID: 100000, files: map[string]File{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v9/gateway", f.gateway)
 	mux.HandleFunc("GET /api/v9/gateway/bot", f.gateway)
@@ -87,6 +108,7 @@ func New(t testing.TB) *Server {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("GET /attachments/{id}/{name}", f.attachment)
 	mux.HandleFunc("GET /ws", f.ws)
 	mux.HandleFunc("GET /ws/", f.ws) // discordgo adds a slash
 	f.srv = httptest.NewServer(mux)
@@ -149,22 +171,87 @@ func (f *Server) create(w http.ResponseWriter, r *http.Request) {
 	if !f.authorized(w, r) || f.limited(w) {
 		return
 	}
-	var b messageBody
-	if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
-		http.Error(w, `{"message":"bad json"}`, http.StatusBadRequest)
+	b, files, err := readMessage(r)
+	if err != nil {
+		http.Error(w, `{"message":"`+err.Error()+`"}`, http.StatusBadRequest)
+		return
+	}
+	if strings.TrimSpace(b.Content) == "" && len(files) == 0 {
+		http.Error(w, `{"message":"Cannot send an empty message","code":50006}`, http.StatusBadRequest)
 		return
 	}
 	ch := r.PathValue("ch")
 	f.mu.Lock()
 	f.nextID++
 	id := strconv.FormatInt(f.nextID, 10)
-	s := Sent{ChannelID: ch, MessageID: id, Content: b.Content, At: time.Now()}
+	s := Sent{ChannelID: ch, MessageID: id, Content: b.Content, Files: files, At: time.Now()}
 	if b.Reference != nil {
 		s.ReplyTo = b.Reference.MessageID
 	}
 	f.sent = append(f.sent, s)
 	f.mu.Unlock()
 	writeJSON(w, map[string]any{"id": id, "channel_id": ch, "content": b.Content, "author": Bot})
+}
+
+// readMessage reads a message body: JSON, or multipart/form-data with the
+// JSON in "payload_json" and the files in "files[n]" parts, as Discord
+// takes uploads.
+func readMessage(r *http.Request) (messageBody, []File, error) {
+	var b messageBody
+	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "multipart/form-data" {
+		if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+			return b, nil, errors.New("bad json")
+		}
+		return b, nil, nil
+	}
+	mr := multipart.NewReader(r.Body, params["boundary"])
+	var files []File
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return b, nil, errors.New("bad multipart body")
+		}
+		data, err := io.ReadAll(part)
+		if err != nil {
+			return b, nil, errors.New("bad multipart part")
+		}
+		switch name := part.FormName(); {
+		case name == "payload_json":
+			if err := json.Unmarshal(data, &b); err != nil {
+				return b, nil, errors.New("bad payload_json")
+			}
+		case strings.HasPrefix(name, "files["):
+			files = append(files, File{Name: part.FileName(), ContentType: part.Header.Get("Content-Type"), Data: data, Size: len(data)})
+		default:
+			return b, nil, errors.New("unexpected form field " + name)
+		}
+	}
+	return b, files, nil
+}
+
+// attachment serves a file a user attached, as the CDN does (no token).
+func (f *Server) attachment(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	file, ok := f.files[r.PathValue("id")]
+	f.downloads++
+	f.mu.Unlock()
+	if !ok || file.Name != r.PathValue("name") {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", file.ContentType)
+	w.Write(file.Data)
+}
+
+// Downloads returns how many attachment downloads the fake served.
+func (f *Server) Downloads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.downloads
 }
 
 func (f *Server) edit(w http.ResponseWriter, r *http.Request) {
@@ -311,6 +398,25 @@ func (f *Server) Send(m Msg) string {
 	}
 	if m.GuildID != "" {
 		d["guild_id"] = m.GuildID
+	}
+	if len(m.Attachments) > 0 {
+		var atts []map[string]any
+		f.mu.Lock()
+		for _, a := range m.Attachments {
+			f.nextID++
+			aid := strconv.FormatInt(f.nextID, 10)
+			f.files[aid] = a
+			size := a.Size
+			if size == 0 {
+				size = len(a.Data)
+			}
+			atts = append(atts, map[string]any{
+				"id": aid, "filename": a.Name, "content_type": a.ContentType, "size": size,
+				"url": f.URL + "/attachments/" + aid + "/" + a.Name, "proxy_url": f.URL + "/attachments/" + aid + "/" + a.Name,
+			})
+		}
+		f.mu.Unlock()
+		d["attachments"] = atts
 	}
 	if m.ReplyToAuthor != nil {
 		d["referenced_message"] = map[string]any{"id": "1", "channel_id": m.ChannelID, "author": *m.ReplyToAuthor, "content": "earlier"}
