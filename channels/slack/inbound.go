@@ -128,6 +128,9 @@ func (c *Channel) handleEventsAPI(ctx context.Context, in channels.Inbox, api sl
 		m = msg{channel: e.Channel, user: e.User, text: e.Text, ts: e.TimeStamp, threadTS: e.ThreadTimeStamp, botID: e.BotID, mention: true}
 	case *slackevents.MessageEvent:
 		m = msg{channel: e.Channel, channelType: e.ChannelType, user: e.User, text: e.Text, ts: e.TimeStamp, threadTS: e.ThreadTimeStamp, botID: e.BotID, subtype: e.SubType}
+		if e.Message != nil { // a new message's fields, files included, decoded whole
+			m.files = e.Message.Files
+		}
 	default:
 		c.log.Debug("slack: event skipped", "type", api.InnerEvent.Type)
 		return
@@ -142,6 +145,9 @@ func (c *Channel) handleEventsAPI(ctx context.Context, in channels.Inbox, api sl
 	c.mu.Unlock()
 	if !fresh {
 		return
+	}
+	if len(m.files) > 0 {
+		c.download(ctx, in, &inb, m.files)
 	}
 	if !c.deliver(ctx, in, inb) {
 		c.mu.Lock()
@@ -160,6 +166,7 @@ func (c *Channel) handleEventsAPI(ctx context.Context, in channels.Inbox, api sl
 type msg struct {
 	channel, channelType, user, text, ts, threadTS, botID, subtype string
 	mention                                                        bool
+	files                                                          []slack.File
 }
 
 // deliver hands in to the inbox, retrying a failure other than a denial a
@@ -226,7 +233,7 @@ func (c *Channel) toInbound(m msg) (bus.Inbound, bool) {
 		}
 	}
 	text = fromMrkdwn(strings.TrimSpace(text))
-	if text == "" {
+	if text == "" && len(m.files) == 0 {
 		return bus.Inbound{}, false
 	}
 	meta := map[string]any{"ts": m.ts, "user_id": m.user}

@@ -24,6 +24,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -57,6 +58,9 @@ type Config struct {
 	// APIBase is the Web API base (default https://slack.com/api/); tests
 	// point it at a local fake.
 	APIBase string `json:"apiBase"`
+	// MaxMediaBytes caps one file a user shares that is downloaded for the
+	// agent (default 20 MB); larger files become a note in the text.
+	MaxMediaBytes int64 `json:"maxMediaBytes"`
 }
 
 // Group policies.
@@ -72,7 +76,7 @@ const DefaultAPIBase = "https://slack.com/api/"
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
 	yes := true
-	return Config{GroupPolicy: PolicyMention, APIBase: DefaultAPIBase, ReplyInThread: &yes, Reactions: &yes}
+	return Config{GroupPolicy: PolicyMention, APIBase: DefaultAPIBase, ReplyInThread: &yes, Reactions: &yes, MaxMediaBytes: 20 << 20}
 }
 
 func (c Config) threads() bool   { return c.ReplyInThread == nil || *c.ReplyInThread }
@@ -99,6 +103,9 @@ func (c Config) Validate() error {
 	if u, err := url.Parse(c.APIBase); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		errs = append(errs, fmt.Errorf("apiBase: %q is not an http(s) URL", c.APIBase))
 	}
+	if c.MaxMediaBytes < 0 {
+		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -122,6 +129,10 @@ type Channel struct {
 	log  *slog.Logger
 	http *http.Client
 	api  *slack.Client
+	// mediaDir is where shared files are saved ("" = not downloaded), and
+	// fileHost the host besides *.slack.com the bot token may be sent to
+	// for a download (the apiBase's, so a test fake works).
+	mediaDir, fileHost string
 
 	// Timing, fixed by New; tests in this package shorten them.
 	editInterval time.Duration
@@ -156,6 +167,9 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if !strings.HasSuffix(cfg.APIBase, "/") {
 		cfg.APIBase += "/"
 	}
+	if cfg.MaxMediaBytes == 0 {
+		cfg.MaxMediaBytes = 20 << 20
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -173,6 +187,12 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		pingInterval: 30 * time.Second,
 		seen:         newSeenSet(512),
 		done:         map[string]bool{},
+	}
+	if deps.Paths.Media != "" {
+		c.mediaDir = filepath.Join(deps.Paths.Media, "slack")
+	}
+	if u, err := url.Parse(cfg.APIBase); err == nil {
+		c.fileHost = u.Host
 	}
 	c.api = slack.New(cfg.BotToken,
 		slack.OptionAppLevelToken(cfg.AppToken),

@@ -97,7 +97,13 @@ type inbox struct {
 	got  []bus.Inbound
 	hold chan struct{}
 	deny string
+	// stranger is a sender Admits refuses (Deliver still records them, so
+	// a test can see what arrived).
+	stranger string
 }
+
+// Admits implements channels.Admitter.
+func (in *inbox) Admits(_, senderID string) bool { return senderID != in.stranger }
 
 func (in *inbox) Deliver(ctx context.Context, m bus.Inbound) error {
 	in.mu.Lock()

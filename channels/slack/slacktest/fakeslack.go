@@ -67,6 +67,9 @@ type Server struct {
 	failOpens int      // apps.connections.open calls still to fail
 	postErrs  []apiErr // errors for the next chat.postMessage calls
 	opens     int
+	shared    map[string]SharedFile // files users shared, by id
+	nextFile  int
+	fileGets  int
 }
 
 type apiErr struct {
@@ -76,11 +79,12 @@ type apiErr struct {
 
 // New starts a fake; it stops when the test ends.
 func New(t testing.TB) *Server {
-	s := &Server{t: t, wake: make(chan struct{}, 1), conns: map[*websocket.Conn]bool{}, acks: map[string]bool{}, nextTS: 1}
+	s := &Server{t: t, wake: make(chan struct{}, 1), conns: map[*websocket.Conn]bool{}, acks: map[string]bool{}, nextTS: 1, shared: map[string]SharedFile{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.api)
 	mux.HandleFunc("/ws", s.socket)
 	mux.HandleFunc("/upload/", s.uploadFile)
+	mux.HandleFunc("GET /files-pri/{id}/{name}", s.sharedFile)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
@@ -245,6 +249,31 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// sharedFile serves a file a user shared, to the bot token only.
+func (s *Server) sharedFile(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.fileGets++
+	f, ok := s.shared[r.PathValue("id")]
+	s.mu.Unlock()
+	if r.Header.Get("Authorization") != "Bearer "+BotToken {
+		http.Error(w, "not authorised", http.StatusForbidden)
+		return
+	}
+	if !ok || f.Name != r.PathValue("name") {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", f.Mimetype)
+	_, _ = w.Write(f.Data)
+}
+
+// FileGets returns how many shared-file downloads were asked for.
+func (s *Server) FileGets() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fileGets
+}
+
 func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 	i, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/upload/F"))
 	f, _, err := r.FormFile("file")
@@ -289,6 +318,19 @@ type Event struct {
 	Text        string
 	ThreadTS    string
 	BotID       string
+	// Files are shared with the message (subtype file_share); the fake
+	// serves them at url_private_download to the bot token only.
+	Files []SharedFile
+}
+
+// SharedFile is a file a user shares.
+type SharedFile struct {
+	Name, Mimetype string
+	Data           []byte
+	// Size is what the event reports (0 = len(Data)).
+	Size int
+	// URL overrides the url_private_download the fake would give.
+	URL string
 }
 
 // Push queues an events_api envelope carrying e and returns its envelope
@@ -316,6 +358,27 @@ func (s *Server) PushAs(envelopeID, ts string, e Event) string {
 	}
 	if e.BotID != "" {
 		ev["bot_id"] = e.BotID
+	}
+	if len(e.Files) > 0 {
+		ev["subtype"] = "file_share"
+		var files []map[string]any
+		s.mu.Lock()
+		for _, f := range e.Files {
+			s.nextFile++
+			id := fmt.Sprintf("FS%d", s.nextFile)
+			s.shared[id] = f
+			size := f.Size
+			if size == 0 {
+				size = len(f.Data)
+			}
+			link := s.URL + "/files-pri/" + id + "/" + f.Name
+			if f.URL != "" {
+				link = f.URL
+			}
+			files = append(files, map[string]any{"id": id, "name": f.Name, "title": f.Name, "mimetype": f.Mimetype, "size": size, "url_private": link, "url_private_download": link})
+		}
+		s.mu.Unlock()
+		ev["files"] = files
 	}
 	frame, _ := json.Marshal(map[string]any{
 		"envelope_id": envelopeID, "type": "events_api", "accepts_response_payload": false, "retry_attempt": 0,
