@@ -4,15 +4,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/bus/natsbus"
 	"github.com/nanobot-go/nanobot/gateway/journal"
+	jobs "github.com/nanobot-go/nanobot/tools/cron"
 )
 
 // Roles of a gateway process (configs.ClusterConfig.Role).
@@ -118,6 +121,51 @@ func connectNATS(c configs.NATSConfig, name string, log *slog.Logger) (*nats.Con
 		return nil, fmt.Errorf("cluster.nats: connect: %w", err)
 	}
 	return nc, nil
+}
+
+// moveCronToKV puts the cron jobs in the cluster's <PREFIX>_CRON bucket
+// (jobs already in the local jobs.json are copied there the first time).
+func moveCronToKV(ctx context.Context, nb *natsbus.Bus, store *jobs.Store, log *slog.Logger) error {
+	o := nb.Options()
+	kv, err := natsbus.EnsureKeyValue(ctx, nb.JetStream(), jetstream.KeyValueConfig{
+		Bucket: strings.ToUpper(o.Prefix) + "_CRON", History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("cron bucket: %w", err)
+	}
+	return store.MoveToKV(ctx, kv, log)
+}
+
+// CronStore opens the cluster's cron jobs for a command-line tool
+// (`nanobot cron` in cluster mode). close disconnects.
+func CronStore(ctx context.Context, cfg configs.ClusterConfig, log *slog.Logger) (store *jobs.Store, close func(), err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	nc, err := connectNATS(cfg.NATS, "nanobot cron", log)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("cluster.nats: %w", err)
+	}
+	kv, err := natsbus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket: strings.ToUpper(cfg.Prefix) + "_CRON", History: 1, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("cron bucket: %w", err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	store, err = jobs.NewKVStore(wctx, kv, log)
+	if err != nil {
+		cancel()
+		nc.Close()
+		return nil, nil, err
+	}
+	return store, func() { cancel(); nc.Close() }, nil
 }
 
 // ClusterStatus is the cluster part of Status.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
 	"github.com/nanobot-go/nanobot/providers"
+	jobs "github.com/nanobot-go/nanobot/tools/cron"
 )
 
 // probe is a scripted LLM shared by the workers of a test. It answers
@@ -406,5 +408,40 @@ func waitForLong(t *testing.T, what string, d time.Duration, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Cron jobs live in NATS: a job added through one worker's store (as its
+// cron tool would) fires once, on whichever instance holds the cron lease,
+// although every instance has a jobs.json of its own.
+func TestClusterCronJobsShared(t *testing.T) {
+	c := newCluster(t)
+	llm := newProbe(time.Millisecond)
+	fc := platform("fake")
+	c.start(RoleChannels, "channels-1", llm.worker("channels-1"), fc)
+	storeA := jobs.NewStore(filepath.Join(t.TempDir(), "cron", "jobs.json"))
+	startGatewayOpts(t, c.config(), llm.worker("worker-1"), func(o *Options) {
+		o.Role, o.Instance, o.DrainTimeout, o.CronStore = RoleWorker, "worker-1", 50*time.Millisecond, storeA
+	})
+	c.start(RoleWorker, "worker-2", llm.worker("worker-2"))
+	if !strings.HasPrefix(storeA.Path(), "nats-kv:") {
+		t.Fatalf("worker-1's cron store is %s, want the NATS bucket", storeA.Path())
+	}
+	now := time.Now()
+	job := jobs.Job{ID: "j1", Name: "ping", Enabled: true, CreatedAtMs: now.UnixMilli(),
+		Schedule: jobs.Schedule{Kind: jobs.KindAt, AtMs: now.Add(300 * time.Millisecond).UnixMilli()},
+		Payload:  jobs.Payload{Kind: "agent_turn", Message: "cronchat 0", Deliver: true, Channel: "fake", To: "cronchat"}}
+	if err := storeA.Add(job); err != nil {
+		t.Fatal(err)
+	}
+	waitForLong(t, "the job's reply", 20*time.Second, func() bool { return len(fc.texts("cronchat")) > 0 })
+	waitForLong(t, "the job disabled after its one run", 10*time.Second, func() bool {
+		list, err := storeA.Jobs()
+		return err == nil && len(list) == 1 && !list[0].Enabled && list[0].State.LastStatus == "ok"
+	})
+	// Give a second (wrong) firing time to show up before counting.
+	time.Sleep(500 * time.Millisecond)
+	if got := fc.texts("cronchat"); !slices.Equal(got, []string{"echo: cronchat 0"}) {
+		t.Errorf("replies %q, want the job answered exactly once", got)
 	}
 }

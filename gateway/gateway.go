@@ -143,6 +143,10 @@ func Run(ctx context.Context, o Options) error {
 		store  session.Store
 		replay []bus.Inbound
 	)
+	cronStore := o.CronStore
+	if cronStore == nil {
+		cronStore = jobs.NewStore(filepath.Join(o.Paths.Cron, "jobs.json"))
+	}
 	if cfg.Cluster.Enabled() {
 		cl := cfg.Cluster
 		nc, err := connectNATS(cl.NATS, "nanobot "+role, log)
@@ -166,6 +170,11 @@ func Run(ctx context.Context, o Options) error {
 		if store, err = session.NewKVStore(ctx, nb.JetStream(), session.KVStoreOptions{
 			Bucket: strings.ToUpper(cl.Prefix) + "_SESSIONS", Logger: log,
 		}); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		// Cron jobs live in NATS too, so every worker's cron tool and the
+		// instance running the scheduler share them.
+		if err := moveCronToKV(ctx, nb, cronStore, log); err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
 		log = log.With("role", role, "instance", nb.Options().Instance)
@@ -443,10 +452,6 @@ func Run(ctx context.Context, o Options) error {
 	}
 	wg.Go(func() { subs.Wait(loopCtx) })
 
-	cronStore := o.CronStore
-	if cronStore == nil {
-		cronStore = jobs.NewStore(filepath.Join(o.Paths.Cron, "jobs.json"))
-	}
 	background := func(ctx context.Context) {
 		var bw sync.WaitGroup
 		bw.Go(func() { _ = cron.New(cronStore, b.PublishInbound, log).Run(ctx) })

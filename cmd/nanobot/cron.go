@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/nanobot-go/nanobot/tools"
 	jobs "github.com/nanobot-go/nanobot/tools/cron"
 )
@@ -16,13 +18,31 @@ func newCronCmd(a *app) *cobra.Command {
 		Use:   "cron",
 		Short: "List, add and remove scheduled jobs",
 	}
-	store := func() *jobs.Store { return jobs.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json")) }
+	// store opens the jobs: jobs.json, or the cluster's NATS bucket in
+	// cluster mode (where the gateways keep them).
+	store := func(cmd *cobra.Command) (*jobs.Store, func(), error) {
+		if cl := a.loaded.Config.Cluster; cl.Enabled() {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
+			s, closeFn, err := gateway.CronStore(ctx, cl, a.log)
+			if err != nil {
+				cancel()
+				return nil, nil, err
+			}
+			return s, func() { closeFn(); cancel() }, nil
+		}
+		return jobs.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json")), func() {}, nil
+	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List all jobs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			list, err := store().Jobs()
+			s, done, err := store(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			list, err := s.Jobs()
 			if err != nil {
 				return err
 			}
@@ -62,7 +82,12 @@ func newCronCmd(a *app) *cobra.Command {
 					loc = l
 				}
 			}
-			tool := jobs.NewTool(store(), loc)
+			s, done, err := store(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			tool := jobs.NewTool(s, loc)
 			ctx := tools.WithCallContext(cmd.Context(), tools.CallContext{Channel: add.channel, ChatID: add.chat, SessionKey: add.channel + ":" + add.chat})
 			args := map[string]any{"action": "add", "message": add.message, "name": add.name, "tz": add.tz}
 			if add.at != "" {
@@ -99,7 +124,12 @@ func newCronCmd(a *app) *cobra.Command {
 		Short: "Remove a job",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := store().Remove(args[0], ""); err != nil {
+			s, done, err := store(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if err := s.Remove(args[0], ""); err != nil {
 				return fmt.Errorf("cron remove: %w", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])

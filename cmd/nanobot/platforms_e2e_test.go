@@ -48,8 +48,10 @@ func TestPlatformsEndToEnd(t *testing.T) {
 	user := telegramtest.User{ID: 4242, Username: "ann", FirstName: "Ann"}
 	platforms := []platform{
 		{
-			name:   "telegram",
-			config: func() map[string]any { return map[string]any{"enabled": true, "token": telegramtest.Token, "apiBase": tg.URL} },
+			name: "telegram",
+			config: func() map[string]any {
+				return map[string]any{"enabled": true, "token": telegramtest.Token, "apiBase": tg.URL}
+			},
 			send: func(text string) {
 				tg.Send(telegramtest.Msg{From: user, Chat: telegramtest.Chat{ID: user.ID, Type: "private"}, Text: text})
 			},
@@ -80,7 +82,9 @@ func TestPlatformsEndToEnd(t *testing.T) {
 			config: func() map[string]any {
 				return map[string]any{"enabled": true, "appToken": slacktest.AppToken, "botToken": slacktest.BotToken, "apiBase": sl.APIBase()}
 			},
-			send: func(text string) { sl.Push(slacktest.Event{Channel: "D4242", ChannelType: "im", User: "U4242", Text: text}) },
+			send: func(text string) {
+				sl.Push(slacktest.Event{Channel: "D4242", ChannelType: "im", User: "U4242", Text: text})
+			},
 			shown: func() ([]string, int) {
 				latest := map[string]string{}
 				var order []string
@@ -104,8 +108,10 @@ func TestPlatformsEndToEnd(t *testing.T) {
 			},
 		},
 		{
-			name:   "discord",
-			config: func() map[string]any { return map[string]any{"enabled": true, "token": discordtest.Token, "apiBase": dc.URL} },
+			name: "discord",
+			config: func() map[string]any {
+				return map[string]any{"enabled": true, "token": discordtest.Token, "apiBase": dc.URL}
+			},
 			send: func(text string) {
 				dc.Send(discordtest.Msg{From: discordtest.User{ID: "4242", Username: "ann"}, ChannelID: "D4242", Content: text})
 			},

@@ -30,6 +30,9 @@ type wired struct {
 	providerNote string
 	tools        *tools.Registry
 	channels     *channels.Registry
+	// cron is the jobs store the cron tool uses; the gateway schedules from
+	// it (and moves it to NATS in cluster mode).
+	cron *jobs.Store
 	// mcp supervises the MCP servers (nil when none are configured).
 	mcp     *mcp.Manager
 	closers []func()
@@ -62,7 +65,8 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 			loc = l
 		}
 	}
-	builtins := []tools.Tool{jobs.NewTool(jobs.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json")), loc)}
+	w.cron = jobs.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json"))
+	builtins := []tools.Tool{jobs.NewTool(w.cron, loc)}
 	more, err := builtinTools(a)
 	if err != nil {
 		return nil, err

@@ -83,23 +83,41 @@ type file struct {
 	Jobs    []Job `json:"jobs"`
 }
 
-// Store is jobs.json. Every change re-reads the file under an exclusive
-// flock and writes it atomically, so the gateway and `nanobot cron` can
-// change it at the same time without losing a job.
+// Store holds the jobs: jobs.json on disk by default, or a NATS key-value
+// entry in cluster mode (NewKVStore). Every change is a read-modify-write
+// under the backend's exclusion (a file lock, or the entry's revision), so
+// the gateway, the agent's tool and `nanobot cron` — in one process or on
+// several machines — can change it at the same time without losing a job.
 type Store struct {
-	path string
-	mu   sync.Mutex
-	// changed is signalled after every change made through this Store.
+	be backend
+	mu sync.Mutex
+	// changed is signalled after every change made through this Store (and,
+	// with a KV store, by anyone).
 	changed chan struct{}
+}
+
+// backend is where the jobs document lives.
+type backend interface {
+	// read returns the document, nil when there is none yet.
+	read() ([]byte, error)
+	// modify replaces the document with fn's result under exclusive
+	// access; fn may run more than once (optimistic backends retry).
+	modify(fn func(old []byte) ([]byte, error)) error
+	// where names the store in messages.
+	where() string
 }
 
 // NewStore returns the store at path (cron/jobs.json).
 func NewStore(path string) *Store {
-	return &Store{path: path, changed: make(chan struct{}, 1)}
+	return &Store{be: fileBackend{path: path}, changed: make(chan struct{}, 1)}
 }
 
-// Path is the file's location.
-func (s *Store) Path() string { return s.path }
+// Path is where the jobs are kept (a file path, or "nats-kv:<bucket>/<key>").
+func (s *Store) Path() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.be.where()
+}
 
 // Changed is signalled (without blocking) after changes through this Store.
 func (s *Store) Changed() <-chan struct{} { return s.changed }
@@ -108,7 +126,11 @@ func (s *Store) Changed() <-chan struct{} { return s.changed }
 func (s *Store) Jobs() ([]Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, err := s.read()
+	b, err := s.be.read()
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.decode(b)
 	return f.Jobs, err
 }
 
@@ -130,40 +152,35 @@ func (s *Store) UpdateQuiet(fn func(jobs []Job) ([]Job, error)) error {
 func (s *Store) update(fn func(jobs []Job) ([]Job, error), notify bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
-		return err
-	}
-	lock, err := os.OpenFile(s.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	err := s.be.modify(func(old []byte) ([]byte, error) {
+		f, err := s.decode(old)
+		if err != nil {
+			return nil, err
+		}
+		jobs, err := fn(slices.Clone(f.Jobs))
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.MarshalIndent(file{Version: 1, Jobs: jobs}, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return append(b, '\n'), nil
+	})
 	if err != nil {
 		return err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
-	f, err := s.read()
-	if err != nil {
-		return err
-	}
-	jobs, err := fn(slices.Clone(f.Jobs))
-	if err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(file{Version: 1, Jobs: jobs}, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := configs.WriteFileAtomic(s.path, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("cron: save %s: %w", s.path, err)
 	}
 	if notify {
-		select {
-		case s.changed <- struct{}{}:
-		default:
-		}
+		s.signal()
 	}
 	return nil
+}
+
+func (s *Store) signal() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Add stores a new job.
@@ -182,19 +199,56 @@ func (s *Store) Remove(id, session string) error {
 	})
 }
 
-func (s *Store) read() (file, error) {
-	b, err := os.ReadFile(s.path)
-	if errors.Is(err, os.ErrNotExist) {
+func (s *Store) decode(b []byte) (file, error) {
+	if len(b) == 0 {
 		return file{Version: 1}, nil
-	}
-	if err != nil {
-		return file{}, err
 	}
 	var f file
 	if err := json.Unmarshal(b, &f); err != nil {
-		return file{}, fmt.Errorf("cron: %s is not valid jobs JSON: %w", s.path, err)
+		return file{}, fmt.Errorf("cron: %s is not valid jobs JSON: %w", s.be.where(), err)
 	}
 	return f, nil
+}
+
+// fileBackend is jobs.json, changed under an exclusive flock on a lock file
+// beside it and written atomically.
+type fileBackend struct{ path string }
+
+func (b fileBackend) where() string { return b.path }
+
+func (b fileBackend) read() ([]byte, error) {
+	data, err := os.ReadFile(b.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
+}
+
+func (b fileBackend) modify(fn func(old []byte) ([]byte, error)) error {
+	if err := os.MkdirAll(filepath.Dir(b.path), 0o700); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(b.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	old, err := b.read()
+	if err != nil {
+		return err
+	}
+	data, err := fn(old)
+	if err != nil {
+		return err
+	}
+	if err := configs.WriteFileAtomic(b.path, data, 0o600); err != nil {
+		return fmt.Errorf("cron: save %s: %w", b.path, err)
+	}
+	return nil
 }
 
 // ms converts a time to Unix milliseconds.
