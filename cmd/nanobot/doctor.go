@@ -26,7 +26,7 @@ func newDoctorCmd(a *app) *cobra.Command {
 		Short: "Check the config and the machine for risky or broken settings, with fixes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fs := diagnose(a.loaded)
+			fs := append(diagnose(a.loaded), diagnoseMCP(cmd.Context(), a.loaded)...)
 			printFindings(cmd.OutOrStdout(), fs)
 			for _, f := range fs {
 				if f.level == "risk" {

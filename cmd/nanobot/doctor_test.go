@@ -37,3 +37,20 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("safe config: %v\n%s", err, out)
 	}
 }
+
+func TestDoctorReportsFailingMCPServers(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	body := `{"providers": {"openai": {"apiKey": "sk-x-123456"}}, "tools": {"mcpServers": {
+	  "broken": {"command": "/nonexistent/mcp-server"},
+	  "gone": {"url": "http://127.0.0.1:1/mcp", "type": "streamableHttp"}}}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := run(t, "doctor", "--config", cfg)
+	for _, want := range []string{"MCP server broken (stdio) fails to start", "MCP server gone (streamableHttp) fails to start", "check tools.mcpServers.broken"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+}
