@@ -55,7 +55,13 @@ func Fetch(ctx context.Context, client *http.Client, url string, header http.Hea
 	if resp.ContentLength > limit {
 		return nil, ErrTooLarge
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	return ReadCapped(resp.Body, limit)
+}
+
+// ReadCapped reads r to the end if it holds at most limit bytes; it stops
+// one byte past the limit with ErrTooLarge.
+func ReadCapped(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err
 	}

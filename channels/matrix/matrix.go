@@ -1,0 +1,223 @@
+// Package matrix is the Matrix channel: a client-server API client on
+// mautrix-go that logs in with an access token (or a password), long-polls
+// /sync with its own loop (the sync token is saved only after the events of
+// a batch were delivered, so a crash replays rather than loses), joins rooms
+// it is invited to by allowed users, answers in direct chats and rooms
+// (groupPolicy open / mention / allowlist), treats threads as sessions,
+// sends Markdown as HTML formatted_body, streams by m.replace edits, shows
+// typing, and carries media both ways.
+//
+// End-to-end encrypted rooms are not supported yet: the bot cannot read
+// them (see README.md).
+package matrix
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
+)
+
+// Config is channels.matrix.
+type Config struct {
+	configs.ChannelCommon
+	// Homeserver is the client-server API base, e.g. https://matrix.org.
+	Homeserver string `json:"homeserver"`
+	// UserID is the bot's full id, "@bot:example.org".
+	UserID string `json:"userId"`
+	// AccessToken authenticates the bot (preferred). Without it, Password
+	// is used to log in at start.
+	AccessToken string `json:"accessToken"`
+	Password    string `json:"password"`
+	// DeviceID names the bot's device (optional; the homeserver assigns
+	// one at password login).
+	DeviceID string `json:"deviceId"`
+	// GroupPolicy decides which room messages are answered: "mention"
+	// (default: when the bot is mentioned or replied to), "open" (all),
+	// "allowlist" (all in GroupAllowFrom rooms, none elsewhere).
+	GroupPolicy string `json:"groupPolicy"`
+	// GroupAllowFrom are room ids ("!abc:example.org") for "allowlist".
+	GroupAllowFrom []string `json:"groupAllowFrom"`
+	// AutoJoin joins rooms the bot is invited to by a sender on allowFrom
+	// (default true).
+	AutoJoin *bool `json:"autoJoin"`
+	// MaxMediaBytes caps one attachment, both ways (default 20 MB).
+	MaxMediaBytes int64 `json:"maxMediaBytes"`
+	// E2EE would enable end-to-end encryption; not supported yet, so true
+	// is a config error rather than a bot that silently cannot read.
+	E2EE bool `json:"e2ee"`
+}
+
+// Group policies.
+const (
+	PolicyMention   = "mention"
+	PolicyOpen      = "open"
+	PolicyAllowlist = "allowlist"
+)
+
+// DefaultConfig is disabled, with the defaults of every option.
+func DefaultConfig() Config {
+	return Config{GroupPolicy: PolicyMention, MaxMediaBytes: 20 << 20}
+}
+
+func (c Config) autoJoin() bool { return c.AutoJoin == nil || *c.AutoJoin }
+
+// Validate checks the config; errors name the key under channels.matrix.
+func (c Config) Validate() error {
+	var errs []error
+	if u, err := url.Parse(c.Homeserver); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		errs = append(errs, fmt.Errorf("homeserver: %q is not an http(s) URL", c.Homeserver))
+	}
+	if _, _, err := id.UserID(c.UserID).Parse(); err != nil {
+		errs = append(errs, fmt.Errorf(`userId: %q is not a Matrix user id ("@bot:example.org")`, c.UserID))
+	}
+	if c.AccessToken == "" && c.Password == "" {
+		errs = append(errs, errors.New("accessToken: required (or password)"))
+	}
+	switch c.GroupPolicy {
+	case PolicyMention, PolicyOpen:
+	case PolicyAllowlist:
+		if len(c.GroupAllowFrom) == 0 {
+			errs = append(errs, errors.New(`groupAllowFrom: required with groupPolicy "allowlist"`))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q, %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen, PolicyAllowlist))
+	}
+	if c.MaxMediaBytes < 0 {
+		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
+	}
+	if c.E2EE {
+		errs = append(errs, errors.New("e2ee: end-to-end encryption is not supported yet; use unencrypted rooms and set e2ee to false"))
+	}
+	return errors.Join(errs...)
+}
+
+// Factory registers the channel: registry.Register("matrix", matrix.Factory()).
+func Factory() channels.Factory {
+	return channels.Factory{
+		New: func(cfg configs.ChannelsConfig, deps channels.Deps) (channels.Channel, error) {
+			c := DefaultConfig()
+			if err := cfg.Decode("matrix", &c); err != nil {
+				return nil, err
+			}
+			return New(c, deps)
+		},
+		ConfigType: Config{},
+	}
+}
+
+// Channel is the Matrix adapter.
+type Channel struct {
+	cfg      Config
+	log      *slog.Logger
+	cli      *mautrix.Client
+	me       id.UserID
+	nameRE   *regexp.Regexp // the bot's localpart as a word ("nanobot: hi")
+	mediaDir string         // "" = attachments are not downloaded
+	state    string         // file holding the sync token
+
+	// Timing, fixed by New; tests in this package shorten them.
+	editInterval time.Duration
+	backoffMin   time.Duration
+	backoffMax   time.Duration
+	pollTimeout  time.Duration
+
+	health channels.HealthState
+
+	mu      sync.Mutex
+	members map[id.RoomID]int   // joined member count per room (DM = 2)
+	seen    map[id.EventID]bool // events handled by this process
+	seenQ   []id.EventID        // oldest first, to bound seen
+}
+
+var (
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Editor         = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.Typer          = (*Channel)(nil)
+	_ channels.MediaSender    = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
+)
+
+// New builds the channel. It does no IO: Run logs in and syncs.
+func New(cfg Config, deps channels.Deps) (*Channel, error) {
+	if cfg.GroupPolicy == "" {
+		cfg.GroupPolicy = PolicyMention
+	}
+	if cfg.MaxMediaBytes == 0 {
+		cfg.MaxMediaBytes = 20 << 20
+	}
+	cfg.Homeserver = strings.TrimRight(cfg.Homeserver, "/")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cli, err := mautrix.NewClient(cfg.Homeserver, id.UserID(cfg.UserID), cfg.AccessToken)
+	if err != nil {
+		return nil, fmt.Errorf("matrix: homeserver: %w", err)
+	}
+	cli.DeviceID = id.DeviceID(cfg.DeviceID)
+	// Requests get their own deadlines; /sync long-polls for pollTimeout.
+	cli.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 2 * time.Minute}
+	cli.DefaultHTTPRetries = 0 // the dispatcher and the sync loop retry
+	c := &Channel{
+		cfg: cfg, log: log, cli: cli, me: id.UserID(cfg.UserID),
+		nameRE:       regexp.MustCompile(`(?i)(^|[^\w])` + regexp.QuoteMeta(id.UserID(cfg.UserID).Localpart()) + `($|[^\w])`),
+		editInterval: time.Second, backoffMin: 500 * time.Millisecond, backoffMax: time.Minute,
+		pollTimeout: 30 * time.Second,
+		members:     map[id.RoomID]int{}, seen: map[id.EventID]bool{},
+	}
+	if deps.Paths.Media != "" {
+		c.mediaDir = filepath.Join(deps.Paths.Media, "matrix")
+	}
+	if deps.Paths.State != "" {
+		c.state = filepath.Join(deps.Paths.State, "matrix-sync.json")
+	}
+	return c, nil
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return "matrix" }
+
+// MessageLimit implements channels.Limiter. An event may be 64 KiB; the
+// text is sent twice (plain body and HTML), so replies are split well below.
+func (c *Channel) MessageLimit() int { return 16000 }
+
+// EditInterval implements channels.Editor.
+func (c *Channel) EditInterval() time.Duration { return c.editInterval }
+
+// Health implements channels.HealthReporter.
+func (c *Channel) Health() channels.Health { return c.health.Get() }
+
+func (c *Channel) setHealth(state channels.State, err error) {
+	msg := ""
+	if err != nil {
+		msg = c.redact(err.Error())
+	}
+	c.health.Set(state, msg)
+}
+
+// redact removes the credentials from text (errors may quote requests).
+func (c *Channel) redact(s string) string {
+	for _, secret := range []string{c.cli.AccessToken, c.cfg.AccessToken, c.cfg.Password} {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "***")
+		}
+	}
+	return s
+}

@@ -1,0 +1,266 @@
+package matrix
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
+)
+
+// Run implements channels.Channel: log in, then /sync until ctx ends. A
+// failed sync is retried with backoff and jitter (health: reconnecting); an
+// access token the homeserver no longer accepts ends Run with an error.
+func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	started := time.Now()
+	defer c.cli.Client.CloseIdleConnections()
+	if err := c.login(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.setHealth(channels.StateFailed, err)
+		return err
+	}
+	since, err := c.loadSince()
+	if err != nil {
+		c.log.Warn("matrix: sync state unreadable; starting from now", "err", err)
+	}
+	first := since == ""
+	failures := 0
+	for ctx.Err() == nil {
+		timeout := c.pollTimeout
+		if first || failures > 0 {
+			timeout = 0
+		}
+		resp, err := c.cli.FullSyncRequest(ctx, mautrix.ReqSync{Timeout: int(timeout / time.Millisecond), Since: since})
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if errors.Is(err, mautrix.MUnknownToken) {
+				err = fmt.Errorf("matrix: the homeserver rejected the access token (%s)", c.redact(err.Error()))
+				c.setHealth(channels.StateFailed, err)
+				return err
+			}
+			failures++
+			c.setHealth(channels.StateReconnecting, err)
+			c.log.Warn("matrix: sync failed; retrying", "err", c.redact(err.Error()), "attempt", failures)
+			if c.sleep(ctx, failures) != nil {
+				break
+			}
+			continue
+		}
+		if failures > 0 {
+			c.log.Info("matrix: sync recovered", "after_attempts", failures)
+		}
+		failures = 0
+		c.setHealth(channels.StateConnected, nil)
+		backlog := time.Time{}
+		if first {
+			backlog = started
+		}
+		c.process(ctx, in, resp, backlog)
+		if ctx.Err() != nil {
+			break // the batch may be half delivered: sync it again next time
+		}
+		since, first = resp.NextBatch, false
+		if err := c.saveSince(since); err != nil {
+			c.log.Warn("matrix: saving the sync token failed", "err", err)
+		}
+	}
+	c.setHealth(channels.StateStopped, nil)
+	return nil
+}
+
+// login checks the access token (whoami) or, without one, logs in with
+// the password; either way the bot learns its own user and device id.
+func (c *Channel) login(ctx context.Context) error {
+	if c.cli.AccessToken == "" {
+		resp, err := c.cli.Login(ctx, &mautrix.ReqLogin{
+			Type:       mautrix.AuthTypePassword,
+			Identifier: mautrix.UserIdentifier{Type: mautrix.IdentifierTypeUser, User: c.cfg.UserID},
+			Password:   c.cfg.Password, DeviceID: id.DeviceID(c.cfg.DeviceID),
+			InitialDeviceDisplayName: "nanobot", StoreCredentials: true,
+		})
+		if err != nil {
+			return fmt.Errorf("matrix: password login as %s: %s", c.cfg.UserID, c.redact(err.Error()))
+		}
+		c.log.Info("matrix: logged in with the password; put an accessToken in the config to avoid a new device per start", "device", resp.DeviceID)
+	}
+	who, err := c.cli.Whoami(ctx)
+	if err != nil {
+		return fmt.Errorf("matrix: whoami: %s", c.redact(err.Error()))
+	}
+	if who.UserID != c.me {
+		return fmt.Errorf("matrix: the access token belongs to %s, not userId %s", who.UserID, c.me)
+	}
+	c.cli.DeviceID = who.DeviceID
+	c.log.Info("matrix: connected", "user", who.UserID, "device", who.DeviceID)
+	return nil
+}
+
+// process handles one sync batch: invites, then the new events of every
+// joined room in order. Messages sent before backlog (the start of a bot
+// with no saved sync token) are skipped: answering a room's history would
+// surprise everyone.
+func (c *Channel) process(ctx context.Context, in channels.Inbox, resp *mautrix.RespSync, backlog time.Time) {
+	for roomID, inv := range resp.Rooms.Invite {
+		c.invited(ctx, in, roomID, inv)
+	}
+	for roomID, room := range resp.Rooms.Join {
+		events := room.Timeline.Events
+		for _, evt := range append(room.State.Events, events...) {
+			if evt.Type == event.StateMember {
+				c.forgetMembers(roomID)
+			}
+		}
+		// A room just joined shows some history before the bot's own join:
+		// that is not addressed to it.
+		start := 0
+		for i, evt := range events {
+			if evt.Type == event.StateMember && evt.StateKey != nil && id.UserID(*evt.StateKey) == c.me && memberOf(evt) == event.MembershipJoin && !wasJoined(evt) {
+				start = i + 1
+			}
+		}
+		for _, evt := range events[start:] {
+			if ctx.Err() != nil {
+				return
+			}
+			evt.RoomID = roomID
+			if !backlog.IsZero() && time.UnixMilli(evt.Timestamp).Before(backlog) {
+				continue
+			}
+			if evt.Type == event.EventMessage && evt.Sender != c.me && c.markSeen(evt.ID) {
+				c.handle(ctx, in, evt)
+			}
+		}
+	}
+}
+
+// invited joins a room the bot was invited to by an allowed sender.
+func (c *Channel) invited(ctx context.Context, in channels.Inbox, roomID id.RoomID, inv *mautrix.SyncInvitedRoom) {
+	var inviter id.UserID
+	for _, evt := range inv.State.Events {
+		if evt.Type == event.StateMember && evt.StateKey != nil && id.UserID(*evt.StateKey) == c.me && memberOf(evt) == event.MembershipInvite {
+			inviter = evt.Sender
+		}
+	}
+	if inviter == "" {
+		return
+	}
+	log := c.log.With("room", roomID, "inviter", inviter)
+	if !c.cfg.autoJoin() || !channels.Admits(in, c.Name(), string(inviter)) {
+		log.Info("matrix: invite not accepted (autoJoin off or inviter not on allowFrom)")
+		return
+	}
+	if _, err := c.cli.JoinRoomByID(ctx, roomID); err != nil {
+		log.Warn("matrix: joining an invited room failed", "err", c.redact(err.Error()))
+		return
+	}
+	log.Info("matrix: joined a room on invitation")
+}
+
+func memberOf(evt *event.Event) event.Membership {
+	var m struct {
+		Membership event.Membership `json:"membership"`
+	}
+	_ = json.Unmarshal(evt.Content.VeryRaw, &m)
+	return m.Membership
+}
+
+// wasJoined reports whether a member event's previous state was already a
+// join (a profile change, not a new join).
+func wasJoined(evt *event.Event) bool {
+	if evt.Unsigned.PrevContent == nil {
+		return false
+	}
+	var m struct {
+		Membership event.Membership `json:"membership"`
+	}
+	_ = json.Unmarshal(evt.Unsigned.PrevContent.VeryRaw, &m)
+	return m.Membership == event.MembershipJoin
+}
+
+// markSeen records an event id and reports whether it was new. The set is
+// bounded: the journal's dedup covers restarts.
+func (c *Channel) markSeen(eid id.EventID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen[eid] {
+		return false
+	}
+	c.seen[eid] = true
+	c.seenQ = append(c.seenQ, eid)
+	if len(c.seenQ) > 4096 {
+		delete(c.seen, c.seenQ[0])
+		c.seenQ = c.seenQ[1:]
+	}
+	return true
+}
+
+// sleep waits the backoff for the n-th consecutive failure (with jitter),
+// or until ctx ends.
+func (c *Channel) sleep(ctx context.Context, n int) error {
+	d := c.backoffMin
+	for i := 1; i < n && d < c.backoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, c.backoffMax)
+	d = d/2 + time.Duration(rand.Int64N(int64(d)/2+1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// syncState is what the state file holds.
+type syncState struct {
+	User      string `json:"user"`
+	NextBatch string `json:"nextBatch"`
+}
+
+func (c *Channel) loadSince() (string, error) {
+	if c.state == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(c.state)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var s syncState
+	if err := json.Unmarshal(b, &s); err != nil {
+		return "", err
+	}
+	if s.User != string(c.me) {
+		return "", nil // another account's token means nothing here
+	}
+	return s.NextBatch, nil
+}
+
+func (c *Channel) saveSince(since string) error {
+	if c.state == "" {
+		return nil
+	}
+	b, _ := json.Marshal(syncState{User: string(c.me), NextBatch: since})
+	if err := os.MkdirAll(filepath.Dir(c.state), 0o700); err != nil {
+		return err
+	}
+	return configs.WriteFileAtomic(c.state, b, 0o600)
+}
