@@ -1,13 +1,18 @@
 package matrix
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,6 +64,7 @@ type world struct {
 	dm             map[string]id.RoomID // test user -> direct room
 	group          id.RoomID
 	rooms          []id.RoomID
+	rec            *sendRecorder
 }
 
 func newWorld(t *testing.T, s *matrixtest.Server) *world {
@@ -121,9 +127,79 @@ func say(t *testing.T, u *matrixtest.User, room id.RoomID, content *event.Messag
 	return resp.EventID
 }
 
-// sent reads what the bot posted in the world's rooms, as Alice sees it.
+// sendRecorder notes the ids of the events the channel sent, so that sent
+// can wait for the homeserver's read side (which trails its write side a
+// little in Dendrite) to show all of them.
+type sendRecorder struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	ids  []string
+}
+
+func (r *sendRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	if err != nil || req.Method != http.MethodPut || !strings.Contains(req.URL.Path, "/send/") || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var v struct {
+		EventID string `json:"event_id"`
+	}
+	if err == nil && json.Unmarshal(body, &v) == nil && v.EventID != "" {
+		r.mu.Lock()
+		r.ids = append(r.ids, v.EventID)
+		r.mu.Unlock()
+	}
+	return resp, nil
+}
+
+// CloseIdleConnections passes through, so the channel's shutdown closes
+// its connections as it would without the recorder.
+func (r *sendRecorder) CloseIdleConnections() {
+	if c, ok := r.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+func (r *sendRecorder) sent() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.ids...)
+}
+
+// record makes w.sent wait for what ch sends.
+func (w *world) record(ch *Channel) {
+	w.rec = &sendRecorder{next: ch.cli.Client.Transport}
+	ch.cli.Client.Transport = w.rec
+}
+
+// sent reads what the bot posted in the world's rooms, as Alice sees it,
+// once every event the channel sent is visible.
 func (w *world) sent(t *testing.T) []channeltest.Sent {
 	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, ids := w.read(t)
+		missing := 0
+		if w.rec != nil {
+			for _, eid := range w.rec.sent() {
+				if !ids[eid] {
+					missing++
+				}
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (w *world) read(t *testing.T) ([]channeltest.Sent, map[string]bool) {
+	t.Helper()
+	ids := map[string]bool{}
 	type stamped struct {
 		channeltest.Sent
 		ts int64
@@ -141,6 +217,7 @@ func (w *world) sent(t *testing.T) []channeltest.Sent {
 			if evt.Sender != w.bot.ID || evt.Type != event.EventMessage {
 				continue
 			}
+			ids[string(evt.ID)] = true
 			var c event.MessageEventContent
 			if err := json.Unmarshal(evt.Content.VeryRaw, &c); err != nil {
 				continue
@@ -157,7 +234,7 @@ func (w *world) sent(t *testing.T) []channeltest.Sent {
 	for i, s := range all {
 		out[i] = s.Sent
 	}
-	return out
+	return out, ids
 }
 
 func newChannel(t *testing.T, s *matrixtest.Server, bot *matrixtest.User, deps channels.Deps, edit func(*Config)) *Channel {
@@ -186,6 +263,7 @@ func TestConformance(t *testing.T) {
 			w := newWorld(t, s)
 			w.seedSyncToken(t, env.StateDir)
 			ch := newChannel(t, s, w.bot, channels.Deps{Log: env.Log, Paths: configs.Paths{Media: env.MediaDir, State: env.StateDir}}, nil)
+			w.record(ch)
 			return channeltest.Fixture{
 				Channel:  ch,
 				SenderID: func(user string) string { return string(w.user(user).ID) },
