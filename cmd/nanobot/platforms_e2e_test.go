@@ -38,7 +38,8 @@ type platform struct {
 
 // TestPlatformsEndToEnd runs the real gateway (channel registry, manager,
 // agent loop, dispatcher, the OpenAI backend against a scripted model) with
-// Telegram, Slack and Discord adapters against their platform fakes: a user
+// Telegram, Slack and Discord adapters against their platform fakes and
+// Matrix against a real Dendrite (where installed): a user
 // message gets the scripted reply on the same chat, streamed as edits; a
 // slash command is answered without the model.
 func TestPlatformsEndToEnd(t *testing.T) {
@@ -137,6 +138,10 @@ func TestPlatformsEndToEnd(t *testing.T) {
 				return out, edits
 			},
 		},
+	}
+
+	if mx := matrixPlatform(t); mx != nil {
+		platforms = append(platforms, *mx)
 	}
 
 	llm := providertest.New(t)
