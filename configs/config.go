@@ -149,7 +149,36 @@ type ExecConfig struct {
 	// AllowedEnvKeys are environment variables passed to commands in
 	// addition to a safe set.
 	AllowedEnvKeys []string `json:"allowedEnvKeys"`
+	// AllowPaths widens the sandbox: folders confined commands (and MCP
+	// stdio servers) may read, or read and write, besides the workspace.
+	AllowPaths AllowPathsConfig `json:"allowPaths"`
+	// Network lets confined commands open TCP connections (default true;
+	// false needs Landlock ABI 4, Linux 6.7).
+	Network *bool `json:"network"`
+	// Limits are resource limits of confined commands.
+	Limits ExecLimits `json:"limits"`
 }
+
+// AllowPathsConfig lists extra folders for the sandbox.
+type AllowPathsConfig struct {
+	ReadOnly  []string `json:"readOnly"`
+	ReadWrite []string `json:"readWrite"`
+}
+
+// ExecLimits are per-command resource limits (0 = the default, -1 = none).
+type ExecLimits struct {
+	// CPUSeconds is CPU time (default 600).
+	CPUSeconds int64 `json:"cpuSeconds"`
+	// MemoryMB is address space (default 8192).
+	MemoryMB int64 `json:"memoryMb"`
+	// Processes caps a command's process tree (default 512).
+	Processes int64 `json:"processes"`
+	// FileSizeMB caps one written file (default 1024).
+	FileSizeMB int64 `json:"fileSizeMb"`
+}
+
+// NetworkAllowed reports whether confined commands may use the network.
+func (e ExecConfig) NetworkAllowed() bool { return e.Network == nil || *e.Network }
 
 // WebConfig configures the web tools.
 type WebConfig struct {
@@ -192,6 +221,9 @@ type MCPServerConfig struct {
 	Env map[string]string `json:"env"`
 	// Cwd is the stdio server's working folder.
 	Cwd string `json:"cwd"`
+	// Sandbox overrides tools.exec.sandbox for this stdio server ("" =
+	// the same; "none" runs it unconfined).
+	Sandbox string `json:"sandbox"`
 	// URL is the endpoint of an sse or streamableHttp server.
 	URL string `json:"url"`
 	// Headers are sent to an HTTP server.

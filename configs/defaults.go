@@ -43,6 +43,7 @@ func Default() Config {
 				AllowPatterns:  []string{},
 				Sandbox:        "auto",
 				AllowedEnvKeys: []string{},
+				AllowPaths:     AllowPathsConfig{ReadOnly: []string{}, ReadWrite: []string{}},
 			},
 			Web: WebConfig{
 				Search: WebSearchConfig{Provider: "duckduckgo", MaxResults: 5},

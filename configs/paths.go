@@ -56,6 +56,17 @@ func PathsFor(configFile string, c *Config) Paths {
 	}
 }
 
+// ExpandHome turns "~" or "~/x" into a path under the user's home folder;
+// other paths are returned as they are.
+func ExpandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}
+
 func resolveWorkspace(dir, ws string) string {
 	switch {
 	case ws == "":

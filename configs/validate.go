@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -59,6 +60,12 @@ func (c *Config) Validate() []FieldError {
 	t := c.Tools
 	v.require(t.Exec.Timeout >= 1 && t.Exec.Timeout <= 600, "tools.exec.timeout", "want 1 to 600 seconds, got %d", t.Exec.Timeout)
 	v.oneOf("tools.exec.sandbox", t.Exec.Sandbox, "auto", "landlock", "bwrap", "none")
+	for i, p := range append(append([]string{}, t.Exec.AllowPaths.ReadOnly...), t.Exec.AllowPaths.ReadWrite...) {
+		v.require(strings.HasPrefix(p, "~/") || filepath.IsAbs(p), "tools.exec.allowPaths", "entry %d (%q) must be an absolute path or start with ~/", i, p)
+	}
+	for name, lim := range map[string]int64{"cpuSeconds": t.Exec.Limits.CPUSeconds, "memoryMb": t.Exec.Limits.MemoryMB, "processes": t.Exec.Limits.Processes, "fileSizeMb": t.Exec.Limits.FileSizeMB} {
+		v.require(lim >= -1, "tools.exec.limits."+name, "want a positive number, 0 for the default or -1 for none, got %d", lim)
+	}
 	v.patterns("tools.exec.denyPatterns", t.Exec.DenyPatterns)
 	v.patterns("tools.exec.allowPatterns", t.Exec.AllowPatterns)
 	v.oneOf("tools.web.search.provider", t.Web.Search.Provider, "duckduckgo", "brave", "tavily", "searxng")

@@ -81,7 +81,9 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 	if len(c.Tools.MCPServers) > 0 {
 		ws := a.loaded.Paths.Workspace
 		w.mcp = mcp.New(c.Tools.MCPServers, w.tools, mcp.Options{
-			Log: a.log, Dir: ws, Sandbox: sandbox.Mode(c.Tools.Exec.Sandbox), Writable: []string{ws},
+			Log: a.log, Dir: ws, Sandbox: sandbox.Mode(c.Tools.Exec.Sandbox),
+			Writable: append([]string{ws}, expandAll(c.Tools.Exec.AllowPaths.ReadWrite)...), Readable: expandAll(c.Tools.Exec.AllowPaths.ReadOnly),
+			DenyNetwork: !c.Tools.Exec.NetworkAllowed(), Limits: execLimits(c.Tools.Exec.Limits),
 		})
 		// Servers that start quickly are ready for the first message; slow
 		// ones add their tools when they connect.

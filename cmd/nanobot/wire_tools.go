@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/tools"
 	"github.com/nanobot-go/nanobot/tools/fs"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
@@ -24,6 +25,8 @@ func builtinTools(a *app) ([]tools.Tool, error) {
 			DefaultTimeout: time.Duration(c.Tools.Exec.Timeout) * time.Second,
 			DenyPatterns:   c.Tools.Exec.DenyPatterns, AllowPatterns: c.Tools.Exec.AllowPatterns,
 			ExtraEnv: c.Tools.Exec.AllowedEnvKeys, Sandbox: sandbox.Mode(c.Tools.Exec.Sandbox), Logger: a.log,
+			ReadOnly: expandAll(c.Tools.Exec.AllowPaths.ReadOnly), ReadWrite: expandAll(c.Tools.Exec.AllowPaths.ReadWrite),
+			DenyNetwork: !c.Tools.Exec.NetworkAllowed(), Limits: execLimits(c.Tools.Exec.Limits),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("tools.exec: %w", err)
@@ -52,4 +55,17 @@ func builtinTools(a *app) ([]tools.Tool, error) {
 		return nil, fmt.Errorf("tools.web.fetch: %w", err)
 	}
 	return append(out, search, fetch), nil
+}
+
+// expandAll resolves "~/" in configured paths.
+func expandAll(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		out = append(out, configs.ExpandHome(p))
+	}
+	return out
+}
+
+func execLimits(l configs.ExecLimits) sandbox.Limits {
+	return sandbox.Limits{CPUSeconds: l.CPUSeconds, MemoryMB: l.MemoryMB, Processes: l.Processes, FileSizeMB: l.FileSizeMB}
 }

@@ -48,8 +48,12 @@ type Options struct {
 	Dir string
 	// Sandbox is the confinement of stdio servers (tools.exec.sandbox).
 	Sandbox sandbox.Mode
-	// Writable are the folders a confined stdio server may write.
-	Writable []string
+	// Writable and Readable are folders a confined stdio server may write,
+	// or read, besides what it needs to run (see serverPaths).
+	Writable, Readable []string
+	// DenyNetwork and Limits are as for exec.
+	DenyNetwork bool
+	Limits      sandbox.Limits
 	// BackoffMin and BackoffMax bound the reconnect delay (1 s and 1 min
 	// when zero).
 	BackoffMin, BackoffMax time.Duration

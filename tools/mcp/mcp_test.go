@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -321,6 +322,7 @@ func TestEnabledTools(t *testing.T) {
 					got = append(got, n)
 				}
 			}
+			sort.Strings(got)
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("registered %v, want %v", got, tc.want)
 			}

@@ -233,9 +233,17 @@ func (s *server) transport(ctx context.Context) (sdk.Transport, error) {
 		} else if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("cwd %s is not a folder", dir)
 		}
+		mode := s.m.opts.Sandbox
+		if s.cfg.Sandbox != "" {
+			mode = sandbox.Mode(s.cfg.Sandbox)
+		}
+		ro, rw := serverPaths(s.cfg, dir)
 		cmd, err := sandbox.Command(ctx, sandbox.Spec{
 			Path: s.cfg.Command, Args: s.cfg.Args, Dir: dir, Env: env,
-			Stderr: newLineLogger(s.log), Mode: s.m.opts.Sandbox, Writable: s.m.opts.Writable,
+			Stderr: newLineLogger(s.log), Mode: mode,
+			Writable:    append(append([]string{}, s.m.opts.Writable...), rw...),
+			Readable:    append(append([]string{}, s.m.opts.Readable...), ro...),
+			DenyNetwork: s.m.opts.DenyNetwork, Limits: s.m.opts.Limits,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", s.cfg.Command, err)

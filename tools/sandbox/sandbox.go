@@ -6,11 +6,16 @@
 // a nil Spec.Env means BaseEnv, a short list of harmless variables, so the
 // gateway's API keys never reach a child by accident.
 //
-// Spec.Mode is the seam for confinement. Today only ModeNone exists (ModeAuto
-// selects it); Landlock and namespace modes will be added here without
-// changing callers, who already pass the folders a child may use
-// (Spec.Writable, Spec.Readable). A mode this build cannot provide is an
-// error: the child is not started unconfined instead.
+// Spec.Mode selects confinement. ModeLandlock (what ModeAuto picks on a
+// Linux kernel with Landlock) re-executes the gateway's own executable as a
+// small helper (argv[0] HelperName, see Init) that sets resource limits,
+// joins a pids cgroup where one can be made, restricts itself with Landlock
+// — system folders read-only, Spec.Readable read-only, Spec.Writable
+// read-write, nothing else of the file system (not the config folder, not
+// the sessions, not the rest of $HOME, not /tmp, not /proc), optionally no
+// TCP — and then executes the command, which inherits all of it. A mode
+// this build or host cannot provide is an error: the child is not started
+// unconfined instead.
 package sandbox
 
 import (
@@ -18,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"time"
 )
@@ -26,14 +32,17 @@ import (
 type Mode string
 
 const (
-	// ModeAuto picks the strongest mode the host supports (today: none).
+	// ModeAuto picks the strongest mode the host supports: landlock where
+	// the kernel has it and the executable can act as the helper (Init was
+	// called), else none.
 	ModeAuto Mode = "auto"
 	// ModeNone applies no kernel-level confinement: the child runs as the
 	// gateway's user, in its own process group, with a filtered
 	// environment. Application-level checks (deny lists, workspace paths)
 	// are the caller's job.
 	ModeNone Mode = "none"
-	// ModeLandlock will restrict file access with Landlock (not yet built).
+	// ModeLandlock confines the child with Landlock, resource limits and a
+	// pids cgroup (see the package doc).
 	ModeLandlock Mode = "landlock"
 	// ModeBwrap will run the child in bubblewrap namespaces (not yet built).
 	ModeBwrap Mode = "bwrap"
@@ -65,6 +74,10 @@ type Spec struct {
 	// Writable are folders the child may write (workspace, its TMPDIR) and
 	// Readable extra folders it may read, for confining modes to enforce.
 	Writable, Readable []string
+	// DenyNetwork forbids TCP connect and bind (Landlock ABI 4 or newer).
+	DenyNetwork bool
+	// Limits are the confined child's resource limits.
+	Limits Limits
 	// WaitDelay bounds how long Wait keeps reading output held open by
 	// escaped descendants after the child exited or its context ended
 	// (0 = DefaultWaitDelay); see exec.Cmd.WaitDelay.
@@ -75,22 +88,41 @@ type Spec struct {
 // whole process group is killed. Call Start/Run/Wait on the result, and
 // KillGroup to remove descendants left behind after a normal exit.
 func Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
-	if _, err := ResolveMode(spec.Mode); err != nil {
+	mode, err := ResolveMode(spec.Mode)
+	if err != nil {
 		return nil, err
 	}
 	if spec.Path == "" {
 		return nil, errors.New("sandbox: empty program path")
 	}
-	// ModeNone is the only mode: nothing wraps the program yet.
-	cmd := exec.CommandContext(ctx, spec.Path, spec.Args...)
+	env := spec.Env
+	if env == nil {
+		env = BaseEnv("")
+	}
+	var cmd *exec.Cmd
+	switch mode {
+	case ModeLandlock:
+		prog, err := exec.LookPath(spec.Path)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: the helper executable: %w", err)
+		}
+		p := policyFor(spec, prog)
+		p.Cgroup = newPidsCgroup(p.Limits.Processes)
+		cmd = exec.CommandContext(ctx, self, append([]string{p.encode(), "--", prog}, spec.Args...)...)
+		cmd.Args[0] = HelperName
+		env = privateTmp(env, spec.Writable)
+	default:
+		cmd = exec.CommandContext(ctx, spec.Path, spec.Args...)
+	}
 	if cmd.Err != nil {
 		return nil, fmt.Errorf("sandbox: %w", cmd.Err)
 	}
 	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
-	if cmd.Env == nil {
-		cmd.Env = BaseEnv("")
-	}
+	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	cmd.WaitDelay = spec.WaitDelay
 	if cmd.WaitDelay <= 0 {
@@ -102,13 +134,39 @@ func Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 }
 
 // ResolveMode maps a requested mode to the one that will be used and fails
-// for modes this build cannot enforce.
+// for modes this build or host cannot enforce.
 func ResolveMode(m Mode) (Mode, error) {
 	switch m {
-	case "", ModeAuto, ModeNone:
+	case "", ModeAuto:
+		if LandlockABI() >= 1 && helperReady.Load() {
+			return ModeLandlock, nil
+		}
 		return ModeNone, nil
-	case ModeLandlock, ModeBwrap:
-		return "", fmt.Errorf("%w %q: not available in this build yet (use %q or %q)", ErrUnsupportedMode, m, ModeAuto, ModeNone)
+	case ModeNone:
+		return ModeNone, nil
+	case ModeLandlock:
+		if LandlockABI() < 1 {
+			return "", fmt.Errorf("%w %q: this kernel has no Landlock (Linux 5.13+ with landlock in the lsm= list)", ErrUnsupportedMode, m)
+		}
+		if !helperReady.Load() {
+			return "", fmt.Errorf("%w %q: this executable cannot act as the sandbox helper (its main does not call sandbox.Init)", ErrUnsupportedMode, m)
+		}
+		return ModeLandlock, nil
+	case ModeBwrap:
+		return "", fmt.Errorf("%w %q: not available in this build yet (use %q or %q)", ErrUnsupportedMode, m, ModeAuto, ModeLandlock)
 	}
 	return "", fmt.Errorf("%w %q (known: auto, none, landlock, bwrap)", ErrUnsupportedMode, m)
+}
+
+// Describe says in a few words how children are confined under m, for
+// status displays and logs.
+func Describe(m Mode) string {
+	got, err := ResolveMode(m)
+	switch {
+	case err != nil:
+		return "unavailable: " + err.Error()
+	case got == ModeLandlock:
+		return fmt.Sprintf("landlock (ABI %d)", LandlockABI())
+	}
+	return "none (process group and filtered environment only)"
 }

@@ -73,6 +73,13 @@ type Options struct {
 	Shell string
 	// Sandbox is the confinement mode (default auto).
 	Sandbox sandbox.Mode
+	// ReadOnly and ReadWrite are folders a confined command may use besides
+	// the workspace (tools.exec.allowPaths).
+	ReadOnly, ReadWrite []string
+	// DenyNetwork forbids confined commands TCP connections.
+	DenyNetwork bool
+	// Limits are a confined command's resource limits.
+	Limits sandbox.Limits
 	// Logger receives one debug line per command (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -225,17 +232,20 @@ func (t *Tool) run(ctx context.Context, command, dir string, timeout time.Durati
 	defer cancel()
 	limit := 4 * t.opts.MaxOutputChars // bytes: room for MaxOutputChars of any UTF-8
 	stdout, stderr := newCapture(limit), newCapture(limit)
-	writable := []string{t.paths.Workspace()}
+	writable := append([]string{t.paths.Workspace()}, t.opts.ReadWrite...)
 	cmd, err := sandbox.Command(runCtx, sandbox.Spec{
-		Path:      t.shell,
-		Args:      []string{"-c", command},
-		Dir:       dir,
-		Env:       env,
-		Stdout:    stdout,
-		Stderr:    stderr,
-		Mode:      t.opts.Sandbox,
-		Writable:  writable,
-		WaitDelay: time.Second,
+		Path:        t.shell,
+		Args:        []string{"-c", command},
+		Dir:         dir,
+		Env:         env,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		Mode:        t.opts.Sandbox,
+		Writable:    writable,
+		Readable:    t.opts.ReadOnly,
+		DenyNetwork: t.opts.DenyNetwork,
+		Limits:      t.opts.Limits,
+		WaitDelay:   time.Second,
 	})
 	if err != nil {
 		return tools.Result{}, err

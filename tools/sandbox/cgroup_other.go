@@ -1,0 +1,8 @@
+//go:build !linux
+
+package sandbox
+
+func newPidsCgroup(int64) string { return "" }
+
+// ProcessLimitEnforced is false: confinement is Linux-only.
+func ProcessLimitEnforced() bool { return false }

@@ -1,0 +1,15 @@
+package sandbox_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/nanobot-go/nanobot/tools/sandbox"
+)
+
+// The test binary serves as the sandbox helper of its own confined
+// children, as the nanobot executable does for the gateway's.
+func TestMain(m *testing.M) {
+	sandbox.Init()
+	os.Exit(m.Run())
+}
