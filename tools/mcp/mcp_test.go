@@ -84,8 +84,10 @@ func start(t *testing.T, cfg map[string]configs.MCPServerConfig) (*Manager, *too
 		}
 		cfg[name] = c
 	}
-	// The workspace does not exist yet, as on a first start.
-	m := New(cfg, reg, Options{Log: log, Dir: filepath.Join(t.TempDir(), "workspace"), Sandbox: sandbox.ModeNone, BackoffMin: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond})
+	// The workspace does not exist yet, as on a first start. Servers run
+	// under the default sandbox, as in the gateway.
+	ws := filepath.Join(t.TempDir(), "workspace")
+	m := New(cfg, reg, Options{Log: log, Dir: ws, Writable: []string{ws}, Sandbox: sandbox.ModeAuto, BackoffMin: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond})
 	m.Start(context.Background(), 60*time.Second)
 	t.Cleanup(m.Close)
 	return m, reg, logs
@@ -238,7 +240,8 @@ func TestFilesystemServer(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("the answer is 42\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, reg, logs := start(t, map[string]configs.MCPServerConfig{"fs": {Type: "stdio", Command: "node", Args: []string{filepath.Join(dir, filesystemJS), root}}})
+	// Cwd: the sandbox lets a server read its working folder.
+	_, reg, logs := start(t, map[string]configs.MCPServerConfig{"fs": {Type: "stdio", Command: "node", Cwd: root, Args: []string{filepath.Join(dir, filesystemJS), root}}})
 	name := "mcp_fs_read_text_file"
 	if _, ok := reg.Get(name); !ok {
 		t.Fatalf("%s not registered; have %v; log:\n%s", name, reg.Names(), logs)

@@ -3,30 +3,48 @@ package mcp
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/nanobot-go/nanobot/configs"
 )
 
 // serverPaths are the folders a confined stdio server gets besides the
-// workspace: its working folder and the folders of the files its command
-// line names (up to the node_modules or site-packages tree they sit in)
-// read-only, and the package managers' caches under $HOME (npx, uvx, pip)
-// read-write, so `npx -y some-server` works. The config folder, sessions
-// and the rest of $HOME stay out of reach.
+// workspace: read-only, its working folder, the folders its command line
+// names and the package trees (node_modules, site-packages) of the files
+// it names; read-write, the package managers' caches under $HOME (npx,
+// uvx, pip), so `npx -y some-server` works. A folder that holds the config
+// folder (/, /home, $HOME) is never granted this way: the keys, sessions
+// and the rest of $HOME stay out of reach unless tools.exec.allowPaths
+// says otherwise.
 func serverPaths(cfg configs.MCPServerConfig, dir string) (ro, rw []string) {
-	if dir != "" {
+	home, _ := os.UserHomeDir()
+	safe := func(p string) bool {
+		if home == "" {
+			return p != "/"
+		}
+		cfgDir := filepath.Join(home, ".nanobot")
+		return p != cfgDir && !strings.HasPrefix(cfgDir+"/", strings.TrimSuffix(p, "/")+"/")
+	}
+	if dir != "" && safe(dir) {
 		ro = append(ro, dir)
 	}
 	for _, a := range append([]string{cfg.Command}, cfg.Args...) {
 		if !filepath.IsAbs(a) {
 			continue
 		}
-		if _, err := os.Stat(a); err != nil {
+		st, err := os.Stat(a)
+		if err != nil {
 			continue
 		}
-		ro = append(ro, packageRoot(a))
+		p := a
+		if !st.IsDir() {
+			p = packageRoot(a)
+		}
+		if safe(p) {
+			ro = append(ro, p)
+		}
 	}
-	if home, err := os.UserHomeDir(); err == nil {
+	if home != "" {
 		for _, d := range []string{".npm", ".cache", ".local/share/uv", ".local/lib", ".local/bin"} {
 			rw = append(rw, filepath.Join(home, d))
 		}
