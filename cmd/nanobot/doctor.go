@@ -103,9 +103,17 @@ func diagnose(l *configs.Loaded) []finding {
 	if mode == sandbox.ModeNone {
 		add("risk", "tools.exec.sandbox is \"none\": commands run without OS-level confinement", "set tools.exec.sandbox to \"auto\"")
 	} else if resolved, err := sandbox.ResolveMode(mode); err != nil {
-		add("risk", fmt.Sprintf("sandbox %q is not available here: %v", mode, err), "use \"auto\", or install bubblewrap (apt install bubblewrap) for \"bwrap\"")
+		add("risk", fmt.Sprintf("sandbox %q is not available here: %v", mode, err), "use \"auto\"")
 	} else if resolved == sandbox.ModeNone {
-		add("warn", "no OS sandbox is available on this machine: exec relies on the command guard and the workspace check only", "install bubblewrap, or run the gateway in the provided Docker image")
+		add("warn", "no OS sandbox is available on this machine (the kernel has no Landlock): exec relies on the command guard and the workspace check only", "use Linux 5.13 or newer with Landlock enabled (lsm=...,landlock), or run the gateway in the provided Docker image on such a kernel")
+	} else {
+		add("ok", "commands and MCP stdio servers run confined: "+sandbox.Describe(mode), "")
+		if !sandbox.ProcessLimitEnforced() {
+			add("warn", "the gateway runs as root and no pids cgroup can be made: tools.exec.limits.processes does not bind (a fork bomb is stopped only by the timeout)", "run the gateway as an ordinary user (the systemd unit and the Docker image do)")
+		}
+		if !c.Tools.Exec.NetworkAllowed() && sandbox.LandlockABI() < 4 {
+			add("risk", fmt.Sprintf("tools.exec.network is false but this kernel's Landlock (ABI %d) cannot restrict the network: every command will fail", sandbox.LandlockABI()), "use Linux 6.7 or newer, or set tools.exec.network to true")
+		}
 	}
 	if _, err := exec.LookPath("bwrap"); err == nil {
 		add("ok", "bubblewrap is installed", "")

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/deploy"
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/tools/sandbox"
 )
 
 func newGatewayCmd(a *app) *cobra.Command {
@@ -47,6 +49,11 @@ func runGateway(ctx context.Context, a *app) error {
 		return err
 	}
 	defer w.close()
+	if sb := sandbox.Describe(sandbox.Mode(l.Config.Tools.Exec.Sandbox)); strings.HasPrefix(sb, "none") {
+		a.log.Warn("exec sandbox: commands and MCP servers run unconfined; see `nanobot doctor`", "sandbox", sb)
+	} else {
+		a.log.Info("exec sandbox", "sandbox", sb)
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/nanobot-go/nanobot/providers"
-
-	"github.com/spf13/cobra"
+	"github.com/nanobot-go/nanobot/tools/sandbox"
 )
 
 func newStatusCmd(a *app) *cobra.Command {
@@ -46,6 +48,11 @@ func printStatus(w io.Writer, a *app) {
 	fmt.Fprintf(w, "workspace:  %s\n", ws)
 	fmt.Fprintf(w, "model:      %s\n", c.Agents.Defaults.Model)
 	fmt.Fprintf(w, "provider:   %s\n", providerLine(a))
+	sb := sandbox.Describe(sandbox.Mode(c.Tools.Exec.Sandbox))
+	if strings.HasPrefix(sb, "none") {
+		sb += " — WARNING: commands are not confined; see `nanobot doctor`"
+	}
+	fmt.Fprintf(w, "sandbox:    %s\n", sb)
 
 	fmt.Fprintln(w, "providers:")
 	names := make([]string, 0, len(c.Providers))
