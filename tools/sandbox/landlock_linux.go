@@ -60,10 +60,15 @@ func confineAndExec(p policy, prog string, argv []string) error {
 		return errors.New("the kernel has no Landlock; refusing to run unconfined")
 	}
 	cfg := landlock.V7.BestEffort()
-	rules := []landlock.Rule{
-		landlock.RODirs(p.ReadOnly...).IgnoreIfMissing(),
-		landlock.RWDirs(p.ReadWrite...).IgnoreIfMissing(),
-		landlock.RWFiles(p.Files...).IgnoreIfMissing(),
+	var rules []landlock.Rule
+	if len(p.ReadOnly) > 0 {
+		rules = append(rules, landlock.RODirs(p.ReadOnly...).IgnoreIfMissing())
+	}
+	if len(p.ReadWrite) > 0 {
+		rules = append(rules, landlock.RWDirs(p.ReadWrite...).IgnoreIfMissing())
+	}
+	if len(p.Files) > 0 {
+		rules = append(rules, landlock.RWFiles(p.Files...).IgnoreIfMissing())
 	}
 	if err := cfg.RestrictPaths(rules...); err != nil {
 		return fmt.Errorf("landlock paths: %w", err)

@@ -20,8 +20,9 @@ func TestCancelKillsWholeGroup(t *testing.T) {
 	defer cancel()
 	cmd, err := Command(ctx, Spec{
 		Path: "sh",
-		Args: []string{"-c", "sleep 1000 & echo $! > " + pidFile + "; wait"},
-		Dir:  dir,
+		Args:     []string{"-c", "sleep 1000 & echo $! > " + pidFile + "; wait"},
+		Dir:      dir,
+		Writable: []string{dir},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +51,7 @@ func TestKillGroupAfterLeaderExit(t *testing.T) {
 	cmd, err := Command(context.Background(), Spec{
 		Path:      "sh",
 		Args:      []string{"-c", "sleep 1000 > /dev/null 2>&1 & echo $! > " + pidFile},
+		Writable:  []string{dir},
 		WaitDelay: 100 * time.Millisecond,
 	})
 	if err != nil {
@@ -109,10 +111,25 @@ func TestEnvNotInherited(t *testing.T) {
 }
 
 func TestModes(t *testing.T) {
-	for _, m := range []Mode{"", ModeAuto, ModeNone} {
-		if got, err := ResolveMode(m); err != nil || got != ModeNone {
-			t.Errorf("ResolveMode(%q) = %q, %v; want none", m, got, err)
+	// TestMain called Init: auto is Landlock wherever the kernel has it.
+	strongest := ModeNone
+	if LandlockABI() >= 1 {
+		strongest = ModeLandlock
+	}
+	for m, want := range map[Mode]Mode{"": strongest, ModeAuto: strongest, ModeNone: ModeNone} {
+		if got, err := ResolveMode(m); err != nil || got != want {
+			t.Errorf("ResolveMode(%q) = %q, %v; want %q", m, got, err, want)
 		}
+	}
+	if got, err := ResolveMode(ModeLandlock); (err == nil) != (strongest == ModeLandlock) || (err == nil && got != ModeLandlock) {
+		t.Errorf("ResolveMode(landlock) = %q, %v with Landlock ABI %d", got, err, LandlockABI())
+	}
+	// Without Init, the executable cannot be the helper: auto falls back
+	// and an explicit landlock is refused rather than run unconfined.
+	helperReady.Store(false)
+	defer helperReady.Store(true)
+	if got, _ := ResolveMode(ModeAuto); got != ModeNone {
+		t.Errorf("auto without Init = %q, want none", got)
 	}
 	for _, m := range []Mode{ModeLandlock, ModeBwrap, "docker"} {
 		_, err := Command(context.Background(), Spec{Path: "true", Mode: m})
