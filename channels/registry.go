@@ -65,6 +65,20 @@ func (r *Registry) ConfigTypes() map[string]any {
 	return out
 }
 
+// BuildOne creates the named channel from its config whether or not it is
+// enabled (for `nanobot channels login`).
+func (r *Registry) BuildOne(name string, cfg configs.ChannelsConfig, deps Deps) (Channel, error) {
+	f, ok := r.factories[name]
+	if !ok {
+		return nil, fmt.Errorf("channels.%s: unknown channel (known: %v)", name, r.Names())
+	}
+	ch, err := f.New(cfg, deps)
+	if err != nil {
+		return nil, fmt.Errorf("channels.%s: %w", name, err)
+	}
+	return ch, nil
+}
+
 // Build creates every enabled channel. An enabled channel with no factory
 // is an error naming the config path.
 func (r *Registry) Build(cfg configs.ChannelsConfig, deps Deps) ([]Channel, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/discord"
 	"github.com/nanobot-go/nanobot/channels/matrix"
+	"github.com/nanobot-go/nanobot/channels/whatsapp"
 	"github.com/nanobot-go/nanobot/channels/slack"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/web"
@@ -102,6 +103,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("slack", slack.Factory()))
 	must(r.Register("discord", discord.Factory()))
 	must(r.Register("matrix", matrix.Factory()))
+	must(r.Register("whatsapp", whatsapp.Factory()))
 	return r
 }
 

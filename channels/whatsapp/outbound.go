@@ -1,0 +1,236 @@
+package whatsapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"go.mau.fi/whatsmeow"
+	"go.mau.fi/whatsmeow/proto/waE2E"
+	"go.mau.fi/whatsmeow/types"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/media"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// ErrNotConnected is returned by sends while Run is not running.
+var ErrNotConnected = errors.New("whatsapp: not connected")
+
+func (c *Channel) current() (client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cli == nil {
+		return nil, ErrNotConnected
+	}
+	return c.cli, nil
+}
+
+func chatJID(id string) (types.JID, error) {
+	j, err := types.ParseJID(id)
+	if err != nil || j.User == "" {
+		return types.EmptyJID, &channels.PermanentError{Err: fmt.Errorf("whatsapp: %q is not a chat id", id)}
+	}
+	return j, nil
+}
+
+// Send implements channels.Channel: one text message, Markdown turned into
+// WhatsApp's formatting.
+func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
+	cli, err := c.current()
+	if err != nil {
+		return channels.MessageRef{}, err
+	}
+	to, err := chatJID(m.ChatID)
+	if err != nil {
+		return channels.MessageRef{}, err
+	}
+	if strings.TrimSpace(m.Content) == "" {
+		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("whatsapp: empty message")}
+	}
+	resp, err := cli.SendMessage(ctx, to, &waE2E.Message{Conversation: proto.String(ToWhatsApp(m.Content))})
+	if err != nil {
+		return channels.MessageRef{}, fmt.Errorf("whatsapp: send to %s: %w", to, err)
+	}
+	return channels.MessageRef{ChatID: m.ChatID, MessageID: resp.ID}, nil
+}
+
+// Typing implements channels.Typer: "typing…" in the chat.
+func (c *Channel) Typing(ctx context.Context, chatID string, _ map[string]any) error {
+	cli, err := c.current()
+	if err != nil {
+		return err
+	}
+	to, err := chatJID(chatID)
+	if err != nil {
+		return err
+	}
+	return cli.SendChatPresence(ctx, to, types.ChatPresenceComposing, types.ChatPresenceMediaText)
+}
+
+// SendMedia implements channels.MediaSender: each file uploaded (encrypted
+// by whatsmeow) and sent as an image, audio or document, the text as the
+// first file's caption. Media with only a URL are linked in the text.
+func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
+	cli, err := c.current()
+	if err != nil {
+		return channels.MessageRef{}, err
+	}
+	to, err := chatJID(m.ChatID)
+	if err != nil {
+		return channels.MessageRef{}, err
+	}
+	caption := strings.TrimSpace(m.Content)
+	var files []bus.Media
+	for _, md := range m.Media {
+		switch {
+		case md.Path != "":
+			files = append(files, md)
+		case md.URL != "":
+			caption = strings.TrimSpace(caption + "\n" + md.URL)
+		}
+	}
+	if len(files) == 0 {
+		text := m
+		text.Content, text.Media = caption, nil
+		return c.Send(ctx, text)
+	}
+	var first channels.MessageRef
+	for i, md := range files {
+		msg, err := c.fileMessage(ctx, cli, md)
+		if err != nil {
+			if i > 0 {
+				err = &channels.PermanentError{Err: err}
+			}
+			return first, err
+		}
+		if i == 0 && caption != "" {
+			setCaption(msg, ToWhatsApp(caption))
+		}
+		resp, err := cli.SendMessage(ctx, to, msg)
+		if err != nil {
+			err = fmt.Errorf("whatsapp: send file to %s: %w", to, err)
+			if i > 0 {
+				err = &channels.PermanentError{Err: err}
+			}
+			return first, err
+		}
+		if i == 0 {
+			first = channels.MessageRef{ChatID: m.ChatID, MessageID: resp.ID}
+		}
+	}
+	return first, nil
+}
+
+func (c *Channel) fileMessage(ctx context.Context, cli client, md bus.Media) (*waE2E.Message, error) {
+	st, err := os.Stat(md.Path)
+	if err != nil || st.IsDir() || st.Size() > c.cfg.MaxMediaBytes {
+		return nil, &channels.PermanentError{Err: fmt.Errorf("whatsapp: send file %s: not a readable file of at most %s", md.Path, media.Size(c.cfg.MaxMediaBytes))}
+	}
+	data, err := os.ReadFile(md.Path)
+	if err != nil {
+		return nil, &channels.PermanentError{Err: fmt.Errorf("whatsapp: send file: %w", err)}
+	}
+	mime := md.MIMEType
+	if mime == "" {
+		mime = http.DetectContentType(data)
+	}
+	name := md.Name
+	if name == "" {
+		name = filepath.Base(md.Path)
+	}
+	kind := whatsmeow.MediaDocument
+	switch {
+	case strings.HasPrefix(mime, "image/"):
+		kind = whatsmeow.MediaImage
+	case strings.HasPrefix(mime, "audio/"):
+		kind = whatsmeow.MediaAudio
+	}
+	up, err := cli.Upload(ctx, data, kind)
+	if err != nil {
+		return nil, fmt.Errorf("whatsapp: upload %s: %w", name, err)
+	}
+	n := uint64(len(data))
+	switch kind {
+	case whatsmeow.MediaImage:
+		return &waE2E.Message{ImageMessage: &waE2E.ImageMessage{
+			URL: proto.String(up.URL), DirectPath: proto.String(up.DirectPath), MediaKey: up.MediaKey,
+			FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: &n, Mimetype: proto.String(mime),
+		}}, nil
+	case whatsmeow.MediaAudio:
+		return &waE2E.Message{AudioMessage: &waE2E.AudioMessage{
+			URL: proto.String(up.URL), DirectPath: proto.String(up.DirectPath), MediaKey: up.MediaKey,
+			FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: &n, Mimetype: proto.String(mime),
+			PTT: proto.Bool(strings.Contains(mime, "ogg")),
+		}}, nil
+	}
+	return &waE2E.Message{DocumentMessage: &waE2E.DocumentMessage{
+		URL: proto.String(up.URL), DirectPath: proto.String(up.DirectPath), MediaKey: up.MediaKey,
+		FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: &n, Mimetype: proto.String(mime),
+		FileName: proto.String(name), Title: proto.String(name),
+	}}, nil
+}
+
+func setCaption(msg *waE2E.Message, caption string) {
+	switch {
+	case msg.ImageMessage != nil:
+		msg.ImageMessage.Caption = proto.String(caption)
+	case msg.DocumentMessage != nil:
+		msg.DocumentMessage.Caption = proto.String(caption)
+	}
+}
+
+var (
+	reBold    = regexp.MustCompile(`\*\*(.+?)\*\*|__(.+?)__`)
+	reItalic  = regexp.MustCompile(`(^|[^*\w])\*([^*\n]+?)\*([^*\w]|$)`)
+	reStrike  = regexp.MustCompile(`~~(.+?)~~`)
+	reHeading = regexp.MustCompile(`(?m)^#{1,6}\s+(.+?)\s*#*$`)
+	reLink    = regexp.MustCompile(`\[([^\]]+)\]\((https?://[^)\s]+)\)`)
+	reBullet  = regexp.MustCompile(`(?m)^(\s*)[*+]\s+`)
+)
+
+// ToWhatsApp converts Markdown to WhatsApp's formatting: *bold*, _italic_,
+// ~strike~, ```code```; headings become bold lines, links "text (url)".
+// Code is left exactly as written.
+func ToWhatsApp(md string) string {
+	var out strings.Builder
+	parts := strings.Split(md, "```")
+	for i, p := range parts {
+		if i > 0 {
+			out.WriteString("```")
+		}
+		if i%2 == 1 { // inside a fence: drop the language tag line only
+			if nl := strings.IndexByte(p, '\n'); nl >= 0 && !strings.ContainsAny(p[:nl], " \t") {
+				p = p[nl+1:]
+			}
+			out.WriteString(p)
+			continue
+		}
+		out.WriteString(inline(p))
+	}
+	return out.String()
+}
+
+func inline(s string) string {
+	// Inline code spans stay as they are.
+	segs := strings.Split(s, "`")
+	for i := 0; i < len(segs); i += 2 {
+		t := segs[i]
+		t = reHeading.ReplaceAllString(t, "**$1**")
+		t = reBullet.ReplaceAllString(t, "${1}• ")
+		t = reItalic.ReplaceAllString(t, "${1}_${2}_${3}")
+		t = reBold.ReplaceAllStringFunc(t, func(m string) string {
+			return "*" + m[2:len(m)-2] + "*"
+		})
+		t = reStrike.ReplaceAllString(t, "~$1~")
+		t = reLink.ReplaceAllString(t, "$1 ($2)")
+		segs[i] = t
+	}
+	return strings.Join(segs, "`")
+}

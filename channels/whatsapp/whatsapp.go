@@ -1,0 +1,208 @@
+// Package whatsapp is the WhatsApp channel: a native multi-device client
+// on whatsmeow (the bot is a linked device of a WhatsApp account, paired
+// once with `nanobot channels login whatsapp` by QR code or pairing code),
+// with the device keys in SQLite on a pure-Go driver (no cgo). It answers
+// in private chats and groups (groupPolicy open / mention), maps the
+// privacy ids WhatsApp now uses (LIDs) to phone numbers for allowFrom, and
+// carries text, images, voice notes and documents both ways.
+//
+// The adapter talks to whatsmeow through the small client interface, so
+// its translation (events to bus.Inbound, bus.Outbound to messages) and
+// the login flow are tested without WhatsApp's servers, which cannot run
+// here; see README.md for exactly what is verified.
+package whatsapp
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.mau.fi/whatsmeow"
+	"go.mau.fi/whatsmeow/proto/waE2E"
+	"go.mau.fi/whatsmeow/store/sqlstore"
+	"go.mau.fi/whatsmeow/types"
+	_ "modernc.org/sqlite" // the "sqlite" driver, pure Go
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
+)
+
+// Config is channels.whatsapp.
+type Config struct {
+	configs.ChannelCommon
+	// GroupPolicy is "mention" (default: in groups, answer when mentioned
+	// or replied to) or "open".
+	GroupPolicy string `json:"groupPolicy"`
+	// MaxMediaBytes caps one attachment, both ways (default 16 MB).
+	MaxMediaBytes int64 `json:"maxMediaBytes"`
+	// PairPhone, when set, makes `nanobot channels login whatsapp` show a
+	// pairing code to type on that phone instead of a QR code
+	// (international format, digits only).
+	PairPhone string `json:"pairPhone"`
+}
+
+// Group policies.
+const (
+	PolicyMention = "mention"
+	PolicyOpen    = "open"
+)
+
+// DefaultConfig is disabled, with the defaults of every option.
+func DefaultConfig() Config { return Config{GroupPolicy: PolicyMention, MaxMediaBytes: 16 << 20} }
+
+// Validate checks the config; errors name the key under channels.whatsapp.
+func (c Config) Validate() error {
+	var errs []error
+	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
+		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
+	}
+	if c.MaxMediaBytes < 0 {
+		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
+	}
+	if p := strings.TrimPrefix(c.PairPhone, "+"); p != "" && strings.Trim(p, "0123456789") != "" {
+		errs = append(errs, fmt.Errorf("pairPhone: %q is not a phone number in international format (digits only)", c.PairPhone))
+	}
+	return errors.Join(errs...)
+}
+
+// Factory registers the channel: registry.Register("whatsapp", whatsapp.Factory()).
+func Factory() channels.Factory {
+	return channels.Factory{
+		New: func(cfg configs.ChannelsConfig, deps channels.Deps) (channels.Channel, error) {
+			c := DefaultConfig()
+			if err := cfg.Decode("whatsapp", &c); err != nil {
+				return nil, err
+			}
+			return New(c, deps)
+		},
+		ConfigType: Config{},
+	}
+}
+
+// client is the part of *whatsmeow.Client the adapter uses.
+type client interface {
+	Connect() error
+	Disconnect()
+	IsLoggedIn() bool
+	AddEventHandler(whatsmeow.EventHandler) uint32
+	SendMessage(ctx context.Context, to types.JID, msg *waE2E.Message, extra ...whatsmeow.SendRequestExtra) (whatsmeow.SendResponse, error)
+	Upload(ctx context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error)
+	Download(ctx context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error)
+	SendChatPresence(ctx context.Context, jid types.JID, state types.ChatPresence, media types.ChatPresenceMedia) error
+	MarkRead(ctx context.Context, ids []types.MessageID, ts time.Time, chat, sender types.JID, extra ...types.ReceiptType) error
+	GetQRChannel(ctx context.Context) (<-chan whatsmeow.QRChannelItem, error)
+	PairPhone(ctx context.Context, phone string, showNotification bool, ct whatsmeow.PairClientType, name string) (string, error)
+	// Own are the account's phone-number and LID addresses.
+	Own() (pn, lid types.JID)
+	// PhoneOf maps a LID to the phone-number address, if known.
+	PhoneOf(ctx context.Context, lid types.JID) (types.JID, error)
+}
+
+// Channel is the WhatsApp adapter.
+type Channel struct {
+	cfg      Config
+	log      *slog.Logger
+	dbPath   string
+	mediaDir string
+	// open connects to the device store and builds the client; tests
+	// replace it with a fake.
+	open func(ctx context.Context) (client, func(), error)
+
+	backoffMin, backoffMax time.Duration
+	health                 channels.HealthState
+
+	mu    sync.Mutex
+	cli   client
+	inbox channels.Inbox
+	ctx   context.Context // of the current Run, for event handlers
+}
+
+var (
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.Typer          = (*Channel)(nil)
+	_ channels.MediaSender    = (*Channel)(nil)
+	_ channels.LoginRunner    = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
+)
+
+// New builds the channel; nothing is opened until Run or Login.
+func New(cfg Config, deps channels.Deps) (*Channel, error) {
+	if cfg.GroupPolicy == "" {
+		cfg.GroupPolicy = PolicyMention
+	}
+	if cfg.MaxMediaBytes == 0 {
+		cfg.MaxMediaBytes = 16 << 20
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Channel{cfg: cfg, log: log, backoffMin: time.Second, backoffMax: 2 * time.Minute}
+	if deps.Paths.State != "" {
+		c.dbPath = filepath.Join(deps.Paths.State, "whatsapp.db")
+	}
+	if deps.Paths.Media != "" {
+		c.mediaDir = filepath.Join(deps.Paths.Media, "whatsapp")
+	}
+	c.open = c.openStore
+	return c, nil
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return "whatsapp" }
+
+// MessageLimit implements channels.Limiter: WhatsApp takes long texts, but
+// they read badly on a phone beyond a few thousand characters.
+func (c *Channel) MessageLimit() int { return 4000 }
+
+// Health implements channels.HealthReporter.
+func (c *Channel) Health() channels.Health { return c.health.Get() }
+
+// openStore opens the device store (SQLite, pure Go) and a client for its
+// device.
+func (c *Channel) openStore(ctx context.Context) (client, func(), error) {
+	if c.dbPath == "" {
+		return nil, nil, errors.New("whatsapp: no state folder for the device store")
+	}
+	db, err := sql.Open("sqlite", "file:"+c.dbPath+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		return nil, nil, fmt.Errorf("whatsapp: device store: %w", err)
+	}
+	container := sqlstore.NewWithDB(db, "sqlite3", nil)
+	if err := container.Upgrade(ctx); err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("whatsapp: device store %s: %w", c.dbPath, err)
+	}
+	device, err := container.GetFirstDevice(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("whatsapp: device store: %w", err)
+	}
+	cli := whatsmeow.NewClient(device, nil)
+	cli.EnableAutoReconnect = true
+	return realClient{cli}, func() { cli.Disconnect(); db.Close() }, nil
+}
+
+// realClient adds the account lookups to *whatsmeow.Client.
+type realClient struct{ *whatsmeow.Client }
+
+func (r realClient) Own() (pn, lid types.JID) {
+	if r.Store.ID != nil {
+		pn = r.Store.ID.ToNonAD()
+	}
+	return pn, r.Store.LID.ToNonAD()
+}
+
+func (r realClient) PhoneOf(ctx context.Context, lid types.JID) (types.JID, error) {
+	return r.Store.LIDs.GetPNForLID(ctx, lid)
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nanobot-go/nanobot/channels"
+)
+
+func newChannelsCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "channels",
+		Short: "Chat channel tools (interactive logins)",
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "login CHANNEL",
+		Short: "Log a channel in interactively (e.g. pair WhatsApp by QR code)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := a.loaded.Paths.Ensure(); err != nil {
+				return err
+			}
+			ch, err := newChannelRegistry().BuildOne(name, a.loaded.Config.Channels, channels.Deps{Log: a.log, Paths: a.loaded.Paths})
+			if err != nil {
+				return err
+			}
+			lr, ok := ch.(channels.LoginRunner)
+			if !ok {
+				return fmt.Errorf("channels.%s needs no interactive login: put its credentials in the config", name)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			return lr.Login(ctx, printPrompt{cmd.OutOrStdout()})
+		},
+	})
+	return cmd
+}
+
+// printPrompt shows login steps on the terminal.
+type printPrompt struct{ w io.Writer }
+
+func (p printPrompt) Show(text string) { fmt.Fprintln(p.w, text) }
