@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log"
 	"path/filepath"
 	"sort"
 	"time"
@@ -47,5 +48,7 @@ func measureStartup(r *report, fx *fakes, bin, work string, idle time.Duration) 
 	if v, err := g.metric(ctx, "go_memstats_heap_inuse_bytes"); err == nil {
 		r.IdleHeap = int64(v)
 	}
+	log.Printf("  ready median %s; idle RSS %.1f MB (anonymous %.1f MB), heap %.1f MB",
+		r.ReadyMedian.Round(time.Millisecond), float64(r.IdleRSS)/1e6, float64(r.IdleAnon)/1e6, float64(r.IdleHeap)/1e6)
 	return nil
 }
