@@ -8,6 +8,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/discord"
+	"github.com/nanobot-go/nanobot/channels/email"
 	"github.com/nanobot-go/nanobot/channels/matrix"
 	"github.com/nanobot-go/nanobot/channels/whatsapp"
 	"github.com/nanobot-go/nanobot/channels/slack"
@@ -104,6 +105,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("discord", discord.Factory()))
 	must(r.Register("matrix", matrix.Factory()))
 	must(r.Register("whatsapp", whatsapp.Factory()))
+	must(r.Register("email", email.Factory()))
 	return r
 }
 

@@ -1,0 +1,190 @@
+// Package email is the Email channel: it reads a mailbox over IMAP (IDLE
+// when the server has it, polling otherwise) and answers over SMTP, in the
+// thread of the mail it answers. It reads nothing until consentGranted is
+// set, and only mail from allowFrom addresses: mail from anyone else is
+// left untouched and unread. Replies carry In-Reply-To, References and a
+// "Re:" subject, and mark themselves Auto-Submitted so that other robots
+// do not answer them; auto-replies and list mail are never answered.
+package email
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/mail"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
+)
+
+// Config is channels.email (the Python nanobot's names).
+type Config struct {
+	configs.ChannelCommon
+	// ConsentGranted must be true: the owner agrees that the bot reads
+	// this mailbox.
+	ConsentGranted bool `json:"consentGranted"`
+
+	IMAPHost     string `json:"imapHost"`
+	IMAPPort     int    `json:"imapPort"`
+	IMAPUsername string `json:"imapUsername"`
+	IMAPPassword string `json:"imapPassword"`
+	IMAPMailbox  string `json:"imapMailbox"`
+	// IMAPUseSSL is implicit TLS (port 993); false uses STARTTLS.
+	IMAPUseSSL bool `json:"imapUseSsl"`
+
+	SMTPHost     string `json:"smtpHost"`
+	SMTPPort     int    `json:"smtpPort"`
+	SMTPUsername string `json:"smtpUsername"`
+	SMTPPassword string `json:"smtpPassword"`
+	// SMTPUseTLS is STARTTLS (port 587); SMTPUseSSL implicit TLS (465).
+	SMTPUseTLS bool `json:"smtpUseTls"`
+	SMTPUseSSL bool `json:"smtpUseSsl"`
+	// FromAddress is the bot's address (default smtpUsername).
+	FromAddress string `json:"fromAddress"`
+
+	// PollIntervalS is how often the mailbox is checked when the server
+	// has no IDLE (default 30).
+	PollIntervalS int `json:"pollIntervalS"`
+	// MarkSeen flags processed mail as read (default true); MoveTo moves it
+	// to that folder instead.
+	MarkSeen *bool  `json:"markSeen"`
+	MoveTo   string `json:"moveTo"`
+	// MaxBodyChars caps the text passed to the agent (default 12000).
+	MaxBodyChars int `json:"maxBodyChars"`
+	// Attachments are off by default.
+	Attachments AttachmentConfig `json:"attachments"`
+	// AllowInsecure permits plaintext connections and passwords without
+	// TLS (only for servers on loopback, e.g. tests).
+	AllowInsecure bool `json:"allowInsecure"`
+}
+
+// AttachmentConfig controls attachment downloads.
+type AttachmentConfig struct {
+	Enabled  bool  `json:"enabled"`
+	MaxBytes int64 `json:"maxBytes"`
+	MaxCount int   `json:"maxCount"`
+}
+
+// DefaultConfig is disabled, with the defaults of every option.
+func DefaultConfig() Config {
+	return Config{IMAPPort: 993, IMAPMailbox: "INBOX", IMAPUseSSL: true, SMTPPort: 587, SMTPUseTLS: true,
+		PollIntervalS: 30, MaxBodyChars: 12000, Attachments: AttachmentConfig{MaxBytes: 10 << 20, MaxCount: 5}}
+}
+
+func (c Config) markSeen() bool { return c.MarkSeen == nil || *c.MarkSeen }
+
+func (c Config) from() string {
+	if c.FromAddress != "" {
+		return c.FromAddress
+	}
+	return c.SMTPUsername
+}
+
+// Validate checks the config; errors name the key under channels.email.
+func (c Config) Validate() error {
+	var errs []error
+	if !c.ConsentGranted {
+		errs = append(errs, errors.New("consentGranted: must be true before the bot may read this mailbox (it reads mail from allowFrom senders and marks it read)"))
+	}
+	for key, v := range map[string]string{"imapHost": c.IMAPHost, "imapUsername": c.IMAPUsername, "smtpHost": c.SMTPHost} {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s: required", key))
+		}
+	}
+	if c.IMAPPort <= 0 || c.IMAPPort > 65535 {
+		errs = append(errs, fmt.Errorf("imapPort: %d is not a port", c.IMAPPort))
+	}
+	if c.SMTPPort <= 0 || c.SMTPPort > 65535 {
+		errs = append(errs, fmt.Errorf("smtpPort: %d is not a port", c.SMTPPort))
+	}
+	if _, err := mail.ParseAddress(c.from()); err != nil {
+		errs = append(errs, fmt.Errorf("fromAddress: %q is not an address (set fromAddress or smtpUsername)", c.from()))
+	}
+	if c.SMTPUseSSL && c.SMTPUseTLS {
+		errs = append(errs, errors.New("smtpUseSsl: choose implicit TLS (smtpUseSsl) or STARTTLS (smtpUseTls), not both"))
+	}
+	if !c.AllowInsecure && !c.SMTPUseSSL && !c.SMTPUseTLS {
+		errs = append(errs, errors.New("smtpUseTls: the password would be sent unencrypted; enable smtpUseTls or smtpUseSsl"))
+	}
+	if c.PollIntervalS < 5 {
+		errs = append(errs, fmt.Errorf("pollIntervalS: at least 5, got %d", c.PollIntervalS))
+	}
+	if c.MaxBodyChars < 100 {
+		errs = append(errs, fmt.Errorf("maxBodyChars: at least 100, got %d", c.MaxBodyChars))
+	}
+	return errors.Join(errs...)
+}
+
+// Factory registers the channel: registry.Register("email", email.Factory()).
+func Factory() channels.Factory {
+	return channels.Factory{
+		New: func(cfg configs.ChannelsConfig, deps channels.Deps) (channels.Channel, error) {
+			c := DefaultConfig()
+			if err := cfg.Decode("email", &c); err != nil {
+				return nil, err
+			}
+			return New(c, deps)
+		},
+		ConfigType: Config{},
+	}
+}
+
+// Channel is the Email adapter.
+type Channel struct {
+	cfg      Config
+	log      *slog.Logger
+	mediaDir string
+	// roots verifies the servers' certificates (nil = the system's); tests
+	// set it.
+	roots *x509.CertPool
+
+	// Timing, fixed by New; tests shorten them.
+	backoffMin, backoffMax time.Duration
+	idleRestart            time.Duration
+
+	health channels.HealthState
+}
+
+var (
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
+)
+
+// New builds the channel; Run connects.
+func New(cfg Config, deps channels.Deps) (*Channel, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Channel{cfg: cfg, log: log, backoffMin: time.Second, backoffMax: 5 * time.Minute, idleRestart: 25 * time.Minute}
+	if deps.Paths.Media != "" {
+		c.mediaDir = filepath.Join(deps.Paths.Media, "email")
+	}
+	return c, nil
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return "email" }
+
+// MessageLimit implements channels.Limiter: one mail carries a long answer.
+func (c *Channel) MessageLimit() int { return 100000 }
+
+// Health implements channels.HealthReporter.
+func (c *Channel) Health() channels.Health { return c.health.Get() }
+
+func (c *Channel) redact(s string) string {
+	for _, p := range []string{c.cfg.IMAPPassword, c.cfg.SMTPPassword} {
+		if p != "" {
+			s = strings.ReplaceAll(s, p, "***")
+		}
+	}
+	return s
+}

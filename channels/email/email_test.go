@@ -1,0 +1,243 @@
+package email
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/channeltest"
+	"github.com/nanobot-go/nanobot/channels/email/emailtest"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+func config(s *emailtest.Server, insecure bool) Config {
+	c := DefaultConfig()
+	c.Enabled, c.ConsentGranted, c.AllowFrom = true, true, []string{"*"}
+	c.IMAPHost, c.IMAPPort, c.IMAPUsername, c.IMAPPassword, c.IMAPUseSSL = s.Host, s.IMAPPort, emailtest.BotAddress, emailtest.BotPassword, false
+	c.SMTPHost, c.SMTPPort, c.SMTPUsername, c.SMTPPassword = s.Host, s.SMTPPort, emailtest.BotAddress, emailtest.BotPassword
+	c.SMTPUseTLS, c.AllowInsecure = !insecure, insecure
+	c.PollIntervalS = 5
+	return c
+}
+
+func newChannel(t *testing.T, s *emailtest.Server, log *slog.Logger, deps channels.Deps, edit func(*Config)) *Channel {
+	t.Helper()
+	c := config(s, false)
+	if edit != nil {
+		edit(&c)
+	}
+	deps.Log = log
+	ch, err := New(c, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.roots = s.Roots
+	ch.backoffMin, ch.backoffMax = 20*time.Millisecond, 200*time.Millisecond
+	return ch
+}
+
+var users = map[string]string{channeltest.Alice: "alice@example.test", channeltest.Mallory: "mallory@example.test"}
+
+func TestConformance(t *testing.T) {
+	channeltest.Run(t, channeltest.Harness{
+		Timeout: 15 * time.Second,
+		Skip: map[string]string{
+			channeltest.CheckInboundGroup:   "email has no group chats",
+			channeltest.CheckDropConnection: "covered by TestReconnect (the in-process IMAP server cannot cut one client's connection)",
+		},
+		Setup: func(t *testing.T, env channeltest.Env) channeltest.Fixture {
+			s := emailtest.New(t, emailtest.Options{})
+			ch := newChannel(t, s, env.Log, channels.Deps{Paths: configs.Paths{Media: env.MediaDir}}, nil)
+			return channeltest.Fixture{
+				Channel:  ch,
+				SenderID: func(user string) string { return users[user] },
+				Emit: func(m channeltest.Message) channeltest.Emitted {
+					from := users[m.From]
+					id := s.Send(t, from, "a question", m.Text)
+					return channeltest.Emitted{ChatID: from, MessageID: id}
+				},
+				EmitMalformed: func() {
+					s.Deliver(t, "alice@example.test", []byte("this is not a mail at all, no headers\r\n"))
+				},
+				Sent: func() []channeltest.Sent {
+					var out []channeltest.Sent
+					for _, m := range s.Outbox() {
+						id := strings.Trim(m.Header.Get("Message-ID"), "<>")
+						out = append(out, channeltest.Sent{ChatID: m.To, MessageID: id, Text: strings.TrimSpace(m.Body), At: time.Now()})
+					}
+					return out
+				},
+				// A mail is acknowledged by being marked read once it was
+				// delivered. Mail from senders the gate refuses is left
+				// unread on purpose (it is the owner's mail): there is no
+				// acknowledgement to wait for.
+				Acked: func(e channeltest.Emitted) bool {
+					return e.ChatID == users[channeltest.Mallory] || s.Seen(t, e.MessageID)
+				},
+			}
+		},
+	})
+}
+
+// recorder is an Inbox that admits everyone but the stranger.
+type recorder struct {
+	mu       sync.Mutex
+	got      []bus.Inbound
+	stranger string
+}
+
+func (r *recorder) Deliver(_ context.Context, m bus.Inbound) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, m)
+	return nil
+}
+func (r *recorder) Admits(_, sender string) bool { return sender != r.stranger }
+func (r *recorder) all() []bus.Inbound {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]bus.Inbound(nil), r.got...)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func run(t *testing.T, ch *Channel, in channels.Inbox) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ch.Run(ctx, in) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return")
+		}
+	})
+}
+
+func TestThreadingFilteringAndSeen(t *testing.T) {
+	s := emailtest.New(t, emailtest.Options{})
+	in := &recorder{stranger: "stranger@example.test"}
+	ch := newChannel(t, s, nil, channels.Deps{}, nil)
+	run(t, ch, in)
+
+	first := s.Send(t, "Alice <Alice@Example.test>", "Trip to Lisbon", "Which flights are cheapest?\n\nOn Mon, Bob wrote:\n> old stuff")
+	s.Send(t, "stranger@example.test", "hello", "let me in")
+	s.Send(t, "alice@example.test", "Out of office", "I am away", "Auto-Submitted: auto-replied")
+	s.Send(t, "news@example.test", "Weekly digest", "news", "Precedence: bulk")
+	s.Send(t, emailtest.BotAddress, "Re: loop", "my own mail")
+	waitFor(t, "alice's mail", func() bool { return len(in.all()) >= 1 })
+	got := in.all()[0]
+	if got.SenderID != "alice@example.test" || got.ChatID != "alice@example.test" || got.MessageID != first {
+		t.Errorf("inbound ids %+v", got)
+	}
+	if !strings.Contains(got.Content, "Which flights are cheapest?") || strings.Contains(got.Content, "old stuff") || !strings.Contains(got.Content, "Subject: Trip to Lisbon") {
+		t.Errorf("content %q", got.Content)
+	}
+	if !strings.Contains(got.Content, "untrusted") && !strings.Contains(strings.ToLower(got.Content), "external") {
+		t.Errorf("mail body not marked as external content: %q", got.Content)
+	}
+	// Only Alice's mail was read; the rest stays unread for the owner.
+	waitFor(t, "alice's mail marked seen", func() bool { return s.Unseen(t, "INBOX") == 4 })
+	time.Sleep(300 * time.Millisecond)
+	if n := len(in.all()); n != 1 {
+		t.Errorf("%d mails delivered, want only alice's", n)
+	}
+
+	// The reply is threaded.
+	if _, err := ch.Send(t.Context(), bus.Outbound{ChatID: got.ChatID, Content: "TAP at 7:05, 89 EUR.", Metadata: got.Metadata}); err != nil {
+		t.Fatal(err)
+	}
+	out := s.Outbox()
+	if len(out) != 1 {
+		t.Fatalf("outbox %d", len(out))
+	}
+	h := out[0].Header
+	if h.Get("Subject") != "Re: Trip to Lisbon" || h.Get("In-Reply-To") != "<"+first+">" || !strings.Contains(h.Get("References"), first) || h.Get("Auto-Submitted") != "auto-replied" {
+		t.Errorf("reply headers %v", h)
+	}
+	if out[0].To != "alice@example.test" || !strings.Contains(out[0].Body, "89 EUR") {
+		t.Errorf("reply %+v", out[0])
+	}
+	// Alice answers in the thread: same session.
+	replyID := strings.Trim(h.Get("Message-ID"), "<>")
+	s.Send(t, "alice@example.test", "Re: Re: Trip to Lisbon", "Book it", "In-Reply-To: <"+replyID+">", fmt.Sprintf("References: <%s> <%s>", first, replyID))
+	waitFor(t, "the follow-up", func() bool { return len(in.all()) == 2 })
+	if a, b := in.all()[0].SessionKey, in.all()[1].SessionKey; a != b || a == "" {
+		t.Errorf("thread sessions %q and %q differ", a, b)
+	}
+	if got := replySubject("Re: Re: AW: Trip"); got != "Re: Trip" {
+		t.Errorf("replySubject = %q", got)
+	}
+}
+
+func TestHTMLMailPollingAndMoveTo(t *testing.T) {
+	s := emailtest.New(t, emailtest.Options{NoIdle: true})
+	in := &recorder{}
+	ch := newChannel(t, s, nil, channels.Deps{}, func(c *Config) { c.MoveTo = "Processed" })
+	run(t, ch, in)
+	s.Send(t, "alice@example.test", "html", "<html><head><style>p{}</style></head><body><p>Hello <b>there</b></p><p>Second line</p><script>x()</script></body></html>", "Content-Type: text/html; charset=utf-8")
+	waitFor(t, "the html mail (polling)", func() bool { return len(in.all()) == 1 })
+	c := in.all()[0].Content
+	if !strings.Contains(c, "Hello there") || !strings.Contains(c, "Second line") || strings.Contains(c, "x()") || strings.Contains(c, "<p>") {
+		t.Errorf("html as text: %q", c)
+	}
+	waitFor(t, "the mail moved", func() bool { return s.Count(t, "Processed") == 1 && s.Count(t, "INBOX") == 0 })
+}
+
+func TestSecurityRules(t *testing.T) {
+	s := emailtest.New(t, emailtest.Options{})
+	c := config(s, false)
+	c.ConsentGranted = false
+	if _, err := New(c, channels.Deps{}); err == nil || !strings.Contains(err.Error(), "consentGranted") {
+		t.Errorf("no consent: %v", err)
+	}
+	c = config(s, false)
+	c.SMTPUseTLS = false
+	if _, err := New(c, channels.Deps{}); err == nil || !strings.Contains(err.Error(), "smtpUseTls") {
+		t.Errorf("plaintext SMTP accepted: %v", err)
+	}
+	// A server without TLS: the password is not sent unless allowInsecure.
+	plain := emailtest.New(t, emailtest.Options{Insecure: true})
+	ch := newChannel(t, plain, nil, channels.Deps{}, nil)
+	_, err := ch.Send(t.Context(), bus.Outbound{ChatID: "alice@example.test", Content: "hi"})
+	if err == nil || strings.Contains(err.Error(), emailtest.BotPassword) {
+		t.Errorf("send over plaintext: %v", err)
+	}
+	ins := newChannel(t, plain, nil, channels.Deps{}, func(c *Config) { c.SMTPUseTLS, c.AllowInsecure = false, true })
+	if _, err := ins.Send(t.Context(), bus.Outbound{ChatID: "alice@example.test", Content: "hi"}); err != nil {
+		t.Errorf("allowInsecure send: %v", err)
+	}
+	in := &recorder{}
+	run(t, ins, in)
+	plain.Send(t, "alice@example.test", "q", "over plain IMAP")
+	waitFor(t, "mail over an insecure (allowed) connection", func() bool { return len(in.all()) == 1 })
+}
+
+func TestWrongPasswordFails(t *testing.T) {
+	s := emailtest.New(t, emailtest.Options{})
+	ch := newChannel(t, s, nil, channels.Deps{}, func(c *Config) { c.IMAPPassword = "wrong-password-xyz" })
+	err := ch.Run(t.Context(), &recorder{})
+	if err == nil || strings.Contains(err.Error(), "wrong-password-xyz") {
+		t.Fatalf("Run = %v; want a login error without the password", err)
+	}
+	if ch.Health().State != channels.StateFailed {
+		t.Errorf("health %+v", ch.Health())
+	}
+}

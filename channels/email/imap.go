@@ -1,0 +1,333 @@
+package email
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/media"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/tools"
+)
+
+// Run implements channels.Channel: watch the mailbox until ctx ends,
+// reconnecting with backoff and jitter after failures. A login the server
+// refuses ends Run with an error (the manager retries it later).
+func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	failures := 0
+	skipped := map[imap.UID]bool{} // mail left alone (strangers, robots), per connection's mailbox
+	for ctx.Err() == nil {
+		err := c.session(ctx, in, skipped, func() { failures = 0 })
+		if ctx.Err() != nil {
+			break
+		}
+		var login *loginError
+		if errors.As(err, &login) {
+			c.health.Set(channels.StateFailed, c.redact(err.Error()))
+			return err
+		}
+		failures++
+		c.health.Set(channels.StateReconnecting, c.redact(err.Error()))
+		c.log.Warn("email: IMAP connection failed; reconnecting", "err", c.redact(err.Error()), "attempt", failures)
+		if c.sleep(ctx, failures) != nil {
+			break
+		}
+	}
+	c.health.Set(channels.StateStopped, "")
+	return nil
+}
+
+type loginError struct{ err error }
+
+func (e *loginError) Error() string { return "email: IMAP login refused: " + e.err.Error() }
+func (e *loginError) Unwrap() error { return e.err }
+
+// session is one IMAP connection: login, select, then process unseen mail
+// and wait for more (IDLE or polling) until an error or ctx ends.
+func (c *Channel) session(ctx context.Context, in channels.Inbox, skipped map[imap.UID]bool, connected func()) error {
+	newMail := make(chan struct{}, 1)
+	opts := &imapclient.Options{
+		UnilateralDataHandler: &imapclient.UnilateralDataHandler{
+			Mailbox: func(d *imapclient.UnilateralDataMailbox) {
+				if d.NumMessages != nil {
+					select {
+					case newMail <- struct{}{}:
+					default:
+					}
+				}
+			},
+		},
+		TLSConfig: &tls.Config{ServerName: c.cfg.IMAPHost, RootCAs: c.roots},
+	}
+	cli, err := c.dialIMAP(opts)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+			cli.Close() // unblocks any command in flight
+		case <-stop:
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+
+	if err := cli.Login(c.cfg.IMAPUsername, c.cfg.IMAPPassword).Wait(); err != nil {
+		var ie *imap.Error
+		if errors.As(err, &ie) {
+			return &loginError{err}
+		}
+		return err
+	}
+	if _, err := cli.Select(c.cfg.IMAPMailbox, nil).Wait(); err != nil {
+		return fmt.Errorf("select %s: %w", c.cfg.IMAPMailbox, err)
+	}
+	clear(skipped) // UIDs may have changed while we were away
+	c.health.Set(channels.StateConnected, "")
+	connected()
+	idle := cli.Caps().Has(imap.CapIdle)
+	c.log.Info("email: connected", "mailbox", c.cfg.IMAPMailbox, "idle", idle)
+	for {
+		if err := c.processUnseen(ctx, cli, in, skipped); err != nil {
+			return err
+		}
+		if idle {
+			if err := c.waitIdle(ctx, cli, newMail); err != nil {
+				return err
+			}
+		} else {
+			t := time.NewTimer(time.Duration(c.cfg.PollIntervalS) * time.Second)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+	}
+}
+
+func (c *Channel) dialIMAP(opts *imapclient.Options) (*imapclient.Client, error) {
+	addr := net.JoinHostPort(c.cfg.IMAPHost, strconv.Itoa(c.cfg.IMAPPort))
+	if c.cfg.IMAPUseSSL {
+		return imapclient.DialTLS(addr, opts)
+	}
+	cli, err := imapclient.DialStartTLS(addr, opts)
+	if err != nil && c.cfg.AllowInsecure {
+		return imapclient.DialInsecure(addr, opts)
+	}
+	return cli, err
+}
+
+// waitIdle idles until the server announces mail, ctx ends or the IDLE
+// has run for pollIntervalS. A NOOP first collects what arrived since the
+// last search (some servers announce, during IDLE, only what arrives
+// after it started); the periodic renewal bounds how long a missed
+// announcement can delay a mail, and keeps the IDLE under the 30 minutes
+// after which servers drop it.
+func (c *Channel) waitIdle(ctx context.Context, cli *imapclient.Client, newMail <-chan struct{}) error {
+	if err := cli.Noop().Wait(); err != nil {
+		return fmt.Errorf("noop: %w", err)
+	}
+	select {
+	case <-newMail:
+		return nil
+	default:
+	}
+	cmd, err := cli.Idle()
+	if err != nil {
+		return fmt.Errorf("idle: %w", err)
+	}
+	t := time.NewTimer(min(c.idleRestart, time.Duration(c.cfg.PollIntervalS)*time.Second))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-newMail:
+	case <-t.C:
+	}
+	if err := cmd.Close(); err != nil {
+		return fmt.Errorf("idle: %w", err)
+	}
+	if err := cmd.Wait(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("idle: %w", err)
+	}
+	return ctx.Err()
+}
+
+// processUnseen delivers every unseen mail from an admitted sender, oldest
+// first, then marks it seen (or moves it). Mail from anyone else, the
+// bot's own and automatic mail are left as they are.
+func (c *Channel) processUnseen(ctx context.Context, cli *imapclient.Client, in channels.Inbox, skipped map[imap.UID]bool) error {
+	res, err := cli.UIDSearch(&imap.SearchCriteria{NotFlag: []imap.Flag{imap.FlagSeen}}, nil).Wait()
+	if err != nil {
+		return fmt.Errorf("search: %w", err)
+	}
+	uids := res.AllUIDs()
+	slices.Sort(uids)
+	for _, uid := range uids {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if skipped[uid] {
+			continue
+		}
+		body := &imap.FetchItemBodySection{Peek: true}
+		msgs, err := cli.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{body}}).Collect()
+		if err != nil {
+			return fmt.Errorf("fetch %d: %w", uid, err)
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		raw := msgs[0].FindBodySection(body)
+		m, ok := c.toInbound(in, uid, raw)
+		if !ok {
+			skipped[uid] = true
+			continue
+		}
+		if !c.deliver(ctx, in, m) {
+			skipped[uid] = true // denied: leave it unread for the owner
+			continue
+		}
+		if err := c.finish(cli, uid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish marks a delivered mail seen, or moves it.
+func (c *Channel) finish(cli *imapclient.Client, uid imap.UID) error {
+	set := imap.UIDSetNum(uid)
+	if c.cfg.MoveTo != "" {
+		if _, err := cli.Move(set, c.cfg.MoveTo).Wait(); err != nil {
+			return fmt.Errorf("move to %s: %w", c.cfg.MoveTo, err)
+		}
+		return nil
+	}
+	if !c.cfg.markSeen() {
+		return nil
+	}
+	return cli.Store(set, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close()
+}
+
+// toInbound turns a fetched mail into an Inbound, or reports false for
+// mail the bot must not answer.
+func (c *Channel) toInbound(in channels.Inbox, uid imap.UID, raw []byte) (bus.Inbound, bool) {
+	admitted := func(from string) bool { return channels.Admits(in, c.Name(), from) }
+	p, err := parse(raw, false, 0, 0)
+	if err != nil {
+		c.log.Warn("email: malformed mail skipped", "uid", uid, "err", err)
+		return bus.Inbound{}, false
+	}
+	switch {
+	case strings.EqualFold(p.From, c.cfg.from()):
+		return bus.Inbound{}, false // our own
+	case p.Automatic:
+		c.log.Debug("email: automatic mail not answered", "uid", uid, "from", p.From)
+		return bus.Inbound{}, false
+	case !admitted(p.From):
+		// Not even read: no pairing codes by mail, no marking as read.
+		c.log.Info("email: mail from a sender not on allowFrom left unread", "uid", uid, "from", p.From)
+		return bus.Inbound{}, false
+	}
+	if c.cfg.Attachments.Enabled {
+		if withFiles, err := parse(raw, true, c.cfg.Attachments.MaxBytes, c.cfg.Attachments.MaxCount); err == nil {
+			p.Files = withFiles.Files
+		}
+	}
+	text := p.Text
+	if r := []rune(text); len(r) > c.cfg.MaxBodyChars {
+		text = string(r[:c.cfg.MaxBodyChars]) + "\n[… mail cut at maxBodyChars]"
+	}
+	root := p.MessageID
+	if len(p.References) > 0 {
+		root = p.References[0]
+	} else if p.InReplyTo != "" {
+		root = p.InReplyTo
+	}
+	id := p.MessageID
+	if id == "" {
+		id = fmt.Sprintf("uid-%d", uid)
+	}
+	m := bus.Inbound{
+		Channel:    c.Name(),
+		SenderID:   p.From,
+		ChatID:     p.From,
+		MessageID:  id,
+		SessionKey: fmt.Sprintf("%s:%s:%s", c.Name(), p.From, root),
+		Content:    tools.WrapExternal("email from "+p.From, "Subject: "+p.Subject+"\n\n"+text),
+		Metadata: map[string]any{
+			"subject": p.Subject, "message_id": p.MessageID,
+			"references": strings.Join(append(slices.Clone(p.References), p.MessageID), " "),
+		},
+		ReceivedAt: time.Now(),
+	}
+	for i, f := range p.Files {
+		if f.TooBig || c.mediaDir == "" {
+			m.Content += fmt.Sprintf("\n[attachment %s: not downloaded (over %s)]", f.Name, media.Size(c.cfg.Attachments.MaxBytes))
+			continue
+		}
+		file, err := media.Save(c.mediaDir, fmt.Sprintf("%d_%d%s", uid, i, media.Ext(f.Name, "", f.MIMEType)), f.Data)
+		if err != nil {
+			c.log.Warn("email: saving an attachment failed", "err", err)
+			continue
+		}
+		m.Media = append(m.Media, bus.Media{Path: file, MIMEType: f.MIMEType, Name: f.Name, Size: int64(len(f.Data))})
+	}
+	return m, true
+}
+
+// deliver hands m to the inbox, retrying failures other than a denial; it
+// reports whether the message was taken.
+func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m bus.Inbound) bool {
+	for attempt := 1; ; attempt++ {
+		err := in.Deliver(ctx, m)
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, channels.ErrDenied), ctx.Err() != nil:
+			return false
+		case attempt >= 5:
+			c.log.Error("email: delivering a mail failed; it stays unread and is tried again later", "from", m.SenderID, "err", err)
+			return false
+		}
+		if c.sleep(ctx, attempt) != nil {
+			return false
+		}
+	}
+}
+
+// sleep waits the backoff for the n-th consecutive failure (with jitter),
+// or until ctx ends.
+func (c *Channel) sleep(ctx context.Context, n int) error {
+	d := c.backoffMin
+	for i := 1; i < n && d < c.backoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, c.backoffMax)
+	d = d/2 + time.Duration(rand.Int64N(int64(d)/2+1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
