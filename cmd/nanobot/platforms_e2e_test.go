@@ -149,12 +149,61 @@ func TestPlatformsEndToEnd(t *testing.T) {
 		return providertest.Reply{Text: scriptedAnswer, Chunks: 12, EventDelay: 150 * time.Millisecond}
 	})
 
-	chans := map[string]any{"sendProgress": false, "sendToolHints": false}
+	chans := map[string]any{}
 	for _, p := range platforms {
 		c := p.config()
 		c["allowFrom"] = []string{"*"}
 		chans[p.name] = c
 	}
+	startTestGateway(t, chans, llm)
+
+	for _, p := range platforms {
+		t.Run(p.name, func(t *testing.T) {
+			before := len(llm.Requests())
+			p.send("hello there")
+			waitUntil(t, "the streamed reply", 30*time.Second, func() bool {
+				texts, _ := p.shown()
+				return len(texts) == 1 && texts[0] == scriptedAnswer
+			})
+			texts, edits := p.shown()
+			if edits == 0 {
+				t.Errorf("reply %q arrived without edits; want it streamed", texts)
+			}
+			if got := len(llm.Requests()) - before; got != 1 {
+				t.Errorf("model called %d times for one message", got)
+			}
+
+			// A slash command is answered by the gateway, not the model.
+			before = len(llm.Requests())
+			p.send("/help")
+			waitUntil(t, "the /help answer", 30*time.Second, func() bool {
+				texts, _ := p.shown()
+				return len(texts) >= 2 && strings.Contains(texts[len(texts)-1], "/new")
+			})
+			if got := len(llm.Requests()) - before; got != 0 {
+				t.Errorf("/help reached the model (%d requests)", got)
+			}
+		})
+	}
+}
+
+func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startTestGateway runs the real gateway in-process with the given
+// channels config and the OpenAI backend pointed at llm; it stops when the
+// test ends.
+func startTestGateway(t *testing.T, chans map[string]any, llm *providertest.Server) {
+	t.Helper()
+	chans["sendProgress"], chans["sendToolHints"] = false, false
 	dir := t.TempDir()
 	body, _ := json.Marshal(map[string]any{
 		"agents":   map[string]any{"defaults": map[string]any{"model": "test-model"}},
@@ -204,45 +253,5 @@ func TestPlatformsEndToEnd(t *testing.T) {
 		t.Fatalf("gateway exited: %v", err)
 	case <-time.After(20 * time.Second):
 		t.Fatal("gateway not ready")
-	}
-
-	for _, p := range platforms {
-		t.Run(p.name, func(t *testing.T) {
-			before := len(llm.Requests())
-			p.send("hello there")
-			waitUntil(t, "the streamed reply", 30*time.Second, func() bool {
-				texts, _ := p.shown()
-				return len(texts) == 1 && texts[0] == scriptedAnswer
-			})
-			texts, edits := p.shown()
-			if edits == 0 {
-				t.Errorf("reply %q arrived without edits; want it streamed", texts)
-			}
-			if got := len(llm.Requests()) - before; got != 1 {
-				t.Errorf("model called %d times for one message", got)
-			}
-
-			// A slash command is answered by the gateway, not the model.
-			before = len(llm.Requests())
-			p.send("/help")
-			waitUntil(t, "the /help answer", 30*time.Second, func() bool {
-				texts, _ := p.shown()
-				return len(texts) >= 2 && strings.Contains(texts[len(texts)-1], "/new")
-			})
-			if got := len(llm.Requests()) - before; got != 0 {
-				t.Errorf("/help reached the model (%d requests)", got)
-			}
-		})
-	}
-}
-
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
