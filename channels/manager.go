@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
@@ -97,7 +96,7 @@ func (m *Manager) supervise(ctx context.Context, c Channel) {
 			delay = m.cfg.BackoffMin
 		}
 		restarts++
-		wait := delay/2 + time.Duration(rand.Int64N(int64(delay)/2+1))
+		wait := Backoff(1, delay, delay)
 		log.Error("channel failed; restarting", "err", err, "in", wait.Round(time.Millisecond), "restarts", restarts)
 		m.set(c.Name(), Health{State: StateReconnecting, LastError: err.Error(), Since: time.Now(), Restarts: restarts})
 		t := time.NewTimer(wait)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -211,20 +210,7 @@ func (c *Channel) markSeen(eid id.EventID) bool {
 // sleep waits the backoff for the n-th consecutive failure (with jitter),
 // or until ctx ends.
 func (c *Channel) sleep(ctx context.Context, n int) error {
-	d := c.backoffMin
-	for i := 1; i < n && d < c.backoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, c.backoffMax)
-	d = d/2 + time.Duration(rand.Int64N(int64(d)/2+1))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return channels.SleepBackoff(ctx, n, c.backoffMin, c.backoffMax)
 }
 
 // syncState is what the state file holds.

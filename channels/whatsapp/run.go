@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"time"
 
 	"go.mau.fi/whatsmeow/types/events"
 
@@ -96,18 +94,5 @@ func (c *Channel) onEvent(evt any, loggedOut chan<- error) {
 // sleep waits the backoff for the n-th consecutive failure (with jitter),
 // or until ctx ends.
 func (c *Channel) sleep(ctx context.Context, n int) error {
-	d := c.backoffMin
-	for i := 1; i < n && d < c.backoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, c.backoffMax)
-	d = d/2 + time.Duration(rand.Int64N(int64(d)/2+1))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return channels.SleepBackoff(ctx, n, c.backoffMin, c.backoffMax)
 }
