@@ -87,6 +87,19 @@ func run(t *testing.T, ch *Channel, in channels.Inbox) chan error {
 	return done
 }
 
+// getEvent reads an event as u, polling: Dendrite's read side trails the
+// send a little.
+func getEvent(t *testing.T, u *matrixtest.User, room id.RoomID, eid id.EventID) *event.Event {
+	t.Helper()
+	var evt *event.Event
+	waitFor(t, "event "+string(eid), func() bool {
+		e, err := u.GetEvent(t.Context(), room, eid)
+		evt = e
+		return err == nil && e != nil
+	})
+	return evt
+}
+
 func text(body string) *event.MessageEventContent {
 	return &event.MessageEventContent{MsgType: event.MsgText, Body: body}
 }
@@ -185,10 +198,7 @@ func TestThreadsAndFormatting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evt, err := w.alice.GetEvent(t.Context(), w.dm["alice"], id.EventID(ref.MessageID))
-	if err != nil {
-		t.Fatal(err)
-	}
+	evt := getEvent(t, w.alice, w.dm["alice"], id.EventID(ref.MessageID))
 	var c event.MessageEventContent
 	if err := json.Unmarshal(evt.Content.VeryRaw, &c); err != nil {
 		t.Fatal(err)
@@ -207,7 +217,7 @@ func TestThreadsAndFormatting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evt, _ = w.alice.GetEvent(t.Context(), w.dm["alice"], id.EventID(ref.MessageID))
+	evt = getEvent(t, w.alice, w.dm["alice"], id.EventID(ref.MessageID))
 	if strings.Contains(string(evt.Content.VeryRaw), "<img") {
 		t.Errorf("raw HTML passed through: %s", evt.Content.VeryRaw)
 	}
