@@ -2,8 +2,12 @@ package channels
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"time"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // Backoff is how long to wait after the n-th consecutive failure (n ≥ 1):
@@ -28,5 +32,32 @@ func SleepBackoff(ctx context.Context, n int, lo, hi time.Duration) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
+	}
+}
+
+// DeliverAttempts is how often DeliverRetrying tries before giving up.
+const DeliverAttempts = 5
+
+// DeliverRetrying hands m to in, retrying failures other than a denial
+// (a full queue, a journal write error) with backoff between lo and hi, up
+// to DeliverAttempts times. It reports whether m was taken; a message given
+// up on is logged, and the adapter must leave it unacknowledged so that
+// the platform delivers it again where it can.
+func DeliverRetrying(ctx context.Context, in Inbox, m bus.Inbound, log *slog.Logger, lo, hi time.Duration) bool {
+	for attempt := 1; ; attempt++ {
+		err := in.Deliver(ctx, m)
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, ErrDenied), ctx.Err() != nil:
+			return false
+		case attempt >= DeliverAttempts:
+			log.Error(m.Channel+": delivering a message failed; given up", "chat_id", m.ChatID, "message_id", m.MessageID, "err", err)
+			return false
+		}
+		log.Warn(m.Channel+": delivering a message failed; retrying", "chat_id", m.ChatID, "err", err, "attempt", attempt)
+		if SleepBackoff(ctx, attempt, lo, hi) != nil {
+			return false
+		}
 	}
 }

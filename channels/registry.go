@@ -25,6 +25,25 @@ type Factory struct {
 	ConfigType any
 }
 
+// NewFactory is the Factory of a platform whose typed config C is decoded
+// from channels.<name> over def() and handed to build (the adapter's New).
+func NewFactory[C any, T Channel](name string, def func() C, build func(C, Deps) (T, error)) Factory {
+	return Factory{
+		New: func(cfg configs.ChannelsConfig, deps Deps) (Channel, error) {
+			c := def()
+			if err := cfg.Decode(name, &c); err != nil {
+				return nil, err
+			}
+			ch, err := build(c, deps)
+			if err != nil {
+				return nil, err
+			}
+			return ch, nil
+		},
+		ConfigType: def(),
+	}
+}
+
 // Registry maps platform names to factories. cmd fills it; nothing else in
 // the tree knows the list of platforms.
 type Registry struct {

@@ -105,16 +105,7 @@ func (c Config) Validate() error {
 
 // Factory registers the channel: registry.Register("discord", discord.Factory()).
 func Factory() channels.Factory {
-	return channels.Factory{
-		New: func(cfg configs.ChannelsConfig, deps channels.Deps) (channels.Channel, error) {
-			c := DefaultConfig()
-			if err := cfg.Decode("discord", &c); err != nil {
-				return nil, err
-			}
-			return New(c, deps)
-		},
-		ConfigType: Config{},
-	}
+	return channels.NewFactory("discord", DefaultConfig, New)
 }
 
 // Channel is the Discord adapter.
@@ -355,20 +346,7 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 // deliver hands m to the inbox, retrying a few times on failures other
 // than a denial.
 func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m bus.Inbound) {
-	for attempt := 1; ; attempt++ {
-		err := in.Deliver(ctx, m)
-		switch {
-		case err == nil, errors.Is(err, channels.ErrDenied), ctx.Err() != nil:
-			return
-		case attempt >= 5:
-			c.log.Error("discord: delivering a message failed; dropped", "chat_id", m.ChatID, "message_id", m.MessageID, "err", err)
-			return
-		}
-		c.log.Warn("discord: delivering a message failed; retrying", "chat_id", m.ChatID, "err", err, "attempt", attempt)
-		if c.sleep(ctx, attempt) != nil {
-			return
-		}
-	}
+	channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
 }
 
 // sleep waits the backoff for the n-th consecutive failure (with jitter),

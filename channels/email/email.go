@@ -121,16 +121,7 @@ func (c Config) Validate() error {
 
 // Factory registers the channel: registry.Register("email", email.Factory()).
 func Factory() channels.Factory {
-	return channels.Factory{
-		New: func(cfg configs.ChannelsConfig, deps channels.Deps) (channels.Channel, error) {
-			c := DefaultConfig()
-			if err := cfg.Decode("email", &c); err != nil {
-				return nil, err
-			}
-			return New(c, deps)
-		},
-		ConfigType: Config{},
-	}
+	return channels.NewFactory("email", DefaultConfig, New)
 }
 
 // Channel is the Email adapter.

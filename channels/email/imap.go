@@ -295,21 +295,7 @@ func (c *Channel) toInbound(in channels.Inbox, uid imap.UID, raw []byte) (bus.In
 // deliver hands m to the inbox, retrying failures other than a denial; it
 // reports whether the message was taken.
 func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m bus.Inbound) bool {
-	for attempt := 1; ; attempt++ {
-		err := in.Deliver(ctx, m)
-		switch {
-		case err == nil:
-			return true
-		case errors.Is(err, channels.ErrDenied), ctx.Err() != nil:
-			return false
-		case attempt >= 5:
-			c.log.Error("email: delivering a mail failed; it stays unread and is tried again later", "from", m.SenderID, "err", err)
-			return false
-		}
-		if c.sleep(ctx, attempt) != nil {
-			return false
-		}
-	}
+	return channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
 }
 
 // sleep waits the backoff for the n-th consecutive failure (with jitter),

@@ -241,20 +241,5 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, evt *event.Ev
 // deliver hands m to the inbox, retrying a failure other than a denial a
 // few times. It reports whether the message was taken.
 func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m bus.Inbound) bool {
-	for attempt := 1; ; attempt++ {
-		err := in.Deliver(ctx, m)
-		switch {
-		case err == nil:
-			return true
-		case errors.Is(err, channels.ErrDenied), ctx.Err() != nil:
-			return false
-		case attempt >= 5:
-			c.log.Error("matrix: delivering a message failed; dropped", "room", m.ChatID, "event", m.MessageID, "err", err)
-			return false
-		}
-		c.log.Warn("matrix: delivering a message failed; retrying", "room", m.ChatID, "err", err, "attempt", attempt)
-		if c.sleep(ctx, attempt) != nil {
-			return false
-		}
-	}
+	return channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
 }

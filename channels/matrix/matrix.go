@@ -106,16 +106,7 @@ func (c Config) Validate() error {
 
 // Factory registers the channel: registry.Register("matrix", matrix.Factory()).
 func Factory() channels.Factory {
-	return channels.Factory{
-		New: func(cfg configs.ChannelsConfig, deps channels.Deps) (channels.Channel, error) {
-			c := DefaultConfig()
-			if err := cfg.Decode("matrix", &c); err != nil {
-				return nil, err
-			}
-			return New(c, deps)
-		},
-		ConfigType: Config{},
-	}
+	return channels.NewFactory("matrix", DefaultConfig, New)
 }
 
 // Channel is the Matrix adapter.

@@ -172,22 +172,7 @@ type msg struct {
 // deliver hands in to the inbox, retrying a failure other than a denial a
 // few times. It reports whether the message was taken.
 func (c *Channel) deliver(ctx context.Context, inbox channels.Inbox, in bus.Inbound) bool {
-	for attempt := 1; ; attempt++ {
-		err := inbox.Deliver(ctx, in)
-		switch {
-		case err == nil:
-			return true
-		case errors.Is(err, channels.ErrDenied), ctx.Err() != nil:
-			return false
-		case attempt >= 5:
-			c.log.Error("slack: delivering a message failed; dropped", "chat_id", in.ChatID, "message_id", in.MessageID, "err", err)
-			return false
-		}
-		c.log.Warn("slack: delivering a message failed; retrying", "chat_id", in.ChatID, "err", err, "attempt", attempt)
-		if c.sleep(ctx, attempt) != nil {
-			return false
-		}
-	}
+	return channels.DeliverRetrying(ctx, inbox, in, c.log, c.backoffMin, c.backoffMax)
 }
 
 var mentionRE = regexp.MustCompile(`<@([A-Z0-9]+)(?:\|[^>]*)?>`)

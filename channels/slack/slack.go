@@ -110,16 +110,7 @@ func (c Config) Validate() error {
 
 // Factory registers the channel: registry.Register("slack", slack.Factory()).
 func Factory() channels.Factory {
-	return channels.Factory{
-		New: func(cfg configs.ChannelsConfig, deps channels.Deps) (channels.Channel, error) {
-			c := DefaultConfig()
-			if err := cfg.Decode("slack", &c); err != nil {
-				return nil, err
-			}
-			return New(c, deps)
-		},
-		ConfigType: Config{},
-	}
+	return channels.NewFactory("slack", DefaultConfig, New)
 }
 
 // Channel is the Slack adapter.

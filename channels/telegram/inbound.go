@@ -46,22 +46,7 @@ func (c *Channel) deliver(ctx context.Context, in bus.Inbound) {
 		c.log.Warn("telegram: message received while not running; dropped", "chat_id", in.ChatID)
 		return
 	}
-	for attempt := 1; ; attempt++ {
-		err := inbox.Deliver(ctx, in)
-		switch {
-		case err == nil, errors.Is(err, channels.ErrDenied):
-			return
-		case ctx.Err() != nil:
-			return
-		case attempt >= 5:
-			c.log.Error("telegram: delivering a message failed; dropped", "chat_id", in.ChatID, "message_id", in.MessageID, "err", err)
-			return
-		}
-		c.log.Warn("telegram: delivering a message failed; retrying", "chat_id", in.ChatID, "err", err, "attempt", attempt)
-		if c.sleep(ctx, attempt) != nil {
-			return
-		}
-	}
+	channels.DeliverRetrying(ctx, inbox, in, c.log, c.backoffMin, c.backoffMax)
 }
 
 // toInbound converts a message. It reports false for messages the bot

@@ -145,16 +145,7 @@ func validSecret(s string) bool {
 
 // Factory registers the channel: registry.Register("telegram", telegram.Factory()).
 func Factory() channels.Factory {
-	return channels.Factory{
-		New: func(cfg configs.ChannelsConfig, deps channels.Deps) (channels.Channel, error) {
-			c := DefaultConfig()
-			if err := cfg.Decode("telegram", &c); err != nil {
-				return nil, err
-			}
-			return New(c, deps)
-		},
-		ConfigType: Config{},
-	}
+	return channels.NewFactory("telegram", DefaultConfig, New)
 }
 
 // commands are registered with setMyCommands; they reach the agent as

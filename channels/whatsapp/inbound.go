@@ -2,7 +2,6 @@ package whatsapp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -26,21 +25,8 @@ func (c *Channel) handle(ctx context.Context, cli client, in channels.Inbox, e *
 	if !ok {
 		return
 	}
-	for attempt := 1; ; attempt++ {
-		err := in.Deliver(ctx, m)
-		if err == nil {
-			break
-		}
-		if errors.Is(err, channels.ErrDenied) || ctx.Err() != nil {
-			return
-		}
-		if attempt >= 5 {
-			c.log.Error("whatsapp: delivering a message failed; dropped", "chat", m.ChatID, "err", err)
-			return
-		}
-		if c.sleep(ctx, attempt) != nil {
-			return
-		}
+	if !channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax) {
+		return
 	}
 	if err := cli.MarkRead(ctx, []types.MessageID{e.Info.ID}, time.Now(), e.Info.Chat, e.Info.Sender); err != nil {
 		c.log.Debug("whatsapp: read receipt failed", "err", err)

@@ -73,16 +73,7 @@ func (c Config) Validate() error {
 
 // Factory registers the channel: registry.Register("whatsapp", whatsapp.Factory()).
 func Factory() channels.Factory {
-	return channels.Factory{
-		New: func(cfg configs.ChannelsConfig, deps channels.Deps) (channels.Channel, error) {
-			c := DefaultConfig()
-			if err := cfg.Decode("whatsapp", &c); err != nil {
-				return nil, err
-			}
-			return New(c, deps)
-		},
-		ConfigType: Config{},
-	}
+	return channels.NewFactory("whatsapp", DefaultConfig, New)
 }
 
 // client is the part of *whatsmeow.Client the adapter uses.
