@@ -37,16 +37,17 @@ func measureGrowth(r *report, fx *fakes, bin, work string, quick bool) error {
 	fol := newFollower(fx.telegram)
 	defer fol.close()
 	read := func(label string, sessions int) error {
-		rss, pss, err := g.memory()
+		sm, err := g.smaps()
 		if err != nil {
 			return err
 		}
+		rss, pss := sm["Rss:"], sm["Pss:"]
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		heap, _ := g.metric(ctx, "go_memstats_heap_inuse_bytes")
 		p := growthPoint{Label: label, Sessions: sessions, RSS: rss, PSS: pss, Heap: int64(heap)}
 		r.Growth = append(r.Growth, p)
-		fmt.Printf("  %s: %d sessions, RSS %s, heap %s\n", label, sessions, mib(rss), mib(int64(heap)))
+		fmt.Printf("  %s: %d sessions, RSS %s (anonymous %s), heap %s\n", label, sessions, mib(rss), mib(sm["Anonymous:"]), mib(int64(heap)))
 		return nil
 	}
 	if err := read("before", 0); err != nil {
