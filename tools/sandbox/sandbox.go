@@ -6,11 +6,17 @@
 // a nil Spec.Env means BaseEnv, a short list of harmless variables, so the
 // gateway's API keys never reach a child by accident.
 //
-// Spec.Mode is the seam for confinement. Today only ModeNone exists (ModeAuto
-// selects it); Landlock and namespace modes will be added here without
-// changing callers, who already pass the folders a child may use
-// (Spec.Writable, Spec.Readable). A mode this build cannot provide is an
-// error: the child is not started unconfined instead.
+// Spec.Mode picks the confinement. ModeLandlock and ModeBwrap start the
+// child through a small helper, the running executable re-executed as
+// "sandbox-exec" (see ExecMain): it joins a pids cgroup where it can,
+// restricts itself with Landlock (or builds a bubblewrap command line),
+// sets resource limits and then execs the program, so the program and all
+// it starts stay confined. By default a confined child may read the
+// system's folders (/usr, /etc without its secrets, ...), read and write
+// Spec.Writable and a private TMPDIR, read Spec.Readable, and nothing else:
+// not the config folder, the sessions or the rest of $HOME. ModeAuto picks
+// the strongest mode the host offers (Detect); a mode that cannot be
+// provided is an error, never a silent fall back to running unconfined.
 package sandbox
 
 import (
@@ -18,7 +24,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -26,16 +35,20 @@ import (
 type Mode string
 
 const (
-	// ModeAuto picks the strongest mode the host supports (today: none).
+	// ModeAuto picks the strongest mode the host supports: landlock, else
+	// bwrap, else none.
 	ModeAuto Mode = "auto"
 	// ModeNone applies no kernel-level confinement: the child runs as the
 	// gateway's user, in its own process group, with a filtered
 	// environment. Application-level checks (deny lists, workspace paths)
 	// are the caller's job.
 	ModeNone Mode = "none"
-	// ModeLandlock will restrict file access with Landlock (not yet built).
+	// ModeLandlock restricts file access (and, with NoNetwork, TCP) with
+	// Landlock, in a user namespace of its own where available, under
+	// resource limits.
 	ModeLandlock Mode = "landlock"
-	// ModeBwrap will run the child in bubblewrap namespaces (not yet built).
+	// ModeBwrap runs the child in bubblewrap namespaces that hold only the
+	// allowed folders, under resource limits.
 	ModeBwrap Mode = "bwrap"
 )
 
@@ -54,7 +67,9 @@ type Spec struct {
 	// Dir is the working folder ("" = the gateway's).
 	Dir string
 	// Env is the complete environment; nil means BaseEnv("") (never the
-	// gateway's full environment).
+	// gateway's full environment). Confining modes point TMPDIR at a
+	// private folder, and HOME at the first Writable folder when HOME is
+	// outside what the child may use.
 	Env []string
 	// Stdin, Stdout and Stderr are connected as with exec.Cmd; nil means
 	// the null device.
@@ -62,9 +77,18 @@ type Spec struct {
 	Stdout, Stderr io.Writer
 	// Mode is the confinement; "" means ModeAuto.
 	Mode Mode
-	// Writable are folders the child may write (workspace, its TMPDIR) and
-	// Readable extra folders it may read, for confining modes to enforce.
+	// Writable are folders the child may write (the workspace) and
+	// Readable extra folders or files it may read, for confining modes to
+	// enforce.
 	Writable, Readable []string
+	// NoNetwork cuts a confined child off the network, loopback included.
+	NoNetwork bool
+	// Limits bound a confined child's resources (zero fields: defaults).
+	Limits Limits
+	// Helper is the executable run as "<Helper> sandbox-exec ..." for a
+	// confining mode ("" = the running executable, which handles it in
+	// this package's init).
+	Helper string
 	// WaitDelay bounds how long Wait keeps reading output held open by
 	// escaped descendants after the child exited or its context ended
 	// (0 = DefaultWaitDelay); see exec.Cmd.WaitDelay.
@@ -75,40 +99,151 @@ type Spec struct {
 // whole process group is killed. Call Start/Run/Wait on the result, and
 // KillGroup to remove descendants left behind after a normal exit.
 func Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
-	if _, err := ResolveMode(spec.Mode); err != nil {
+	mode, err := ResolveMode(spec.Mode)
+	if err != nil {
 		return nil, err
 	}
 	if spec.Path == "" {
 		return nil, errors.New("sandbox: empty program path")
 	}
-	// ModeNone is the only mode: nothing wraps the program yet.
-	cmd := exec.CommandContext(ctx, spec.Path, spec.Args...)
-	if cmd.Err != nil {
-		return nil, fmt.Errorf("sandbox: %w", cmd.Err)
+	env := spec.Env
+	if env == nil {
+		env = BaseEnv("")
+	}
+	var cmd *exec.Cmd
+	if mode == ModeNone {
+		cmd = exec.CommandContext(ctx, spec.Path, spec.Args...)
+		if cmd.Err != nil {
+			return nil, fmt.Errorf("sandbox: %w", cmd.Err)
+		}
+	} else {
+		if cmd, env, err = confined(ctx, mode, spec, env); err != nil {
+			return nil, err
+		}
 	}
 	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
-	if cmd.Env == nil {
-		cmd.Env = BaseEnv("")
-	}
+	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	cmd.WaitDelay = spec.WaitDelay
 	if cmd.WaitDelay <= 0 {
 		cmd.WaitDelay = DefaultWaitDelay
 	}
 	setGroup(cmd)
+	if mode == ModeLandlock && Detect().UserNS {
+		setNamespaces(cmd.SysProcAttr, spec.NoNetwork)
+	}
 	cmd.Cancel = func() error { return KillGroup(cmd) }
 	return cmd, nil
 }
 
+// confined builds the helper invocation for mode and the child's
+// environment.
+func confined(ctx context.Context, mode Mode, spec Spec, env []string) (*exec.Cmd, []string, error) {
+	prog, err := exec.LookPath(spec.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if abs, err := filepath.Abs(prog); err == nil {
+		prog = abs
+	}
+	sup := Detect()
+	if mode == ModeLandlock && spec.NoNetwork && !sup.UserNS && sup.LandlockABI < 4 {
+		return nil, nil, fmt.Errorf("%w %q: network off needs Landlock ABI 4 or user namespaces; this host has neither (use bwrap)", ErrUnsupportedMode, mode)
+	}
+	helper := spec.Helper
+	if helper == "" {
+		helper = sup.Helper
+	}
+	writable := cleanPaths(spec.Writable)
+	readable := cleanPaths(spec.Readable)
+	tmp, err := privateTemp(env, writable)
+	if err != nil {
+		return nil, nil, err
+	}
+	env = SetEnv(env, "TMPDIR", tmp)
+	if !withinAny(tmp, writable) {
+		writable = append(writable, tmp)
+	}
+	if home := lookupEnv(env, "HOME"); home == "" || !withinAny(filepath.Clean(home), append(writable, readable...)) {
+		// The real home is off limits; tools that read ~/.config or
+		// write caches get the workspace instead of an error.
+		h := tmp
+		if len(spec.Writable) > 0 {
+			h = writable[0]
+		}
+		env = SetEnv(env, "HOME", h)
+	}
+
+	args := []string{HelperCommand, "--mode=" + string(mode)}
+	for _, p := range readable {
+		args = append(args, "--ro="+p)
+	}
+	for _, p := range writable {
+		args = append(args, "--rw="+p)
+	}
+	if spec.NoNetwork {
+		args = append(args, "--no-network")
+	}
+	if mode == ModeLandlock && sup.UserNS {
+		args = append(args, "--userns")
+	}
+	if mode == ModeBwrap {
+		args = append(args, "--bwrap="+sup.Bwrap)
+	}
+	args = append(args, spec.Limits.withDefaults().flags()...)
+	args = append(args, "--", prog)
+	args = append(args, spec.Args...)
+	cmd := exec.CommandContext(ctx, helper, args...)
+	if cmd.Err != nil {
+		return nil, nil, fmt.Errorf("sandbox: helper: %w", cmd.Err)
+	}
+	cmd.Path = helper
+	return cmd, append(env, helperEnv+"=1"), nil
+}
+
+// privateTemp is the child's TMPDIR: the one env names when it lies in a
+// writable folder, else .tmp in the first writable folder, else a folder
+// of the gateway's user under the system temp folder. The shared /tmp is
+// never writable for a confined child.
+func privateTemp(env, writable []string) (string, error) {
+	if t := lookupEnv(env, "TMPDIR"); t != "" && withinAny(filepath.Clean(t), writable) {
+		return filepath.Clean(t), os.MkdirAll(t, 0o700)
+	}
+	var dir string
+	if len(writable) > 0 {
+		dir = filepath.Join(writable[0], ".tmp")
+	} else {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("nanobot-sandbox-%d", os.Getuid()))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("sandbox: private temp folder: %w", err)
+	}
+	return dir, nil
+}
+
+func lookupEnv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if s, ok := strings.CutPrefix(kv, key+"="); ok {
+			v = s
+		}
+	}
+	return v
+}
+
 // ResolveMode maps a requested mode to the one that will be used and fails
-// for modes this build cannot enforce.
+// for modes this host cannot enforce.
 func ResolveMode(m Mode) (Mode, error) {
 	switch m {
-	case "", ModeAuto, ModeNone:
+	case "", ModeAuto:
+		return Detect().Best(), nil
+	case ModeNone:
 		return ModeNone, nil
 	case ModeLandlock, ModeBwrap:
-		return "", fmt.Errorf("%w %q: not available in this build yet (use %q or %q)", ErrUnsupportedMode, m, ModeAuto, ModeNone)
+		if why := Detect().available(m); why != "" {
+			return "", fmt.Errorf("%w %q: %s (use %q or %q)", ErrUnsupportedMode, m, why, ModeAuto, ModeNone)
+		}
+		return m, nil
 	}
 	return "", fmt.Errorf("%w %q (known: auto, none, landlock, bwrap)", ErrUnsupportedMode, m)
 }
