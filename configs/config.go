@@ -143,12 +143,41 @@ type ExecConfig struct {
 	DenyPatterns []string `json:"denyPatterns"`
 	// AllowPatterns are regular expressions that override a deny match.
 	AllowPatterns []string `json:"allowPatterns"`
-	// Sandbox confines commands: "auto" (the strongest available),
-	// "landlock", "bwrap" or "none".
+	// Sandbox confines commands and MCP stdio servers: "auto" (the
+	// strongest available: landlock, else bwrap, else none with a
+	// warning), "landlock", "bwrap" or "none".
 	Sandbox string `json:"sandbox"`
+	// AllowPaths widens what a confined command may use beyond the
+	// workspace and the system folders ("~" is the home folder).
+	AllowPaths AllowPathsConfig `json:"allowPaths"`
+	// Network lets confined commands use the network (default true).
+	Network bool `json:"network"`
+	// Limits bound each confined command's resources.
+	Limits ExecLimitsConfig `json:"limits"`
 	// AllowedEnvKeys are environment variables passed to commands in
 	// addition to a safe set.
 	AllowedEnvKeys []string `json:"allowedEnvKeys"`
+}
+
+// AllowPathsConfig lists extra folders (or files) for confined commands.
+type AllowPathsConfig struct {
+	// ReadOnly may be read.
+	ReadOnly []string `json:"readOnly"`
+	// ReadWrite may be read and written.
+	ReadWrite []string `json:"readWrite"`
+}
+
+// ExecLimitsConfig are resource limits of a confined command; -1 means no
+// limit.
+type ExecLimitsConfig struct {
+	// CPUSeconds is the CPU time a command may use.
+	CPUSeconds int `json:"cpuSeconds"`
+	// MemoryMB is the address space of each process in MiB.
+	MemoryMB int `json:"memoryMB"`
+	// Processes is how many processes a command's tree may run at once.
+	Processes int `json:"processes"`
+	// FileSizeMB is the largest file a command may write, in MiB.
+	FileSizeMB int `json:"fileSizeMB"`
 }
 
 // WebConfig configures the web tools.
@@ -201,6 +230,9 @@ type MCPServerConfig struct {
 	// EnabledTools lists the tools to register: ["*"] for all, [] for none,
 	// raw names or mcp_<server>_<tool> names.
 	EnabledTools []string `json:"enabledTools"`
+	// Sandbox overrides tools.exec.sandbox for this stdio server ("" =
+	// inherit; "none" lets a server that needs more run unconfined).
+	Sandbox string `json:"sandbox"`
 }
 
 // LogConfig configures logging. Command-line flags override it.

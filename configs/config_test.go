@@ -266,6 +266,11 @@ func TestValidationErrorsNamePaths(t *testing.T) {
 		{"object field", `{"providers": {"openai": "key"}}`, "providers.openai: want object, got string"},
 		{"channel not object", `{"channels": {"slack": true}}`, "channels.slack: want object, got boolean"},
 		{"enum", `{"tools": {"exec": {"sandbox": "docker"}}}`, `tools.exec.sandbox: want one of "auto", "landlock", "bwrap", "none", got "docker"`},
+		{"allow path", `{"tools": {"exec": {"allowPaths": {"readWrite": ["/srv/data", "data"]}}}}`, `tools.exec.allowPaths.readWrite[1]: want an absolute path or one starting with ~/, got "data"`},
+		{"limit", `{"tools": {"exec": {"limits": {"processes": 0}}}}`, "tools.exec.limits.processes: want a positive number, or -1 for no limit, got 0"},
+		{"small limit", `{"tools": {"exec": {"limits": {"memoryMB": 10}}}}`, "tools.exec.limits.memoryMB: want at least 64 (or -1), got 10"},
+		{"network type", `{"tools": {"exec": {"network": "off"}}}`, "tools.exec.network: want boolean, got string"},
+		{"mcp sandbox", `{"tools": {"mcpServers": {"fs": {"command": "npx", "sandbox": "docker"}}}}`, `tools.mcpServers.fs.sandbox: want one of "auto", "landlock", "bwrap", "none", got "docker"`},
 		{"range", `{"gateway": {"port": 70000}}`, "gateway.port: want 1 to 65535, got 70000"},
 		{"timezone", `{"agents": {"defaults": {"timezone": "Mars/Base"}}}`, `agents.defaults.timezone: unknown timezone "Mars/Base"`},
 		{"temperature", `{"agents": {"defaults": {"temperature": 3}}}`, "agents.defaults.temperature: want 0 to 2, got 3"},
@@ -413,5 +418,25 @@ func TestSecrets(t *testing.T) {
 	want := []string{"123:telegram-token", "sk-openai-123456", "Bearer abcdefgh", "brave-key-1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("secrets (-want +got):\n%s", diff)
+	}
+}
+
+func TestExecSandboxValues(t *testing.T) {
+	l := load(t, `{"tools": {"exec": {"network": false, "allowPaths": {"readOnly": ["~/notes"]}, "limits": {"processes": 64, "cpuSeconds": -1}},
+	  "mcpServers": {"fs": {"command": "npx", "sandbox": "none"}}}}`)
+	e := l.Config.Tools.Exec
+	want := ExecLimitsConfig{CPUSeconds: -1, MemoryMB: 8192, Processes: 64, FileSizeMB: 1024}
+	if e.Network || e.Sandbox != "auto" || len(e.AllowPaths.ReadOnly) != 1 || e.AllowPaths.ReadOnly[0] != "~/notes" || e.Limits != want {
+		t.Errorf("exec = %+v; want network off, sandbox auto, readOnly [~/notes], limits %+v", e, want)
+	}
+	if got := l.Config.Tools.MCPServers["fs"].Sandbox; got != "none" {
+		t.Errorf("mcp sandbox = %q, want none", got)
+	}
+	home, _ := os.UserHomeDir()
+	if got := ExpandHome("~/notes"); got != filepath.Join(home, "notes") {
+		t.Errorf("ExpandHome = %q", got)
+	}
+	if got := ExpandHome("/abs/~x"); got != "/abs/~x" {
+		t.Errorf("ExpandHome(/abs/~x) = %q", got)
 	}
 }

@@ -42,6 +42,9 @@ func Default() Config {
 				DenyPatterns:   []string{},
 				AllowPatterns:  []string{},
 				Sandbox:        "auto",
+				AllowPaths:     AllowPathsConfig{ReadOnly: []string{}, ReadWrite: []string{}},
+				Network:        true,
+				Limits:         ExecLimitsConfig{CPUSeconds: 600, MemoryMB: 8192, Processes: 512, FileSizeMB: 1024},
 				AllowedEnvKeys: []string{},
 			},
 			Web: WebConfig{

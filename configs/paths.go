@@ -81,3 +81,15 @@ func (p Paths) Ensure() error {
 	}
 	return nil
 }
+
+// ExpandHome replaces a leading "~" with the home folder.
+func ExpandHome(p string) string {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return p
+	}
+	return filepath.Join(home, strings.TrimPrefix(p, "~"))
+}

@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -59,6 +60,17 @@ func (c *Config) Validate() []FieldError {
 	t := c.Tools
 	v.require(t.Exec.Timeout >= 1 && t.Exec.Timeout <= 600, "tools.exec.timeout", "want 1 to 600 seconds, got %d", t.Exec.Timeout)
 	v.oneOf("tools.exec.sandbox", t.Exec.Sandbox, "auto", "landlock", "bwrap", "none")
+	v.paths("tools.exec.allowPaths.readOnly", t.Exec.AllowPaths.ReadOnly)
+	v.paths("tools.exec.allowPaths.readWrite", t.Exec.AllowPaths.ReadWrite)
+	lim := t.Exec.Limits
+	for _, l := range []struct {
+		name string
+		n    int
+	}{{"cpuSeconds", lim.CPUSeconds}, {"memoryMB", lim.MemoryMB}, {"processes", lim.Processes}, {"fileSizeMB", lim.FileSizeMB}} {
+		v.require(l.n == -1 || l.n > 0, "tools.exec.limits."+l.name, "want a positive number, or -1 for no limit, got %d", l.n)
+	}
+	v.require(lim.MemoryMB <= 0 || lim.MemoryMB >= 64, "tools.exec.limits.memoryMB", "want at least 64 (or -1), got %d", lim.MemoryMB)
+	v.require(lim.Processes <= 0 || lim.Processes >= 8, "tools.exec.limits.processes", "want at least 8 (or -1), got %d", lim.Processes)
 	v.patterns("tools.exec.denyPatterns", t.Exec.DenyPatterns)
 	v.patterns("tools.exec.allowPatterns", t.Exec.AllowPatterns)
 	v.oneOf("tools.web.search.provider", t.Web.Search.Provider, "duckduckgo", "brave", "tavily", "searxng")
@@ -85,6 +97,7 @@ func (c *Config) Validate() []FieldError {
 			v.add(sp, "needs a command (stdio) or a url (sse, streamableHttp)")
 		}
 		v.positive(sp+".toolTimeout", s.ToolTimeout)
+		v.oneOf(sp+".sandbox", s.Sandbox, "", "auto", "landlock", "bwrap", "none")
 	}
 
 	v.cluster(c.Cluster)
@@ -119,6 +132,15 @@ func (v *validator) oneOf(path, val string, allowed ...string) {
 			}
 		}
 		v.add(path, "want one of %s, got %q", strings.Join(shown, ", "), val)
+	}
+}
+
+// paths checks allow-list entries: absolute, or starting with "~/".
+func (v *validator) paths(path string, list []string) {
+	for i, p := range list {
+		if !filepath.IsAbs(p) && p != "~" && !strings.HasPrefix(p, "~/") {
+			v.add(fmt.Sprintf("%s[%d]", path, i), "want an absolute path or one starting with ~/, got %q", p)
+		}
 	}
 }
 
