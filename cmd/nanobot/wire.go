@@ -75,8 +75,11 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 	}
 	if len(c.Tools.MCPServers) > 0 {
 		ws := a.loaded.Paths.Workspace
+		ex := c.Tools.Exec
 		w.mcp = mcp.New(c.Tools.MCPServers, w.tools, mcp.Options{
-			Log: a.log, Dir: ws, Sandbox: sandbox.Mode(c.Tools.Exec.Sandbox), Writable: []string{ws},
+			Log: a.log, Dir: ws, Sandbox: sandbox.Mode(ex.Sandbox),
+			Writable: append([]string{ws}, expandHome(ex.AllowPaths.ReadWrite)...), Readable: expandHome(ex.AllowPaths.ReadOnly),
+			NoNetwork: !ex.Network, Limits: execLimits(ex.Limits),
 		})
 		// Servers that start quickly are ready for the first message; slow
 		// ones add their tools when they connect.

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/tools"
 	"github.com/nanobot-go/nanobot/tools/fs"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
@@ -18,12 +19,17 @@ func builtinTools(a *app) ([]tools.Tool, error) {
 	c := &a.loaded.Config
 	ws := a.loaded.Paths.Workspace
 	var out []tools.Tool
+	if c.Tools.Exec.Enable || len(c.Tools.MCPServers) > 0 {
+		logSandbox(a)
+	}
 	if c.Tools.Exec.Enable {
 		ex, err := shell.New(shell.Options{
 			Workspace: ws, RestrictToWorkspace: c.Tools.RestrictToWorkspace,
 			DefaultTimeout: time.Duration(c.Tools.Exec.Timeout) * time.Second,
 			DenyPatterns:   c.Tools.Exec.DenyPatterns, AllowPatterns: c.Tools.Exec.AllowPatterns,
 			ExtraEnv: c.Tools.Exec.AllowedEnvKeys, Sandbox: sandbox.Mode(c.Tools.Exec.Sandbox), Logger: a.log,
+			AllowRead: expandHome(c.Tools.Exec.AllowPaths.ReadOnly), AllowWrite: expandHome(c.Tools.Exec.AllowPaths.ReadWrite),
+			NoNetwork: !c.Tools.Exec.Network, Limits: execLimits(c.Tools.Exec.Limits),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("tools.exec: %w", err)
@@ -52,4 +58,34 @@ func builtinTools(a *app) ([]tools.Tool, error) {
 		return nil, fmt.Errorf("tools.web.fetch: %w", err)
 	}
 	return append(out, search, fetch), nil
+}
+
+// execLimits maps the config's limits to the sandbox's.
+func execLimits(l configs.ExecLimitsConfig) sandbox.Limits {
+	return sandbox.Limits{CPUSeconds: l.CPUSeconds, MemoryMB: l.MemoryMB, Processes: l.Processes, FileSizeMB: l.FileSizeMB}
+}
+
+func expandHome(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		out = append(out, configs.ExpandHome(p))
+	}
+	return out
+}
+
+// logSandbox says which confinement exec and MCP stdio servers get, and
+// warns when there is none.
+func logSandbox(a *app) {
+	requested := sandbox.Mode(a.loaded.Config.Tools.Exec.Sandbox)
+	mode, err := sandbox.ResolveMode(requested)
+	switch {
+	case err != nil:
+		return // building the exec tool reports it
+	case mode == sandbox.ModeNone && requested != sandbox.ModeNone:
+		a.log.Warn("no OS sandbox available: commands run unconfined (see `nanobot doctor`)", "support", sandbox.Detect().String())
+	case mode == sandbox.ModeNone:
+		a.log.Warn("sandbox is off (tools.exec.sandbox is \"none\"): commands run unconfined")
+	default:
+		a.log.Info("sandbox", "mode", string(mode), "support", sandbox.Detect().String())
+	}
 }

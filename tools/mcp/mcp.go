@@ -13,8 +13,9 @@
 // waits for it, within the call's timeout.
 //
 // Stdio servers are started through tools/sandbox like every other child
-// process, with a filtered environment (plus the entry's env) and their
-// stderr copied to the log line by line. Results from HTTP servers are
+// process, confined like exec (see stdioReadable for what they may read),
+// with a filtered environment (plus the entry's env) and their stderr
+// copied to the log line by line. Results from HTTP servers are
 // wrapped as external content, since they come from another machine.
 //
 // All methods are safe for concurrent use.
@@ -46,10 +47,18 @@ type Options struct {
 	// Dir is the working folder of stdio servers without a cwd (the
 	// workspace).
 	Dir string
-	// Sandbox is the confinement of stdio servers (tools.exec.sandbox).
+	// Sandbox is the confinement of stdio servers (tools.exec.sandbox); a
+	// server's own "sandbox" entry overrides it.
 	Sandbox sandbox.Mode
-	// Writable are the folders a confined stdio server may write.
-	Writable []string
+	// Writable are the folders a confined stdio server may write, and
+	// Readable the extra ones it may read. Each server may also read its
+	// program's installation, its cwd and the paths named in its args.
+	Writable, Readable []string
+	// NoNetwork cuts confined stdio servers off the network.
+	NoNetwork bool
+	// Limits bound a confined server's resources; CPU time is never
+	// limited, servers run for the life of the gateway.
+	Limits sandbox.Limits
 	// BackoffMin and BackoffMax bound the reconnect delay (1 s and 1 min
 	// when zero).
 	BackoffMin, BackoffMax time.Duration

@@ -83,8 +83,10 @@ func start(t *testing.T, cfg map[string]configs.MCPServerConfig) (*Manager, *too
 		}
 		cfg[name] = c
 	}
-	// The workspace does not exist yet, as on a first start.
-	m := New(cfg, reg, Options{Log: log, Dir: filepath.Join(t.TempDir(), "workspace"), Sandbox: sandbox.ModeNone, BackoffMin: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond})
+	// The workspace does not exist yet, as on a first start. Servers run
+	// under the default sandbox, as in production.
+	ws := filepath.Join(t.TempDir(), "workspace")
+	m := New(cfg, reg, Options{Log: log, Dir: ws, Writable: []string{ws}, Sandbox: sandbox.ModeAuto, BackoffMin: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond})
 	m.Start(context.Background(), 60*time.Second)
 	t.Cleanup(m.Close)
 	return m, reg, logs

@@ -233,9 +233,17 @@ func (s *server) transport(ctx context.Context) (sdk.Transport, error) {
 		} else if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("cwd %s is not a folder", dir)
 		}
+		mode := s.m.opts.Sandbox
+		if s.cfg.Sandbox != "" {
+			mode = sandbox.Mode(s.cfg.Sandbox)
+		}
+		limits := s.m.opts.Limits
+		limits.CPUSeconds = -1
 		cmd, err := sandbox.Command(ctx, sandbox.Spec{
 			Path: s.cfg.Command, Args: s.cfg.Args, Dir: dir, Env: env,
-			Stderr: newLineLogger(s.log), Mode: s.m.opts.Sandbox, Writable: s.m.opts.Writable,
+			Stderr: newLineLogger(s.log), Mode: mode, Writable: s.m.opts.Writable,
+			Readable:  append(append([]string{}, s.m.opts.Readable...), stdioReadable(s.cfg.Command, dir, s.cfg.Args)...),
+			NoNetwork: s.m.opts.NoNetwork, Limits: limits,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", s.cfg.Command, err)

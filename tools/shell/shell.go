@@ -73,6 +73,14 @@ type Options struct {
 	Shell string
 	// Sandbox is the confinement mode (default auto).
 	Sandbox sandbox.Mode
+	// AllowRead and AllowWrite are folders beyond the workspace a confined
+	// command may read, or read and write; with RestrictToWorkspace the
+	// path check admits them too. Missing ones are ignored.
+	AllowRead, AllowWrite []string
+	// NoNetwork cuts confined commands off the network.
+	NoNetwork bool
+	// Limits bound each confined command's resources (zero: defaults).
+	Limits sandbox.Limits
 	// Logger receives one debug line per command (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -107,7 +115,8 @@ func New(opts Options) (*Tool, error) {
 	if _, err := sandbox.ResolveMode(opts.Sandbox); err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
-	paths, err := pathguard.New(opts.Workspace, opts.RestrictToWorkspace)
+	opts.AllowRead, opts.AllowWrite = existing(opts.AllowRead), existing(opts.AllowWrite)
+	paths, err := pathguard.New(opts.Workspace, opts.RestrictToWorkspace, append(append([]string{}, opts.AllowWrite...), opts.AllowRead...)...)
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
@@ -225,7 +234,7 @@ func (t *Tool) run(ctx context.Context, command, dir string, timeout time.Durati
 	defer cancel()
 	limit := 4 * t.opts.MaxOutputChars // bytes: room for MaxOutputChars of any UTF-8
 	stdout, stderr := newCapture(limit), newCapture(limit)
-	writable := []string{t.paths.Workspace()}
+	writable := append([]string{t.paths.Workspace()}, t.opts.AllowWrite...)
 	cmd, err := sandbox.Command(runCtx, sandbox.Spec{
 		Path:      t.shell,
 		Args:      []string{"-c", command},
@@ -235,6 +244,9 @@ func (t *Tool) run(ctx context.Context, command, dir string, timeout time.Durati
 		Stderr:    stderr,
 		Mode:      t.opts.Sandbox,
 		Writable:  writable,
+		Readable:  t.opts.AllowRead,
+		NoNetwork: t.opts.NoNetwork,
+		Limits:    t.opts.Limits,
 		WaitDelay: time.Second,
 	})
 	if err != nil {
@@ -269,4 +281,15 @@ func (t *Tool) run(ctx context.Context, command, dir string, timeout time.Durati
 		}
 	}
 	return tools.Result{Content: output + "\n\n" + status}, nil
+}
+
+// existing keeps the paths that exist.
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
