@@ -5,7 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
+	"sort"
 
 	"github.com/spf13/cobra"
 
@@ -99,21 +99,48 @@ func diagnose(l *configs.Loaded) []finding {
 	} else {
 		add("ok", "file and shell tools are kept inside the workspace", "")
 	}
-	mode := sandbox.Mode(c.Tools.Exec.Sandbox)
-	if mode == sandbox.ModeNone {
-		add("risk", "tools.exec.sandbox is \"none\": commands run without OS-level confinement", "set tools.exec.sandbox to \"auto\"")
-	} else if resolved, err := sandbox.ResolveMode(mode); err != nil {
-		add("risk", fmt.Sprintf("sandbox %q is not available here: %v", mode, err), "use \"auto\", or install bubblewrap (apt install bubblewrap) for \"bwrap\"")
-	} else if resolved == sandbox.ModeNone {
-		add("warn", "no OS sandbox is available on this machine: exec relies on the command guard and the workspace check only", "install bubblewrap, or run the gateway in the provided Docker image")
-	}
-	if _, err := exec.LookPath("bwrap"); err == nil {
-		add("ok", "bubblewrap is installed", "")
-	}
+	sandboxFindings(c, add)
 
 	host := c.Gateway.Host
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		add("warn", fmt.Sprintf("the gateway listens on %s, beyond loopback: the web chat asks for its token (state/web_token); /metrics and /api/status are reachable by anyone who can reach the port", host), "bind gateway.host to 127.0.0.1 behind a TLS reverse proxy, or firewall the port")
 	}
+	return out
+}
+
+// sandboxFindings reports how exec and MCP stdio servers are confined.
+func sandboxFindings(c *configs.Config, add func(level, text, fix string)) {
+	sup := sandbox.Detect()
+	mode := sandbox.Mode(c.Tools.Exec.Sandbox)
+	resolved, err := sandbox.ResolveMode(mode)
+	switch {
+	case mode == sandbox.ModeNone:
+		add("risk", "tools.exec.sandbox is \"none\": commands and MCP servers run without OS-level confinement", "set tools.exec.sandbox to \"auto\"")
+	case err != nil:
+		add("risk", fmt.Sprintf("sandbox %q is not available here: %v", mode, err), "use \"auto\", or install bubblewrap (apt install bubblewrap) for \"bwrap\"")
+	case resolved == sandbox.ModeNone:
+		add("warn", "no OS sandbox is available on this machine ("+sup.String()+"): exec relies on the command guard and the workspace check only", "use a kernel with Landlock (5.13+, lsm=landlock), or install bubblewrap, or run the gateway in the provided Docker image")
+	default:
+		add("ok", fmt.Sprintf("commands and MCP stdio servers run confined: %s (%s)", resolved, sup), "")
+		if resolved == sandbox.ModeLandlock && !c.Tools.Exec.Network && !sup.UserNS && sup.LandlockABI < 4 {
+			add("risk", "tools.exec.network is off but this host can enforce it neither with Landlock ABI 4 nor a network namespace: commands fail to start", "set tools.exec.sandbox to \"bwrap\", or turn tools.exec.network on")
+		}
+		if os.Getuid() == 0 {
+			add("warn", "the gateway runs as root: the process limit (RLIMIT_NPROC) does not bind root, so fork bombs are only stopped where a pids cgroup can be created", "run the gateway as an unprivileged user (the systemd unit and Docker image do)")
+		}
+	}
+	for _, name := range sortedNames(c.Tools.MCPServers) {
+		if s := c.Tools.MCPServers[name]; s.Type == "stdio" && s.Sandbox == string(sandbox.ModeNone) && mode != sandbox.ModeNone {
+			add("warn", fmt.Sprintf("tools.mcpServers.%s.sandbox is \"none\": this server runs unconfined", name), "remove the override and add the folders it needs to tools.exec.allowPaths")
+		}
+	}
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }

@@ -52,6 +52,7 @@ func newRootCmd() *cobra.Command {
 		newPairingCmd(a),
 		newCronCmd(a),
 		newDoctorCmd(a),
+		newSandboxExecCmd(),
 	)
 	return root
 }

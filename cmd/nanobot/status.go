@@ -10,8 +10,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools/sandbox"
 
 	"github.com/spf13/cobra"
 )
@@ -46,6 +48,7 @@ func printStatus(w io.Writer, a *app) {
 	fmt.Fprintf(w, "workspace:  %s\n", ws)
 	fmt.Fprintf(w, "model:      %s\n", c.Agents.Defaults.Model)
 	fmt.Fprintf(w, "provider:   %s\n", providerLine(a))
+	fmt.Fprintf(w, "sandbox:    %s\n", sandboxLine(c))
 
 	fmt.Fprintln(w, "providers:")
 	names := make([]string, 0, len(c.Providers))
@@ -152,4 +155,23 @@ func providerLine(a *app) string {
 		return "none — " + err.Error()
 	}
 	return fmt.Sprintf("%s (%s; sends model %q to %s)", res.Provider, res.Reason, res.Model, res.APIBase)
+}
+
+// sandboxLine is the confinement exec and MCP stdio servers get here.
+func sandboxLine(c *configs.Config) string {
+	requested := sandbox.Mode(c.Tools.Exec.Sandbox)
+	mode, err := sandbox.ResolveMode(requested)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s (warning: unavailable, commands will not run: %v)", requested, err)
+	case mode == sandbox.ModeNone && requested == sandbox.ModeNone:
+		return "none (warning: turned off; commands run unconfined)"
+	case mode == sandbox.ModeNone:
+		return "none (warning: no OS sandbox on this machine, commands run unconfined; " + sandbox.Detect().String() + ")"
+	}
+	net := "network on"
+	if !c.Tools.Exec.Network {
+		net = "network off"
+	}
+	return fmt.Sprintf("%s, %s (%s)", mode, net, sandbox.Detect())
 }

@@ -64,7 +64,7 @@ func parseHelper(args []string, stderr io.Writer) (helperConfig, error) {
 	fs.IntVar(&c.limits.FileSizeMB, "fsize", 0, "largest file written in MiB (0: no limit)")
 	fs.StringVar(&c.bwrap, "bwrap", "bwrap", "bubblewrap program for --mode=bwrap")
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		return c, errUsage{err}
 	}
 	c.mode = Mode(*mode)
 	if c.mode != ModeLandlock && c.mode != ModeBwrap {
@@ -95,7 +95,9 @@ func ExecMain(args []string) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(os.Stderr, "nanobot %s: %v\n", HelperCommand, err)
+		if !errors.As(err, new(errUsage)) { // the flag package printed those
+			fmt.Fprintf(os.Stderr, "nanobot %s: %v\n", HelperCommand, err)
+		}
 		return 2
 	}
 	err = execConfined(c)
@@ -107,6 +109,11 @@ func ExecMain(args []string) int {
 }
 
 var errNotFound = errors.New("program not found")
+
+// errUsage is a command-line error the flag package already reported.
+type errUsage struct{ error }
+
+func (e errUsage) Unwrap() error { return e.error }
 
 // childEnv is the helper's environment minus its marker.
 func childEnv() []string {
