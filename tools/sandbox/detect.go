@@ -25,6 +25,9 @@ type Support struct {
 	// namespaces: the landlock mode then gives each child its own (process
 	// counts per child; no network at all with network off).
 	UserNS bool
+	// PidsCgroup reports that the helper can put each child in a pids
+	// cgroup of its own, which caps processes even for root.
+	PidsCgroup bool
 	// Helper is the executable that re-executes itself as the helper.
 	Helper string
 	// HelperNote says why no helper could be found.
@@ -86,6 +89,9 @@ func (s Support) String() string {
 		parts = append(parts, "user namespaces")
 	} else {
 		parts = append(parts, "no user namespaces")
+	}
+	if s.PidsCgroup {
+		parts = append(parts, "pids cgroup")
 	}
 	return strings.Join(parts, ", ")
 }

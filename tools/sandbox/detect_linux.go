@@ -2,6 +2,9 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -22,6 +25,7 @@ func probe() Support {
 		s.Bwrap = p
 	}
 	s.UserNS = userNSWorks()
+	s.PidsCgroup = pidsCgroupWorks()
 	return s
 }
 
@@ -43,6 +47,20 @@ func landlockABI() (int, string) {
 	return v, ""
 }
 
+// pidsCgroupWorks creates and removes a child pids cgroup.
+func pidsCgroupWorks() bool {
+	dir, err := pidsCgroupDir()
+	if err != nil {
+		return false
+	}
+	probe := filepath.Join(dir, fmt.Sprintf("%sprobe-%d", cgroupPrefix, os.Getpid()))
+	if err := os.Mkdir(probe, 0o755); err != nil {
+		return false
+	}
+	_ = os.Remove(probe)
+	return true
+}
+
 // userNSWorks starts a no-op child in its own user and network namespace.
 func userNSWorks() bool {
 	p, err := exec.LookPath("true")
@@ -56,11 +74,14 @@ func userNSWorks() bool {
 }
 
 // setNamespaces puts the child in a new user namespace where it keeps its
-// own uid and gid (so file access is unchanged), and with noNetwork also in
-// a new network namespace that has no interface up.
+// own uid and gid (so file access is unchanged), with its own PID and mount
+// namespaces (the helper mounts a /proc that shows only the sandbox, and
+// when the first process ends every other one in the sandbox is killed,
+// whatever session or group it moved to), and with noNetwork also in a new
+// network namespace that has no interface up.
 func setNamespaces(a *syscall.SysProcAttr, noNetwork bool) {
 	uid, gid := syscall.Getuid(), syscall.Getgid()
-	a.Cloneflags |= syscall.CLONE_NEWUSER
+	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
 	if noNetwork {
 		a.Cloneflags |= syscall.CLONE_NEWNET
 	}

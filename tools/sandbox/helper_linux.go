@@ -24,6 +24,12 @@ func execConfined(c helperConfig) error {
 	var argv []string
 	switch c.mode {
 	case ModeLandlock:
+		if c.userNS {
+			// Best effort: where the host's /proc has masked parts (as in
+			// containers) a new one cannot be mounted; Landlock still
+			// keeps other processes' private files out of reach.
+			_ = mountProc()
+		}
 		if _, err := restrictLandlock(c); err != nil {
 			return fmt.Errorf("landlock: %w", err)
 		}
@@ -48,6 +54,18 @@ func execConfined(c helperConfig) error {
 	}
 	err := syscall.Exec(argv[0], argv, env)
 	return fmt.Errorf("exec %s: %w", argv[0], err)
+}
+
+// mountProc gives the helper's mount namespace (new, from setNamespaces)
+// a /proc of its own PID namespace, without the change reaching the host.
+func mountProc() error {
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	return nil
 }
 
 // lookPath finds the program in the child's PATH, after Landlock applies,

@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/sandbox"
 	"github.com/nanobot-go/nanobot/tools/sandbox/sandboxtest"
 )
 
@@ -116,25 +117,32 @@ func TestTruncateMultibyte(t *testing.T) {
 	}
 }
 
+// bothModes runs f unconfined and under the default sandbox.
+func bothModes(t *testing.T, f func(t *testing.T, mode sandbox.Mode)) {
+	for _, mode := range []sandbox.Mode{sandbox.ModeNone, sandbox.ModeAuto} {
+		t.Run(string(mode), func(t *testing.T) { f(t, mode) })
+	}
+}
+
 func TestExecTimeoutKillsGrandchildren(t *testing.T) {
-	tool, ws := newTool(t, Options{})
-	pidFile := filepath.Join(ws, "pid")
-	start := time.Now()
-	_, err := run(t, tool, map[string]any{
-		"command": "sh -c 'sleep 1000 & echo $! > pid; wait' ; echo never",
-		"timeout": 1,
+	bothModes(t, func(t *testing.T, mode sandbox.Mode) {
+		tool, _ := newTool(t, Options{Sandbox: mode})
+		// A sleep no other process runs, found in /proc whatever PID
+		// namespace the sandbox gives it.
+		marker := fmt.Sprintf("1000.%09d", rand.IntN(1e9))
+		start := time.Now()
+		_, err := run(t, tool, map[string]any{
+			"command": "sh -c 'sleep " + marker + " & wait' ; echo never",
+			"timeout": 1,
+		})
+		if err == nil || !strings.Contains(err.Error(), "timed out after 1s") {
+			t.Fatalf("error = %v, want a timeout", err)
+		}
+		if elapsed := time.Since(start); elapsed > 8*time.Second {
+			t.Errorf("took %s to time out", elapsed)
+		}
+		sandboxtest.WaitNoProcs(t, marker, 10*time.Second)
 	})
-	if err == nil || !strings.Contains(err.Error(), "timed out after 1s") {
-		t.Fatalf("error = %v, want a timeout", err)
-	}
-	if elapsed := time.Since(start); elapsed > 8*time.Second {
-		t.Errorf("took %s to time out", elapsed)
-	}
-	pid, err := strconv.Atoi(sandboxtest.WaitFile(t, pidFile, 5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sandboxtest.WaitGone(t, pid, 10*time.Second)
 }
 
 func TestExecCancel(t *testing.T) {
@@ -157,16 +165,18 @@ func TestExecCancel(t *testing.T) {
 }
 
 func TestExecBackgroundHoldingOutputIsKilled(t *testing.T) {
-	tool, ws := newTool(t, Options{})
-	got, err := run(t, tool, map[string]any{"command": "sleep 1000 & echo $! > pid; echo hi"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(got, "hi") {
-		t.Errorf("output = %q", got)
-	}
-	pid, _ := strconv.Atoi(sandboxtest.WaitFile(t, filepath.Join(ws, "pid"), 5*time.Second))
-	sandboxtest.WaitGone(t, pid, 10*time.Second)
+	bothModes(t, func(t *testing.T, mode sandbox.Mode) {
+		tool, _ := newTool(t, Options{Sandbox: mode})
+		marker := fmt.Sprintf("1000.%09d", rand.IntN(1e9))
+		got, err := run(t, tool, map[string]any{"command": "sleep " + marker + " & echo hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(got, "hi") {
+			t.Errorf("output = %q", got)
+		}
+		sandboxtest.WaitNoProcs(t, marker, 10*time.Second)
+	})
 }
 
 func TestExecRefusals(t *testing.T) {
