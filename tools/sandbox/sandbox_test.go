@@ -423,3 +423,23 @@ func TestOwnPIDNamespace(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkStart measures starting and waiting for `true` in each mode:
+// the cost the helper adds per command.
+func BenchmarkStart(b *testing.B) {
+	for _, mode := range allModes {
+		b.Run(string(mode), func(b *testing.B) {
+			sandboxtest.Require(b, mode)
+			ws := b.TempDir()
+			for b.Loop() {
+				cmd, err := sandbox.Command(context.Background(), sandbox.Spec{Path: "true", Mode: mode, Dir: ws, Writable: []string{ws}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := cmd.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

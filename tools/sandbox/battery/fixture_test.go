@@ -82,7 +82,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) reset(t *testing.T) {
 	t.Helper()
 	must(t, os.WriteFile(f.config, []byte(`{"providers": {"openai": {"apiKey": "`+configSecret+`"}}}`), 0o600))
-	for _, p := range []string{filepath.Join(f.home, "dropped"), filepath.Join(f.ws, "planted"), filepath.Join(f.ws, "link")} {
+	for _, p := range []string{filepath.Join(f.home, "dropped"), filepath.Join(f.ws, "planted"), filepath.Join(f.ws, "link"), filepath.Join(f.ws, "hardlink")} {
 		must(t, os.RemoveAll(p))
 	}
 }
@@ -153,6 +153,9 @@ var escapes = []escape{
 	{name: "follow a symlink made inside",
 		command: func(f *fixture, _ int) string { return "ln -sfn " + f.other + " link && cat link/secret.txt" },
 		escaped: contains(otherSecret)},
+	{name: "hard-link the config into the workspace",
+		command: func(f *fixture, _ int) string { return "ln " + f.config + " hardlink && cat hardlink" },
+		escaped: contains(configSecret)},
 	{name: "cd .. to the config folder",
 		command: func(*fixture, int) string { return "cd .. && ls && cat config.json" },
 		escaped: contains(configSecret)},
