@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // probe asks the kernel for its Landlock ABI and tries bubblewrap and a
@@ -84,6 +85,12 @@ func setNamespaces(a *syscall.SysProcAttr, noNetwork bool) {
 	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
 	if noNetwork {
 		a.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	if uid != 0 {
+		// Capabilities in the new namespace end at exec for a uid other
+		// than 0; keep CAP_SYS_ADMIN across it so the helper can mount
+		// its /proc. The helper drops it before it runs the program.
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 	}
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}

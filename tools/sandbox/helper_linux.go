@@ -1,20 +1,28 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // execConfined applies c to the helper and execs the program (or
 // bubblewrap around it). It returns only on failure.
 func execConfined(c helperConfig) error {
+	// Landlock and no_new_privs go on this thread only, and the program
+	// is exec'd from it, inheriting them: no all-threads machinery (which
+	// reads /proc/<pid>/task and breaks inside a PID namespace).
+	runtime.LockOSThread()
 	// The cgroup is joined first: its files live under /sys, which the
 	// program may only read.
 	if c.limits.Processes > 0 {
@@ -29,6 +37,7 @@ func execConfined(c helperConfig) error {
 			// containers) a new one cannot be mounted; Landlock still
 			// keeps other processes' private files out of reach.
 			_ = mountProc()
+			dropCapabilities()
 		}
 		if _, err := restrictLandlock(c); err != nil {
 			return fmt.Errorf("landlock: %w", err)
@@ -66,6 +75,17 @@ func mountProc() error {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
 	return nil
+}
+
+// dropCapabilities leaves the program none in its user namespace: the
+// ambient set that let the helper mount /proc is cleared and, where
+// allowed, the bounding set emptied (a gateway running as root keeps uid 0
+// inside, which would otherwise keep every capability there).
+func dropCapabilities() {
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		_ = unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+	}
 }
 
 // lookPath finds the program in the child's PATH, after Landlock applies,
@@ -144,8 +164,19 @@ func restrictLandlock(c helperConfig) (int, error) {
 		rw.IgnoreIfMissing(),
 		landlock.RWFiles(rwFiles...).WithIoctlDev().IgnoreIfMissing(),
 	}
-	if err := cfg.BestEffort().Restrict(rules...); err != nil {
+	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
+	if err != nil {
 		return 0, err
+	}
+	if fd < 0 {
+		return 0, errors.New("nothing to enforce (bug)")
+	}
+	defer syscall.Close(fd)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 0, fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
+		return 0, fmt.Errorf("restrict: %w", err)
 	}
 	return min(abi, LandlockTargetABI), nil
 }

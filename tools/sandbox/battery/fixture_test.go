@@ -30,6 +30,11 @@ const (
 var runServer string
 
 func TestMain(m *testing.M) {
+	// NANOBOT_BATTERY_MCP_SERVER names a prebuilt server (for running the
+	// battery as a user that cannot build).
+	if runServer = os.Getenv("NANOBOT_BATTERY_MCP_SERVER"); runServer != "" {
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "battery-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
