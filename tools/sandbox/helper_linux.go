@@ -37,8 +37,8 @@ func execConfined(c helperConfig) error {
 			// containers) a new one cannot be mounted; Landlock still
 			// keeps other processes' private files out of reach.
 			_ = mountProc()
-			dropCapabilities()
 		}
+		dropCapabilities()
 		if _, err := restrictLandlock(c); err != nil {
 			return fmt.Errorf("landlock: %w", err)
 		}
@@ -77,10 +77,11 @@ func mountProc() error {
 	return nil
 }
 
-// dropCapabilities leaves the program none in its user namespace: the
-// ambient set that let the helper mount /proc is cleared and, where
-// allowed, the bounding set emptied (a gateway running as root keeps uid 0
-// inside, which would otherwise keep every capability there).
+// dropCapabilities leaves the program none: the ambient set that let the
+// helper mount /proc is cleared and, where allowed, the bounding set
+// emptied, so that a gateway running as root (uid 0 inside its namespace,
+// or in the host's when there is none) does not hand its commands every
+// capability.
 func dropCapabilities() {
 	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	for c := 0; c <= unix.CAP_LAST_CAP; c++ {

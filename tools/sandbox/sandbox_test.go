@@ -443,3 +443,31 @@ func BenchmarkStart(b *testing.B) {
 		})
 	}
 }
+
+// TestNoCapabilities: a confined command holds no capabilities, even when
+// the gateway runs as root.
+func TestNoCapabilities(t *testing.T) {
+	for _, mode := range sandboxtest.ConfiningModes {
+		t.Run(string(mode), func(t *testing.T) {
+			sandboxtest.Require(t, mode)
+			ws := t.TempDir()
+			out, err := run(t, sandbox.Spec{Mode: mode, Dir: ws, Writable: []string{ws}}, "grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status; grep NoNewPrivs /proc/self/status")
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			// Permitted, effective and ambient are empty, and no_new_privs
+			// keeps setuid programs from bringing any back.
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				f := strings.Fields(line)
+				switch {
+				case len(f) != 2:
+					t.Errorf("unexpected line %q", line)
+				case f[0] == "NoNewPrivs:" && f[1] != "1":
+					t.Errorf("no_new_privs not set: %q", line)
+				case f[0] != "NoNewPrivs:" && strings.Trim(f[1], "0") != "":
+					t.Errorf("capability set not empty: %q", line)
+				}
+			}
+		})
+	}
+}
