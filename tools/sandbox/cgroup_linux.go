@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -25,8 +26,9 @@ func joinPidsCgroup(max int) error {
 		return err
 	}
 	sweepCgroups(dir)
-	own := filepath.Join(dir, cgroupPrefix+strconv.Itoa(os.Getpid()))
-	if err := os.Mkdir(own, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+	// Not the PID: inside a PID namespace every helper is 1.
+	own := filepath.Join(dir, cgroupPrefix+rand.Text()[:16])
+	if err := os.Mkdir(own, 0o755); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(own, "pids.max"), []byte(strconv.Itoa(max)), 0); err != nil {

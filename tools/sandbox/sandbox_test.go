@@ -471,3 +471,69 @@ func TestNoCapabilities(t *testing.T) {
 		})
 	}
 }
+
+// TestPidsCgroupPerChild: where a pids cgroup can be made, each confined
+// child gets its own (a shared one would let one child's fork bomb starve
+// the others). Read from the host's side: inside, a cgroup namespace may
+// hide the path.
+func TestPidsCgroupPerChild(t *testing.T) {
+	if !sandbox.Detect().PidsCgroup {
+		t.Skip("no writable pids cgroup here (normal for an unprivileged gateway)")
+	}
+	for _, mode := range sandboxtest.ConfiningModes {
+		t.Run(string(mode), func(t *testing.T) {
+			sandboxtest.Require(t, mode)
+			ws := t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			var cmds []*exec.Cmd
+			defer func() {
+				cancel()
+				for _, c := range cmds {
+					_ = c.Wait()
+				}
+			}()
+			seen := map[string]bool{}
+			for range 2 {
+				m := marker()
+				cmd, err := sandbox.Command(ctx, sandbox.Spec{Path: "sleep", Args: []string{m}, Mode: mode, Dir: ws, Writable: []string{ws}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				cmds = append(cmds, cmd)
+				line := sleeperCgroup(t, m)
+				if seen[line] {
+					t.Fatalf("two children share the cgroup %q", line)
+				}
+				seen[line] = true
+			}
+		})
+	}
+}
+
+// sleeperCgroup waits for the sleep with marker m to run (not the helper
+// or bwrap on the way to it) and returns its nanobot-sandbox cgroup line.
+func sleeperCgroup(t *testing.T, m string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, pid := range sandboxtest.FindProcs(m) {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if argv0, _, _ := strings.Cut(string(cmdline), "\x00"); filepath.Base(argv0) != "sleep" {
+				continue
+			}
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, "nanobot-sandbox-") {
+					return l
+				}
+			}
+			t.Fatalf("sleep %d is in no nanobot-sandbox cgroup:\n%s", pid, b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("sleep %s did not start", m)
+	return ""
+}
