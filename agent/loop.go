@@ -246,11 +246,25 @@ func (l *Loop) handle(ctx context.Context, m bus.Inbound) error {
 	return l.turn(ctx, m)
 }
 
+// replayWindow is how many of a session's latest messages are searched for
+// a turn delivered again after a crash (it is always among the last).
+const replayWindow = 200
+
 func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 	sess, err := l.cfg.Store.Load(ctx, m.Key())
 	if err != nil {
 		l.publish(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: "Sorry, I could not load this conversation. Please try again.", Final: true, IsError: true})
 		return err
+	}
+	if reply, ok := answered(sess.Tail(replayWindow), inboundID(m)); ok {
+		// Delivered again after a crash between saving this turn and
+		// acknowledging it: answer from the session instead of running
+		// (and storing) the turn twice.
+		l.log.Info("message already answered before a restart; sending the stored answer", "session", sess.Key, "message_id", m.MessageID)
+		if m.Metadata["heartbeat"] == nil {
+			l.publish(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: reply, Final: true})
+		}
+		return nil
 	}
 	if c := l.cfg.Consolidator; c != nil {
 		if err := c.MaybeConsolidate(ctx, sess); err != nil {

@@ -456,3 +456,36 @@ func TestBackgroundRunsSpeakOnlyWithNews(t *testing.T) {
 		t.Error("a heartbeat counted as user activity")
 	}
 }
+
+// A message delivered again after a crash that came after its turn was
+// saved (but before it was acknowledged) is answered from the session: no
+// second model call, no second copy of the turn on disk.
+func TestRedeliveredMessageIsAnsweredFromTheSession(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("Forty-two.") }}
+	h := newHarness(t, llm, nil, nil)
+	m := bus.Inbound{Channel: "test", ChatID: "c1", SenderID: "u", Content: "the answer?", MessageID: "m-1"}
+	h.loop.Submit(context.Background(), m)
+	waitUntil(t, "the first turn", func() bool { return h.doneCount() == 1 })
+	h.loop.Submit(context.Background(), m) // the platform (or the journal) delivers it again
+	waitUntil(t, "the redelivery", func() bool { return h.doneCount() == 2 })
+	if n := len(llm.reqs()); n != 1 {
+		t.Errorf("%d model calls, want 1", n)
+	}
+	if got := h.out.finals()["test:c1"]; len(got) != 2 || got[1] != "Forty-two." {
+		t.Errorf("final replies %q, want the stored answer sent again", got)
+	}
+	sess, err := h.store.Load(context.Background(), "test:c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sess.Len(); n != 2 {
+		t.Errorf("session holds %d messages, want the turn once (user + assistant)", n)
+	}
+	// A new message with another id is a new turn.
+	m.MessageID, m.Content = "m-2", "and again?"
+	h.loop.Submit(context.Background(), m)
+	waitUntil(t, "a new turn", func() bool { return h.doneCount() == 3 })
+	if n := len(llm.reqs()); n != 2 {
+		t.Errorf("%d model calls after a new message, want 2", n)
+	}
+}

@@ -18,7 +18,7 @@ func (l *Loop) sanitizeTurn(m bus.Inbound, user providers.Message, produced []pr
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	out := make([]providers.Message, 0, len(produced)+1)
 
-	u := providers.Message{Role: providers.RoleUser, Content: StripRuntimeContext(user.Text()), Timestamp: now}
+	u := providers.Message{Role: providers.RoleUser, Content: StripRuntimeContext(user.Text()), Timestamp: now, InboundID: inboundID(m)}
 	for _, md := range m.Media {
 		if md.IsImage() {
 			u.Content += "\n" + attachmentNote(md)
@@ -62,4 +62,39 @@ func truncateMiddle(s string, max int) string {
 	tail := max - head
 	cut := len(r) - head - tail
 	return string(r[:head]) + fmt.Sprintf("\n\n... [%d characters cut] ...\n\n", cut) + string(r[len(r)-tail:])
+}
+
+// inboundID names the platform message m came from ("" for messages
+// without an id: those cannot be recognised when delivered again).
+func inboundID(m bus.Inbound) string {
+	if m.MessageID == "" {
+		return ""
+	}
+	return m.Channel + "/" + m.ChatID + "/" + m.MessageID
+}
+
+// answered returns the final answer stored for the user message with id,
+// when the session already holds that turn with an answer: the message was
+// delivered again after a crash between saving the turn and acknowledging
+// it. A turn stored without an answer (interrupted) is run again.
+func answered(history []providers.Message, id string) (string, bool) {
+	if id == "" {
+		return "", false
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Role != providers.RoleUser || history[i].InboundID != id {
+			continue
+		}
+		reply := ""
+		for _, m := range history[i+1:] {
+			if m.Role == providers.RoleUser {
+				break
+			}
+			if m.Role == providers.RoleAssistant && strings.TrimSpace(m.Content) != "" {
+				reply = m.Content
+			}
+		}
+		return reply, reply != ""
+	}
+	return "", false
 }

@@ -44,6 +44,11 @@ type Message struct {
 	ThinkingBlocks []ThinkingBlock
 	// Timestamp is set when the message is stored (RFC 3339). Backends ignore it.
 	Timestamp string
+	// InboundID identifies, on a stored user message, the platform message
+	// it came from (channel, chat and message id), so that a message
+	// delivered again after a crash is recognised as answered. Backends
+	// ignore it.
+	InboundID string
 }
 
 // ContentPart is one element of multimodal content.
@@ -125,6 +130,7 @@ type messageJSON struct {
 	ReasoningContent string          `json:"reasoning_content,omitempty"`
 	ThinkingBlocks   []ThinkingBlock `json:"thinking_blocks,omitempty"`
 	Timestamp        string          `json:"timestamp,omitempty"`
+	InboundID        string          `json:"inbound_id,omitempty"`
 }
 
 // MarshalJSON encodes the OpenAI shape: content as string or parts array.
@@ -132,6 +138,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	j := messageJSON{
 		Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name,
 		ReasoningContent: m.ReasoningContent, ThinkingBlocks: m.ThinkingBlocks, Timestamp: m.Timestamp,
+		InboundID: m.InboundID,
 	}
 	var err error
 	switch {
@@ -157,6 +164,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	*m = Message{
 		Role: j.Role, ToolCalls: j.ToolCalls, ToolCallID: j.ToolCallID, Name: j.Name,
 		ReasoningContent: j.ReasoningContent, ThinkingBlocks: j.ThinkingBlocks, Timestamp: j.Timestamp,
+		InboundID: j.InboundID,
 	}
 	if len(j.Content) == 0 || string(j.Content) == "null" {
 		return nil

@@ -69,6 +69,15 @@ func (s *Session) History(maxMessages int) []providers.Message {
 	return legalHistory(s.Messages, s.LastConsolidated, maxMessages)
 }
 
+// Tail returns a copy of the last n stored messages (all when fewer),
+// consolidated ones included. Like History it is safe while a store writes
+// to the session.
+func (s *Session) Tail(n int) []providers.Message {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return append([]providers.Message(nil), s.Messages[max(len(s.Messages)-n, 0):]...)
+}
+
 // Len returns the number of stored messages, consolidated ones included.
 // Like History it is safe while a store writes to the session.
 func (s *Session) Len() int {
