@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // pidsParent is a cgroup (v1 pids hierarchy) under which a group per
@@ -41,7 +42,9 @@ var pidsParent = sync.OnceValue(func() string {
 
 // newPidsCgroup makes a pids cgroup allowing max processes and returns its
 // folder ("" where none can be made). Empty groups of earlier children are
-// removed first, so at most the running ones remain.
+// removed first, so few remain; only groups older than a minute, since a
+// fresh one is empty until its helper (perhaps another gateway's, or
+// another goroutine's) has moved into it.
 func newPidsCgroup(max int64) string {
 	parent := pidsParent()
 	if parent == "" || max <= 0 {
@@ -49,7 +52,7 @@ func newPidsCgroup(max int64) string {
 	}
 	if old, err := os.ReadDir(parent); err == nil {
 		for _, e := range old {
-			if e.IsDir() {
+			if info, err := e.Info(); err == nil && e.IsDir() && time.Since(info.ModTime()) > time.Minute {
 				_ = os.Remove(filepath.Join(parent, e.Name())) // fails while in use
 			}
 		}

@@ -19,7 +19,7 @@ func TestCancelKillsWholeGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd, err := Command(ctx, Spec{
-		Path: "sh",
+		Path:     "sh",
 		Args:     []string{"-c", "sleep 1000 & echo $! > " + pidFile + "; wait"},
 		Dir:      dir,
 		Writable: []string{dir},
