@@ -85,10 +85,13 @@ type Server struct {
 
 	imapLn, smtpLn *trackListener
 
-	mu        sync.Mutex
-	accounts  map[string]*account
-	received  []Received
-	auths     []AuthAttempt
+	mu       sync.Mutex
+	accounts map[string]*account
+	received []Received
+	auths    []AuthAttempt
+
+	// obsMu guards observers and serialises their use; never held with mu.
+	obsMu     sync.Mutex
 	observers map[string]*imapclient.Client
 }
 
@@ -329,8 +332,8 @@ func (s *Server) observe(address string, f func(c *imapclient.Client) error) err
 	if a == nil {
 		return fmt.Errorf("emailtest: no account %s", address)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.obsMu.Lock()
+	defer s.obsMu.Unlock()
 	for attempt := 0; ; attempt++ {
 		c := s.observers[a.address]
 		if c == nil {
@@ -394,7 +397,7 @@ func (s *Server) startIMAP() {
 	}
 	opts := &imapserver.Options{
 		NewSession: func(c *imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
-			return &loginRecorder{Session: s.mem.NewSession(), srv: s, conn: c}, nil, nil
+			return &loginRecorder{SessionIMAP4rev2: s.mem.NewSession().(imapserver.SessionIMAP4rev2), srv: s, conn: c}, nil, nil
 		},
 		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}, imap.CapMove: {}, imap.CapUIDPlus: {}},
 		Logger:       discardLogger{},
@@ -409,13 +412,13 @@ func (s *Server) startIMAP() {
 
 // loginRecorder notes every LOGIN with whether it came over TLS.
 type loginRecorder struct {
-	imapserver.Session
+	imapserver.SessionIMAP4rev2
 	srv  *Server
 	conn *imapserver.Conn
 }
 
 func (l *loginRecorder) Login(username, password string) error {
-	err := l.Session.Login(username, password)
+	err := l.SessionIMAP4rev2.Login(username, password)
 	_, isTLS := l.conn.NetConn().(*tls.Conn)
 	l.srv.recordAuth(AuthAttempt{Protocol: "imap", User: username, TLS: isTLS, OK: err == nil})
 	return err
@@ -451,12 +454,12 @@ func (s *Server) listen() *trackListener {
 }
 
 func (s *Server) close() {
-	s.mu.Lock()
+	s.obsMu.Lock()
 	for _, c := range s.observers {
 		_ = c.Close()
 	}
 	s.observers = map[string]*imapclient.Client{}
-	s.mu.Unlock()
+	s.obsMu.Unlock()
 	_ = s.imap.Close()
 	_ = s.smtp.Close()
 	s.Drop()

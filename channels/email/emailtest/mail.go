@@ -141,7 +141,7 @@ func domainOf(addr string) string {
 // Parsed is a received message taken apart for assertions.
 type Parsed struct {
 	Header mail.Header
-	// Text and HTML are the decoded inline bodies.
+	// Text and HTML are the decoded inline bodies, lines ending in "\n".
 	Text, HTML string
 	// Attachments are the files.
 	Attachments []Attachment
@@ -170,10 +170,11 @@ func Parse(raw []byte) (Parsed, error) {
 		switch h := part.Header.(type) {
 		case *mail.InlineHeader:
 			ct, _, _ := h.ContentType()
+			text := strings.ReplaceAll(string(b), "\r\n", "\n")
 			if ct == "text/html" {
-				p.HTML += string(b)
+				p.HTML += text
 			} else {
-				p.Text += string(b)
+				p.Text += text
 			}
 		case *mail.AttachmentHeader:
 			name, _ := h.Filename()
