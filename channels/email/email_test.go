@@ -51,7 +51,13 @@ func testConfig(srv *emailtest.Server, opts emailtest.Options) Config {
 func newChannel(t *testing.T, srv *emailtest.Server, cfg Config, log *slog.Logger, mediaDir string) *Channel {
 	t.Helper()
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		var buf logBuffer
+		log = buf.logger()
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("adapter log:\n%s", buf.String())
+			}
+		})
 	}
 	ch, err := New(cfg, channels.Deps{Log: log, Paths: configs.Paths{Media: mediaDir}})
 	if err != nil {

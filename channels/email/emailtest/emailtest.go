@@ -410,11 +410,29 @@ func (s *Server) startIMAP() {
 	go func() { _ = s.imap.Serve(ln) }()
 }
 
-// loginRecorder notes every LOGIN with whether it came over TLS.
+// loginRecorder notes every LOGIN with whether it came over TLS, and
+// pushes updates during IDLE by checking every few milliseconds: the
+// in-memory backend's own IDLE misses a change queued in the instant
+// before IDLE began, where a real server reports it.
 type loginRecorder struct {
 	imapserver.SessionIMAP4rev2
 	srv  *Server
 	conn *imapserver.Conn
+}
+
+func (l *loginRecorder) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if err := l.SessionIMAP4rev2.Poll(w, true); err != nil {
+			return err
+		}
+		select {
+		case <-stop:
+			return nil
+		case <-t.C:
+		}
+	}
 }
 
 func (l *loginRecorder) Login(username, password string) error {
