@@ -136,7 +136,7 @@ func cleanText(s string) string {
 
 // attributionRe matches the line a mail client puts above a quoted mail
 // ("On Mon, 1 Jan 2024, Alice <a@b.c> wrote:", in a few languages).
-var attributionRe = regexp.MustCompile(`(?i)^(on|am|le|el|il|op)\b.*(wrote|schrieb|a écrit|escribió|ha scritto|schreef)\s*:$`)
+var attributionRe = regexp.MustCompile(`(?i)^(on|am|le|el|il|op)\b.*(wrote|schrieb|a écrit|escribió|ha scritto|schreef).*:$`)
 
 // stripQuoted removes the quoted previous mail at the end of a reply (the
 // agent has it in its history already): trailing "> " lines with the

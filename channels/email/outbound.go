@@ -345,7 +345,7 @@ func (c *Channel) submit(ctx context.Context, to string, raw []byte) error {
 func (c *Channel) sendError(to string, err error) error {
 	var pe *channels.PermanentError
 	if errors.As(err, &pe) {
-		return &channels.PermanentError{Err: fmt.Errorf("email: send to %s: %s", to, c.redact(pe.Err.Error()))}
+		return &channels.PermanentError{Err: fmt.Errorf("email: send to %s: %w", to, pe.Err)} // our own text: no secrets
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("email: send to %s: %w", to, err)
