@@ -8,6 +8,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/discord"
+	"github.com/nanobot-go/nanobot/channels/email"
 	"github.com/nanobot-go/nanobot/channels/slack"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/web"
@@ -94,6 +95,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("telegram", telegram.Factory()))
 	must(r.Register("slack", slack.Factory()))
 	must(r.Register("discord", discord.Factory()))
+	must(r.Register("email", email.Factory()))
 	return r
 }
 
