@@ -1,6 +1,7 @@
 package email
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -228,7 +229,7 @@ func (c *Channel) handleUnseen(ctx context.Context, w *watch) (more bool, err er
 	if err != nil {
 		return false, fmt.Errorf("fetch headers: %w", err)
 	}
-	slices.SortFunc(msgs, func(a, b *imapclient.FetchMessageBuffer) int { return int(a.UID) - int(b.UID) })
+	slices.SortFunc(msgs, func(a, b *imapclient.FetchMessageBuffer) int { return cmp.Compare(a.UID, b.UID) })
 	for _, m := range msgs {
 		if m.UID == 0 {
 			continue

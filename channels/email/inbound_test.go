@@ -84,7 +84,7 @@ func TestStrangersAndLoopsGetNothing(t *testing.T) {
 	opts := emailtest.Options{IMAP: emailtest.Plain, SMTP: emailtest.Plain}
 	srv := newServer(t, opts)
 	cfg := testConfig(srv, opts)
-	cfg.AllowFrom = []string{"Alice@Example.TEST"} // matched case-insensitively
+	cfg.AllowFrom = []string{"Alice@Example.TEST", "carol@example.test", "dave@example.test"} // matched case-insensitively
 	var logs logBuffer
 	ch := newChannel(t, srv, cfg, logs.logger(), "")
 	next := &inbox{}
@@ -102,18 +102,22 @@ func TestStrangersAndLoopsGetNothing(t *testing.T) {
 
 	skipped := map[string]string{
 		"stranger": submit(t, srv, emailtest.Mail{From: mallory, Subject: "hi", Text: "let me in"}),
+		// Found by the server's substring search, refused by the exact check.
+		"lookalike": submit(t, srv, emailtest.Mail{From: "malice@example.test", Subject: "hi", Text: "almost alice"}),
 		"own":      submit(t, srv, emailtest.Mail{From: emailtest.BotAddress, Subject: "Re: hi", Text: "bot talking to itself"}),
 		"vacation": submit(t, srv, emailtest.Mail{From: alice, Subject: "Out of office", Text: "I am away", Headers: map[string]string{"Auto-Submitted": "auto-replied"}}),
 		"bulk":     submit(t, srv, emailtest.Mail{From: alice, Subject: "Newsletter", Text: "news", Headers: map[string]string{"Precedence": "bulk"}}),
 		"list":     submit(t, srv, emailtest.Mail{From: alice, Subject: "[list] topic", Text: "list post", Headers: map[string]string{"List-Id": "<l.example.test>"}}),
 	}
+	submit(t, srv, emailtest.Mail{From: "dave@example.test", Subject: "me too", Text: "dave writes"})
 	submit(t, srv, emailtest.Mail{From: "ALICE@example.test", Subject: "real", Text: "the real one"})
 	got := next.wait(t, "the real one")
 	if got.SenderID != alice || got.ChatID != alice {
 		t.Errorf("sender %q chat %q, want %q for both", got.SenderID, got.ChatID, alice)
 	}
-	if n := len(next.all()); n != 1 {
-		t.Errorf("%d mails reached the agent, want 1: %+v", n, next.all())
+	next.wait(t, "dave writes")
+	if n := len(next.all()); n != 2 {
+		t.Errorf("%d mails reached the agent, want 2: %+v", n, next.all())
 	}
 	for what, id := range skipped {
 		f, ok, err := srv.Find(emailtest.BotAddress, "INBOX", id)
