@@ -104,10 +104,10 @@ func TestStrangersAndLoopsGetNothing(t *testing.T) {
 		"stranger": submit(t, srv, emailtest.Mail{From: mallory, Subject: "hi", Text: "let me in"}),
 		// Found by the server's substring search, refused by the exact check.
 		"lookalike": submit(t, srv, emailtest.Mail{From: "malice@example.test", Subject: "hi", Text: "almost alice"}),
-		"own":      submit(t, srv, emailtest.Mail{From: emailtest.BotAddress, Subject: "Re: hi", Text: "bot talking to itself"}),
-		"vacation": submit(t, srv, emailtest.Mail{From: alice, Subject: "Out of office", Text: "I am away", Headers: map[string]string{"Auto-Submitted": "auto-replied"}}),
-		"bulk":     submit(t, srv, emailtest.Mail{From: alice, Subject: "Newsletter", Text: "news", Headers: map[string]string{"Precedence": "bulk"}}),
-		"list":     submit(t, srv, emailtest.Mail{From: alice, Subject: "[list] topic", Text: "list post", Headers: map[string]string{"List-Id": "<l.example.test>"}}),
+		"own":       submit(t, srv, emailtest.Mail{From: emailtest.BotAddress, Subject: "Re: hi", Text: "bot talking to itself"}),
+		"vacation":  submit(t, srv, emailtest.Mail{From: alice, Subject: "Out of office", Text: "I am away", Headers: map[string]string{"Auto-Submitted": "auto-replied"}}),
+		"bulk":      submit(t, srv, emailtest.Mail{From: alice, Subject: "Newsletter", Text: "news", Headers: map[string]string{"Precedence": "bulk"}}),
+		"list":      submit(t, srv, emailtest.Mail{From: alice, Subject: "[list] topic", Text: "list post", Headers: map[string]string{"List-Id": "<l.example.test>"}}),
 	}
 	submit(t, srv, emailtest.Mail{From: "dave@example.test", Subject: "me too", Text: "dave writes"})
 	submit(t, srv, emailtest.Mail{From: "ALICE@example.test", Subject: "real", Text: "the real one"})
