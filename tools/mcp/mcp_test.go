@@ -271,7 +271,10 @@ func TestStdioServerKilledIsRestarted(t *testing.T) {
 	if err := p.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	// The next call waits for the restart and succeeds.
+	// Under the sandbox the kill reaches the server through its PID
+	// namespace's init a moment later; wait until the loss is noticed.
+	waitFor(t, "the restart", func() bool { return m.Status()[0].Restarts >= 1 })
+	// The next call waits for the reconnection if needed and succeeds.
 	res, err := call(t, reg, "mcp_everything_echo", map[string]any{"message": "after"})
 	if err != nil || !strings.Contains(res.Content, "after") {
 		t.Fatalf("call after kill = %q, %v", res.Content, err)

@@ -61,6 +61,7 @@ func (s *server) enabled(remote string) bool {
 // returns how many of its tools are offered.
 func (s *server) register(list []*sdk.Tool) int {
 	want := map[string]*tool{}
+	var order []string // the server's order: registration order is prompt order
 	for _, t := range list {
 		if t == nil || !s.enabled(t.Name) {
 			continue
@@ -72,6 +73,9 @@ func (s *server) register(list []*sdk.Tool) int {
 		}
 		if desc == "" {
 			desc = t.Name
+		}
+		if _, dup := want[name]; !dup {
+			order = append(order, name)
 		}
 		want[name] = &tool{s: s, name: name, remote: t.Name, description: desc + " (MCP server " + s.name + ")", params: schemaOf(t.InputSchema)}
 	}
@@ -86,7 +90,8 @@ func (s *server) register(list []*sdk.Tool) int {
 		s.m.reg.Unregister(name)
 	}
 	kept := map[string]*tool{}
-	for name, t := range want {
+	for _, name := range order {
+		t := want[name]
 		if old[name] == t {
 			kept[name] = t
 			continue

@@ -30,6 +30,8 @@ type helperConfig struct {
 	ro, rw    []string
 	noNetwork bool
 	userNS    bool // started in a fresh user namespace by the gateway
+	stage2    bool // started by the helper's init to confine and exec
+	raw       []string
 	limits    Limits
 	bwrap     string
 	argv      []string
@@ -57,7 +59,8 @@ func parseHelper(args []string, stderr io.Writer) (helperConfig, error) {
 	fs.Var(listFlag{&c.ro}, "ro", "folder or file the program may read (repeatable)")
 	fs.Var(listFlag{&c.rw}, "rw", "folder or file the program may read and write (repeatable)")
 	fs.BoolVar(&c.noNetwork, "no-network", false, "deny network access")
-	fs.BoolVar(&c.userNS, "userns", false, "the helper runs in a fresh user namespace (set by the gateway)")
+	fs.BoolVar(&c.userNS, "userns", false, "the helper runs in fresh user and PID namespaces (set by the gateway): it stays as their init")
+	fs.BoolVar(&c.stage2, "stage2", false, "internal: started by the helper's init")
 	fs.IntVar(&c.limits.CPUSeconds, "cpu", 0, "CPU seconds (0: no limit)")
 	fs.IntVar(&c.limits.MemoryMB, "mem", 0, "address space per process in MiB (0: no limit)")
 	fs.IntVar(&c.limits.Processes, "nproc", 0, "processes of the program's tree (0: no limit)")
@@ -66,6 +69,7 @@ func parseHelper(args []string, stderr io.Writer) (helperConfig, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, errUsage{err}
 	}
+	c.raw = args
 	c.mode = Mode(*mode)
 	if c.mode != ModeLandlock && c.mode != ModeBwrap {
 		return c, fmt.Errorf("--mode: want landlock or bwrap, got %q", *mode)

@@ -25,19 +25,20 @@ func execConfined(c helperConfig) error {
 	runtime.LockOSThread()
 	// The cgroup is joined first: its files live under /sys, which the
 	// program may only read.
-	if c.limits.Processes > 0 {
+	if c.limits.Processes > 0 && !c.stage2 {
 		_ = joinPidsCgroup(c.limits.Processes)
+	}
+	if c.mode == ModeLandlock && c.userNS && !c.stage2 {
+		// Best effort: where the host's /proc has masked parts (as in
+		// containers) a new one cannot be mounted; Landlock still keeps
+		// other processes' private files out of reach.
+		_ = mountProc()
+		return runInit(c)
 	}
 	env := childEnv()
 	var argv []string
 	switch c.mode {
 	case ModeLandlock:
-		if c.userNS {
-			// Best effort: where the host's /proc has masked parts (as in
-			// containers) a new one cannot be mounted; Landlock still
-			// keeps other processes' private files out of reach.
-			_ = mountProc()
-		}
 		dropCapabilities()
 		if _, err := restrictLandlock(c); err != nil {
 			return fmt.Errorf("landlock: %w", err)
