@@ -300,9 +300,16 @@ func TestToolTimeout(t *testing.T) {
 	if took := time.Since(began); took > 15*time.Second {
 		t.Errorf("timeout took %s", took)
 	}
-	// The server is still usable.
-	if _, err := call(t, reg, "mcp_everything_echo", map[string]any{"message": "still here"}); err != nil {
-		t.Errorf("after timeout: %v", err)
+	// The server is still usable (retried: on a loaded machine one echo
+	// can exceed the 1 s this test sets).
+	var err2 error
+	for range 5 {
+		if _, err2 = call(t, reg, "mcp_everything_echo", map[string]any{"message": "still here"}); err2 == nil {
+			break
+		}
+	}
+	if err2 != nil {
+		t.Errorf("after timeout: %v", err2)
 	}
 }
 

@@ -317,9 +317,12 @@ func forkBomb(t *testing.T, run runFunc, limit int) {
 	got := <-result
 	sandboxtest.WaitNoProcs(t, m, 30*time.Second)
 	t.Logf("fork bomb: at most %d processes seen, slowest HTTP answer %s", got.procs, got.latency)
-	// fork failing is what shows the limit, not the timeout, stopped it.
-	if !strings.Contains(out, "Resource temporarily unavailable") {
-		t.Fatalf("fork never failed: the bomb was not stopped by the process limit; output:\n%.2000s", out)
+	// What shows the limit, not the timeout, stopped it: fork failing, or
+	// the count seen at the limit (an MCP server shares the limit with its
+	// commands and may itself die for want of a thread: its problem, not
+	// the gateway's).
+	if !strings.Contains(out, "Resource temporarily unavailable") && got.procs < limit*9/10 {
+		t.Fatalf("fork never failed and only %d processes ran: the bomb was not stopped by the process limit; output:\n%.2000s", got.procs, out)
 	}
 	if got.procs > limit+32 {
 		t.Errorf("%d processes, limit %d: not contained", got.procs, limit)
