@@ -90,7 +90,8 @@ func parseHelper(args []string, stderr io.Writer) (helperConfig, error) {
 // ExecMain is the helper: it confines itself as args say (pids cgroup,
 // Landlock or a bubblewrap command line, resource limits) and then replaces
 // itself with the program, so the program and everything it starts stay
-// confined. It returns only when that fails, with 126 (127 when the
+// confined. Started in fresh namespaces (--userns) it first becomes their
+// init and runs those steps in a second stage of itself (see runInit). It returns only when that fails, with 126 (127 when the
 // program is not found) after a message on stderr; the program is never
 // run unconfined.
 func ExecMain(args []string) int {

@@ -9,9 +9,10 @@
 // Spec.Mode picks the confinement. ModeLandlock and ModeBwrap start the
 // child through a small helper, the running executable re-executed as
 // "sandbox-exec" (see ExecMain): it joins a pids cgroup where it can,
-// restricts itself with Landlock (or builds a bubblewrap command line),
-// sets resource limits and then execs the program, so the program and all
-// it starts stay confined. By default a confined child may read the
+// stays as init of the child's own user, PID and mount namespaces where
+// the kernel allows them, restricts itself with Landlock (or builds a
+// bubblewrap command line), sets resource limits and then execs the
+// program, so the program and all it starts stay confined and end with it. By default a confined child may read the
 // system's folders (/usr, /etc without its secrets, ...), read and write
 // Spec.Writable and a private TMPDIR, read Spec.Readable, and nothing else:
 // not the config folder, the sessions or the rest of $HOME. ModeAuto picks
