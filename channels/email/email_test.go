@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -85,35 +84,16 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// recorder is an Inbox that admits everyone but the stranger.
-type recorder struct {
-	mu       sync.Mutex
-	got      []bus.Inbound
-	stranger string
-}
+// recorder records deliveries and refuses the stranger (if any).
+type recorder = channeltest.Recorder
 
-func (r *recorder) Deliver(_ context.Context, m bus.Inbound) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, m)
-	return nil
-}
-func (r *recorder) Admits(_, sender string) bool { return sender != r.stranger }
-func (r *recorder) all() []bus.Inbound {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]bus.Inbound(nil), r.got...)
+func newRecorder(stranger string) *recorder {
+	return &channeltest.Recorder{Refuse: func(s string) bool { return stranger != "" && s == stranger }}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	channeltest.WaitFor(t, what, 15*time.Second, cond)
 }
 
 func run(t *testing.T, ch *Channel, in channels.Inbox) {
@@ -133,7 +113,7 @@ func run(t *testing.T, ch *Channel, in channels.Inbox) {
 
 func TestThreadingFilteringAndSeen(t *testing.T) {
 	s := emailtest.New(t, emailtest.Options{})
-	in := &recorder{stranger: "stranger@example.test"}
+	in := newRecorder("stranger@example.test")
 	ch := newChannel(t, s, nil, channels.Deps{}, nil)
 	run(t, ch, in)
 
@@ -142,8 +122,8 @@ func TestThreadingFilteringAndSeen(t *testing.T) {
 	s.Send(t, "alice@example.test", "Out of office", "I am away", "Auto-Submitted: auto-replied")
 	s.Send(t, "news@example.test", "Weekly digest", "news", "Precedence: bulk")
 	s.Send(t, emailtest.BotAddress, "Re: loop", "my own mail")
-	waitFor(t, "alice's mail", func() bool { return len(in.all()) >= 1 })
-	got := in.all()[0]
+	waitFor(t, "alice's mail", func() bool { return len(in.All()) >= 1 })
+	got := in.All()[0]
 	if got.SenderID != "alice@example.test" || got.ChatID != "alice@example.test" || got.MessageID != first {
 		t.Errorf("inbound ids %+v", got)
 	}
@@ -156,7 +136,7 @@ func TestThreadingFilteringAndSeen(t *testing.T) {
 	// Only Alice's mail was read; the rest stays unread for the owner.
 	waitFor(t, "alice's mail marked seen", func() bool { return s.Unseen(t, "INBOX") == 4 })
 	time.Sleep(300 * time.Millisecond)
-	if n := len(in.all()); n != 1 {
+	if n := len(in.All()); n != 1 {
 		t.Errorf("%d mails delivered, want only alice's", n)
 	}
 
@@ -178,8 +158,8 @@ func TestThreadingFilteringAndSeen(t *testing.T) {
 	// Alice answers in the thread: same session.
 	replyID := strings.Trim(h.Get("Message-ID"), "<>")
 	s.Send(t, "alice@example.test", "Re: Re: Trip to Lisbon", "Book it", "In-Reply-To: <"+replyID+">", fmt.Sprintf("References: <%s> <%s>", first, replyID))
-	waitFor(t, "the follow-up", func() bool { return len(in.all()) == 2 })
-	if a, b := in.all()[0].SessionKey, in.all()[1].SessionKey; a != b || a == "" {
+	waitFor(t, "the follow-up", func() bool { return len(in.All()) == 2 })
+	if a, b := in.All()[0].SessionKey, in.All()[1].SessionKey; a != b || a == "" {
 		t.Errorf("thread sessions %q and %q differ", a, b)
 	}
 	if got := replySubject("Re: Re: AW: Trip"); got != "Re: Trip" {
@@ -189,12 +169,12 @@ func TestThreadingFilteringAndSeen(t *testing.T) {
 
 func TestHTMLMailPollingAndMoveTo(t *testing.T) {
 	s := emailtest.New(t, emailtest.Options{NoIdle: true})
-	in := &recorder{}
+	in := newRecorder("")
 	ch := newChannel(t, s, nil, channels.Deps{}, func(c *Config) { c.MoveTo = "Processed" })
 	run(t, ch, in)
 	s.Send(t, "alice@example.test", "html", "<html><head><style>p{}</style></head><body><p>Hello <b>there</b></p><p>Second line</p><script>x()</script></body></html>", "Content-Type: text/html; charset=utf-8")
-	waitFor(t, "the html mail (polling)", func() bool { return len(in.all()) == 1 })
-	c := in.all()[0].Content
+	waitFor(t, "the html mail (polling)", func() bool { return len(in.All()) == 1 })
+	c := in.All()[0].Content
 	if !strings.Contains(c, "Hello there") || !strings.Contains(c, "Second line") || strings.Contains(c, "x()") || strings.Contains(c, "<p>") {
 		t.Errorf("html as text: %q", c)
 	}
@@ -224,16 +204,16 @@ func TestSecurityRules(t *testing.T) {
 	if _, err := ins.Send(t.Context(), bus.Outbound{ChatID: "alice@example.test", Content: "hi"}); err != nil {
 		t.Errorf("allowInsecure send: %v", err)
 	}
-	in := &recorder{}
+	in := newRecorder("")
 	run(t, ins, in)
 	plain.Send(t, "alice@example.test", "q", "over plain IMAP")
-	waitFor(t, "mail over an insecure (allowed) connection", func() bool { return len(in.all()) == 1 })
+	waitFor(t, "mail over an insecure (allowed) connection", func() bool { return len(in.All()) == 1 })
 }
 
 func TestWrongPasswordFails(t *testing.T) {
 	s := emailtest.New(t, emailtest.Options{})
 	ch := newChannel(t, s, nil, channels.Deps{}, func(c *Config) { c.IMAPPassword = "wrong-password-xyz" })
-	err := ch.Run(t.Context(), &recorder{})
+	err := ch.Run(t.Context(), newRecorder(""))
 	if err == nil || strings.Contains(err.Error(), "wrong-password-xyz") {
 		t.Fatalf("Run = %v; want a login error without the password", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,57 +15,22 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/matrix/matrixtest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
-// inbox records deliveries; Admits refuses the stranger.
-type inbox struct {
-	mu       sync.Mutex
-	got      []bus.Inbound
-	stranger string
-}
+// inbox records deliveries and refuses the stranger (if any).
+type inbox = channeltest.Recorder
 
-func (in *inbox) Deliver(_ context.Context, m bus.Inbound) error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.got = append(in.got, m)
-	return nil
-}
-
-func (in *inbox) Admits(_, sender string) bool { return sender != in.stranger }
-
-func (in *inbox) all() []bus.Inbound {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return append([]bus.Inbound(nil), in.got...)
-}
-
-func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
-	t.Helper()
-	var got bus.Inbound
-	waitFor(t, "inbound "+text, func() bool {
-		for _, m := range in.all() {
-			if strings.Contains(m.Content, text) {
-				got = m
-				return true
-			}
-		}
-		return false
-	})
-	return got
+func newInbox(stranger string) *inbox {
+	return &channeltest.Recorder{Refuse: func(s string) bool { return stranger != "" && s == stranger }}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	channeltest.WaitFor(t, what, 20*time.Second, cond)
 }
 
 // run starts ch and stops it when the test ends; the error Run returned
@@ -120,7 +84,7 @@ func TestFreshStartSkipsBacklogAndJoinsInvites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &inbox{stranger: string(stranger.ID)}
+	in := newInbox(string(stranger.ID))
 	ch := newChannel(t, s, w.bot, channels.Deps{Paths: configs.Paths{State: t.TempDir()}}, nil)
 	run(t, ch, in)
 	waitFor(t, "the bot to join Alice's room", func() bool {
@@ -129,10 +93,10 @@ func TestFreshStartSkipsBacklogAndJoinsInvites(t *testing.T) {
 		return err == nil && in
 	})
 	say(t, w.alice, w.dm["alice"], text("new question"))
-	in.wait(t, "new question")
+	in.Wait(t, "new question")
 	say(t, w.alice, byAlice.RoomID, text("hello in the new room"))
-	in.wait(t, "hello in the new room")
-	for _, m := range in.all() {
+	in.Wait(t, "hello in the new room")
+	for _, m := range in.All() {
 		if strings.Contains(m.Content, "old news") {
 			t.Error("a message from before the bot's first start was delivered")
 		}
@@ -145,20 +109,20 @@ func TestFreshStartSkipsBacklogAndJoinsInvites(t *testing.T) {
 func TestGroupPolicies(t *testing.T) {
 	s := homeserver(t)
 	w := newWorld(t, s)
-	in := &inbox{}
+	in := newInbox("")
 	ch := newChannel(t, s, w.bot, channels.Deps{}, nil)
 	run(t, ch, in)
 	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
 	say(t, w.alice, w.group, text("just chatting, not for the bot"))
 	say(t, w.alice, w.group, text("hey "+w.bot.ID.Localpart()+", what time is it?"))
-	got := in.wait(t, "what time is it?")
+	got := in.Wait(t, "what time is it?")
 	if !got.IsGroup || got.ChatID != string(w.group) {
 		t.Errorf("group message: %+v", got)
 	}
 	withMention := text("anyone?")
 	withMention.Mentions = &event.Mentions{UserIDs: []id.UserID{w.bot.ID}}
 	say(t, w.mallory, w.group, withMention)
-	in.wait(t, "anyone?")
+	in.Wait(t, "anyone?")
 	// A reply to the bot's own message counts as addressing it.
 	ref, err := ch.Send(t.Context(), bus.Outbound{ChatID: string(w.group), Content: "I am here"})
 	if err != nil {
@@ -167,8 +131,8 @@ func TestGroupPolicies(t *testing.T) {
 	reply := text("thanks")
 	reply.RelatesTo = &event.RelatesTo{InReplyTo: &event.InReplyTo{EventID: id.EventID(ref.MessageID)}}
 	say(t, w.alice, w.group, reply)
-	in.wait(t, "thanks")
-	for _, m := range in.all() {
+	in.Wait(t, "thanks")
+	for _, m := range in.All() {
 		if strings.Contains(m.Content, "just chatting") {
 			t.Error("a room message not addressed to the bot was delivered under groupPolicy mention")
 		}
@@ -181,7 +145,7 @@ func TestGroupPolicies(t *testing.T) {
 func TestThreadsAndFormatting(t *testing.T) {
 	s := homeserver(t)
 	w := newWorld(t, s)
-	in := &inbox{}
+	in := newInbox("")
 	state := t.TempDir()
 	w.seedSyncToken(t, state)
 	ch := newChannel(t, s, w.bot, channels.Deps{Paths: configs.Paths{State: state}}, nil)
@@ -190,7 +154,7 @@ func TestThreadsAndFormatting(t *testing.T) {
 	inThread := text("a question in the thread")
 	inThread.RelatesTo = &event.RelatesTo{Type: event.RelThread, EventID: root}
 	say(t, w.alice, w.dm["alice"], inThread)
-	got := in.wait(t, "a question in the thread")
+	got := in.Wait(t, "a question in the thread")
 	if want := "matrix:" + string(w.dm["alice"]) + ":thread:" + string(root); got.SessionKey != want {
 		t.Errorf("SessionKey = %q, want %q", got.SessionKey, want)
 	}
@@ -226,7 +190,7 @@ func TestThreadsAndFormatting(t *testing.T) {
 func TestMediaBothWays(t *testing.T) {
 	s := homeserver(t)
 	w := newWorld(t, s)
-	in := &inbox{stranger: string(w.mallory.ID)}
+	in := newInbox(string(w.mallory.ID))
 	state, mediaDir := t.TempDir(), t.TempDir()
 	w.seedSyncToken(t, state)
 	ch := newChannel(t, s, w.bot, channels.Deps{Paths: configs.Paths{State: state, Media: mediaDir}}, func(c *Config) { c.MaxMediaBytes = 1000 })
@@ -246,7 +210,7 @@ func TestMediaBothWays(t *testing.T) {
 		}
 	}
 	sendFile(w.alice.Client, w.dm["alice"], "cat.png", png, "look at this cat")
-	got := in.wait(t, "look at this cat")
+	got := in.Wait(t, "look at this cat")
 	if len(got.Media) != 1 || !got.Media[0].IsImage() {
 		t.Fatalf("media %+v", got.Media)
 	}
@@ -257,11 +221,11 @@ func TestMediaBothWays(t *testing.T) {
 		t.Errorf("saved at %s", got.Media[0].Path)
 	}
 	sendFile(w.alice.Client, w.dm["alice"], "huge.png", bytes.Repeat([]byte{1}, 5000), "a huge one")
-	if got := in.wait(t, "a huge one"); len(got.Media) != 0 || !strings.Contains(got.Content, "too large") {
+	if got := in.Wait(t, "a huge one"); len(got.Media) != 0 || !strings.Contains(got.Content, "too large") {
 		t.Errorf("oversized: %+v", got)
 	}
 	sendFile(w.mallory.Client, w.dm["mallory"], "x.png", png, "from the stranger")
-	if got := in.wait(t, "from the stranger"); len(got.Media) != 0 || !strings.Contains(got.Content, "not downloaded") {
+	if got := in.Wait(t, "from the stranger"); len(got.Media) != 0 || !strings.Contains(got.Content, "not downloaded") {
 		t.Errorf("stranger's file: %+v", got)
 	}
 
@@ -309,7 +273,7 @@ func TestRejectedTokenEndsRun(t *testing.T) {
 	bad := *bot
 	bad.Token = "not-a-valid-token"
 	ch := newChannel(t, s, &bad, channels.Deps{}, nil)
-	done := run(t, ch, &inbox{})
+	done := run(t, ch, newInbox(""))
 	select {
 	case err := <-done:
 		done <- err
@@ -334,11 +298,11 @@ func TestPasswordLogin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &inbox{}
+	in := newInbox("")
 	run(t, ch, in)
 	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
 	say(t, w.alice, w.dm["alice"], text("after a password login"))
-	in.wait(t, "after a password login")
+	in.Wait(t, "after a password login")
 }
 
 func TestConfigValidation(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
@@ -137,25 +138,12 @@ func (f *fakeClient) sentMessages() []sentMsg {
 	return append([]sentMsg(nil), f.sent...)
 }
 
-type inbox struct {
-	mu       sync.Mutex
-	got      []bus.Inbound
-	stranger string
-}
+// inbox records deliveries and refuses senders whose id contains the
+// stranger's number (if any).
+type inbox = channeltest.Recorder
 
-func (in *inbox) Deliver(_ context.Context, m bus.Inbound) error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.got = append(in.got, m)
-	return nil
-}
-func (in *inbox) Admits(_, sender string) bool {
-	return in.stranger == "" || !strings.Contains(sender, in.stranger)
-}
-func (in *inbox) all() []bus.Inbound {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return append([]bus.Inbound(nil), in.got...)
+func newInbox(stranger string) *inbox {
+	return &channeltest.Recorder{Refuse: func(s string) bool { return stranger != "" && strings.Contains(s, stranger) }}
 }
 
 // running starts a channel over fake and waits until it connected.
@@ -201,7 +189,7 @@ func message(chat, sender types.JID, id string, m *waE2E.Message) *events.Messag
 func text(s string) *waE2E.Message { return &waE2E.Message{Conversation: proto.String(s)} }
 
 func TestDirectMessageAndLIDs(t *testing.T) {
-	fake, in := newFake(), &inbox{}
+	fake, in := newFake(), newInbox("")
 	ch := running(t, fake, in, nil)
 	if h := ch.Health(); h.State != channels.StateConnected {
 		t.Fatalf("health %+v", h)
@@ -213,7 +201,7 @@ func TestDirectMessageAndLIDs(t *testing.T) {
 	e := message(aliceLID, aliceLID, "M3", text("with alt"))
 	e.Info.SenderAlt = alicePN
 	fake.emit(e)
-	got := in.all()
+	got := in.All()
 	if len(got) != 3 {
 		t.Fatalf("delivered %d, want 3: %+v", len(got), got)
 	}
@@ -242,13 +230,13 @@ func TestDirectMessageAndLIDs(t *testing.T) {
 	for _, e := range []*events.Message{own, status, edit, react} {
 		fake.emit(e)
 	}
-	if n := len(in.all()); n != 3 {
+	if n := len(in.All()); n != 3 {
 		t.Errorf("%d delivered after ignorable events, want still 3", n)
 	}
 }
 
 func TestGroupPolicy(t *testing.T) {
-	fake, in := newFake(), &inbox{}
+	fake, in := newFake(), newInbox("")
 	running(t, fake, in, nil)
 	plain := message(group, alicePN, "G1", text("just chatting"))
 	mention := message(group, aliceLID, "G2", &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{
@@ -258,21 +246,21 @@ func TestGroupPolicy(t *testing.T) {
 	for _, e := range []*events.Message{plain, mention, reply} {
 		fake.emit(e)
 	}
-	got := in.all()
+	got := in.All()
 	if len(got) != 2 || got[0].Content != "what's the weather?" || got[1].Content != "thanks" || !got[0].IsGroup {
 		t.Fatalf("delivered %+v; want the mention (without it) and the reply", got)
 	}
 
-	fake2, in2 := newFake(), &inbox{}
+	fake2, in2 := newFake(), newInbox("")
 	running(t, fake2, in2, func(c *Config) { c.GroupPolicy = PolicyOpen })
 	fake2.emit(message(group, alicePN, "G4", text("anyone?")))
-	if len(in2.all()) != 1 {
+	if len(in2.All()) != 1 {
 		t.Error("groupPolicy open did not deliver a plain group message")
 	}
 }
 
 func TestMediaIn(t *testing.T) {
-	fake, in := newFake(), &inbox{stranger: "49170999"}
+	fake, in := newFake(), newInbox("49170999")
 	ch := running(t, fake, in, func(c *Config) { c.MaxMediaBytes = 1000 })
 	img := &waE2E.ImageMessage{Caption: proto.String("look"), Mimetype: proto.String("image/jpeg"), FileLength: proto.Uint64(5)}
 	fake.files[img] = []byte("\xff\xd8\xff\xe0x")
@@ -286,7 +274,7 @@ func TestMediaIn(t *testing.T) {
 	strangerImg := &waE2E.ImageMessage{Mimetype: proto.String("image/jpeg"), FileLength: proto.Uint64(5)}
 	fake.files[strangerImg] = []byte("\xff\xd8\xff\xe0y")
 	fake.emit(message(stranger, stranger, "I4", &waE2E.Message{ImageMessage: strangerImg}))
-	got := in.all()
+	got := in.All()
 	if len(got) != 4 {
 		t.Fatalf("delivered %d", len(got))
 	}
@@ -310,7 +298,7 @@ func TestMediaIn(t *testing.T) {
 }
 
 func TestOutbound(t *testing.T) {
-	fake, in := newFake(), &inbox{}
+	fake, in := newFake(), newInbox("")
 	ch := running(t, fake, in, nil)
 	ctx := t.Context()
 	ref, err := ch.Send(ctx, bus.Outbound{ChatID: alicePN.String(), Content: "## Plan\n**bold** and *it* ~~old~~ [docs](https://example.org)\n```go\nx := **y**\n```"})
@@ -444,7 +432,7 @@ func TestRunLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ch.Run(t.Context(), &inbox{}); !errors.Is(err, ErrNotPaired) {
+	if err := ch.Run(t.Context(), newInbox("")); !errors.Is(err, ErrNotPaired) {
 		t.Fatalf("Run on a fresh store = %v, want ErrNotPaired", err)
 	}
 	if _, err := os.Stat(ch.dbPath); err != nil {
@@ -454,7 +442,7 @@ func TestRunLifecycle(t *testing.T) {
 	fake := newFake()
 	ch2 := loginChannel(t, fake, "")
 	done := make(chan error, 1)
-	go func() { done <- ch2.Run(context.Background(), &inbox{}) }()
+	go func() { done <- ch2.Run(context.Background(), newInbox("")) }()
 	<-fake.connected
 	fake.emit(&events.Disconnected{})
 	if h := ch2.Health(); h.State != channels.StateReconnecting {

@@ -1,0 +1,68 @@
+package channeltest
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// Recorder is an Inbox for an adapter's own tests: it records every
+// delivery and, as a channels.Admitter, turns away the senders Refuse
+// names (nil: nobody), as a gate with an allow-list would.
+type Recorder struct {
+	Refuse func(senderID string) bool
+
+	mu  sync.Mutex
+	got []bus.Inbound
+}
+
+// Deliver records m.
+func (r *Recorder) Deliver(_ context.Context, m bus.Inbound) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, m)
+	return nil
+}
+
+// Admits implements channels.Admitter.
+func (r *Recorder) Admits(_, senderID string) bool { return r.Refuse == nil || !r.Refuse(senderID) }
+
+// All returns the deliveries so far, in order.
+func (r *Recorder) All() []bus.Inbound {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]bus.Inbound(nil), r.got...)
+}
+
+// Wait returns the first delivery whose content contains text, polling
+// for up to 20 s.
+func (r *Recorder) Wait(t testing.TB, text string) bus.Inbound {
+	t.Helper()
+	var got bus.Inbound
+	WaitFor(t, "inbound "+text, 20*time.Second, func() bool {
+		for _, m := range r.All() {
+			if strings.Contains(m.Content, text) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// WaitFor polls cond until it holds, failing the test after timeout.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
