@@ -221,3 +221,27 @@ func TestWrongPasswordFails(t *testing.T) {
 		t.Errorf("health %+v", ch.Health())
 	}
 }
+
+func TestAttachments(t *testing.T) {
+	s := emailtest.New(t, emailtest.Options{})
+	in := newRecorder("")
+	media := t.TempDir()
+	ch := newChannel(t, s, nil, channels.Deps{Paths: configs.Paths{Media: media}}, func(c *Config) {
+		c.Attachments = AttachmentConfig{Enabled: true, MaxBytes: 100, MaxCount: 5}
+	})
+	run(t, ch, in)
+	raw := "From: alice@example.test\r\nTo: " + emailtest.BotAddress + "\r\nSubject: files\r\nMessage-ID: <att1@example.test>\r\n" +
+		"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=XX\r\n\r\n" +
+		"--XX\r\nContent-Type: text/plain\r\n\r\nsee the files\r\n" +
+		"--XX\r\nContent-Type: text/plain\r\nContent-Disposition: attachment; filename=\"notes.txt\"\r\n\r\nsmall notes\r\n" +
+		"--XX\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=\"big.bin\"\r\n\r\n" + strings.Repeat("x", 500) + "\r\n" +
+		"--XX--\r\n"
+	s.Deliver(t, "alice@example.test", []byte(raw))
+	got := in.Wait(t, "see the files")
+	if len(got.Media) != 1 || got.Media[0].Name != "notes.txt" || !strings.HasPrefix(got.Media[0].Path, media) {
+		t.Errorf("media %+v", got.Media)
+	}
+	if !strings.Contains(got.Content, "big.bin: not downloaded") {
+		t.Errorf("content %q lacks the over-cap note", got.Content)
+	}
+}

@@ -228,8 +228,8 @@ func (c *Channel) finish(cli *imapclient.Client, uid imap.UID) error {
 // toInbound turns a fetched mail into an Inbound, or reports false for
 // mail the bot must not answer.
 func (c *Channel) toInbound(in channels.Inbox, uid imap.UID, raw []byte) (bus.Inbound, bool) {
-	admitted := func(from string) bool { return channels.Admits(in, c.Name(), from) }
-	p, err := parse(raw, false, 0, 0)
+	a := c.cfg.Attachments
+	p, err := parse(raw, a.Enabled, a.MaxBytes, a.MaxCount)
 	if err != nil {
 		c.log.Warn("email: malformed mail skipped", "uid", uid, "err", err)
 		return bus.Inbound{}, false
@@ -240,15 +240,10 @@ func (c *Channel) toInbound(in channels.Inbox, uid imap.UID, raw []byte) (bus.In
 	case p.Automatic:
 		c.log.Debug("email: automatic mail not answered", "uid", uid, "from", p.From)
 		return bus.Inbound{}, false
-	case !admitted(p.From):
+	case !channels.Admits(in, c.Name(), p.From):
 		// Not even read: no pairing codes by mail, no marking as read.
 		c.log.Info("email: mail from a sender not on allowFrom left unread", "uid", uid, "from", p.From)
 		return bus.Inbound{}, false
-	}
-	if c.cfg.Attachments.Enabled {
-		if withFiles, err := parse(raw, true, c.cfg.Attachments.MaxBytes, c.cfg.Attachments.MaxCount); err == nil {
-			p.Files = withFiles.Files
-		}
 	}
 	text := p.Text
 	if r := []rune(text); len(r) > c.cfg.MaxBodyChars {

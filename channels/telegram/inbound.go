@@ -319,7 +319,7 @@ func (c *Channel) download(ctx context.Context, msg *models.Message, kind, fileI
 	if unique == "" {
 		unique = fileID
 	}
-	file, err := media.Save(c.mediaDir, fmt.Sprintf("%d_%d_%s%s", msg.Chat.ID, msg.ID, media.SafeName(unique), media.SafeName(ext)), data)
+	file, err := media.Save(c.mediaDir, fmt.Sprintf("%d_%d_%s%s", msg.Chat.ID, msg.ID, unique, ext), data) // Save makes the name safe
 	if err != nil {
 		c.log.Warn("telegram: saving a download failed", "err", err)
 		return bus.Media{}, "[" + label + ": could not be saved]"
