@@ -70,7 +70,7 @@ func writeConfig(dir string, fx *fakes, port int, o gwOptions) (string, error) {
 		"agents":    map[string]any{"defaults": defaults},
 		"providers": map[string]any{"vllm": map[string]any{"apiBase": fx.llm.OpenAIBase()}},
 		"channels":  chans,
-		"gateway":   map[string]any{"host": "127.0.0.1", "port": port, "heartbeat": map[string]any{"enabled": false}},
+		"gateway":   map[string]any{"host": "127.0.0.1", "port": port, "heartbeat": map[string]any{"enabled": false}, "pprof": true},
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -187,6 +187,29 @@ func (g *gateway) smaps() (map[string]int64, error) {
 }
 
 // metric reads one unlabelled value from /metrics.
+// saveHeap writes the gateway's heap profile (after a GC) to path, for
+// `go tool pprof -sample_index=inuse_space -diff_base a b`.
+func (g *gateway) saveHeap(ctx context.Context, path string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+g.addr+"/debug/pprof/heap?gc=1", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: HTTP %d", resp.StatusCode)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func (g *gateway) metric(ctx context.Context, name string) (float64, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+g.addr+"/metrics", nil)
 	resp, err := http.DefaultClient.Do(req)

@@ -5,11 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
 // growthTurns is set by -growth-turns.
 var growthTurns = 6
+
+// profiles is set by -profiles: a folder for heap profiles taken at each
+// memory reading of the growth run.
+var profiles string
 
 // growthPoint is the gateway's memory after some sessions.
 type growthPoint struct {
@@ -45,6 +50,12 @@ func measureGrowth(r *report, fx *fakes, bin, work string, quick bool) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		heap, _ := g.metric(ctx, "go_memstats_heap_inuse_bytes")
+		if profiles != "" {
+			name := fmt.Sprintf("heap-%05d-%s.pb.gz", sessions, strings.ReplaceAll(label, " ", "-"))
+			if err := g.saveHeap(ctx, filepath.Join(profiles, name)); err != nil {
+				fmt.Printf("  heap profile: %v\n", err)
+			}
+		}
 		p := growthPoint{Label: label, Sessions: sessions, RSS: rss, PSS: pss, Heap: int64(heap)}
 		r.Growth = append(r.Growth, p)
 		fmt.Printf("  %s: %d sessions, RSS %s (anonymous %s), heap %s\n", label, sessions, mib(rss), mib(sm["Anonymous:"]), mib(int64(heap)))

@@ -31,6 +31,7 @@ func main() {
 	out := flag.String("out", "", "where to write the results page (default docs/benchmarks.md; none in -quick mode)")
 	idle := flag.Duration("idle", 60*time.Second, "how long the gateway idles before its memory is read")
 	flag.IntVar(&growthTurns, "growth-turns", 6, "turns per session in the memory-growth run (20 reproduces the issue's full load, ~15 min here)")
+	flag.StringVar(&profiles, "profiles", "", "save the gateway's heap profile at each memory reading of the growth run into this folder")
 	flag.StringVar(&only, "only", "", "run only these sections, comma-separated (startup, load, growth, prefix, micro); prints the page instead of writing it")
 	flag.Parse()
 	log.SetFlags(log.Ltime)

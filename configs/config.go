@@ -106,6 +106,9 @@ type GatewayConfig struct {
 	Port int `json:"port"`
 	// Heartbeat periodically wakes the agent to check HEARTBEAT.md.
 	Heartbeat HeartbeatConfig `json:"heartbeat"`
+	// Pprof serves Go's runtime profiles (heap, goroutines, CPU) under
+	// /debug/pprof/ to loopback clients, for diagnosing memory or CPU use.
+	Pprof bool `json:"pprof"`
 }
 
 // HeartbeatConfig configures the heartbeat service.

@@ -367,6 +367,10 @@ func Run(ctx context.Context, o Options) error {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(status())
 	})
+	if cfg.Gateway.Pprof {
+		mountPprof(mux)
+		log.Info("profiles served at /debug/pprof/ to loopback clients (gateway.pprof)")
+	}
 	for _, c := range chans {
 		if wh, ok := c.(interface {
 			WebhookPath() string

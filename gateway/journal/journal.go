@@ -55,8 +55,7 @@ type Journal struct {
 	seq     int64
 	pending map[string]bus.Inbound // id -> message
 	order   []string               // pending ids in arrival order
-	seen    map[string]bool        // dedup keys
-	seenQ   []string               // dedup keys oldest first
+	seen    *dedupSet              // recent dedup keys
 	done    int                    // done lines since the last compaction
 }
 
@@ -76,7 +75,7 @@ func Open(path string, opts Options) (*Journal, []bus.Inbound, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	j := &Journal{path: path, opts: opts, log: log, pending: map[string]bus.Inbound{}, seen: map[string]bool{}}
+	j := &Journal{path: path, opts: opts, log: log, pending: map[string]bus.Inbound{}, seen: newDedupSet(opts.DedupKeys)}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, err
 	}
@@ -124,7 +123,9 @@ func (j *Journal) load() error {
 		case "done":
 			delete(j.pending, r.ID)
 		case "seen":
-			j.remember(r.Key)
+			if r.Key != "" {
+				j.seen.add(parseStored(r.Key))
+			}
 		}
 	}
 	kept := j.order[:0]
@@ -144,14 +145,8 @@ func (j *Journal) bumpSeq(id string) {
 }
 
 func (j *Journal) remember(key string) {
-	if key == "" || j.seen[key] {
-		return
-	}
-	j.seen[key] = true
-	j.seenQ = append(j.seenQ, key)
-	for len(j.seenQ) > j.opts.DedupKeys {
-		delete(j.seen, j.seenQ[0])
-		j.seenQ = j.seenQ[1:]
+	if key != "" {
+		j.seen.add(hashKey(key))
 	}
 }
 
@@ -168,7 +163,7 @@ func (j *Journal) Add(m bus.Inbound) (bus.Inbound, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	key := dedupKey(m)
-	if key != "" && j.seen[key] {
+	if key != "" && j.seen.has(hashKey(key)) {
 		return m, ErrDuplicate
 	}
 	j.seq++
@@ -243,9 +238,7 @@ func (j *Journal) write(r record, sync bool) error {
 func (j *Journal) compact() error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	for _, k := range j.seenQ {
-		_ = enc.Encode(record{Op: "seen", Key: k})
-	}
+	j.seen.each(func(h uint64) { _ = enc.Encode(record{Op: "seen", Key: formatStored(h)}) })
 	for _, id := range j.order {
 		m := j.pending[id]
 		_ = enc.Encode(record{Op: "add", ID: id, Msg: &m})
