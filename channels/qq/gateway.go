@@ -168,22 +168,22 @@ func (c *Channel) greet(ctx context.Context, conn *websocket.Conn, tok string) e
 	})
 }
 
-// heartbeat sends op 1 with the last handled seq every interval; an
-// interval without an ACK means the connection is dead.
+// heartbeat sends op 1 with the last handled seq every interval. Two
+// heartbeats in a row without an ACK mean the connection is dead.
 func (c *Channel) heartbeat(ctx context.Context, conn *websocket.Conn, every time.Duration, acked <-chan struct{}, fail context.CancelCauseFunc) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	waiting := false
+	unanswered := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-acked:
-			waiting = false
+			unanswered = 0
 			continue
 		case <-t.C:
 		}
-		if waiting {
+		if unanswered >= 2 {
 			fail(errZombie)
 			return
 		}
@@ -191,7 +191,7 @@ func (c *Channel) heartbeat(ctx context.Context, conn *websocket.Conn, every tim
 			fail(fmt.Errorf("qq: heartbeat: %w", err))
 			return
 		}
-		waiting = true
+		unanswered++
 	}
 }
 
