@@ -100,10 +100,11 @@ func heading(line string) (string, bool) {
 	return strings.TrimSpace(strings.TrimRight(strings.TrimSpace(line[n:]), "#")), true
 }
 
-var separatorRe = regexp.MustCompile(`^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$`)
+var separatorRe = regexp.MustCompile(`^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$`)
 
+// isTableSeparator matches "|---|:-:|"; a lone "---" is a rule and stays.
 func isTableSeparator(line string) bool {
-	return strings.Contains(line, "-") && separatorRe.MatchString(line)
+	return strings.Contains(line, "|") && separatorRe.MatchString(line)
 }
 
 var (

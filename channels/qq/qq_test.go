@@ -2,7 +2,6 @@ package qq
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -336,12 +335,3 @@ func TestErrorsKeepSecretsOut(t *testing.T) {
 		t.Error("the access token is not registered with the redactor")
 	}
 }
-
-func waitErr(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-var _ = errors.New
