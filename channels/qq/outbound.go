@@ -57,15 +57,18 @@ func (t target) messagesPath() string {
 }
 
 // replyTo is the inbound message an outbound answers: ReplyTo, else the
-// message_id the inbound's metadata carried.
-func replyTo(m bus.Outbound) string {
+// message_id the inbound's metadata carried, else the last message received
+// in the chat (QQ allows active messages only sparingly, so even a message
+// that answers nothing in particular goes out as a passive reply while the
+// chat's last message still allows one).
+func (c *Channel) replyTo(m bus.Outbound) string {
 	if m.ReplyTo != "" {
 		return m.ReplyTo
 	}
-	if s, ok := m.Metadata["message_id"].(string); ok {
+	if s, ok := m.Metadata["message_id"].(string); ok && s != "" {
 		return s
 	}
-	return ""
+	return c.replies.last(m.ChatID)
 }
 
 // Send implements channels.Channel: one message (the dispatcher already
@@ -90,7 +93,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 		body["msg_type"] = msgText
 		body["content"] = toPlain(m.Content)
 	}
-	id, err := c.post(ctx, t, m.ChatID, replyTo(m), body)
+	id, err := c.post(ctx, t, m.ChatID, c.replyTo(m), body)
 	if err != nil {
 		return channels.MessageRef{}, err
 	}
@@ -146,7 +149,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		if text == "" {
 			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("qq: send to %s: files cannot be sent to guild direct messages", m.ChatID)}
 		}
-		return c.Send(ctx, bus.Outbound{ChatID: m.ChatID, Content: text, ReplyTo: replyTo(m)})
+		return c.Send(ctx, bus.Outbound{ChatID: m.ChatID, Content: text, ReplyTo: c.replyTo(m)})
 	}
 	var first channels.MessageRef
 	sent := 0
@@ -158,7 +161,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		return first, err
 	}
 	if text != "" {
-		ref, err := c.Send(ctx, bus.Outbound{ChatID: m.ChatID, Content: text, ReplyTo: replyTo(m)})
+		ref, err := c.Send(ctx, bus.Outbound{ChatID: m.ChatID, Content: text, ReplyTo: c.replyTo(m)})
 		if err != nil {
 			return fail(err)
 		}
@@ -169,7 +172,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		if err != nil {
 			return fail(err)
 		}
-		id, err := c.post(ctx, t, m.ChatID, replyTo(m), map[string]any{"msg_type": msgMedia, "media": map[string]string{"file_info": info}})
+		id, err := c.post(ctx, t, m.ChatID, c.replyTo(m), map[string]any{"msg_type": msgMedia, "media": map[string]string{"file_info": info}})
 		if err != nil {
 			return fail(err)
 		}

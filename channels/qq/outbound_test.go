@@ -309,3 +309,25 @@ func TestSendMedia(t *testing.T) {
 		t.Errorf("missing file: %v, want PermanentError", err)
 	}
 }
+
+// A message that answers nothing in particular (a pairing code, a cron
+// job's output) goes out as a passive reply to the chat's last message.
+func TestUnrelatedMessageRepliesToLastMessage(t *testing.T) {
+	fake := newFake(t)
+	ch := newChannel(t, fake, nil, "", nil)
+	in := &channeltest.Recorder{}
+	run(t, ch, in)
+	fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: aliceID, Content: "older"})
+	fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: aliceID, Content: "newer"})
+	m := in.Wait(t, "newer")
+	if _, err := ch.Send(t.Context(), bus.Outbound{ChatID: aliceID, Content: "reminder from cron"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Send(t.Context(), bus.Outbound{ChatID: "OTHERUSER", Content: "to a chat with no messages"}); err != nil {
+		t.Fatal(err)
+	}
+	s := fake.Sent()
+	if len(s) != 2 || s[0].MsgID != m.MessageID || s[0].MsgSeq != 1 || s[1].MsgID != "" {
+		t.Fatalf("sent %+v, want a passive reply to %s and an active message", s, m.MessageID)
+	}
+}

@@ -21,9 +21,10 @@ const (
 type replies struct {
 	now func() time.Time
 
-	mu    sync.Mutex
-	m     map[string]*reply
-	order []string // oldest first, for eviction
+	mu     sync.Mutex
+	m      map[string]*reply
+	order  []string          // oldest first, for eviction
+	latest map[string]string // chat -> the last message received in it
 }
 
 type reply struct {
@@ -32,7 +33,9 @@ type reply struct {
 	seq  int // the last msg_seq used
 }
 
-func newReplies() *replies { return &replies{now: time.Now, m: map[string]*reply{}} }
+func newReplies() *replies {
+	return &replies{now: time.Now, m: map[string]*reply{}, latest: map[string]string{}}
+}
 
 // received notes an inbound message, which starts its reply window.
 func (r *replies) received(msgID, chat string, at time.Time) {
@@ -41,10 +44,24 @@ func (r *replies) received(msgID, chat string, at time.Time) {
 	if _, ok := r.m[msgID]; !ok {
 		r.add(msgID, &reply{at: at, chat: chat})
 	}
+	r.latest[chat] = msgID
+}
+
+// last returns the latest message received in chat ("" if none is
+// remembered), which a message that answers nothing in particular (a
+// pairing code, a cron job's output) replies to while it can.
+func (r *replies) last(chat string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.latest[chat]
 }
 
 func (r *replies) add(msgID string, rp *reply) {
 	if len(r.order) >= rememberReplies {
+		old := r.m[r.order[0]]
+		if old != nil && r.latest[old.chat] == r.order[0] {
+			delete(r.latest, old.chat)
+		}
 		delete(r.m, r.order[0])
 		r.order = r.order[1:]
 	}
