@@ -88,6 +88,9 @@ func (c *Channel) connect(ctx context.Context, up func(), events chan<- event) e
 	if err := c.call(ctx, http.MethodGet, "/gateway/bot", nil, &gw); err != nil {
 		return fmt.Errorf("qq: gateway address: %w", err)
 	}
+	if tok, err = c.tokens.Get(ctx); err != nil { // refreshed if the platform refused the old one
+		return err
+	}
 	if u, err := url.Parse(gw.URL); err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
 		return fmt.Errorf("qq: gateway address %q is not a websocket URL", gw.URL)
 	}

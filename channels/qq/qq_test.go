@@ -335,3 +335,51 @@ func TestErrorsKeepSecretsOut(t *testing.T) {
 		t.Error("the access token is not registered with the redactor")
 	}
 }
+
+func TestCloseCodes(t *testing.T) {
+	t.Run("4004 invalid token: a new token", func(t *testing.T) {
+		fake := newFake(t)
+		ch := newChannel(t, fake, nil, "", nil)
+		in := &channeltest.Recorder{}
+		run(t, ch, in)
+		before := fake.Tokens()
+		fake.CloseNext(4004)
+		fake.Drop()
+		waitFor(t, "a resume with a new token", func() bool { _, r, _ := fake.Counts(); return r == 1 })
+		if fake.Tokens() != before+1 {
+			t.Errorf("%d tokens issued after close 4004, want one more than %d", fake.Tokens(), before)
+		}
+	})
+	t.Run("4006 invalid session: identify afresh", func(t *testing.T) {
+		fake := newFake(t)
+		ch := newChannel(t, fake, nil, "", nil)
+		in := &channeltest.Recorder{}
+		run(t, ch, in)
+		fake.CloseNext(4006)
+		fake.Drop()
+		waitFor(t, "a fresh Identify", func() bool { ids, _, _ := fake.Counts(); return ids == 2 && fake.Ready() })
+		if _, r, _ := fake.Counts(); r != 0 {
+			t.Errorf("%d resumes after close 4006", r)
+		}
+		fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: aliceID, Content: "still here"})
+		in.Wait(t, "still here")
+	})
+	t.Run("4914 bot offline: Run gives up", func(t *testing.T) {
+		fake := newFake(t)
+		ch := newChannel(t, fake, nil, "", nil)
+		fake.CloseNext(4914)
+		done := make(chan error, 1)
+		go func() { done <- ch.Run(t.Context(), &channeltest.Recorder{}) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "4914") {
+				t.Fatalf("Run = %v, want the close 4914 reported", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run kept reconnecting after close 4914")
+		}
+		if st := ch.Health().State; st != channels.StateFailed {
+			t.Errorf("health %s, want failed", st)
+		}
+	})
+}

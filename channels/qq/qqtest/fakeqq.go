@@ -136,6 +136,7 @@ type Server struct {
 	heartbeats int
 	violations []string
 	fail       []failure
+	closeNext  []int
 }
 
 type logged struct {
@@ -277,6 +278,32 @@ func (f *Server) InvalidateSession() {
 	f.session = ""
 	f.mu.Unlock()
 	f.Drop()
+}
+
+// CloseNext makes the gateway answer the next Identify or Resume by
+// closing the socket with code (4004 invalid token, 4006 invalid session,
+// 4914 bot offline, ...).
+func (f *Server) CloseNext(code int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closeNext = append(f.closeNext, code)
+}
+
+func (f *Server) closeNextLocked(conn *websocket.Conn) bool {
+	if len(f.closeNext) == 0 {
+		return false
+	}
+	code := f.closeNext[0]
+	f.closeNext = f.closeNext[1:]
+	conn.Close(websocket.StatusCode(code), "closed by the test")
+	return true
+}
+
+// Tokens returns how many access tokens were issued.
+func (f *Server) Tokens() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.nextToken
 }
 
 // RevokeTokens makes every issued token invalid (REST answers 401).
@@ -674,8 +701,9 @@ func (f *Server) identify(ctx context.Context, conn *websocket.Conn, raw json.Ra
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
+	case f.closeNextLocked(conn):
+		return false
 	case !f.checkToken(d.Token):
-		f.violate("Identify with a bad token")
 		conn.Close(4004, "invalid token")
 		return false
 	case d.Intents&RequiredIntents != RequiredIntents:
@@ -712,8 +740,10 @@ func (f *Server) resume(ctx context.Context, conn *websocket.Conn, raw json.RawM
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closeNextLocked(conn) {
+		return false
+	}
 	if !f.checkToken(d.Token) {
-		f.violate("Resume with a bad token")
 		conn.Close(4004, "invalid token")
 		return false
 	}
