@@ -17,8 +17,10 @@
 // replies carry that message's msg_id, at most five per message, within 60
 // minutes in single chats and 5 minutes in groups); every reply to one
 // msg_id carries a msg_seq the platform requires to be new. The channel
-// counts msg_seq per msg_id and falls back to an active message (no msg_id)
-// when the passive window is used up. QQ cannot edit messages, so the
+// counts msg_seq per msg_id, answers a message that replies to nothing in
+// particular (a pairing code, cron output) as a reply to the chat's latest
+// message, and falls back to an active message (no msg_id) when the
+// passive window is used up. QQ cannot edit messages, so the
 // channel is not an Editor: a streamed reply arrives whole at its end.
 //
 // Chat ids: a single chat is the user's openid; a group is "group:<group
