@@ -54,6 +54,7 @@ type gwSession struct {
 // event is one dispatch queued for the worker.
 type event struct {
 	gen  int
+	conn int // the connection it came on (Channel.conns)
 	seq  int64
 	kind string
 	data json.RawMessage
@@ -69,6 +70,7 @@ var (
 	errReconnect      = errors.New("the platform asked for a reconnect (op 7)")
 	errInvalidSession = errors.New("the platform invalidated the session (op 9); identifying afresh")
 	errZombie         = errors.New("heartbeat not acknowledged; the connection is dead")
+	errRedeliver      = errors.New("a message could not be handed to the gateway; reconnecting so that QQ delivers it again")
 )
 
 // connect is one gateway connection's life (a kit.Session): it identifies
@@ -106,6 +108,11 @@ func (c *Channel) connect(ctx context.Context, up func(), events chan<- event) e
 
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	c.mu.Lock()
+	c.conns++
+	connID := c.conns
+	c.live = cancel
+	c.mu.Unlock()
 	hello, err := c.readHello(sctx, conn)
 	if err != nil {
 		return err
@@ -123,7 +130,7 @@ func (c *Channel) connect(ctx context.Context, up func(), events chan<- event) e
 		cancel(nil)
 		<-hbDone
 	}()
-	err = c.read(sctx, conn, up, events, acked)
+	err = c.read(sctx, conn, connID, up, events, acked)
 	if cause := context.Cause(sctx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}
@@ -210,7 +217,7 @@ func (c *Channel) sendHeartbeat(ctx context.Context, conn *websocket.Conn) error
 }
 
 // read handles frames until the connection ends.
-func (c *Channel) read(ctx context.Context, conn *websocket.Conn, up func(), events chan<- event, acked chan<- struct{}) error {
+func (c *Channel) read(ctx context.Context, conn *websocket.Conn, connID int, up func(), events chan<- event, acked chan<- struct{}) error {
 	for {
 		_, data, err := conn.Read(ctx)
 		if err != nil {
@@ -223,7 +230,7 @@ func (c *Channel) read(ctx context.Context, conn *websocket.Conn, up func(), eve
 		}
 		switch f.Op {
 		case opDispatch:
-			if err := c.dispatch(ctx, f, up, events); err != nil {
+			if err := c.dispatch(ctx, f, connID, up, events); err != nil {
 				return err
 			}
 		case opHeartbeatACK:
@@ -251,7 +258,7 @@ func (c *Channel) read(ctx context.Context, conn *websocket.Conn, up func(), eve
 
 // dispatch handles op 0: READY and RESUMED here, everything else in order
 // by the worker.
-func (c *Channel) dispatch(ctx context.Context, f frame, up func(), events chan<- event) error {
+func (c *Channel) dispatch(ctx context.Context, f frame, connID int, up func(), events chan<- event) error {
 	switch f.T {
 	case "READY":
 		var d struct {
@@ -280,7 +287,7 @@ func (c *Channel) dispatch(ctx context.Context, f frame, up func(), events chan<
 	gen := c.session.gen
 	c.mu.Unlock()
 	select {
-	case events <- event{gen: gen, seq: f.S, kind: f.T, data: f.D}:
+	case events <- event{gen: gen, conn: connID, seq: f.S, kind: f.T, data: f.D}:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -295,6 +302,26 @@ func (c *Channel) handled(ev event) {
 	if ev.gen == c.session.gen && ev.seq > c.session.seq {
 		c.session.seq = ev.seq
 	}
+}
+
+// redeliver gives up on the rest of connection connID: its queued events
+// are dropped unhandled and the connection is closed, so that the Resume
+// of the next one names the seq before ev and QQ replays ev and what
+// followed it.
+func (c *Channel) redeliver(connID int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.abandoned = connID
+	if c.conns == connID && c.live != nil {
+		c.live(errRedeliver)
+	}
+}
+
+// abandonedConn reports whether events of connID are to be dropped.
+func (c *Channel) abandonedConn(connID int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return connID <= c.abandoned
 }
 
 // closeStatus reacts to the platform's close code: a rejected token is

@@ -73,40 +73,65 @@ func (n *flexInt) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// handle processes one dispatch. It reports false only when ctx ended
-// before the message was dealt with, so that its seq is not reported and
-// a later Resume replays it.
-func (c *Channel) handle(ctx context.Context, in channels.Inbox, ev event) bool {
+// outcome is what became of a dispatch.
+type outcome int
+
+const (
+	// done: delivered, refused by the gate, or not for the agent.
+	done outcome = iota
+	// retry: the gateway could not take it (DeliverRetrying gave up); QQ
+	// should deliver it again.
+	retry
+	// stopped: ctx ended first.
+	stopped
+)
+
+// handle processes one dispatch. Unless it is done, its seq is not
+// reported, so that a later Resume has QQ deliver it again.
+func (c *Channel) handle(ctx context.Context, in channels.Inbox, ev event) outcome {
 	switch ev.kind {
 	case evC2C, evGroupAt, evDirect:
 	case evGroupAll:
 		if c.cfg.GroupPolicy != PolicyOpen {
-			return true
+			return done
 		}
 	default:
 		c.log.Debug("qq: event ignored", "event", ev.kind)
-		return true
+		return done
 	}
 	var m message
 	if err := json.Unmarshal(ev.data, &m); err != nil {
 		c.log.Warn("qq: malformed message event skipped", "event", ev.kind, "seq", ev.seq, "err", err)
-		return true
+		return done
 	}
 	msg, ok := c.toInbound(ev.kind, &m)
 	if !ok {
-		return true
+		return done
 	}
 	if c.dedup.Seen(msg.MessageID) {
 		c.log.Debug("qq: message seen before skipped", "message_id", msg.MessageID)
-		return true
+		return done
 	}
 	c.replies.received(msg.MessageID, msg.ChatID, msg.ReceivedAt)
 	if len(msg.Media) > 0 {
 		c.download(ctx, in, &msg)
 	}
-	if !channels.DeliverRetrying(ctx, in, msg, c.log, c.backoffMin, c.backoffMax) {
-		c.dedup.Forget(msg.MessageID) // a redelivery may be taken
-		return ctx.Err() == nil
+	denied := false
+	gate := channels.InboxFunc(func(ctx context.Context, m bus.Inbound) error {
+		err := in.Deliver(ctx, m)
+		denied = errors.Is(err, channels.ErrDenied)
+		return err
+	})
+	if !channels.DeliverRetrying(ctx, gate, msg, c.log, c.backoffMin, c.backoffMax) {
+		switch {
+		case ctx.Err() != nil:
+			c.dedup.Forget(msg.MessageID)
+			return stopped
+		case denied:
+			return done
+		}
+		c.dedup.Forget(msg.MessageID) // the redelivery must be taken
+		return retry
 	}
 	if c.cfg.AckMessage != "" {
 		ack := bus.Outbound{Channel: c.Name(), ChatID: msg.ChatID, Kind: bus.KindMessage, Content: c.cfg.AckMessage, ReplyTo: msg.MessageID}
@@ -114,7 +139,7 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, ev event) bool 
 			c.log.Warn("qq: sending ackMessage failed", "chat_id", msg.ChatID, "err", c.redact.Error(err))
 		}
 	}
-	return true
+	return done
 }
 
 // toInbound converts a message event. It reports false for what the bot

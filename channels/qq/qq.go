@@ -148,9 +148,12 @@ type Channel struct {
 	// Timing, fixed by New; tests in this package shorten them.
 	backoffMin, backoffMax time.Duration
 
-	mu      sync.Mutex
-	session gwSession // survives reconnects, for Resume
-	botID   string
+	mu        sync.Mutex
+	session   gwSession // survives reconnects, for Resume
+	botID     string
+	conns     int                     // connections made so far; the last is the live one
+	live      context.CancelCauseFunc // ends the live connection
+	abandoned int                     // events of connections up to this one are dropped
 }
 
 var (
@@ -251,8 +254,14 @@ func (c *Channel) work(ctx context.Context, in channels.Inbox, events <-chan eve
 		case <-ctx.Done():
 			return
 		case ev := <-events:
-			if c.handle(ctx, in, ev) {
+			if c.abandonedConn(ev.conn) {
+				continue // QQ replays it after the Resume
+			}
+			switch c.handle(ctx, in, ev) {
+			case done:
 				c.handled(ev)
+			case retry:
+				c.redeliver(ev.conn)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package qq
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -382,4 +383,50 @@ func TestCloseCodes(t *testing.T) {
 			t.Errorf("health %s, want failed", st)
 		}
 	})
+}
+
+// flakyInbox fails the first n deliveries of messages containing text.
+type flakyInbox struct {
+	channeltest.Recorder
+	text string
+	mu   sync.Mutex
+	n    int
+}
+
+func (f *flakyInbox) Deliver(ctx context.Context, m bus.Inbound) error {
+	if strings.Contains(m.Content, f.text) {
+		f.mu.Lock()
+		fail := f.n > 0
+		f.n--
+		f.mu.Unlock()
+		if fail {
+			return errors.New("journal write failed")
+		}
+	}
+	return f.Recorder.Deliver(ctx, m)
+}
+
+// When the gateway cannot take a message even after retries, the channel
+// does not report it handled: it reconnects, resumes from before it, and
+// QQ delivers it (and what followed) again.
+func TestUndeliverableMessageIsRedelivered(t *testing.T) {
+	fake := newFake(t)
+	ch := newChannel(t, fake, nil, "", nil)
+	in := &flakyInbox{text: "flaky", n: channels.DeliverAttempts}
+	run(t, ch, in)
+	flaky := fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: aliceID, Content: "flaky"})
+	after := fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: aliceID, Content: "after it"})
+	in.Wait(t, "flaky")
+	in.Wait(t, "after it")
+	waitFor(t, "both reported handled", func() bool { return fake.Acked(flaky) && fake.Acked(after) })
+	if _, resumes, _ := fake.Counts(); resumes != 1 {
+		t.Errorf("%d resumes, want 1", resumes)
+	}
+	count := map[string]int{}
+	for _, m := range in.All() {
+		count[m.Content]++
+	}
+	if count["flaky"] != 1 || count["after it"] != 1 {
+		t.Errorf("deliveries %v, want each message once", count)
+	}
 }
