@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
@@ -20,6 +21,7 @@ import (
 // reconnects with backoff after failures and returns nil when ctx ends, or
 // an error when the platform refuses the app's credentials.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	defer c.tr.CloseIdleConnections()
 	defer c.bg.Wait()
 	loop := &kit.Loop{Name: "feishu", Log: c.log, Health: &c.health, Redact: c.redact, Min: c.backoffMin, Max: c.backoffMax}
 	return loop.Run(ctx, func(ctx context.Context, up func()) error { return c.session(ctx, in, up) })
@@ -58,7 +60,7 @@ func (c *Channel) session(ctx context.Context, in channels.Inbox, up func()) err
 		c.redact.Add(vs...)
 	}
 	service, _ := strconv.ParseInt(u.Query().Get("service_id"), 10, 32)
-	conn, _, err := websocket.Dial(ctx, wsURL, nil)
+	conn, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPClient: &http.Client{Transport: c.tr}})
 	if err != nil {
 		return fmt.Errorf("feishu: dialing the long connection: %s", c.redact.Error(err))
 	}

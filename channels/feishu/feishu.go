@@ -165,6 +165,7 @@ type Channel struct {
 	tokens   *kit.TokenCache
 	dedup    *kit.Dedup
 	files    *http.Client
+	tr       *http.Transport // idle connections are closed when Run ends
 	mediaDir string
 	health   channels.HealthState
 
@@ -215,7 +216,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		log:          log,
 		redact:       red,
 		dedup:        kit.NewDedup(0),
-		files:        &http.Client{Timeout: 2 * time.Minute},
+		tr:           http.DefaultTransport.(*http.Transport).Clone(),
 		editInterval: 500 * time.Millisecond,
 		finishIdle:   20 * time.Second,
 		backoffMin:   time.Second,
@@ -223,10 +224,12 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		fragmentTTL:  10 * time.Second,
 		cards:        map[string]*card{},
 	}
+	c.files = &http.Client{Transport: c.tr, Timeout: 2 * time.Minute}
+	rest := &http.Client{Transport: c.tr, Timeout: 30 * time.Second}
 	check := kit.Envelope("code", "msg")
-	c.open = &kit.Client{Base: cfg.base(), Check: check, Redact: red}
+	c.open = &kit.Client{Base: cfg.base(), HTTP: rest, Check: check, Redact: red}
 	c.tokens = kit.NewTokenCache(c.fetchToken)
-	c.api = &kit.Client{Base: cfg.base(), Check: check, Redact: red, Auth: c.auth}
+	c.api = &kit.Client{Base: cfg.base(), HTTP: rest, Check: check, Redact: red, Auth: c.auth}
 	if deps.Paths.Media != "" {
 		c.mediaDir = filepath.Join(deps.Paths.Media, "feishu")
 	}
