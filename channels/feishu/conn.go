@@ -32,6 +32,12 @@ var retryCodes = map[string]bool{"1": true, "1000040343": true}
 
 // session is one long connection's life.
 func (c *Channel) session(ctx context.Context, in channels.Inbox, up func()) error {
+	if _, err := c.tokens.Get(ctx); err != nil {
+		if rejected(err) {
+			return kit.Fatal(err)
+		}
+		return err
+	}
 	if c.self() == "" {
 		id, err := c.fetchBotID(ctx)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/feishu/feishutest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 const (
@@ -132,3 +133,8 @@ func testCtx(t *testing.T) context.Context {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// outbound is a reply to in, as the agent makes it.
+func outbound(in bus.Inbound, text string) bus.Outbound {
+	return bus.Outbound{Channel: in.Channel, ChatID: in.ChatID, Kind: bus.KindMessage, Content: text, ReplyTo: in.MessageID, Metadata: in.Metadata, SessionKey: in.Key(), Final: true}
+}

@@ -226,13 +226,13 @@ func replaceMentions(text string, ms []mention, me string) string {
 		if mt.Key == "" {
 			continue
 		}
-		with := "@" + mt.Name
 		if me != "" && mt.ID.OpenID == me {
-			with = ""
+			text = strings.ReplaceAll(strings.ReplaceAll(text, mt.Key+" ", ""), mt.Key, "")
+			continue
 		}
-		text = strings.ReplaceAll(text, mt.Key, with)
+		text = strings.ReplaceAll(text, mt.Key, "@"+mt.Name)
 	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(text, "\n", " \n ")), " ")
+	return text
 }
 
 // parseContent reads a message's content (a JSON string whose shape
