@@ -14,7 +14,7 @@ import (
 var (
 	headingRe = regexp.MustCompile(`^(#{1,6})\s+(.+?)\s*#*\s*$`)
 	imageRe   = regexp.MustCompile(`!\[([^\]]*)\]\(([^)\s]+)[^)]*\)`)
-	tableSep  = regexp.MustCompile(`^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$`)
+	tableSep  = regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
 )
 
 // toPost converts Markdown for the md element of a post message.
@@ -55,7 +55,7 @@ func rewrite(md string, keepHeadings bool) string {
 			continue
 		}
 		if m := headingRe.FindStringSubmatch(trimmed); m != nil && !keepHeadings {
-			line = "**" + strings.Trim(m[2], "*") + "**"
+			line = "**" + strings.ReplaceAll(m[2], "**", "") + "**"
 		}
 		line = imageRe.ReplaceAllStringFunc(line, func(s string) string {
 			sm := imageRe.FindStringSubmatch(s)
