@@ -218,7 +218,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		dedup:        kit.NewDedup(0),
 		tr:           http.DefaultTransport.(*http.Transport).Clone(),
 		editInterval: 500 * time.Millisecond,
-		finishIdle:   20 * time.Second,
+		finishIdle:   10 * time.Second,
 		backoffMin:   time.Second,
 		backoffMax:   time.Minute,
 		fragmentTTL:  10 * time.Second,

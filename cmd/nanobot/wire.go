@@ -9,6 +9,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/discord"
 	"github.com/nanobot-go/nanobot/channels/email"
+	"github.com/nanobot-go/nanobot/channels/feishu"
 	"github.com/nanobot-go/nanobot/channels/matrix"
 	"github.com/nanobot-go/nanobot/channels/slack"
 	"github.com/nanobot-go/nanobot/channels/telegram"
@@ -106,6 +107,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("matrix", matrix.Factory()))
 	must(r.Register("whatsapp", whatsapp.Factory()))
 	must(r.Register("email", email.Factory()))
+	must(r.Register("feishu", feishu.Factory()))
 	return r
 }
 
