@@ -53,8 +53,8 @@ type Config struct {
 	// EncryptKey decrypts events the platform encrypted (Events and
 	// callbacks > Encryption strategy); empty when encryption is off.
 	EncryptKey string `json:"encryptKey"`
-	// VerificationToken, when set, must match the token in each event's
-	// header; events with another token are dropped.
+	// VerificationToken, when set, drops events whose header carries
+	// another token.
 	VerificationToken string `json:"verificationToken"`
 	// GroupPolicy is "mention" (default: in groups answer only when the
 	// bot is @mentioned) or "open" (every group message).

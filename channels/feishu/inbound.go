@@ -81,7 +81,9 @@ func (c *Channel) handleEvent(ctx context.Context, in channels.Inbox, payload []
 			return true
 		}
 	}
-	if c.cfg.VerificationToken != "" && env.Header.Token != c.cfg.VerificationToken {
+	// Events on the long connection need no token (the connection is
+	// authenticated); one that carries a different token is not ours.
+	if c.cfg.VerificationToken != "" && env.Header.Token != "" && env.Header.Token != c.cfg.VerificationToken {
 		c.log.Warn("feishu: event with a wrong verification token skipped", "event_id", env.Header.EventID)
 		return true
 	}
