@@ -77,18 +77,15 @@ func (c *Channel) session(ctx context.Context, in channels.Inbox, up func()) err
 
 	s := &wsSession{c: c, conn: conn, in: in, service: int32(service), parts: map[string]*partial{}}
 	s.setPing(cc.PingInterval)
-	sctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := make(chan *Frame, 64)
 	var wg sync.WaitGroup
-	wg.Go(func() { s.pinger(sctx) })
-	wg.Go(func() { s.worker(sctx, events) })
-	err = s.reader(sctx, events)
-	cancel()
+	wg.Go(func() { s.pinger(ctx) })
+	wg.Go(func() { s.worker(ctx, events) })
+	err = s.reader(ctx, events)
+	cancel() // a Read whose context ends closes the socket
 	wg.Wait()
-	if ctx.Err() == nil {
-		_ = conn.Close(websocket.StatusNormalClosure, "")
-	}
 	return err
 }
 
