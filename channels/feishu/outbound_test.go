@@ -66,11 +66,14 @@ func TestStreamingCard(t *testing.T) {
 	if sent[0].MsgType != "interactive" || sent[0].Edit {
 		t.Errorf("first call %+v, want an interactive message", sent[0])
 	}
-	for _, s := range sent[1:] {
+	minGap := time.Hour
+	for i, s := range sent[1:] {
 		if !s.Edit || s.MessageID != sent[0].MessageID {
 			t.Errorf("call %+v, want an edit of %s", s, sent[0].MessageID)
 		}
+		minGap = min(minGap, s.At.Sub(sent[i].At))
 	}
+	t.Logf("%d calls for the stream, smallest gap %s", len(sent), minGap.Round(time.Millisecond))
 	if card.Content != strings.TrimSpace(full.String()+"**done**") {
 		t.Errorf("card shows %q", card.Content)
 	}
