@@ -9,6 +9,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/discord"
 	"github.com/nanobot-go/nanobot/channels/email"
+	"github.com/nanobot-go/nanobot/channels/feishu"
 	"github.com/nanobot-go/nanobot/channels/matrix"
 	"github.com/nanobot-go/nanobot/channels/qq"
 	"github.com/nanobot-go/nanobot/channels/slack"
@@ -108,6 +109,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("whatsapp", whatsapp.Factory()))
 	must(r.Register("email", email.Factory()))
 	must(r.Register("qq", qq.Factory()))
+	must(r.Register("feishu", feishu.Factory()))
 	return r
 }
 
