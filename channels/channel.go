@@ -75,6 +75,15 @@ type Editor interface {
 	EditInterval() time.Duration
 }
 
+// Finisher is an Editor whose streamed messages have an end state of their
+// own (a card that shows "generating…" until told otherwise). The
+// Dispatcher calls Finish once a stream's last text is shown, also when
+// that text needed no further edit; Finish on a message already finished
+// does nothing.
+type Finisher interface {
+	Finish(ctx context.Context, ref MessageRef) error
+}
+
 // Limiter is a channel with a message length limit (in characters).
 type Limiter interface {
 	MessageLimit() int

@@ -318,6 +318,11 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) {
 			return
 		}
 		w.pushStream(ctx, st, true)
+		if f, ok := w.ch.(Finisher); ok && !st.failed && st.ref.MessageID != "" {
+			if err := f.Finish(ctx, st.ref); err != nil {
+				w.d.log.Warn("finishing a streamed message failed", "channel", w.ch.Name(), "err", err)
+			}
+		}
 	}
 }
 

@@ -136,6 +136,44 @@ func TestStreamingBecomesRateLimitedEdits(t *testing.T) {
 	}
 }
 
+// finishChannel is an editor whose streamed messages must be finished.
+type finishChannel struct {
+	editChannel
+	finished chan MessageRef
+}
+
+func (f finishChannel) Finish(_ context.Context, ref MessageRef) error {
+	f.finished <- ref
+	return nil
+}
+
+// A stream whose final text is already on screen needs no edit, but a
+// Finisher is still told that the stream ended.
+func TestFinisherToldWhenTheStreamEndsWithoutAnEdit(t *testing.T) {
+	fc := &fakeChannel{name: "fs", interval: 20 * time.Millisecond, limit: 4096}
+	ch := finishChannel{editChannel{fc}, make(chan MessageRef, 4)}
+	out := startDispatcher(t, DispatcherConfig{MaxRetries: 3, RetryBase: time.Millisecond}, ch)
+	out <- bus.Outbound{Channel: "fs", ChatID: "1", Kind: bus.KindDelta, StreamID: "s1", Content: "all of it"}
+	waitFor(t, "the first message", func() bool { s, _ := fc.snapshot(); return len(s) == 1 })
+	out <- bus.Outbound{Channel: "fs", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "s1", Content: "all of it", Final: true}
+	select {
+	case ref := <-ch.finished:
+		if ref.MessageID != "1" {
+			t.Fatalf("finished %+v, want the streamed message", ref)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Finish never called")
+	}
+	if _, edits := fc.snapshot(); len(edits) != 0 {
+		t.Fatalf("%d edits for a text already shown", len(edits))
+	}
+	select {
+	case ref := <-ch.finished:
+		t.Fatalf("finished twice: %+v", ref)
+	default:
+	}
+}
+
 func TestNonEditorGetsTheWholeReplyOnce(t *testing.T) {
 	fc := &fakeChannel{name: "mail", limit: 4096}
 	out := startDispatcher(t, DispatcherConfig{}, fc)

@@ -23,9 +23,10 @@ import (
 // The Dispatcher ends a stream with an Edit whose Outbound is the
 // KindStreamEnd message (Final for the turn's last one): that edit also
 // turns streaming mode off. When the final text equals what the card
-// already shows the Dispatcher makes no edit at all, so a card that saw no
-// edit for finishIdle is finished by a timer; an edit arriving after that
-// turns streaming mode on again first.
+// already shows the Dispatcher makes no edit but calls Finish
+// (channels.Finisher). A card that saw neither for finishIdle (a dispatcher
+// that gave up) is finished by a timer; an edit arriving after that turns
+// streaming mode on again first.
 
 // elementID is the id of the card's markdown element.
 const elementID = "answer"
@@ -127,6 +128,20 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m bus.Outbo
 	}
 	c.armFinish(cd)
 	return nil
+}
+
+// Finish implements channels.Finisher: streaming mode off on the card of
+// ref, if it is still open.
+func (c *Channel) Finish(ctx context.Context, ref channels.MessageRef) error {
+	c.mu.Lock()
+	cd := c.cards[ref.MessageID]
+	c.mu.Unlock()
+	if cd == nil {
+		return nil
+	}
+	cd.mu.Lock()
+	defer cd.mu.Unlock()
+	return c.finishLocked(ctx, cd)
 }
 
 // settings turns a card's streaming mode on or off.

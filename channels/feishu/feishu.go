@@ -185,6 +185,7 @@ type Channel struct {
 var (
 	_ channels.Channel        = (*Channel)(nil)
 	_ channels.Editor         = (*Channel)(nil)
+	_ channels.Finisher       = (*Channel)(nil)
 	_ channels.Limiter        = (*Channel)(nil)
 	_ channels.Reactor        = (*Channel)(nil)
 	_ channels.MediaSender    = (*Channel)(nil)

@@ -122,6 +122,38 @@ func TestStreamingIdleCardFinished(t *testing.T) {
 	}
 }
 
+// TestFinishEndsTheCardAtOnce: the Dispatcher's Finish (a stream whose last
+// text needed no edit) turns streaming off without waiting for finishIdle,
+// and a second Finish does nothing.
+func TestFinishEndsTheCardAtOnce(t *testing.T) {
+	fake := feishutest.New(t)
+	noViolations(t, fake)
+	ch := newChannel(t, fake, nil, "", nil)
+	ch.finishIdle = time.Hour
+	rec := &channeltest.Recorder{}
+	running(t, ch, rec)
+	fake.Push(feishutest.Message{From: aliceID, Text: "hi"})
+	in := rec.Wait(t, "hi")
+	ctx := testCtx(t)
+	ref, err := ch.Send(ctx, bus.Outbound{Channel: "feishu", ChatID: in.ChatID, Kind: bus.KindMessage, Content: "all of it", StreamID: "s1", Metadata: in.Metadata})
+	if err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if c := fake.CardOf(ref.MessageID); c == nil || !c.Streaming {
+		t.Fatalf("card before Finish: %+v", c)
+	}
+	if err := ch.Finish(ctx, ref); err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	c := fake.CardOf(ref.MessageID)
+	if c.Streaming || c.Content != "all of it" || len(c.Settings) != 1 {
+		t.Fatalf("card after Finish: %+v", c)
+	}
+	if err := ch.Finish(ctx, ref); err != nil || len(fake.CardOf(ref.MessageID).Settings) != 1 {
+		t.Fatalf("second Finish: %v, settings %d", err, len(fake.CardOf(ref.MessageID).Settings))
+	}
+}
+
 // TestStreamingOff: with streaming false the registered channel is not an
 // Editor and sends post messages.
 func TestStreamingOff(t *testing.T) {
