@@ -3,9 +3,7 @@ package discord
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -39,47 +37,18 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, e *discordgo.Ev
 // sender the gate would refuse are not fetched; a failed download leaves a
 // note in the text instead of the file.
 func (c *Channel) download(ctx context.Context, in channels.Inbox, m *bus.Inbound) {
-	if c.mediaDir == "" {
-		return // the agent gets the URLs
+	items := make([]media.Item, 0, len(m.Media))
+	for _, md := range m.Media {
+		items = append(items, media.Item{Name: md.Name, MIMEType: md.MIMEType, URL: md.URL, Fetch: func(ctx context.Context) ([]byte, error) {
+			return media.Fetch(ctx, c.files, md.URL, nil, c.cfg.MaxMediaBytes)
+		}})
 	}
-	var notes []string
-	if !channels.Admits(in, c.Name(), m.SenderID) {
-		for _, md := range m.Media {
-			notes = append(notes, fmt.Sprintf("[attachment %s: not downloaded, sender not allowed]", md.Name))
-		}
-		m.Media = nil
-		m.Content = strings.TrimSpace(strings.Join(append([]string{m.Content}, notes...), "\n"))
-		return
-	}
-	kept := m.Media[:0]
-	for i, md := range m.Media {
-		data, err := media.Fetch(ctx, c.files, md.URL, nil, c.cfg.MaxMediaBytes)
-		switch {
-		case errors.Is(err, media.ErrTooLarge):
-			notes = append(notes, fmt.Sprintf("[attachment %s: too large to download (over the limit of %s)]", md.Name, media.Size(c.cfg.MaxMediaBytes)))
-			continue
-		case err != nil:
-			c.log.Warn("discord: attachment download failed", "message_id", m.MessageID, "name", md.Name, "err", c.redact(err.Error()))
-			notes = append(notes, fmt.Sprintf("[attachment %s: download failed]", md.Name))
-			continue
-		}
-		name := fmt.Sprintf("%s_%s_%d%s", m.ChatID, m.MessageID, i, media.Ext(md.Name, "", md.MIMEType))
-		file, err := media.Save(c.mediaDir, name, data)
-		if err != nil {
-			c.log.Warn("discord: saving an attachment failed", "err", err)
-			notes = append(notes, fmt.Sprintf("[attachment %s: could not be saved]", md.Name))
-			continue
-		}
-		if md.MIMEType == "" {
-			md.MIMEType = http.DetectContentType(data)
-		}
-		md.Path, md.Size = file, int64(len(data))
-		kept = append(kept, md)
-	}
-	m.Media = kept
-	if len(notes) > 0 {
-		m.Content = strings.TrimSpace(strings.Join(append([]string{m.Content}, notes...), "\n"))
-	}
+	m.Media = nil
+	c.collector().Collect(ctx, m, channels.Admits(in, c.Name(), m.SenderID), items)
+}
+
+func (c *Channel) collector() media.Collector {
+	return media.Collector{Dir: c.mediaDir, Max: c.cfg.MaxMediaBytes, Platform: "discord", Log: c.log, Redact: c.redact}
 }
 
 // toInbound converts a message. It reports false for messages the bot

@@ -370,52 +370,22 @@ func parsePost(raw map[string]json.RawMessage) (string, []resource, error) {
 // from a sender the gate would refuse are not fetched; a failed download
 // leaves a note in the text.
 func (c *Channel) download(ctx context.Context, in channels.Inbox, m *bus.Inbound, refs []resource) {
-	var notes []string
-	switch {
-	case c.mediaDir == "":
-		for _, r := range refs {
-			notes = append(notes, fmt.Sprintf("[attachment %s: not downloaded, no media folder]", r.name))
-		}
-	case !channels.Admits(in, c.Name(), m.SenderID):
-		for _, r := range refs {
-			notes = append(notes, fmt.Sprintf("[attachment %s: not downloaded, sender not allowed]", r.name))
-		}
-	default:
-		for i, r := range refs {
-			md, err := c.fetchResource(ctx, m.MessageID, r, i)
-			if err != nil {
-				if errors.Is(err, media.ErrTooLarge) {
-					notes = append(notes, fmt.Sprintf("[attachment %s: too large to download (over the limit of %s)]", r.name, media.Size(c.cfg.MaxMediaBytes)))
-					continue
-				}
-				c.log.Warn("feishu: attachment download failed", "message_id", m.MessageID, "err", c.redact.Error(err))
-				notes = append(notes, fmt.Sprintf("[attachment %s: download failed]", r.name))
-				continue
-			}
-			m.Media = append(m.Media, md)
-		}
+	items := make([]media.Item, 0, len(refs))
+	for _, r := range refs {
+		items = append(items, media.Item{Name: r.name, Fetch: func(ctx context.Context) ([]byte, error) {
+			return c.fetchResource(ctx, m.MessageID, r)
+		}})
 	}
-	if len(notes) > 0 {
-		m.Content = strings.TrimSpace(strings.Join(append([]string{m.Content}, notes...), "\n"))
-	}
+	media.Collector{Dir: c.mediaDir, Max: c.cfg.MaxMediaBytes, Platform: "feishu", Log: c.log, Redact: c.redact.String}.
+		Collect(ctx, m, channels.Admits(in, c.Name(), m.SenderID), items)
 }
 
 // fetchResource downloads one attachment with the tenant token.
-func (c *Channel) fetchResource(ctx context.Context, messageID string, r resource, i int) (bus.Media, error) {
+func (c *Channel) fetchResource(ctx context.Context, messageID string, r resource) ([]byte, error) {
 	tok, err := c.tokens.Get(ctx)
 	if err != nil {
-		return bus.Media{}, err
+		return nil, err
 	}
 	u := c.cfg.base() + "/open-apis/im/v1/messages/" + url.PathEscape(messageID) + "/resources/" + url.PathEscape(r.key) + "?type=" + r.kind
-	data, err := media.Fetch(ctx, c.files, u, http.Header{"Authorization": {"Bearer " + tok}}, c.cfg.MaxMediaBytes)
-	if err != nil {
-		return bus.Media{}, err
-	}
-	mime := http.DetectContentType(data)
-	name := fmt.Sprintf("%s_%d%s", messageID, i, media.Ext(r.name, "", mime))
-	path, err := media.Save(c.mediaDir, name, data)
-	if err != nil {
-		return bus.Media{}, err
-	}
-	return bus.Media{Path: path, MIMEType: mime, Name: r.name, Size: int64(len(data))}, nil
+	return media.Fetch(ctx, c.files, u, http.Header{"Authorization": {"Bearer " + tok}}, c.cfg.MaxMediaBytes)
 }

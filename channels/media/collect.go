@@ -1,0 +1,108 @@
+package media
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// Item is one attachment of an inbound message, not fetched yet.
+type Item struct {
+	// Name is the file name the platform gave, if any.
+	Name string
+	// MIMEType is the platform's content type, if known (else detected).
+	MIMEType string
+	// URL is kept as the attachment's location when there is no media
+	// folder; it may be empty for platforms whose files need credentials.
+	URL string
+	// Fetch returns the file's bytes, at most Collector.Max of them
+	// (ErrTooLarge beyond).
+	Fetch func(ctx context.Context) ([]byte, error)
+}
+
+// Collector takes an inbound message's attachments in: it downloads them
+// into Dir and lists them on the message, or, for each one it does not
+// pass on, adds a short bracketed note to the text so the agent knows a
+// file came ("[attachment a.pdf: too large to download …]").
+type Collector struct {
+	// Dir is the platform's media folder; empty keeps URLs (or notes).
+	Dir string
+	// Max is the size cap, used in the too-large note.
+	Max int64
+	// Platform prefixes log lines.
+	Platform string
+	Log      *slog.Logger
+	// Redact cleans download errors before they are logged.
+	Redact func(string) string
+}
+
+// Collect handles items for m. allowed is channels.Admits for the sender:
+// files from a sender the gate would refuse are never fetched. Saved files
+// are named <message id>_<n><ext>.
+func (c Collector) Collect(ctx context.Context, m *bus.Inbound, allowed bool, items []Item) {
+	var notes []string
+	note := func(it Item, why string) {
+		name := it.Name
+		if name == "" {
+			name = "file"
+		}
+		notes = append(notes, fmt.Sprintf("[attachment %s: %s]", name, why))
+	}
+	for i, it := range items {
+		switch {
+		case !allowed:
+			note(it, "not downloaded, sender not allowed")
+			continue
+		case c.Dir == "" && it.URL != "":
+			m.Media = append(m.Media, bus.Media{URL: it.URL, Name: it.Name, MIMEType: it.MIMEType})
+			continue
+		case c.Dir == "" || it.Fetch == nil:
+			note(it, "not downloaded, no media folder")
+			continue
+		}
+		data, err := it.Fetch(ctx)
+		switch {
+		case errors.Is(err, ErrTooLarge):
+			note(it, "too large to download (over the limit of "+Size(c.Max)+")")
+			continue
+		case err != nil:
+			c.log().Warn(c.Platform+": attachment download failed", "message_id", m.MessageID, "name", it.Name, "err", c.redact(err.Error()))
+			note(it, "download failed")
+			continue
+		}
+		mimeType := it.MIMEType
+		if mimeType == "" {
+			mimeType = http.DetectContentType(data)
+		}
+		name := fmt.Sprintf("%s_%d%s", SafeName(m.MessageID), i, Ext(it.Name, "", mimeType))
+		path, err := Save(c.Dir, name, data)
+		if err != nil {
+			c.log().Warn(c.Platform+": saving an attachment failed", "message_id", m.MessageID, "err", err)
+			note(it, "could not be saved")
+			continue
+		}
+		m.Media = append(m.Media, bus.Media{Path: path, MIMEType: mimeType, Name: it.Name, Size: int64(len(data))})
+	}
+	if len(notes) > 0 {
+		m.Content = strings.TrimSpace(strings.Join(append([]string{m.Content}, notes...), "\n"))
+	}
+}
+
+func (c Collector) log() *slog.Logger {
+	if c.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Log
+}
+
+func (c Collector) redact(s string) string {
+	if c.Redact == nil {
+		return s
+	}
+	return c.Redact(s)
+}
