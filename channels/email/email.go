@@ -143,6 +143,7 @@ type Channel struct {
 var (
 	_ channels.Channel        = (*Channel)(nil)
 	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.MediaSender    = (*Channel)(nil)
 	_ channels.HealthReporter = (*Channel)(nil)
 )
 

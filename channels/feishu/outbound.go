@@ -115,17 +115,9 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 	if m.ChatID == "" {
 		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("feishu: send: empty chat id")}
 	}
-	text := strings.TrimSpace(m.Content)
-	var files []bus.Media
-	for _, md := range m.Media {
-		switch {
-		case md.Path != "":
-			files = append(files, md)
-		case md.URL != "":
-			text = strings.TrimSpace(text + "\n" + md.URL)
-		default:
-			return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("feishu: send file: media has neither a path nor a URL")}
-		}
+	text, files, err := media.Split(m)
+	if err != nil {
+		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("feishu: send file: %w", err)}
 	}
 	var first channels.MessageRef
 	sent := false

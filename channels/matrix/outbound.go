@@ -64,17 +64,9 @@ func (c *Channel) Typing(ctx context.Context, chatID string, _ map[string]any) e
 // file uploaded to the media repository and sent as m.image, m.audio,
 // m.video or m.file. Media with only a URL are linked in the text.
 func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
-	text := strings.TrimSpace(m.Content)
-	var files []bus.Media
-	for _, md := range m.Media {
-		switch {
-		case md.Path != "":
-			files = append(files, md)
-		case md.URL != "":
-			text = strings.TrimSpace(text + "\n" + md.URL)
-		default:
-			return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("matrix: send file: media has neither a path nor a URL")}
-		}
+	text, files, err := media.Split(m)
+	if err != nil {
+		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("matrix: send file: %w", err)}
 	}
 	var first channels.MessageRef
 	if text != "" {

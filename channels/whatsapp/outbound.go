@@ -86,15 +86,9 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 	if err != nil {
 		return channels.MessageRef{}, err
 	}
-	caption := strings.TrimSpace(m.Content)
-	var files []bus.Media
-	for _, md := range m.Media {
-		switch {
-		case md.Path != "":
-			files = append(files, md)
-		case md.URL != "":
-			caption = strings.TrimSpace(caption + "\n" + md.URL)
-		}
+	caption, files, err := media.Split(m)
+	if err != nil {
+		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("whatsapp: send file: %w", err)}
 	}
 	if len(files) == 0 {
 		text := m
