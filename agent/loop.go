@@ -278,7 +278,16 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 	case float64: // after a trip through a JSON queue (natsbus)
 		maxHistory = int(n)
 	}
-	msgs := l.cfg.Builder.Messages(sess.History(maxHistory), m)
+	history := sess.History(maxHistory)
+	rerun := false
+	if i := storedAt(history, inboundID(m)); i >= 0 {
+		// Delivered again after a turn interrupted before its answer (a
+		// shutdown mid-turn): run it again on the history before it, and
+		// store only what the new run adds, not the user message twice.
+		history, rerun = history[:i], true
+		l.log.Info("running an interrupted turn again", "session", sess.Key, "message_id", m.MessageID)
+	}
+	msgs := l.cfg.Builder.Messages(history, m)
 	background := m.Metadata["heartbeat"] != nil
 
 	// The cap covers the LLM turn only; saving and replying do not hold a
@@ -346,7 +355,11 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 	if res != nil {
 		produced = res.Messages
 	}
-	if err := l.cfg.Store.Append(saveCtx, sess, l.sanitizeTurn(m, msgs[len(msgs)-1], produced)...); err != nil {
+	save := l.sanitizeTurn(m, msgs[len(msgs)-1], produced)
+	if rerun {
+		save = save[1:] // the user message is stored already
+	}
+	if err := l.cfg.Store.Append(saveCtx, sess, save...); err != nil {
 		l.log.Error("saving turn failed", "session", sess.Key, "err", err)
 		if runErr == nil {
 			runErr = err

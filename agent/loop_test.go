@@ -489,3 +489,55 @@ func TestRedeliveredMessageIsAnsweredFromTheSession(t *testing.T) {
 		t.Errorf("%d model calls after a new message, want 2", n)
 	}
 }
+
+// A turn interrupted before its answer (the gateway stopped mid-turn; its
+// user message and a tool call were saved) is run again when the message
+// is delivered again: the model sees the question once, and the session
+// holds the user message once, followed by what both runs produced.
+func TestInterruptedTurnRunsAgainWithoutASecondUserMessage(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("Forty-two.") }}
+	h := newHarness(t, llm, nil, nil)
+	ctx := context.Background()
+	sess, err := h.store.Load(ctx, "test:c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := []providers.Message{
+		{Role: providers.RoleUser, Content: "hello"},
+		{Role: providers.RoleAssistant, Content: "Hi."},
+		{Role: providers.RoleUser, Content: "the answer?", InboundID: "test/c1/m-1"},
+	}
+	if err := h.store.Append(ctx, sess, earlier...); err != nil {
+		t.Fatal(err)
+	}
+	h.loop.Submit(ctx, bus.Inbound{Channel: "test", ChatID: "c1", SenderID: "u", Content: "the answer?", MessageID: "m-1"})
+	waitUntil(t, "the turn", func() bool { return h.doneCount() == 1 })
+	reqs := llm.reqs()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model calls, want 1", len(reqs))
+	}
+	asked := 0
+	for _, m := range reqs[0].Messages {
+		if m.Role == providers.RoleUser && strings.Contains(m.Text(), "the answer?") {
+			asked++
+		}
+	}
+	if asked != 1 {
+		t.Errorf("the question is in the request %d times, want once", asked)
+	}
+	if got := h.out.finals()["test:c1"]; len(got) != 1 || got[0] != "Forty-two." {
+		t.Errorf("finals %q", got)
+	}
+	sess, err = h.store.Load(ctx, "test:c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range sess.Messages {
+		roles = append(roles, string(m.Role)+":"+m.Text())
+	}
+	want := []string{"user:hello", "assistant:Hi.", "user:the answer?", "assistant:Forty-two."}
+	if strings.Join(roles, "|") != strings.Join(want, "|") {
+		t.Errorf("session %q\nwant %q", roles, want)
+	}
+}

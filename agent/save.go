@@ -98,3 +98,17 @@ func answered(history []providers.Message, id string) (string, bool) {
 	}
 	return "", false
 }
+
+// storedAt is the index in history of the user message with id, or -1
+// (also for messages without an id).
+func storedAt(history []providers.Message, id string) int {
+	if id == "" {
+		return -1
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Role == providers.RoleUser && history[i].InboundID == id {
+			return i
+		}
+	}
+	return -1
+}
