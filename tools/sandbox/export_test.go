@@ -1,0 +1,7 @@
+package sandbox
+
+// Internals the external tests switch.
+var (
+	HelperReady  = &helperReady
+	NoNamespaces = &noNamespaces
+)
