@@ -72,3 +72,7 @@ func newPidsCgroup(max int64) string {
 // child here: through a pids cgroup, or through RLIMIT_NPROC, which the
 // kernel does not apply to root.
 func ProcessLimitEnforced() bool { return pidsParent() != "" || os.Geteuid() != 0 }
+
+// PidsCgroupAvailable reports whether each confined child gets a pids
+// cgroup of its own here.
+func PidsCgroupAvailable() bool { return pidsParent() != "" }

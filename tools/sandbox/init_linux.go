@@ -49,11 +49,13 @@ func runInit(p policy, argv []string) error {
 		if pid != proc.Pid {
 			continue // an orphan, reaped
 		}
+		// syscall.Exit, not os.Exit: nothing to flush, and a race-enabled
+		// build (tests) would otherwise linger a second at exit.
 		switch {
 		case st.Exited():
-			os.Exit(st.ExitStatus())
+			syscall.Exit(st.ExitStatus())
 		case st.Signaled():
-			os.Exit(128 + int(st.Signal()))
+			syscall.Exit(128 + int(st.Signal()))
 		}
 	}
 }
