@@ -47,6 +47,10 @@ import (
 // path without them).
 var noNamespaces atomic.Bool
 
+// helperExecutable is the program started as the helper: the running one
+// (benchmarks point it at a built nanobot).
+var helperExecutable = os.Executable
+
 // Mode selects how strictly a child is confined.
 type Mode string
 
@@ -130,7 +134,7 @@ func Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
-		self, err := os.Executable()
+		self, err := helperExecutable()
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: the helper executable: %w", err)
 		}
