@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -268,5 +269,31 @@ func BenchmarkSandboxStart(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestHelperRefusesNamespacesItLacks: a policy that says "namespaces" run
+// outside a new PID namespace (by hand) is refused before the helper
+// mounts anything. Run in a mount namespace of its own, so a regression
+// cannot touch the host's /proc.
+func TestHelperRefusesNamespacesItLacks(t *testing.T) {
+	if !sandbox.Namespaces() {
+		t.Skip("needs user namespaces to run the helper in a throwaway mount namespace")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd := &exec.Cmd{Path: self, Args: []string{sandbox.HelperName, `{"ns":true,"net":true}`, "--", "/bin/true"}, Stdout: &out, Stderr: &out}
+	uid, gid := os.Getuid(), os.Getgid()
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+	}
+	err = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 126 || !strings.Contains(out.String(), "not started in a new PID namespace") {
+		t.Errorf("exit %d (%v): %s; want 126 and a refusal", code, err, out.String())
 	}
 }

@@ -48,6 +48,11 @@ func confineAndExec(p policy, prog string, argv []string) error {
 		}
 	}
 	if p.Namespaces && !p.Stage2 {
+		if os.Getpid() != 1 {
+			// Run by hand with "ns": mounting here would change the
+			// host's /proc.
+			return errors.New("the policy says namespaces, but the helper was not started in a new PID namespace")
+		}
 		// Best effort: where the host's /proc has masked parts (as in
 		// some containers) no new one can be mounted; the command then
 		// gets no /proc at all.
