@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -91,13 +93,21 @@ func confineAndExec(p policy, prog string, argv []string) error {
 // inherits them.
 func setLimits(p policy) error {
 	l := p.Limits
+	nproc := uint64(l.Processes)
+	if nproc > 0 && !p.Namespaces && os.Getuid() != 0 {
+		// RLIMIT_NPROC counts every task of the user (the gateway's
+		// threads, the user's other programs); only in a user namespace
+		// of the sandbox's own does it count the sandbox's alone. Without
+		// one, allow Processes more than are running now.
+		nproc += uint64(countUserTasks(os.Getuid()))
+	}
 	for _, r := range []struct {
 		res int
 		v   uint64
 	}{
 		{syscall.RLIMIT_CPU, uint64(l.CPUSeconds)},
 		{syscall.RLIMIT_AS, uint64(l.MemoryMB) << 20},
-		{rlimitNPROC, uint64(l.Processes)},
+		{rlimitNPROC, nproc},
 		{syscall.RLIMIT_FSIZE, uint64(l.FileSizeMB) << 20},
 	} {
 		if r.v == 0 {
@@ -203,4 +213,41 @@ func split(paths []string, dirs, files *[]string) {
 			*files = append(*files, p)
 		}
 	}
+}
+
+// countUserTasks counts the threads of processes whose real uid is uid,
+// which is what RLIMIT_NPROC counts.
+func countUserTasks(uid int) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	want := strconv.Itoa(uid)
+	n := 0
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		var realUID string
+		threads := 1
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+				if f := strings.Fields(v); len(f) > 0 {
+					realUID = f[0]
+				}
+			} else if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+				if t, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && t > 0 {
+					threads = t
+				}
+			}
+		}
+		if realUID == want {
+			n += threads
+		}
+	}
+	return n
 }
