@@ -40,6 +40,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -127,36 +128,11 @@ func Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 		env = BaseEnv("")
 	}
 	var cmd *exec.Cmd
-	namespaces := false
 	switch mode {
 	case ModeLandlock, ModeBwrap:
-		prog, err := exec.LookPath(spec.Path)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: %w", err)
+		if cmd, err = helperCommand(ctx, mode, spec); err != nil {
+			return nil, err
 		}
-		self, err := helperExecutable()
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: the helper executable: %w", err)
-		}
-		if prog, err = filepath.Abs(prog); err != nil {
-			return nil, fmt.Errorf("sandbox: %w", err)
-		}
-		p := policyFor(spec, prog)
-		p.Mode = mode
-		if mode == ModeBwrap {
-			if p.Bwrap, err = Bwrap(); err != nil {
-				return nil, fmt.Errorf("%w %q: bubblewrap: %v", ErrUnsupportedMode, mode, err)
-			}
-		} else {
-			namespaces = Namespaces()
-			p.Namespaces = namespaces
-			if !p.Network && !namespaces && LandlockABI() < 4 {
-				return nil, fmt.Errorf("%w %q: network off needs Landlock ABI 4 (Linux 6.7) or user namespaces; this host has ABI %d and no user namespaces (use bwrap)", ErrUnsupportedMode, mode, LandlockABI())
-			}
-		}
-		p.Cgroup = newPidsCgroup(p.Limits.Processes)
-		cmd = exec.CommandContext(ctx, self, append([]string{p.encode(), "--", prog}, spec.Args...)...)
-		cmd.Args[0] = HelperName
 		env = privateTmp(env, spec.Writable)
 	default:
 		cmd = exec.CommandContext(ctx, spec.Path, spec.Args...)
@@ -172,10 +148,44 @@ func Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 		cmd.WaitDelay = DefaultWaitDelay
 	}
 	setGroup(cmd)
-	if namespaces {
+	cmd.Cancel = func() error { return KillGroup(cmd) }
+	return cmd, nil
+}
+
+// helperCommand starts the helper that confines spec's program under mode
+// (landlock or bwrap): the policy travels as its first argument, and in
+// landlock mode the helper is put in new namespaces where they work.
+func helperCommand(ctx context.Context, mode Mode, spec Spec) (*exec.Cmd, error) {
+	prog, err := exec.LookPath(spec.Path)
+	if err == nil {
+		prog, err = filepath.Abs(prog)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	self, err := helperExecutable()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: the helper executable: %w", err)
+	}
+	p := policyFor(spec, prog)
+	p.Mode = mode
+	if mode == ModeBwrap {
+		if p.Bwrap, err = Bwrap(); err != nil {
+			return nil, fmt.Errorf("%w %q: bubblewrap %v", ErrUnsupportedMode, mode, err)
+		}
+	} else {
+		p.Namespaces = Namespaces()
+		if !p.Network && !p.Namespaces && LandlockABI() < 4 {
+			return nil, fmt.Errorf("%w %q: network off needs Landlock ABI 4 (Linux 6.7) or user namespaces; this host has ABI %d and no user namespaces (use bwrap)", ErrUnsupportedMode, mode, LandlockABI())
+		}
+	}
+	p.Cgroup = newPidsCgroup(p.Limits.Processes)
+	cmd := exec.CommandContext(ctx, self, append([]string{p.encode(), "--", prog}, spec.Args...)...)
+	cmd.Args[0] = HelperName
+	if p.Namespaces {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
 		setNamespaces(cmd.SysProcAttr, spec.DenyNetwork)
 	}
-	cmd.Cancel = func() error { return KillGroup(cmd) }
 	return cmd, nil
 }
 
