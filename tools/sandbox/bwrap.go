@@ -6,7 +6,8 @@ import (
 )
 
 // bwrapArgs is the bubblewrap command line that runs argv under p: a new
-// mount namespace holding only the system folders and p's folders
+// mount namespace holding only the system folders (/etc without its
+// secrets) and p's folders
 // (p.ReadOnly read-only, p.ReadWrite read-write), a /proc of its own, a
 // minimal /dev and a private /tmp; new PID, IPC, UTS and cgroup
 // namespaces, and a network namespace with the network off; all
@@ -36,6 +37,14 @@ func bwrapArgs(p policy, cwd string, argv []string) []string {
 		}
 		a = append(a, "--ro-bind", d, d)
 		bound = append(bound, d)
+	}
+	// /etc is bound whole; its secrets are covered up.
+	for _, secret := range etcSecretPaths() {
+		if fi, err := os.Lstat(secret); err == nil && fi.IsDir() {
+			a = append(a, "--tmpfs", secret)
+		} else if err == nil && fi.Mode().IsRegular() {
+			a = append(a, "--ro-bind", "/dev/null", secret)
+		}
 	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
 	// p's paths are real (symlinks resolved), so the command finds its

@@ -155,8 +155,8 @@ func dropCapabilities() error {
 }
 
 // restrictLandlock confines this thread (and so the command executed from
-// it) to p: p.ReadOnly read-only (with /proc when the sandbox has its
-// own), p.ReadWrite and p.Files read-write, nothing else of the file
+// it) to p: p.ReadOnly read-only (/etc without its secrets, and /proc when
+// the sandbox has its own), p.ReadWrite and p.Files read-write, nothing else of the file
 // system; with the network off no TCP bind or connect; no signals to, or
 // abstract-socket connections with, processes outside the sandbox.
 func restrictLandlock(p policy) error {
@@ -170,7 +170,7 @@ func restrictLandlock(p policy) error {
 			return fmt.Errorf("network: false needs Landlock ABI 4 (kernel 6.7) or a network namespace; this kernel has ABI %d and no user namespaces", abi)
 		}
 	}
-	ro := p.ReadOnly
+	ro := withoutEtcSecrets(p.ReadOnly)
 	if p.Proc {
 		ro = append(ro[:len(ro):len(ro)], "/proc")
 	}
