@@ -155,8 +155,9 @@ type ExecConfig struct {
 	// AllowPaths widens the sandbox: folders confined commands (and MCP
 	// stdio servers) may read, or read and write, besides the workspace.
 	AllowPaths AllowPathsConfig `json:"allowPaths"`
-	// Network lets confined commands open TCP connections (default true;
-	// false needs Landlock ABI 4, Linux 6.7).
+	// Network lets confined commands use the network (default true; false
+	// gives them a network namespace of their own where user namespaces
+	// work or under bwrap, and otherwise needs Landlock ABI 4, Linux 6.7).
 	Network *bool `json:"network"`
 	// Limits are resource limits of confined commands.
 	Limits ExecLimits `json:"limits"`

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 
 	"github.com/spf13/cobra"
 
@@ -105,18 +104,21 @@ func diagnose(l *configs.Loaded) []finding {
 	} else if resolved, err := sandbox.ResolveMode(mode); err != nil {
 		add("risk", fmt.Sprintf("sandbox %q is not available here: %v", mode, err), "use \"auto\"")
 	} else if resolved == sandbox.ModeNone {
-		add("warn", "no OS sandbox is available on this machine (the kernel has no Landlock): exec relies on the command guard and the workspace check only", "use Linux 5.13 or newer with Landlock enabled (lsm=...,landlock), or run the gateway in the provided Docker image on such a kernel")
+		add("warn", "no OS sandbox is available on this machine (no Landlock, no working bubblewrap): exec relies on the command guard and the workspace check only", "use Linux 5.13 or newer with Landlock enabled (lsm=...,landlock), or install bubblewrap (apt install bubblewrap)")
 	} else {
 		add("ok", "commands and MCP stdio servers run confined: "+sandbox.Describe(mode), "")
 		if !sandbox.ProcessLimitEnforced() {
 			add("warn", "the gateway runs as root and no pids cgroup can be made: tools.exec.limits.processes does not bind (a fork bomb is stopped only by the timeout)", "run the gateway as an ordinary user (the systemd unit and the Docker image do)")
 		}
-		if !c.Tools.Exec.NetworkAllowed() && sandbox.LandlockABI() < 4 {
-			add("risk", fmt.Sprintf("tools.exec.network is false but this kernel's Landlock (ABI %d) cannot restrict the network: every command will fail", sandbox.LandlockABI()), "use Linux 6.7 or newer, or set tools.exec.network to true")
+		if resolved == sandbox.ModeLandlock && !sandbox.Namespaces() {
+			add("warn", "user namespaces are not available: confined commands keep their capabilities dropped and their files restricted, but share the gateway's PID namespace (no private /proc) and network", "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0)")
+			if !c.Tools.Exec.NetworkAllowed() && sandbox.LandlockABI() < 4 {
+				add("risk", fmt.Sprintf("tools.exec.network is false but this kernel's Landlock (ABI %d) cannot restrict the network and there are no user namespaces: every command will fail", sandbox.LandlockABI()), "use Linux 6.7 or newer, allow user namespaces, use sandbox \"bwrap\", or set tools.exec.network to true")
+			}
 		}
 	}
-	if _, err := exec.LookPath("bwrap"); err == nil {
-		add("ok", "bubblewrap is installed", "")
+	if bw, err := sandbox.Bwrap(); err == nil {
+		add("ok", "bubblewrap works ("+bw+"): tools.exec.sandbox \"bwrap\" is available", "")
 	}
 
 	host := c.Gateway.Host

@@ -7,20 +7,15 @@ import (
 	"testing"
 
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/tools/sandbox"
+	"github.com/nanobot-go/nanobot/tools/sandbox/sandboxtest"
 )
 
 // An MCP stdio server is started through the same sandbox as exec: a
 // filesystem server told it may serve "/" still cannot read the gateway's
 // config, the sessions or another user's files, nor write outside the
-// workspace. The same server unconfined can (the control).
+// workspace, under each mode this machine provides (landlock, bwrap). The
+// same server unconfined can (the control).
 func TestBatteryMCPServer(t *testing.T) {
-	if _, err := sandbox.ResolveMode(sandbox.ModeLandlock); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
 	dir := npmDir(t)
 	secrets := t.TempDir()
 	config := filepath.Join(secrets, ".nanobot", "config.json")
@@ -37,7 +32,7 @@ func TestBatteryMCPServer(t *testing.T) {
 	server := func(mode string) configs.MCPServerConfig {
 		return configs.MCPServerConfig{Type: "stdio", Command: "node", Sandbox: mode, Args: []string{filepath.Join(dir, filesystemJS), "/"}}
 	}
-	for _, mode := range []string{"none", ""} {
+	check := func(t *testing.T, mode string) {
 		_, reg, logs := start(t, map[string]configs.MCPServerConfig{"fs": server(mode)})
 		if _, ok := reg.Get("mcp_fs_read_text_file"); !ok {
 			t.Fatalf("sandbox %q: the server did not start; log:\n%s", mode, logs)
@@ -48,8 +43,8 @@ func TestBatteryMCPServer(t *testing.T) {
 			switch {
 			case mode == "none" && !leaked:
 				t.Fatalf("unconfined, the server cannot read %s (%v): the case does not work", p, err)
-			case mode == "" && leaked:
-				t.Errorf("under the default sandbox the server read %s", p)
+			case mode != "none" && leaked:
+				t.Errorf("under the %s sandbox the server read %s", mode, p)
 			}
 		}
 		_, err := call(t, reg, "mcp_fs_write_file", map[string]any{"path": outside, "content": "x"})
@@ -57,9 +52,16 @@ func TestBatteryMCPServer(t *testing.T) {
 		switch {
 		case mode == "none" && (err != nil || statErr != nil):
 			t.Fatalf("unconfined, the server cannot write (%v)", err)
-		case mode == "" && statErr == nil:
-			t.Error("under the default sandbox the server wrote outside the workspace")
+		case mode != "none" && statErr == nil:
+			t.Errorf("under the %s sandbox the server wrote outside the workspace", mode)
 		}
 		os.Remove(outside)
+	}
+	t.Run("none", func(t *testing.T) { check(t, "none") })
+	for _, mode := range sandboxtest.ConfiningModes {
+		t.Run(string(mode), func(t *testing.T) {
+			sandboxtest.Require(t, mode)
+			check(t, string(mode))
+		})
 	}
 }

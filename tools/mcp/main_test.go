@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/nanobot-go/nanobot/tools/mcp"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
 )
 
@@ -12,5 +13,7 @@ import (
 // sandbox (Landlock where the kernel has it).
 func TestMain(m *testing.M) {
 	sandbox.Init()
-	os.Exit(m.Run())
+	code := m.Run()
+	mcp.RemoveRunServer()
+	os.Exit(code)
 }

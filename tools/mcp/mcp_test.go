@@ -273,6 +273,12 @@ func TestStdioServerKilledIsRestarted(t *testing.T) {
 	if err := p.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	// In the sandbox's PID namespace the server dies a moment after the
+	// helper (its init); a call in that moment would still be answered.
+	waitFor(t, "the loss of the server", func() bool {
+		st := m.Status()[0]
+		return st.Restarts >= 1 || st.State != StateConnected
+	})
 	// The next call waits for the restart and succeeds.
 	res, err := call(t, reg, "mcp_everything_echo", map[string]any{"message": "after"})
 	if err != nil || !strings.Contains(res.Content, "after") {

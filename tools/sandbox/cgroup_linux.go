@@ -35,6 +35,13 @@ var pidsParent = sync.OnceValue(func() string {
 		if _, err := os.Stat(filepath.Join(dir, "pids.max")); err != nil {
 			return ""
 		}
+		// The folder may exist (made by another user's gateway, root's)
+		// without being ours to make groups in.
+		probe := filepath.Join(dir, fmt.Sprintf("probe-%d-%x", os.Getpid(), rand.Uint64()))
+		if err := os.Mkdir(probe, 0o755); err != nil {
+			return ""
+		}
+		_ = os.Remove(probe)
 		return dir
 	}
 	return ""
@@ -72,3 +79,7 @@ func newPidsCgroup(max int64) string {
 // child here: through a pids cgroup, or through RLIMIT_NPROC, which the
 // kernel does not apply to root.
 func ProcessLimitEnforced() bool { return pidsParent() != "" || os.Geteuid() != 0 }
+
+// PidsCgroupAvailable reports whether each confined child gets a pids
+// cgroup of its own here.
+func PidsCgroupAvailable() bool { return pidsParent() != "" }

@@ -16,6 +16,19 @@ const HelperName = "nanobot-sandbox-exec"
 // re-executed as the helper.
 var helperReady atomic.Bool
 
+// init serves the helper role as soon as this package is initialized:
+// before main, and before the packages that come later in the program's
+// initialization order (in the nanobot executable these take tens of
+// milliseconds, which every confined command would otherwise pay, twice
+// with namespaces). Only a process started under the name HelperName can
+// get here; Init still decides whether the gateway uses its executable as
+// the helper.
+func init() {
+	if filepath.Base(os.Args[0]) == HelperName {
+		os.Exit(HelperMain(os.Args[1:]))
+	}
+}
+
 // Init must be called first thing in main (and in TestMain of test
 // binaries that start confined children). When the process was started as
 // the sandbox helper it confines itself and executes the command, never

@@ -60,6 +60,20 @@ type policy struct {
 	// Cgroup is a pids cgroup folder the helper moves itself into ("" =
 	// none).
 	Cgroup string `json:"cgroup,omitempty"`
+	// Mode is ModeLandlock ("" too) or ModeBwrap.
+	Mode Mode `json:"mode,omitempty"`
+	// Bwrap is the bubblewrap program of ModeBwrap.
+	Bwrap string `json:"bwrap,omitempty"`
+	// Namespaces: the gateway started the helper in new user, PID and
+	// mount namespaces (see setNamespaces), and in a network namespace
+	// when Network is false. The helper stays as their init and confines
+	// and executes the command in a second stage of itself.
+	Namespaces bool `json:"ns,omitempty"`
+	// Stage2 marks that second stage.
+	Stage2 bool `json:"stage2,omitempty"`
+	// Proc: the helper mounted a /proc of the sandbox's own PID namespace,
+	// which the command may then read.
+	Proc bool `json:"proc,omitempty"`
 }
 
 // policyFor builds the policy of spec: system folders, spec's folders and

@@ -6,16 +6,29 @@
 // a nil Spec.Env means BaseEnv, a short list of harmless variables, so the
 // gateway's API keys never reach a child by accident.
 //
-// Spec.Mode selects confinement. ModeLandlock (what ModeAuto picks on a
-// Linux kernel with Landlock) re-executes the gateway's own executable as a
-// small helper (argv[0] HelperName, see Init) that sets resource limits,
-// joins a pids cgroup where one can be made, restricts itself with Landlock
-// — system folders read-only, Spec.Readable read-only, Spec.Writable
-// read-write, nothing else of the file system (not the config folder, not
-// the sessions, not the rest of $HOME, not /tmp, not /proc), optionally no
-// TCP — and then executes the command, which inherits all of it. A mode
-// this build or host cannot provide is an error: the child is not started
-// unconfined instead.
+// Spec.Mode selects confinement. Both confining modes re-execute the
+// gateway's own executable as a small helper (argv[0] HelperName, see
+// Init) that joins a pids cgroup of its own where one can be made, sets
+// resource limits and then executes the command, which inherits all of
+// it:
+//
+//   - ModeLandlock (what ModeAuto picks on a Linux kernel with Landlock)
+//     restricts the helper with Landlock — system folders read-only,
+//     Spec.Readable read-only, Spec.Writable read-write, nothing else of
+//     the file system (not the config folder, not the sessions, not the
+//     rest of $HOME, not /tmp), optionally no TCP — and drops every
+//     capability. Where user namespaces work (Namespaces; probed once) the
+//     helper starts in new user, PID and mount namespaces (and a network
+//     namespace with the network off), mounts a /proc that shows only the
+//     sandbox's processes, and stays as the namespace's init while a second
+//     stage of itself confines and executes the command.
+//   - ModeBwrap (what ModeAuto picks without Landlock when bubblewrap works)
+//     executes bubblewrap, which builds a mount namespace holding only the
+//     system folders and the allowed ones, with PID, IPC, UTS (and with the
+//     network off, network) namespaces and no capabilities.
+//
+// A mode this build or host cannot provide is an error: the child is not
+// started unconfined instead.
 package sandbox
 
 import (
@@ -25,26 +38,39 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
+
+// noNamespaces turns the namespaces of the landlock mode off (tests of the
+// path without them).
+var noNamespaces atomic.Bool
+
+// helperExecutable is the program started as the helper: the running one
+// (benchmarks point it at a built nanobot).
+var helperExecutable = os.Executable
 
 // Mode selects how strictly a child is confined.
 type Mode string
 
 const (
 	// ModeAuto picks the strongest mode the host supports: landlock where
-	// the kernel has it and the executable can act as the helper (Init was
-	// called), else none.
+	// the kernel has it, else bwrap where bubblewrap works, else none. Both
+	// need an executable that can act as the helper (Init was called).
 	ModeAuto Mode = "auto"
 	// ModeNone applies no kernel-level confinement: the child runs as the
 	// gateway's user, in its own process group, with a filtered
 	// environment. Application-level checks (deny lists, workspace paths)
 	// are the caller's job.
 	ModeNone Mode = "none"
-	// ModeLandlock confines the child with Landlock, resource limits and a
-	// pids cgroup (see the package doc).
+	// ModeLandlock confines the child with Landlock, namespaces where
+	// they work, no capabilities, resource limits and a pids cgroup (see
+	// the package doc).
 	ModeLandlock Mode = "landlock"
-	// ModeBwrap will run the child in bubblewrap namespaces (not yet built).
+	// ModeBwrap runs the child in bubblewrap namespaces that hold only the
+	// allowed folders, under resource limits and a pids cgroup.
 	ModeBwrap Mode = "bwrap"
 )
 
@@ -74,7 +100,9 @@ type Spec struct {
 	// Writable are folders the child may write (workspace, its TMPDIR) and
 	// Readable extra folders it may read, for confining modes to enforce.
 	Writable, Readable []string
-	// DenyNetwork forbids TCP connect and bind (Landlock ABI 4 or newer).
+	// DenyNetwork cuts a confined child off the network: a network
+	// namespace of its own (bwrap; landlock where namespaces work) and/or
+	// no TCP connect and bind (Landlock ABI 4 or newer).
 	DenyNetwork bool
 	// Limits are the confined child's resource limits.
 	Limits Limits
@@ -101,19 +129,10 @@ func Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 	}
 	var cmd *exec.Cmd
 	switch mode {
-	case ModeLandlock:
-		prog, err := exec.LookPath(spec.Path)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: %w", err)
+	case ModeLandlock, ModeBwrap:
+		if cmd, err = helperCommand(ctx, mode, spec); err != nil {
+			return nil, err
 		}
-		self, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: the helper executable: %w", err)
-		}
-		p := policyFor(spec, prog)
-		p.Cgroup = newPidsCgroup(p.Limits.Processes)
-		cmd = exec.CommandContext(ctx, self, append([]string{p.encode(), "--", prog}, spec.Args...)...)
-		cmd.Args[0] = HelperName
 		env = privateTmp(env, spec.Writable)
 	default:
 		cmd = exec.CommandContext(ctx, spec.Path, spec.Args...)
@@ -133,13 +152,56 @@ func Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
+// helperCommand starts the helper that confines spec's program under mode
+// (landlock or bwrap): the policy travels as its first argument, and in
+// landlock mode the helper is put in new namespaces where they work.
+func helperCommand(ctx context.Context, mode Mode, spec Spec) (*exec.Cmd, error) {
+	prog, err := exec.LookPath(spec.Path)
+	if err == nil {
+		prog, err = filepath.Abs(prog)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	self, err := helperExecutable()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: the helper executable: %w", err)
+	}
+	p := policyFor(spec, prog)
+	p.Mode = mode
+	if mode == ModeBwrap {
+		if p.Bwrap, err = Bwrap(); err != nil {
+			return nil, fmt.Errorf("%w %q: bubblewrap %v", ErrUnsupportedMode, mode, err)
+		}
+	} else {
+		p.Namespaces = Namespaces()
+		if !p.Network && !p.Namespaces && LandlockABI() < 4 {
+			return nil, fmt.Errorf("%w %q: network off needs Landlock ABI 4 (Linux 6.7) or user namespaces; this host has ABI %d and no user namespaces (use bwrap)", ErrUnsupportedMode, mode, LandlockABI())
+		}
+	}
+	p.Cgroup = newPidsCgroup(p.Limits.Processes)
+	cmd := exec.CommandContext(ctx, self, append([]string{p.encode(), "--", prog}, spec.Args...)...)
+	cmd.Args[0] = HelperName
+	if p.Namespaces {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+		setNamespaces(cmd.SysProcAttr, spec.DenyNetwork)
+	}
+	return cmd, nil
+}
+
 // ResolveMode maps a requested mode to the one that will be used and fails
 // for modes this build or host cannot enforce.
 func ResolveMode(m Mode) (Mode, error) {
 	switch m {
 	case "", ModeAuto:
-		if LandlockABI() >= 1 && helperReady.Load() {
+		switch {
+		case !helperReady.Load():
+			return ModeNone, nil
+		case LandlockABI() >= 1:
 			return ModeLandlock, nil
+		}
+		if _, err := Bwrap(); err == nil {
+			return ModeBwrap, nil
 		}
 		return ModeNone, nil
 	case ModeNone:
@@ -153,7 +215,13 @@ func ResolveMode(m Mode) (Mode, error) {
 		}
 		return ModeLandlock, nil
 	case ModeBwrap:
-		return "", fmt.Errorf("%w %q: not available in this build yet (use %q or %q)", ErrUnsupportedMode, m, ModeAuto, ModeLandlock)
+		if _, err := Bwrap(); err != nil {
+			return "", fmt.Errorf("%w %q: bubblewrap %v", ErrUnsupportedMode, m, err)
+		}
+		if !helperReady.Load() {
+			return "", fmt.Errorf("%w %q: this executable cannot act as the sandbox helper (its main does not call sandbox.Init)", ErrUnsupportedMode, m)
+		}
+		return ModeBwrap, nil
 	}
 	return "", fmt.Errorf("%w %q (known: auto, none, landlock, bwrap)", ErrUnsupportedMode, m)
 }
@@ -165,8 +233,13 @@ func Describe(m Mode) string {
 	switch {
 	case err != nil:
 		return "unavailable: " + err.Error()
+	case got == ModeLandlock && Namespaces():
+		return fmt.Sprintf("landlock (ABI %d) with user, PID and mount namespaces", LandlockABI())
 	case got == ModeLandlock:
-		return fmt.Sprintf("landlock (ABI %d)", LandlockABI())
+		return fmt.Sprintf("landlock (ABI %d; no user namespaces here)", LandlockABI())
+	case got == ModeBwrap:
+		bw, _ := Bwrap()
+		return "bwrap (" + bw + ")"
 	}
 	return "none (process group and filtered environment only)"
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,24 +116,25 @@ func TestTruncateMultibyte(t *testing.T) {
 }
 
 func TestExecTimeoutKillsGrandchildren(t *testing.T) {
-	tool, ws := newTool(t, Options{})
-	pidFile := filepath.Join(ws, "pid")
+	tool, _ := newTool(t, Options{})
+	m := sandboxtest.Marker()
 	start := time.Now()
-	_, err := run(t, tool, map[string]any{
-		"command": "sh -c 'sleep 1000 & echo $! > pid; wait' ; echo never",
-		"timeout": 1,
-	})
-	if err == nil || !strings.Contains(err.Error(), "timed out after 1s") {
+	done := make(chan error, 1)
+	go func() {
+		_, err := run(t, tool, map[string]any{
+			"command": "sh -c 'sleep " + m + " & wait' ; echo never",
+			"timeout": 1,
+		})
+		done <- err
+	}()
+	sandboxtest.WaitProcs(t, "sleep", m, 10*time.Second)
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "timed out after 1s") {
 		t.Fatalf("error = %v, want a timeout", err)
 	}
 	if elapsed := time.Since(start); elapsed > 8*time.Second {
 		t.Errorf("took %s to time out", elapsed)
 	}
-	pid, err := strconv.Atoi(sandboxtest.WaitFile(t, pidFile, 5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sandboxtest.WaitGone(t, pid, 10*time.Second)
+	sandboxtest.WaitNoProcs(t, m, 10*time.Second)
 }
 
 func TestExecCancel(t *testing.T) {
@@ -158,15 +158,30 @@ func TestExecCancel(t *testing.T) {
 
 func TestExecBackgroundHoldingOutputIsKilled(t *testing.T) {
 	tool, ws := newTool(t, Options{})
-	got, err := run(t, tool, map[string]any{"command": "sleep 1000 & echo $! > pid; echo hi"})
-	if err != nil {
+	m := sandboxtest.Marker()
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// The shell waits for the test to have seen the sleep, then exits
+		// with it still running and holding the output.
+		out, err := run(t, tool, map[string]any{"command": "sleep " + m + " & while [ ! -e go ]; do sleep 0.01; done; echo hi"})
+		done <- result{out, err}
+	}()
+	sandboxtest.WaitProcs(t, "sleep", m, 10*time.Second)
+	if err := os.WriteFile(filepath.Join(ws, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(got, "hi") {
-		t.Errorf("output = %q", got)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
-	pid, _ := strconv.Atoi(sandboxtest.WaitFile(t, filepath.Join(ws, "pid"), 5*time.Second))
-	sandboxtest.WaitGone(t, pid, 10*time.Second)
+	if !strings.Contains(r.out, "hi") {
+		t.Errorf("output = %q", r.out)
+	}
+	sandboxtest.WaitNoProcs(t, m, 10*time.Second)
 }
 
 func TestExecRefusals(t *testing.T) {

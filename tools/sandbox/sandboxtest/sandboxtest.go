@@ -5,8 +5,12 @@
 package sandboxtest
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,6 +58,73 @@ func WaitFile(t testing.TB, path string, timeout time.Duration) string {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s not written within %s", path, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Marker returns a sleep duration no other process uses ("1000.<random>"):
+// run `sleep MARKER` and find it with FindProcs, whatever PID namespace it
+// runs in (a PID a sandboxed shell prints is its namespace's, not ours).
+func Marker() string { return fmt.Sprintf("1000.%09d", rand.IntN(1e9)) }
+
+// FindProcs returns the live processes whose command line contains marker
+// (zombies excluded), in our PID namespace or any below it.
+func FindProcs(marker string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !bytes.Contains(b, []byte(marker)) {
+			continue
+		}
+		if !Gone(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// WaitProcs polls until a process whose command line is exactly argv0
+// (base name) and contains marker runs, and returns its PIDs; it fails the
+// test after timeout.
+func WaitProcs(t testing.TB, argv0, marker string, timeout time.Duration) []int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var found []int
+		for _, pid := range FindProcs(marker) {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+			if first, _, _ := bytes.Cut(b, []byte{0}); filepath.Base(string(first)) == argv0 {
+				found = append(found, pid)
+			}
+		}
+		if len(found) > 0 {
+			return found
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s %s started within %s", argv0, marker, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// WaitNoProcs polls until no process with marker in its command line is
+// left, failing the test after timeout.
+func WaitNoProcs(t testing.TB, marker string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		left := FindProcs(marker)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes %v (%s) still running after %s", left, marker, timeout)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
