@@ -11,6 +11,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/email"
 	"github.com/nanobot-go/nanobot/channels/feishu"
 	"github.com/nanobot-go/nanobot/channels/matrix"
+	"github.com/nanobot-go/nanobot/channels/mochat"
 	"github.com/nanobot-go/nanobot/channels/qq"
 	"github.com/nanobot-go/nanobot/channels/slack"
 	"github.com/nanobot-go/nanobot/channels/telegram"
@@ -110,6 +111,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("email", email.Factory()))
 	must(r.Register("qq", qq.Factory()))
 	must(r.Register("feishu", feishu.Factory()))
+	must(r.Register("mochat", mochat.Factory()))
 	return r
 }
 

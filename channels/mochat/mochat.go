@@ -1,0 +1,255 @@
+// Package mochat is the Mochat channel: an agent account on a Mochat
+// (claw) server that answers in the sessions (one-to-one conversations)
+// and panels (group channels) it is given, over Mochat's HTTP API.
+//
+// Receiving: every session is watched with a long poll
+// (POST /api/claw/sessions/watch with the session's cursor); panels are
+// polled (POST /api/claw/groups/panels/messages) every pollIntervalMs.
+// "*" in sessions or panels watches every session or panel the account
+// can see, found again every refreshIntervalMs. A session's cursor moves
+// on, and is saved in the state folder, only after its messages were
+// handed to the gateway, so a restart resumes where it stopped. The history
+// of a session or panel never seen before is not answered, only what was
+// written after the channel started (by the messages' timestamps). Socket.IO push (the platform's optional
+// real-time mode) is not used.
+//
+// Sending: POST /api/claw/sessions/send or /api/claw/groups/panels/send
+// with the text (Mochat renders Markdown) and the message it answers.
+// Mochat has no edits: the channel is not an Editor.
+//
+// Chat ids are the session id, or "panel:<panel id>" for panels; the
+// sender id is the author's user id.
+package mochat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
+	"github.com/nanobot-go/nanobot/configs"
+)
+
+// Config is channels.mochat.
+type Config struct {
+	configs.ChannelCommon
+	// BaseURL is the Mochat server (default https://mochat.io).
+	BaseURL string `json:"baseUrl"`
+	// ClawToken is the agent account's token (sent as X-Claw-Token).
+	ClawToken string `json:"clawToken"`
+	// AgentUserID is the agent account's own user id: its messages are
+	// skipped, and in panels it is how a mention of the bot is recognised.
+	AgentUserID string `json:"agentUserId"`
+	// Sessions lists the session ids to answer in; ["*"] is every session
+	// the account can see.
+	Sessions []string `json:"sessions"`
+	// Panels lists the panel ids to answer in; ["*"] is every panel.
+	Panels []string `json:"panels"`
+	// GroupPolicy is "mention" (default: in panels answer only messages
+	// that mention agentUserId) or "open" (every message).
+	GroupPolicy string `json:"groupPolicy"`
+	// WatchTimeoutMs is how long one session long poll waits (25000).
+	WatchTimeoutMs int `json:"watchTimeoutMs"`
+	// WatchLimit caps the events one long poll returns (100).
+	WatchLimit int `json:"watchLimit"`
+	// PanelLimit is how many recent messages a panel poll reads (50).
+	PanelLimit int `json:"panelLimit"`
+	// PollIntervalMs is the time between two polls of a panel (3000).
+	PollIntervalMs int `json:"pollIntervalMs"`
+	// RefreshIntervalMs is how often "*" looks for new sessions and
+	// panels (60000).
+	RefreshIntervalMs int `json:"refreshIntervalMs"`
+}
+
+// Group policies.
+const (
+	PolicyMention = "mention"
+	PolicyOpen    = "open"
+)
+
+// DefaultBaseURL is the public Mochat server.
+const DefaultBaseURL = "https://mochat.io"
+
+// DefaultConfig is disabled, with the defaults of every option.
+func DefaultConfig() Config {
+	return Config{
+		BaseURL: DefaultBaseURL, GroupPolicy: PolicyMention,
+		WatchTimeoutMs: 25000, WatchLimit: 100, PanelLimit: 50, PollIntervalMs: 3000, RefreshIntervalMs: 60000,
+	}
+}
+
+// Validate checks the config; errors name the key under channels.mochat and
+// never contain the token.
+func (c Config) Validate() error {
+	var errs []error
+	if strings.TrimSpace(c.ClawToken) == "" {
+		errs = append(errs, errors.New("clawToken is required (the agent account's token)"))
+	}
+	if u, err := url.Parse(c.BaseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		errs = append(errs, fmt.Errorf("baseUrl: %q is not an http(s) URL", c.BaseURL))
+	}
+	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
+		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
+	}
+	if len(c.Panels) > 0 && c.GroupPolicy == PolicyMention && strings.TrimSpace(c.AgentUserID) == "" {
+		errs = append(errs, errors.New("agentUserId is required with panels and groupPolicy \"mention\" (it is how a mention of the bot is recognised)"))
+	}
+	if len(c.Sessions) == 0 && len(c.Panels) == 0 {
+		errs = append(errs, errors.New("sessions or panels: list at least one id, or [\"*\"] for all"))
+	}
+	for key, v := range map[string]int{"watchTimeoutMs": c.WatchTimeoutMs, "watchLimit": c.WatchLimit, "panelLimit": c.PanelLimit, "pollIntervalMs": c.PollIntervalMs, "refreshIntervalMs": c.RefreshIntervalMs} {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s: want a positive number, got %d", key, v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Factory registers the channel: registry.Register("mochat", mochat.Factory()).
+func Factory() channels.Factory {
+	return channels.NewFactory("mochat", DefaultConfig, New)
+}
+
+// Channel is the Mochat adapter.
+type Channel struct {
+	cfg    Config
+	log    *slog.Logger
+	redact *kit.Redactor
+	api    *kit.Client
+	http   *http.Client
+	state  *cursors
+	health channels.HealthState
+
+	// Timing, fixed by New; tests in this package shorten them.
+	backoffMin, backoffMax time.Duration
+
+	started time.Time // set by New: messages before it are history
+
+	mu   sync.Mutex
+	seen map[string]*kit.Dedup // per session or panel
+}
+
+var (
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
+)
+
+// New builds the channel. It does no IO: Run connects.
+func New(cfg Config, deps channels.Deps) (*Channel, error) {
+	def := DefaultConfig()
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = def.BaseURL
+	}
+	if cfg.GroupPolicy == "" {
+		cfg.GroupPolicy = def.GroupPolicy
+	}
+	for _, f := range []struct {
+		v *int
+		d int
+	}{
+		{&cfg.WatchTimeoutMs, def.WatchTimeoutMs}, {&cfg.WatchLimit, def.WatchLimit}, {&cfg.PanelLimit, def.PanelLimit},
+		{&cfg.PollIntervalMs, def.PollIntervalMs}, {&cfg.RefreshIntervalMs, def.RefreshIntervalMs},
+	} {
+		if *f.v == 0 {
+			*f.v = f.d
+		}
+	}
+	cfg.ClawToken, cfg.AgentUserID = strings.TrimSpace(cfg.ClawToken), strings.TrimSpace(cfg.AgentUserID)
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// A long poll may take watchTimeoutMs; the client allows that and more.
+	hc := &http.Client{Timeout: time.Duration(cfg.WatchTimeoutMs)*time.Millisecond + 30*time.Second}
+	c := &Channel{
+		cfg: cfg, log: log, redact: kit.NewRedactor(cfg.ClawToken), http: hc,
+		backoffMin: time.Second, backoffMax: time.Minute, seen: map[string]*kit.Dedup{}, started: time.Now(),
+	}
+	statePath := ""
+	if deps.Paths.State != "" {
+		statePath = filepath.Join(deps.Paths.State, "mochat-cursors.json")
+	}
+	c.state = loadCursors(statePath, log)
+	c.api = &kit.Client{Base: cfg.BaseURL, HTTP: hc, Redact: c.redact, Check: kit.Envelope("code", "message", "200"),
+		Auth: func(_ context.Context, r *http.Request) error {
+			r.Header.Set("X-Claw-Token", cfg.ClawToken)
+			return nil
+		}}
+	return c, nil
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return "mochat" }
+
+// MessageLimit implements channels.Limiter (Mochat documents none; long
+// answers are split at 4000 characters to stay readable).
+func (c *Channel) MessageLimit() int { return 4000 }
+
+// Health implements channels.HealthReporter.
+func (c *Channel) Health() channels.Health { return c.health.Get() }
+
+// Run watches the sessions and polls the panels, delivering messages to in
+// until ctx ends; it returns nil then. A failed request restarts every
+// watcher after a backoff; a rejected token ends Run.
+func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	loop := &kit.Loop{Name: "mochat", Log: c.log, Health: &c.health, Redact: c.redact, Min: c.backoffMin, Max: c.backoffMax}
+	err := loop.Run(ctx, func(ctx context.Context, up func()) error { return c.serve(ctx, in, up) })
+	c.http.CloseIdleConnections()
+	return err
+}
+
+// call posts body to path and decodes the envelope's data into out. A
+// rejected token is fatal.
+func (c *Channel) call(ctx context.Context, path string, body, out any) error {
+	var env struct {
+		Data json.RawMessage `json:"data"`
+	}
+	err := c.api.Do(ctx, http.MethodPost, path, body, &env)
+	if err != nil {
+		if kit.Unauthorized(err) || isForbidden(err) {
+			return kit.Fatal(fmt.Errorf("mochat: the server rejected clawToken: %w", err))
+		}
+		return err
+	}
+	if out == nil || len(env.Data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(env.Data, out); err != nil {
+		return fmt.Errorf("mochat: %s: unexpected answer: %w", path, err)
+	}
+	return nil
+}
+
+func isForbidden(err error) bool {
+	var ae *kit.APIError
+	if errors.As(err, &ae) && (ae.Status == http.StatusForbidden || ae.Code == "401" || ae.Code == "403") {
+		return true
+	}
+	var pe *channels.PermanentError
+	return errors.As(err, &pe) && errors.As(pe.Err, &ae) && ae.Status == http.StatusForbidden
+}
+
+func (c *Channel) dedup(key string) *kit.Dedup {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.seen[key]
+	if d == nil {
+		d = kit.NewDedup(2000)
+		c.seen[key] = d
+	}
+	return d
+}
