@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/dingtalk"
 	"github.com/nanobot-go/nanobot/channels/discord"
 	"github.com/nanobot-go/nanobot/channels/email"
 	"github.com/nanobot-go/nanobot/channels/feishu"
@@ -112,6 +113,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("qq", qq.Factory()))
 	must(r.Register("feishu", feishu.Factory()))
 	must(r.Register("mochat", mochat.Factory()))
+	must(r.Register("dingtalk", dingtalk.Factory()))
 	return r
 }
 
