@@ -17,7 +17,9 @@ import (
 func TestDingTalkEndToEnd(t *testing.T) {
 	fake := dingtalktest.New(t)
 	llm := providertest.New(t)
-	llm.Handle(func(providertest.Request) providertest.Reply { return providertest.Reply{Text: "周五下午三点开会。"} })
+	llm.Handle(func(providertest.Request) providertest.Reply {
+		return providertest.Reply{Text: "周五下午三点开会。"}
+	})
 	startTestGateway(t, map[string]any{"dingtalk": map[string]any{
 		"enabled": true, "clientId": dingtalktest.ClientID, "clientSecret": dingtalktest.ClientSecret,
 		"apiBase": fake.URL, "allowFrom": []string{"manager01"},
