@@ -318,10 +318,15 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) {
 			return
 		}
 		w.pushStream(ctx, st, true)
-		if f, ok := w.ch.(Finisher); ok && !st.failed && st.ref.MessageID != "" {
-			if err := f.Finish(ctx, st.ref); err != nil {
-				w.d.log.Warn("finishing a streamed message failed", "channel", w.ch.Name(), "err", err)
-			}
+		w.finish(ctx, st)
+	}
+}
+
+// finish tells a Finisher that the stream's current message is complete.
+func (w *chatWorker) finish(ctx context.Context, s *stream) {
+	if f, ok := w.ch.(Finisher); ok && !s.failed && s.ref.MessageID != "" {
+		if err := f.Finish(ctx, s.ref); err != nil {
+			w.d.log.Warn("finishing a streamed message failed", "channel", w.ch.Name(), "err", err)
 		}
 	}
 }
@@ -355,6 +360,7 @@ func (w *chatWorker) pushStream(ctx context.Context, s *stream, final bool) {
 			if s.failed {
 				return
 			}
+			w.finish(ctx, s) // the piece is complete; the rest goes on in a new message
 			s.done += skipped + cut
 			s.reopen, s.ref, s.shown = reopen, MessageRef{}, ""
 			continue

@@ -17,6 +17,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/slack"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/web"
+	"github.com/nanobot-go/nanobot/channels/wecom"
 	"github.com/nanobot-go/nanobot/channels/whatsapp"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
@@ -114,6 +115,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("feishu", feishu.Factory()))
 	must(r.Register("mochat", mochat.Factory()))
 	must(r.Register("dingtalk", dingtalk.Factory()))
+	must(r.Register("wecom", wecom.Factory()))
 	return r
 }
 
