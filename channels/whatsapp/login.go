@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/skip2/go-qrcode"
 	"go.mau.fi/whatsmeow"
 	"go.mau.fi/whatsmeow/types/events"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
 )
 
 // ErrLoginTimeout is returned when the phone did not scan any of the QR
@@ -48,7 +48,7 @@ func (c *Channel) Login(ctx context.Context, prompt channels.LoginPrompt) error 
 		switch item.Event {
 		case whatsmeow.QRChannelEventCode:
 			shown++
-			prompt.Show(fmt.Sprintf("Scan with WhatsApp on your phone (Settings → Linked devices → Link a device), code %d, valid %s:\n%s", shown, item.Timeout, renderQR(item.Code)))
+			prompt.Show(fmt.Sprintf("Scan with WhatsApp on your phone (Settings → Linked devices → Link a device), code %d, valid %s:\n%s", shown, item.Timeout, kit.RenderQR(item.Code)))
 		case whatsmeow.QRChannelSuccess.Event:
 			prompt.Show("Paired. Start the gateway with channels.whatsapp.enabled: true.")
 			return nil
@@ -101,13 +101,4 @@ func (c *Channel) loginWithCode(ctx context.Context, cli client, prompt channels
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// renderQR draws code as a QR code in terminal characters.
-func renderQR(code string) string {
-	q, err := qrcode.New(code, qrcode.Medium)
-	if err != nil {
-		return code
-	}
-	return q.ToSmallString(false)
 }

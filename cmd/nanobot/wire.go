@@ -18,6 +18,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/channels/wecom"
+	"github.com/nanobot-go/nanobot/channels/weixin"
 	"github.com/nanobot-go/nanobot/channels/whatsapp"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
@@ -116,6 +117,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("mochat", mochat.Factory()))
 	must(r.Register("dingtalk", dingtalk.Factory()))
 	must(r.Register("wecom", wecom.Factory()))
+	must(r.Register("weixin", weixin.Factory()))
 	return r
 }
 
