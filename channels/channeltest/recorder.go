@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
@@ -65,4 +66,24 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Start runs ch with in until the test ends, then stops it and checks that
+// Run returned nil. It waits until a channels.HealthReporter reports
+// connected and returns the context Run got (for Send calls).
+func Start(t testing.TB, ch channels.Channel, in channels.Inbox) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ch.Run(ctx, in) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	if hr, ok := ch.(channels.HealthReporter); ok {
+		WaitFor(t, ch.Name()+" connected", 10*time.Second, func() bool { return hr.Health().State == channels.StateConnected })
+	}
+	return ctx
 }

@@ -90,19 +90,6 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
-func run(t *testing.T, ch *Channel, in channels.Inbox) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ch.Run(ctx, in) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	channeltest.WaitFor(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
-}
 
 // SYSTEM ping is echoed with its data; SYSTEM disconnect is acknowledged
 // and answered with a new connection (a fresh ticket), after which
@@ -111,7 +98,7 @@ func TestPingAndDisconnect(t *testing.T) {
 	f := dingtalktest.New(t)
 	noViolations(t, f)
 	rec := &channeltest.Recorder{}
-	run(t, newChannel(t, f, nil, channels.Deps{}, nil), rec)
+	channeltest.Start(t, newChannel(t, f, nil, channels.Deps{}, nil), rec)
 	ping := f.Ping()
 	channeltest.WaitFor(t, "the ping echoed", 5*time.Second, func() bool { _, _, ok := f.Acked(ping); return ok })
 	bye := f.Disconnect()
@@ -133,7 +120,7 @@ func TestGroupsAndPrivateChats(t *testing.T) {
 	noViolations(t, f)
 	rec := &channeltest.Recorder{}
 	ch := newChannel(t, f, nil, channels.Deps{}, func(c *Config) { c.GroupUserIsolation, c.DisablePrivateChat = true, true })
-	run(t, ch, rec)
+	channeltest.Start(t, ch, rec)
 	f.Send(dingtalktest.Message{From: "staff-ann", Text: "private hello"})
 	f.Send(dingtalktest.Message{From: "staff-ann", Group: groupID, Text: "chatter without mention"})
 	f.Send(dingtalktest.Message{From: "staff-ann", Group: groupID, AtBot: true, Text: "## Status please\nand more"})
@@ -166,7 +153,7 @@ func TestMedia(t *testing.T) {
 	f.AddFile("code-doc", []byte("%PDF-1.4 report"))
 	dir := t.TempDir()
 	rec := &channeltest.Recorder{Refuse: func(s string) bool { return s == "staff-eve" }}
-	run(t, newChannel(t, f, nil, channels.Deps{Paths: configs.Paths{Media: dir}}, nil), rec)
+	channeltest.Start(t, newChannel(t, f, nil, channels.Deps{Paths: configs.Paths{Media: dir}}, nil), rec)
 	f.Send(dingtalktest.Message{From: "staff-eve", Type: "picture", Content: map[string]string{"downloadCode": "code-pic"}})
 	f.Send(dingtalktest.Message{From: "staff-ann", Type: "picture", Content: map[string]string{"downloadCode": "code-pic"}})
 	f.Send(dingtalktest.Message{From: "staff-ann", Type: "file", Content: map[string]string{"downloadCode": "code-doc", "fileName": "report.pdf"}})

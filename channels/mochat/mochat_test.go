@@ -98,19 +98,6 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
-func run(t *testing.T, ch *Channel, in channels.Inbox) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ch.Run(ctx, in) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	channeltest.WaitFor(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
-}
 
 // History before the first start is not answered; the bot's own messages
 // and panel messages that do not mention it are skipped; a reply goes to the
@@ -172,7 +159,7 @@ func TestHistoryOwnMessagesMentionsAndResume(t *testing.T) {
 	f.Say(alice, mochattest.Message{From: "alice", Text: "while you were away"})
 	rec2 := &channeltest.Recorder{}
 	ch2 := newChannel(t, f, nil, state, nil)
-	run(t, ch2, rec2)
+	channeltest.Start(t, ch2, rec2)
 	rec2.Wait(t, "while you were away")
 	time.Sleep(200 * time.Millisecond)
 	if n := len(rec2.All()); n != 1 {
@@ -185,7 +172,7 @@ func TestDiscoversNewSessions(t *testing.T) {
 	f := newFake(t)
 	noBadCalls(t, f)
 	rec := &channeltest.Recorder{}
-	run(t, newChannel(t, f, nil, t.TempDir(), nil), rec)
+	channeltest.Start(t, newChannel(t, f, nil, t.TempDir(), nil), rec)
 	f.AddSession("session_carol")
 	// The new session's history (none here) is skipped; wait until it is
 	// watched before writing.

@@ -77,20 +77,6 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
-func run(t *testing.T, ch *Channel, in channels.Inbox) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ch.Run(ctx, in) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	channeltest.WaitFor(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
-	return ctx
-}
 
 // A reply streams on the message's req_id: one stream, each frame sent only
 // after WeCom answered the previous one, content replaced, finished by
@@ -102,7 +88,7 @@ func TestStreamingReply(t *testing.T) {
 	noViolations(t, f)
 	rec := &channeltest.Recorder{}
 	ch := newChannel(t, f, nil, channels.Deps{}, nil)
-	ctx := run(t, ch, rec)
+	ctx := channeltest.Start(t, ch, rec)
 	f.Emit(wecomtest.Message{From: "zhangsan", Text: "写一首诗"})
 	in := rec.Wait(t, "写一首诗")
 	ref, err := ch.Send(ctx, bus.Outbound{ChatID: in.ChatID, Content: "床前", StreamID: "s1", Metadata: in.Metadata})
@@ -152,7 +138,7 @@ func TestMediaGroupsAndWelcome(t *testing.T) {
 	noViolations(t, f)
 	dir := t.TempDir()
 	rec := &channeltest.Recorder{}
-	run(t, newChannel(t, f, nil, channels.Deps{Paths: configs.Paths{Media: dir}}, func(c *Config) { c.WelcomeMessage = "你好，我是助手" }), rec)
+	channeltest.Start(t, newChannel(t, f, nil, channels.Deps{Paths: configs.Paths{Media: dir}}, func(c *Config) { c.WelcomeMessage = "你好，我是助手" }), rec)
 	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte("x"), 100)...)
 	url, key := f.AddFile(png)
 	f.Emit(wecomtest.Message{From: "lisi", Type: "image", Payload: map[string]any{"url": url, "aeskey": key}})

@@ -78,20 +78,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func run(t *testing.T, ch *Channel, in channels.Inbox) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ch.Run(ctx, in) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	channeltest.WaitFor(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
-	return ctx
-}
 
 // The reply carries the user's latest context token; the cursor and the
 // tokens survive a restart (nothing answered twice, replies still
@@ -133,7 +119,7 @@ func TestContextTokensCursorAndRestart(t *testing.T) {
 	f.Emit("bob", "while away")
 	rec2 := &channeltest.Recorder{}
 	ch2 := newChannel(t, f, nil, channels.Deps{Paths: configs.Paths{State: state}}, nil)
-	ctx2 := run(t, ch2, rec2)
+	ctx2 := channeltest.Start(t, ch2, rec2)
 	rec2.Wait(t, "while away")
 	if _, err := ch2.Send(ctx2, bus.Outbound{ChatID: "ann", Content: "a reply after the restart"}); err != nil {
 		t.Fatalf("reply with the saved context token: %v", err)
@@ -154,7 +140,7 @@ func TestMedia(t *testing.T) {
 	noViolations(t, f)
 	dir := t.TempDir()
 	rec := &channeltest.Recorder{}
-	run(t, newChannel(t, f, nil, channels.Deps{Paths: configs.Paths{Media: dir}}, nil), rec)
+	channeltest.Start(t, newChannel(t, f, nil, channels.Deps{Paths: configs.Paths{Media: dir}}, nil), rec)
 	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte("p"), 40)...)
 	f.Emit("ann", "", weixintest.Item{"type": 2, "image_item": map[string]any{"media": f.AddFile(png)}})
 	f.Emit("ann", "", weixintest.Item{"type": 3, "voice_item": map[string]any{"text": "晚上吃什么"}})
@@ -228,7 +214,7 @@ func TestLogin(t *testing.T) {
 		t.Fatalf("saved login: %s %v", data, err)
 	}
 	rec := &channeltest.Recorder{}
-	run(t, newChannel(t, f, nil, channels.Deps{Paths: configs.Paths{State: state}}, func(c *Config) { c.Token = "" }), rec)
+	channeltest.Start(t, newChannel(t, f, nil, channels.Deps{Paths: configs.Paths{State: state}}, func(c *Config) { c.Token = "" }), rec)
 	f.Emit("ann", "after login")
 	rec.Wait(t, "after login")
 }
