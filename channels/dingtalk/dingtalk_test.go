@@ -90,7 +90,6 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
-
 // SYSTEM ping is echoed with its data; SYSTEM disconnect is acknowledged
 // and answered with a new connection (a fresh ticket), after which
 // messages flow again.

@@ -98,7 +98,6 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
-
 // History before the first start is not answered; the bot's own messages
 // and panel messages that do not mention it are skipped; a reply goes to the
 // panel with its group; after a restart the saved cursor resumes without

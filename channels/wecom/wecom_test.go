@@ -77,7 +77,6 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
-
 // A reply streams on the message's req_id: one stream, each frame sent only
 // after WeCom answered the previous one, content replaced, finished by
 // Finish even when the last text needed no edit; a second reply to the same

@@ -78,7 +78,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-
 // The reply carries the user's latest context token; the cursor and the
 // tokens survive a restart (nothing answered twice, replies still
 // possible); the bot's own echoes are skipped; Markdown becomes plain text.
