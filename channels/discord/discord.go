@@ -94,8 +94,8 @@ func (c Config) Validate() error {
 	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
 		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
 	}
-	if u, err := url.Parse(c.APIBase); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		errs = append(errs, fmt.Errorf("apiBase: %q is not an http(s) URL", c.APIBase))
+	if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxMediaBytes < 0 {
 		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))

@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -115,8 +114,8 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("domain: %q is not %q or %q", c.Domain, DomainFeishu, DomainLark))
 	}
 	if c.APIBase != "" {
-		if u, err := url.Parse(c.APIBase); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			errs = append(errs, fmt.Errorf("apiBase: %q is not an http(s) URL", c.APIBase))
+		if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if strings.ContainsAny(c.ReactEmoji, " /?#") {

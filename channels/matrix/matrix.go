@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -77,8 +76,8 @@ func (c Config) autoJoin() bool { return c.AutoJoin == nil || *c.AutoJoin }
 // Validate checks the config; errors name the key under channels.matrix.
 func (c Config) Validate() error {
 	var errs []error
-	if u, err := url.Parse(c.Homeserver); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		errs = append(errs, fmt.Errorf("homeserver: %q is not an http(s) URL", c.Homeserver))
+	if err := channels.CheckURL("homeserver", c.Homeserver); err != nil {
+		errs = append(errs, err)
 	}
 	if _, _, err := id.UserID(c.UserID).Parse(); err != nil {
 		errs = append(errs, fmt.Errorf(`userId: %q is not a Matrix user id ("@bot:example.org")`, c.UserID))

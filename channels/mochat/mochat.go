@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -94,8 +93,8 @@ func (c Config) Validate() error {
 	if strings.TrimSpace(c.ClawToken) == "" {
 		errs = append(errs, errors.New("clawToken is required (the agent account's token)"))
 	}
-	if u, err := url.Parse(c.BaseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		errs = append(errs, fmt.Errorf("baseUrl: %q is not an http(s) URL", c.BaseURL))
+	if err := channels.CheckURL("baseUrl", c.BaseURL); err != nil {
+		errs = append(errs, err)
 	}
 	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
 		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))

@@ -35,7 +35,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -116,8 +115,8 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
 	}
 	for key, v := range map[string]string{"apiBase": c.APIBase, "authBase": c.AuthBase} {
-		if u, err := url.Parse(v); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			errs = append(errs, fmt.Errorf("%s: %q is not an http(s) URL", key, v))
+		if err := channels.CheckURL(key, v); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.MaxMediaBytes < 0 {

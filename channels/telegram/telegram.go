@@ -104,8 +104,8 @@ func (c Config) Validate() error {
 	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
 		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
 	}
-	if u, err := url.Parse(c.APIBase); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		errs = append(errs, fmt.Errorf("apiBase: %q is not an http(s) URL", c.APIBase))
+	if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Proxy != "" {
 		if u, err := url.Parse(c.Proxy); err != nil || u.Host == "" {
@@ -113,8 +113,8 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.WebhookURL != "" {
-		if u, err := url.Parse(c.WebhookURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-			errs = append(errs, fmt.Errorf("webhookUrl: %q is not an https URL", c.WebhookURL))
+		if err := channels.CheckURL("webhookUrl", c.WebhookURL); err != nil {
+			errs = append(errs, err)
 		}
 		if !validSecret(c.WebhookSecret) {
 			errs = append(errs, errors.New("webhookSecret: required with webhookUrl, 1-256 characters of A-Z a-z 0-9 _ -"))

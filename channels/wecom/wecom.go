@@ -25,10 +25,8 @@ package wecom
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -71,8 +69,8 @@ func (c Config) Validate() error {
 	if strings.TrimSpace(c.Secret) == "" {
 		errs = append(errs, errors.New("secret is required (same page, Secret)"))
 	}
-	if u, err := url.Parse(c.WSURL); err != nil || u.Host == "" || (u.Scheme != "ws" && u.Scheme != "wss") {
-		errs = append(errs, fmt.Errorf("wsUrl: %q is not a ws(s) URL", c.WSURL))
+	if err := channels.CheckURL("wsUrl", c.WSURL, "ws", "wss"); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxMediaBytes < 0 {
 		errs = append(errs, errors.New("maxMediaBytes must not be negative"))

@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -75,8 +74,8 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	for key, v := range map[string]string{"baseUrl": c.BaseURL, "cdnBaseUrl": c.CDNBaseURL} {
-		if u, err := url.Parse(v); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			errs = append(errs, fmt.Errorf("%s: %q is not an http(s) URL", key, v))
+		if err := channels.CheckURL(key, v); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.PollTimeout <= 0 || c.PollTimeout > 120 {
