@@ -19,7 +19,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	if text == "" {
 		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("dingtalk: empty message")}
 	}
-	param, _ := json.Marshal(map[string]string{"title": title(text), "text": text})
+	param, _ := json.Marshal(map[string]string{"title": title(text), "text": toDingTalk(text)})
 	body := map[string]any{"robotCode": c.cfg.RobotCode, "msgKey": "sampleMarkdown", "msgParam": string(param)}
 	path := "/v1.0/robot/oToMessages/batchSend"
 	if conv, ok := strings.CutPrefix(m.ChatID, "group:"); ok {
