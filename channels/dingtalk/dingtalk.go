@@ -113,7 +113,8 @@ type Channel struct {
 	tokens   *kit.TokenCache
 	redact   *kit.Redactor
 	dedup    *kit.Dedup
-	files    *http.Client
+	files    *http.Client // downloads from downloadUrl (no token)
+	http     *http.Client // REST calls and the websocket dial
 	mediaDir string
 	health   channels.HealthState
 
@@ -154,14 +155,16 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		log:        log,
 		redact:     kit.NewRedactor(cfg.ClientSecret),
 		dedup:      kit.NewDedup(kit.DefaultDedupSize),
-		files:      &http.Client{Timeout: 2 * time.Minute},
 		backoffMin: time.Second,
 		backoffMax: time.Minute,
 	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	c.http = &http.Client{Transport: transport, Timeout: 30 * time.Second}
+	c.files = &http.Client{Transport: transport, Timeout: 2 * time.Minute}
 	if deps.Paths.Media != "" {
 		c.mediaDir = filepath.Join(deps.Paths.Media, "dingtalk")
 	}
-	c.api = &kit.Client{Base: cfg.APIBase, Redact: c.redact, Check: kit.Envelope("code", "message", "0", "200", "OK"), Auth: c.auth}
+	c.api = &kit.Client{Base: cfg.APIBase, HTTP: c.http, Redact: c.redact, Check: kit.Envelope("code", "message", "0", "200", "OK"), Auth: c.auth}
 	c.tokens = kit.NewTokenCache(c.fetchToken)
 	return c, nil
 }
@@ -183,7 +186,7 @@ func (c *Channel) fetchToken(ctx context.Context) (string, time.Duration, error)
 		AccessToken string `json:"accessToken"`
 		ExpireIn    int64  `json:"expireIn"`
 	}
-	plain := &kit.Client{Base: c.cfg.APIBase, Redact: c.redact, Check: c.api.Check}
+	plain := &kit.Client{Base: c.cfg.APIBase, HTTP: c.http, Redact: c.redact, Check: c.api.Check}
 	err := plain.Do(ctx, http.MethodPost, "/v1.0/oauth2/accessToken",
 		map[string]string{"appKey": c.cfg.ClientID, "appSecret": c.cfg.ClientSecret}, &out)
 	if err != nil {

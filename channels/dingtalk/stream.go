@@ -38,6 +38,7 @@ type ack struct {
 // Run connects with stream mode and delivers messages until ctx ends. It
 // reconnects with backoff; rejected credentials end it.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	defer c.http.CloseIdleConnections()
 	loop := &kit.Loop{Name: "dingtalk", Log: c.log, Health: &c.health, Redact: c.redact, Min: c.backoffMin, Max: c.backoffMax}
 	return loop.Run(ctx, func(ctx context.Context, up func()) error { return c.session(ctx, in, up) })
 }
@@ -55,7 +56,7 @@ func (c *Channel) open(ctx context.Context) (string, error) {
 		"ua":            "nanobot-go",
 		"localIp":       localIP(),
 	}
-	plain := &kit.Client{Base: c.cfg.APIBase, Redact: c.redact, Check: c.api.Check}
+	plain := &kit.Client{Base: c.cfg.APIBase, HTTP: c.http, Redact: c.redact, Check: c.api.Check}
 	if err := plain.Do(ctx, http.MethodPost, "/v1.0/gateway/connections/open", req, &out); err != nil {
 		var ae *kit.APIError
 		if errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden || ae.Status == http.StatusBadRequest) {
@@ -116,7 +117,7 @@ func (c *Channel) session(ctx context.Context, in channels.Inbox, up func()) err
 	if err != nil {
 		return err
 	}
-	ws, _, err := websocket.Dial(ctx, endpoint, nil)
+	ws, _, err := websocket.Dial(ctx, endpoint, &websocket.DialOptions{HTTPClient: &http.Client{Transport: c.http.Transport}})
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
