@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/dingtalk"
 	"github.com/nanobot-go/nanobot/channels/discord"
 	"github.com/nanobot-go/nanobot/channels/email"
 	"github.com/nanobot-go/nanobot/channels/matrix"
@@ -106,6 +107,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("matrix", matrix.Factory()))
 	must(r.Register("whatsapp", whatsapp.Factory()))
 	must(r.Register("email", email.Factory()))
+	must(r.Register("dingtalk", dingtalk.Factory()))
 	return r
 }
 
