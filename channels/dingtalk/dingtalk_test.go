@@ -93,7 +93,6 @@ func TestConformance(t *testing.T) {
 				},
 			}
 		},
-		Skip: map[string]string{},
 	})
 }
 
