@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/nanobot-go/nanobot/agent/session"
@@ -76,10 +75,6 @@ type Loop struct {
 	wg         sync.WaitGroup
 }
 
-// SilentReply is the answer to a background task (heartbeat) that has
-// nothing worth telling the user; it is not delivered.
-const SilentReply = "HEARTBEAT_OK"
-
 type worker struct {
 	queue  []bus.Inbound
 	cancel context.CancelFunc // of the running turn, nil between turns
@@ -133,7 +128,7 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 	}
 	key := m.Key()
 	l.mu.Lock()
-	if isFromPerson(m) {
+	if m.FromPerson() {
 		l.lastActive = [2]string{m.Channel, m.ChatID}
 	}
 	w, ok := l.workers[key]
@@ -183,12 +178,6 @@ func (l *Loop) LastActive() (channel, chatID string, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lastActive[0], l.lastActive[1], l.lastActive[0] != ""
-}
-
-// isFromPerson is false for messages nanobot sends itself (sub-agent
-// results, cron jobs, heartbeats).
-func isFromPerson(m bus.Inbound) bool {
-	return m.Channel != bus.ChannelSystem && m.Metadata["cron"] == nil && m.Metadata["heartbeat"] == nil && m.Metadata["subagent"] == nil
 }
 
 func stopReply(n int) string {
@@ -261,7 +250,7 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 		// acknowledging it: answer from the session instead of running
 		// (and storing) the turn twice.
 		l.log.Info("message already answered before a restart; sending the stored answer", "session", sess.Key, "message_id", m.MessageID)
-		if m.Metadata["heartbeat"] == nil {
+		if !m.Background {
 			l.publish(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: reply, Final: true})
 		}
 		return nil
@@ -271,14 +260,7 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 			l.log.Warn("memory consolidation failed; continuing", "session", sess.Key, "err", err)
 		}
 	}
-	maxHistory := 0
-	switch n := m.Metadata["maxHistory"].(type) {
-	case int:
-		maxHistory = n
-	case float64: // after a trip through a JSON queue (natsbus)
-		maxHistory = int(n)
-	}
-	history := sess.History(maxHistory)
+	history := sess.History(m.MaxHistory)
 	rerun := false
 	if i := storedAt(history, inboundID(m)); i >= 0 {
 		// Delivered again after a turn interrupted before its answer (a
@@ -288,7 +270,7 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 		l.log.Info("running an interrupted turn again", "session", sess.Key, "message_id", m.MessageID)
 	}
 	msgs := l.cfg.Builder.Messages(history, m)
-	background := m.Metadata["heartbeat"] != nil
+	background := m.Background
 
 	// The cap covers the LLM turn only; saving and replying do not hold a
 	// slot another session could use.
@@ -320,7 +302,7 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 				l.publish(ctx, m, bus.Outbound{Kind: bus.KindDelta, Content: ev.Text, StreamID: streamID})
 			}
 		case EventStreamEnd:
-			if background && (!ev.Final || strings.TrimSpace(ev.Text) == SilentReply) {
+			if background && (!ev.Final || bus.IsSilent(ev.Text)) {
 				break // background runs speak only when they have news
 			}
 			if ev.Final && turn.AlreadySent(ev.Text) {
@@ -342,7 +324,7 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 	}
 	runCtx := tools.WithCallContext(tools.WithTurn(ctx, turn), tools.CallContext{
 		Channel: m.Channel, ChatID: m.ChatID, SessionKey: sess.Key, MessageID: m.MessageID,
-		FromCron: m.Metadata["cron"] != nil, SubAgent: false,
+		FromCron: m.Source == bus.SourceCron, SubAgent: false,
 	})
 	res, runErr := l.cfg.Runner.Run(runCtx, msgs, emit)
 	release()

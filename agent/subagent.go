@@ -91,7 +91,8 @@ func (s *Subagents) Spawn(_ context.Context, origin tools.CallContext, task, lab
 			Channel: origin.Channel, ChatID: origin.ChatID, SenderID: "subagent", SessionKey: origin.SessionKey,
 			Content:    fmt.Sprintf("[Background task %q (%s) finished. Tell the user the outcome in your own words.]\n\n%s", label, id, result),
 			MessageID:  "subagent:" + id + fmt.Sprint(time.Now().UnixNano()),
-			Metadata:   map[string]any{"subagent": id},
+			Source:     bus.SourceSubagent,
+			SourceRef:  id,
 			ReceivedAt: time.Now(),
 		}
 		if err := s.Publish(context.Background(), msg); err != nil {

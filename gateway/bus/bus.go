@@ -77,6 +77,29 @@ type Inbound struct {
 	// ID is assigned by the gateway when the message is journaled; the
 	// agent reports it back when the message is done.
 	ID string `json:"id,omitempty"`
+
+	// Control data: set by whoever produces the message, read by the agent.
+	// These are typed fields, never keys in Metadata.
+
+	// Source says who produced the message (a person on a channel unless
+	// set).
+	Source Source `json:"source,omitempty"`
+	// SourceRef identifies the producer within its source: the cron job id,
+	// the sub-agent id.
+	SourceRef string `json:"sourceRef,omitempty"`
+	// MaxHistory limits how many history messages the turn sees (0: the
+	// session's whole legal window).
+	MaxHistory int `json:"maxHistory,omitempty"`
+	// Background marks a turn nobody is waiting for (the heartbeat): no
+	// typing, no streaming, no tool hints, and a reply that IsSilent is not
+	// delivered.
+	Background bool `json:"background,omitempty"`
+	// Replayed is set when the gateway delivers the message again after a
+	// restart (it was journalled but its turn never finished).
+	Replayed bool `json:"replayed,omitempty"`
+	// Admin is set when the channel or the access gate vouches that the
+	// sender may run state-changing commands.
+	Admin bool `json:"admin,omitempty"`
 }
 
 // Key is the session key of the message.

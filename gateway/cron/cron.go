@@ -132,7 +132,8 @@ func (s *Service) fireDue(ctx context.Context) (time.Time, error) {
 			Content:    fmt.Sprintf("[Scheduled task %q (job %s) is due now. Do it and reply to the user.]\n%s", j.Name, j.ID, j.Payload.Message),
 			MessageID:  fmt.Sprintf("cron:%s:%d", j.ID, j.State.LastRunAtMs),
 			SessionKey: j.Payload.SessionKey,
-			Metadata:   map[string]any{"cron": j.ID},
+			Source:     bus.SourceCron,
+			SourceRef:  j.ID,
 			ReceivedAt: now,
 		}
 		if err := s.publish(ctx, m); err != nil {

@@ -86,7 +86,7 @@ func TestEveryAndAtJobs(t *testing.T) {
 			t.Errorf("after 5h31m: %d messages, want 6", out.count())
 		}
 		for _, m := range out.all() {
-			if m.Metadata["cron"] == nil {
+			if m.Source != bus.SourceCron || m.SourceRef == "" {
 				t.Error("cron message not marked as cron (the cron tool must refuse to nest)")
 			}
 		}

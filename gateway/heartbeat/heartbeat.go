@@ -24,10 +24,6 @@ import (
 	"github.com/nanobot-go/nanobot/providers"
 )
 
-// SilentReply is what the agent answers when a heartbeat run has nothing
-// worth telling the user; the agent loop does not deliver it.
-const SilentReply = "HEARTBEAT_OK"
-
 // SessionKey is the heartbeat's own conversation.
 const SessionKey = "heartbeat"
 
@@ -163,9 +159,11 @@ func (s *Service) Beat(ctx context.Context) (string, error) {
 	}
 	err = s.cfg.Publish(ctx, bus.Inbound{
 		Channel: channel, ChatID: chat, SenderID: "heartbeat", SessionKey: SessionKey,
-		Content:    fmt.Sprintf("[Heartbeat: these periodic tasks are due now. Do them. If the result is not worth telling the user, reply exactly %s.]\n%s", SilentReply, due),
+		Content:    fmt.Sprintf("[Heartbeat: these periodic tasks are due now. Do them. If the result is not worth telling the user, reply exactly %s.]\n%s", bus.SilentReply, due),
 		MessageID:  fmt.Sprintf("heartbeat:%d", now.UnixNano()),
-		Metadata:   map[string]any{"heartbeat": true, "maxHistory": MaxHistory},
+		Source:     bus.SourceHeartbeat,
+		Background: true,
+		MaxHistory: MaxHistory,
 		ReceivedAt: now,
 	})
 	if err != nil {

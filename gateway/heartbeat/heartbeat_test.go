@@ -85,7 +85,7 @@ func TestBeat(t *testing.T) {
 		t.Fatalf("run: decision %q, published %v", d, published)
 	}
 	m := published[0]
-	if m.Key() != SessionKey || m.ChatID != "42" || m.Metadata["heartbeat"] != true || !strings.Contains(m.Content, SilentReply) {
+	if m.Key() != SessionKey || m.ChatID != "42" || !m.Background || m.Source != bus.SourceHeartbeat || !strings.Contains(m.Content, bus.SilentReply) {
 		t.Errorf("published %+v", m)
 	}
 }

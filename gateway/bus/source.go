@@ -1,0 +1,125 @@
+package bus
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Source says who produced an inbound message.
+type Source string
+
+// The sources. The zero value is a person writing on a channel.
+const (
+	SourceUser      Source = ""
+	SourceCron      Source = "cron"
+	SourceHeartbeat Source = "heartbeat"
+	SourceSubagent  Source = "subagent"
+	SourceAPI       Source = "api"
+)
+
+// String names the source ("user" for the zero value), for logs and
+// metrics labels.
+func (s Source) String() string {
+	if s == SourceUser {
+		return "user"
+	}
+	return string(s)
+}
+
+// FromPerson is false for messages nanobot produces itself (cron jobs,
+// heartbeats, sub-agent results).
+func (m Inbound) FromPerson() bool {
+	return m.Channel != ChannelSystem && (m.Source == SourceUser || m.Source == SourceAPI)
+}
+
+// UnmarshalJSON reads an Inbound, including the shape written before the
+// control data became typed fields: journals and NATS streams written by
+// older versions carried them as Metadata keys ("cron", "heartbeat",
+// "subagent", "maxHistory"), which are moved into the fields here.
+func (m *Inbound) UnmarshalJSON(data []byte) error {
+	type plain Inbound // without this method
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*m = Inbound(p)
+	m.liftLegacyMetadata()
+	return nil
+}
+
+func (m *Inbound) liftLegacyMetadata() {
+	if len(m.Metadata) == 0 {
+		return
+	}
+	take := func(key string) (any, bool) {
+		v, ok := m.Metadata[key]
+		if ok {
+			delete(m.Metadata, key)
+		}
+		return v, ok
+	}
+	if v, ok := take("cron"); ok && m.Source == SourceUser {
+		m.Source, m.SourceRef = SourceCron, fmt.Sprint(v)
+	}
+	if _, ok := take("heartbeat"); ok {
+		if m.Source == SourceUser {
+			m.Source = SourceHeartbeat
+		}
+		m.Background = true
+	}
+	if v, ok := take("subagent"); ok && m.Source == SourceUser {
+		m.Source, m.SourceRef = SourceSubagent, fmt.Sprint(v)
+	}
+	if v, ok := take("maxHistory"); ok && m.MaxHistory == 0 {
+		if f, ok := v.(float64); ok {
+			m.MaxHistory = int(f)
+		}
+	}
+	if len(m.Metadata) == 0 {
+		m.Metadata = nil
+	}
+}
+
+// SilentReply is what the agent answers a background turn (the heartbeat)
+// with when there is nothing worth telling the user. Such an answer is not
+// delivered; see IsSilent.
+const SilentReply = "HEARTBEAT_OK"
+
+// silentTail bounds the words a model may add around SilentReply ("nothing
+// due", "all quiet today") for the reply to still count as silent.
+const silentTail = 8
+
+// IsSilent reports whether a background turn's reply means "nothing to
+// tell". Models rarely answer with the bare token: they add a full stop,
+// Markdown emphasis, a dash and a few words, or quote it. The token must
+// stand as a word of its own at the start or the end of the reply (ignoring
+// white space, punctuation and emphasis around it), and what is left must
+// be a short remark, not a report.
+func IsSilent(text string) bool {
+	edge := func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) || unicode.IsSymbol(r) }
+	t := strings.TrimFunc(text, edge)
+	if t == "" {
+		return true
+	}
+	word := func(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+	upper := strings.ToUpper(t)
+	var rest string
+	switch {
+	case strings.HasPrefix(upper, SilentReply):
+		rest = t[len(SilentReply):]
+		if r, _ := utf8.DecodeRuneInString(rest); rest != "" && word(r) {
+			return false // HEARTBEAT_OKAY
+		}
+	case strings.HasSuffix(upper, SilentReply):
+		rest = t[:len(t)-len(SilentReply)]
+		if r, _ := utf8.DecodeLastRuneInString(rest); rest != "" && word(r) {
+			return false // NOT_HEARTBEAT_OK
+		}
+	default:
+		return false
+	}
+	return len(strings.Fields(rest)) <= silentTail && !strings.Contains(rest, "\n\n")
+}
