@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -45,7 +46,8 @@ func TestSessionMovedNoFailureReply(t *testing.T) {
 	}
 }
 
-// maxHistory survives a trip through a JSON queue (a float64 then).
+// maxHistory survives a trip through a JSON queue, also in the shape older
+// versions wrote (a Metadata key, a float64 after decoding).
 func TestMaxHistoryFromJSONQueue(t *testing.T) {
 	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("ok") }}
 	h := newHarness(t, llm, nil, nil)
@@ -53,8 +55,11 @@ func TestMaxHistoryFromJSONQueue(t *testing.T) {
 		h.send("c", m)
 	}
 	waitUntil(t, "three turns", func() bool { return h.doneCount() == 3 })
-	h.loop.Submit(context.Background(), bus.Inbound{Channel: "test", ChatID: "c", SenderID: "u", Content: "four",
-		Metadata: map[string]any{"maxHistory": float64(2)}})
+	var m bus.Inbound
+	if err := json.Unmarshal([]byte(`{"channel":"test","chatId":"c","senderId":"u","content":"four","metadata":{"maxHistory":2}}`), &m); err != nil {
+		t.Fatal(err)
+	}
+	h.loop.Submit(context.Background(), m)
 	waitUntil(t, "fourth turn", func() bool { return h.doneCount() == 4 })
 	reqs := llm.reqs()
 	last := reqs[len(reqs)-1]

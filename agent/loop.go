@@ -71,7 +71,8 @@ type Loop struct {
 
 	mu         sync.Mutex
 	workers    map[string]*worker
-	lastActive [2]string // channel, chat id of the latest message from a person
+	busy       chan struct{} // closed when the last worker exits; nil while idle
+	lastActive [2]string     // channel, chat id of the latest message from a person
 	wg         sync.WaitGroup
 }
 
@@ -134,6 +135,9 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 	w, ok := l.workers[key]
 	if !ok {
 		w = &worker{}
+		if len(l.workers) == 0 {
+			l.busy = make(chan struct{})
+		}
 		l.workers[key] = w
 	}
 	w.queue = append(w.queue, m)
@@ -173,6 +177,25 @@ func (l *Loop) Idle() bool {
 	return len(l.workers) == 0
 }
 
+// WaitIdle blocks until no session has running or queued work, or ctx
+// ends (then it returns ctx's error). Work submitted meanwhile extends the
+// wait.
+func (l *Loop) WaitIdle(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		busy := l.busy
+		l.mu.Unlock()
+		if busy == nil {
+			return nil
+		}
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // LastActive returns the chat of the most recent message from a person.
 func (l *Loop) LastActive() (channel, chatID string, ok bool) {
 	l.mu.Lock()
@@ -193,6 +216,10 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 		l.mu.Lock()
 		if len(w.queue) == 0 || ctx.Err() != nil {
 			delete(l.workers, key)
+			if len(l.workers) == 0 {
+				close(l.busy)
+				l.busy = nil
+			}
 			rest := w.queue
 			l.mu.Unlock()
 			for _, m := range rest {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
@@ -67,7 +68,10 @@ type Runner struct {
 	MaxIterations int
 	// Stream uses the provider's streaming call and emits deltas.
 	Stream bool
-	Log    *slog.Logger
+	// Observer is told about each provider call and tool execution
+	// (optional).
+	Observer RunObserver
+	Log      *slog.Logger
 }
 
 // RunResult is what a run produced.
@@ -186,8 +190,10 @@ func (r *Runner) call(ctx context.Context, conv []providers.Message, defs []prov
 	if len(defs) == 0 {
 		req.ToolChoice = ""
 	}
+	start := time.Now()
 	if !r.Stream {
 		resp, err := r.Provider.Chat(ctx, req)
+		r.observeLLM(ctx, start, resp, err)
 		if err != nil {
 			return nil, err
 		}
@@ -202,6 +208,7 @@ func (r *Runner) call(ctx context.Context, conv []providers.Message, defs []prov
 			emit(Event{Kind: EventReasoning, Text: d.Reasoning})
 		}
 	})
+	r.observeLLM(ctx, start, resp, err)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +227,13 @@ func (r *Runner) execute(ctx context.Context, calls []providers.ToolCallRequest)
 	out := make([]outcome, len(calls))
 	var wg sync.WaitGroup
 	for i, tc := range calls {
-		wg.Go(func() { out[i] = r.executeOne(ctx, tc) })
+		wg.Go(func() {
+			start := time.Now()
+			out[i] = r.executeOne(ctx, tc)
+			if r.Observer != nil {
+				r.Observer.ObserveTool(ctx, ToolCall{Name: tc.Name, Duration: time.Since(start), Failed: out[i].failed})
+			}
+		})
 	}
 	wg.Wait()
 	return out

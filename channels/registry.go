@@ -13,6 +13,9 @@ type Deps struct {
 	Log *slog.Logger
 	// Paths are the instance folders (media, state).
 	Paths configs.Paths
+	// Loopback is true when the gateway's HTTP server listens on loopback
+	// only.
+	Loopback bool
 }
 
 // Factory builds a channel from its raw config (decode it with
@@ -23,6 +26,9 @@ type Factory struct {
 	// ConfigType is a zero value of the platform's typed config, used to
 	// type-check config.json at load.
 	ConfigType any
+	// OnByDefault builds the channel when config.json does not mention it
+	// (the web chat); "enabled": false still turns it off.
+	OnByDefault bool
 }
 
 // NewFactory is the Factory of a platform whose typed config C is decoded
@@ -102,7 +108,13 @@ func (r *Registry) BuildOne(name string, cfg configs.ChannelsConfig, deps Deps) 
 // is an error naming the config path.
 func (r *Registry) Build(cfg configs.ChannelsConfig, deps Deps) ([]Channel, error) {
 	var out []Channel
-	for _, name := range cfg.Enabled() {
+	names := cfg.Enabled()
+	for _, name := range r.Names() {
+		if _, mentioned := cfg.Platforms[name]; r.factories[name].OnByDefault && !mentioned {
+			names = append([]string{name}, names...)
+		}
+	}
+	for _, name := range names {
 		f, ok := r.factories[name]
 		if !ok {
 			return nil, fmt.Errorf("channels.%s: unknown channel (known: %v)", name, r.Names())

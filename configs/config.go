@@ -10,6 +10,8 @@
 // cmd converts the loaded Config into each component's own options.
 package configs
 
+import "time"
+
 // Config is the root of config.json.
 type Config struct {
 	// Agents holds the agent settings.
@@ -245,4 +247,15 @@ type LogConfig struct {
 	Level string `json:"level"`
 	// Format is "text" or "json".
 	Format string `json:"format"`
+}
+
+// Location is the agent's timezone: Timezone when it names a zone (Validate
+// refuses one that does not), the machine's local zone otherwise.
+func (d AgentDefaults) Location() *time.Location {
+	if d.Timezone != "" {
+		if l, err := time.LoadLocation(d.Timezone); err == nil {
+			return l
+		}
+	}
+	return time.Local
 }

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/bus/natsbus"
@@ -73,17 +75,130 @@ func (j journalInbox) Done(m bus.Inbound, stopping bool, _ error) {
 
 func (j journalInbox) Pending() int { return j.jr.Pending() }
 
-type natsInbox struct{ b *natsbus.Bus }
+// Accept implements inbox: the JetStream stream is the durable inbox.
+func (c *clusterBackend) Accept(ctx context.Context, m bus.Inbound) error {
+	return c.PublishInbound(ctx, m)
+}
 
-func (n natsInbox) Accept(ctx context.Context, m bus.Inbound) error {
-	return n.b.PublishInbound(ctx, m)
+// Done implements inbox. A turn that could not be saved because NATS was
+// unreachable is replayed rather than acknowledged.
+func (c *clusterBackend) Done(m bus.Inbound, stopping bool, err error) {
+	c.Bus.Done(m, stopping || natsbus.IsUnreachable(err))
 }
-func (n natsInbox) Done(m bus.Inbound, stopping bool, err error) {
-	// A turn that could not be saved because NATS was unreachable is
-	// replayed rather than acknowledged.
-	n.b.Done(m, stopping || natsbus.IsUnreachable(err))
+
+// Pending implements inbox.
+func (c *clusterBackend) Pending() int { in, _ := c.Depth(); return in }
+
+// cluster runs this process's role of a bot spread over several
+// processes on NATS JetStream (docs/cluster.md).
+type clusterBackend struct {
+	*natsbus.Bus
+	nc    *nats.Conn
+	role  string
+	store session.Store
+	cron  *jobs.Store
 }
-func (n natsInbox) Pending() int { in, _ := n.b.Depth(); return in }
+
+func openCluster(ctx context.Context, o Options, role string, cron *jobs.Store) (_ *clusterBackend, err error) {
+	cl := o.Config.Cluster
+	nc, err := connectNATS(cl.NATS, "nanobot "+role, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			nc.Close()
+		}
+	}()
+	var nb *natsbus.Bus
+	// NATS may still be starting (compose, Kubernetes): retry a while.
+	err = natsbus.Retry(ctx, func(ctx context.Context) (err error) {
+		nb, err = natsbus.Open(ctx, nc, natsbus.Options{
+			Prefix: cl.Prefix, Partitions: cl.Partitions, LeaseTTL: time.Duration(cl.LeaseTTLS) * time.Second,
+			AckWait: time.Duration(cl.AckWaitS) * time.Second, Instance: o.Instance, Role: role, Log: o.Log,
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &clusterBackend{Bus: nb, nc: nc, role: role, cron: cron}
+	if c.store, err = session.NewKVStore(ctx, nb.JetStream(), session.KVStoreOptions{
+		Bucket: strings.ToUpper(cl.Prefix) + "_SESSIONS", Logger: o.Log,
+	}); err != nil {
+		nb.Close()
+		return nil, err
+	}
+	// Cron jobs live in NATS too, so every worker's cron tool and the
+	// instance running the scheduler share them.
+	if err := moveCronToKV(ctx, nb, cron, o.Log); err != nil {
+		nb.Close()
+		return nil, err
+	}
+	o.Log.Info("cluster mode", "nats", nc.ConnectedUrlRedacted(), "partitions", cl.Partitions, "role", role, "instance", nb.Options().Instance)
+	return c, nil
+}
+
+func (c *clusterBackend) runsAgent() bool    { return c.role != RoleChannels }
+func (c *clusterBackend) runsChannels() bool { return c.role != RoleWorker }
+
+func (c *clusterBackend) sessions() session.Store { return c.store }
+func (c *clusterBackend) cronStore() *jobs.Store  { return c.cron }
+func (c *clusterBackend) memoryLock() func(ctx context.Context) (func(), error) {
+	// Workers share the workspace volume: one memory writer at a time.
+	return func(ctx context.Context) (func(), error) { return c.Lock(ctx, "memory") }
+}
+func (c *clusterBackend) status(ctx context.Context) *ClusterStatus {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return clusterStatus(ctx, c.Bus, c.role)
+}
+func (c *clusterBackend) close() { c.Bus.Close(); c.nc.Close() }
+
+func (c *clusterBackend) services(g *Gateway) []service {
+	var svcs []service
+	if c.runsAgent() {
+		// The worker hands messages to the loop under the partition fence
+		// (natsbus.WorkerHooks); the loop runs until the worker stopped
+		// feeding it and its turns are over.
+		svcs = append(svcs, g.agentService(func(ctx context.Context) error {
+			runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+			loopDone := make(chan struct{})
+			go func() { _ = g.agent.Run(runCtx, nil); close(loopDone) }()
+			err := c.RunWorkerWith(ctx, natsbus.WorkerHooks{
+				Submit: func(m bus.Inbound) { g.agent.Submit(ctx, m) },
+				Revoke: func(key string) { g.agent.StopSession(key) },
+			})
+			stopRun()
+			<-loopDone
+			return err
+		}))
+	}
+	if c.runsChannels() {
+		// One active channels instance per bot: platform connections like
+		// Telegram polling allow one consumer. Others wait as hot standbys.
+		svcs = append(svcs, service{name: "channels", run: func(ctx context.Context) error {
+			c.Hold(ctx, RoleChannels, func(ctx context.Context) {
+				var wg sync.WaitGroup
+				wg.Go(func() { _ = g.runChannels(ctx) })
+				wg.Go(func() { _ = c.RunDispatcherFeed(ctx) })
+				wg.Go(func() { _ = g.disp.Run(ctx, c.Outbound()) })
+				wg.Wait()
+			})
+			return nil
+		}})
+	}
+	if c.runsAgent() {
+		// Cron and heartbeat run on exactly one instance.
+		svcs = append(svcs, service{name: "background", run: func(ctx context.Context) error {
+			c.Hold(ctx, "cron", func(ctx context.Context) { _ = g.background(ctx) })
+			return nil
+		}})
+	} else {
+		svcs = append(svcs, service{name: "announce", run: func(ctx context.Context) error { c.Announce(ctx); return nil }})
+	}
+	return svcs
+}
 
 // connectNATS dials the cluster's NATS server. The client reconnects by
 // itself, forever, with jittered waits; disconnects are logged (without

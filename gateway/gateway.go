@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,23 +10,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/nanobot-go/nanobot/agent"
-	"github.com/nanobot-go/nanobot/agent/memory"
-	"github.com/nanobot-go/nanobot/agent/session"
-	"github.com/nanobot-go/nanobot/agent/skills"
 	"github.com/nanobot-go/nanobot/agent/templates"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
-	"github.com/nanobot-go/nanobot/gateway/bus/natsbus"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
 	"github.com/nanobot-go/nanobot/gateway/journal"
@@ -35,8 +27,6 @@ import (
 	"github.com/nanobot-go/nanobot/tools"
 	jobs "github.com/nanobot-go/nanobot/tools/cron"
 	"github.com/nanobot-go/nanobot/tools/mcp"
-	"github.com/nanobot-go/nanobot/tools/message"
-	"github.com/nanobot-go/nanobot/tools/spawn"
 )
 
 // Options are what cmd hands the gateway: the loaded config and the parts
@@ -100,450 +90,324 @@ type Status struct {
 	Cluster *ClusterStatus `json:"cluster,omitempty"`
 }
 
-// Run assembles and runs the gateway until ctx ends, then shuts down in
-// order: stop intake, let running turns finish (DrainTimeout), flush
-// outbound, close channels.
+// Gateway is an assembled gateway: New builds every part without starting
+// anything; Run starts the services in order and stops them in reverse.
+type Gateway struct {
+	o       Options
+	cfg     *configs.Config
+	log     *slog.Logger
+	started time.Time
+	be      backend
+	agent   *agent.Agent // nil on a channels-only cluster instance
+	chans   []channels.Channel
+	gate    *channels.Gate
+	mgr     *channels.Manager
+	disp    *channels.Dispatcher
+	metrics *Metrics
+	srv     *http.Server
+	ln      net.Listener
+	// stopping is set when shutdown begins: /readyz fails, and turns
+	// cancelled from then on are replayed at the next start.
+	stopping atomic.Bool
+}
+
+// Run assembles and runs the gateway until ctx ends (New, then Run).
 func Run(ctx context.Context, o Options) error {
-	log := o.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	g, err := New(ctx, o)
+	if err != nil {
+		return err
 	}
-	cfg := o.Config
+	return g.Run(ctx)
+}
+
+// New assembles the gateway: workspace, backend (local files, or NATS in
+// cluster mode), agent, channels, dispatcher and HTTP server. It connects
+// to NATS in cluster mode but starts nothing; ctx bounds that connection.
+func New(ctx context.Context, o Options) (_ *Gateway, err error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 20 * time.Second
 	}
-	started := time.Now()
-	if err := o.Paths.Ensure(); err != nil {
-		return fmt.Errorf("gateway: %w", err)
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
 	}
-	if created, err := templates.Sync(o.Paths.Workspace); err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	} else if len(created) > 0 {
-		log.Info("workspace templates created", "workspace", o.Paths.Workspace, "files", len(created))
+	g := &Gateway{o: o, cfg: o.Config, log: o.Log, started: time.Now()}
+	if err := g.prepareWorkspace(); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	if g.be, err = openBackend(ctx, o); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			g.be.close()
+		}
+	}()
+	g.metrics = NewMetrics(g.be.Depth)
+	if c, ok := g.be.(*clusterBackend); ok {
+		registerClusterMetrics(g.metrics.Registry, c.Bus, c.role)
+		g.log = g.log.With("role", c.role, "instance", c.Options().Instance)
+	}
+	if g.agent, err = g.newAgent(); err != nil {
+		return nil, err
+	}
+	if err = g.buildChannels(); err != nil {
+		return nil, err
+	}
+	if err = g.buildHTTP(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
 
+// openBackend chooses local files or the NATS cluster, by config.
+func openBackend(ctx context.Context, o Options) (backend, error) {
 	role := o.Role
 	if role == "" {
-		role = cfg.Cluster.Role
+		role = o.Config.Cluster.Role
 	}
 	if role == "" {
 		role = RoleAll
 	}
 	if role != RoleAll && role != RoleChannels && role != RoleWorker {
-		return fmt.Errorf("gateway: unknown role %q (want all, channels or worker)", role)
+		return nil, fmt.Errorf("unknown role %q (want all, channels or worker)", role)
 	}
-	runsAgent, runsChannels := role != RoleChannels, role != RoleWorker
+	cron := o.CronStore
+	if cron == nil {
+		cron = jobs.NewStore(filepath.Join(o.Paths.Cron, "jobs.json"))
+	}
+	if o.Config.Cluster.Enabled() {
+		return openCluster(ctx, o, role, cron)
+	}
+	if role != RoleAll {
+		return nil, fmt.Errorf("role %q needs cluster.nats.url (see docs/cluster.md)", role)
+	}
+	return openLocal(o, cron)
+}
 
-	// The queues and storage: in memory and on disk by default, on NATS
-	// JetStream in cluster mode.
-	var (
-		b      queues
-		nb     *natsbus.Bus
-		in     inbox
-		store  session.Store
-		replay []bus.Inbound
-	)
-	cronStore := o.CronStore
-	if cronStore == nil {
-		cronStore = jobs.NewStore(filepath.Join(o.Paths.Cron, "jobs.json"))
-	}
-	if cfg.Cluster.Enabled() {
-		cl := cfg.Cluster
-		nc, err := connectNATS(cl.NATS, "nanobot "+role, log)
-		if err != nil {
-			return fmt.Errorf("gateway: %w", err)
-		}
-		defer nc.Close()
-		// NATS may still be starting (compose, Kubernetes): retry a while.
-		err = natsbus.Retry(ctx, func(ctx context.Context) (err error) {
-			nb, err = natsbus.Open(ctx, nc, natsbus.Options{
-				Prefix: cl.Prefix, Partitions: cl.Partitions, LeaseTTL: time.Duration(cl.LeaseTTLS) * time.Second,
-				AckWait: time.Duration(cl.AckWaitS) * time.Second, Instance: o.Instance, Role: role, Log: log,
-			})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("gateway: %w", err)
-		}
-		defer nb.Close() // idempotent; the shutdown below closes it in order
-		b, in = nb, natsInbox{nb}
-		if store, err = session.NewKVStore(ctx, nb.JetStream(), session.KVStoreOptions{
-			Bucket: strings.ToUpper(cl.Prefix) + "_SESSIONS", Logger: log,
-		}); err != nil {
-			return fmt.Errorf("gateway: %w", err)
-		}
-		// Cron jobs live in NATS too, so every worker's cron tool and the
-		// instance running the scheduler share them.
-		if err := moveCronToKV(ctx, nb, cronStore, log); err != nil {
-			return fmt.Errorf("gateway: %w", err)
-		}
-		log = log.With("role", role, "instance", nb.Options().Instance)
-		log.Info("cluster mode", "nats", nc.ConnectedUrlRedacted(), "partitions", cl.Partitions)
-	} else {
-		if role != RoleAll {
-			return fmt.Errorf("gateway: role %q needs cluster.nats.url (see docs/cluster.md)", role)
-		}
-		mem := bus.New(0, 0)
-		b = mem
-		jr, pending, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: log})
-		if err != nil {
-			return fmt.Errorf("gateway: %w", err)
-		}
-		defer jr.Close()
-		in, replay = journalInbox{jr: jr, b: mem, log: log}, pending
-		if store, err = session.NewFileStore(o.Paths.Sessions, session.FileStoreOptions{Logger: log}); err != nil {
-			return fmt.Errorf("gateway: %w", err)
-		}
-	}
-	metrics := NewMetrics(b.Depth)
-	if nb != nil {
-		registerClusterMetrics(metrics.Registry, nb, role)
-	}
-
-	d := cfg.Agents.Defaults
-	loc := time.Local
-	if d.Timezone != "" {
-		if l, err := time.LoadLocation(d.Timezone); err == nil {
-			loc = l
-		}
-	}
-	temp := d.Temperature
-	var shuttingDown atomic.Bool
-	reg := o.Tools
-	if reg == nil {
-		reg = tools.NewRegistry(tools.WithLogger(log))
-	}
-	runner := &agent.Runner{
-		Provider: o.Provider, Tools: reg, Model: o.Model, MaxTokens: d.MaxTokens,
-		Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
-		Stream: true, Log: log,
-	}
-	subs := &agent.Subagents{Runner: *runner, Publish: b.PublishInbound, Max: d.MaxConcurrentSubagents, Workspace: o.Paths.Workspace, Log: log}
-	for _, t := range []tools.Tool{message.New(b, o.Paths.Workspace, cfg.Tools.RestrictToWorkspace), spawn.New(subs)} {
-		if err := reg.Register(t); err != nil {
-			return fmt.Errorf("gateway: %w", err)
-		}
-	}
-	builder := &agent.ContextBuilder{Workspace: o.Paths.Workspace, Location: loc,
-		Skills: skills.New(skills.Options{Workspace: o.Paths.Workspace, Logger: log})}
-	memOpts := memory.Options{
-		Workspace: o.Paths.Workspace, Provider: o.Provider, Model: o.Model, Store: store,
-		ContextWindowTokens: d.ContextWindowTokens, MaxTokens: d.MaxTokens, Location: loc,
-		SystemPrompt: builder.SystemPrompt, Logger: log,
-	}
-	if nb != nil {
-		// Workers share the workspace volume: one memory writer at a time.
-		memOpts.Lock = func(ctx context.Context) (func(), error) { return nb.Lock(ctx, "memory") }
-	}
-	mem, err := memory.New(memOpts)
-	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
-	builder.Memory = mem
-	loop := agent.NewLoop(agent.LoopConfig{
-		Store:               store,
-		Builder:             builder,
-		Runner:              runner,
-		Subagents:           subs,
-		Consolidator:        mem,
-		Out:                 b,
-		MaxConcurrentTurns:  d.MaxConcurrentTurns,
-		MaxToolResultChars:  d.MaxToolResultChars,
-		ContextWindowTokens: d.ContextWindowTokens,
-		OnTurnDone: func(m bus.Inbound, err error) {
-			outcome := "ok"
-			switch {
-			case errors.Is(err, context.Canceled) && shuttingDown.Load():
-				in.Done(m, true, err) // replayed at the next start
-				return
-			case errors.Is(err, context.Canceled):
-				outcome = "stopped"
-			case err != nil:
-				outcome = "error"
-			}
-			if !m.ReceivedAt.IsZero() {
-				metrics.Turn(time.Since(m.ReceivedAt), outcome)
-			}
-			in.Done(m, false, err)
-		},
-		Log: log,
-	})
-
-	// Channels: the web chat is always there unless disabled.
-	loopback := isLoopback(cfg.Gateway.Host)
-	if o.Listener != nil {
-		loopback = isLoopbackAddr(o.Listener.Addr())
-	}
-	webCfg := web.DefaultConfig()
-	if err := cfg.Channels.Decode("web", &webCfg); err != nil {
+func (g *Gateway) prepareWorkspace() error {
+	if err := g.o.Paths.Ensure(); err != nil {
 		return err
 	}
-	var chans []channels.Channel
-	var webCh *web.Channel
-	if webCfg.Enabled && runsChannels {
-		webCh, err = web.New(webCfg, web.Options{Loopback: loopback, TokenFile: filepath.Join(o.Paths.State, "web_token"), Log: log.With("channel", "web")})
-		if err != nil {
-			return err
-		}
-		chans = append(chans, webCh)
+	created, err := templates.Sync(g.o.Paths.Workspace)
+	if err != nil {
+		return err
 	}
-	if o.Channels != nil && runsChannels {
-		built, err := o.Channels.Build(cfg.Channels, channels.Deps{Log: log, Paths: o.Paths})
-		if err != nil {
-			return err
-		}
-		chans = append(chans, built...)
+	if len(created) > 0 {
+		g.log.Info("workspace templates created", "workspace", g.o.Paths.Workspace, "files", len(created))
 	}
-	if runsChannels {
-		chans = append(chans, o.Extra...)
-	}
+	return nil
+}
 
-	gate := &channels.Gate{
-		AllowFrom: allowLists(cfg, chans),
-		Pairing:   channels.NewPairingStore(filepath.Join(o.Paths.State, "pairing.json")),
-		Reply:     b.PublishOutbound,
-		Log:       log.With("component", "access"),
-		Next: channels.InboxFunc(func(ctx context.Context, m bus.Inbound) error {
-			if m.ReceivedAt.IsZero() {
-				m.ReceivedAt = time.Now()
-			}
-			err := in.Accept(ctx, m)
-			if errors.Is(err, journal.ErrDuplicate) {
-				metrics.Inbound(m.Channel, "duplicate")
-				return nil
-			}
+// runsAgent and runsChannels say which halves this process runs (both,
+// unless it is one role of a cluster).
+func (g *Gateway) runsAgent() bool {
+	c, ok := g.be.(*clusterBackend)
+	return !ok || c.runsAgent()
+}
+
+func (g *Gateway) runsChannels() bool {
+	c, ok := g.be.(*clusterBackend)
+	return !ok || c.runsChannels()
+}
+
+func (g *Gateway) newAgent() (*agent.Agent, error) {
+	if !g.runsAgent() {
+		return nil, nil
+	}
+	reg := g.o.Tools
+	if reg == nil {
+		reg = tools.NewRegistry(tools.WithLogger(g.log))
+	}
+	return agent.New(g.cfg, g.o.Paths.Workspace, agent.Deps{
+		Provider: g.o.Provider, Model: g.o.Model, Tools: reg, Store: g.be.sessions(),
+		Out: g.be, Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
+		Observer: g.metrics, OnTurnDone: g.turnDone, Log: g.log,
+	})
+}
+
+// turnDone marks a finished message in the inbox and counts the turn.
+func (g *Gateway) turnDone(m bus.Inbound, err error) {
+	outcome := "ok"
+	switch {
+	case errors.Is(err, context.Canceled) && g.stopping.Load():
+		g.be.Done(m, true, err) // replayed at the next start
+		return
+	case errors.Is(err, context.Canceled):
+		outcome = "stopped"
+	case err != nil:
+		outcome = "error"
+	}
+	if !m.ReceivedAt.IsZero() {
+		g.metrics.Turn(time.Since(m.ReceivedAt), outcome)
+	}
+	g.be.Done(m, false, err)
+}
+
+// buildChannels builds the enabled channels, the access gate in front of
+// the inbox, the manager that supervises them and the dispatcher that
+// delivers to them.
+func (g *Gateway) buildChannels() error {
+	if g.runsChannels() {
+		if g.o.Channels != nil {
+			built, err := g.o.Channels.Build(g.cfg.Channels, channels.Deps{Log: g.log, Paths: g.o.Paths, Loopback: g.loopback()})
 			if err != nil {
 				return err
 			}
-			metrics.Inbound(m.Channel, "accepted")
-			return nil
-		}),
+			g.chans = built
+		}
+		g.chans = append(g.chans, g.o.Extra...)
 	}
-	counted := &countedGate{gate: gate, metrics: metrics}
-	mgr := channels.NewManager(channels.ManagerConfig{Inbox: counted, Observer: metrics, Log: log}, chans)
+	g.gate = &channels.Gate{
+		AllowFrom: allowLists(g.cfg, g.chans),
+		Pairing:   channels.NewPairingStore(filepath.Join(g.o.Paths.State, "pairing.json")),
+		Reply:     g.be.PublishOutbound,
+		Log:       g.log.With("component", "access"),
+		Next:      channels.InboxFunc(g.accept),
+	}
+	g.mgr = channels.NewManager(channels.ManagerConfig{Inbox: &countedGate{gate: g.gate, metrics: g.metrics}, Observer: g.metrics, Log: g.log}, g.chans)
 	dcfg := channels.DispatcherConfig{
-		SendProgress: cfg.Channels.SendProgress, SendToolHints: cfg.Channels.SendToolHints,
-		MaxRetries: cfg.Channels.SendMaxRetries, Observer: metrics, Log: log,
+		SendProgress: g.cfg.Channels.SendProgress, SendToolHints: g.cfg.Channels.SendToolHints,
+		MaxRetries: g.cfg.Channels.SendMaxRetries, Observer: g.metrics, Log: g.log,
 	}
-	if nb != nil {
-		dcfg.Handled = nb.Delivered // acknowledged once the platform took it
+	if c, ok := g.be.(*clusterBackend); ok {
+		dcfg.Handled = c.Delivered // acknowledged once the platform took it
 	}
-	disp := channels.NewDispatcher(dcfg, chans)
+	g.disp = channels.NewDispatcher(dcfg, g.chans)
+	return nil
+}
 
-	// HTTP.
-	status := func() Status {
-		inQ, outQ := b.Depth()
-		ready, _ := mgr.Ready()
-		st := Status{Version: o.Version, Ready: ready, Channels: mgr.Health(), Inbound: inQ, Outbound: outQ, Pending: in.Pending(), Started: started}
-		if o.MCP != nil {
-			st.MCP = o.MCP.Status()
-		}
-		if nb != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			st.Cluster = clusterStatus(ctx, nb, role)
-		}
-		return st
+// accept takes a message the gate let through into the inbox.
+func (g *Gateway) accept(ctx context.Context, m bus.Inbound) error {
+	if m.ReceivedAt.IsZero() {
+		m.ReceivedAt = time.Now()
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		ready, bad := mgr.Ready()
-		w.Header().Set("Content-Type", "text/plain")
-		if !ready || shuttingDown.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			for _, s := range bad {
-				_, _ = fmt.Fprintln(w, s)
-			}
-			return
-		}
-		_, _ = w.Write([]byte("ready\n"))
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(status())
-	})
-	if cfg.Gateway.Pprof {
-		mountPprof(mux)
-		log.Info("profiles served at /debug/pprof/ to loopback clients (gateway.pprof)")
+	err := g.be.Accept(ctx, m)
+	if errors.Is(err, journal.ErrDuplicate) {
+		g.metrics.Inbound(m.Channel, "duplicate")
+		return nil
 	}
-	for _, c := range chans {
-		if wh, ok := c.(interface {
-			WebhookPath() string
-			WebhookHandler() http.Handler
-		}); ok && wh.WebhookPath() != "" {
-			mux.Handle("POST "+wh.WebhookPath(), wh.WebhookHandler())
-			log.Info("webhook mounted", "channel", c.Name(), "path", wh.WebhookPath())
-		}
+	if err != nil {
+		return err
 	}
-	if webCh != nil {
-		mux.Handle("/", webCh.Handler())
-	}
-	ln := o.Listener
-	if ln == nil {
-		addr := net.JoinHostPort(cfg.Gateway.Host, fmt.Sprint(cfg.Gateway.Port))
-		ln, err = net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("gateway: listen on %s (gateway.host/gateway.port): %w", addr, err)
-		}
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	g.metrics.Inbound(m.Channel, "accepted")
+	return nil
+}
 
-	// Start everything.
-	var wg sync.WaitGroup
-	chCtx, stopChannels := context.WithCancel(context.WithoutCancel(ctx))
-	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
-	dispCtx, stopDisp := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopChannels()
-	defer stopLoop()
-	defer stopDisp()
+// loopback reports whether the HTTP server listens on loopback only.
+func (g *Gateway) loopback() bool {
+	if g.o.Listener != nil {
+		return isLoopbackAddr(g.o.Listener.Addr())
+	}
+	return isLoopback(g.cfg.Gateway.Host)
+}
 
-	if nb == nil {
-		wg.Go(func() { _ = disp.Run(dispCtx, b.Outbound()) })
+// Run starts the services in order, serves until ctx ends or a service
+// fails, then shuts down in reverse: stop intake, let running turns finish
+// (DrainTimeout; unfinished ones are replayed at the next start), deliver
+// what was said, stop serving HTTP.
+func (g *Gateway) Run(ctx context.Context) error {
+	defer g.be.close()
+	svcs := newServices(g.log)
+	list := append([]service{g.httpService()}, g.be.services(g)...)
+	if err := svcs.start(ctx, list); err != nil {
+		return err
 	}
-	loopDone := make(chan struct{})
-	if runsAgent {
-		wg.Go(func() { releaseWhenIdle(loopCtx, loop.Idle, log) })
-	}
-	switch {
-	case runsAgent && nb == nil:
-		go func() { _ = loop.Run(loopCtx, b.Inbound()); close(loopDone) }()
-	case runsAgent:
-		// The worker hands messages to the loop under the partition fence
-		// (see natsbus.WorkerHooks); the loop runs until the worker stopped
-		// feeding it and its turns are over.
-		runCtx, stopRun := context.WithCancel(context.WithoutCancel(loopCtx))
-		defer stopRun()
-		go func() { _ = loop.Run(runCtx, nil); close(loopDone) }()
-		wg.Go(func() {
-			_ = nb.RunWorkerWith(loopCtx, natsbus.WorkerHooks{
-				Submit: func(m bus.Inbound) { loop.Submit(loopCtx, m) },
-				Revoke: func(key string) { loop.StopSession(key) },
-			})
-			stopRun()
-		})
-	default:
-		close(loopDone)
-	}
-	for _, m := range replay {
-		log.Info("replaying unfinished message", "channel", m.Channel, "session", m.Key())
-		if err := b.PublishInbound(ctx, m); err != nil {
-			return err
-		}
-	}
-	switch {
-	case nb == nil:
-		wg.Go(func() { _ = mgr.Run(chCtx) })
-	case runsChannels:
-		// One active channels instance per bot: platform connections like
-		// Telegram polling allow one consumer. Others wait as hot standbys.
-		wg.Go(func() {
-			nb.Hold(chCtx, RoleChannels, func(ctx context.Context) {
-				var cw sync.WaitGroup
-				cw.Go(func() { _ = mgr.Run(ctx) })
-				cw.Go(func() { _ = nb.RunDispatcherFeed(ctx) })
-				cw.Go(func() { _ = disp.Run(ctx, nb.Outbound()) })
-				cw.Wait()
-			})
-		})
-	}
-	if nb != nil && !runsAgent {
-		wg.Go(func() { nb.Announce(chCtx) })
-	}
-	wg.Go(func() { subs.Wait(loopCtx) })
+	g.announce()
+	runErr := g.wait(ctx, svcs.failed)
+	g.log.Info("gateway stopping")
+	g.stopping.Store(true)
+	svcs.stop()
+	g.log.Info("gateway stopped")
+	return runErr
+}
 
-	background := func(ctx context.Context) {
-		var bw sync.WaitGroup
-		bw.Go(func() { _ = cron.New(cronStore, b.PublishInbound, log).Run(ctx) })
-		if cfg.Gateway.Heartbeat.Enabled {
-			hb := heartbeat.New(heartbeat.Config{
-				Workspace: o.Paths.Workspace, Interval: time.Duration(cfg.Gateway.Heartbeat.IntervalS) * time.Second,
-				Provider: o.Provider, Model: o.Model, Publish: b.PublishInbound, Target: loop.LastActive,
-				Log: log, OnDecision: metrics.Heartbeat,
-			})
-			bw.Go(func() { _ = hb.Run(ctx) })
-		}
-		bw.Wait()
-	}
-	switch {
-	case nb == nil:
-		wg.Go(func() { background(chCtx) })
-	case runsAgent:
-		// Cron and heartbeat run on exactly one instance.
-		wg.Go(func() { nb.Hold(chCtx, "cron", background) })
-	}
-	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
-
-	addr := ln.Addr().String()
-	log.Info("gateway ready", "addr", "http://"+addr, "channels", len(chans), "workspace", o.Paths.Workspace)
-	if webCh != nil {
-		if tok := webCh.Token(); tok != "" {
-			log.Info("web chat needs its access token (stored in "+filepath.Join(o.Paths.State, "web_token")+")", "url", "http://"+addr+"/")
-			w := o.Stderr
-			if w == nil {
-				w = os.Stderr
-			}
-			fmt.Fprintf(w, "web chat: http://%s/  (access token: %s)\n", addr, tok)
-		} else {
-			log.Info("web chat open", "url", "http://"+addr+"/")
-		}
-	}
-	if o.Ready != nil {
-		o.Ready(addr)
-	}
-
-	var runErr error
-wait:
+// wait serves until ctx ends or a service fails, applying reloads.
+func (g *Gateway) wait(ctx context.Context, failed <-chan error) error {
 	for {
 		select {
 		case <-ctx.Done():
-			break wait
-		case err := <-srvErr:
-			runErr = fmt.Errorf("gateway: http server: %w", err)
-			break wait
-		case <-o.Reload:
-			if o.ReloadConfig == nil {
-				continue
-			}
-			next, err := o.ReloadConfig()
-			if err != nil {
-				log.Error("reload failed; keeping the running config", "err", err)
-				continue
-			}
-			gate.SetAllowFrom(allowLists(next, chans))
-			log.Info("config reloaded: allow-lists updated; other changes take effect after a restart")
+			return nil
+		case err := <-failed:
+			g.log.Error("gateway failing", "err", err)
+			return err
+		case <-g.o.Reload:
+			g.reload()
 		}
 	}
+}
 
-	// Shutdown: intake first, then turns, then delivery.
-	log.Info("gateway stopping")
-	shuttingDown.Store(true)
-	stopChannels()
-	deadline := time.Now().Add(o.DrainTimeout)
-	for !loop.Idle() && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+// reload re-reads the config and applies what can change live: the
+// allow-lists.
+func (g *Gateway) reload() {
+	if g.o.ReloadConfig == nil {
+		return
 	}
-	stopLoop()
-	<-loopDone
-	b.Close()
-	flushed := make(chan struct{})
-	go func() { wg.Wait(); close(flushed) }()
-	select {
-	case <-flushed:
-	case <-time.After(10 * time.Second):
-		stopDisp()
-		<-flushed
+	next, err := g.o.ReloadConfig()
+	if err != nil {
+		g.log.Error("reload failed; keeping the running config", "err", err)
+		return
 	}
-	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutCtx)
-	log.Info("gateway stopped")
-	return runErr
+	g.gate.SetAllowFrom(allowLists(next, g.chans))
+	g.log.Info("config reloaded: allow-lists updated; other changes take effect after a restart")
+}
+
+// agentService runs the agent on feed (which blocks until ctx ends), with
+// the sub-agents and the idle memory release; on shutdown it first lets
+// running turns finish, bounded by DrainTimeout.
+func (g *Gateway) agentService(feed func(ctx context.Context) error) service {
+	return service{name: "agent", run: func(ctx context.Context) error {
+		var wg sync.WaitGroup
+		wg.Go(func() { releaseWhenIdle(ctx, g.agent.Idle, g.log) })
+		wg.Go(func() { g.agent.Subagents.Wait(ctx) })
+		err := feed(ctx)
+		wg.Wait()
+		return err
+	}, drain: func() {
+		ctx, cancel := context.WithTimeout(context.Background(), g.o.DrainTimeout)
+		defer cancel()
+		if g.agent.WaitIdle(ctx) != nil {
+			g.log.Warn("turns still running at the drain deadline; they are replayed at the next start", "drain", g.o.DrainTimeout)
+		}
+	}}
+}
+
+// runChannels supervises the channels until ctx ends (with none
+// configured, it just waits).
+func (g *Gateway) runChannels(ctx context.Context) error {
+	err := g.mgr.Run(ctx)
+	<-ctx.Done()
+	return err
+}
+
+// background runs cron and the heartbeat until ctx ends.
+func (g *Gateway) background(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = cron.New(g.be.cronStore(), g.be.PublishInbound, g.log).Run(ctx) })
+	if hb := g.cfg.Gateway.Heartbeat; hb.Enabled {
+		h := heartbeat.New(heartbeat.Config{
+			Workspace: g.o.Paths.Workspace, Interval: time.Duration(hb.IntervalS) * time.Second,
+			Provider: g.o.Provider, Model: g.o.Model, Publish: g.be.PublishInbound, Target: g.agent.LastActive,
+			Log: g.log, OnDecision: g.metrics.Heartbeat,
+		})
+		wg.Go(func() { _ = h.Run(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// Status reports the gateway's state (/api/status, `nanobot status`).
+func (g *Gateway) Status(ctx context.Context) Status {
+	inQ, outQ := g.be.Depth()
+	ready, _ := g.mgr.Ready()
+	st := Status{Version: g.o.Version, Ready: ready, Channels: g.mgr.Health(), Inbound: inQ, Outbound: outQ,
+		Pending: g.be.Pending(), Started: g.started, Cluster: g.be.status(ctx)}
+	if g.o.MCP != nil {
+		st.MCP = g.o.MCP.Status()
+	}
+	return st
 }
 
 // allowLists collects each channel's allowFrom.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
@@ -404,7 +405,7 @@ func grep(s, sub string) string {
 func TestHealthAndWebUI(t *testing.T) { forEachBus(t, testHealthAndWebUI) }
 
 func testHealthAndWebUI(t *testing.T) {
-	r := startGateway(t, testConfig(nil), &echoLLM{})
+	r := startGatewayOpts(t, testConfig(nil), &echoLLM{}, func(o *Options) { o.Channels = webOnly() })
 	if code, body := get(t, "http://"+r.addr+"/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("healthz %d %q", code, body)
 	}
@@ -437,4 +438,13 @@ func testReloadUpdatesAllowLists(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		return len(fc.texts("g")) > 0
 	})
+}
+
+// webOnly is a channel registry with the web chat, as cmd registers it.
+func webOnly() *channels.Registry {
+	r := channels.NewRegistry()
+	if err := r.Register("web", web.Factory()); err != nil {
+		panic(err)
+	}
+	return r
 }

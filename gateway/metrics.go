@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/nanobot-go/nanobot/agent"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
@@ -86,22 +88,25 @@ func (m *Metrics) Turn(d time.Duration, outcome string) {
 	m.turns.WithLabelValues(outcome).Inc()
 }
 
-// LLM records one LLM request.
-func (m *Metrics) LLM(model string, d time.Duration, prompt, completion, cacheRead, cacheWrite int) {
-	m.llmLatency.WithLabelValues(model).Observe(d.Seconds())
-	m.llmTokens.WithLabelValues(model, "prompt").Add(float64(prompt))
-	m.llmTokens.WithLabelValues(model, "completion").Add(float64(completion))
-	m.llmTokens.WithLabelValues(model, "cache_read").Add(float64(cacheRead))
-	m.llmTokens.WithLabelValues(model, "cache_write").Add(float64(cacheWrite))
+// ObserveLLM implements agent.RunObserver: one provider call's latency and
+// the tokens the provider reported.
+func (m *Metrics) ObserveLLM(_ context.Context, c agent.LLMCall) {
+	m.llmLatency.WithLabelValues(c.Model).Observe(c.Duration.Seconds())
+	u := c.Usage
+	for kind, n := range map[string]int{"prompt": u.PromptTokens, "completion": u.CompletionTokens, "cache_read": u.CacheReadTokens, "cache_write": u.CacheWriteTokens} {
+		if n > 0 {
+			m.llmTokens.WithLabelValues(c.Model, kind).Add(float64(n))
+		}
+	}
 }
 
-// Tool records one tool call.
-func (m *Metrics) Tool(name string, err error) {
+// ObserveTool implements agent.RunObserver.
+func (m *Metrics) ObserveTool(_ context.Context, t agent.ToolCall) {
 	outcome := "ok"
-	if err != nil {
+	if t.Failed {
 		outcome = "error"
 	}
-	m.toolCalls.WithLabelValues(name, outcome).Inc()
+	m.toolCalls.WithLabelValues(t.Name, outcome).Inc()
 }
 
 // Heartbeat records a heartbeat decision.

@@ -31,7 +31,7 @@ func chromium(t *testing.T) string {
 // open the page, send a message, see the streamed reply.
 func TestWebChatInBrowser(t *testing.T) {
 	bin := chromium(t)
-	r := startGateway(t, testConfig(nil), &echoLLM{})
+	r := startGatewayOpts(t, testConfig(nil), &echoLLM{}, func(o *Options) { o.Channels = webOnly() })
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(bin),

@@ -76,12 +76,7 @@ func newCronCmd(a *app) *cobra.Command {
 		Short: "Add a job (one of --at, --every, --cron)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			loc := time.Local
-			if tz := a.loaded.Config.Agents.Defaults.Timezone; tz != "" {
-				if l, err := time.LoadLocation(tz); err == nil {
-					loc = l
-				}
-			}
+			loc := a.loaded.Config.Agents.Defaults.Location()
 			s, done, err := store(cmd)
 			if err != nil {
 				return err

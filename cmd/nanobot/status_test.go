@@ -35,7 +35,7 @@ func TestStatusShowsRunningGateway(t *testing.T) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- gateway.Run(ctx, gateway.Options{Config: &l.Config, Paths: l.Paths, Provider: unconfigured{}, Listener: ln, Stderr: io.Discard, Ready: func(string) { close(ready) }})
+		done <- gateway.Run(ctx, gateway.Options{Config: &l.Config, Paths: l.Paths, Provider: unconfigured{}, Channels: newChannelRegistry(), Listener: ln, Stderr: io.Discard, Ready: func(string) { close(ready) }})
 	}()
 	defer func() { cancel(); <-done }()
 	select {
@@ -76,7 +76,7 @@ func TestStatusShowsCluster(t *testing.T) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- gateway.Run(ctx, gateway.Options{Config: &l.Config, Paths: l.Paths, Provider: unconfigured{}, Listener: ln,
+		done <- gateway.Run(ctx, gateway.Options{Config: &l.Config, Paths: l.Paths, Provider: unconfigured{}, Channels: newChannelRegistry(), Listener: ln,
 			Stderr: io.Discard, Instance: "node-a", Ready: func(string) { close(ready) }})
 	}()
 	defer func() { cancel(); <-done }()

@@ -68,12 +68,7 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 		disabled[n] = true
 	}
 	w.tools = tools.NewRegistry(tools.WithLogger(a.log), tools.WithDisabled(disabled))
-	loc := time.Local
-	if tz := c.Agents.Defaults.Timezone; tz != "" {
-		if l, err := time.LoadLocation(tz); err == nil {
-			loc = l
-		}
-	}
+	loc := c.Agents.Defaults.Location()
 	w.cron = jobs.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json"))
 	builtins := []tools.Tool{jobs.NewTool(w.cron, loc)}
 	more, err := builtinTools(a)
@@ -106,6 +101,7 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 // place that knows them all.
 func newChannelRegistry() *channels.Registry {
 	r := channels.NewRegistry()
+	must(r.Register("web", web.Factory()))
 	must(r.Register("telegram", telegram.Factory()))
 	must(r.Register("slack", slack.Factory()))
 	must(r.Register("discord", discord.Factory()))
@@ -123,9 +119,7 @@ func newChannelRegistry() *channels.Registry {
 
 // platformTypes is every channel's config type, for checking config.json.
 func platformTypes() map[string]any {
-	m := newChannelRegistry().ConfigTypes()
-	m["web"] = web.Config{}
-	return m
+	return newChannelRegistry().ConfigTypes()
 }
 
 func must(err error) {

@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nanobot-go/nanobot/agent/memory"
+	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/agent/skills"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/message"
+	"github.com/nanobot-go/nanobot/tools/spawn"
+)
+
+// Deps are what the host (the gateway, the terminal) supplies to an agent.
+// Provider, Tools, Store and Out are required.
+type Deps struct {
+	// Provider answers the model calls (already wrapped in retries and
+	// fallbacks); Model is the model name sent to it.
+	Provider providers.Provider
+	Model    string
+	// Tools are the built-in tools; New adds the ones that need the agent
+	// itself: message (to Out) and spawn (sub-agents).
+	Tools *tools.Registry
+	// Store keeps the conversations.
+	Store session.Store
+	// Out receives everything the agent says.
+	Out Outbox
+	// Inbound is where sub-agent results are published (the bus). Nil:
+	// they go straight back into this agent's loop.
+	Inbound func(ctx context.Context, m bus.Inbound) error
+	// MemoryLock serialises memory writers that share a workspace (cluster
+	// workers); nil: the process is the only writer.
+	MemoryLock func(ctx context.Context) (unlock func(), err error)
+	// Observer is told about every provider call and tool execution
+	// (metrics, usage); optional.
+	Observer RunObserver
+	// OnTurnDone is called when a message was handled (see LoopConfig).
+	OnTurnDone func(m bus.Inbound, err error)
+	Log        *slog.Logger
+}
+
+// Agent is an assembled agent: the loop that takes messages, with the
+// runner, sub-agents, context builder and memory behind it.
+type Agent struct {
+	*Loop
+	Runner    *Runner
+	Subagents *Subagents
+	Memory    *memory.Consolidator
+	// Location is the agent's timezone (agents.defaults.timezone).
+	Location *time.Location
+}
+
+// New assembles the agent described by cfg's agent defaults, working in
+// workspace. It is the one place an agent is put together: the gateway and
+// `nanobot agent` both call it. New does no IO beyond what the memory
+// package does to find its files; Run (on the embedded Loop) starts it.
+func New(cfg *configs.Config, workspace string, deps Deps) (*Agent, error) {
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := cfg.Agents.Defaults
+	a := &Agent{Location: d.Location()}
+	temp := d.Temperature
+	a.Runner = &Runner{
+		Provider: deps.Provider, Tools: deps.Tools, Model: deps.Model, MaxTokens: d.MaxTokens,
+		Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
+		Stream: true, Observer: deps.Observer, Log: log,
+	}
+	publish := deps.Inbound
+	if publish == nil {
+		publish = func(ctx context.Context, m bus.Inbound) error { a.Submit(ctx, m); return nil }
+	}
+	a.Subagents = &Subagents{Runner: *a.Runner, Publish: publish, Max: d.MaxConcurrentSubagents, Workspace: workspace, Log: log}
+	for _, t := range []tools.Tool{message.New(deps.Out, workspace, cfg.Tools.RestrictToWorkspace), spawn.New(a.Subagents)} {
+		if err := deps.Tools.Register(t); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+	}
+	builder := &ContextBuilder{Workspace: workspace, Location: a.Location,
+		Skills: skills.New(skills.Options{Workspace: workspace, Logger: log})}
+	mem, err := memory.New(memory.Options{
+		Workspace: workspace, Provider: deps.Provider, Model: deps.Model, Store: deps.Store,
+		ContextWindowTokens: d.ContextWindowTokens, MaxTokens: d.MaxTokens, Location: a.Location,
+		SystemPrompt: builder.SystemPrompt, Lock: deps.MemoryLock, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	builder.Memory, a.Memory = mem, mem
+	a.Loop = NewLoop(LoopConfig{
+		Store: deps.Store, Builder: builder, Runner: a.Runner, Subagents: a.Subagents, Consolidator: mem,
+		Out: deps.Out, MaxConcurrentTurns: d.MaxConcurrentTurns, MaxToolResultChars: d.MaxToolResultChars,
+		ContextWindowTokens: d.ContextWindowTokens, OnTurnDone: deps.OnTurnDone, Log: log,
+	})
+	return a, nil
+}

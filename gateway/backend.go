@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/gateway/journal"
+	jobs "github.com/nanobot-go/nanobot/tools/cron"
+)
+
+// backend is what differs between one process on local files (the
+// default) and a cluster on NATS JetStream: the queues, where accepted
+// messages are kept, the stores, and which services this process runs.
+type backend interface {
+	queues
+	inbox
+	sessions() session.Store
+	cronStore() *jobs.Store
+	// memoryLock serialises memory writers sharing a workspace (nil: none
+	// needed).
+	memoryLock() func(ctx context.Context) (func(), error)
+	// services lists, in start order, what this process runs of g.
+	services(g *Gateway) []service
+	// status is the cluster part of Status (nil for local).
+	status(ctx context.Context) *ClusterStatus
+	close()
+}
+
+// local runs everything in one process: in-memory queues, the inbox
+// journal, sessions and cron jobs in files.
+type local struct {
+	*bus.Bus
+	journalInbox
+	store  session.Store
+	cron   *jobs.Store
+	replay []bus.Inbound
+}
+
+func openLocal(o Options, cron *jobs.Store) (*local, error) {
+	mem := bus.New(0, 0)
+	jr, pending, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: o.Log})
+	if err != nil {
+		return nil, err
+	}
+	store, err := session.NewFileStore(o.Paths.Sessions, session.FileStoreOptions{Logger: o.Log})
+	if err != nil {
+		_ = jr.Close()
+		return nil, err
+	}
+	return &local{Bus: mem, journalInbox: journalInbox{jr: jr, b: mem, log: o.Log}, store: store, cron: cron, replay: pending}, nil
+}
+
+func (l *local) sessions() session.Store                               { return l.store }
+func (l *local) cronStore() *jobs.Store                                { return l.cron }
+func (l *local) memoryLock() func(ctx context.Context) (func(), error) { return nil }
+func (l *local) status(context.Context) *ClusterStatus                 { return nil }
+func (l *local) close()                                                { _ = l.jr.Close() }
+
+// flushTimeout bounds how long delivery may take to send what the agent
+// said before shutdown.
+const flushTimeout = 10 * time.Second
+
+func (l *local) services(g *Gateway) []service {
+	flushed := make(chan struct{})
+	return []service{
+		{name: "delivery", run: func(ctx context.Context) error {
+			defer close(flushed)
+			return g.disp.Run(ctx, l.Outbound())
+		}, drain: func() {
+			// Nothing more is said once the agent stopped: close the queues
+			// and let the dispatcher send what is left.
+			l.Close()
+			select {
+			case <-flushed:
+			case <-time.After(flushTimeout):
+			}
+		}},
+		g.agentService(func(ctx context.Context) error { return g.agent.Run(ctx, l.Inbound()) }),
+		{name: "replay", start: func(ctx context.Context) error {
+			for _, m := range l.replay {
+				g.log.Info("replaying unfinished message", "channel", m.Channel, "session", m.Key())
+				m.Replayed = true
+				if err := l.PublishInbound(ctx, m); err != nil {
+					return fmt.Errorf("replay: %w", err)
+				}
+			}
+			return nil
+		}},
+		{name: "channels", run: g.runChannels},
+		{name: "background", run: g.background},
+	}
+}

@@ -1,0 +1,102 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/nanobot-go/nanobot/channels"
+)
+
+// buildHTTP builds the HTTP server: health, readiness, metrics, status,
+// profiles (opt-in), and the routes of channels that receive over HTTP
+// (webhooks, the web chat). It listens, so a port in use fails New.
+func (g *Gateway) buildHTTP() error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", g.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(g.Status(r.Context()))
+	})
+	if g.cfg.Gateway.Pprof {
+		mountPprof(mux)
+		g.log.Info("profiles served at /debug/pprof/ to loopback clients (gateway.pprof)")
+	}
+	for _, c := range g.chans {
+		if wh, ok := c.(channels.WebhookHandler); ok && wh.WebhookPath() != "" {
+			mux.Handle(wh.WebhookPath(), wh.WebhookHandler())
+			g.log.Debug("mounted", "channel", c.Name(), "path", wh.WebhookPath())
+		}
+	}
+	g.ln = g.o.Listener
+	if g.ln == nil {
+		addr := net.JoinHostPort(g.cfg.Gateway.Host, fmt.Sprint(g.cfg.Gateway.Port))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("gateway: listen on %s (gateway.host/gateway.port): %w", addr, err)
+		}
+		g.ln = ln
+	}
+	g.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return nil
+}
+
+func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
+	ready, bad := g.mgr.Ready()
+	w.Header().Set("Content-Type", "text/plain")
+	if !ready || g.stopping.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		for _, s := range bad {
+			_, _ = fmt.Fprintln(w, s)
+		}
+		return
+	}
+	_, _ = w.Write([]byte("ready\n"))
+}
+
+// httpService serves until stopped; it is stopped last, so /readyz
+// answers "not ready" while the rest shuts down.
+func (g *Gateway) httpService() service {
+	return service{name: "http", run: func(ctx context.Context) error {
+		errc := make(chan error, 1)
+		go func() { errc <- g.srv.Serve(g.ln) }()
+		select {
+		case err := <-errc:
+			return fmt.Errorf("http server: %w", err)
+		case <-ctx.Done():
+		}
+		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = g.srv.Shutdown(shutCtx)
+		return nil
+	}}
+}
+
+// announce logs that the gateway is ready, prints what channels want the
+// operator to see on the terminal (the web chat's access token: the
+// terminal, not the log, which is kept and shipped), and calls Ready.
+func (g *Gateway) announce() {
+	addr := g.ln.Addr().String()
+	base := "http://" + addr
+	g.log.Info("gateway ready", "addr", base, "channels", len(g.chans), "workspace", g.o.Paths.Workspace)
+	for _, c := range g.chans {
+		if n, ok := c.(channels.Noticer); ok {
+			if line := n.Notice(base); line != "" {
+				fmt.Fprintln(g.o.Stderr, line)
+			}
+		}
+	}
+	if g.o.Ready != nil {
+		g.o.Ready(addr)
+	}
+}
