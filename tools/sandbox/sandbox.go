@@ -104,6 +104,11 @@ type Spec struct {
 	// namespace of its own (bwrap; landlock where namespaces work) and/or
 	// no TCP connect and bind (Landlock ABI 4 or newer).
 	DenyNetwork bool
+	// AllowUnixSockets lets a confined child create UNIX sockets of its
+	// own (socket(AF_UNIX, ...)), and so connect to any pathname socket it
+	// can name, such as a daemon's under /run. By default it may not (a
+	// seccomp filter; see the package doc); stream socket pairs stay.
+	AllowUnixSockets bool
 	// Limits are the confined child's resource limits.
 	Limits Limits
 	// WaitDelay bounds how long Wait keeps reading output held open by
@@ -166,6 +171,9 @@ func helperCommand(ctx context.Context, mode Mode, spec Spec) (*exec.Cmd, error)
 	self, err := helperExecutable()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: the helper executable: %w", err)
+	}
+	if !spec.AllowUnixSockets && !UnixSocketFilterSupported() {
+		return nil, errNoUnixFilter()
 	}
 	p := policyFor(spec, prog)
 	p.Mode = mode
