@@ -128,6 +128,27 @@ func TestBatteryMCPRunServer(t *testing.T) {
 			c.Close()
 		}
 	}()
+	// A daemon's UNIX sockets: a pathname one outside the workspace and an
+	// abstract one.
+	daemonSock := filepath.Join(outside, "daemon.sock")
+	abstractSock := "@nanobot-mcp-battery-" + sandboxtest.Marker()
+	for _, addr := range []string{daemonSock, abstractSock} {
+		uln, err := net.Listen("unix", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer uln.Close()
+		go func() {
+			for {
+				c, err := uln.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("BATTERY-SECRET\n"))
+				c.Close()
+			}
+		}()
+	}
 	// Outside the workspace, and not under any folder the server may use.
 	reset := func() {
 		if err := os.WriteFile(config, []byte(`{"apiKey":"sk-BATTERY-SECRET"}`), 0o600); err != nil {
@@ -140,10 +161,11 @@ func TestBatteryMCPRunServer(t *testing.T) {
 		return func(string) bool { _, err := os.Stat(p); return err == nil }
 	}
 	printed := func(out string) bool { return strings.Contains(out, "BATTERY-SECRET") }
-	cases := []struct {
+	type escape struct {
 		name, command string
 		escaped       func(out string) bool
-	}{
+	}
+	cases := []escape{
 		{"read the config", "cat " + config, printed},
 		{"read the sessions", "cat " + sessions + "/*.jsonl", printed},
 		{"replace the config", "echo '{}' > " + config, func(string) bool {
@@ -153,6 +175,14 @@ func TestBatteryMCPRunServer(t *testing.T) {
 		{"write outside the workspace", "echo x > " + filepath.Join(outside, "new.txt"), exists(filepath.Join(outside, "new.txt"))},
 		{"write into the shared /tmp", "echo x > " + sharedTmp, exists(sharedTmp)},
 		{"read another process's environment", fmt.Sprintf("tr '\\0' '\\n' < /proc/%d/environ", other.Process.Pid), printed},
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		connect := `/usr/bin/python3 -c 'import socket, sys; a = sys.argv[1].replace("@", "\0", 1); s = socket.socket(socket.AF_UNIX); s.connect(a); print(s.recv(64).decode())' `
+		cases = append(cases,
+			escape{"connect to a UNIX socket outside the workspace", connect + daemonSock, printed},
+			escape{"connect to an abstract UNIX socket", connect + abstractSock, printed})
+	} else {
+		t.Log("no /usr/bin/python3: the UNIX socket cases are left out")
 	}
 	check := func(t *testing.T, mode sandbox.Mode) {
 		run, _ := runVia(t, mode, ws, false)
