@@ -27,6 +27,11 @@
 //     system folders and the allowed ones, with PID, IPC, UTS (and with the
 //     network off, network) namespaces and no capabilities.
 //
+// In both modes a seccomp filter (seccomp.go) keeps the child from
+// creating UNIX sockets, so it cannot reach a daemon's socket outside its
+// folders, unless Spec.AllowUnixSockets; the filter exists for amd64 and
+// arm64, and elsewhere the confining modes need AllowUnixSockets.
+//
 // A mode this build or host cannot provide is an error: the child is not
 // started unconfined instead.
 package sandbox
