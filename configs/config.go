@@ -161,6 +161,13 @@ type ExecConfig struct {
 	// gives them a network namespace of their own where user namespaces
 	// work or under bwrap, and otherwise needs Landlock ABI 4, Linux 6.7).
 	Network *bool `json:"network"`
+	// AllowUnixSockets lets confined commands (and MCP stdio servers)
+	// create UNIX sockets, and so talk to local daemons through theirs
+	// (PostgreSQL, Docker, D-Bus, nscd, syslog). Default false: a seccomp
+	// filter refuses them, because a pathname socket is reachable from
+	// anywhere its file can be named. Under bwrap the socket's folder must
+	// also be in allowPaths.
+	AllowUnixSockets bool `json:"allowUnixSockets"`
 	// Limits are resource limits of confined commands.
 	Limits ExecLimits `json:"limits"`
 }
@@ -230,6 +237,10 @@ type MCPServerConfig struct {
 	// Sandbox overrides tools.exec.sandbox for this stdio server ("" =
 	// the same; "none" runs it unconfined).
 	Sandbox string `json:"sandbox"`
+	// AllowUnixSockets overrides tools.exec.allowUnixSockets for this
+	// stdio server (unset = the same), e.g. true for a server that talks
+	// to a database or Docker through its socket.
+	AllowUnixSockets *bool `json:"allowUnixSockets,omitempty"`
 	// URL is the endpoint of an sse or streamableHttp server.
 	URL string `json:"url"`
 	// Headers are sent to an HTTP server.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -109,6 +110,12 @@ func diagnose(l *configs.Loaded) []finding {
 		add("ok", "commands and MCP stdio servers run confined: "+sandbox.Describe(mode), "")
 		if !sandbox.ProcessLimitEnforced() {
 			add("warn", "the gateway runs as root and no pids cgroup can be made: tools.exec.limits.processes does not bind (a fork bomb is stopped only by the timeout)", "run the gateway as an ordinary user (the systemd unit and the Docker image do)")
+		}
+		switch {
+		case !c.Tools.Exec.AllowUnixSockets && !sandbox.UnixSocketFilterSupported():
+			add("risk", fmt.Sprintf("this build cannot block UNIX sockets on %s (the seccomp filter exists for amd64 and arm64): every confined command will fail", runtime.GOARCH), "set tools.exec.allowUnixSockets to true (commands may then reach local daemons' sockets)")
+		case c.Tools.Exec.AllowUnixSockets:
+			add("warn", "tools.exec.allowUnixSockets is true: confined commands may talk to local daemons through their sockets (the Docker socket is root on the host)", "set it to false unless commands need a daemon; or allow one MCP server with tools.mcpServers.<name>.allowUnixSockets")
 		}
 		if resolved == sandbox.ModeLandlock && !sandbox.Namespaces() {
 			add("warn", "user namespaces are not available: confined commands keep their capabilities dropped and their files restricted, but share the gateway's PID namespace (no private /proc) and network", "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0)")

@@ -27,7 +27,7 @@ func diagnoseMCP(ctx context.Context, l *configs.Loaded) []finding {
 	m := mcp.New(servers, tools.NewRegistry(), mcp.Options{
 		Dir: ws, Sandbox: sandbox.Mode(l.Config.Tools.Exec.Sandbox),
 		Writable: append([]string{ws}, expandAll(l.Config.Tools.Exec.AllowPaths.ReadWrite)...), Readable: expandAll(l.Config.Tools.Exec.AllowPaths.ReadOnly),
-		DenyNetwork: !l.Config.Tools.Exec.NetworkAllowed(), Limits: execLimits(l.Config.Tools.Exec.Limits),
+		DenyNetwork: !l.Config.Tools.Exec.NetworkAllowed(), AllowUnixSockets: l.Config.Tools.Exec.AllowUnixSockets, Limits: execLimits(l.Config.Tools.Exec.Limits),
 		ConnectTimeout: doctorMCPWait,
 	})
 	m.Start(ctx, doctorMCPWait)

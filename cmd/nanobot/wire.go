@@ -86,7 +86,7 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 		w.mcp = mcp.New(c.Tools.MCPServers, w.tools, mcp.Options{
 			Log: a.log, Dir: ws, Sandbox: sandbox.Mode(c.Tools.Exec.Sandbox),
 			Writable: append([]string{ws}, expandAll(c.Tools.Exec.AllowPaths.ReadWrite)...), Readable: expandAll(c.Tools.Exec.AllowPaths.ReadOnly),
-			DenyNetwork: !c.Tools.Exec.NetworkAllowed(), Limits: execLimits(c.Tools.Exec.Limits),
+			DenyNetwork: !c.Tools.Exec.NetworkAllowed(), AllowUnixSockets: c.Tools.Exec.AllowUnixSockets, Limits: execLimits(c.Tools.Exec.Limits),
 		})
 		// Servers that start quickly are ready for the first message; slow
 		// ones add their tools when they connect.

@@ -26,7 +26,7 @@ func builtinTools(a *app) ([]tools.Tool, error) {
 			DenyPatterns:   c.Tools.Exec.DenyPatterns, AllowPatterns: c.Tools.Exec.AllowPatterns,
 			ExtraEnv: c.Tools.Exec.AllowedEnvKeys, Sandbox: sandbox.Mode(c.Tools.Exec.Sandbox), Logger: a.log,
 			ReadOnly: expandAll(c.Tools.Exec.AllowPaths.ReadOnly), ReadWrite: expandAll(c.Tools.Exec.AllowPaths.ReadWrite),
-			DenyNetwork: !c.Tools.Exec.NetworkAllowed(), Limits: execLimits(c.Tools.Exec.Limits),
+			DenyNetwork: !c.Tools.Exec.NetworkAllowed(), AllowUnixSockets: c.Tools.Exec.AllowUnixSockets, Limits: execLimits(c.Tools.Exec.Limits),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("tools.exec: %w", err)

@@ -57,15 +57,19 @@ func RemoveRunServer() {
 
 // runVia starts the run server under mode with the workspace ws and
 // returns a function that runs a command line through its tool, and the
-// Manager.
-func runVia(t *testing.T, mode sandbox.Mode, ws string, denyNetwork bool) (func(command string) string, *Manager) {
+// Manager. edit changes the server's config.
+func runVia(t *testing.T, mode sandbox.Mode, ws string, denyNetwork bool, edit ...func(*configs.MCPServerConfig)) (func(command string) string, *Manager) {
 	t.Helper()
 	bin, err := runServer()
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := tools.NewRegistry()
-	cfg := map[string]configs.MCPServerConfig{"b": {Type: "stdio", Command: bin, ToolTimeout: 60, EnabledTools: []string{"*"}}}
+	server := configs.MCPServerConfig{Type: "stdio", Command: bin, ToolTimeout: 60, EnabledTools: []string{"*"}}
+	for _, e := range edit {
+		e(&server)
+	}
+	cfg := map[string]configs.MCPServerConfig{"b": server}
 	m := New(cfg, reg, Options{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Dir: ws, Writable: []string{ws},
 		Sandbox: mode, DenyNetwork: denyNetwork, BackoffMin: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond,
@@ -128,6 +132,27 @@ func TestBatteryMCPRunServer(t *testing.T) {
 			c.Close()
 		}
 	}()
+	// A daemon's UNIX sockets: a pathname one outside the workspace and an
+	// abstract one.
+	daemonSock := filepath.Join(outside, "daemon.sock")
+	abstractSock := "@nanobot-mcp-battery-" + sandboxtest.Marker()
+	for _, addr := range []string{daemonSock, abstractSock} {
+		uln, err := net.Listen("unix", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer uln.Close()
+		go func() {
+			for {
+				c, err := uln.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("BATTERY-SECRET\n"))
+				c.Close()
+			}
+		}()
+	}
 	// Outside the workspace, and not under any folder the server may use.
 	reset := func() {
 		if err := os.WriteFile(config, []byte(`{"apiKey":"sk-BATTERY-SECRET"}`), 0o600); err != nil {
@@ -140,10 +165,11 @@ func TestBatteryMCPRunServer(t *testing.T) {
 		return func(string) bool { _, err := os.Stat(p); return err == nil }
 	}
 	printed := func(out string) bool { return strings.Contains(out, "BATTERY-SECRET") }
-	cases := []struct {
+	type escape struct {
 		name, command string
 		escaped       func(out string) bool
-	}{
+	}
+	cases := []escape{
 		{"read the config", "cat " + config, printed},
 		{"read the sessions", "cat " + sessions + "/*.jsonl", printed},
 		{"replace the config", "echo '{}' > " + config, func(string) bool {
@@ -153,6 +179,15 @@ func TestBatteryMCPRunServer(t *testing.T) {
 		{"write outside the workspace", "echo x > " + filepath.Join(outside, "new.txt"), exists(filepath.Join(outside, "new.txt"))},
 		{"write into the shared /tmp", "echo x > " + sharedTmp, exists(sharedTmp)},
 		{"read another process's environment", fmt.Sprintf("tr '\\0' '\\n' < /proc/%d/environ", other.Process.Pid), printed},
+	}
+	connect := ""
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		connect = `/usr/bin/python3 -c 'import socket, sys; a = sys.argv[1].replace("@", "\0", 1); s = socket.socket(socket.AF_UNIX); s.connect(a); print(s.recv(64).decode())' `
+		cases = append(cases,
+			escape{"connect to a UNIX socket outside the workspace", connect + daemonSock, printed},
+			escape{"connect to an abstract UNIX socket", connect + abstractSock, printed})
+	} else {
+		t.Log("no /usr/bin/python3: the UNIX socket cases are left out")
 	}
 	check := func(t *testing.T, mode sandbox.Mode) {
 		run, _ := runVia(t, mode, ws, false)
@@ -169,6 +204,16 @@ func TestBatteryMCPRunServer(t *testing.T) {
 		if out := run("echo BATTERY-OK > made.txt && cat made.txt"); !strings.Contains(out, "BATTERY-OK") {
 			t.Errorf("sandbox %s: cannot work in the workspace: %s", mode, out)
 		}
+		t.Run("allowUnixSockets on the server", func(t *testing.T) {
+			if mode != sandbox.ModeLandlock || connect == "" {
+				t.Skip("landlock with python3 only (under bwrap the socket's folder is not in the namespace)")
+			}
+			yes := true
+			run, _ := runVia(t, mode, ws, false, func(c *configs.MCPServerConfig) { c.AllowUnixSockets = &yes })
+			if out := run(connect + daemonSock); !printed(out) {
+				t.Errorf("with the server's allowUnixSockets the socket stays closed: %s", out)
+			}
+		})
 		t.Run("network off", func(t *testing.T) {
 			if mode == sandbox.ModeLandlock && !sandbox.Namespaces() && sandbox.LandlockABI() < 4 {
 				t.Skip("network off needs Landlock ABI 4 or user namespaces")

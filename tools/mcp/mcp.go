@@ -51,9 +51,11 @@ type Options struct {
 	// Writable and Readable are folders a confined stdio server may write,
 	// or read, besides what it needs to run (see serverPaths).
 	Writable, Readable []string
-	// DenyNetwork and Limits are as for exec.
-	DenyNetwork bool
-	Limits      sandbox.Limits
+	// DenyNetwork, AllowUnixSockets and Limits are as for exec (a
+	// server's allowUnixSockets overrides AllowUnixSockets).
+	DenyNetwork      bool
+	AllowUnixSockets bool
+	Limits           sandbox.Limits
 	// BackoffMin and BackoffMax bound the reconnect delay (1 s and 1 min
 	// when zero).
 	BackoffMin, BackoffMax time.Duration

@@ -237,13 +237,17 @@ func (s *server) transport(ctx context.Context) (sdk.Transport, error) {
 		if s.cfg.Sandbox != "" {
 			mode = sandbox.Mode(s.cfg.Sandbox)
 		}
+		unixSockets := s.m.opts.AllowUnixSockets
+		if s.cfg.AllowUnixSockets != nil {
+			unixSockets = *s.cfg.AllowUnixSockets
+		}
 		ro, rw := serverPaths(s.cfg, dir)
 		cmd, err := sandbox.Command(ctx, sandbox.Spec{
 			Path: s.cfg.Command, Args: s.cfg.Args, Dir: dir, Env: env,
 			Stderr: newLineLogger(s.log), Mode: mode,
 			Writable:    append(append([]string{}, s.m.opts.Writable...), rw...),
 			Readable:    append(append([]string{}, s.m.opts.Readable...), ro...),
-			DenyNetwork: s.m.opts.DenyNetwork, Limits: s.m.opts.Limits,
+			DenyNetwork: s.m.opts.DenyNetwork, AllowUnixSockets: unixSockets, Limits: s.m.opts.Limits,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", s.cfg.Command, err)

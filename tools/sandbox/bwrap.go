@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // bwrapArgs is the bubblewrap command line that runs argv under p: a new
@@ -13,11 +14,15 @@ import (
 // namespaces, and a network namespace with the network off; all
 // capabilities dropped, a new session (no typing into the gateway's
 // terminal) and death with the helper, which takes the whole PID namespace
-// with it.
-func bwrapArgs(p policy, cwd string, argv []string) []string {
+// with it. filterFD >= 0 is an open file with the UNIX socket filter,
+// which bubblewrap installs before it executes the command.
+func bwrapArgs(p policy, cwd string, filterFD int, argv []string) []string {
 	a := []string{p.Bwrap,
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+	}
+	if filterFD >= 0 {
+		a = append(a, "--seccomp", strconv.Itoa(filterFD))
 	}
 	if !p.Network {
 		a = append(a, "--unshare-net")

@@ -36,7 +36,8 @@ const rlimitNPROC = 6
 // the pids cgroup, mounts the sandbox's /proc and stays as the namespace's
 // init (runInit), which starts the second stage. Otherwise (and in that
 // second stage) it drops capabilities, sets the limits, applies Landlock
-// or builds the bubblewrap command line, and executes the command.
+// and the UNIX socket filter, or builds the bubblewrap command line (which
+// hands bubblewrap the filter), and executes the command.
 func confineAndExec(p policy, prog string, argv []string) error {
 	// Landlock and no_new_privs go on this thread only; the command is
 	// executed from it and inherits them. (The all-threads way reads
@@ -71,7 +72,16 @@ func confineAndExec(p policy, prog string, argv []string) error {
 		if err != nil {
 			return fmt.Errorf("working folder: %w", err)
 		}
-		args := bwrapArgs(p, cwd, argv)
+		filterFD := -1
+		if !p.UnixSockets {
+			f, err := unixSocketFilterFile()
+			if err != nil {
+				return err
+			}
+			defer f.Close() // only reached when exec fails
+			filterFD = int(f.Fd())
+		}
+		args := bwrapArgs(p, cwd, filterFD, argv)
 		return syscall.Exec(p.Bwrap, args, os.Environ())
 	}
 	if landlockABI() < 1 {
@@ -85,6 +95,12 @@ func confineAndExec(p policy, prog string, argv []string) error {
 	}
 	if err := restrictLandlock(p); err != nil {
 		return fmt.Errorf("landlock: %w", err)
+	}
+	if !p.UnixSockets {
+		// After Landlock, which set no_new_privs.
+		if err := installUnixSocketFilter(); err != nil {
+			return err
+		}
 	}
 	return syscall.Exec(prog, argv, os.Environ())
 }

@@ -56,7 +56,10 @@ type policy struct {
 	ReadWrite []string `json:"rw,omitempty"`
 	Files     []string `json:"files,omitempty"` // read-write single files
 	Network   bool     `json:"net"`
-	Limits    Limits   `json:"limits"`
+	// UnixSockets: the command may create UNIX sockets (no seccomp
+	// filter; Spec.AllowUnixSockets).
+	UnixSockets bool   `json:"unix,omitempty"`
+	Limits      Limits `json:"limits"`
 	// Cgroup is a pids cgroup folder the helper moves itself into ("" =
 	// none).
 	Cgroup string `json:"cgroup,omitempty"`
@@ -79,7 +82,7 @@ type policy struct {
 // policyFor builds the policy of spec: system folders, spec's folders and
 // the program's own folder read-only, spec.Writable read-write.
 func policyFor(spec Spec, prog string) policy {
-	p := policy{Network: !spec.DenyNetwork, Limits: spec.Limits.withDefaults(), Files: deviceFiles}
+	p := policy{Network: !spec.DenyNetwork, UnixSockets: spec.AllowUnixSockets, Limits: spec.Limits.withDefaults(), Files: deviceFiles}
 	p.ReadOnly = append(p.ReadOnly, systemDirs...)
 	p.ReadOnly = append(p.ReadOnly, spec.Readable...)
 	if dir := filepath.Dir(prog); !underAny(dir, p.ReadOnly) {

@@ -27,6 +27,11 @@
 //     system folders and the allowed ones, with PID, IPC, UTS (and with the
 //     network off, network) namespaces and no capabilities.
 //
+// In both modes a seccomp filter (seccomp.go) keeps the child from
+// creating UNIX sockets, so it cannot reach a daemon's socket outside its
+// folders, unless Spec.AllowUnixSockets; the filter exists for amd64 and
+// arm64, and elsewhere the confining modes need AllowUnixSockets.
+//
 // A mode this build or host cannot provide is an error: the child is not
 // started unconfined instead.
 package sandbox
@@ -104,6 +109,11 @@ type Spec struct {
 	// namespace of its own (bwrap; landlock where namespaces work) and/or
 	// no TCP connect and bind (Landlock ABI 4 or newer).
 	DenyNetwork bool
+	// AllowUnixSockets lets a confined child create UNIX sockets of its
+	// own (socket(AF_UNIX, ...)), and so connect to any pathname socket it
+	// can name, such as a daemon's under /run. By default it may not (a
+	// seccomp filter; see the package doc); stream socket pairs stay.
+	AllowUnixSockets bool
 	// Limits are the confined child's resource limits.
 	Limits Limits
 	// WaitDelay bounds how long Wait keeps reading output held open by
@@ -166,6 +176,9 @@ func helperCommand(ctx context.Context, mode Mode, spec Spec) (*exec.Cmd, error)
 	self, err := helperExecutable()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: the helper executable: %w", err)
+	}
+	if !spec.AllowUnixSockets && !UnixSocketFilterSupported() {
+		return nil, errNoUnixFilter()
 	}
 	p := policyFor(spec, prog)
 	p.Mode = mode

@@ -78,6 +78,9 @@ type Options struct {
 	ReadOnly, ReadWrite []string
 	// DenyNetwork forbids confined commands TCP connections.
 	DenyNetwork bool
+	// AllowUnixSockets lets confined commands create UNIX sockets, and so
+	// connect to local daemons' sockets (tools.exec.allowUnixSockets).
+	AllowUnixSockets bool
 	// Limits are a confined command's resource limits.
 	Limits sandbox.Limits
 	// Logger receives one debug line per command (default slog.Default()).
@@ -234,18 +237,19 @@ func (t *Tool) run(ctx context.Context, command, dir string, timeout time.Durati
 	stdout, stderr := newCapture(limit), newCapture(limit)
 	writable := append([]string{t.paths.Workspace()}, t.opts.ReadWrite...)
 	cmd, err := sandbox.Command(runCtx, sandbox.Spec{
-		Path:        t.shell,
-		Args:        []string{"-c", command},
-		Dir:         dir,
-		Env:         env,
-		Stdout:      stdout,
-		Stderr:      stderr,
-		Mode:        t.opts.Sandbox,
-		Writable:    writable,
-		Readable:    t.opts.ReadOnly,
-		DenyNetwork: t.opts.DenyNetwork,
-		Limits:      t.opts.Limits,
-		WaitDelay:   time.Second,
+		Path:             t.shell,
+		Args:             []string{"-c", command},
+		Dir:              dir,
+		Env:              env,
+		Stdout:           stdout,
+		Stderr:           stderr,
+		Mode:             t.opts.Sandbox,
+		Writable:         writable,
+		Readable:         t.opts.ReadOnly,
+		DenyNetwork:      t.opts.DenyNetwork,
+		AllowUnixSockets: t.opts.AllowUnixSockets,
+		Limits:           t.opts.Limits,
+		WaitDelay:        time.Second,
 	})
 	if err != nil {
 		return tools.Result{}, err
