@@ -219,7 +219,12 @@ func Run(ctx context.Context, o Options) error {
 		Stream: true, Log: log,
 	}
 	subs := &agent.Subagents{Runner: *runner, Publish: b.PublishInbound, Max: d.MaxConcurrentSubagents, Workspace: o.Paths.Workspace, Log: log}
-	for _, t := range []tools.Tool{message.New(b, o.Paths.Workspace, cfg.Tools.RestrictToWorkspace), spawn.New(subs)} {
+	var gate *channels.Gate // built below; the agent runs only after that
+	msg := message.New(b, message.Options{
+		Workspace: o.Paths.Workspace, Restrict: cfg.Tools.RestrictToWorkspace, MediaDir: o.Paths.Media,
+		Targets: admitterFunc(func(ch, id string) bool { return gate != nil && gate.Admits(ch, id) }), AllowAnyTarget: cfg.Tools.Message.AllowAnyTarget,
+	})
+	for _, t := range []tools.Tool{msg, spawn.New(subs)} {
 		if err := reg.Register(t); err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
@@ -298,7 +303,7 @@ func Run(ctx context.Context, o Options) error {
 		chans = append(chans, o.Extra...)
 	}
 
-	gate := &channels.Gate{
+	gate = &channels.Gate{
 		AllowFrom: allowLists(cfg, chans),
 		Pairing:   channels.NewPairingStore(filepath.Join(o.Paths.State, "pairing.json")),
 		Reply:     b.PublishOutbound,
@@ -578,6 +583,11 @@ func isLoopbackAddr(a net.Addr) bool {
 	}
 	return false
 }
+
+// admitterFunc adapts a function to message.Targets.
+type admitterFunc func(channel, id string) bool
+
+func (f admitterFunc) Admits(channel, id string) bool { return f(channel, id) }
 
 // countedGate counts the messages the gate denies.
 type countedGate struct {

@@ -81,7 +81,8 @@ func runAgent(cmd *cobra.Command, a *app, msg, sessKey string, markdown bool) er
 	var loop *agent.Loop
 	subs := &agent.Subagents{Runner: *runner, Max: d.MaxConcurrentSubagents, Workspace: l.Paths.Workspace, Log: a.log,
 		Publish: func(ctx context.Context, m bus.Inbound) error { loop.Submit(ctx, m); return nil }}
-	_ = w.tools.Register(message.New(term, l.Paths.Workspace, c.Tools.RestrictToWorkspace))
+	_ = w.tools.Register(message.New(term, message.Options{Workspace: l.Paths.Workspace, Restrict: c.Tools.RestrictToWorkspace,
+		MediaDir: l.Paths.Media, AllowAnyTarget: c.Tools.Message.AllowAnyTarget})) // the terminal is the only chat
 	_ = w.tools.Register(spawn.New(subs))
 	builder := &agent.ContextBuilder{Workspace: l.Paths.Workspace, Location: loc,
 		Skills: skills.New(skills.Options{Workspace: l.Paths.Workspace, Logger: a.log})}
