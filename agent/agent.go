@@ -37,6 +37,9 @@ type Deps struct {
 	// MemoryLock serialises memory writers that share a workspace (cluster
 	// workers); nil: the process is the only writer.
 	MemoryLock func(ctx context.Context) (unlock func(), err error)
+	// Targets decides which chats the message tool may reach besides the
+	// current one (nil: only the current chat).
+	Targets message.Targets
 	// Observer is told about every provider call and tool execution
 	// (metrics, usage); optional.
 	Observer RunObserver
@@ -57,10 +60,11 @@ type Agent struct {
 }
 
 // New assembles the agent described by cfg's agent defaults, working in
-// workspace. It is the one place an agent is put together: the gateway and
+// paths.Workspace. It is the one place an agent is put together: the gateway and
 // `nanobot agent` both call it. New does no IO beyond what the memory
 // package does to find its files; Run (on the embedded Loop) starts it.
-func New(cfg *configs.Config, workspace string, deps Deps) (*Agent, error) {
+func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
+	workspace := paths.Workspace
 	log := deps.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -78,7 +82,11 @@ func New(cfg *configs.Config, workspace string, deps Deps) (*Agent, error) {
 		publish = func(ctx context.Context, m bus.Inbound) error { a.Submit(ctx, m); return nil }
 	}
 	a.Subagents = &Subagents{Runner: *a.Runner, Publish: publish, Max: d.MaxConcurrentSubagents, Workspace: workspace, Log: log}
-	for _, t := range []tools.Tool{message.New(deps.Out, workspace, cfg.Tools.RestrictToWorkspace), spawn.New(a.Subagents)} {
+	msg := message.New(deps.Out, message.Options{
+		Workspace: workspace, Restrict: cfg.Tools.RestrictToWorkspace, MediaDir: paths.Media,
+		Targets: deps.Targets, AllowAnyTarget: cfg.Tools.Message.AllowAnyTarget,
+	})
+	for _, t := range []tools.Tool{msg, spawn.New(a.Subagents)} {
 		if err := deps.Tools.Register(t); err != nil {
 			return nil, fmt.Errorf("agent: %w", err)
 		}

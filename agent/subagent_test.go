@@ -44,7 +44,7 @@ func TestSpawnResultReachesParentSession(t *testing.T) {
 			return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call("s1", "spawn", map[string]any{"task": "compute the answer", "label": "answer"})}}, nil
 		}
 	}
-	ts := toolsRegistry(t, spawn.New(subs), message.New(&outbox{}, t.TempDir(), false), echoTool())
+	ts := toolsRegistry(t, spawn.New(subs), message.New(&outbox{}, message.Options{Workspace: t.TempDir()}), echoTool())
 	h = newHarness(t, llm, ts, func(c *LoopConfig) { c.Subagents = subs })
 	subs.Runner = *h.loop.cfg.Runner
 
@@ -110,7 +110,7 @@ func TestMessageToolReplyNotSentTwice(t *testing.T) {
 		}
 		return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call("m1", "message", map[string]any{"content": "Here is your summary."})}}, nil
 	}}
-	h := newHarness(t, llm, toolsRegistry(t, message.New(out, t.TempDir(), false)), func(c *LoopConfig) { c.Out = out })
+	h := newHarness(t, llm, toolsRegistry(t, message.New(out, message.Options{Workspace: t.TempDir()})), func(c *LoopConfig) { c.Out = out })
 	h.out = out
 	h.send("c", "summarise")
 	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })

@@ -129,6 +129,8 @@ type ToolsConfig struct {
 	Exec ExecConfig `json:"exec"`
 	// Web configures web search and fetch.
 	Web WebConfig `json:"web"`
+	// Message configures the message tool.
+	Message MessageToolConfig `json:"message"`
 	// MCPServers maps a server name to an MCP server connection.
 	MCPServers map[string]MCPServerConfig `json:"mcpServers"`
 	// SSRFAllowlist lists CIDRs web_fetch may reach although they are
@@ -136,6 +138,15 @@ type ToolsConfig struct {
 	SSRFAllowlist []string `json:"ssrfAllowlist"`
 	// Disabled lists tool names not offered to the model.
 	Disabled []string `json:"disabled"`
+}
+
+// MessageToolConfig configures the message tool.
+type MessageToolConfig struct {
+	// AllowAnyTarget lets the agent message any channel and chat id. By
+	// default (false) it reaches only the current chat and chats allowed
+	// on their channel (allowFrom or an approved pairing), so a prompt
+	// injection cannot make it write to strangers.
+	AllowAnyTarget bool `json:"allowAnyTarget"`
 }
 
 // ExecConfig configures the exec (shell) tool.

@@ -68,7 +68,7 @@ func TestFileValues(t *testing.T) {
 	  "providers": {"deepseek": {"apiKey": "k-123456", "extraHeaders": {"X-A": "b"}}},
 	  "channels": {"sendProgress": false, "telegram": {"enabled": true, "allowFrom": ["42"], "token": "t"}},
 	  "gateway": {"port": 9999, "heartbeat": {"intervalS": 60}},
-	  "tools": {"exec": {"timeout": 30}, "mcpServers": {"fs": {"command": "npx", "args": ["-y", "x"]}}}
+	  "tools": {"exec": {"timeout": 30}, "message": {"allowAnyTarget": true}, "mcpServers": {"fs": {"command": "npx", "args": ["-y", "x"]}}}
 	}`)
 	c := l.Config
 	d := c.Agents.Defaults
@@ -92,6 +92,9 @@ func TestFileValues(t *testing.T) {
 	}
 	if c.Gateway.Port != 9999 || c.Gateway.Host != "127.0.0.1" || c.Gateway.Heartbeat.IntervalS != 60 || !c.Gateway.Heartbeat.Enabled {
 		t.Errorf("gateway = %+v", c.Gateway)
+	}
+	if !c.Tools.Message.AllowAnyTarget || Default().Tools.Message.AllowAnyTarget {
+		t.Errorf("tools.message.allowAnyTarget = %v (default %v), want true (default false)", c.Tools.Message.AllowAnyTarget, Default().Tools.Message.AllowAnyTarget)
 	}
 	fs := c.Tools.MCPServers["fs"]
 	if fs.Type != "stdio" || fs.ToolTimeout != 30 || !cmp.Equal(fs.EnabledTools, []string{"*"}) {
@@ -263,6 +266,7 @@ func TestValidationErrorsNamePaths(t *testing.T) {
 		{"int field", `{"agents": {"defaults": {"maxTokens": "many"}}}`, "agents.defaults.maxTokens: want integer, got string"},
 		{"fractional int", `{"gateway": {"port": 80.5}}`, "gateway.port: want integer, got number"},
 		{"bool field", `{"tools": {"restrictToWorkspace": "yes"}}`, "tools.restrictToWorkspace: want boolean, got string"},
+		{"message targets", `{"tools": {"message": {"allowAnyTarget": "yes"}}}`, "tools.message.allowAnyTarget: want boolean, got string"},
 		{"object field", `{"providers": {"openai": "key"}}`, "providers.openai: want object, got string"},
 		{"channel not object", `{"channels": {"slack": true}}`, "channels.slack: want object, got boolean"},
 		{"enum", `{"tools": {"exec": {"sandbox": "docker"}}}`, `tools.exec.sandbox: want one of "auto", "landlock", "bwrap", "none", got "docker"`},

@@ -49,6 +49,7 @@ func Default() Config {
 				Search: WebSearchConfig{Provider: "duckduckgo", MaxResults: 5},
 				Fetch:  WebFetchConfig{MaxChars: 50000},
 			},
+			Message:       MessageToolConfig{AllowAnyTarget: false},
 			MCPServers:    map[string]MCPServerConfig{},
 			SSRFAllowlist: []string{},
 			Disabled:      []string{},

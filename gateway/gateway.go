@@ -221,8 +221,10 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 	if reg == nil {
 		reg = tools.NewRegistry(tools.WithLogger(g.log))
 	}
-	return agent.New(g.cfg, g.o.Paths.Workspace, agent.Deps{
+	return agent.New(g.cfg, g.o.Paths, agent.Deps{
 		Provider: g.o.Provider, Model: g.o.Model, Tools: reg, Store: g.be.sessions(),
+		// The gate is built next; the agent runs only after New.
+		Targets: admitterFunc(func(ch, id string) bool { return g.gate != nil && g.gate.Admits(ch, id) }),
 		Out: g.be, Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
 		Observer: g.metrics, OnTurnDone: g.turnDone, Log: g.log,
 	})
@@ -442,6 +444,11 @@ func isLoopbackAddr(a net.Addr) bool {
 	}
 	return false
 }
+
+// admitterFunc adapts a function to message.Targets.
+type admitterFunc func(channel, id string) bool
+
+func (f admitterFunc) Admits(channel, id string) bool { return f(channel, id) }
 
 // countedGate counts the messages the gate denies.
 type countedGate struct {

@@ -60,7 +60,7 @@ func runAgent(cmd *cobra.Command, a *app, msg, sessKey string, markdown bool) er
 		HistoryFile: filepath.Join(l.Paths.State, "cli_history"),
 		Stdin:       cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
 	})
-	ag, err := agent.New(c, l.Paths.Workspace, agent.Deps{
+	ag, err := agent.New(c, l.Paths, agent.Deps{ // no Targets: the terminal is the only chat
 		Provider: w.provider, Model: w.model, Tools: w.tools, Store: store, Out: term, Log: a.log,
 	})
 	if err != nil {

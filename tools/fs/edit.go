@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
 	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/internal/pathguard"
 )
 
 // EditFile is the edit_file tool.
@@ -57,12 +59,13 @@ func (t *EditFile) Execute(_ context.Context, args map[string]any) (tools.Result
 	if oldText == newText {
 		return tools.Result{}, errors.New("old_text and new_text are identical; nothing would change")
 	}
-	p, err := t.resolve(a.String("path"))
+	loc, err := t.open(a.String("path"))
 	if err != nil {
 		return tools.Result{}, err
 	}
-	shown := t.paths.Display(p)
-	raw, err := os.ReadFile(p)
+	defer loc.Root.Close()
+	shown := t.paths.Display(loc.Real)
+	raw, err := readAll(loc)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return tools.Result{}, fmt.Errorf("%s does not exist; use write_file to create it", shown)
@@ -112,7 +115,7 @@ func (t *EditFile) Execute(_ context.Context, args map[string]any) (tools.Result
 	if crlf {
 		updated = strings.ReplaceAll(updated, "\n", "\r\n")
 	}
-	if _, err := writeKeepingMode(p, []byte(updated)); err != nil {
+	if _, err := writeKeepingMode(loc, []byte(updated)); err != nil {
 		return tools.Result{}, err
 	}
 	how := ""
@@ -150,4 +153,21 @@ func joinInts(ns []int) string {
 		parts[i] = fmt.Sprint(n)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// readAll reads the file at loc through its root.
+func readAll(loc *pathguard.Location) ([]byte, error) {
+	f, err := loc.Root.OpenFile(loc.Name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, loc.Check(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%s is a folder, not a file", loc.Real)
+	}
+	return io.ReadAll(f)
 }

@@ -5,10 +5,16 @@
 // Relative paths are relative to the workspace. With RestrictToWorkspace
 // every path is resolved the way the kernel will see it (symlinks included,
 // and for files that do not exist yet through their nearest existing
-// parent) and must end inside the workspace or one of AllowedDirs; the
-// tools then work on the resolved path, so what was checked is what is
-// touched. The tools are safe for concurrent use; concurrent edits of one
-// file are last-writer-wins.
+// parent) and must end inside the workspace or one of AllowedDirs. The
+// tools then open the resolved path through a handle on that folder
+// (os.Root: openat one component at a time, refusing to leave it), so a
+// symlink swapped in between the check and the open, say by a command the
+// agent runs, cannot send a read or a write outside. Writes go to a
+// temporary file beside the target, renamed over it inside the same
+// folder.
+//
+// The tools are safe for concurrent use; concurrent edits of one file are
+// last-writer-wins.
 package fs
 
 import (
@@ -85,12 +91,13 @@ func newBase(opts Options, tool string) (*base, error) {
 	return &base{opts: opts, paths: g, log: log.With("tool", tool)}, nil
 }
 
-// resolve turns the model's path into the real path to work on.
-func (b *base) resolve(p string) (string, error) {
+// open checks the model's path and returns the folder handle to work
+// through; the caller closes loc.Root.
+func (b *base) open(p string) (*pathguard.Location, error) {
 	if p == "" {
-		return "", errors.New("path is empty")
+		return nil, errors.New("path is empty")
 	}
-	return b.paths.Resolve(p)
+	return b.paths.Open(p)
 }
 
 func (b *base) restrictNote() string {

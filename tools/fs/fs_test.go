@@ -406,3 +406,37 @@ func TestListDir(t *testing.T) {
 		t.Errorf("file: %v", err)
 	}
 }
+
+// Writes replace the file by renaming a temporary file over it: nothing is
+// left beside it, and a symlink inside the workspace still points at the
+// file it named, which holds the new content.
+func TestWriteReplacesAtomically(t *testing.T) {
+	e := setup(t, Options{RestrictToWorkspace: true})
+	write(t, filepath.Join(e.ws, "docs", "a.txt"), "old\n")
+	if err := os.Symlink("docs/a.txt", filepath.Join(e.ws, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.call(t, "write_file", map[string]any{"path": "alias", "content": "new\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.call(t, "edit_file", map[string]any{"path": "docs/a.txt", "old_text": "new", "new_text": "newer"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.read(t, "docs/a.txt"); got != "newer\n" {
+		t.Errorf("got %q, want %q", got, "newer\n")
+	}
+	if fi, err := os.Lstat(filepath.Join(e.ws, "alias")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("alias is no longer a symlink: %v, %v", fi, err)
+	}
+	entries, err := os.ReadDir(filepath.Join(e.ws, "docs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		var names []string
+		for _, d := range entries {
+			names = append(names, d.Name())
+		}
+		t.Errorf("docs holds %v, want only a.txt", names)
+	}
+}

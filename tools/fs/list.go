@@ -68,36 +68,45 @@ func (t *ListDir) Execute(ctx context.Context, args map[string]any) (tools.Resul
 	if path == "" {
 		path = "."
 	}
-	p, err := t.resolve(path)
+	loc, err := t.open(path)
 	if err != nil {
 		return tools.Result{}, err
 	}
-	shown := t.paths.Display(p)
-	fi, err := os.Stat(p)
+	defer loc.Root.Close()
+	shown := t.paths.Display(loc.Real)
+	fi, err := loc.Root.Stat(loc.Name)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return tools.Result{}, fmt.Errorf("%s does not exist", shown)
 		}
-		return tools.Result{}, err
+		return tools.Result{}, loc.Check(err)
 	}
 	if !fi.IsDir() {
 		return tools.Result{}, fmt.Errorf("%s is a file, not a folder; use read_file to read it", shown)
 	}
+	// The listing works through a handle on the folder itself: names,
+	// sizes and link targets all come from it.
+	dir, err := loc.Root.OpenRoot(loc.Name)
+	if err != nil {
+		return tools.Result{}, loc.Check(err)
+	}
+	defer dir.Close()
 	limit := min(a.Int("max_entries", t.opts.MaxListEntries), maxEntriesCap)
-	l := &listing{limit: limit, skipped: map[string]bool{}}
+	l := &listing{dir: dir, limit: limit, skipped: map[string]bool{}}
 	if a.Bool("recursive", false) {
-		err = l.walk(ctx, p)
+		err = l.walk(ctx)
 	} else {
-		err = l.flat(p)
+		err = l.flat()
 	}
 	if err != nil {
-		return tools.Result{}, err
+		return tools.Result{}, loc.Check(err)
 	}
 	return tools.Result{Content: l.render(shown)}, nil
 }
 
 // listing collects entries up to limit and counts the rest.
 type listing struct {
+	dir     *os.Root
 	limit   int
 	lines   []string
 	total   int
@@ -105,62 +114,60 @@ type listing struct {
 	skipped map[string]bool
 }
 
-func (l *listing) add(rel string, d fs.DirEntry, full string) {
+// add records the entry at rel (slash-separated, relative to l.dir).
+func (l *listing) add(rel string, d fs.DirEntry) {
 	l.total++
 	if len(l.lines) >= l.limit {
 		return
 	}
-	l.lines = append(l.lines, describe(rel, d, full))
+	l.lines = append(l.lines, l.describe(rel, d))
 }
 
-func (l *listing) flat(dir string) error {
-	entries, err := os.ReadDir(dir)
+func (l *listing) flat() error {
+	entries, err := fs.ReadDir(l.dir.FS(), ".")
 	if err != nil {
 		return err
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	for _, e := range entries {
 		if ignored[e.Name()] {
 			l.skipped[e.Name()] = true
 			continue
 		}
-		l.add(e.Name(), e, filepath.Join(dir, e.Name()))
+		l.add(e.Name(), e)
 	}
 	return nil
 }
 
-// walk lists the tree lexically without following symlinks, so a listing
-// never leaves the folder it started in.
-func (l *listing) walk(ctx context.Context, root string) error {
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+// walk lists the tree without following symlinks, so a listing never
+// leaves the folder it started in.
+func (l *listing) walk(ctx context.Context) error {
+	return fs.WalkDir(l.dir.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if p == root {
+			if p == "." {
 				return err
 			}
 			return nil // unreadable entry: skip it, keep listing
 		}
-		if p == root {
+		if p == "." {
 			return nil
 		}
 		if ignored[d.Name()] {
 			l.skipped[d.Name()] = true
 			if d.IsDir() {
-				return filepath.SkipDir
+				return fs.SkipDir
 			}
 			return nil
 		}
 		if l.total >= maxWalk {
 			l.more = true
-			return filepath.SkipAll
+			return fs.SkipAll
 		}
 		if l.total%1000 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		rel, _ := filepath.Rel(root, p)
-		l.add(rel, d, p)
+		l.add(p, d)
 		return nil
 	})
-	return err
 }
 
 func (l *listing) render(shown string) string {
@@ -189,22 +196,25 @@ func (l *listing) render(shown string) string {
 	return strings.TrimRight(sb.String(), "\n")
 }
 
-func describe(rel string, d fs.DirEntry, full string) string {
+// describe shows one entry. Sizes and link targets are looked up through
+// l.dir, not with the DirEntry's own Info, which would stat by path name.
+func (l *listing) describe(rel string, d fs.DirEntry) string {
+	shown := filepath.FromSlash(rel)
 	switch {
 	case d.Type()&fs.ModeSymlink != 0:
-		target, err := os.Readlink(full)
+		target, err := l.dir.Readlink(rel)
 		if err != nil {
 			target = "?"
 		}
-		return rel + " -> " + target
+		return shown + " -> " + target
 	case d.IsDir():
-		return rel + "/"
+		return shown + "/"
 	}
-	info, err := d.Info()
+	info, err := l.dir.Lstat(rel)
 	if err != nil {
-		return rel
+		return shown
 	}
-	return rel + "  " + humanSize(info.Size())
+	return shown + "  " + humanSize(info.Size())
 }
 
 func humanSize(n int64) string {

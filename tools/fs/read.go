@@ -56,26 +56,28 @@ var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/g
 
 func (t *ReadFile) Execute(ctx context.Context, args map[string]any) (tools.Result, error) {
 	a := tools.Args(args)
-	p, err := t.resolve(a.String("path"))
+	loc, err := t.open(a.String("path"))
 	if err != nil {
 		return tools.Result{}, err
 	}
-	shown := t.paths.Display(p)
-	fi, err := os.Stat(p)
+	defer loc.Root.Close()
+	shown := t.paths.Display(loc.Real)
+	// One open, then fstat: the type check and the read see the same file.
+	f, err := loc.Root.OpenFile(loc.Name, os.O_RDONLY, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return tools.Result{}, fmt.Errorf("%s does not exist (use list_dir to see what is there)", shown)
 		}
+		return tools.Result{}, loc.Check(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
 		return tools.Result{}, err
 	}
 	if fi.IsDir() {
 		return tools.Result{}, fmt.Errorf("%s is a folder; use list_dir to see its contents", shown)
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return tools.Result{}, err
-	}
-	defer f.Close()
 	br := bufio.NewReaderSize(f, 64<<10)
 	sniff, _ := br.Peek(8 << 10)
 	mime := http.DetectContentType(sniff)

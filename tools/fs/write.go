@@ -2,6 +2,8 @@ package fs
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/internal/pathguard"
 )
 
 // WriteFile is the write_file tool.
@@ -45,12 +48,13 @@ func (t *WriteFile) Parameters() map[string]any {
 
 func (t *WriteFile) Execute(_ context.Context, args map[string]any) (tools.Result, error) {
 	a := tools.Args(args)
-	p, err := t.resolve(a.String("path"))
+	loc, err := t.open(a.String("path"))
 	if err != nil {
 		return tools.Result{}, err
 	}
+	defer loc.Root.Close()
 	content := a.String("content")
-	existed, err := writeKeepingMode(p, []byte(content))
+	existed, err := writeKeepingMode(loc, []byte(content))
 	if err != nil {
 		return tools.Result{}, err
 	}
@@ -58,27 +62,61 @@ func (t *WriteFile) Execute(_ context.Context, args map[string]any) (tools.Resul
 	if existed {
 		verb = "Overwrote"
 	}
-	return tools.Result{Content: fmt.Sprintf("%s %s (%d bytes).", verb, t.paths.Display(p), len(content))}, nil
+	return tools.Result{Content: fmt.Sprintf("%s %s (%d bytes).", verb, t.paths.Display(loc.Real), len(content))}, nil
 }
 
-// writeKeepingMode writes data to p, creating parent folders, and keeps the
-// permissions of a file it replaces. It reports whether p existed.
-func writeKeepingMode(p string, data []byte) (existed bool, err error) {
+// writeKeepingMode writes data to loc atomically, creating parent folders,
+// and keeps the permissions of a file it replaces. It reports whether the
+// file existed. Everything happens through loc.Root: the folders, the
+// temporary file beside the target and the rename over it.
+func writeKeepingMode(loc *pathguard.Location, data []byte) (existed bool, err error) {
 	mode := fs.FileMode(0o644)
-	fi, err := os.Stat(p)
+	fi, err := loc.Root.Stat(loc.Name)
 	switch {
 	case err == nil && fi.IsDir():
-		return true, fmt.Errorf("%s is a folder, not a file", p)
+		return true, fmt.Errorf("%s is a folder, not a file", loc.Real)
 	case err == nil:
 		existed, mode = true, fi.Mode().Perm()
 	case !errors.Is(err, fs.ErrNotExist):
-		return false, err
+		return false, loc.Check(err)
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return existed, fmt.Errorf("create parent folders: %w", err)
+	dir := filepath.Dir(loc.Name)
+	if err := loc.Root.MkdirAll(dir, 0o755); err != nil {
+		return existed, fmt.Errorf("create parent folders: %w", loc.Check(err))
 	}
-	if err := os.WriteFile(p, data, mode); err != nil {
-		return existed, err
+	tmp, f, err := createTemp(loc.Root, dir, filepath.Base(loc.Name), mode)
+	if err != nil {
+		return existed, loc.Check(err)
+	}
+	_, err = f.Write(data)
+	if err == nil && existed {
+		err = f.Chmod(mode) // the create was subject to the umask
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = loc.Root.Rename(tmp, loc.Name)
+	}
+	if err != nil {
+		_ = loc.Root.Remove(tmp)
+		return existed, loc.Check(err)
 	}
 	return existed, nil
+}
+
+// createTemp creates a new, hidden file in dir (relative to root) for a
+// write to name, retrying on a name clash.
+func createTemp(root pathguard.Root, dir, name string, mode fs.FileMode) (string, *os.File, error) {
+	var b [6]byte
+	for range 10 {
+		_, _ = rand.Read(b[:])
+		tmp := filepath.Join(dir, "."+name+".tmp-"+hex.EncodeToString(b[:]))
+		f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return tmp, f, err
+	}
+	return "", nil, fmt.Errorf("create a temporary file for %s: too many name clashes", name)
 }

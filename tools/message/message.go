@@ -1,12 +1,29 @@
 // Package message is the `message` tool: the agent sends text, and files as
 // attachments, to the current chat or to a named channel and chat while it
 // keeps working. It is the only tool that can attach files.
+//
+// Targets: besides the current chat, the tool reaches only chats that are
+// allowed on their channel (Targets.Admits with the chat id; for a direct
+// chat that is the user's id, so a group is reachable only when its own id
+// is on the channel's allowFrom or allowFrom is "*"), unless
+// Options.AllowAnyTarget is set.
+//
+// Attachments: with Options.Restrict the file is resolved and opened once
+// through a handle on the workspace (see tools/internal/pathguard), and its
+// bytes are copied into Options.MediaDir; the outbound message carries the
+// copy's path. A channel adapter that opens the path later therefore
+// uploads what was checked, even if the workspace changed meanwhile.
+//
+// The tool is safe for concurrent use.
 package message
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"os"
 	"path/filepath"
@@ -14,6 +31,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/internal/pathguard"
 )
 
 // Outbox is where messages go (the bus).
@@ -21,20 +39,44 @@ type Outbox interface {
 	PublishOutbound(ctx context.Context, m bus.Outbound) error
 }
 
+// Targets says whether a chat other than the current one may be messaged.
+// The gateway's access gate implements it (channels.Gate.Admits). It must
+// not block and is called concurrently.
+type Targets interface {
+	// Admits reports whether id is allowed on channel; the tool passes the
+	// target chat id, which for a direct chat is the user's id.
+	Admits(channel, id string) bool
+}
+
+// Options configures the tool.
+type Options struct {
+	// Workspace is the base of relative attachment paths (required).
+	Workspace string
+	// Restrict keeps attachments inside the workspace
+	// (tools.restrictToWorkspace).
+	Restrict bool
+	// MediaDir is where attachments are copied before they are sent when
+	// Restrict is on (the gateway's media folder; copies go to its
+	// "outbound" sub-folder).
+	MediaDir string
+	// Targets decides which other chats may be messaged; nil allows only
+	// the current chat.
+	Targets Targets
+	// AllowAnyTarget lifts the target check (tools.message.allowAnyTarget).
+	AllowAnyTarget bool
+}
+
 // Tool is the message tool.
 type Tool struct {
-	out       Outbox
-	workspace string
-	// restrict keeps attachments inside the workspace.
-	restrict bool
+	out  Outbox
+	opts Options
 }
 
 var _ tools.Tool = (*Tool)(nil)
 
-// New returns the tool. Attachments must be inside workspace when restrict
-// is set.
-func New(out Outbox, workspace string, restrict bool) *Tool {
-	return &Tool{out: out, workspace: workspace, restrict: restrict}
+// New returns the tool. It does no IO.
+func New(out Outbox, opts Options) *Tool {
+	return &Tool{out: out, opts: opts}
 }
 
 func (t *Tool) Name() string { return "message" }
@@ -72,6 +114,11 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 	if channel == "" || chat == "" {
 		return tools.Result{}, errors.New("no current chat: give channel and chat_id")
 	}
+	current := channel == cc.Channel && chat == cc.ChatID
+	if !current && !t.allowedTarget(channel, chat) {
+		return tools.Result{}, fmt.Errorf("not sent: %s:%s is not the current chat and not a chat allowed on %s (its allowFrom list or an approved pairing); "+
+			"send to the current chat instead, or ask the owner to allow that chat (tools.message.allowAnyTarget lifts this check)", channel, chat, channel)
+	}
 	var media []bus.Media
 	if raw, ok := args["files"].([]any); ok {
 		for _, f := range raw {
@@ -87,13 +134,13 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 		return tools.Result{}, errors.New("nothing to send: content is empty")
 	}
 	out := bus.Outbound{Channel: channel, ChatID: chat, Kind: bus.KindMessage, Content: content, Media: media}
-	if channel == cc.Channel && chat == cc.ChatID {
+	if current {
 		out.SessionKey = cc.SessionKey
 	}
 	if err := t.out.PublishOutbound(ctx, out); err != nil {
 		return tools.Result{}, fmt.Errorf("send: %w", err)
 	}
-	if channel == cc.Channel && chat == cc.ChatID {
+	if current {
 		tools.TurnFrom(ctx).RecordSent(content)
 	}
 	what := "message"
@@ -103,29 +150,90 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 	return tools.Result{Content: fmt.Sprintf("Sent %s to %s:%s.", what, channel, chat)}, nil
 }
 
+func (t *Tool) allowedTarget(channel, chat string) bool {
+	return t.opts.AllowAnyTarget || t.opts.Targets != nil && t.opts.Targets.Admits(channel, chat)
+}
+
+// attachment checks the file p, opens it once and returns what to send:
+// with Restrict a private copy of the bytes it read, otherwise its path.
 func (t *Tool) attachment(p string) (bus.Media, error) {
 	if p == "" {
 		return bus.Media{}, errors.New("empty file path")
 	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(t.workspace, p)
-	}
-	real, err := filepath.EvalSymlinks(p)
+	g, err := pathguard.New(t.opts.Workspace, t.opts.Restrict)
 	if err != nil {
-		return bus.Media{}, fmt.Errorf("file %s: %w", p, err)
+		return bus.Media{}, fmt.Errorf("message: %w", err)
 	}
-	if t.restrict {
-		ws, _ := filepath.EvalSymlinks(t.workspace)
-		if rel, err := filepath.Rel(ws, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return bus.Media{}, fmt.Errorf("file %s is outside the workspace", p)
+	loc, err := g.Open(p)
+	if err != nil {
+		return bus.Media{}, err
+	}
+	defer loc.Root.Close()
+	f, err := loc.Root.OpenFile(loc.Name, os.O_RDONLY, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return bus.Media{}, fmt.Errorf("file %s does not exist", p)
 		}
+		return bus.Media{}, fmt.Errorf("file %s: %w", p, loc.Check(err))
 	}
-	fi, err := os.Stat(real)
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return bus.Media{}, fmt.Errorf("file %s: %w", p, err)
 	}
-	if fi.IsDir() {
-		return bus.Media{}, fmt.Errorf("%s is a folder, not a file", p)
+	if !fi.Mode().IsRegular() {
+		return bus.Media{}, fmt.Errorf("%s is a folder or special file, not a file", p)
 	}
-	return bus.Media{Path: real, Name: filepath.Base(real), Size: fi.Size(), MIMEType: mime.TypeByExtension(filepath.Ext(real))}, nil
+	name := filepath.Base(loc.Real)
+	m := bus.Media{Path: loc.Real, Name: name, Size: fi.Size(), MIMEType: mime.TypeByExtension(filepath.Ext(name))}
+	if !t.opts.Restrict {
+		return m, nil
+	}
+	m.Path, m.Size, err = t.copyOut(f, name)
+	if err != nil {
+		return bus.Media{}, fmt.Errorf("file %s: %w", p, err)
+	}
+	return m, nil
+}
+
+// copyOut copies r into a new file (0600) under MediaDir/outbound, written
+// to a temporary name and renamed, and returns its path and size.
+func (t *Tool) copyOut(r io.Reader, name string) (string, int64, error) {
+	if t.opts.MediaDir == "" {
+		return "", 0, errors.New("message: no media folder to stage attachments in")
+	}
+	dir := filepath.Join(t.opts.MediaDir, "outbound")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", 0, fmt.Errorf("stage attachment: %w", err)
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	final := filepath.Join(dir, hex.EncodeToString(b[:])+"-"+safeName(name))
+	tmp, err := os.CreateTemp(dir, ".staging-*")
+	if err != nil {
+		return "", 0, fmt.Errorf("stage attachment: %w", err)
+	}
+	n, err := io.Copy(tmp, r)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), final)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", 0, fmt.Errorf("stage attachment: %w", err)
+	}
+	return final, n, nil
+}
+
+// safeName keeps a file name to letters, digits, '.', '-' and '_'.
+func safeName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, s)
+	return strings.TrimLeft(s, ".")
 }

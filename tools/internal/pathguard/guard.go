@@ -3,8 +3,16 @@
 // the result stays inside the allowed roots. The file and shell tools share
 // it so "restrictToWorkspace" means the same thing everywhere.
 //
-// It is an application-level check, not confinement: tools/sandbox is where
-// kernel-enforced limits belong.
+// A check alone loses a race: between the check and a later open by name,
+// a command running in the workspace can swap a folder for a symlink out of
+// it. So the in-process tools use Open, which checks and then hands back a
+// handle on the allowed folder (an os.Root, resolving each component with
+// openat and refusing to leave it) and the name to use below it; every
+// operation on the target goes through that handle.
+//
+// It is application-level, not confinement of processes: tools/sandbox is
+// where kernel-enforced limits belong. A Guard is immutable and safe for
+// concurrent use; so is a Location's Root, which its user closes.
 package pathguard
 
 import (
