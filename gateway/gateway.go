@@ -300,6 +300,7 @@ func Run(ctx context.Context, o Options) error {
 
 	gate := &channels.Gate{
 		AllowFrom: allowLists(cfg, chans),
+		Admins:    adminLists(cfg),
 		Pairing:   channels.NewPairingStore(filepath.Join(o.Paths.State, "pairing.json")),
 		Reply:     b.PublishOutbound,
 		Log:       log.With("component", "access"),
@@ -391,7 +392,7 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("gateway: listen on %s (gateway.host/gateway.port): %w", addr, err)
 		}
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: hostCheck(cfg.Gateway.AllowedHosts, isLoopbackAddr(ln.Addr()), log, mux), ReadHeaderTimeout: 10 * time.Second}
 
 	// Start everything.
 	var wg sync.WaitGroup
@@ -516,6 +517,7 @@ wait:
 				continue
 			}
 			gate.SetAllowFrom(allowLists(next, chans))
+			gate.SetAdmins(adminLists(next))
 			log.Info("config reloaded: allow-lists updated; other changes take effect after a restart")
 		}
 	}
