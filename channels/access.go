@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
@@ -15,20 +17,31 @@ import (
 // Gate is the Inbox in front of the agent: it admits senders on a channel's
 // allowFrom list or approved by pairing, runs the pairing conversation with
 // unknown senders in direct chats, handles "/pairing approve CODE" from
-// allowed senders, and drops unknown senders in groups with a log line.
+// admins (with a back-off after wrong codes), and drops unknown senders in
+// groups with a log line. It marks admitted messages from admins with
+// bus.Inbound.Admin.
+//
+// Deliver may be called concurrently by every channel.
 type Gate struct {
 	// AllowFrom maps a channel to its allow-list: empty means nobody, "*"
 	// everyone, otherwise sender ids (an id "123|alice" matches "123" or
 	// "alice").
 	AllowFrom map[string][]string
-	Pairing   *PairingStore
+	// Admins maps a channel to the senders who may run state-changing
+	// commands (same matching as AllowFrom; "*" matches nobody). A channel
+	// with no admins falls back to the senders named in its AllowFrom (a
+	// "*" there makes nobody admin). Channels may also vouch for a message
+	// themselves by setting bus.Inbound.Admin.
+	Admins  map[string][]string
+	Pairing *PairingStore
 	// Next receives admitted messages.
 	Next Inbox
 	// Reply sends the gate's own messages (pairing codes).
 	Reply func(ctx context.Context, m bus.Outbound) error
 	Log   *slog.Logger
 
-	mu sync.RWMutex // guards AllowFrom after start (SetAllowFrom)
+	mu       sync.RWMutex // guards AllowFrom, Admins and attempts after start
+	attempts *attemptLimiter
 }
 
 // SetAllowFrom replaces the allow-lists while the gateway runs (config
@@ -39,9 +52,17 @@ func (g *Gate) SetAllowFrom(allow map[string][]string) {
 	g.AllowFrom = allow
 }
 
+// SetAdmins replaces the admin lists while the gateway runs.
+func (g *Gate) SetAdmins(admins map[string][]string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.Admins = admins
+}
+
 // Deliver implements Inbox.
 func (g *Gate) Deliver(ctx context.Context, m bus.Inbound) error {
 	if g.allowed(m.Channel, m.SenderID) {
+		m.Admin = m.Admin || g.isAdmin(m.Channel, m.SenderID)
 		if name, args := parsePairingCommand(m.Content); name == "approve" {
 			g.approve(ctx, m, args)
 			return nil
@@ -98,16 +119,66 @@ func (g *Gate) allowed(channel, sender string) bool {
 	return g.Pairing != nil && g.Pairing.IsApproved(channel, sender)
 }
 
+// isAdmin reports whether an allowed sender is on the channel's admins, or,
+// when the channel has none, named explicitly in its allowFrom.
+func (g *Gate) isAdmin(channel, sender string) bool {
+	g.mu.RLock()
+	admins, allow := g.Admins[channel], g.AllowFrom[channel]
+	g.mu.RUnlock()
+	if len(admins) > 0 {
+		return matchAny(slices.DeleteFunc(slices.Clone(admins), isWildcard), sender)
+	}
+	return matchAny(slices.DeleteFunc(slices.Clone(allow), isWildcard), sender)
+}
+
+func isWildcard(s string) bool { return strings.TrimSpace(s) == "*" }
+
+func (g *Gate) limiter() *attemptLimiter {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.attempts == nil {
+		g.attempts = newAttemptLimiter(nil)
+	}
+	return g.attempts
+}
+
+// approve runs "/pairing approve CODE": admins only, and a sender who keeps
+// sending wrong codes is refused without a check until its back-off ends.
 func (g *Gate) approve(ctx context.Context, m bus.Inbound, code string) {
+	log := g.logger().With("channel", m.Channel, "sender", m.SenderID)
+	key := m.Channel + "\x00" + m.SenderID
 	text := ""
-	if g.Pairing == nil {
+	switch {
+	case !m.Admin:
+		log.Warn("pairing approve from a non-admin refused")
+		text = "Only an admin can approve pairing codes."
+	case g.Pairing == nil:
 		text = "Pairing is not enabled."
-	} else if p, err := g.Pairing.Approve(code); err != nil {
-		text = "Could not approve: " + err.Error() + "."
-	} else {
-		text = fmt.Sprintf("Approved %s on %s.", p.SenderID, p.Channel)
-		if g.Reply != nil {
-			_ = g.Reply(ctx, bus.Outbound{Channel: p.Channel, ChatID: p.ChatID, Kind: bus.KindMessage, Content: "You're approved — say hi!", Final: true})
+	default:
+		lim := g.limiter()
+		if wait := lim.wait(key); wait > 0 {
+			log.Warn("pairing approve refused: too many wrong codes", "retry_in", wait.Round(time.Second))
+			text = fmt.Sprintf("Too many wrong pairing codes. Try again in %s.", roundUp(wait))
+			break
+		}
+		p, err := g.Pairing.Approve(code)
+		switch {
+		case errors.Is(err, ErrUnknownCode):
+			text = "Could not approve: " + err.Error() + "."
+			if wait := lim.fail(key); wait > 0 {
+				log.Warn("pairing approve: wrong code; backing off", "retry_in", wait)
+				text += fmt.Sprintf(" Too many wrong codes: try again in %s.", roundUp(wait))
+			}
+		case err != nil:
+			log.Error("pairing approve failed", "err", err)
+			text = "Could not approve: the pairing store failed; see the gateway log."
+		default:
+			lim.succeed(key)
+			log.Info("pairing approved from chat", "approved_channel", p.Channel, "approved_sender", p.SenderID)
+			text = fmt.Sprintf("Approved %s on %s.", p.SenderID, p.Channel)
+			if g.Reply != nil {
+				_ = g.Reply(ctx, bus.Outbound{Channel: p.Channel, ChatID: p.ChatID, Kind: bus.KindMessage, Content: "You're approved — say hi!", Final: true})
+			}
 		}
 	}
 	if g.Reply != nil {
@@ -149,4 +220,9 @@ func matchAny(list []string, sender string) bool {
 		}
 	}
 	return false
+}
+
+// roundUp shows a wait in whole seconds, never "0s".
+func roundUp(d time.Duration) time.Duration {
+	return max((d+time.Second-1)/time.Second, 1) * time.Second
 }

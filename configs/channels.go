@@ -29,6 +29,11 @@ type ChannelCommon struct {
 	// AllowFrom lists the sender ids allowed to talk to the bot: empty
 	// means nobody (pairing still works in direct chats), "*" everyone.
 	AllowFrom []string `json:"allowFrom"`
+	// Admins lists the sender ids (or usernames) who may run
+	// state-changing chat commands such as "/pairing approve". An admin
+	// must also be allowed. Empty: senders named explicitly in allowFrom
+	// (not via "*") are admins.
+	Admins []string `json:"admins,omitempty"`
 }
 
 var channelsSharedKeys = []string{"sendProgress", "sendToolHints", "sendMaxRetries"}

@@ -106,6 +106,15 @@ type GatewayConfig struct {
 	Host string `json:"host"`
 	// Port is the HTTP server's port (health, metrics, web chat).
 	Port int `json:"port"`
+	// AllowedHosts are the extra host names (no scheme or port) the HTTP
+	// server answers to, checked against each request's Host header to
+	// stop DNS rebinding. On a loopback bind only loopback names
+	// (localhost, *.localhost, 127.0.0.0/8, ::1) are served unless listed
+	// here: add the public name when a reverse proxy forwards it. On other
+	// binds an empty list serves every name; a non-empty one serves
+	// loopback names, IP literals and the list. "*.example.com" matches
+	// subdomains; "*" alone switches the check off. Default: none.
+	AllowedHosts []string `json:"allowedHosts"`
 	// Heartbeat periodically wakes the agent to check HEARTBEAT.md.
 	Heartbeat HeartbeatConfig `json:"heartbeat"`
 	// Pprof serves Go's runtime profiles (heap, goroutines, CPU) under

@@ -50,9 +50,21 @@ func (c *Config) Validate() []FieldError {
 
 	v.require(c.Channels.SendMaxRetries >= 0 && c.Channels.SendMaxRetries <= 10, "channels.sendMaxRetries", "want 0 to 10, got %d", c.Channels.SendMaxRetries)
 
+	for _, name := range c.Channels.Names() {
+		for i, a := range c.Channels.Common(name).Admins {
+			a = strings.TrimSpace(a)
+			v.require(a != "" && a != "*", fmt.Sprintf("channels.%s.admins[%d]", name, i), "want a sender id or username (admins must be named; \"*\" is not allowed), got %q", a)
+		}
+	}
+
 	g := c.Gateway
 	v.require(g.Host != "", "gateway.host", "must not be empty")
 	v.require(g.Port >= 1 && g.Port <= 65535, "gateway.port", "want 1 to 65535, got %d", g.Port)
+	for i, h := range g.AllowedHosts {
+		if msg := checkAllowedHost(h); msg != "" {
+			v.add(fmt.Sprintf("gateway.allowedHosts[%d]", i), "%s, got %q", msg, h)
+		}
+	}
 	if g.Heartbeat.Enabled {
 		v.require(g.Heartbeat.IntervalS >= 10, "gateway.heartbeat.intervalS", "want at least 10 seconds, got %d", g.Heartbeat.IntervalS)
 	}
@@ -144,4 +156,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// checkAllowedHost returns why h is not a valid gateway.allowedHosts entry,
+// or "".
+func checkAllowedHost(h string) string {
+	switch {
+	case h == "*":
+		return ""
+	case strings.TrimSpace(h) != h || h == "":
+		return "want a host name without spaces"
+	case strings.Contains(h, "://") || strings.ContainsAny(h, "/?#@"):
+		return "want a bare host name like bot.example.com (no scheme, path or user)"
+	}
+	name := strings.TrimPrefix(h, "*.")
+	if strings.Contains(name, "*") {
+		return `want "*" only as a leading "*." label`
+	}
+	if _, err := netip.ParseAddr(strings.Trim(name, "[]")); err == nil {
+		return ""
+	}
+	if strings.Contains(name, ":") {
+		return "want the host name without a port (every port of the gateway is the same server)"
+	}
+	return ""
 }

@@ -225,7 +225,7 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 		Provider: g.o.Provider, Model: g.o.Model, Tools: reg, Store: g.be.sessions(),
 		// The gate is built next; the agent runs only after New.
 		Targets: admitterFunc(func(ch, id string) bool { return g.gate != nil && g.gate.Admits(ch, id) }),
-		Out: g.be, Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
+		Out:     g.be, Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
 		Observer: g.metrics, OnTurnDone: g.turnDone, Log: g.log,
 	})
 }
@@ -264,6 +264,7 @@ func (g *Gateway) buildChannels() error {
 	}
 	g.gate = &channels.Gate{
 		AllowFrom: allowLists(g.cfg, g.chans),
+		Admins:    adminLists(g.cfg),
 		Pairing:   channels.NewPairingStore(filepath.Join(g.o.Paths.State, "pairing.json")),
 		Reply:     g.be.PublishOutbound,
 		Log:       g.log.With("component", "access"),
@@ -353,6 +354,7 @@ func (g *Gateway) reload() {
 		return
 	}
 	g.gate.SetAllowFrom(allowLists(next, g.chans))
+	g.gate.SetAdmins(adminLists(next))
 	g.log.Info("config reloaded: allow-lists updated; other changes take effect after a restart")
 }
 

@@ -47,7 +47,7 @@ func (g *Gateway) buildHTTP() error {
 		}
 		g.ln = ln
 	}
-	g.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	g.srv = &http.Server{Handler: hostCheck(g.cfg.Gateway.AllowedHosts, isLoopbackAddr(g.ln.Addr()), g.log, mux), ReadHeaderTimeout: 10 * time.Second}
 	return nil
 }
 

@@ -3,10 +3,20 @@
 // by in-place edits. It needs no third-party account, so a fresh install
 // answers in the browser as soon as a provider key is set.
 //
-// Access: on a loopback address with allowFrom ["*"] (the default) no token
-// is asked; anywhere else the browser must present the token stored in the
-// state folder (compared in constant time, sent in the first WebSocket
-// frame, never in a URL). The WebSocket handshake checks the Origin.
+// Access is decided per connection. With a loopback bind and allowFrom
+// ["*"] (the default) a genuine loopback browser needs no token: the peer
+// address is loopback, the Host header is a loopback name (localhost,
+// *.localhost, 127.0.0.0/8, [::1]), the Origin, when sent, is a loopback
+// name too, and no proxy forwarding header is present. Every other
+// connection (a DNS-rebinding page whose name resolves to 127.0.0.1, a
+// reverse proxy on the same machine, any non-loopback bind) must present
+// the token stored in the state folder (compared in constant time, sent in
+// the first WebSocket frame, never in a URL). The WebSocket handshake also
+// requires the Origin to match the Host. Connections admitted either way
+// are admin connections: their messages carry bus.Inbound.Admin.
+//
+// Send, Edit and Typing may be called concurrently with each other and with
+// the HTTP handlers.
 package web
 
 import (
@@ -20,6 +30,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -54,7 +65,12 @@ var static embed.FS
 type Channel struct {
 	cfg   Config
 	log   *slog.Logger
-	token string // "" = no token needed
+	token string // "" = no token file: only genuine loopback browsers
+	// tokenAlways asks the token even from genuine loopback browsers.
+	tokenAlways bool
+	// loopbackBind: the server listens on loopback only, so a genuine
+	// loopback browser may go without the token.
+	loopbackBind bool
 
 	mu    sync.Mutex
 	inbox channels.Inbox
@@ -85,12 +101,15 @@ func New(cfg Config, o Options) (*Channel, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Channel{cfg: cfg, log: log, conns: map[string]map[*conn]bool{}}
+	c := &Channel{cfg: cfg, log: log, conns: map[string]map[*conn]bool{}, loopbackBind: o.Loopback}
 	if cfg.MaxMessageChars <= 0 {
 		c.cfg.MaxMessageChars = 32000
 	}
 	open := len(cfg.AllowFrom) == 1 && cfg.AllowFrom[0] == "*"
-	if cfg.RequireToken || !o.Loopback || !open {
+	c.tokenAlways = cfg.RequireToken || !o.Loopback || !open
+	// Even when loopback browsers go without it, the token is what any
+	// other connection (an allowedHosts name, a proxy) must show.
+	if c.tokenAlways || o.TokenFile != "" {
 		tok, err := loadToken(o.TokenFile)
 		if err != nil {
 			return nil, err
@@ -100,8 +119,35 @@ func New(cfg Config, o Options) (*Channel, error) {
 	return c, nil
 }
 
-// Token returns the access token ("" when none is needed).
-func (c *Channel) Token() string { return c.token }
+// Token returns the access token when every browser needs it, or "" when
+// genuine loopback browsers go without (others then need the token in the
+// token file).
+func (c *Channel) Token() string {
+	if c.tokenAlways {
+		return c.token
+	}
+	return ""
+}
+
+// genuineLoopback reports whether r comes from a browser on this machine
+// that asked for a loopback name, as opposed to a page on another site whose
+// name was re-pointed at 127.0.0.1 (DNS rebinding) or a reverse proxy.
+func (c *Channel) genuineLoopback(r *http.Request) bool {
+	if !c.loopbackBind || !channels.IsLoopbackPeer(r.RemoteAddr) || !channels.IsLoopbackHost(channels.HostName(r.Host)) {
+		return false
+	}
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"} {
+		if r.Header.Get(h) != "" {
+			return false
+		}
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true // not a browser page (curl, a script on this machine)
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && channels.IsLoopbackHost(channels.HostName(u.Host))
+}
 
 func loadToken(path string) (string, error) {
 	if path == "" {
@@ -239,6 +285,7 @@ func (cn *conn) write(ctx context.Context, f Frame) error {
 }
 
 func (c *Channel) serveWS(w http.ResponseWriter, r *http.Request) {
+	genuine := c.genuineLoopback(r)
 	// Accept verifies that Origin matches the Host (no cross-site sockets).
 	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
@@ -258,12 +305,16 @@ func (c *Channel) serveWS(w http.ResponseWriter, r *http.Request) {
 		ws.Close(websocket.StatusPolicyViolation, "expected auth frame")
 		return
 	}
-	if c.token != "" && subtle.ConstantTimeCompare([]byte(hello.Token), []byte(c.token)) != 1 {
+	tokenOK := c.token != "" && subtle.ConstantTimeCompare([]byte(hello.Token), []byte(c.token)) == 1
+	if !tokenOK && (c.tokenAlways || !genuine) {
 		_ = wsjson.Write(ctx, ws, Frame{Type: "error", Text: "wrong or missing access token"})
 		ws.Close(websocket.StatusPolicyViolation, "unauthorized")
-		c.log.Warn("web chat: wrong token", "remote", r.RemoteAddr)
+		c.log.Warn("web chat: wrong or missing token", "remote", r.RemoteAddr, "host", truncate(r.Host, 100), "genuine_loopback", genuine)
 		return
 	}
+	// Both ways in (this machine's own browser, or the token) are the
+	// owner's: such a connection may approve pairing codes.
+	admin := genuine || tokenOK
 	chat := sanitizeChat(hello.Chat)
 	cn := &conn{ws: ws, chat: chat}
 	c.mu.Lock()
@@ -309,7 +360,7 @@ func (c *Channel) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		err := in.Deliver(ctx, bus.Inbound{
 			Channel: "web", SenderID: chat, ChatID: chat, Content: text,
-			MessageID: msgID, ReceivedAt: time.Now(),
+			MessageID: msgID, ReceivedAt: time.Now(), Admin: admin,
 		})
 		if err != nil && !errors.Is(err, channels.ErrDenied) {
 			_ = cn.write(ctx, Frame{Type: "error", Text: "could not queue the message; please retry"})
@@ -335,4 +386,11 @@ func sanitizeChat(s string) string {
 		return hex.EncodeToString(raw[:])
 	}
 	return b.String()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

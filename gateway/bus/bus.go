@@ -69,6 +69,13 @@ type Inbound struct {
 	// IsGroup is true for group chats and channels, false for direct
 	// messages. Pairing is offered only in direct chats.
 	IsGroup bool `json:"isGroup,omitempty"`
+	// Admin is true when the sender may run state-changing chat commands
+	// such as "/pairing approve". Only two parties set it: a channel that
+	// can vouch for the connection itself (the web chat, for a genuine
+	// loopback browser or one that presented the access token), and the
+	// access gate for senders on the channel's admins list. Adapters never
+	// copy it from platform data.
+	Admin bool `json:"admin,omitempty"`
 	// SessionKey overrides the default session key "channel:chat_id", e.g. to
 	// give each Slack thread its own conversation.
 	SessionKey string `json:"sessionKey,omitempty"`
@@ -97,9 +104,6 @@ type Inbound struct {
 	// Replayed is set when the gateway delivers the message again after a
 	// restart (it was journalled but its turn never finished).
 	Replayed bool `json:"replayed,omitempty"`
-	// Admin is set when the channel or the access gate vouches that the
-	// sender may run state-changing commands.
-	Admin bool `json:"admin,omitempty"`
 }
 
 // Key is the session key of the message.
