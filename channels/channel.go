@@ -126,12 +126,25 @@ type HealthReporter interface {
 type State string
 
 const (
-	StateStarting     State = "starting"
-	StateConnected    State = "connected"
+	// StateStarting: the Manager has not started the channel's Run yet.
+	StateStarting State = "starting"
+	// StateConnecting: Run is dialling and the platform has not confirmed
+	// the connection yet (Telegram getMe, Slack hello, Discord READY).
+	StateConnecting State = "connecting"
+	// StateConnected: the platform confirmed the connection.
+	StateConnected State = "connected"
+	// StateReconnecting: the connection broke or an attempt failed
+	// (LastError says why); the channel retries with backoff.
 	StateReconnecting State = "reconnecting"
-	StateFailed       State = "failed"
-	StateStopped      State = "stopped"
+	// StateFailed: Run returned a FatalError (LastError is its reason);
+	// the channel stays stopped until a reload (SIGHUP) or restart.
+	StateFailed State = "failed"
+	// StateStopped: the gateway is shutting down.
+	StateStopped State = "stopped"
 )
+
+// States lists every State, in lifecycle order.
+var States = []State{StateStarting, StateConnecting, StateConnected, StateReconnecting, StateFailed, StateStopped}
 
 // Health is a channel's state and its last error.
 type Health struct {
