@@ -320,7 +320,8 @@ func Run(ctx context.Context, o Options) error {
 		}),
 	}
 	counted := &countedGate{gate: gate, metrics: metrics}
-	mgr := channels.NewManager(channels.ManagerConfig{Inbox: counted, Observer: metrics, Log: log}, chans)
+	mgr := channels.NewManager(channels.ManagerConfig{Inbox: counted, Log: log}, chans)
+	metrics.WatchChannels(mgr.Health)
 	dcfg := channels.DispatcherConfig{
 		SendProgress: cfg.Channels.SendProgress, SendToolHints: cfg.Channels.SendToolHints,
 		MaxRetries: cfg.Channels.SendMaxRetries, Observer: metrics, Log: log,
@@ -507,6 +508,9 @@ wait:
 			runErr = fmt.Errorf("gateway: http server: %w", err)
 			break wait
 		case <-o.Reload:
+			if n := mgr.RetryFailed(); n > 0 {
+				log.Info("reload: retrying channels that had failed for good", "count", n)
+			}
 			if o.ReloadConfig == nil {
 				continue
 			}
