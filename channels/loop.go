@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -75,7 +76,8 @@ type Loop struct {
 // accepted it (that resets the backoff and reports connected), serves until
 // the connection breaks and returns why. It returns a FatalError (see
 // Fatal) when retrying cannot help. A session whose library reconnects by
-// itself reports the gap with Loop.Lost and calls up again afterwards.
+// itself reports the gap with Loop.Lost and calls up again afterwards. up
+// may be called from any goroutine while the session runs.
 type Session func(ctx context.Context, up func()) error
 
 // Run runs sessions until ctx ends (it then returns nil) or one returns a
@@ -95,12 +97,14 @@ func (l *Loop) Run(ctx context.Context, session Session) error {
 	l.set(StateConnecting, "")
 	failures := 0
 	for {
-		wasUp := false
+		var wasUp atomic.Bool
 		err := session(ctx, func() {
-			wasUp = true
-			failures = 0
+			wasUp.Store(true)
 			l.set(StateConnected, "")
 		})
+		if wasUp.Load() {
+			failures = 0
+		}
 		if ctx.Err() != nil {
 			l.set(StateStopped, "")
 			return nil
@@ -115,7 +119,7 @@ func (l *Loop) Run(ctx context.Context, session Session) error {
 		}
 		failures++
 		wait := Backoff(failures, lo, hi)
-		if wasUp {
+		if wasUp.Load() {
 			log.Warn(l.Name+": connection lost; reconnecting", "err", msg, "in", wait.Round(time.Millisecond))
 		} else {
 			log.Warn(l.Name+": connecting failed; retrying", "err", msg, "failures", failures, "in", wait.Round(time.Millisecond))
