@@ -10,25 +10,43 @@ import (
 )
 
 // Channel is one chat platform adapter.
+//
+// Concurrency: the Manager calls Run from one goroutine, never twice at
+// once, and calls it again after it returned with an error. The dispatcher
+// calls Send (and Edit, Finish, Typing, SendMedia of the optional
+// interfaces) from one goroutine per chat, so calls for different chats
+// run concurrently, while calls for one chat come one after another. These
+// calls also come while Run is reconnecting, before Run started and after
+// it returned: they must not assume a live connection (fail with an error,
+// which the dispatcher retries, or use the platform's HTTP API), and must
+// not block on Run's state beyond ctx.
 type Channel interface {
-	// Name is the platform name used in config and session keys.
+	// Name is the platform name used in config and session keys; it is
+	// constant.
 	Name() string
 	// Run connects to the platform and delivers received messages to in
-	// until ctx ends. It reconnects by itself after transient failures and
-	// returns nil when ctx ends, or an error it cannot recover from (the
-	// Manager then restarts it with backoff).
+	// until ctx ends; it then returns nil. It reconnects by itself after
+	// transient failures (through a Loop). It returns early only with an
+	// error it cannot recover from: a FatalError stops the channel in
+	// StateFailed until a reload; any other error makes the Manager restart
+	// it with backoff.
 	Run(ctx context.Context, in Inbox) error
 	// Send delivers one message (already split to the platform's limit) and
-	// returns a reference to it. It may block on network IO.
+	// returns a reference to it. It may block on network IO until ctx ends.
 	Send(ctx context.Context, m bus.Outbound) (MessageRef, error)
 }
 
-// Inbox is where an adapter delivers what it receives.
+// Inbox is where an adapter delivers what it receives. It is safe for
+// concurrent use: an adapter may deliver from several goroutines.
 type Inbox interface {
-	// Deliver hands a message to the gateway. It returns once the message
-	// is durably queued, or ErrDenied when access control rejected it; only
-	// then may the adapter acknowledge the message to its platform. It
-	// blocks while the queue is full (back-pressure) until ctx ends.
+	// Deliver hands a message to the gateway. It returns nil once the
+	// message is durably queued (or was a duplicate of one that is), and
+	// only then may the adapter acknowledge the message to its platform.
+	// It returns ErrDenied when access control rejected the sender: the
+	// adapter acknowledges it (it is not retried). Any other error means
+	// the message was not taken: the adapter must not acknowledge it (see
+	// DeliverRetrying). Deliver may block: while the queue is full
+	// (back-pressure) and on disk IO, until ctx ends.
 	Deliver(ctx context.Context, m bus.Inbound) error
 }
 
@@ -115,9 +133,12 @@ type LoginPrompt interface {
 	Show(text string)
 }
 
-// HealthReporter is a channel that reports its connection state itself
-// (connected, reconnecting). Channels without it count as connected while
-// Run is running.
+// HealthReporter is a channel that reports its connection state itself:
+// every adapter does, by giving its Loop a HealthState and returning
+// HealthState.Get here. While Run runs, the Manager shows this state
+// (connecting, connected, reconnecting); channels without it count as
+// connected while Run runs. Health is called concurrently with everything
+// else and must not block.
 type HealthReporter interface {
 	Health() Health
 }
@@ -126,12 +147,25 @@ type HealthReporter interface {
 type State string
 
 const (
-	StateStarting     State = "starting"
-	StateConnected    State = "connected"
+	// StateStarting: the Manager has not started the channel's Run yet.
+	StateStarting State = "starting"
+	// StateConnecting: Run is dialling and the platform has not confirmed
+	// the connection yet (Telegram getMe, Slack hello, Discord READY).
+	StateConnecting State = "connecting"
+	// StateConnected: the platform confirmed the connection.
+	StateConnected State = "connected"
+	// StateReconnecting: the connection broke or an attempt failed
+	// (LastError says why); the channel retries with backoff.
 	StateReconnecting State = "reconnecting"
-	StateFailed       State = "failed"
-	StateStopped      State = "stopped"
+	// StateFailed: Run returned a FatalError (LastError is its reason);
+	// the channel stays stopped until a reload (SIGHUP) or restart.
+	StateFailed State = "failed"
+	// StateStopped: the gateway is shutting down.
+	StateStopped State = "stopped"
 )
+
+// States lists every State, in lifecycle order.
+var States = []State{StateStarting, StateConnecting, StateConnected, StateReconnecting, StateFailed, StateStopped}
 
 // Health is a channel's state and its last error.
 type Health struct {

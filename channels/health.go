@@ -24,7 +24,7 @@ func (s *HealthState) Get() Health {
 }
 
 // Set records a state. lastErr ("" keeps the previous one) must already be
-// free of credentials; connecting clears it. Since moves only when the state
+// free of credentials; connecting and connected clear it. Since moves only when the state
 // or the error changes.
 func (s *HealthState) Set(state State, lastErr string) {
 	s.mu.Lock()
@@ -33,7 +33,7 @@ func (s *HealthState) Set(state State, lastErr string) {
 	if lastErr != "" {
 		last = lastErr
 	}
-	if state == StateConnected {
+	if state == StateConnected || state == StateConnecting {
 		last = ""
 	}
 	if s.h.State != state || s.h.LastError != last {

@@ -10,11 +10,6 @@ import (
 	"time"
 )
 
-// HealthObserver is told about every channel state change (for metrics).
-type HealthObserver interface {
-	ChannelState(channel string, h Health)
-}
-
 // ManagerConfig configures a Manager.
 type ManagerConfig struct {
 	// Inbox is where every channel delivers (access control and the durable
@@ -25,21 +20,29 @@ type ManagerConfig struct {
 	BackoffMin, BackoffMax time.Duration
 	// HealthyAfter resets the backoff once a run lasted this long (1 min).
 	HealthyAfter time.Duration
-	Observer     HealthObserver
 	Log          *slog.Logger
 }
 
 // Manager runs one supervised goroutine per channel: when a channel's Run
 // returns an error (or panics) it is restarted with exponential backoff and
-// jitter, and its state is visible through Health. A channel is never left
-// silently stopped.
+// jitter; when it returns a FatalError it stays stopped in StateFailed
+// until RetryFailed. Health is the one source of truth for channel state
+// (/api/status, /metrics, readiness): a channel is never left silently
+// stopped. Its methods are safe for concurrent use.
 type Manager struct {
 	cfg      ManagerConfig
 	log      *slog.Logger
 	channels []Channel
 
 	mu     sync.Mutex
-	health map[string]Health
+	health map[string]entry
+	retry  chan struct{} // closed by RetryFailed, then replaced
+}
+
+// entry is the Manager's own view of a channel.
+type entry struct {
+	h       Health
+	running bool // Run is running: the adapter's own state applies
 }
 
 // NewManager returns a manager for chans.
@@ -57,9 +60,9 @@ func NewManager(cfg ManagerConfig, chans []Channel) *Manager {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, log: log, channels: chans, health: map[string]Health{}}
+	m := &Manager{cfg: cfg, log: log, channels: chans, health: map[string]entry{}, retry: make(chan struct{})}
 	for _, c := range chans {
-		m.health[c.Name()] = Health{State: StateStarting, Since: time.Now()}
+		m.health[c.Name()] = entry{h: Health{State: StateStarting, Since: time.Now()}}
 	}
 	return m
 }
@@ -78,19 +81,38 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 func (m *Manager) supervise(ctx context.Context, c Channel) {
-	log := m.log.With("channel", c.Name())
+	name := c.Name()
+	log := m.log.With("channel", name)
 	delay := m.cfg.BackoffMin
 	restarts := 0
 	for {
-		m.set(c.Name(), Health{State: StateConnected, Since: time.Now(), Restarts: restarts})
+		m.set(name, entry{h: Health{State: StateConnecting, Since: time.Now(), Restarts: restarts}, running: true})
 		start := time.Now()
 		err := runSafely(ctx, c, m.cfg.Inbox)
 		if ctx.Err() != nil {
-			m.set(c.Name(), Health{State: StateStopped, Since: time.Now(), Restarts: restarts})
+			m.set(name, entry{h: Health{State: StateStopped, Since: time.Now(), Restarts: restarts}})
 			return
 		}
 		if err == nil {
 			err = errors.New("stopped unexpectedly")
+		}
+		if IsFatal(err) {
+			// Logged once here; the adapter does not log it.
+			log.Error("channel failed for good; not restarting until a reload (SIGHUP) or restart", "err", err)
+			m.set(name, entry{h: Health{State: StateFailed, LastError: err.Error(), Since: time.Now(), Restarts: restarts}})
+			m.mu.Lock()
+			retry := m.retry
+			m.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				m.set(name, entry{h: Health{State: StateStopped, LastError: err.Error(), Since: time.Now(), Restarts: restarts}})
+				return
+			case <-retry:
+			}
+			log.Info("retrying a failed channel")
+			restarts++
+			delay = m.cfg.BackoffMin
+			continue
 		}
 		if time.Since(start) >= m.cfg.HealthyAfter {
 			delay = m.cfg.BackoffMin
@@ -98,17 +120,34 @@ func (m *Manager) supervise(ctx context.Context, c Channel) {
 		restarts++
 		wait := Backoff(1, delay, delay)
 		log.Error("channel failed; restarting", "err", err, "in", wait.Round(time.Millisecond), "restarts", restarts)
-		m.set(c.Name(), Health{State: StateReconnecting, LastError: err.Error(), Since: time.Now(), Restarts: restarts})
+		m.set(name, entry{h: Health{State: StateReconnecting, LastError: err.Error(), Since: time.Now(), Restarts: restarts}})
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			m.set(c.Name(), Health{State: StateStopped, LastError: err.Error(), Since: time.Now(), Restarts: restarts})
+			m.set(name, entry{h: Health{State: StateStopped, LastError: err.Error(), Since: time.Now(), Restarts: restarts}})
 			return
 		case <-t.C:
 		}
 		delay = min(delay*2, m.cfg.BackoffMax)
 	}
+}
+
+// RetryFailed starts every channel that stopped with a FatalError again
+// (the gateway calls it on SIGHUP, after the user fixed the cause) and
+// reports how many there were.
+func (m *Manager) RetryFailed() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, e := range m.health {
+		if e.h.State == StateFailed {
+			n++
+		}
+	}
+	close(m.retry)
+	m.retry = make(chan struct{})
+	return n
 }
 
 // runSafely runs the channel, turning a panic into an error.
@@ -121,33 +160,46 @@ func runSafely(ctx context.Context, c Channel, in Inbox) (err error) {
 	return c.Run(ctx, in)
 }
 
-func (m *Manager) set(name string, h Health) {
+func (m *Manager) set(name string, e entry) {
 	m.mu.Lock()
-	m.health[name] = h
+	m.health[name] = e
 	m.mu.Unlock()
-	if m.cfg.Observer != nil {
-		m.cfg.Observer.ChannelState(name, m.Health()[name])
-	}
 }
 
-// Health returns every channel's state. A channel that reports its own
-// health (HealthReporter) overrides "connected" while it runs.
+// Health returns every channel's state, read at call time. While a
+// channel's Run runs, a HealthReporter's own state applies (connecting
+// until the platform confirmed, connected, reconnecting); a channel without
+// one counts as connected while Run runs.
 func (m *Manager) Health() map[string]Health {
 	m.mu.Lock()
 	out := make(map[string]Health, len(m.health))
-	for k, v := range m.health {
-		out[k] = v
+	running := make(map[string]bool, len(m.health))
+	for k, e := range m.health {
+		out[k] = e.h
+		running[k] = e.running
 	}
 	m.mu.Unlock()
 	for _, c := range m.channels {
-		h := out[c.Name()]
-		if hr, ok := c.(HealthReporter); ok && h.State == StateConnected {
-			own := hr.Health()
+		name := c.Name()
+		h := out[name]
+		if !running[name] {
+			continue
+		}
+		hr, ok := c.(HealthReporter)
+		if !ok {
+			h.State = StateConnected
+			out[name] = h
+			continue
+		}
+		own := hr.Health()
+		switch own.State {
+		case StateConnecting, StateConnected, StateReconnecting:
 			own.Restarts = h.Restarts
-			if own.State == "" {
-				own.State = StateConnected
-			}
-			out[c.Name()] = own
+			out[name] = own
+		default:
+			// Left over from a previous Run, or Run has not reported yet.
+			h.State = StateConnecting
+			out[name] = h
 		}
 	}
 	return out

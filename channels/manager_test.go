@@ -72,3 +72,93 @@ func TestManagerRestartsWithBackoff(t *testing.T) {
 		t.Errorf("state after stop = %s", h.State)
 	}
 }
+
+// fatalChannel fails for good on its first runs (fatalRuns of them), then
+// runs until ctx ends; it reports its own health like a Loop-based adapter.
+type fatalChannel struct {
+	fatalRuns int32
+	runs      atomic.Int32
+	health    HealthState
+	release   chan struct{} // closed: connect
+}
+
+func (f *fatalChannel) Name() string   { return "fatal" }
+func (f *fatalChannel) Health() Health { return f.health.Get() }
+func (f *fatalChannel) Run(ctx context.Context, _ Inbox) error {
+	l := &Loop{Name: "fatal", Health: &f.health, Min: time.Millisecond}
+	return l.Run(ctx, func(ctx context.Context, up func()) error {
+		if f.runs.Add(1) <= f.fatalRuns {
+			return Fatal(errors.New("fatal: the platform rejected the token"))
+		}
+		select {
+		case <-f.release:
+			up()
+		case <-ctx.Done():
+			return nil
+		}
+		<-ctx.Done()
+		return nil
+	})
+}
+func (f *fatalChannel) Send(context.Context, bus.Outbound) (MessageRef, error) {
+	return MessageRef{}, nil
+}
+
+func TestManagerDoesNotRestartAFatalChannel(t *testing.T) {
+	fatal := &fatalChannel{fatalRuns: 1, release: make(chan struct{})}
+	// The flaky channel fails twice: its restarts are the positive event
+	// that proves the Manager kept supervising while the fatal one stayed
+	// down (its backoff is longer than the flaky one's two restarts).
+	flaky := &flakyChannel{failures: 2}
+	m := NewManager(ManagerConfig{BackoffMin: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond}, []Channel{fatal, flaky})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = m.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	waitFor(t, "fatal channel failed and flaky channel restarted twice", func() bool {
+		return m.Health()["fatal"].State == StateFailed && flaky.runs.Load() == 3 && m.Health()["flaky"].State == StateConnected
+	})
+	if n := fatal.runs.Load(); n != 1 {
+		t.Fatalf("fatal channel ran %d times, want 1 (not restarted)", n)
+	}
+	h := m.Health()["fatal"]
+	if h.LastError != "fatal: the platform rejected the token" || h.Restarts != 0 {
+		t.Errorf("health = %+v, want the reason and no restarts", h)
+	}
+	if ok, bad := m.Ready(); ok || len(bad) != 1 || bad[0] != "fatal: failed" {
+		t.Errorf("Ready() = %v %v, want the failed channel listed", ok, bad)
+	}
+
+	// A reload retries it; this time it connects, and only when the fake
+	// platform confirmed is it connected.
+	if n := m.RetryFailed(); n != 1 {
+		t.Errorf("RetryFailed() = %d, want 1", n)
+	}
+	waitFor(t, "second run connecting", func() bool {
+		return fatal.runs.Load() == 2 && m.Health()["fatal"].State == StateConnecting
+	})
+	close(fatal.release)
+	waitFor(t, "connected after retry", func() bool { return m.Health()["fatal"].State == StateConnected })
+	if h := m.Health()["fatal"]; h.Restarts != 1 || h.LastError != "" {
+		t.Errorf("health after retry = %+v, want 1 restart and no error", h)
+	}
+}
+
+func TestManagerStopsAFailedChannelOnShutdown(t *testing.T) {
+	fatal := &fatalChannel{fatalRuns: 5, release: make(chan struct{})}
+	m := NewManager(ManagerConfig{}, []Channel{fatal})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = m.Run(ctx); close(done) }()
+	waitFor(t, "failed", func() bool { return m.Health()["fatal"].State == StateFailed })
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after cancel with a failed channel")
+	}
+	if h := m.Health()["fatal"]; h.State != StateStopped || h.LastError == "" {
+		t.Errorf("health after shutdown = %+v", h)
+	}
+}

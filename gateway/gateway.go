@@ -270,7 +270,8 @@ func (g *Gateway) buildChannels() error {
 		Log:       g.log.With("component", "access"),
 		Next:      channels.InboxFunc(g.accept),
 	}
-	g.mgr = channels.NewManager(channels.ManagerConfig{Inbox: &countedGate{gate: g.gate, metrics: g.metrics}, Observer: g.metrics, Log: g.log}, g.chans)
+	g.mgr = channels.NewManager(channels.ManagerConfig{Inbox: &countedGate{gate: g.gate, metrics: g.metrics}, Log: g.log}, g.chans)
+	g.metrics.WatchChannels(g.mgr.Health)
 	dcfg := channels.DispatcherConfig{
 		SendProgress: g.cfg.Channels.SendProgress, SendToolHints: g.cfg.Channels.SendToolHints,
 		MaxRetries: g.cfg.Channels.SendMaxRetries, Observer: g.metrics, Log: g.log,
@@ -342,9 +343,12 @@ func (g *Gateway) wait(ctx context.Context, failed <-chan error) error {
 	}
 }
 
-// reload re-reads the config and applies what can change live: the
-// allow-lists.
+// reload restarts channels that failed for good, re-reads the config and
+// applies what can change live: the allow-lists and admins.
 func (g *Gateway) reload() {
+	if n := g.mgr.RetryFailed(); n > 0 {
+		g.log.Info("reload: retrying channels that had failed for good", "count", n)
+	}
 	if g.o.ReloadConfig == nil {
 		return
 	}

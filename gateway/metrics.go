@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,17 +18,16 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	inbound        *prometheus.CounterVec
-	outbound       *prometheus.CounterVec
-	sendFailures   *prometheus.CounterVec
-	channelUp      *prometheus.GaugeVec
-	channelRestart *prometheus.GaugeVec
-	turnLatency    prometheus.Histogram
-	turns          *prometheus.CounterVec
-	llmLatency     *prometheus.HistogramVec
-	llmTokens      *prometheus.CounterVec
-	toolCalls      *prometheus.CounterVec
-	heartbeats     *prometheus.CounterVec
+	inbound      *prometheus.CounterVec
+	outbound     *prometheus.CounterVec
+	sendFailures *prometheus.CounterVec
+	channels     *channelCollector
+	turnLatency  prometheus.Histogram
+	turns        *prometheus.CounterVec
+	llmLatency   *prometheus.HistogramVec
+	llmTokens    *prometheus.CounterVec
+	toolCalls    *prometheus.CounterVec
+	heartbeats   *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the metrics. queueDepth reports the
@@ -35,20 +35,19 @@ type Metrics struct {
 func NewMetrics(queueDepth func() (in, out int)) *Metrics {
 	r := prometheus.NewRegistry()
 	m := &Metrics{
-		Registry:       r,
-		inbound:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_inbound_messages_total", Help: "Messages received, by channel and outcome (accepted, denied, duplicate)."}, []string{"channel", "outcome"}),
-		outbound:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_outbound_sends_total", Help: "Platform sends and edits, by channel and kind."}, []string{"channel", "kind"}),
-		sendFailures:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_send_failures_total", Help: "Sends that failed after all retries, by channel."}, []string{"channel"}),
-		channelUp:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nanobot_channel_up", Help: "1 when the channel is connected, 0 otherwise."}, []string{"channel", "state"}),
-		channelRestart: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nanobot_channel_restarts", Help: "Restarts of the channel since the gateway started."}, []string{"channel"}),
-		turnLatency:    prometheus.NewHistogram(prometheus.HistogramOpts{Name: "nanobot_turn_seconds", Help: "Time from a message being received to its turn finishing.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}),
-		turns:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_turns_total", Help: "Finished turns by outcome (ok, error, stopped)."}, []string{"outcome"}),
-		llmLatency:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "nanobot_llm_request_seconds", Help: "LLM request latency by model.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"model"}),
-		llmTokens:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_llm_tokens_total", Help: "LLM tokens by model and kind (prompt, completion, cache_read, cache_write)."}, []string{"model", "kind"}),
-		toolCalls:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_tool_calls_total", Help: "Tool calls by tool and outcome (ok, error)."}, []string{"tool", "outcome"}),
-		heartbeats:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_heartbeats_total", Help: "Heartbeats by decision (empty, skip, run, no-target, error)."}, []string{"decision"}),
+		Registry:     r,
+		inbound:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_inbound_messages_total", Help: "Messages received, by channel and outcome (accepted, denied, duplicate)."}, []string{"channel", "outcome"}),
+		outbound:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_outbound_sends_total", Help: "Platform sends and edits, by channel and kind."}, []string{"channel", "kind"}),
+		sendFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_send_failures_total", Help: "Sends that failed after all retries, by channel."}, []string{"channel"}),
+		channels:     newChannelCollector(),
+		turnLatency:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "nanobot_turn_seconds", Help: "Time from a message being received to its turn finishing.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}),
+		turns:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_turns_total", Help: "Finished turns by outcome (ok, error, stopped)."}, []string{"outcome"}),
+		llmLatency:   prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "nanobot_llm_request_seconds", Help: "LLM request latency by model.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"model"}),
+		llmTokens:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_llm_tokens_total", Help: "LLM tokens by model and kind (prompt, completion, cache_read, cache_write)."}, []string{"model", "kind"}),
+		toolCalls:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_tool_calls_total", Help: "Tool calls by tool and outcome (ok, error)."}, []string{"tool", "outcome"}),
+		heartbeats:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_heartbeats_total", Help: "Heartbeats by decision (empty, skip, run, no-target, error)."}, []string{"decision"}),
 	}
-	r.MustRegister(m.inbound, m.outbound, m.sendFailures, m.channelUp, m.channelRestart, m.turnLatency, m.turns,
+	r.MustRegister(m.inbound, m.outbound, m.sendFailures, m.channels, m.turnLatency, m.turns,
 		m.llmLatency, m.llmTokens, m.toolCalls, m.heartbeats,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if queueDepth != nil {
@@ -67,16 +66,64 @@ func (m *Metrics) Sent(channel string, kind bus.Kind, _ int, err error) {
 	m.outbound.WithLabelValues(channel, kind.String()).Inc()
 }
 
-// ChannelState implements channels.HealthObserver.
-func (m *Metrics) ChannelState(channel string, h channels.Health) {
-	for _, s := range []channels.State{channels.StateStarting, channels.StateConnected, channels.StateReconnecting, channels.StateFailed, channels.StateStopped} {
-		v := 0.0
-		if s == h.State {
-			v = 1
-		}
-		m.channelUp.WithLabelValues(channel, string(s)).Set(v)
+// WatchChannels makes health (the channel Manager's Health) the source of
+// the channel metrics: it is read at every scrape, so /metrics and
+// /api/status cannot disagree.
+func (m *Metrics) WatchChannels(health func() map[string]channels.Health) {
+	m.channels.mu.Lock()
+	m.channels.health = health
+	m.channels.mu.Unlock()
+}
+
+// channelCollector reports nanobot_channel_up and nanobot_channel_restarts
+// from the channel health at scrape time.
+type channelCollector struct {
+	up, restarts *prometheus.Desc
+
+	mu     sync.Mutex
+	health func() map[string]channels.Health
+}
+
+func newChannelCollector() *channelCollector {
+	return &channelCollector{
+		up: prometheus.NewDesc("nanobot_channel_up",
+			"1 for the channel's current state (label state: starting, connecting, connected, reconnecting, failed, stopped), 0 for the others.",
+			[]string{"channel", "state"}, nil),
+		restarts: prometheus.NewDesc("nanobot_channel_restarts",
+			"Restarts of the channel since the gateway started.", []string{"channel"}, nil),
 	}
-	m.channelRestart.WithLabelValues(channel).Set(float64(h.Restarts))
+}
+
+func (c *channelCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.up
+	ch <- c.restarts
+}
+
+func (c *channelCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	health := c.health
+	c.mu.Unlock()
+	if health == nil {
+		return
+	}
+	for name, h := range health() {
+		for _, s := range channels.States {
+			v := 0.0
+			if s == h.State {
+				v = 1
+			}
+			ch <- constGauge(c.up, v, name, string(s))
+		}
+		ch <- constGauge(c.restarts, float64(h.Restarts), name)
+	}
+}
+
+func constGauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
 }
 
 // Inbound counts a received message.

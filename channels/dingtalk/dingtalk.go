@@ -216,7 +216,7 @@ func (c *Channel) call(ctx context.Context, path string, in, out any) error {
 // returns nil then. It reconnects with backoff after failures and when
 // DingTalk asks; rejected credentials end it.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
-	loop := &kit.Loop{Name: "dingtalk", Log: c.log, Health: &c.health, Redact: c.redact, Min: c.backoffMin, Max: c.backoffMax}
+	loop := &channels.Loop{Name: "dingtalk", Log: c.log, Health: &c.health, Redact: c.redact.Error, Min: c.backoffMin, Max: c.backoffMax}
 	err := loop.Run(ctx, func(ctx context.Context, up func()) error { return c.stream(ctx, in, up) })
 	c.http.CloseIdleConnections()
 	return err

@@ -58,7 +58,7 @@ func (c *Channel) stream(ctx context.Context, in channels.Inbox, up func()) erro
 	}
 	if err := c.open.Do(ctx, http.MethodPost, "/v1.0/gateway/connections/open", body, &ep); err != nil {
 		if rejected(err) {
-			return kit.Fatal(fmt.Errorf("dingtalk: DingTalk rejected clientId/clientSecret: %w", err))
+			return channels.Fatal(fmt.Errorf("dingtalk: DingTalk rejected clientId/clientSecret: %w", err))
 		}
 		return fmt.Errorf("dingtalk: opening the stream: %w", err)
 	}

@@ -4,9 +4,11 @@
 // using github.com/bwmarrin/discordgo.
 //
 // Receiving is over the gateway with the guild-messages, direct-messages
-// and message-content intents. discordgo keeps the socket alive itself
-// (heartbeats, resume after a dropped socket, reconnect with backoff);
-// Health follows its Connect, Disconnect and Resumed events. Discord has no
+// and message-content intents. discordgo keeps the socket alive
+// (heartbeats); reconnecting is the channels.Loop's, so that every attempt
+// is backed off with jitter, reported in Health and checked for close codes
+// no retry can fix (4004 authentication failed, 4014 disallowed intents).
+// discordgo's Open resumes the previous session where it can. Discord has no
 // per-message acknowledgement: a message is handled once it arrived on the
 // socket, in order, by one worker, so a slow Inbox holds back later ones.
 //
@@ -41,6 +43,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
@@ -131,6 +134,7 @@ type Channel struct {
 	health channels.HealthState
 	me     *discordgo.User
 	stop   <-chan struct{} // ctx.Done() of the current Run
+	lost   chan struct{}   // closed when the current session's socket drops
 }
 
 var (
@@ -193,18 +197,12 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	s.ShouldRetryOnRateLimit = false // 429 goes to the dispatcher as RetryAfterError
 	s.MaxRestRetries = 1
 	s.StateEnabled = false
-	s.SyncEvents = true // in order; handlers only queue
-	s.LogLevel = -1     // discordgo logs with the log package; we log its events ourselves
+	s.SyncEvents = true              // in order; handlers only queue
+	s.LogLevel = -1                  // discordgo logs with the log package; we log its events ourselves
+	s.ShouldReconnectOnError = false // the Loop reconnects
 	s.AddHandler(c.onReady)
-	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Connect) { c.setHealth(channels.StateConnected, nil) })
-	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) {
-		c.log.Info("discord: session resumed")
-		c.setHealth(channels.StateConnected, nil)
-	})
-	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
-		c.log.Warn("discord: gateway disconnected; discordgo reconnects")
-		c.setHealth(channels.StateReconnecting, errors.New("gateway disconnected"))
-	})
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) { c.log.Info("discord: session resumed") })
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) { c.disconnected() })
 	s.AddHandler(c.onEvent)
 	return c, nil
 }
@@ -239,14 +237,6 @@ func (c *Channel) EditInterval() time.Duration { return c.editInterval }
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }
 
-func (c *Channel) setHealth(state channels.State, err error) {
-	msg := ""
-	if err != nil {
-		msg = c.redact(err.Error())
-	}
-	c.health.Set(state, msg)
-}
-
 func (c *Channel) redact(s string) string { return strings.ReplaceAll(s, c.cfg.Token, "***") }
 
 func (c *Channel) self() *discordgo.User {
@@ -262,7 +252,16 @@ func (c *Channel) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 		c.mu.Unlock()
 		c.log.Info("discord: connected", "bot", r.User.Username, "guilds", len(r.Guilds))
 	}
-	c.setHealth(channels.StateConnected, nil)
+}
+
+// disconnected ends the current session (discordgo closed the socket).
+func (c *Channel) disconnected() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lost != nil {
+		close(c.lost)
+		c.lost = nil
+	}
 }
 
 // onEvent queues every dispatch for Run's worker. It blocks while the
@@ -284,15 +283,23 @@ func (c *Channel) onEvent(_ *discordgo.Session, e *discordgo.Event) {
 	}
 }
 
-// ErrUnauthorized is returned by Run when Discord rejects the token.
-var ErrUnauthorized = errors.New("discord: the bot token was rejected (401 Unauthorized); check channels.discord.token")
+// ErrUnauthorized is returned by Run (as a channels.FatalError) when
+// Discord rejects the token.
+var ErrUnauthorized = errors.New("discord: the bot token was rejected; check channels.discord.token")
+
+// ErrIntents is returned by Run (as a channels.FatalError) when Discord
+// refuses the intents the channel asks for.
+var ErrIntents = errors.New("discord: the gateway refused the intents (close 4014); enable the Message Content intent for the bot in the Discord developer portal")
 
 // Run opens the gateway, handles messages until ctx ends, and returns nil
-// then. A failing first connect is retried with backoff; after that
-// discordgo reconnects by itself. Only a rejected token ends it early.
+// then. Connecting and reconnecting are a channels.Loop's; a rejected token
+// or refused intents end it with a channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	// The worker stops when ctx ends or the Loop gives up.
+	wctx, stopWorker := context.WithCancel(ctx)
+	defer stopWorker()
 	c.mu.Lock()
-	c.stop = ctx.Done()
+	c.stop = wctx.Done()
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
@@ -300,57 +307,61 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 		c.mu.Unlock()
 		c.transport.CloseIdleConnections()
 	}()
-	for failures := 0; ; failures++ {
-		if failures > 0 {
-			if err := c.sleep(ctx, failures); err != nil {
-				return nil
-			}
-		}
-		err := c.s.Open()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			_ = c.s.Close()
-			return nil
-		}
-		var rest *discordgo.RESTError
-		if errors.As(err, &rest) && rest.Response != nil && rest.Response.StatusCode == http.StatusUnauthorized {
-			c.setHealth(channels.StateFailed, ErrUnauthorized)
-			return ErrUnauthorized
-		}
-		c.log.Warn("discord: connect failed; retrying", "err", c.redact(err.Error()), "failures", failures+1)
-		c.setHealth(channels.StateReconnecting, err)
-	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
 			select {
-			case <-ctx.Done():
+			case <-wctx.Done():
 				return
 			case e := <-c.events:
-				c.handle(ctx, in, e)
+				c.handle(wctx, in, e)
 			}
 		}
 	}()
-	<-ctx.Done()
-	<-done
-	if err := c.s.Close(); err != nil {
-		c.log.Debug("discord: close", "err", err)
+	loop := &channels.Loop{
+		Name: "discord", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
+		Redact: func(err error) string { return c.redact(err.Error()) },
 	}
-	c.setHealth(channels.StateStopped, nil)
-	return nil
+	err := loop.Run(ctx, c.session)
+	stopWorker()
+	<-done
+	if cerr := c.s.Close(); cerr != nil {
+		c.log.Debug("discord: close", "err", cerr)
+	}
+	return err
+}
+
+// session opens the gateway (Open returns once Discord sent READY or
+// RESUMED) and waits until the socket drops or ctx ends.
+func (c *Channel) session(ctx context.Context, up func()) error {
+	lost := make(chan struct{})
+	c.mu.Lock()
+	c.lost = lost
+	c.mu.Unlock()
+	if err := c.s.Open(); err != nil {
+		var rest *discordgo.RESTError
+		var closed *websocket.CloseError
+		switch {
+		case errors.As(err, &rest) && rest.Response != nil && rest.Response.StatusCode == http.StatusUnauthorized,
+			errors.As(err, &closed) && closed.Code == 4004:
+			return channels.Fatal(fmt.Errorf("%w (%s)", ErrUnauthorized, c.redact(err.Error())))
+		case errors.As(err, &closed) && closed.Code == 4014:
+			return channels.Fatal(ErrIntents)
+		}
+		return fmt.Errorf("open gateway: %w", err)
+	}
+	up()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-lost:
+		return errors.New("gateway disconnected")
+	}
 }
 
 // deliver hands m to the inbox, retrying a few times on failures other
 // than a denial.
 func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m bus.Inbound) {
 	channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
-}
-
-// sleep waits the backoff for the n-th consecutive failure (with jitter),
-// or until ctx ends.
-func (c *Channel) sleep(ctx context.Context, n int) error {
-	return channels.SleepBackoff(ctx, n, c.backoffMin, c.backoffMax)
 }

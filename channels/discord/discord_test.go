@@ -309,3 +309,41 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+// Close codes no retry can fix stop the channel for good, also when they
+// come on a reconnect after the channel had been up.
+func TestFatalCloseCodes(t *testing.T) {
+	t.Run("4004 at connect", func(t *testing.T) {
+		fake := discordtest.New(t)
+		ch := newChannel(t, fake, nil, func(c *Config) { c.Token = "not-the-token" })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := ch.Run(ctx, &inbox{})
+		if !errors.Is(err, ErrUnauthorized) || !channels.IsFatal(err) || !strings.Contains(err.Error(), "4004") {
+			t.Fatalf("Run = %v, want ErrUnauthorized (4004) as a fatal error", err)
+		}
+		if h := ch.Health(); h.State != channels.StateFailed || strings.Contains(h.LastError, "not-the-token") {
+			t.Errorf("Health = %+v, want failed without the token", h)
+		}
+	})
+	t.Run("4014 on reconnect", func(t *testing.T) {
+		fake := discordtest.New(t)
+		ch := newChannel(t, fake, nil, nil)
+		done := make(chan error, 1)
+		go func() { done <- ch.Run(t.Context(), &inbox{}) }()
+		waitFor(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
+		fake.CloseOnIdentify(4014)
+		fake.Drop()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrIntents) || !channels.IsFatal(err) {
+				t.Fatalf("Run = %v, want ErrIntents as a fatal error", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run kept reconnecting after close 4014")
+		}
+		if h := ch.Health(); h.State != channels.StateFailed || !strings.Contains(h.LastError, "4014") {
+			t.Errorf("Health = %+v, want failed naming 4014", h)
+		}
+	})
+}

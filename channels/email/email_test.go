@@ -2,6 +2,7 @@ package email
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -214,8 +215,8 @@ func TestWrongPasswordFails(t *testing.T) {
 	s := emailtest.New(t, emailtest.Options{})
 	ch := newChannel(t, s, nil, channels.Deps{}, func(c *Config) { c.IMAPPassword = "wrong-password-xyz" })
 	err := ch.Run(t.Context(), newRecorder(""))
-	if err == nil || strings.Contains(err.Error(), "wrong-password-xyz") {
-		t.Fatalf("Run = %v; want a login error without the password", err)
+	if !errors.Is(err, ErrLogin) || !channels.IsFatal(err) || strings.Contains(err.Error(), "wrong-password-xyz") {
+		t.Fatalf("Run = %v; want ErrLogin as a fatal error without the password", err)
 	}
 	if ch.Health().State != channels.StateFailed {
 		t.Errorf("health %+v", ch.Health())

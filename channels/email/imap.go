@@ -22,36 +22,23 @@ import (
 )
 
 // Run implements channels.Channel: watch the mailbox until ctx ends,
-// reconnecting with backoff and jitter after failures. A login the server
-// refuses ends Run with an error (the manager retries it later).
+// reconnecting with backoff and jitter after failures (a channels.Loop). A
+// login the server refuses ends Run with a channels.FatalError (ErrLogin):
+// the channel stays failed until a reload or restart.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
-	failures := 0
 	skipped := map[imap.UID]bool{} // mail left alone (strangers, robots), per connection's mailbox
-	for ctx.Err() == nil {
-		err := c.session(ctx, in, skipped, func() { failures = 0 })
-		if ctx.Err() != nil {
-			break
-		}
-		var login *loginError
-		if errors.As(err, &login) {
-			c.health.Set(channels.StateFailed, c.redact(err.Error()))
-			return err
-		}
-		failures++
-		c.health.Set(channels.StateReconnecting, c.redact(err.Error()))
-		c.log.Warn("email: IMAP connection failed; reconnecting", "err", c.redact(err.Error()), "attempt", failures)
-		if c.sleep(ctx, failures) != nil {
-			break
-		}
+	loop := &channels.Loop{
+		Name: "email", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
+		Redact: func(err error) string { return c.redact(err.Error()) },
 	}
-	c.health.Set(channels.StateStopped, "")
-	return nil
+	return loop.Run(ctx, func(ctx context.Context, up func()) error {
+		return c.session(ctx, in, skipped, up)
+	})
 }
 
-type loginError struct{ err error }
-
-func (e *loginError) Error() string { return "email: IMAP login refused: " + e.err.Error() }
-func (e *loginError) Unwrap() error { return e.err }
+// ErrLogin is returned by Run (as a channels.FatalError) when the IMAP
+// server refuses the username or password.
+var ErrLogin = errors.New("email: the IMAP server refused the login; check channels.email.imapUsername and imapPassword")
 
 // session is one IMAP connection: login, select, then process unseen mail
 // and wait for more (IDLE or polling) until an error or ctx ends.
@@ -87,17 +74,18 @@ func (c *Channel) session(ctx context.Context, in channels.Inbox, skipped map[im
 	defer func() { close(stop); wg.Wait() }()
 
 	if err := cli.Login(c.cfg.IMAPUsername, c.cfg.IMAPPassword).Wait(); err != nil {
+		// A NO or BAD answer refuses these credentials; only UNAVAILABLE
+		// says to try again later.
 		var ie *imap.Error
-		if errors.As(err, &ie) {
-			return &loginError{err}
+		if errors.As(err, &ie) && ie.Code != imap.ResponseCodeUnavailable {
+			return channels.Fatal(fmt.Errorf("%w: %w", ErrLogin, err))
 		}
-		return err
+		return fmt.Errorf("login: %w", err)
 	}
 	if _, err := cli.Select(c.cfg.IMAPMailbox, nil).Wait(); err != nil {
 		return fmt.Errorf("select %s: %w", c.cfg.IMAPMailbox, err)
 	}
 	clear(skipped) // UIDs may have changed while we were away
-	c.health.Set(channels.StateConnected, "")
 	connected()
 	idle := cli.Caps().Has(imap.CapIdle)
 	c.log.Info("email: connected", "mailbox", c.cfg.IMAPMailbox, "idle", idle)
@@ -291,10 +279,4 @@ func (c *Channel) toInbound(in channels.Inbox, uid imap.UID, raw []byte) (bus.In
 // reports whether the message was taken.
 func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m bus.Inbound) bool {
 	return channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
-}
-
-// sleep waits the backoff for the n-th consecutive failure (with jitter),
-// or until ctx ends.
-func (c *Channel) sleep(ctx context.Context, n int) error {
-	return channels.SleepBackoff(ctx, n, c.backoffMin, c.backoffMax)
 }

@@ -23,7 +23,7 @@ import (
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	defer c.tr.CloseIdleConnections()
 	defer c.bg.Wait()
-	loop := &kit.Loop{Name: "feishu", Log: c.log, Health: &c.health, Redact: c.redact, Min: c.backoffMin, Max: c.backoffMax}
+	loop := &channels.Loop{Name: "feishu", Log: c.log, Health: &c.health, Redact: c.redact.Error, Min: c.backoffMin, Max: c.backoffMax}
 	return loop.Run(ctx, func(ctx context.Context, up func()) error { return c.session(ctx, in, up) })
 }
 
@@ -34,7 +34,7 @@ var retryCodes = map[string]bool{"1": true, "1000040343": true}
 func (c *Channel) session(ctx context.Context, in channels.Inbox, up func()) error {
 	if _, err := c.tokens.Get(ctx); err != nil {
 		if rejected(err) {
-			return kit.Fatal(err)
+			return channels.Fatal(err)
 		}
 		return err
 	}
@@ -42,7 +42,7 @@ func (c *Channel) session(ctx context.Context, in channels.Inbox, up func()) err
 		id, err := c.fetchBotID(ctx)
 		if err != nil {
 			if rejected(err) {
-				return kit.Fatal(err)
+				return channels.Fatal(err)
 			}
 			return err
 		}
@@ -54,7 +54,7 @@ func (c *Channel) session(ctx context.Context, in channels.Inbox, up func()) err
 	if err != nil {
 		var ae *kit.APIError
 		if errors.As(err, &ae) && !retryCodes[ae.Code] && rejected(err) {
-			return kit.Fatal(err)
+			return channels.Fatal(err)
 		}
 		return err
 	}

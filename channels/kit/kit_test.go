@@ -121,63 +121,6 @@ func TestTokenCacheErrorsAreNotCached(t *testing.T) {
 	}
 }
 
-func TestLoopReconnectsAndStops(t *testing.T) {
-	var h channels.HealthState
-	var sessions atomic.Int32
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	l := &Loop{Name: "x", Health: &h, Redact: NewRedactor("s3cret"), Min: time.Millisecond, Max: 2 * time.Millisecond}
-	done := make(chan error, 1)
-	go func() {
-		done <- l.Run(ctx, func(ctx context.Context, up func()) error {
-			switch sessions.Add(1) {
-			case 1:
-				return errors.New("dial failed with s3cret")
-			case 2:
-				up()
-				return errors.New("socket closed")
-			default:
-				up()
-				<-ctx.Done()
-				return ctx.Err()
-			}
-		})
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for sessions.Load() < 3 || h.Get().State != channels.StateConnected {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %d sessions state %+v", sessions.Load(), h.Get())
-		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run after cancel: %v", err)
-	}
-	if h.Get().State != channels.StateStopped {
-		t.Fatalf("state after stop %+v", h.Get())
-	}
-}
-
-func TestLoopFatalStops(t *testing.T) {
-	var h channels.HealthState
-	l := &Loop{Name: "x", Health: &h, Redact: NewRedactor("s3cret"), Min: time.Millisecond}
-	n := 0
-	err := l.Run(context.Background(), func(ctx context.Context, up func()) error {
-		n++
-		if n < 3 {
-			return errors.New("transient")
-		}
-		return Fatal(errors.New("bad secret s3cret"))
-	})
-	if err == nil || strings.Contains(err.Error(), "s3cret") || n != 3 {
-		t.Fatalf("err %v after %d sessions", err, n)
-	}
-	if st := h.Get(); st.State != channels.StateFailed || strings.Contains(st.LastError, "s3cret") {
-		t.Fatalf("health %+v", st)
-	}
-}
-
 func TestClient(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Token") != "tok-abcdef" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -277,8 +278,8 @@ func TestRejectedTokenEndsRun(t *testing.T) {
 	select {
 	case err := <-done:
 		done <- err
-		if err == nil || strings.Contains(err.Error(), "not-a-valid-token") {
-			t.Fatalf("Run returned %v; want an error without the token", err)
+		if !errors.Is(err, ErrUnauthorized) || !channels.IsFatal(err) || !strings.Contains(err.Error(), "M_UNKNOWN_TOKEN") || strings.Contains(err.Error(), "not-a-valid-token") {
+			t.Fatalf("Run returned %v; want ErrUnauthorized (M_UNKNOWN_TOKEN) as a fatal error without the token", err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Run kept going with a rejected token")

@@ -194,14 +194,6 @@ func (c *Channel) EditInterval() time.Duration { return c.editInterval }
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }
 
-func (c *Channel) setHealth(state channels.State, err error) {
-	msg := ""
-	if err != nil {
-		msg = c.redact(err.Error())
-	}
-	c.health.Set(state, msg)
-}
-
 // redact removes the credentials from text (errors may quote requests).
 func (c *Channel) redact(s string) string {
 	for _, secret := range []string{c.cli.AccessToken, c.cfg.AccessToken, c.cfg.Password} {

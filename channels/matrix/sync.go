@@ -17,72 +17,72 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 )
 
-// Run implements channels.Channel: log in, then /sync until ctx ends. A
-// failed sync is retried with backoff and jitter (health: reconnecting); an
-// access token the homeserver no longer accepts ends Run with an error.
+// ErrUnauthorized is returned by Run (as a channels.FatalError) when the
+// homeserver rejects the access token or the password.
+var ErrUnauthorized = errors.New("matrix: the homeserver rejected the credentials; check channels.matrix.accessToken (or password)")
+
+// Run implements channels.Channel: log in, then /sync until ctx ends.
+// Failures are retried by a channels.Loop with backoff and jitter (health:
+// reconnecting); credentials the homeserver no longer accepts
+// (M_UNKNOWN_TOKEN, M_FORBIDDEN at login) end Run with a
+// channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	started := time.Now()
 	defer c.cli.Client.CloseIdleConnections()
-	if err := c.login(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		c.setHealth(channels.StateFailed, err)
-		return err
-	}
 	since, err := c.loadSince()
 	if err != nil {
 		c.log.Warn("matrix: sync state unreadable; starting from now", "err", err)
 	}
 	first := since == ""
-	failures := 0
-	for ctx.Err() == nil {
-		timeout := c.pollTimeout
-		if first || failures > 0 {
-			timeout = 0
-		}
-		resp, err := c.cli.FullSyncRequest(ctx, mautrix.ReqSync{Timeout: int(timeout / time.Millisecond), Since: since})
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			if errors.Is(err, mautrix.MUnknownToken) {
-				err = fmt.Errorf("matrix: the homeserver rejected the access token (%s)", c.redact(err.Error()))
-				c.setHealth(channels.StateFailed, err)
-				return err
-			}
-			failures++
-			c.setHealth(channels.StateReconnecting, err)
-			c.log.Warn("matrix: sync failed; retrying", "err", c.redact(err.Error()), "attempt", failures)
-			if c.sleep(ctx, failures) != nil {
-				break
-			}
-			continue
-		}
-		if failures > 0 {
-			c.log.Info("matrix: sync recovered", "after_attempts", failures)
-		}
-		failures = 0
-		c.setHealth(channels.StateConnected, nil)
-		backlog := time.Time{}
-		if first {
-			backlog = started
-		}
-		c.process(ctx, in, resp, backlog)
-		if ctx.Err() != nil {
-			break // the batch may be half delivered: sync it again next time
-		}
-		since, first = resp.NextBatch, false
-		if err := c.saveSince(since); err != nil {
-			c.log.Warn("matrix: saving the sync token failed", "err", err)
-		}
+	loop := &channels.Loop{
+		Name: "matrix", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
+		Redact: func(err error) string { return c.redact(err.Error()) },
 	}
-	c.setHealth(channels.StateStopped, nil)
-	return nil
+	return loop.Run(ctx, func(ctx context.Context, up func()) error {
+		if err := c.login(ctx); err != nil {
+			return err
+		}
+		up()
+		// The first sync of a session does not wait: it shows at once
+		// whether the homeserver answers.
+		timeout := time.Duration(0)
+		for {
+			resp, err := c.cli.FullSyncRequest(ctx, mautrix.ReqSync{Timeout: int(timeout / time.Millisecond), Since: since})
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return credentialError("sync", err)
+			}
+			timeout = c.pollTimeout
+			backlog := time.Time{}
+			if first {
+				backlog = started
+			}
+			c.process(ctx, in, resp, backlog)
+			if ctx.Err() != nil {
+				return nil // the batch may be half delivered: sync it again next time
+			}
+			since, first = resp.NextBatch, false
+			if err := c.saveSince(since); err != nil {
+				c.log.Warn("matrix: saving the sync token failed", "err", err)
+			}
+		}
+	})
 }
 
-// login checks the access token (whoami) or, without one, logs in with
-// the password; either way the bot learns its own user and device id.
+// credentialError wraps err from a call named what, marked fatal when the
+// homeserver refused the credentials.
+func credentialError(what string, err error) error {
+	if errors.Is(err, mautrix.MUnknownToken) || errors.Is(err, mautrix.MForbidden) || errors.Is(err, mautrix.MUserDeactivated) {
+		return channels.Fatal(fmt.Errorf("%w (%s: %w)", ErrUnauthorized, what, err))
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// login logs in with the password when there is no access token (once per
+// Run), then checks who the token belongs to: the homeserver has accepted
+// the credentials once it returns nil.
 func (c *Channel) login(ctx context.Context) error {
 	if c.cli.AccessToken == "" {
 		resp, err := c.cli.Login(ctx, &mautrix.ReqLogin{
@@ -92,16 +92,16 @@ func (c *Channel) login(ctx context.Context) error {
 			InitialDeviceDisplayName: "nanobot", StoreCredentials: true,
 		})
 		if err != nil {
-			return fmt.Errorf("matrix: password login as %s: %s", c.cfg.UserID, c.redact(err.Error()))
+			return credentialError("password login as "+c.cfg.UserID, err)
 		}
 		c.log.Info("matrix: logged in with the password; put an accessToken in the config to avoid a new device per start", "device", resp.DeviceID)
 	}
 	who, err := c.cli.Whoami(ctx)
 	if err != nil {
-		return fmt.Errorf("matrix: whoami: %s", c.redact(err.Error()))
+		return credentialError("whoami", err)
 	}
 	if who.UserID != c.me {
-		return fmt.Errorf("matrix: the access token belongs to %s, not userId %s", who.UserID, c.me)
+		return channels.Fatal(fmt.Errorf("matrix: the access token belongs to %s, not userId %s", who.UserID, c.me))
 	}
 	c.cli.DeviceID = who.DeviceID
 	c.log.Info("matrix: connected", "user", who.UserID, "device", who.DeviceID)
@@ -205,12 +205,6 @@ func (c *Channel) markSeen(eid id.EventID) bool {
 		c.seenQ = c.seenQ[1:]
 	}
 	return true
-}
-
-// sleep waits the backoff for the n-th consecutive failure (with jitter),
-// or until ctx ends.
-func (c *Channel) sleep(ctx context.Context, n int) error {
-	return channels.SleepBackoff(ctx, n, c.backoffMin, c.backoffMax)
 }
 
 // syncState is what the state file holds.

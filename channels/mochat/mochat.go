@@ -205,7 +205,7 @@ func (c *Channel) Health() channels.Health { return c.health.Get() }
 // until ctx ends; it returns nil then. A failed request restarts every
 // watcher after a backoff; a rejected token ends Run.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
-	loop := &kit.Loop{Name: "mochat", Log: c.log, Health: &c.health, Redact: c.redact, Min: c.backoffMin, Max: c.backoffMax}
+	loop := &channels.Loop{Name: "mochat", Log: c.log, Health: &c.health, Redact: c.redact.Error, Min: c.backoffMin, Max: c.backoffMax}
 	err := loop.Run(ctx, func(ctx context.Context, up func()) error { return c.serve(ctx, in, up) })
 	c.http.CloseIdleConnections()
 	return err
@@ -220,7 +220,7 @@ func (c *Channel) call(ctx context.Context, path string, body, out any) error {
 	err := c.api.Do(ctx, http.MethodPost, path, body, &env)
 	if err != nil {
 		if kit.Unauthorized(err) || isForbidden(err) {
-			return kit.Fatal(fmt.Errorf("mochat: the server rejected clawToken: %w", err))
+			return channels.Fatal(fmt.Errorf("mochat: the server rejected clawToken: %w", err))
 		}
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/nanobot-go/nanobot/channels/kit"
+	"github.com/nanobot-go/nanobot/channels"
 )
 
 // Gateway opcodes.
@@ -80,7 +80,7 @@ func (c *Channel) connect(ctx context.Context, up func(), events chan<- event) e
 	tok, err := c.tokens.Get(ctx)
 	if err != nil {
 		if credentialsRejected(err) {
-			return kit.Fatal(fmt.Errorf("qq: bots.qq.com rejected appId/secret: %w", err))
+			return channels.Fatal(fmt.Errorf("qq: bots.qq.com rejected appId/secret: %w", err))
 		}
 		return err
 	}
@@ -342,13 +342,13 @@ func (c *Channel) closeStatus(err error, tok string) {
 func fatalClose(err error) error {
 	switch code := websocket.CloseStatus(err); code {
 	case 4010, 4011, 4012:
-		return kit.Fatal(fmt.Errorf("qq: the gateway refused the connection (close %d: shard or version); %w", code, err))
+		return channels.Fatal(fmt.Errorf("qq: the gateway refused the connection (close %d: shard or version); %w", code, err))
 	case 4013, 4014:
-		return kit.Fatal(fmt.Errorf("qq: the bot lacks permission for the message intents (close %d); check the bot's 权限 on q.qq.com: %w", code, err))
+		return channels.Fatal(fmt.Errorf("qq: the bot lacks permission for the message intents (close %d); check the bot's 权限 on q.qq.com: %w", code, err))
 	case 4914:
-		return kit.Fatal(fmt.Errorf("qq: the bot is offline or limited to the sandbox (close 4914): %w", err))
+		return channels.Fatal(fmt.Errorf("qq: the bot is offline or limited to the sandbox (close 4914): %w", err))
 	case 4915:
-		return kit.Fatal(fmt.Errorf("qq: the bot is banned (close 4915): %w", err))
+		return channels.Fatal(fmt.Errorf("qq: the bot is banned (close 4915): %w", err))
 	}
 	return err
 }

@@ -6,7 +6,7 @@
 // Session) for events and REST v2 for replies, with an app access token from
 // bots.qq.com (kit.TokenCache refreshes it before it expires).
 //
-// Receiving: one websocket at a time, run by kit.Loop (backoff with jitter,
+// Receiving: one websocket at a time, run by channels.Loop (backoff with jitter,
 // health). Dispatches go, in order, to one worker; the sequence number the
 // heartbeat and Resume report is advanced only after Deliver returned for
 // the event, so a message lost in a dropped connection is replayed by the
@@ -238,7 +238,7 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 		defer close(done)
 		c.work(wctx, in, events)
 	}()
-	loop := &kit.Loop{Name: "qq", Log: c.log, Health: &c.health, Redact: c.redact, Min: c.backoffMin, Max: c.backoffMax}
+	loop := &channels.Loop{Name: "qq", Log: c.log, Health: &c.health, Redact: c.redact.Error, Min: c.backoffMin, Max: c.backoffMax}
 	err := loop.Run(ctx, func(ctx context.Context, up func()) error { return c.connect(ctx, up, events) })
 	stop()
 	<-done

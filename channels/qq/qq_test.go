@@ -3,6 +3,7 @@ package qq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -243,8 +244,8 @@ func TestBadCredentialsStopRun(t *testing.T) {
 	go func() { done <- ch.Run(t.Context(), &channeltest.Recorder{}) }()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "100016") {
-			t.Fatalf("Run = %v, want the platform's refusal", err)
+		if err == nil || !strings.Contains(err.Error(), "100016") || !channels.IsFatal(err) {
+			t.Fatalf("Run = %v, want the platform's refusal as a fatal error", err)
 		}
 		if strings.Contains(err.Error(), "wrong-secret-value") {
 			t.Fatalf("the error shows the secret: %v", err)
@@ -365,24 +366,26 @@ func TestCloseCodes(t *testing.T) {
 		fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: aliceID, Content: "still here"})
 		in.Wait(t, "still here")
 	})
-	t.Run("4914 bot offline: Run gives up", func(t *testing.T) {
-		fake := newFake(t)
-		ch := newChannel(t, fake, nil, "", nil)
-		fake.CloseNext(4914)
-		done := make(chan error, 1)
-		go func() { done <- ch.Run(t.Context(), &channeltest.Recorder{}) }()
-		select {
-		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), "4914") {
-				t.Fatalf("Run = %v, want the close 4914 reported", err)
+	for _, code := range []int{4013, 4014, 4914, 4915} {
+		t.Run(fmt.Sprintf("%d: Run gives up for good", code), func(t *testing.T) {
+			fake := newFake(t)
+			ch := newChannel(t, fake, nil, "", nil)
+			fake.CloseNext(code)
+			done := make(chan error, 1)
+			go func() { done <- ch.Run(t.Context(), &channeltest.Recorder{}) }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), fmt.Sprint(code)) || !channels.IsFatal(err) {
+					t.Fatalf("Run = %v (fatal %v), want the close %d reported as fatal", err, channels.IsFatal(err), code)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Run kept reconnecting after close %d", code)
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("Run kept reconnecting after close 4914")
-		}
-		if st := ch.Health().State; st != channels.StateFailed {
-			t.Errorf("health %s, want failed", st)
-		}
-	})
+			if h := ch.Health(); h.State != channels.StateFailed || !strings.Contains(h.LastError, fmt.Sprint(code)) {
+				t.Errorf("health %+v, want failed naming close %d", h, code)
+			}
+		})
+	}
 }
 
 // flakyInbox fails the first n deliveries of messages containing text.

@@ -19,10 +19,16 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
+// link is how a session reports the connection state to the Loop: up on
+// hello, lost while the Socket Mode library reconnects by itself.
+type link struct {
+	up   func()
+	lost func(error)
+}
+
 // session learns who the bot is, then runs one Socket Mode client until it
-// fails or ctx ends. It returns nil after it had been connected (the
-// caller reconnects at once), an error when it never got that far.
-func (c *Channel) session(ctx context.Context, in channels.Inbox) error {
+// fails or ctx ends, and returns why.
+func (c *Channel) session(ctx context.Context, in channels.Inbox, l link) error {
 	auth, err := c.api.AuthTestContext(ctx)
 	if err != nil {
 		return fmt.Errorf("auth.test: %w", err)
@@ -47,29 +53,25 @@ func (c *Channel) session(ctx context.Context, in channels.Inbox) error {
 		case <-ctx.Done():
 			loop = false
 		case ev := <-sm.Events:
-			if c.handleEvent(ctx, sm, in, ev) {
-				connected = true
-			}
+			c.handleEvent(ctx, sm, in, ev, l, &connected)
 		}
 	}
 	wg.Wait()
 	err = <-runErr
-	if connected || ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return nil
-	}
-	if err == nil {
+	if err == nil || errors.Is(err, context.Canceled) {
 		err = errors.New("socket mode ended")
 	}
 	return err
 }
 
-// handleEvent handles one socketmode event; it reports true once the
-// connection is up.
-func (c *Channel) handleEvent(ctx context.Context, sm *socketmode.Client, in channels.Inbox, ev socketmode.Event) bool {
+// handleEvent handles one socketmode event; connected tracks whether the
+// connection is up, for reporting its loss.
+func (c *Channel) handleEvent(ctx context.Context, sm *socketmode.Client, in channels.Inbox, ev socketmode.Event, l link, connected *bool) {
 	switch ev.Type {
 	case socketmode.EventTypeConnecting:
-		if c.Health().State == channels.StateConnected {
-			c.setHealth(channels.StateReconnecting, nil)
+		if *connected {
+			*connected = false
+			l.lost(nil)
 		}
 	case socketmode.EventTypeConnectionError:
 		err := errors.New("connection error")
@@ -77,13 +79,12 @@ func (c *Channel) handleEvent(ctx context.Context, sm *socketmode.Client, in cha
 			err = ce.ErrorObj
 		}
 		c.log.Warn("slack: socket mode connect failed; the library retries", "err", c.redact(err.Error()))
-		c.setHealth(channels.StateReconnecting, err)
-	case socketmode.EventTypeHello, socketmode.EventTypeConnected:
-		c.setHealth(channels.StateConnected, nil)
-		if ev.Type == socketmode.EventTypeHello {
-			c.log.Info("slack: connected", "bot", c.self())
-		}
-		return true
+		*connected = false
+		l.lost(err)
+	case socketmode.EventTypeHello: // Slack confirmed the connection
+		*connected = true
+		l.up()
+		c.log.Info("slack: connected", "bot", c.self())
 	case socketmode.EventTypeIncomingError, socketmode.EventTypeErrorWriteFailed:
 		c.log.Warn("slack: socket mode error", "type", string(ev.Type), "data", fmt.Sprint(ev.Data))
 	case socketmode.EventTypeErrorBadMessage:
@@ -104,7 +105,7 @@ func (c *Channel) handleEvent(ctx context.Context, sm *socketmode.Client, in cha
 		api, ok := ev.Data.(slackevents.EventsAPIEvent)
 		if !ok || ev.Request == nil {
 			c.log.Warn("slack: events_api envelope without an event skipped")
-			return true
+			return
 		}
 		c.handleEventsAPI(ctx, in, api)
 		// Only now, after Deliver returned (or the event was skipped).
@@ -116,7 +117,7 @@ func (c *Channel) handleEvent(ctx context.Context, sm *socketmode.Client, in cha
 			_ = sm.AckCtx(ctx, ev.Request.EnvelopeID, nil) // not used; acked so Slack does not retry
 		}
 	}
-	return false
+	return
 }
 
 // handleEventsAPI turns an app_mention or message event into an Inbound

@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -207,14 +206,6 @@ func (c *Channel) EditInterval() time.Duration { return c.editInterval }
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }
 
-func (c *Channel) setHealth(state channels.State, err error) {
-	msg := ""
-	if err != nil {
-		msg = c.redact(err.Error())
-	}
-	c.health.Set(state, msg)
-}
-
 // redact removes the tokens from an error text.
 func (c *Channel) redact(s string) string {
 	return strings.NewReplacer(c.cfg.BotToken, "***", c.cfg.AppToken, "***").Replace(s)
@@ -226,57 +217,48 @@ func (c *Channel) self() string {
 	return c.botID
 }
 
-// ErrUnauthorized is returned by Run when Slack rejects a token.
-var ErrUnauthorized = errors.New("slack: a token was rejected (invalid_auth); check channels.slack.appToken and botToken")
+// ErrUnauthorized is returned by Run (as a channels.FatalError) when Slack
+// rejects a token or the workspace deactivated the app.
+var ErrUnauthorized = errors.New("slack: a token was rejected; check channels.slack.appToken and botToken")
+
+// authErrors are Slack error codes no retry can fix.
+var authErrors = []string{"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "not_allowed_token_type"}
 
 // Run connects, receives until ctx ends, and returns nil then. Transient
-// failures are retried with backoff; only a rejected token ends it early.
+// failures are retried with backoff by a channels.Loop; a rejected token
+// ends it with a channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
-	defer func() {
-		c.http.CloseIdleConnections()
-		if ctx.Err() != nil {
-			c.setHealth(channels.StateStopped, nil)
-		}
-	}()
-	for failures := 0; ; {
-		if failures > 0 {
-			if c.sleep(ctx, failures) != nil {
-				return nil
-			}
-		}
-		err := c.session(ctx, in)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if isAuthError(err) {
-			c.setHealth(channels.StateFailed, ErrUnauthorized)
-			return ErrUnauthorized
-		}
-		if err == nil { // a session that connected resets the backoff
-			failures = 0
-			continue
-		}
-		failures++
-		c.log.Warn("slack: connection failed; retrying", "err", c.redact(err.Error()), "failures", failures)
-		c.setHealth(channels.StateReconnecting, err)
+	defer c.http.CloseIdleConnections()
+	loop := &channels.Loop{
+		Name: "slack", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
+		Redact: func(err error) string { return c.redact(err.Error()) },
 	}
+	return loop.Run(ctx, func(ctx context.Context, up func()) error {
+		err := c.session(ctx, in, link{up: up, lost: loop.Lost})
+		if code := authError(err); code != "" {
+			return channels.Fatal(fmt.Errorf("%w (%s)", ErrUnauthorized, code))
+		}
+		return err
+	})
 }
 
-func isAuthError(err error) bool {
+// authError returns the Slack error code of err when it is one of
+// authErrors, or "".
+func authError(err error) string {
+	if err == nil {
+		return ""
+	}
+	code := err.Error()
 	var se slack.SlackErrorResponse
 	if errors.As(err, &se) {
-		return slices.Contains([]string{"invalid_auth", "not_authed", "account_inactive", "token_revoked"}, se.Err)
+		code = se.Err
 	}
-	if err != nil {
-		return slices.Contains([]string{"invalid_auth", "not_authed", "account_inactive", "token_revoked"}, err.Error())
+	for _, a := range authErrors {
+		if code == a || strings.HasSuffix(code, ": "+a) {
+			return a
+		}
 	}
-	return false
-}
-
-// sleep waits the backoff for the n-th consecutive failure (with jitter),
-// or until ctx ends.
-func (c *Channel) sleep(ctx context.Context, n int) error {
-	return channels.SleepBackoff(ctx, n, c.backoffMin, c.backoffMax)
+	return ""
 }
 
 // seenSet remembers recent message keys: Slack sends a mention in a

@@ -410,3 +410,29 @@ func TestSendMedia(t *testing.T) {
 		t.Errorf("sent = %+v", sent)
 	}
 }
+
+// A rejected token stops the channel for good: a bad bot token fails
+// auth.test, a bad app token fails apps.connections.open.
+func TestRejectedTokenIsFatal(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"bot token", func(c *Config) { c.BotToken = "xoxb-not-the-token" }},
+		{"app token", func(c *Config) { c.AppToken = "xapp-not-the-token" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := slacktest.New(t)
+			ch := newChannel(t, fake, nil, tt.edit)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := ch.Run(ctx, &channeltest.Recorder{})
+			if !errors.Is(err, ErrUnauthorized) || !channels.IsFatal(err) || !strings.Contains(err.Error(), "invalid_auth") {
+				t.Fatalf("Run = %v, want ErrUnauthorized (invalid_auth) as a fatal error", err)
+			}
+			if h := ch.Health(); h.State != channels.StateFailed || strings.Contains(h.LastError, "not-the-token") {
+				t.Errorf("Health = %+v, want failed without the token", h)
+			}
+		})
+	}
+}

@@ -177,6 +177,9 @@ type Channel struct {
 	health channels.HealthState
 	me     *models.User
 	inbox  channels.Inbox
+	// conflictSince and conflictLast bound the current run of 409
+	// Conflict answers (see conflict).
+	conflictSince, conflictLast time.Time
 }
 
 var (
@@ -263,14 +266,6 @@ func (c *Channel) EditInterval() time.Duration { return c.editInterval }
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }
 
-func (c *Channel) setHealth(state channels.State, err error) {
-	msg := ""
-	if err != nil {
-		msg = c.redact(err.Error())
-	}
-	c.health.Set(state, msg)
-}
-
 // redact removes the bot token from an error text.
 func (c *Channel) redact(s string) string {
 	return strings.ReplaceAll(s, c.cfg.Token, "***")
@@ -282,14 +277,22 @@ func (c *Channel) self() *models.User {
 	return c.me
 }
 
-// ErrUnauthorized is returned by Run when Telegram rejects the token.
+// ErrUnauthorized is returned by Run (as a channels.FatalError) when
+// Telegram rejects the token.
 var ErrUnauthorized = errors.New("telegram: the bot token was rejected (401 Unauthorized); check channels.telegram.token")
 
+// ErrConflict is returned by Run (as a channels.FatalError) when another
+// process keeps polling the same bot (409 Conflict for longer than
+// conflictGrace).
+var ErrConflict = errors.New("telegram: another process keeps polling this bot (409 Conflict: terminated by other getUpdates request); stop the other gateway, then reload or restart this one")
+
 // Run connects, receives until ctx ends, and returns nil then. Transient
-// failures are retried with backoff; only a rejected token ends it early.
+// failures are retried with backoff by a channels.Loop; a rejected token and
+// a lasting conflict with another poller end it with a channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	c.mu.Lock()
 	c.inbox = in
+	c.conflictSince, c.conflictLast = time.Time{}, time.Time{}
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
@@ -298,81 +301,69 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 		c.http.CloseIdleConnections()
 		c.files.CloseIdleConnections()
 		c.stt.CloseIdleConnections()
-		if ctx.Err() != nil {
-			c.setHealth(channels.StateStopped, nil)
-		}
 	}()
-	if err := c.connect(ctx); err != nil {
-		if ctx.Err() != nil {
+	loop := &channels.Loop{
+		Name: "telegram", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
+		Redact: func(err error) string { return c.redact(err.Error()) },
+	}
+	registered := false
+	return loop.Run(ctx, func(ctx context.Context, up func()) error {
+		if err := c.connect(ctx, !registered); err != nil {
+			return err
+		}
+		registered = true
+		up()
+		if c.cfg.WebhookURL != "" {
+			<-ctx.Done() // WebhookHandler receives
 			return nil
 		}
-		return err
-	}
-	if c.cfg.WebhookURL != "" {
-		<-ctx.Done() // WebhookHandler receives
-		return nil
-	}
-	return c.poll(ctx)
+		return c.poll(ctx)
+	})
 }
 
-// connect learns who the bot is, registers the commands and sets up the
-// webhook (or removes one, for polling), retrying until it works.
-func (c *Channel) connect(ctx context.Context) error {
-	for failures := 0; ; failures++ {
-		if failures > 0 {
-			if err := c.sleep(ctx, failures); err != nil {
-				return err
-			}
+// connect learns who the bot is, registers the commands (the first time)
+// and sets up the webhook (or removes one, for polling): Telegram has
+// confirmed the token once it returns nil.
+func (c *Channel) connect(ctx context.Context, register bool) error {
+	me, err := c.api.GetMe(ctx)
+	if err != nil {
+		if errors.Is(err, bot.ErrorUnauthorized) {
+			return channels.Fatal(ErrUnauthorized)
 		}
-		me, err := c.api.GetMe(ctx)
-		if err != nil {
-			if errors.Is(err, bot.ErrorUnauthorized) {
-				c.setHealth(channels.StateFailed, ErrUnauthorized)
-				return ErrUnauthorized
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			c.log.Warn("telegram: connect failed; retrying", "err", c.redact(err.Error()), "failures", failures+1)
-			c.setHealth(channels.StateReconnecting, err)
-			continue
-		}
-		c.mu.Lock()
-		c.me = me
-		c.mu.Unlock()
+		return fmt.Errorf("getMe: %w", err)
+	}
+	c.mu.Lock()
+	c.me = me
+	c.mu.Unlock()
+	if register {
 		if _, err := c.api.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: commands}); err != nil && ctx.Err() == nil {
 			c.log.Warn("telegram: registering commands failed", "err", c.redact(err.Error()))
 		}
-		if c.cfg.WebhookURL != "" {
-			_, err = c.api.SetWebhook(ctx, &bot.SetWebhookParams{URL: c.cfg.WebhookURL, SecretToken: c.cfg.WebhookSecret, AllowedUpdates: allowedUpdates})
-		} else {
-			// getUpdates fails while a webhook is set.
-			_, err = c.api.DeleteWebhook(ctx, &bot.DeleteWebhookParams{})
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			c.log.Warn("telegram: webhook setup failed; retrying", "err", c.redact(err.Error()))
-			c.setHealth(channels.StateReconnecting, err)
-			continue
-		}
-		c.setHealth(channels.StateConnected, nil)
-		c.log.Info("telegram: connected", "bot", me.Username, "mode", map[bool]string{true: "webhook", false: "polling"}[c.cfg.WebhookURL != ""])
-		return nil
 	}
+	if c.cfg.WebhookURL != "" {
+		_, err = c.api.SetWebhook(ctx, &bot.SetWebhookParams{URL: c.cfg.WebhookURL, SecretToken: c.cfg.WebhookSecret, AllowedUpdates: allowedUpdates})
+	} else {
+		// getUpdates fails while a webhook is set.
+		_, err = c.api.DeleteWebhook(ctx, &bot.DeleteWebhookParams{})
+	}
+	if err != nil {
+		return fmt.Errorf("webhook setup: %w", err)
+	}
+	c.log.Info("telegram: connected", "bot", me.Username, "mode", map[bool]string{true: "webhook", false: "polling"}[c.cfg.WebhookURL != ""])
+	return nil
 }
 
 var allowedUpdates = []string{"message", "channel_post"}
 
-// poll long-polls through the library until ctx ends.
+// poll long-polls through the library until ctx ends or a poll fails; it
+// returns why (the Loop reconnects with backoff).
 func (c *Channel) poll(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := &poller{c: c, stop: cancel, idle: make(chan struct{})}
 	close(p.idle)
-	// A fresh library client per Run: its offset starts over, so updates a
-	// previous Run took but did not deliver are fetched again.
+	// A fresh library client per session: its offset starts over, so
+	// updates a previous session took but did not deliver are fetched again.
 	b, err := c.newBot(p,
 		bot.WithDefaultHandler(p.handle),
 		bot.WithNotAsyncHandlers(), // in order, and done before the next poll acks
@@ -383,10 +374,31 @@ func (c *Channel) poll(ctx context.Context) error {
 		return err
 	}
 	b.Start(ctx)
-	if cause := context.Cause(ctx); errors.Is(cause, ErrUnauthorized) {
-		return ErrUnauthorized
+	if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
+		return cause
 	}
 	return nil
+}
+
+// conflictGrace is how long 409 Conflict answers may keep coming before the
+// channel gives up. A gateway restarted quickly can see a few for up to one
+// poll timeout (its previous process's getUpdates is still held by
+// Telegram); a second gateway polling the same bot makes them go on for
+// good, each process knocking the other's poll off, so both would
+// tug-of-war over updates forever.
+func (c *Channel) conflictGrace() time.Duration { return 2 * c.pollTimeout }
+
+// conflict records a 409 answer and reports whether conflicts have now gone
+// on for longer than conflictGrace without a quiet gap that long.
+func (c *Channel) conflict(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	grace := c.conflictGrace()
+	if c.conflictLast.IsZero() || now.Sub(c.conflictLast) > grace {
+		c.conflictSince = now
+	}
+	c.conflictLast = now
+	return now.Sub(c.conflictSince) >= grace
 }
 
 // libraryError receives the library's own error reports (a failed poll,
@@ -396,10 +408,4 @@ func (c *Channel) libraryError(err error) {
 		return
 	}
 	c.log.Warn("telegram: bot api error", "err", c.redact(err.Error()))
-}
-
-// sleep waits the backoff for the n-th consecutive failure (with jitter),
-// or until ctx ends.
-func (c *Channel) sleep(ctx context.Context, n int) error {
-	return channels.SleepBackoff(ctx, n, c.backoffMin, c.backoffMax)
 }

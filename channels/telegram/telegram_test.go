@@ -158,7 +158,7 @@ func run(t *testing.T, ch *Channel) *inbox {
 			t.Error("Run did not return within 5 s")
 		}
 	})
-	waitFor(t, "the channel to connect", func() bool { return ch.Health().State != channels.StateStarting })
+	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
 	return in
 }
 
@@ -251,11 +251,55 @@ func TestUnauthorizedTokenEndsRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := ch.Run(ctx, &inbox{})
-	if !errors.Is(err, ErrUnauthorized) {
-		t.Fatalf("Run = %v, want ErrUnauthorized", err)
+	if !errors.Is(err, ErrUnauthorized) || !channels.IsFatal(err) {
+		t.Fatalf("Run = %v, want ErrUnauthorized as a fatal error", err)
 	}
 	if h := ch.Health(); h.State != channels.StateFailed || strings.Contains(h.LastError, "999:wrong") {
 		t.Errorf("Health = %+v, want failed without the token", h)
+	}
+}
+
+// A token revoked while the bot polls (getUpdates answers 401) stops the
+// channel for good instead of polling on.
+func TestUnauthorizedWhilePollingIsFatal(t *testing.T) {
+	fake := telegramtest.New(t)
+	ch := newChannel(t, fake, nil, t.TempDir(), nil)
+	fake.Fail("getUpdates", 401, "Unauthorized", 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := ch.Run(ctx, &inbox{})
+	if !errors.Is(err, ErrUnauthorized) || !channels.IsFatal(err) {
+		t.Fatalf("Run = %v, want ErrUnauthorized as a fatal error", err)
+	}
+	if n := len(fake.Calls("getUpdates")); n != 1 {
+		t.Errorf("getUpdates called %d times, want 1 (no retry after 401)", n)
+	}
+	if h := ch.Health(); h.State != channels.StateFailed || !strings.Contains(h.LastError, "401") || strings.Contains(h.LastError, telegramtest.Token) {
+		t.Errorf("Health = %+v, want failed naming the 401 without the token", h)
+	}
+}
+
+// A second gateway polling the same bot makes 409 Conflict go on and on:
+// past the grace period the channel stops instead of fighting over updates.
+func TestLastingConflictIsFatal(t *testing.T) {
+	fake := telegramtest.New(t)
+	ch := newChannel(t, fake, nil, t.TempDir(), nil)
+	ch.pollTimeout = 200 * time.Millisecond // grace 400 ms
+	for range 1000 {
+		fake.Fail("getUpdates", 409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running", 0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := ch.Run(ctx, &inbox{})
+	if !errors.Is(err, ErrConflict) || !channels.IsFatal(err) {
+		t.Fatalf("Run = %v, want ErrConflict as a fatal error", err)
+	}
+	if el := time.Since(start); el < ch.conflictGrace() {
+		t.Errorf("gave up after %v, before the %v grace", el, ch.conflictGrace())
+	}
+	if h := ch.Health(); h.State != channels.StateFailed || !strings.Contains(h.LastError, "409") {
+		t.Errorf("Health = %+v, want failed naming the conflict", h)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,22 +60,18 @@ func (s *sender) Do(req *http.Request) (*http.Response, error) {
 //   - skip malformed updates: an update that does not decode would fail the
 //     whole batch again and again, so it is logged and replaced by an empty
 //     update with the same id, which handle skips;
-//   - back off with jitter after failed polls (on top of the library's
-//     short fixed backoff) and keep Health current;
-//   - end the Run when Telegram rejects the token.
+//   - end the session at the first failed poll (instead of the library's
+//     short fixed retry), so that the channel's Loop reports it and backs
+//     off with jitter; a rejected token or a lasting conflict end it with
+//     a channels.FatalError.
 type poller struct {
 	c    *Channel
 	stop context.CancelCauseFunc
 
-	mu       sync.Mutex
-	pending  int           // updates of the last batch not yet handled
-	idle     chan struct{} // closed while pending == 0
-	failures int           // consecutive failed polls
+	mu      sync.Mutex
+	pending int           // updates of the last batch not yet handled
+	idle    chan struct{} // closed while pending == 0
 }
-
-// connectedAfter is how long a poll must stay open (the server holding it)
-// for the channel to count as connected before any update arrived.
-const connectedAfter = time.Second
 
 func (p *poller) Do(req *http.Request) (*http.Response, error) {
 	if !strings.HasSuffix(req.URL.Path, "/getUpdates") {
@@ -84,19 +79,13 @@ func (p *poller) Do(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	p.mu.Lock()
-	idle, failures := p.idle, p.failures
+	idle := p.idle
 	p.mu.Unlock()
 	select {
 	case <-idle:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if failures > 0 {
-		if err := p.c.sleep(ctx, failures); err != nil {
-			return nil, err
-		}
-	}
-	held := time.AfterFunc(connectedAfter, func() { p.c.setHealth(channels.StateConnected, nil) })
 	// The poll's deadline: the long-poll timeout plus room for the network.
 	pctx, cancel := context.WithTimeout(ctx, p.c.pollTimeout+15*time.Second)
 	defer cancel()
@@ -106,41 +95,27 @@ func (p *poller) Do(req *http.Request) (*http.Response, error) {
 		body, err = io.ReadAll(resp.Body)
 		resp.Body.Close()
 	}
-	held.Stop()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		p.failed(err)
+		err = fmt.Errorf("getUpdates: %w", err)
+		p.stop(err)
 		return nil, err
 	}
 	body, err = p.check(resp.StatusCode, body)
 	if err != nil {
-		p.failed(err)
-	} else {
-		p.mu.Lock()
-		p.failures = 0
-		p.mu.Unlock()
-		p.c.setHealth(channels.StateConnected, nil)
+		p.stop(err)
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
 	return resp, nil
 }
 
-func (p *poller) failed(err error) {
-	p.mu.Lock()
-	p.failures++
-	n := p.failures
-	p.mu.Unlock()
-	err = errors.New(p.c.redact(err.Error()))
-	p.c.setHealth(channels.StateReconnecting, err)
-	p.c.log.Warn("telegram: poll failed; reconnecting", "err", err, "failures", n)
-}
-
-// check inspects a getUpdates response: API errors are reported (a
-// rejected token stops the Run), malformed updates are replaced, and the
-// batch is counted as pending. It returns the body to hand the library.
+// check inspects a getUpdates response: an API error is returned (marked
+// fatal for a rejected token or a lasting conflict), malformed updates are
+// replaced, and the batch is counted as pending. It returns the body to
+// hand the library.
 func (p *poller) check(status int, body []byte) ([]byte, error) {
 	var r struct {
 		OK          bool              `json:"ok"`
@@ -153,9 +128,13 @@ func (p *poller) check(status int, body []byte) ([]byte, error) {
 	}
 	if !r.OK {
 		err := fmt.Errorf("getUpdates: %d %s", r.ErrorCode, r.Description)
-		if r.ErrorCode == http.StatusUnauthorized {
-			p.c.setHealth(channels.StateFailed, ErrUnauthorized)
-			p.stop(ErrUnauthorized)
+		switch r.ErrorCode {
+		case http.StatusUnauthorized:
+			err = channels.Fatal(ErrUnauthorized)
+		case http.StatusConflict:
+			if p.c.conflict(time.Now()) {
+				err = channels.Fatal(fmt.Errorf("%w (for %s)", ErrConflict, p.c.conflictGrace()))
+			}
 		}
 		return body, err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/channels/kit"
 )
 
 // Commands.
@@ -133,7 +132,7 @@ var errTakenOver = errors.New("wecom: another connection for this bot took over 
 // then. It reconnects with backoff after failures; a rejected secret or
 // another connection taking over ends it.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
-	loop := &kit.Loop{Name: "wecom", Log: c.log, Health: &c.health, Redact: c.redact, Min: c.backoffMin, Max: c.backoffMax}
+	loop := &channels.Loop{Name: "wecom", Log: c.log, Health: &c.health, Redact: c.redact.Error, Min: c.backoffMin, Max: c.backoffMax}
 	err := loop.Run(ctx, func(ctx context.Context, up func()) error { return c.connect(ctx, in, up) })
 	c.http.CloseIdleConnections()
 	return err
@@ -161,7 +160,7 @@ func (c *Channel) connect(ctx context.Context, in channels.Inbox, up func()) err
 	if _, err := k.request(ctx, cmdSubscribe, sub, map[string]string{"bot_id": c.cfg.BotID, "secret": c.cfg.Secret}, 15*time.Second); err != nil {
 		var ae *answerError
 		if errors.As(err, &ae) {
-			return kit.Fatal(fmt.Errorf("wecom: WeCom rejected botId/secret: %s", c.redact.Error(err)))
+			return channels.Fatal(fmt.Errorf("wecom: WeCom rejected botId/secret: %s", c.redact.Error(err)))
 		}
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			return cause

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/channels/media"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
@@ -64,7 +63,7 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, k *conn, f fram
 	case cmdEvent:
 		switch b.Event.Type {
 		case "disconnected_event":
-			return kit.Fatal(errTakenOver)
+			return channels.Fatal(errTakenOver)
 		case "enter_chat":
 			if c.cfg.WelcomeMessage != "" {
 				go c.welcome(ctx, k, f.Headers.ReqID)

@@ -186,7 +186,7 @@ func TestHeartbeatAndTakeOver(t *testing.T) {
 	f.TakeOver()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "took over") || ch.Health().State != channels.StateFailed {
+		if err == nil || !strings.Contains(err.Error(), "took over") || !channels.IsFatal(err) || ch.Health().State != channels.StateFailed {
 			t.Fatalf("Run after disconnected_event: %v, health %+v", err, ch.Health())
 		}
 	case <-time.After(10 * time.Second):
@@ -199,7 +199,7 @@ func TestBadSecretIsFatal(t *testing.T) {
 	var logs strings.Builder
 	ch := newChannel(t, f, slog.New(slog.NewTextHandler(&logs, nil)), channels.Deps{}, func(c *Config) { c.Secret = "not-the-secret-value" })
 	err := ch.Run(context.Background(), &channeltest.Recorder{})
-	if err == nil || !strings.Contains(err.Error(), "rejected") || strings.Contains(err.Error()+logs.String(), "not-the-secret-value") {
+	if err == nil || !strings.Contains(err.Error(), "rejected") || !channels.IsFatal(err) || strings.Contains(err.Error()+logs.String(), "not-the-secret-value") {
 		t.Fatalf("Run: %v", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/channels/media"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
@@ -59,13 +58,13 @@ type message struct {
 
 // Run long-polls for messages and delivers them to in until ctx ends; it
 // returns nil then. Network failures are retried with backoff; a missing or
-// expired login ends it.
+// expired login ends it with a channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	if c.token() == "" {
 		c.health.Set(channels.StateFailed, "not logged in")
-		return errors.New("weixin: not logged in; run `nanobot channels login weixin` and scan the QR code with WeChat")
+		return channels.Fatal(errors.New("weixin: not logged in; run `nanobot channels login weixin` and scan the QR code with WeChat"))
 	}
-	loop := &kit.Loop{Name: "weixin", Log: c.log, Health: &c.health, Redact: c.redact, Min: c.backoffMin, Max: c.backoffMax}
+	loop := &channels.Loop{Name: "weixin", Log: c.log, Health: &c.health, Redact: c.redact.Error, Min: c.backoffMin, Max: c.backoffMax}
 	err := loop.Run(ctx, func(ctx context.Context, up func()) error { return c.poll(ctx, in, up) })
 	c.http.CloseIdleConnections()
 	return err
@@ -91,7 +90,7 @@ func (c *Channel) poll(ctx context.Context, in channels.Inbox, up func()) error 
 				return nil
 			}
 			if errors.Is(err, errStale) {
-				return kit.Fatal(err)
+				return channels.Fatal(err)
 			}
 			return err
 		}

@@ -166,7 +166,7 @@ func TestExpiredAndMissingLogin(t *testing.T) {
 	f.Expire()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "channels login weixin") || ch.Health().State != channels.StateFailed {
+		if err == nil || !strings.Contains(err.Error(), "channels login weixin") || !channels.IsFatal(err) || ch.Health().State != channels.StateFailed {
 			t.Fatalf("Run: %v, health %+v", err, ch.Health())
 		}
 	case <-time.After(10 * time.Second):

@@ -4,32 +4,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"go.mau.fi/whatsmeow/types/events"
 
 	"github.com/nanobot-go/nanobot/channels"
 )
 
-// ErrNotPaired ends Run when the device store holds no paired device.
+// ErrNotPaired ends Run (as a channels.FatalError) when the device store
+// holds no paired device.
 var ErrNotPaired = errors.New("whatsapp: not paired with a phone yet: run `nanobot channels login whatsapp`")
 
+// ErrLoggedOut ends Run (as a channels.FatalError) when the phone unlinked
+// this device.
+var ErrLoggedOut = errors.New("whatsapp: logged out from the phone: pair again with `nanobot channels login whatsapp`")
+
+// ErrReplaced ends Run (as a channels.FatalError) when another client
+// connected with this device's keys: reconnecting would only knock it off
+// in turn.
+var ErrReplaced = errors.New("whatsapp: another client connected with this device (stream replaced); stop the other gateway, then reload or restart this one")
+
 // Run implements channels.Channel: open the device, connect, and handle
-// events until ctx ends. whatsmeow reconnects by itself after a dropped
-// connection (health shows reconnecting meanwhile); a first connection
-// that fails is retried here with backoff and jitter. Being logged out
-// from the phone ends Run with an error.
+// events until ctx ends. A channels.Loop connects with backoff and jitter;
+// whatsmeow reconnects by itself after a dropped connection (health shows
+// reconnecting meanwhile). Being logged out from the phone, or replaced by
+// another client, ends Run with a channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	cli, closeFn, err := c.open(ctx)
 	if err != nil {
-		c.health.Set(channels.StateFailed, err.Error())
 		return err
 	}
 	defer closeFn()
 	if !cli.IsLoggedIn() {
 		c.health.Set(channels.StateFailed, ErrNotPaired.Error())
-		return ErrNotPaired
+		return channels.Fatal(ErrNotPaired)
 	}
-	loggedOut := make(chan error, 1)
+	loop := &channels.Loop{Name: "whatsapp", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax}
+	ended := make(chan error, 1)
+	var link atomic.Pointer[func()] // the current session's up
 	c.mu.Lock()
 	c.cli, c.inbox, c.ctx = cli, in, ctx
 	c.mu.Unlock()
@@ -38,49 +50,52 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 		c.cli, c.inbox = nil, nil
 		c.mu.Unlock()
 	}()
-	cli.AddEventHandler(func(evt any) { c.onEvent(evt, loggedOut) })
-	for attempt := 1; ; attempt++ {
-		err := cli.Connect()
-		if err == nil {
-			break
+	cli.AddEventHandler(func(evt any) {
+		switch e := evt.(type) {
+		case *events.Connected:
+			c.log.Info("whatsapp: connected")
+			if up := link.Load(); up != nil {
+				(*up)()
+			}
+		case *events.Disconnected:
+			c.log.Warn("whatsapp: disconnected; whatsmeow reconnects")
+			loop.Lost(errors.New("disconnected"))
+		case *events.StreamReplaced:
+			end(ended, channels.Fatal(ErrReplaced))
+		case *events.LoggedOut:
+			end(ended, channels.Fatal(fmt.Errorf("%w (reason %v)", ErrLoggedOut, e.Reason)))
+		default:
+			c.onEvent(evt)
 		}
-		c.health.Set(channels.StateReconnecting, err.Error())
-		c.log.Warn("whatsapp: connect failed; retrying", "err", err, "attempt", attempt)
-		if c.sleep(ctx, attempt) != nil {
+	})
+	return loop.Run(ctx, func(ctx context.Context, up func()) error {
+		link.Store(&up)
+		defer link.Store(nil)
+		if err := cli.Connect(); err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			cli.Disconnect()
 			return nil
+		case err := <-ended:
+			cli.Disconnect()
+			return err
 		}
-	}
+	})
+}
+
+// end hands the reason the session must end to it, once.
+func end(ended chan<- error, err error) {
 	select {
-	case <-ctx.Done():
-		cli.Disconnect()
-		c.health.Set(channels.StateStopped, "")
-		return nil
-	case err := <-loggedOut:
-		c.health.Set(channels.StateFailed, err.Error())
-		return err
+	case ended <- err:
+	default:
 	}
 }
 
-// onEvent handles whatsmeow's events (called on its goroutines).
-func (c *Channel) onEvent(evt any, loggedOut chan<- error) {
-	switch e := evt.(type) {
-	case *events.Connected:
-		c.health.Set(channels.StateConnected, "")
-		c.log.Info("whatsapp: connected")
-	case *events.Disconnected:
-		c.health.Set(channels.StateReconnecting, "disconnected")
-		c.log.Warn("whatsapp: disconnected; reconnecting")
-	case *events.StreamReplaced:
-		c.health.Set(channels.StateReconnecting, "another client took over this session")
-		c.log.Warn("whatsapp: another client connected with this device; reconnecting")
-	case *events.LoggedOut:
-		err := fmt.Errorf("whatsapp: logged out from the phone (reason %v): pair again with `nanobot channels login whatsapp`", e.Reason)
-		c.log.Error(err.Error())
-		select {
-		case loggedOut <- err:
-		default:
-		}
-	case *events.Message:
+// onEvent handles whatsmeow's message events (called on its goroutines).
+func (c *Channel) onEvent(evt any) {
+	if e, ok := evt.(*events.Message); ok {
 		c.mu.Lock()
 		cli, in, ctx := c.cli, c.inbox, c.ctx
 		c.mu.Unlock()
@@ -89,10 +104,4 @@ func (c *Channel) onEvent(evt any, loggedOut chan<- error) {
 		}
 		c.handle(ctx, cli, in, e)
 	}
-}
-
-// sleep waits the backoff for the n-th consecutive failure (with jitter),
-// or until ctx ends.
-func (c *Channel) sleep(ctx context.Context, n int) error {
-	return channels.SleepBackoff(ctx, n, c.backoffMin, c.backoffMax)
 }

@@ -432,8 +432,8 @@ func TestRunLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ch.Run(t.Context(), newInbox("")); !errors.Is(err, ErrNotPaired) {
-		t.Fatalf("Run on a fresh store = %v, want ErrNotPaired", err)
+	if err := ch.Run(t.Context(), newInbox("")); !errors.Is(err, ErrNotPaired) || !channels.IsFatal(err) {
+		t.Fatalf("Run on a fresh store = %v, want ErrNotPaired as a fatal error", err)
 	}
 	if _, err := os.Stat(ch.dbPath); err != nil {
 		t.Errorf("device store not created: %v", err)
@@ -451,8 +451,11 @@ func TestRunLifecycle(t *testing.T) {
 	fake.emit(&events.LoggedOut{})
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "logged out") {
-			t.Errorf("Run = %v", err)
+		if !errors.Is(err, ErrLoggedOut) || !channels.IsFatal(err) {
+			t.Errorf("Run = %v, want ErrLoggedOut as a fatal error", err)
+		}
+		if h := ch2.Health(); h.State != channels.StateFailed {
+			t.Errorf("health after logout %+v, want failed", h)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run kept going after a logout")

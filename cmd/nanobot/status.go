@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
@@ -104,6 +105,9 @@ func printStatus(w io.Writer, a *app) {
 		}
 		if h.LastError != "" {
 			line += ", last error: " + h.LastError
+		}
+		if h.State == channels.StateFailed {
+			line += " (stopped for good: fix the cause, then reload with SIGHUP or restart the gateway)"
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -92,6 +92,15 @@ type Server struct {
 	failStatus int             // answer the next send with this status, once
 	files      map[string]File // served under /attachments/
 	downloads  int             // attachment GETs
+	closeCode  int             // close every Identify and Resume with this code
+}
+
+// CloseOnIdentify makes the gateway answer every Identify and Resume by
+// closing the socket with code (4014: disallowed intents); 0 stops it.
+func (f *Server) CloseOnIdentify(code int) {
+	f.mu.Lock()
+	f.closeCode = code
+	f.mu.Unlock()
 }
 
 // New starts a fake; it stops when the test ends.
@@ -331,6 +340,9 @@ func (f *Server) ws(w http.ResponseWriter, r *http.Request) {
 				_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4004, "Authentication failed."), time.Now().Add(time.Second))
 				return
 			}
+			if f.refuse(c) {
+				return
+			}
 			wmu.Lock()
 			f.mu.Lock()
 			f.identifies++
@@ -340,6 +352,9 @@ func (f *Server) ws(w http.ResponseWriter, r *http.Request) {
 			f.mu.Unlock()
 			wmu.Unlock()
 		case 6: // resume
+			if f.refuse(c) {
+				return
+			}
 			wmu.Lock()
 			f.mu.Lock()
 			f.resumes++
@@ -428,6 +443,18 @@ func (f *Server) Send(m Msg) string {
 
 // PushRaw sends a MESSAGE_CREATE with d as its payload, as is.
 func (f *Server) PushRaw(d string) { f.push([]byte(d)) }
+
+// refuse closes c with the code set by CloseOnIdentify, if any.
+func (f *Server) refuse(c *websocket.Conn) bool {
+	f.mu.Lock()
+	code := f.closeCode
+	f.mu.Unlock()
+	if code == 0 {
+		return false
+	}
+	_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, "refused"), time.Now().Add(time.Second))
+	return true
+}
 
 // Drop closes the live socket, as a network failure would.
 func (f *Server) Drop() {
