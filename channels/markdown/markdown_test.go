@@ -3,6 +3,7 @@ package markdown
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // tagged marks every construct with its hook's name, so a test sees which
@@ -89,6 +90,13 @@ func FuzzRender(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, md string) {
+		done := make(chan struct{})
+		go func() { defer close(done); _ = Render(md, tagged); _ = Render(md, Rules{}) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("hang on %q", md)
+		}
 		if got := Render(md, Rules{}); got != md {
 			t.Fatalf("no hooks changed %q to %q", md, got)
 		}
