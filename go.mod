@@ -99,7 +99,7 @@ require (
 	github.com/tidwall/sjson v1.2.5 // indirect
 	github.com/vektah/gqlparser/v2 v2.5.27 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
-	github.com/yuin/goldmark v1.8.7 // indirect
+	github.com/yuin/goldmark v1.8.7
 	go.mau.fi/libsignal v0.2.1 // indirect
 	go.mau.fi/util v0.9.11 // indirect
 	go.opentelemetry.io/auto/sdk v1.1.0 // indirect

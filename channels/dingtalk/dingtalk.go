@@ -51,26 +51,24 @@ type Config struct {
 	// DisablePrivateChat ignores one-to-one chats (groups only).
 	DisablePrivateChat bool `json:"disablePrivateChat"`
 	// GroupPolicy is "mention" (default: group messages that @-mention the
-	// robot) or "open" (every group message DingTalk delivers).
-	GroupPolicy string `json:"groupPolicy"`
+	// robot), "open" (every group message DingTalk delivers) or
+	// "allowlist" (every message of the GroupAllowFrom groups, none
+	// elsewhere).
+	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
+	// GroupAllowFrom are the conversation ids ("cid...") of the allowlist policy.
+	GroupAllowFrom []string `json:"groupAllowFrom"`
 	// APIBase replaces https://api.dingtalk.com (tests, proxies).
 	APIBase string `json:"apiBase"`
 	// MaxMediaBytes caps one attachment downloaded for the agent (20 MB).
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
 }
 
-// Group policies.
-const (
-	PolicyMention = "mention"
-	PolicyOpen    = "open"
-)
-
 // DefaultAPIBase is DingTalk's API host.
 const DefaultAPIBase = "https://api.dingtalk.com"
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupPolicy: PolicyMention, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20}
+	return Config{GroupPolicy: channels.GroupMention, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20}
 }
 
 // Validate checks the config; errors name the key under channels.dingtalk
@@ -83,8 +81,8 @@ func (c Config) Validate() error {
 	if strings.TrimSpace(c.ClientSecret) == "" {
 		errs = append(errs, errors.New("clientSecret is required (same page, Client Secret)"))
 	}
-	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
-		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
+	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
+		errs = append(errs, err)
 	}
 	if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
 		errs = append(errs, err)

@@ -2,68 +2,23 @@ package dingtalk
 
 import (
 	"strings"
+
+	"github.com/nanobot-go/nanobot/channels/markdown"
 )
 
-// toDingTalk adapts Markdown to DingTalk's sampleMarkdown, which renders
+// dingTalkRules adapt Markdown to DingTalk's sampleMarkdown, which renders
 // headings, bold, italics, links, images, lists, quotes and code but not
-// tables or strikethrough. Outside code blocks, tables are put in a code
-// block (their columns stay aligned) and ~~strike~~ loses its tildes.
-func toDingTalk(md string) string {
-	lines := strings.Split(md, "\n")
-	out := make([]string, 0, len(lines))
-	inFence, inTable := false, false
-	for _, line := range lines {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "```") {
-			if inTable {
-				out = append(out, "```")
-				inTable = false
-			}
-			inFence = !inFence
-			out = append(out, line)
-			continue
-		}
-		if inFence {
-			out = append(out, line)
-			continue
-		}
-		isRow := strings.HasPrefix(trimmed, "|") && strings.Count(trimmed, "|") >= 2
-		switch {
-		case isRow && !inTable:
-			out = append(out, "```", trimmed)
-			inTable = true
-			continue
-		case isRow:
-			out = append(out, trimmed)
-			continue
-		case inTable:
-			out = append(out, "```")
-			inTable = false
-		}
-		out = append(out, stripStrike(line))
-	}
-	if inTable {
-		out = append(out, "```")
-	}
-	return strings.Join(out, "\n")
+// tables or strikethrough: tables are put in a code block (their columns
+// stay aligned) and ~~strike~~ loses its tildes. Code is never touched.
+var dingTalkRules = markdown.Rules{
+	Table:  fenceTable,
+	Strike: func(inner string) string { return inner },
 }
 
-// stripStrike removes ~~ pairs outside inline code.
-func stripStrike(line string) string {
-	if !strings.Contains(line, "~~") {
-		return line
-	}
-	var b strings.Builder
-	inCode := false
-	for i := 0; i < len(line); i++ {
-		switch {
-		case line[i] == '`':
-			inCode = !inCode
-		case !inCode && strings.HasPrefix(line[i:], "~~"):
-			i++
-			continue
-		}
-		b.WriteByte(line[i])
-	}
-	return b.String()
+// toDingTalk adapts Markdown to DingTalk's sampleMarkdown.
+func toDingTalk(md string) string { return markdown.Render(md, dingTalkRules) }
+
+// fenceTable puts a table in a code block.
+func fenceTable(rows []string) string {
+	return "```\n" + strings.Join(rows, "\n") + "\n```"
 }

@@ -70,7 +70,7 @@ func (c *Channel) message(ctx context.Context, in channels.Inbox, data string) o
 		return handled
 	case !group && c.cfg.DisablePrivateChat:
 		return handled
-	case group && c.cfg.GroupPolicy == PolicyMention && !m.IsInAtList:
+	case !c.cfg.GroupPolicy.Admits(group, m.IsInAtList, m.ConversationID, c.cfg.GroupAllowFrom):
 		return handled
 	}
 	msg := bus.Inbound{

@@ -57,9 +57,12 @@ type Config struct {
 	// without the "Bot " prefix.
 	Token string `json:"token"`
 	// GroupPolicy is "mention" (default: in guild channels answer only when
-	// @mentioned or replied to) or "open" (every message). Direct messages
-	// are always answered.
-	GroupPolicy string `json:"groupPolicy"`
+	// @mentioned or replied to), "open" (every message) or "allowlist"
+	// (every message in the GroupAllowFrom channels, none elsewhere).
+	// Direct messages are always answered.
+	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
+	// GroupAllowFrom are the channel ids of the allowlist policy.
+	GroupAllowFrom []string `json:"groupAllowFrom"`
 	// AllowChannels lists the guild channel (or thread) ids the bot listens
 	// in; empty means all. Direct messages are not affected.
 	AllowChannels []string `json:"allowChannels"`
@@ -72,18 +75,12 @@ type Config struct {
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
 }
 
-// Group policies.
-const (
-	PolicyMention = "mention"
-	PolicyOpen    = "open"
-)
-
 // DefaultAPIBase is Discord itself.
 const DefaultAPIBase = "https://discord.com"
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupPolicy: PolicyMention, APIBase: DefaultAPIBase, MaxMediaBytes: 25 << 20}
+	return Config{GroupPolicy: channels.GroupMention, APIBase: DefaultAPIBase, MaxMediaBytes: 25 << 20}
 }
 
 // Validate checks the config; errors name the key under channels.discord.
@@ -94,8 +91,8 @@ func (c Config) Validate() error {
 	} else if strings.HasPrefix(c.Token, "Bot ") {
 		errs = append(errs, errors.New(`token: leave out the "Bot " prefix`))
 	}
-	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
-		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
+	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
+		errs = append(errs, err)
 	}
 	if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
 		errs = append(errs, err)
@@ -149,7 +146,7 @@ var (
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = PolicyMention
+		cfg.GroupPolicy = channels.GroupMention
 	}
 	if cfg.APIBase == "" {
 		cfg.APIBase = DefaultAPIBase

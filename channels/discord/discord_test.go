@@ -14,6 +14,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
@@ -195,7 +196,7 @@ func TestMentionPolicy(t *testing.T) {
 
 func TestOpenPolicyAndAllowChannels(t *testing.T) {
 	fake := discordtest.New(t)
-	ch := newChannel(t, fake, nil, func(c *Config) { c.GroupPolicy, c.AllowChannels = PolicyOpen, []string{general} })
+	ch := newChannel(t, fake, nil, func(c *Config) { c.GroupPolicy, c.AllowChannels = channels.GroupOpen, []string{general} })
 	in := run(t, ch)
 	fake.Send(discordtest.Msg{From: alice, ChannelID: "7999", GuildID: guild, Content: "elsewhere"})
 	fake.Send(discordtest.Msg{From: alice, ChannelID: general, GuildID: guild, Content: "no mention needed"})
@@ -346,4 +347,25 @@ func TestFatalCloseCodes(t *testing.T) {
 			t.Errorf("Health = %+v, want failed naming 4014", h)
 		}
 	})
+}
+
+// TestGroupPolicyPath: an unknown groupPolicy in config.json is refused at
+// start with the path of the key, and "allowlist" needs groupAllowFrom.
+func TestGroupPolicyPath(t *testing.T) {
+	reg := channels.NewRegistry()
+	if err := reg.Register("discord", Factory()); err != nil {
+		t.Fatal(err)
+	}
+	for policy, want := range map[string]string{
+		"sometimes": `channels.discord: groupPolicy: "sometimes" is not "mention", "open" or "allowlist"`,
+		"allowlist": `channels.discord: groupAllowFrom: required with groupPolicy "allowlist"`,
+	} {
+		cfg := configs.ChannelsConfig{Platforms: map[string]map[string]any{
+			"discord": {"enabled": true, "token": "t", "groupPolicy": policy},
+		}}
+		_, err := reg.Build(cfg, channels.Deps{})
+		if err == nil || err.Error() != want {
+			t.Errorf("groupPolicy %q: Build = %v, want %q", policy, err, want)
+		}
+	}
 }

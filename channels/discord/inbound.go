@@ -80,7 +80,7 @@ func (c *Channel) toInbound(m *discordgo.Message) (bus.Inbound, bool) {
 			addressed = true
 		}
 	}
-	if isGroup && c.cfg.GroupPolicy == PolicyMention && !addressed {
+	if !c.cfg.GroupPolicy.Admits(isGroup, addressed, m.ChannelID, c.cfg.GroupAllowFrom) {
 		c.log.Debug("discord: guild message not for the bot skipped", "channel_id", m.ChannelID)
 		return bus.Inbound{}, false
 	}

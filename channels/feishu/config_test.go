@@ -78,7 +78,7 @@ func TestFactoryDecodesNanobotKeys(t *testing.T) {
 		t.Fatalf("%T, want *Channel (streaming defaults to on)", ch)
 	}
 	got := c.cfg
-	if got.AppID != "cli_a" || got.GroupPolicy != PolicyOpen || got.Domain != DomainLark || got.TopicIsolation || got.ReactEmoji != "OK" ||
+	if got.AppID != "cli_a" || got.GroupPolicy != channels.GroupOpen || got.Domain != DomainLark || got.TopicIsolation || got.ReactEmoji != "OK" ||
 		!got.Streaming || got.EncryptKey != "ek" || got.VerificationToken != "vt" || got.base() != BaseLark {
 		t.Errorf("decoded %+v", got)
 	}

@@ -56,8 +56,11 @@ type Config struct {
 	// another token.
 	VerificationToken string `json:"verificationToken"`
 	// GroupPolicy is "mention" (default: in groups answer only when the
-	// bot is @mentioned) or "open" (every group message).
-	GroupPolicy string `json:"groupPolicy"`
+	// bot is @mentioned), "open" (every group message) or "allowlist"
+	// (every message of the GroupAllowFrom chats, none elsewhere).
+	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
+	// GroupAllowFrom are the chat ids ("oc_...") of the allowlist policy.
+	GroupAllowFrom []string `json:"groupAllowFrom"`
 	// Domain is "feishu" (default, open.feishu.cn) or "lark"
 	// (open.larksuite.com, the international edition).
 	Domain string `json:"domain"`
@@ -76,12 +79,6 @@ type Config struct {
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
 }
 
-// Group policies.
-const (
-	PolicyMention = "mention"
-	PolicyOpen    = "open"
-)
-
 // Domains and their API bases.
 const (
 	DomainFeishu = "feishu"
@@ -93,7 +90,7 @@ const (
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
 	return Config{
-		GroupPolicy: PolicyMention, Domain: DomainFeishu, TopicIsolation: true,
+		GroupPolicy: channels.GroupMention, Domain: DomainFeishu, TopicIsolation: true,
 		ReactEmoji: "THUMBSUP", Streaming: true, MaxMediaBytes: 20 << 20,
 	}
 }
@@ -107,8 +104,8 @@ func (c Config) Validate() error {
 	if strings.TrimSpace(c.AppSecret) == "" {
 		errs = append(errs, errors.New("appSecret is required (developer console > your app > Credentials & Basic Info)"))
 	}
-	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
-		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
+	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Domain != DomainFeishu && c.Domain != DomainLark {
 		errs = append(errs, fmt.Errorf("domain: %q is not %q or %q", c.Domain, DomainFeishu, DomainLark))
@@ -194,7 +191,7 @@ var (
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = PolicyMention
+		cfg.GroupPolicy = channels.GroupMention
 	}
 	if cfg.Domain == "" {
 		cfg.Domain = DomainFeishu

@@ -163,7 +163,7 @@ func (c *Channel) toInbound(ev *messageEvent) (bus.Inbound, []resource, bool) {
 			addressed = true
 		}
 	}
-	if isGroup && c.cfg.GroupPolicy == PolicyMention && !addressed {
+	if !c.cfg.GroupPolicy.Admits(isGroup, addressed, msg.ChatID, c.cfg.GroupAllowFrom) {
 		c.log.Debug("feishu: group message not for the bot skipped", "chat_id", msg.ChatID)
 		return bus.Inbound{}, nil, false
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/feishu/feishutest"
 )
@@ -88,8 +89,8 @@ func mentionBot() []feishutest.Mention {
 }
 
 func TestGroupPolicy(t *testing.T) {
-	for _, policy := range []string{PolicyMention, PolicyOpen} {
-		t.Run(policy, func(t *testing.T) {
+	for _, policy := range []channels.GroupPolicy{channels.GroupMention, channels.GroupOpen} {
+		t.Run(string(policy), func(t *testing.T) {
 			fake := feishutest.New(t)
 			noViolations(t, fake)
 			ch := newChannel(t, fake, nil, "", func(c *Config) { c.GroupPolicy = policy })
@@ -113,7 +114,7 @@ func TestGroupPolicy(t *testing.T) {
 				texts = append(texts, m.Content)
 			}
 			want := []string{"hey what time is it"}
-			if policy == PolicyOpen {
+			if policy == channels.GroupOpen {
 				want = []string{"@Bob chatting with bob", "hey what time is it"}
 			}
 			if strings.Join(texts, "|") != strings.Join(want, "|") {

@@ -317,7 +317,7 @@ func TestConfigValidation(t *testing.T) {
 		"userId":         func(c *Config) { c.UserID = "bot" },
 		"accessToken":    func(c *Config) { c.AccessToken = "" },
 		"groupPolicy":    func(c *Config) { c.GroupPolicy = "sometimes" },
-		"groupAllowFrom": func(c *Config) { c.GroupPolicy = PolicyAllowlist },
+		"groupAllowFrom": func(c *Config) { c.GroupPolicy = channels.GroupAllowlist },
 		"e2ee":           func(c *Config) { c.E2EE = true },
 	} {
 		c := good

@@ -59,18 +59,12 @@ func (c *Channel) toInbound(ctx context.Context, in channels.Inbox, evt *event.E
 	if content.MsgType.IsMedia() {
 		text = content.GetCaption()
 	}
-	if group {
-		switch c.cfg.GroupPolicy {
-		case PolicyAllowlist:
-			if !slices.Contains(c.cfg.GroupAllowFrom, string(room)) {
-				return bus.Inbound{}, false
-			}
-		case PolicyMention:
-			if !c.addressed(ctx, evt, content) {
-				c.log.Debug("matrix: room message not for the bot skipped", "room", room)
-				return bus.Inbound{}, false
-			}
-		}
+	// Only the mention policy needs to know whether the bot is addressed
+	// (it may ask the homeserver for the bot's display name).
+	addressed := group && c.cfg.GroupPolicy == channels.GroupMention && c.addressed(ctx, evt, content)
+	if !c.cfg.GroupPolicy.Admits(group, addressed, string(room), c.cfg.GroupAllowFrom) {
+		c.log.Debug("matrix: room message not for the bot skipped", "room", room)
+		return bus.Inbound{}, false
 	}
 	text = c.stripMention(text)
 	if rel != nil && rel.InReplyTo != nil {

@@ -46,7 +46,7 @@ type Config struct {
 	// GroupPolicy decides which room messages are answered: "mention"
 	// (default: when the bot is mentioned or replied to), "open" (all),
 	// "allowlist" (all in GroupAllowFrom rooms, none elsewhere).
-	GroupPolicy string `json:"groupPolicy"`
+	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
 	// GroupAllowFrom are room ids ("!abc:example.org") for "allowlist".
 	GroupAllowFrom []string `json:"groupAllowFrom"`
 	// AutoJoin joins rooms the bot is invited to by a sender on allowFrom
@@ -59,16 +59,9 @@ type Config struct {
 	E2EE bool `json:"e2ee"`
 }
 
-// Group policies.
-const (
-	PolicyMention   = "mention"
-	PolicyOpen      = "open"
-	PolicyAllowlist = "allowlist"
-)
-
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupPolicy: PolicyMention, MaxMediaBytes: 20 << 20}
+	return Config{GroupPolicy: channels.GroupMention, MaxMediaBytes: 20 << 20}
 }
 
 func (c Config) autoJoin() bool { return c.AutoJoin == nil || *c.AutoJoin }
@@ -85,14 +78,8 @@ func (c Config) Validate() error {
 	if c.AccessToken == "" && c.Password == "" {
 		errs = append(errs, errors.New("accessToken: required (or password)"))
 	}
-	switch c.GroupPolicy {
-	case PolicyMention, PolicyOpen:
-	case PolicyAllowlist:
-		if len(c.GroupAllowFrom) == 0 {
-			errs = append(errs, errors.New(`groupAllowFrom: required with groupPolicy "allowlist"`))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q, %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen, PolicyAllowlist))
+	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxMediaBytes < 0 {
 		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
@@ -144,7 +131,7 @@ var (
 // New builds the channel. It does no IO: Run logs in and syncs.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = PolicyMention
+		cfg.GroupPolicy = channels.GroupMention
 	}
 	if cfg.MaxMediaBytes == 0 {
 		cfg.MaxMediaBytes = 20 << 20

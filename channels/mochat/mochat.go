@@ -54,8 +54,11 @@ type Config struct {
 	// Panels lists the panel ids to answer in; ["*"] is every panel.
 	Panels []string `json:"panels"`
 	// GroupPolicy is "mention" (default: in panels answer only messages
-	// that mention agentUserId) or "open" (every message).
-	GroupPolicy string `json:"groupPolicy"`
+	// that mention agentUserId), "open" (every message) or "allowlist"
+	// (every message of the GroupAllowFrom panels, none elsewhere).
+	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
+	// GroupAllowFrom are the panel ids of the allowlist policy.
+	GroupAllowFrom []string `json:"groupAllowFrom"`
 	// WatchTimeoutMs is how long one session long poll waits (25000).
 	WatchTimeoutMs int `json:"watchTimeoutMs"`
 	// WatchLimit caps the events one long poll returns (100).
@@ -69,19 +72,13 @@ type Config struct {
 	RefreshIntervalMs int `json:"refreshIntervalMs"`
 }
 
-// Group policies.
-const (
-	PolicyMention = "mention"
-	PolicyOpen    = "open"
-)
-
 // DefaultBaseURL is the public Mochat server.
 const DefaultBaseURL = "https://mochat.io"
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
 	return Config{
-		BaseURL: DefaultBaseURL, GroupPolicy: PolicyMention,
+		BaseURL: DefaultBaseURL, GroupPolicy: channels.GroupMention,
 		WatchTimeoutMs: 25000, WatchLimit: 100, PanelLimit: 50, PollIntervalMs: 3000, RefreshIntervalMs: 60000,
 	}
 }
@@ -96,10 +93,10 @@ func (c Config) Validate() error {
 	if err := channels.CheckURL("baseUrl", c.BaseURL); err != nil {
 		errs = append(errs, err)
 	}
-	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
-		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
+	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
+		errs = append(errs, err)
 	}
-	if len(c.Panels) > 0 && c.GroupPolicy == PolicyMention && strings.TrimSpace(c.AgentUserID) == "" {
+	if len(c.Panels) > 0 && c.GroupPolicy == channels.GroupMention && strings.TrimSpace(c.AgentUserID) == "" {
 		errs = append(errs, errors.New("agentUserId is required with panels and groupPolicy \"mention\" (it is how a mention of the bot is recognised)"))
 	}
 	if len(c.Sessions) == 0 && len(c.Panels) == 0 {

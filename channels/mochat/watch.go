@@ -431,7 +431,7 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, kind, target st
 		return nil
 	case sender == c.cfg.AgentUserID:
 		return nil
-	case kind == "panel" && c.cfg.GroupPolicy == PolicyMention && !m.mentions(c.cfg.AgentUserID):
+	case !c.cfg.GroupPolicy.Admits(kind == "panel", m.mentions(c.cfg.AgentUserID), target, c.cfg.GroupAllowFrom):
 		return nil
 	}
 	text := m.text()

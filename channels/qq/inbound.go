@@ -89,11 +89,7 @@ const (
 // reported, so that a later Resume has QQ deliver it again.
 func (c *Channel) handle(ctx context.Context, in channels.Inbox, ev event) outcome {
 	switch ev.kind {
-	case evC2C, evGroupAt, evDirect:
-	case evGroupAll:
-		if c.cfg.GroupPolicy != PolicyOpen {
-			return done
-		}
+	case evC2C, evGroupAt, evGroupAll, evDirect:
 	default:
 		c.log.Debug("qq: event ignored", "event", ev.kind)
 		return done
@@ -101,6 +97,11 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, ev event) outco
 	var m message
 	if err := json.Unmarshal(ev.data, &m); err != nil {
 		c.log.Warn("qq: malformed message event skipped", "event", ev.kind, "seq", ev.seq, "err", err)
+		return done
+	}
+	// GROUP_AT_MESSAGE_CREATE is how QQ tells the bot was @-mentioned.
+	group := ev.kind == evGroupAt || ev.kind == evGroupAll
+	if !c.cfg.GroupPolicy.Admits(group, ev.kind == evGroupAt, m.GroupOpenID, c.cfg.GroupAllowFrom) {
 		return done
 	}
 	msg, ok := c.toInbound(ev.kind, &m)

@@ -169,8 +169,8 @@ func TestMarkdownFormat(t *testing.T) {
 }
 
 func TestGroupPolicyAndBots(t *testing.T) {
-	for _, policy := range []string{PolicyMention, PolicyOpen} {
-		t.Run(policy, func(t *testing.T) {
+	for _, policy := range []channels.GroupPolicy{channels.GroupMention, channels.GroupOpen} {
+		t.Run(string(policy), func(t *testing.T) {
 			fake := newFake(t)
 			ch := newChannel(t, fake, nil, "", func(c *Config) { c.GroupPolicy = policy })
 			in := &channeltest.Recorder{}
@@ -189,7 +189,7 @@ func TestGroupPolicyAndBots(t *testing.T) {
 				}
 				chatter = chatter || strings.Contains(m.Content, "chatter")
 			}
-			if chatter != (policy == PolicyOpen) {
+			if chatter != (policy == channels.GroupOpen) {
 				t.Errorf("policy %s: GROUP_MESSAGE_CREATE delivered = %v", policy, chatter)
 			}
 		})

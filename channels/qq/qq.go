@@ -61,10 +61,13 @@ type Config struct {
 	// of the five passive replies QQ allows per message.
 	AckMessage string `json:"ackMessage"`
 	// GroupPolicy is "mention" (default: group messages the bot is
-	// @-mentioned in, the only ones QQ delivers to ordinary bots) or
-	// "open" (also GROUP_MESSAGE_CREATE, which QQ sends only to bots
-	// granted every group message).
-	GroupPolicy string `json:"groupPolicy"`
+	// @-mentioned in, the only ones QQ delivers to ordinary bots), "open"
+	// (also GROUP_MESSAGE_CREATE, which QQ sends only to bots granted
+	// every group message) or "allowlist" (every message of the
+	// GroupAllowFrom groups, none elsewhere).
+	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
+	// GroupAllowFrom are the group openids of the allowlist policy.
+	GroupAllowFrom []string `json:"groupAllowFrom"`
 	// APIBase replaces https://api.sgroup.qq.com (the sandbox is
 	// https://sandbox.api.sgroup.qq.com; tests use a local fake).
 	APIBase string `json:"apiBase"`
@@ -76,12 +79,10 @@ type Config struct {
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
 }
 
-// Message formats and group policies.
+// Message formats.
 const (
 	FormatPlain    = "plain"
 	FormatMarkdown = "markdown"
-	PolicyMention  = "mention"
-	PolicyOpen     = "open"
 )
 
 // Default hosts.
@@ -93,7 +94,7 @@ const (
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
 	return Config{
-		MsgFormat: FormatPlain, GroupPolicy: PolicyMention,
+		MsgFormat: FormatPlain, GroupPolicy: channels.GroupMention,
 		APIBase: DefaultAPIBase, AuthBase: DefaultAuthBase, MaxMediaBytes: 20 << 20,
 	}
 }
@@ -111,8 +112,8 @@ func (c Config) Validate() error {
 	if c.MsgFormat != FormatPlain && c.MsgFormat != FormatMarkdown {
 		errs = append(errs, fmt.Errorf("msgFormat: %q is not %q or %q", c.MsgFormat, FormatPlain, FormatMarkdown))
 	}
-	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
-		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
+	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
+		errs = append(errs, err)
 	}
 	for key, v := range map[string]string{"apiBase": c.APIBase, "authBase": c.AuthBase} {
 		if err := channels.CheckURL(key, v); err != nil {

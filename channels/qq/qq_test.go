@@ -314,7 +314,7 @@ func TestFactoryDecodesCamelCaseKeys(t *testing.T) {
 	}
 	cfg := got.(*Channel).cfg
 	if cfg.AppID != "123" || cfg.Secret != "abc-secret" || cfg.MsgFormat != FormatMarkdown || cfg.AckMessage != "on it" ||
-		cfg.GroupPolicy != PolicyOpen || cfg.APIBase != "http://127.0.0.1:1" || cfg.AuthBase != "http://127.0.0.1:2" {
+		cfg.GroupPolicy != channels.GroupOpen || cfg.APIBase != "http://127.0.0.1:1" || cfg.AuthBase != "http://127.0.0.1:2" {
 		t.Errorf("decoded %+v", cfg)
 	}
 }

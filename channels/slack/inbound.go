@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -205,18 +204,9 @@ func (c *Channel) toInbound(m msg) (bus.Inbound, bool) {
 			return s
 		}))
 	}
-	if !isDM {
-		switch c.cfg.GroupPolicy {
-		case PolicyMention:
-			if !mentioned {
-				c.log.Debug("slack: channel message not for the bot skipped", "channel", m.channel)
-				return bus.Inbound{}, false
-			}
-		case PolicyAllowlist:
-			if !slices.Contains(c.cfg.AllowChannels, m.channel) {
-				return bus.Inbound{}, false
-			}
-		}
+	if !c.cfg.GroupPolicy.Admits(!isDM, mentioned, m.channel, c.cfg.AllowChannels) {
+		c.log.Debug("slack: channel message not for the bot skipped", "channel", m.channel)
+		return bus.Inbound{}, false
 	}
 	text = fromMrkdwn(strings.TrimSpace(text))
 	if text == "" && len(m.files) == 0 {

@@ -44,7 +44,7 @@ type Config struct {
 	// GroupPolicy is "mention" (default: in channels, answer only when
 	// @mentioned), "open" (every message) or "allowlist" (every message in
 	// AllowChannels, nothing elsewhere).
-	GroupPolicy string `json:"groupPolicy"`
+	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
 	// AllowChannels are the channel ids ("C0123...") of the allowlist policy.
 	AllowChannels []string `json:"allowChannels"`
 	// ReplyInThread answers in a thread under the user's message and makes
@@ -61,20 +61,13 @@ type Config struct {
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
 }
 
-// Group policies.
-const (
-	PolicyMention   = "mention"
-	PolicyOpen      = "open"
-	PolicyAllowlist = "allowlist"
-)
-
 // DefaultAPIBase is Slack's Web API.
 const DefaultAPIBase = "https://slack.com/api/"
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
 	yes := true
-	return Config{GroupPolicy: PolicyMention, APIBase: DefaultAPIBase, ReplyInThread: &yes, Reactions: &yes, MaxMediaBytes: 20 << 20}
+	return Config{GroupPolicy: channels.GroupMention, APIBase: DefaultAPIBase, ReplyInThread: &yes, Reactions: &yes, MaxMediaBytes: 20 << 20}
 }
 
 func (c Config) threads() bool   { return c.ReplyInThread == nil || *c.ReplyInThread }
@@ -89,14 +82,8 @@ func (c Config) Validate() error {
 	if !strings.HasPrefix(c.BotToken, "xoxb-") {
 		errs = append(errs, errors.New(`botToken: required, a bot token ("xoxb-...")`))
 	}
-	switch c.GroupPolicy {
-	case PolicyMention, PolicyOpen:
-	case PolicyAllowlist:
-		if len(c.AllowChannels) == 0 {
-			errs = append(errs, errors.New("allowChannels: required with groupPolicy \"allowlist\""))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q, %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen, PolicyAllowlist))
+	if err := c.GroupPolicy.Check("allowChannels", c.AllowChannels); err != nil {
+		errs = append(errs, err)
 	}
 	if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
 		errs = append(errs, err)
@@ -148,7 +135,7 @@ var (
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = PolicyMention
+		cfg.GroupPolicy = channels.GroupMention
 	}
 	if cfg.APIBase == "" {
 		cfg.APIBase = DefaultAPIBase

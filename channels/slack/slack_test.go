@@ -249,15 +249,15 @@ func TestReplyInThreadOff(t *testing.T) {
 
 func TestGroupPolicy(t *testing.T) {
 	for _, tc := range []struct {
-		policy string
+		policy channels.GroupPolicy
 		allow  []string
 		want   []string
 	}{
-		{PolicyMention, nil, []string{"mentioned by event", "mentioned in text"}},
-		{PolicyOpen, nil, []string{"mentioned by event", "mentioned in text", "plain chatter", "other channel"}},
-		{PolicyAllowlist, []string{general}, []string{"mentioned by event", "mentioned in text", "plain chatter"}},
+		{channels.GroupMention, nil, []string{"mentioned by event", "mentioned in text"}},
+		{channels.GroupOpen, nil, []string{"mentioned by event", "mentioned in text", "plain chatter", "other channel"}},
+		{channels.GroupAllowlist, []string{general}, []string{"mentioned by event", "mentioned in text", "plain chatter"}},
 	} {
-		t.Run(tc.policy, func(t *testing.T) {
+		t.Run(string(tc.policy), func(t *testing.T) {
 			fake := slacktest.New(t)
 			ch := newChannel(t, fake, nil, func(c *Config) { c.GroupPolicy, c.AllowChannels = tc.policy, tc.allow })
 			in := &inbox{}
@@ -370,7 +370,7 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := ok
-	bad.AppToken, bad.BotToken, bad.GroupPolicy = "xoxb-wrong", "", PolicyAllowlist
+	bad.AppToken, bad.BotToken, bad.GroupPolicy = "xoxb-wrong", "", channels.GroupAllowlist
 	err := bad.Validate()
 	for _, key := range []string{"appToken", "botToken", "allowChannels"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
@@ -381,7 +381,7 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ch.cfg.threads() || !ch.cfg.reactions() || ch.cfg.GroupPolicy != PolicyMention || ch.MessageLimit() != 4000 || ch.EditInterval() != time.Second {
+	if !ch.cfg.threads() || !ch.cfg.reactions() || ch.cfg.GroupPolicy != channels.GroupMention || ch.MessageLimit() != 4000 || ch.EditInterval() != time.Second {
 		t.Errorf("defaults: %+v", ch.cfg)
 	}
 }

@@ -86,7 +86,7 @@ func (c *Channel) toInbound(ctx context.Context, msg *models.Message) (bus.Inbou
 	if reply := msg.ReplyToMessage; reply != nil && reply.ForumTopicCreated == nil && reply.From != nil && me.ID != 0 && reply.From.ID == me.ID {
 		addressed = true
 	}
-	if isGroup && c.cfg.GroupPolicy == PolicyMention && !addressed {
+	if !c.cfg.GroupPolicy.Admits(isGroup, addressed, chatID, c.cfg.GroupAllowFrom) {
 		c.log.Debug("telegram: group message not for the bot skipped", "chat_id", chatID)
 		return bus.Inbound{}, false
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
@@ -68,10 +69,11 @@ func TestGroupPolicy(t *testing.T) {
 		want string // content expected; "" = dropped
 	}
 	tests := []struct {
-		policy string
+		policy channels.GroupPolicy
+		allow  []string // groupAllowFrom
 		msgs   []msg
 	}{
-		{PolicyMention, []msg{
+		{channels.GroupMention, nil, []msg{
 			{telegramtest.Msg{Text: "just chatting"}, ""},
 			{telegramtest.Msg{Text: bot + " what time is it"}, "what time is it"},
 			{telegramtest.Msg{Text: "hey " + bot + ", help"}, "hey @" + telegramtest.BotUsername + ", help"},
@@ -82,15 +84,20 @@ func TestGroupPolicy(t *testing.T) {
 			{telegramtest.Msg{Text: "a topic message", ThreadID: 7}, ""},
 			{telegramtest.Msg{Text: "answering the bot", ReplyTo: 1}, "answering the bot"},
 		}},
-		{PolicyOpen, []msg{
+		{channels.GroupOpen, nil, []msg{
 			{telegramtest.Msg{Text: "just chatting"}, "just chatting"},
+			{telegramtest.Msg{Text: "/new@other_bot"}, ""},
+		}},
+		{channels.GroupAllowlist, []string{"-100777"}, []msg{
+			{telegramtest.Msg{Text: "just chatting"}, "just chatting"},
+			{telegramtest.Msg{Text: bot + " in a group not listed", ThreadID: 7}, ""},
 			{telegramtest.Msg{Text: "/new@other_bot"}, ""},
 		}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.policy, func(t *testing.T) {
+		t.Run(string(tt.policy), func(t *testing.T) {
 			fake := telegramtest.New(t)
-			ch := newChannel(t, fake, nil, t.TempDir(), func(c *Config) { c.GroupPolicy = tt.policy })
+			ch := newChannel(t, fake, nil, t.TempDir(), func(c *Config) { c.GroupPolicy, c.GroupAllowFrom = tt.policy, tt.allow })
 			in := run(t, ch)
 			// A message from the bot, for the reply case.
 			if _, err := ch.Send(context.Background(), bus.Outbound{ChatID: "-100777", Content: "I am the bot"}); err != nil {

@@ -47,8 +47,12 @@ type Config struct {
 	// ReplyToMessage makes answers quote the user's message.
 	ReplyToMessage bool `json:"replyToMessage"`
 	// GroupPolicy is "mention" (default: in groups, answer only when
-	// @mentioned, replied to, or sent a command) or "open" (every message).
-	GroupPolicy string `json:"groupPolicy"`
+	// @mentioned, replied to, or sent a command), "open" (every message)
+	// or "allowlist" (every message of the GroupAllowFrom groups, none
+	// elsewhere).
+	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
+	// GroupAllowFrom are the chat ids ("-1001234567890") of the allowlist policy.
+	GroupAllowFrom []string `json:"groupAllowFrom"`
 	// APIBase is the Bot API server (default https://api.telegram.org; a
 	// self-hosted telegram-bot-api server also works).
 	APIBase string `json:"apiBase"`
@@ -79,18 +83,12 @@ type Transcription struct {
 	Model string `json:"model"`
 }
 
-// Group policies.
-const (
-	PolicyMention = "mention"
-	PolicyOpen    = "open"
-)
-
 // DefaultAPIBase is the public Bot API.
 const DefaultAPIBase = "https://api.telegram.org"
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupPolicy: PolicyMention, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20}
+	return Config{GroupPolicy: channels.GroupMention, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20}
 }
 
 // Validate checks the config; errors name the key under channels.telegram.
@@ -101,8 +99,8 @@ func (c Config) Validate() error {
 	} else if !strings.Contains(c.Token, ":") {
 		errs = append(errs, errors.New(`token: not a bot token (want "123456:ABC...")`))
 	}
-	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
-		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
+	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
+		errs = append(errs, err)
 	}
 	if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
 		errs = append(errs, err)
@@ -194,7 +192,7 @@ var (
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = PolicyMention
+		cfg.GroupPolicy = channels.GroupMention
 	}
 	if cfg.APIBase == "" {
 		cfg.APIBase = DefaultAPIBase

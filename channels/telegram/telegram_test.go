@@ -185,8 +185,8 @@ func TestDefaults(t *testing.T) {
 	if got := ch.MessageLimit(); got != 4096 {
 		t.Errorf("MessageLimit = %d, want 4096", got)
 	}
-	if got := ch.cfg.GroupPolicy; got != PolicyMention {
-		t.Errorf("GroupPolicy = %q, want %q", got, PolicyMention)
+	if got := ch.cfg.GroupPolicy; got != channels.GroupMention {
+		t.Errorf("GroupPolicy = %q, want %q", got, channels.GroupMention)
 	}
 	if got := ch.cfg.MaxMediaBytes; got != 20<<20 {
 		t.Errorf("MaxMediaBytes = %d, want 20 MB", got)

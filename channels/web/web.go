@@ -22,7 +22,6 @@ package web
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"embed"
 	"encoding/hex"
 	"errors"
@@ -37,11 +36,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/coder/websocket/wsjson"
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // Config is channels.web.
@@ -197,62 +194,12 @@ func (c *Channel) EditInterval() time.Duration { return 80 * time.Millisecond }
 
 // Frame is one WebSocket message, both directions.
 type Frame struct {
-	Type  string `json:"type"` // auth, message | hello, message, edit, typing, hint, error
-	ID    string `json:"id,omitempty"`
+	Type  string `json:"type"`         // auth, message | hello, message, edit, typing, hint, error
+	ID    string `json:"id,omitempty"` // the message id; from the browser optional (used for de-duplication)
 	Text  string `json:"text,omitempty"`
 	Final bool   `json:"final,omitempty"`
 	Chat  string `json:"chat,omitempty"`
 	Token string `json:"token,omitempty"`
-}
-
-// Send implements channels.Channel.
-func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
-	c.mu.Lock()
-	c.seq++
-	id := fmt.Sprintf("m%d", c.seq)
-	c.mu.Unlock()
-	typ := "message"
-	if m.IsError {
-		typ = "error"
-	}
-	if err := c.broadcast(ctx, m.ChatID, Frame{Type: typ, ID: id, Text: m.Content, Final: m.Final}); err != nil {
-		return channels.MessageRef{}, err
-	}
-	return channels.MessageRef{ChatID: m.ChatID, MessageID: id}, nil
-}
-
-// Edit implements channels.Editor.
-func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m bus.Outbound) error {
-	return c.broadcast(ctx, ref.ChatID, Frame{Type: "edit", ID: ref.MessageID, Text: m.Content, Final: m.Final})
-}
-
-// Typing implements channels.Typer.
-func (c *Channel) Typing(ctx context.Context, chatID string, _ map[string]any) error {
-	return c.broadcast(ctx, chatID, Frame{Type: "typing"})
-}
-
-// broadcast writes f to every tab of the chat. A chat with no open tab is a
-// permanent failure (the user left); the reply stays in the session.
-func (c *Channel) broadcast(ctx context.Context, chat string, f Frame) error {
-	c.mu.Lock()
-	var targets []*conn
-	for cn := range c.conns[chat] {
-		targets = append(targets, cn)
-	}
-	c.mu.Unlock()
-	if len(targets) == 0 {
-		return &channels.PermanentError{Err: fmt.Errorf("web: no open tab for chat %s", chat)}
-	}
-	var errs []error
-	for _, cn := range targets {
-		if err := cn.write(ctx, f); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) == len(targets) {
-		return errors.Join(errs...)
-	}
-	return nil
 }
 
 // Handler serves the UI at / and the WebSocket at /ws.
@@ -268,129 +215,4 @@ func (c *Channel) Handler() http.Handler {
 	}))
 	mux.HandleFunc("GET /ws", c.serveWS)
 	return mux
-}
-
-type conn struct {
-	ws   *websocket.Conn
-	chat string
-	wmu  sync.Mutex
-}
-
-func (cn *conn) write(ctx context.Context, f Frame) error {
-	cn.wmu.Lock()
-	defer cn.wmu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return wsjson.Write(ctx, cn.ws, f)
-}
-
-func (c *Channel) serveWS(w http.ResponseWriter, r *http.Request) {
-	genuine := c.genuineLoopback(r)
-	// Accept verifies that Origin matches the Host (no cross-site sockets).
-	ws, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		c.log.Warn("websocket rejected", "err", err, "remote", r.RemoteAddr)
-		return
-	}
-	ws.SetReadLimit(int64(c.cfg.MaxMessageChars)*4 + 1024)
-	ctx := r.Context()
-	defer ws.CloseNow()
-
-	// First frame: {"type":"auth","chat":"<browser id>","token":"..."}.
-	var hello Frame
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = wsjson.Read(actx, ws, &hello)
-	cancel()
-	if err != nil || hello.Type != "auth" {
-		ws.Close(websocket.StatusPolicyViolation, "expected auth frame")
-		return
-	}
-	tokenOK := c.token != "" && subtle.ConstantTimeCompare([]byte(hello.Token), []byte(c.token)) == 1
-	if !tokenOK && (c.tokenAlways || !genuine) {
-		_ = wsjson.Write(ctx, ws, Frame{Type: "error", Text: "wrong or missing access token"})
-		ws.Close(websocket.StatusPolicyViolation, "unauthorized")
-		c.log.Warn("web chat: wrong or missing token", "remote", r.RemoteAddr, "host", truncate(r.Host, 100), "genuine_loopback", genuine)
-		return
-	}
-	// Both ways in (this machine's own browser, or the token) are the
-	// owner's: such a connection may approve pairing codes.
-	admin := genuine || tokenOK
-	chat := sanitizeChat(hello.Chat)
-	cn := &conn{ws: ws, chat: chat}
-	c.mu.Lock()
-	if c.conns[chat] == nil {
-		c.conns[chat] = map[*conn]bool{}
-	}
-	c.conns[chat][cn] = true
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.conns[chat], cn)
-		if len(c.conns[chat]) == 0 {
-			delete(c.conns, chat)
-		}
-		c.mu.Unlock()
-	}()
-	_ = cn.write(ctx, Frame{Type: "hello", Chat: chat})
-
-	for {
-		var f Frame
-		if err := wsjson.Read(ctx, ws, &f); err != nil {
-			return
-		}
-		if f.Type != "message" {
-			continue // unknown frames are ignored, not fatal
-		}
-		text := strings.TrimSpace(f.Text)
-		if text == "" {
-			continue
-		}
-		if len([]rune(text)) > c.cfg.MaxMessageChars {
-			_ = cn.write(ctx, Frame{Type: "error", Text: fmt.Sprintf("message too long (max %d characters)", c.cfg.MaxMessageChars)})
-			continue
-		}
-		c.mu.Lock()
-		in := c.inbox
-		c.seq++
-		msgID := fmt.Sprintf("u%d-%d", time.Now().UnixNano(), c.seq)
-		c.mu.Unlock()
-		if in == nil {
-			_ = cn.write(ctx, Frame{Type: "error", Text: "the gateway is not ready yet"})
-			continue
-		}
-		err := in.Deliver(ctx, bus.Inbound{
-			Channel: "web", SenderID: chat, ChatID: chat, Content: text,
-			MessageID: msgID, ReceivedAt: time.Now(), Admin: admin,
-		})
-		if err != nil && !errors.Is(err, channels.ErrDenied) {
-			_ = cn.write(ctx, Frame{Type: "error", Text: "could not queue the message; please retry"})
-		}
-	}
-}
-
-// sanitizeChat keeps browser-chosen ids short and safe; an empty one gets a
-// random id.
-func sanitizeChat(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') || r == '-' || r == '_' {
-			b.WriteRune(r)
-		}
-		if b.Len() >= 64 {
-			break
-		}
-	}
-	if b.Len() < 8 {
-		var raw [8]byte
-		_, _ = rand.Read(raw[:])
-		return hex.EncodeToString(raw[:])
-	}
-	return b.String()
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -46,7 +46,7 @@ func (c *Channel) toInbound(ctx context.Context, cli client, in channels.Inbox, 
 		return bus.Inbound{}, false
 	}
 	text, ctxInfo := textOf(msg)
-	if info.IsGroup && c.cfg.GroupPolicy == PolicyMention && !c.addressed(cli, ctxInfo) {
+	if !c.cfg.GroupPolicy.Admits(info.IsGroup, info.IsGroup && c.addressed(cli, ctxInfo), info.Chat.String(), c.cfg.GroupAllowFrom) {
 		c.log.Debug("whatsapp: group message not for the bot skipped", "chat", info.Chat)
 		return bus.Inbound{}, false
 	}

@@ -37,8 +37,11 @@ import (
 type Config struct {
 	configs.ChannelCommon
 	// GroupPolicy is "mention" (default: in groups, answer when mentioned
-	// or replied to) or "open".
-	GroupPolicy string `json:"groupPolicy"`
+	// or replied to), "open" (every group message) or "allowlist" (every
+	// message of the GroupAllowFrom groups, none elsewhere).
+	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
+	// GroupAllowFrom are the group JIDs ("120363...@g.us") of the allowlist policy.
+	GroupAllowFrom []string `json:"groupAllowFrom"`
 	// MaxMediaBytes caps one attachment, both ways (default 16 MB).
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
 	// PairPhone, when set, makes `nanobot channels login whatsapp` show a
@@ -47,20 +50,16 @@ type Config struct {
 	PairPhone string `json:"pairPhone"`
 }
 
-// Group policies.
-const (
-	PolicyMention = "mention"
-	PolicyOpen    = "open"
-)
-
 // DefaultConfig is disabled, with the defaults of every option.
-func DefaultConfig() Config { return Config{GroupPolicy: PolicyMention, MaxMediaBytes: 16 << 20} }
+func DefaultConfig() Config {
+	return Config{GroupPolicy: channels.GroupMention, MaxMediaBytes: 16 << 20}
+}
 
 // Validate checks the config; errors name the key under channels.whatsapp.
 func (c Config) Validate() error {
 	var errs []error
-	if c.GroupPolicy != PolicyMention && c.GroupPolicy != PolicyOpen {
-		errs = append(errs, fmt.Errorf("groupPolicy: %q is not %q or %q", c.GroupPolicy, PolicyMention, PolicyOpen))
+	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxMediaBytes < 0 {
 		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
@@ -126,7 +125,7 @@ var (
 // New builds the channel; nothing is opened until Run or Login.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = PolicyMention
+		cfg.GroupPolicy = channels.GroupMention
 	}
 	if cfg.MaxMediaBytes == 0 {
 		cfg.MaxMediaBytes = 16 << 20

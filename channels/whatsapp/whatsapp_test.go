@@ -252,7 +252,7 @@ func TestGroupPolicy(t *testing.T) {
 	}
 
 	fake2, in2 := newFake(), newInbox("")
-	running(t, fake2, in2, func(c *Config) { c.GroupPolicy = PolicyOpen })
+	running(t, fake2, in2, func(c *Config) { c.GroupPolicy = channels.GroupOpen })
 	fake2.emit(message(group, alicePN, "G4", text("anyone?")))
 	if len(in2.All()) != 1 {
 		t.Error("groupPolicy open did not deliver a plain group message")
@@ -465,8 +465,8 @@ func TestRunLifecycle(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	for name, c := range map[string]Config{
 		"groupPolicy":   {GroupPolicy: "sometimes"},
-		"maxMediaBytes": {GroupPolicy: PolicyOpen, MaxMediaBytes: -1},
-		"pairPhone":     {GroupPolicy: PolicyOpen, PairPhone: "+49 170 12"},
+		"maxMediaBytes": {GroupPolicy: channels.GroupOpen, MaxMediaBytes: -1},
+		"pairPhone":     {GroupPolicy: channels.GroupOpen, PairPhone: "+49 170 12"},
 	} {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), name+":") {
 			t.Errorf("%s: %v", name, err)

@@ -1,0 +1,79 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// Send implements channels.Channel.
+func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
+	c.mu.Lock()
+	c.seq++
+	id := fmt.Sprintf("m%d", c.seq)
+	c.mu.Unlock()
+	typ := "message"
+	if m.IsError {
+		typ = "error"
+	}
+	if err := c.broadcast(ctx, m.ChatID, Frame{Type: typ, ID: id, Text: m.Content, Final: m.Final}); err != nil {
+		return channels.MessageRef{}, err
+	}
+	return channels.MessageRef{ChatID: m.ChatID, MessageID: id}, nil
+}
+
+// Edit implements channels.Editor.
+func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m bus.Outbound) error {
+	return c.broadcast(ctx, ref.ChatID, Frame{Type: "edit", ID: ref.MessageID, Text: m.Content, Final: m.Final})
+}
+
+// Typing implements channels.Typer.
+func (c *Channel) Typing(ctx context.Context, chatID string, _ map[string]any) error {
+	return c.broadcast(ctx, chatID, Frame{Type: "typing"})
+}
+
+// broadcast writes f to every tab of the chat. A chat with no open tab is a
+// permanent failure (the user left); the reply stays in the session.
+func (c *Channel) broadcast(ctx context.Context, chat string, f Frame) error {
+	c.mu.Lock()
+	var targets []*conn
+	for cn := range c.conns[chat] {
+		targets = append(targets, cn)
+	}
+	c.mu.Unlock()
+	if len(targets) == 0 {
+		return &channels.PermanentError{Err: fmt.Errorf("web: no open tab for chat %s", chat)}
+	}
+	var errs []error
+	for _, cn := range targets {
+		if err := cn.write(ctx, f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == len(targets) {
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+type conn struct {
+	ws   *websocket.Conn
+	chat string
+	wmu  sync.Mutex
+}
+
+func (cn *conn) write(ctx context.Context, f Frame) error {
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return wsjson.Write(ctx, cn.ws, f)
+}
