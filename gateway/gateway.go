@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"maps"
 	"errors"
 	"fmt"
 	"io"
@@ -254,7 +255,14 @@ func (g *Gateway) turnDone(m bus.Inbound, err error) {
 func (g *Gateway) buildChannels() error {
 	if g.runsChannels() {
 		if g.o.Channels != nil {
-			built, err := g.o.Channels.Build(g.cfg.Channels, channels.Deps{Log: g.log, Paths: g.o.Paths, Loopback: g.loopback()})
+			// Channels the caller built (Extra) are configured but not
+			// built from the registry.
+			cc := g.cfg.Channels
+			cc.Platforms = maps.Clone(cc.Platforms)
+			for _, c := range g.o.Extra {
+				delete(cc.Platforms, c.Name())
+			}
+			built, err := g.o.Channels.Build(cc, channels.Deps{Log: g.log, Paths: g.o.Paths, Loopback: g.loopback()})
 			if err != nil {
 				return err
 			}

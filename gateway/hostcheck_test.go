@@ -96,7 +96,7 @@ func TestRebindingMatrix(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := startGatewayOpts(t, cfg, &echoLLM{}, func(o *Options) { o.Listener.Close(); o.Listener = ln })
+		r := startGatewayOpts(t, cfg, &echoLLM{}, func(o *Options) { o.Listener.Close(); o.Listener = ln; o.Channels = webOnly() })
 		port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 		addr := "127.0.0.1:" + port
 		tok, err := os.ReadFile(filepath.Join(r.dir, "state", "web_token"))
@@ -156,7 +156,9 @@ func TestRebindingMatrix(t *testing.T) {
 // rebinding page does not even get a socket.
 func TestWebAdminApprovesPairing(t *testing.T) {
 	fc := newFake("fake")
-	r := startGateway(t, testConfig(map[string][]any{"fake": {"*"}, "tg": {}}), &echoLLM{}, fc)
+	cfg := testConfig(map[string][]any{"fake": {"*"}, "tg": {}})
+	cfg.Channels.Platforms["tg"]["enabled"] = false // only its allow-list matters here
+	r := startGatewayOpts(t, cfg, &echoLLM{}, func(o *Options) { o.Channels = webOnly() }, fc)
 	store := channels.NewPairingStore(filepath.Join(r.dir, "state", "pairing.json"))
 	code, _, err := store.Request("tg", "99|stranger", "dm99")
 	if err != nil {
@@ -246,7 +248,7 @@ func TestWebhookBehindProxy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			startGatewayOpts(t, cfg, &echoLLM{}, func(o *Options) { o.Listener.Close(); o.Listener = ln }, wf)
+			startGatewayOpts(t, cfg, &echoLLM{}, func(o *Options) { o.Listener.Close(); o.Listener = ln; o.Channels = webOnly() }, wf)
 			req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/hook/fake", ln.Addr().(*net.TCPAddr).Port), strings.NewReader("{}"))
 			req.Host = tc.host
 			req.Header.Set("X-Forwarded-For", "203.0.113.9")
