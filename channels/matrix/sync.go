@@ -14,7 +14,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 // Run implements channels.Channel: log in, then /sync until ctx ends. A
@@ -248,5 +248,5 @@ func (c *Channel) saveSince(since string) error {
 	if err := os.MkdirAll(filepath.Dir(c.state), 0o700); err != nil {
 		return err
 	}
-	return configs.WriteFileAtomic(c.state, b, 0o600)
+	return atomicfile.Write(c.state, b, 0o600)
 }
