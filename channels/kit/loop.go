@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Loop keeps a platform connection up: it runs one session after another
@@ -19,7 +20,7 @@ type Loop struct {
 	// Health receives connected / reconnecting / failed / stopped.
 	Health *channels.HealthState
 	// Redact cleans errors before they are logged or reported.
-	Redact *Redactor
+	Redact *redact.Redactor
 	// Min and Max bound the wait between attempts (default 1 s and 1 min).
 	Min, Max time.Duration
 }
