@@ -14,8 +14,8 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/bus/natsbus"
+	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/journal"
-	jobs "github.com/nanobot-go/nanobot/tools/cron"
 )
 
 // Roles of a gateway process (configs.ClusterConfig.Role).
@@ -125,7 +125,7 @@ func connectNATS(c configs.NATSConfig, name string, log *slog.Logger) (*nats.Con
 
 // moveCronToKV puts the cron jobs in the cluster's <PREFIX>_CRON bucket
 // (jobs already in the local jobs.json are copied there the first time).
-func moveCronToKV(ctx context.Context, nb *natsbus.Bus, store *jobs.Store, log *slog.Logger) error {
+func moveCronToKV(ctx context.Context, nb *natsbus.Bus, store *cron.Store, log *slog.Logger) error {
 	o := nb.Options()
 	kv, err := natsbus.EnsureKeyValue(ctx, nb.JetStream(), jetstream.KeyValueConfig{
 		Bucket: strings.ToUpper(o.Prefix) + "_CRON", History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
@@ -138,7 +138,7 @@ func moveCronToKV(ctx context.Context, nb *natsbus.Bus, store *jobs.Store, log *
 
 // CronStore opens the cluster's cron jobs for a command-line tool
 // (`nanobot cron` in cluster mode). close disconnects.
-func CronStore(ctx context.Context, cfg configs.ClusterConfig, log *slog.Logger) (store *jobs.Store, close func(), err error) {
+func CronStore(ctx context.Context, cfg configs.ClusterConfig, log *slog.Logger) (store *cron.Store, close func(), err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -159,7 +159,7 @@ func CronStore(ctx context.Context, cfg configs.ClusterConfig, log *slog.Logger)
 		return nil, nil, fmt.Errorf("cron bucket: %w", err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	store, err = jobs.NewKVStore(wctx, kv, log)
+	store, err = cron.NewKVStore(wctx, kv, log)
 	if err != nil {
 		cancel()
 		nc.Close()

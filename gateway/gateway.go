@@ -33,7 +33,6 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/journal"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
-	jobs "github.com/nanobot-go/nanobot/tools/cron"
 	"github.com/nanobot-go/nanobot/tools/mcp"
 	"github.com/nanobot-go/nanobot/tools/message"
 	"github.com/nanobot-go/nanobot/tools/spawn"
@@ -66,7 +65,7 @@ type Options struct {
 	// (default 20 s); unfinished ones are replayed at the next start.
 	DrainTimeout time.Duration
 	// CronStore overrides the jobs store (default cron/jobs.json).
-	CronStore *jobs.Store
+	CronStore *cron.Store
 	Log       *slog.Logger
 	Version   string
 	// Reload is signalled (SIGHUP) to re-read the config with ReloadConfig
@@ -145,7 +144,7 @@ func Run(ctx context.Context, o Options) error {
 	)
 	cronStore := o.CronStore
 	if cronStore == nil {
-		cronStore = jobs.NewStore(filepath.Join(o.Paths.Cron, "jobs.json"))
+		cronStore = cron.NewStore(filepath.Join(o.Paths.Cron, "jobs.json"))
 	}
 	if cfg.Cluster.Enabled() {
 		cl := cfg.Cluster
