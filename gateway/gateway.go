@@ -31,6 +31,7 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
 	"github.com/nanobot-go/nanobot/gateway/journal"
+	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 	"github.com/nanobot-go/nanobot/tools/mcp"
@@ -66,8 +67,12 @@ type Options struct {
 	DrainTimeout time.Duration
 	// CronStore overrides the jobs store (default cron/jobs.json).
 	CronStore *cron.Store
-	Log       *slog.Logger
-	Version   string
+	// Redact is the process's redactor (the logger's): the channels add the
+	// tokens they fetch to it, and the agent's replies are redacted with it.
+	// Tool results are redacted by Tools (tools.WithRedactor). Nil: none.
+	Redact  *redact.Redactor
+	Log     *slog.Logger
+	Version string
 	// Reload is signalled (SIGHUP) to re-read the config with ReloadConfig
 	// and apply what can change live: the allow-lists.
 	Reload       <-chan struct{}
@@ -210,12 +215,12 @@ func Run(ctx context.Context, o Options) error {
 	var shuttingDown atomic.Bool
 	reg := o.Tools
 	if reg == nil {
-		reg = tools.NewRegistry(tools.WithLogger(log))
+		reg = tools.NewRegistry(tools.WithLogger(log), tools.WithRedactor(o.Redact))
 	}
 	runner := &agent.Runner{
 		Provider: o.Provider, Tools: reg, Model: o.Model, MaxTokens: d.MaxTokens,
 		Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
-		Stream: true, Log: log,
+		Stream: true, Log: log, Redact: o.Redact,
 	}
 	subs := &agent.Subagents{Runner: *runner, Publish: b.PublishInbound, Max: d.MaxConcurrentSubagents, Workspace: o.Paths.Workspace, Log: log}
 	for _, t := range []tools.Tool{message.New(b, o.Paths.Workspace, cfg.Tools.RestrictToWorkspace), spawn.New(subs)} {
@@ -287,7 +292,7 @@ func Run(ctx context.Context, o Options) error {
 		chans = append(chans, webCh)
 	}
 	if o.Channels != nil && runsChannels {
-		built, err := o.Channels.Build(cfg.Channels, channels.Deps{Log: log, Paths: o.Paths})
+		built, err := o.Channels.Build(cfg.Channels, channels.Deps{Log: log, Paths: o.Paths, Redact: o.Redact})
 		if err != nil {
 			return err
 		}

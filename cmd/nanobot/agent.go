@@ -77,6 +77,7 @@ func runAgent(cmd *cobra.Command, a *app, msg, sessKey string, markdown bool) er
 	runner := &agent.Runner{
 		Provider: w.provider, Tools: w.tools, Model: w.model, MaxTokens: d.MaxTokens, Temperature: &temp,
 		ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations, Stream: true, Log: a.log,
+		Redact: a.redact,
 	}
 	var loop *agent.Loop
 	subs := &agent.Subagents{Runner: *runner, Max: d.MaxConcurrentSubagents, Workspace: l.Paths.Workspace, Log: a.log,

@@ -68,7 +68,7 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 	for _, n := range c.Tools.Disabled {
 		disabled[n] = true
 	}
-	w.tools = tools.NewRegistry(tools.WithLogger(a.log), tools.WithDisabled(disabled))
+	w.tools = tools.NewRegistry(tools.WithLogger(a.log), tools.WithDisabled(disabled), tools.WithRedactor(a.redact))
 	loc := time.Local
 	if tz := c.Agents.Defaults.Timezone; tz != "" {
 		if l, err := time.LoadLocation(tz); err == nil {
