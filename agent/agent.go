@@ -11,6 +11,7 @@ import (
 	"github.com/nanobot-go/nanobot/agent/skills"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 	"github.com/nanobot-go/nanobot/tools/message"
@@ -40,6 +41,9 @@ type Deps struct {
 	// Targets decides which chats the message tool may reach besides the
 	// current one (nil: only the current chat).
 	Targets message.Targets
+	// Redact removes secrets from the model's text (see Runner.Redact);
+	// nil: none.
+	Redact *redact.Redactor
 	// Observer is told about every provider call and tool execution
 	// (metrics, usage); optional.
 	Observer RunObserver
@@ -75,7 +79,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 	a.Runner = &Runner{
 		Provider: deps.Provider, Tools: deps.Tools, Model: deps.Model, MaxTokens: d.MaxTokens,
 		Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
-		Stream: true, Observer: deps.Observer, Log: log,
+		Stream: true, Observer: deps.Observer, Redact: deps.Redact, Log: log,
 	}
 	publish := deps.Inbound
 	if publish == nil {

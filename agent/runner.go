@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )
@@ -72,6 +73,12 @@ type Runner struct {
 	// (optional).
 	Observer RunObserver
 	Log      *slog.Logger
+	// Redact, when set, removes its secrets from the model's text before
+	// anyone sees it: streamed deltas (holding back a tail that could be
+	// the start of a secret split across deltas), the final content,
+	// reasoning and the saved messages. Tool results are redacted by the
+	// tool registry (tools.WithRedactor).
+	Redact *redact.Redactor
 }
 
 // RunResult is what a run produced.
@@ -197,23 +204,46 @@ func (r *Runner) call(ctx context.Context, conv []providers.Message, defs []prov
 		if err != nil {
 			return nil, err
 		}
+		r.redactResponse(resp)
 		emit(Event{Kind: EventStreamEnd, Text: resp.Content, Final: len(resp.ToolCalls) == 0})
 		return resp, nil
 	}
+	text, reasoning := r.Redact.Stream(), r.Redact.Stream()
 	resp, err := r.Provider.Stream(ctx, req, func(d providers.Delta) {
-		if d.Content != "" {
-			emit(Event{Kind: EventDelta, Text: d.Content})
+		if t := text.Next(d.Content); t != "" {
+			emit(Event{Kind: EventDelta, Text: t})
 		}
-		if d.Reasoning != "" {
-			emit(Event{Kind: EventReasoning, Text: d.Reasoning})
+		if t := reasoning.Next(d.Reasoning); t != "" {
+			emit(Event{Kind: EventReasoning, Text: t})
 		}
 	})
 	r.observeLLM(ctx, start, resp, err)
+	if t := text.Flush(); t != "" && err == nil {
+		emit(Event{Kind: EventDelta, Text: t})
+	}
+	if t := reasoning.Flush(); t != "" && err == nil {
+		emit(Event{Kind: EventReasoning, Text: t})
+	}
 	if err != nil {
 		return nil, err
 	}
+	r.redactResponse(resp)
 	emit(Event{Kind: EventStreamEnd, Text: resp.Content, Final: len(resp.ToolCalls) == 0 || toolChoice == "none"})
 	return resp, nil
+}
+
+// redactResponse removes Redact's secrets from what the model said, before
+// it is emitted or saved. Tool call arguments are redacted in the saved
+// message only: the call itself runs with what the model sent.
+func (r *Runner) redactResponse(resp *providers.LLMResponse) {
+	if r.Redact == nil {
+		return
+	}
+	resp.Content = r.Redact.Secrets(resp.Content)
+	resp.ReasoningContent = r.Redact.Secrets(resp.ReasoningContent)
+	for i := range resp.ToolCalls {
+		resp.ToolCalls[i].RawArguments = r.Redact.Secrets(resp.ToolCalls[i].RawArguments)
+	}
 }
 
 type outcome struct {

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"math/big"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 // Pairing defaults: codes live an hour, at most three wait per channel (so
@@ -152,13 +150,18 @@ func (p *PairingStore) refresh() {
 }
 
 func readPairing(path string) (pairingFile, error) {
-	d := pairingFile{Approved: map[string][]string{}}
 	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return d, nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return pairingFile{}, err
 	}
-	if err != nil {
-		return d, err
+	return decodePairing(path, b)
+}
+
+// decodePairing reads the file's content (nil when there is no file yet).
+func decodePairing(path string, b []byte) (pairingFile, error) {
+	d := pairingFile{Approved: map[string][]string{}}
+	if len(b) == 0 {
+		return d, nil
 	}
 	if err := json.Unmarshal(b, &d); err != nil {
 		return d, fmt.Errorf("pairing file %s: %w", path, err)
@@ -174,32 +177,20 @@ func readPairing(path string) (pairingFile, error) {
 func (p *PairingStore) update(f func(d *pairingFile, now time.Time) error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(p.path), 0o700); err != nil {
-		return err
-	}
-	lock, err := os.OpenFile(p.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	var d pairingFile
+	err := atomicfile.Update(p.path, 0o600, func(old []byte) ([]byte, error) {
+		var err error
+		if d, err = decodePairing(p.path, old); err != nil {
+			return nil, err
+		}
+		now := p.now()
+		d.Pending = slices.DeleteFunc(d.Pending, func(pp PendingPairing) bool { return !now.Before(pp.Expires) })
+		if err := f(&d, now); err != nil {
+			return nil, err
+		}
+		return json.MarshalIndent(d, "", "  ")
+	})
 	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
-	d, err := readPairing(p.path)
-	if err != nil {
-		return err
-	}
-	now := p.now()
-	d.Pending = slices.DeleteFunc(d.Pending, func(pp PendingPairing) bool { return !now.Before(pp.Expires) })
-	if err := f(&d, now); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := configs.WriteFileAtomic(p.path, b, 0o600); err != nil {
 		return err
 	}
 	p.data = d

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Deps are what a channel factory may use.
@@ -16,6 +17,21 @@ type Deps struct {
 	// Loopback is true when the gateway's HTTP server listens on loopback
 	// only.
 	Loopback bool
+	// Redact is the process's redactor (the log handler, tool results and
+	// replies use it too); nil in tests that do not care. Adapters get theirs
+	// through Redactor, so tokens they fetch at run time are redacted
+	// everywhere.
+	Redact *redact.Redactor
+}
+
+// Redactor returns the redactor an adapter uses for its errors and logs:
+// Redact with secrets added, or a new one over secrets when Redact is nil.
+func (d Deps) Redactor(secrets ...string) *redact.Redactor {
+	if d.Redact == nil {
+		return redact.New(secrets...)
+	}
+	d.Redact.Add(secrets...)
+	return d.Redact
 }
 
 // Factory builds a channel from its raw config (decode it with

@@ -4,55 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-)
 
-// WriteFileAtomic writes data to path through a temporary file in the same
-// folder, fsyncs it, renames it over path and fsyncs the folder, so a crash
-// leaves either the old or the new file, never a torn one. The file gets
-// mode perm; missing parent folders are created 0700.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(perm); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
-}
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
+)
 
 // Save writes c to path atomically with mode 0600. Strings that were loaded
 // from "${VAR}" references (see Loaded.Save) are written back as references,
@@ -89,7 +45,7 @@ func save(path string, c *Config, expansions map[string]expansion) error {
 		return fmt.Errorf("config %s: encode: %w", path, err)
 	}
 	out.WriteByte('\n')
-	if err := WriteFileAtomic(path, out.Bytes(), 0o600); err != nil {
+	if err := atomicfile.Write(path, out.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("config %s: save: %w", path, err)
 	}
 	return nil

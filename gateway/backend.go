@@ -8,8 +8,8 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/journal"
-	jobs "github.com/nanobot-go/nanobot/tools/cron"
 )
 
 // backend is what differs between one process on local files (the
@@ -19,7 +19,7 @@ type backend interface {
 	queues
 	inbox
 	sessions() session.Store
-	cronStore() *jobs.Store
+	cronStore() *cron.Store
 	// memoryLock serialises memory writers sharing a workspace (nil: none
 	// needed).
 	memoryLock() func(ctx context.Context) (func(), error)
@@ -36,11 +36,11 @@ type local struct {
 	*bus.Bus
 	journalInbox
 	store  session.Store
-	cron   *jobs.Store
+	cron   *cron.Store
 	replay []bus.Inbound
 }
 
-func openLocal(o Options, cron *jobs.Store) (*local, error) {
+func openLocal(o Options, jobs *cron.Store) (*local, error) {
 	mem := bus.New(0, 0)
 	jr, pending, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: o.Log})
 	if err != nil {
@@ -51,11 +51,11 @@ func openLocal(o Options, cron *jobs.Store) (*local, error) {
 		_ = jr.Close()
 		return nil, err
 	}
-	return &local{Bus: mem, journalInbox: journalInbox{jr: jr, b: mem, log: o.Log}, store: store, cron: cron, replay: pending}, nil
+	return &local{Bus: mem, journalInbox: journalInbox{jr: jr, b: mem, log: o.Log}, store: store, cron: jobs, replay: pending}, nil
 }
 
 func (l *local) sessions() session.Store                               { return l.store }
-func (l *local) cronStore() *jobs.Store                                { return l.cron }
+func (l *local) cronStore() *cron.Store                                { return l.cron }
 func (l *local) memoryLock() func(ctx context.Context) (func(), error) { return nil }
 func (l *local) status(context.Context) *ClusterStatus                 { return nil }
 func (l *local) close()                                                { _ = l.jr.Close() }

@@ -16,8 +16,8 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/bus/natsbus"
+	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/journal"
-	jobs "github.com/nanobot-go/nanobot/tools/cron"
 )
 
 // Roles of a gateway process (configs.ClusterConfig.Role).
@@ -96,10 +96,10 @@ type clusterBackend struct {
 	nc    *nats.Conn
 	role  string
 	store session.Store
-	cron  *jobs.Store
+	cron  *cron.Store
 }
 
-func openCluster(ctx context.Context, o Options, role string, cron *jobs.Store) (_ *clusterBackend, err error) {
+func openCluster(ctx context.Context, o Options, role string, jobs *cron.Store) (_ *clusterBackend, err error) {
 	cl := o.Config.Cluster
 	nc, err := connectNATS(cl.NATS, "nanobot "+role, o.Log)
 	if err != nil {
@@ -122,7 +122,7 @@ func openCluster(ctx context.Context, o Options, role string, cron *jobs.Store) 
 	if err != nil {
 		return nil, err
 	}
-	c := &clusterBackend{Bus: nb, nc: nc, role: role, cron: cron}
+	c := &clusterBackend{Bus: nb, nc: nc, role: role, cron: jobs}
 	if c.store, err = session.NewKVStore(ctx, nb.JetStream(), session.KVStoreOptions{
 		Bucket: strings.ToUpper(cl.Prefix) + "_SESSIONS", Logger: o.Log,
 	}); err != nil {
@@ -131,7 +131,7 @@ func openCluster(ctx context.Context, o Options, role string, cron *jobs.Store) 
 	}
 	// Cron jobs live in NATS too, so every worker's cron tool and the
 	// instance running the scheduler share them.
-	if err := moveCronToKV(ctx, nb, cron, o.Log); err != nil {
+	if err := moveCronToKV(ctx, nb, jobs, o.Log); err != nil {
 		nb.Close()
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (c *clusterBackend) runsAgent() bool    { return c.role != RoleChannels }
 func (c *clusterBackend) runsChannels() bool { return c.role != RoleWorker }
 
 func (c *clusterBackend) sessions() session.Store { return c.store }
-func (c *clusterBackend) cronStore() *jobs.Store  { return c.cron }
+func (c *clusterBackend) cronStore() *cron.Store  { return c.cron }
 func (c *clusterBackend) memoryLock() func(ctx context.Context) (func(), error) {
 	// Workers share the workspace volume: one memory writer at a time.
 	return func(ctx context.Context) (func(), error) { return c.Lock(ctx, "memory") }
@@ -240,7 +240,7 @@ func connectNATS(c configs.NATSConfig, name string, log *slog.Logger) (*nats.Con
 
 // moveCronToKV puts the cron jobs in the cluster's <PREFIX>_CRON bucket
 // (jobs already in the local jobs.json are copied there the first time).
-func moveCronToKV(ctx context.Context, nb *natsbus.Bus, store *jobs.Store, log *slog.Logger) error {
+func moveCronToKV(ctx context.Context, nb *natsbus.Bus, store *cron.Store, log *slog.Logger) error {
 	o := nb.Options()
 	kv, err := natsbus.EnsureKeyValue(ctx, nb.JetStream(), jetstream.KeyValueConfig{
 		Bucket: strings.ToUpper(o.Prefix) + "_CRON", History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
@@ -253,7 +253,7 @@ func moveCronToKV(ctx context.Context, nb *natsbus.Bus, store *jobs.Store, log *
 
 // CronStore opens the cluster's cron jobs for a command-line tool
 // (`nanobot cron` in cluster mode). close disconnects.
-func CronStore(ctx context.Context, cfg configs.ClusterConfig, log *slog.Logger) (store *jobs.Store, close func(), err error) {
+func CronStore(ctx context.Context, cfg configs.ClusterConfig, log *slog.Logger) (store *cron.Store, close func(), err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -274,7 +274,7 @@ func CronStore(ctx context.Context, cfg configs.ClusterConfig, log *slog.Logger)
 		return nil, nil, fmt.Errorf("cron bucket: %w", err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	store, err = jobs.NewKVStore(wctx, kv, log)
+	store, err = cron.NewKVStore(wctx, kv, log)
 	if err != nil {
 		cancel()
 		nc.Close()

@@ -18,8 +18,8 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/providers"
-	jobs "github.com/nanobot-go/nanobot/tools/cron"
 )
 
 // probe is a scripted LLM shared by the workers of a test. It answers
@@ -419,7 +419,7 @@ func TestClusterCronJobsShared(t *testing.T) {
 	llm := newProbe(time.Millisecond)
 	fc := platform("fake")
 	c.start(RoleChannels, "channels-1", llm.worker("channels-1"), fc)
-	storeA := jobs.NewStore(filepath.Join(t.TempDir(), "cron", "jobs.json"))
+	storeA := cron.NewStore(filepath.Join(t.TempDir(), "cron", "jobs.json"))
 	startGatewayOpts(t, c.config(), llm.worker("worker-1"), func(o *Options) {
 		o.Role, o.Instance, o.DrainTimeout, o.CronStore = RoleWorker, "worker-1", 50*time.Millisecond, storeA
 	})
@@ -428,15 +428,15 @@ func TestClusterCronJobsShared(t *testing.T) {
 		t.Fatalf("worker-1's cron store is %s, want the NATS bucket", storeA.Path())
 	}
 	now := time.Now()
-	job := jobs.Job{ID: "j1", Name: "ping", Enabled: true, CreatedAtMs: now.UnixMilli(),
-		Schedule: jobs.Schedule{Kind: jobs.KindAt, AtMs: now.Add(300 * time.Millisecond).UnixMilli()},
-		Payload:  jobs.Payload{Kind: "agent_turn", Message: "cronchat 0", Deliver: true, Channel: "fake", To: "cronchat"}}
-	if err := storeA.Add(job); err != nil {
+	job := cron.Job{ID: "j1", Name: "ping", Enabled: true, CreatedAtMs: now.UnixMilli(),
+		Schedule: cron.Schedule{Kind: cron.KindAt, AtMs: now.Add(300 * time.Millisecond).UnixMilli()},
+		Payload:  cron.Payload{Kind: "agent_turn", Message: "cronchat 0", Deliver: true, Channel: "fake", To: "cronchat"}}
+	if err := storeA.Add(t.Context(), job); err != nil {
 		t.Fatal(err)
 	}
 	waitForLong(t, "the job's reply", 20*time.Second, func() bool { return len(fc.texts("cronchat")) > 0 })
 	waitForLong(t, "the job disabled after its one run", 10*time.Second, func() bool {
-		list, err := storeA.Jobs()
+		list, err := storeA.Jobs(t.Context())
 		return err == nil && len(list) == 1 && !list[0].Enabled && list[0].State.LastStatus == "ok"
 	})
 	// Give a second (wrong) firing time to show up before counting.

@@ -2,11 +2,11 @@ package gateway
 
 import (
 	"context"
-	"maps"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -24,9 +24,9 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
 	"github.com/nanobot-go/nanobot/gateway/journal"
+	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
-	jobs "github.com/nanobot-go/nanobot/tools/cron"
 	"github.com/nanobot-go/nanobot/tools/mcp"
 )
 
@@ -57,9 +57,13 @@ type Options struct {
 	// (default 20 s); unfinished ones are replayed at the next start.
 	DrainTimeout time.Duration
 	// CronStore overrides the jobs store (default cron/jobs.json).
-	CronStore *jobs.Store
-	Log       *slog.Logger
-	Version   string
+	CronStore *cron.Store
+	// Redact is the process's redactor (the logger's): the channels add the
+	// tokens they fetch to it, and the agent's replies are redacted with it.
+	// Tool results are redacted by Tools (tools.WithRedactor). Nil: none.
+	Redact  *redact.Redactor
+	Log     *slog.Logger
+	Version string
 	// Reload is signalled (SIGHUP) to re-read the config with ReloadConfig
 	// and apply what can change live: the allow-lists.
 	Reload       <-chan struct{}
@@ -175,17 +179,17 @@ func openBackend(ctx context.Context, o Options) (backend, error) {
 	if role != RoleAll && role != RoleChannels && role != RoleWorker {
 		return nil, fmt.Errorf("unknown role %q (want all, channels or worker)", role)
 	}
-	cron := o.CronStore
-	if cron == nil {
-		cron = jobs.NewStore(filepath.Join(o.Paths.Cron, "jobs.json"))
+	jobs := o.CronStore
+	if jobs == nil {
+		jobs = cron.NewStore(filepath.Join(o.Paths.Cron, "jobs.json"))
 	}
 	if o.Config.Cluster.Enabled() {
-		return openCluster(ctx, o, role, cron)
+		return openCluster(ctx, o, role, jobs)
 	}
 	if role != RoleAll {
 		return nil, fmt.Errorf("role %q needs cluster.nats.url (see docs/cluster.md)", role)
 	}
-	return openLocal(o, cron)
+	return openLocal(o, jobs)
 }
 
 func (g *Gateway) prepareWorkspace() error {
@@ -220,14 +224,14 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 	}
 	reg := g.o.Tools
 	if reg == nil {
-		reg = tools.NewRegistry(tools.WithLogger(g.log))
+		reg = tools.NewRegistry(tools.WithLogger(g.log), tools.WithRedactor(g.o.Redact))
 	}
 	return agent.New(g.cfg, g.o.Paths, agent.Deps{
 		Provider: g.o.Provider, Model: g.o.Model, Tools: reg, Store: g.be.sessions(),
 		// The gate is built next; the agent runs only after New.
 		Targets: admitterFunc(func(ch, id string) bool { return g.gate != nil && g.gate.Admits(ch, id) }),
 		Out:     g.be, Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
-		Observer: g.metrics, OnTurnDone: g.turnDone, Log: g.log,
+		Observer: g.metrics, OnTurnDone: g.turnDone, Redact: g.o.Redact, Log: g.log,
 	})
 }
 
@@ -262,7 +266,7 @@ func (g *Gateway) buildChannels() error {
 			for _, c := range g.o.Extra {
 				delete(cc.Platforms, c.Name())
 			}
-			built, err := g.o.Channels.Build(cc, channels.Deps{Log: g.log, Paths: g.o.Paths, Loopback: g.loopback()})
+			built, err := g.o.Channels.Build(cc, channels.Deps{Log: g.log, Paths: g.o.Paths, Loopback: g.loopback(), Redact: g.o.Redact})
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // RetryHint is what the agent appends to every failed tool result so the
@@ -60,6 +62,7 @@ type Registry struct {
 	order    []string
 	disabled map[string]bool
 	log      *slog.Logger
+	redact   *redact.Redactor
 }
 
 type entry struct {
@@ -90,6 +93,15 @@ func WithDisabled(disabled map[string]bool) Option {
 			}
 		}
 	}
+}
+
+// WithRedactor removes r's secrets (the configured keys and tokens learnt at
+// run time) from every result and error a call returns, before it reaches
+// the model, the session or a reply: `echo $KEY` through exec shows
+// [REDACTED]. Token shapes are left alone (file contents keep their
+// examples); nil redacts nothing.
+func WithRedactor(r *redact.Redactor) Option {
+	return func(reg *Registry) { reg.redact = r }
 }
 
 // NewRegistry returns an empty registry.
@@ -190,7 +202,7 @@ func (r *Registry) Without(names ...string) *Registry {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := &Registry{entries: map[string]*entry{}, disabled: map[string]bool{}, log: r.log}
+	out := &Registry{entries: map[string]*entry{}, disabled: map[string]bool{}, log: r.log, redact: r.redact}
 	for n := range r.disabled {
 		out.disabled[n] = true
 	}
@@ -236,8 +248,27 @@ func (r *Registry) Execute(ctx context.Context, name string, args map[string]any
 	start := time.Now()
 	res, err := r.run(ctx, e.tool, cast)
 	r.log.Debug("tool call", "tool", name, "duration", time.Since(start), "failed", err != nil)
+	if r.redact != nil {
+		res.Content = r.redact.Secrets(res.Content)
+		if err != nil {
+			if msg := r.redact.Secrets(err.Error()); msg != err.Error() {
+				err = &redactedError{msg: msg, err: err}
+			}
+		}
+	}
 	return res, err
 }
+
+// redactedError is a tool error whose message had a secret in it. It
+// still unwraps to the original, so callers can branch on it (errors.Is,
+// errors.As), but prints the redacted message.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 func (r *Registry) run(ctx context.Context, t Tool, args map[string]any) (res Result, err error) {
 	defer func() {

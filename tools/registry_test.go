@@ -10,6 +10,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"fmt"
+
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // fakeTool records the arguments it is called with.
@@ -232,5 +236,35 @@ func TestFilter(t *testing.T) {
 	}
 	if !cmp.Equal(names, []string{"a", "c"}) {
 		t.Errorf("Filter() = %v, want [a c]", names)
+	}
+}
+
+func TestRegistryRedactsResultsAndErrors(t *testing.T) {
+	const key = "tok-redact-me-42"
+	red := redact.New()
+	r := NewRegistry(WithLogger(quietLogger()), WithRedactor(red))
+	leak := newFake("leak")
+	errSentinel := errors.New("sentinel")
+	leak.exec = func(_ context.Context, args map[string]any) (Result, error) {
+		if args["n"] == 2 {
+			return Result{}, fmt.Errorf("call with %s failed: %w", key, errSentinel)
+		}
+		return Result{Content: "token=" + key}, nil
+	}
+	if err := r.Register(leak); err != nil {
+		t.Fatal(err)
+	}
+	// A token learnt at run time (after the registry was built) counts.
+	red.Add(key)
+	res, err := r.Execute(context.Background(), "leak", map[string]any{"n": 1})
+	if err != nil || res.Content != "token="+redact.Mask {
+		t.Errorf("result %q, %v; want the token masked", res.Content, err)
+	}
+	_, err = r.Without("other").Execute(context.Background(), "leak", map[string]any{"n": 2})
+	if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), redact.Mask) {
+		t.Errorf("error %v; want the token masked", err)
+	}
+	if !errors.Is(err, errSentinel) {
+		t.Errorf("redacted error %v no longer unwraps to the tool's error", err)
 	}
 }

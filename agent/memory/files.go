@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 // File names inside the workspace.
@@ -97,29 +99,9 @@ func (f *files) writeMemory(content string) error {
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
 		return fmt.Errorf("memory: create %s: %w", f.dir, err)
 	}
-	tmp, err := os.CreateTemp(f.dir, "."+memoryFile+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("memory: write %s: %w", f.memoryPath(), err)
+	if err := atomicfile.Write(f.memoryPath(), []byte(content), 0o644); err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.WriteString(content); err != nil {
-		tmp.Close()
-		return fmt.Errorf("memory: write %s: %w", f.memoryPath(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("memory: sync %s: %w", f.memoryPath(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("memory: write %s: %w", f.memoryPath(), err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("memory: chmod %s: %w", f.memoryPath(), err)
-	}
-	if err := os.Rename(tmp.Name(), f.memoryPath()); err != nil {
-		return fmt.Errorf("memory: replace %s: %w", f.memoryPath(), err)
-	}
-	syncDir(f.dir)
 	if fi, err := os.Stat(f.memoryPath()); err == nil {
 		f.mu.Lock()
 		f.cached, f.stat = content, stampOf(fi)
@@ -158,15 +140,6 @@ func (f *files) appendHistory(entries ...string) error {
 		return fmt.Errorf("memory: append %s: %w", f.historyPath(), err)
 	}
 	return nil
-}
-
-// syncDir makes a rename durable. Best effort: some platforms cannot sync a
-// folder, and the rename itself already happened.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }
 
 // section is one "## " section of MEMORY.md (or the preamble before the

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -194,42 +195,10 @@ func parseTime(s string) time.Time {
 	return time.Time{}
 }
 
-// writeAtomic replaces dir/name with data: a temporary
-// file in the same folder, fsync, rename over the target, fsync the folder.
-// If anything fails the target is untouched and the temporary file removed.
-func writeAtomic(dir, name string, sync bool, wrap func(io.Writer) io.Writer, data []byte) (err error) {
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*") // mode 0600
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	var w io.Writer = tmp
-	if wrap != nil {
-		w = wrap(w)
-	}
-	if _, err = w.Write(data); err != nil {
-		return err
-	}
-	if sync {
-		if err = tmp.Sync(); err != nil {
-			return err
-		}
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	if sync {
-		return syncDir(dir)
-	}
-	return nil
+// writeAtomic replaces dir/name with data (see atomicfile): if anything
+// fails the target is untouched and the temporary file removed.
+func writeAtomic(dir, name string, sync bool, wrap func(io.Writer) io.Writer, data []byte) error {
+	return atomicfile.Options{NoSync: !sync, Wrap: wrap}.Write(filepath.Join(dir, name), data, 0o600)
 }
 
 // syncDir makes renames and creations in dir durable.

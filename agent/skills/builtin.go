@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"embed"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 //go:embed builtin
@@ -95,23 +96,5 @@ func materialize(fsys fs.FS, dir, dst string) error {
 }
 
 func writeAtomic(target string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", target, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", target, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", target, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", target, err)
-	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
-		return fmt.Errorf("write %s: %w", target, err)
-	}
-	return nil
+	return atomicfile.Write(target, data, 0o644)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Config is channels.dingtalk.
@@ -102,7 +103,7 @@ func Factory() channels.Factory {
 type Channel struct {
 	cfg      Config
 	log      *slog.Logger
-	redact   *kit.Redactor
+	redact   *redact.Redactor
 	tokens   *kit.TokenCache
 	api      *kit.Client // with the access token
 	open     *kit.Client // token and stream endpoint (no token)
@@ -147,7 +148,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Channel{
-		cfg: cfg, log: log, redact: kit.NewRedactor(cfg.ClientSecret),
+		cfg: cfg, log: log, redact: deps.Redactor(cfg.ClientSecret),
 		http:  &http.Client{Timeout: 2 * time.Minute},
 		dedup: kit.NewDedup(0), backoffMin: time.Second, backoffMax: time.Minute, idle: 3 * time.Minute,
 	}

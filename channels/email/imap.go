@@ -18,7 +18,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/media"
 	"github.com/nanobot-go/nanobot/gateway/bus"
-	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/internal/untrusted"
 )
 
 // Run implements channels.Channel: watch the mailbox until ctx ends,
@@ -253,7 +253,7 @@ func (c *Channel) toInbound(in channels.Inbox, uid imap.UID, raw []byte) (bus.In
 		ChatID:     p.From,
 		MessageID:  id,
 		SessionKey: fmt.Sprintf("%s:%s:%s", c.Name(), p.From, root),
-		Content:    tools.WrapExternal("email from "+p.From, "Subject: "+p.Subject+"\n\n"+text),
+		Content:    untrusted.Wrap("email from "+p.From, "Subject: "+p.Subject+"\n\n"+text),
 		Metadata: map[string]any{
 			"subject": p.Subject, "message_id": p.MessageID,
 			"references": strings.Join(append(slices.Clone(p.References), p.MessageID), " "),

@@ -39,6 +39,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Config is channels.feishu.
@@ -155,7 +156,7 @@ func Factory() channels.Factory {
 type Channel struct {
 	cfg      Config
 	log      *slog.Logger
-	redact   *kit.Redactor
+	redact   *redact.Redactor
 	api      *kit.Client // authenticated REST calls
 	open     *kit.Client // token and endpoint calls (no token)
 	tokens   *kit.TokenCache
@@ -207,7 +208,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	red := kit.NewRedactor(cfg.AppSecret, cfg.EncryptKey, cfg.VerificationToken)
+	red := deps.Redactor(cfg.AppSecret, cfg.EncryptKey, cfg.VerificationToken)
 	c := &Channel{
 		cfg:          cfg,
 		log:          log,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Client calls a platform's JSON API: it encodes the request, adds the
@@ -31,7 +32,7 @@ type Client struct {
 	// accepts every 2xx answer.
 	Check func(body []byte) error
 	// Redact cleans error text.
-	Redact *Redactor
+	Redact *redact.Redactor
 	// MaxBody caps an answer (default 16 MiB).
 	MaxBody int64
 }

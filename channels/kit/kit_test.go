@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 func TestDedup(t *testing.T) {
@@ -147,8 +148,7 @@ func TestClient(t *testing.T) {
 	}))
 	defer srv.Close()
 	token := "tok-abcdef"
-	red := NewRedactor()
-	red.Add(token)
+	red := redact.New(token)
 	c := &Client{Base: srv.URL, Redact: red, MaxBody: 90, Check: Envelope("errcode", "errmsg"),
 		Auth: func(ctx context.Context, r *http.Request) error { r.Header.Set("X-Token", token); return nil }}
 	ctx := context.Background()
@@ -183,23 +183,5 @@ func TestClient(t *testing.T) {
 	dead := &Client{Base: "http://127.0.0.1:1", Redact: red}
 	if err := dead.Do(ctx, "GET", "/x?access_token=tok-abcdef", nil, nil); err == nil || strings.Contains(err.Error(), "tok-abcdef") {
 		t.Fatalf("transport error leaks the query: %v", err)
-	}
-}
-
-func TestRedactor(t *testing.T) {
-	var nilR *Redactor
-	if nilR.String("abc") != "abc" {
-		t.Fatal("nil redactor changed text")
-	}
-	r := NewRedactor("secret-1", "ab")
-	r.Add("secret-2")
-	if got := r.String("secret-1 secret-2 ab"); got != "*** *** ab" {
-		t.Fatalf("got %q", got)
-	}
-	for i := range 40 {
-		r.Add(fmt.Sprintf("rotating-%02d", i))
-	}
-	if got := r.String("rotating-39 rotating-00"); got != "*** rotating-00" {
-		t.Fatalf("got %q (keeps the 32 newest)", got)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 // ErrUnauthorized is returned by Run (as a channels.FatalError) when the
@@ -242,5 +242,5 @@ func (c *Channel) saveSince(since string) error {
 	if err := os.MkdirAll(filepath.Dir(c.state), 0o700); err != nil {
 		return err
 	}
-	return configs.WriteFileAtomic(c.state, b, 0o600)
+	return atomicfile.Write(c.state, b, 0o600)
 }

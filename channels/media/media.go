@@ -19,6 +19,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 // ErrTooLarge is returned by Fetch when the body is over the limit.
@@ -110,23 +112,9 @@ func Save(dir, name string, data []byte) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("media: save: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".download-*")
-	if err != nil {
-		return "", fmt.Errorf("media: save: %w", err)
-	}
 	file := filepath.Join(dir, name)
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("media: save %s: %w", file, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("media: save %s: %w", file, err)
-	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("media: save %s: %w", file, err)
+	if err := (atomicfile.Options{NoSync: true}).Write(file, data, 0o600); err != nil {
+		return "", fmt.Errorf("media: save: %w", err)
 	}
 	return file, nil
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Config is channels.mochat.
@@ -119,7 +120,7 @@ func Factory() channels.Factory {
 type Channel struct {
 	cfg    Config
 	log    *slog.Logger
-	redact *kit.Redactor
+	redact *redact.Redactor
 	api    *kit.Client
 	http   *http.Client
 	state  *cursors
@@ -172,7 +173,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	// A long poll may take watchTimeoutMs; the client allows that and more.
 	hc := &http.Client{Timeout: time.Duration(cfg.WatchTimeoutMs)*time.Millisecond + 30*time.Second}
 	c := &Channel{
-		cfg: cfg, log: log, redact: kit.NewRedactor(cfg.ClawToken), http: hc,
+		cfg: cfg, log: log, redact: deps.Redactor(cfg.ClawToken), http: hc,
 		backoffMin: time.Second, backoffMax: time.Minute, seen: map[string]*kit.Dedup{}, started: time.Now(),
 	}
 	statePath := ""

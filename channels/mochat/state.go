@@ -2,11 +2,11 @@ package mochat
 
 import (
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
+
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 // cursors are the session cursors, saved after every advance so that a
@@ -94,12 +94,5 @@ func (c *cursors) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
-		return err
-	}
-	tmp := fmt.Sprintf("%s.tmp-%d", c.path, os.Getpid())
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, c.path)
+	return atomicfile.Write(c.path, data, 0o600)
 }

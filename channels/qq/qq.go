@@ -43,6 +43,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Config is channels.qq.
@@ -135,7 +136,7 @@ func Factory() channels.Factory {
 type Channel struct {
 	cfg      Config
 	log      *slog.Logger
-	redact   *kit.Redactor
+	redact   *redact.Redactor
 	tokens   *kit.TokenCache
 	api      *kit.Client
 	auth     *kit.Client
@@ -194,7 +195,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	c := &Channel{
 		cfg:        cfg,
 		log:        log,
-		redact:     kit.NewRedactor(cfg.Secret),
+		redact:     deps.Redactor(cfg.Secret),
 		http:       &http.Client{Transport: transport, Timeout: 2 * time.Minute},
 		dedup:      kit.NewDedup(0),
 		replies:    newReplies(),

@@ -15,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/qq/qqtest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 const (
@@ -333,7 +334,7 @@ func TestErrorsKeepSecretsOut(t *testing.T) {
 			t.Errorf("error %q shows a credential", err)
 		}
 	}
-	if ch.redact.String("x "+tok) != "x ***" {
+	if ch.redact.String("x "+tok) != "x "+redact.Mask {
 		t.Error("the access token is not registered with the redactor")
 	}
 }

@@ -39,6 +39,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 // Config is channels.web.
@@ -158,7 +159,7 @@ func loadToken(path string) (string, error) {
 		return "", err
 	}
 	tok := hex.EncodeToString(raw[:])
-	if err := configs.WriteFileAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("web: store token: %w", err)
 	}
 	return tok, nil

@@ -35,6 +35,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Config is channels.wecom.
@@ -87,7 +88,7 @@ func Factory() channels.Factory {
 type Channel struct {
 	cfg      Config
 	log      *slog.Logger
-	redact   *kit.Redactor
+	redact   *redact.Redactor
 	http     *http.Client
 	mediaDir string
 	dedup    *kit.Dedup
@@ -130,7 +131,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Channel{
-		cfg: cfg, log: log, redact: kit.NewRedactor(cfg.Secret), http: &http.Client{Timeout: 2 * time.Minute},
+		cfg: cfg, log: log, redact: deps.Redactor(cfg.Secret), http: &http.Client{Timeout: 2 * time.Minute},
 		dedup: kit.NewDedup(0), backoffMin: time.Second, backoffMax: time.Minute,
 		heartbeat: 30 * time.Second, ackTimeout: 5 * time.Second,
 		replies: map[string]*replyState{}, streams: map[string]*stream{},

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 // state is what the channel keeps between runs: the login, the long-poll
@@ -85,12 +87,5 @@ func (s *state) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
-		return err
-	}
-	tmp := fmt.Sprintf("%s.tmp-%d", s.path, os.Getpid())
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, s.path)
+	return atomicfile.Write(s.path, data, 0o600)
 }

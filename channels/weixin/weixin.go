@@ -36,6 +36,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Config is channels.weixin.
@@ -96,7 +97,7 @@ func Factory() channels.Factory {
 type Channel struct {
 	cfg      Config
 	log      *slog.Logger
-	redact   *kit.Redactor
+	redact   *redact.Redactor
 	http     *http.Client
 	state    *state
 	mediaDir string
@@ -147,7 +148,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		return nil, err
 	}
 	c := &Channel{
-		cfg: cfg, log: log, redact: kit.NewRedactor(cfg.Token, st.token()), state: st,
+		cfg: cfg, log: log, redact: deps.Redactor(cfg.Token, st.token()), state: st,
 		http:  &http.Client{Timeout: time.Duration(cfg.PollTimeout)*time.Second + 20*time.Second},
 		dedup: kit.NewDedup(0), backoffMin: time.Second, backoffMax: time.Minute, qrPoll: time.Second,
 	}

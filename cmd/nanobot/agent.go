@@ -61,7 +61,7 @@ func runAgent(cmd *cobra.Command, a *app, msg, sessKey string, markdown bool) er
 		Stdin:       cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
 	})
 	ag, err := agent.New(c, l.Paths, agent.Deps{ // no Targets: the terminal is the only chat
-		Provider: w.provider, Model: w.model, Tools: w.tools, Store: store, Out: term, Log: a.log,
+		Provider: w.provider, Model: w.model, Tools: w.tools, Store: store, Out: term, Redact: a.redact, Log: a.log,
 	})
 	if err != nil {
 		return err

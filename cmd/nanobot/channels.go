@@ -25,7 +25,7 @@ func newChannelsCmd(a *app) *cobra.Command {
 			if err := a.loaded.Paths.Ensure(); err != nil {
 				return err
 			}
-			ch, err := newChannelRegistry().BuildOne(name, a.loaded.Config.Channels, channels.Deps{Log: a.log, Paths: a.loaded.Paths})
+			ch, err := newChannelRegistry().BuildOne(name, a.loaded.Config.Channels, channels.Deps{Log: a.log, Paths: a.loaded.Paths, Redact: a.redact})
 			if err != nil {
 				return err
 			}

@@ -9,8 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/tools"
-	jobs "github.com/nanobot-go/nanobot/tools/cron"
+	crontool "github.com/nanobot-go/nanobot/tools/cron"
 )
 
 func newCronCmd(a *app) *cobra.Command {
@@ -20,7 +21,7 @@ func newCronCmd(a *app) *cobra.Command {
 	}
 	// store opens the jobs: jobs.json, or the cluster's NATS bucket in
 	// cluster mode (where the gateways keep them).
-	store := func(cmd *cobra.Command) (*jobs.Store, func(), error) {
+	store := func(cmd *cobra.Command) (*cron.Store, func(), error) {
 		if cl := a.loaded.Config.Cluster; cl.Enabled() {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
 			s, closeFn, err := gateway.CronStore(ctx, cl, a.log)
@@ -30,7 +31,7 @@ func newCronCmd(a *app) *cobra.Command {
 			}
 			return s, func() { closeFn(); cancel() }, nil
 		}
-		return jobs.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json")), func() {}, nil
+		return cron.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json")), func() {}, nil
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
@@ -42,7 +43,7 @@ func newCronCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer done()
-			list, err := s.Jobs()
+			list, err := s.Jobs(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -82,7 +83,7 @@ func newCronCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer done()
-			tool := jobs.NewTool(s, loc)
+			tool := crontool.NewTool(s.ForTool(), loc)
 			ctx := tools.WithCallContext(cmd.Context(), tools.CallContext{Channel: add.channel, ChatID: add.chat, SessionKey: add.channel + ":" + add.chat})
 			args := map[string]any{"action": "add", "message": add.message, "name": add.name, "tz": add.tz}
 			if add.at != "" {
@@ -124,7 +125,7 @@ func newCronCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer done()
-			if err := s.Remove(args[0], ""); err != nil {
+			if err := s.Remove(cmd.Context(), args[0], ""); err != nil {
 				return fmt.Errorf("cron remove: %w", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])

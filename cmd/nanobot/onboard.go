@@ -7,6 +7,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/templates"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 func newOnboardCmd(a *app) *cobra.Command {
@@ -19,7 +20,7 @@ func newOnboardCmd(a *app) *cobra.Command {
 			l := a.loaded
 			switch {
 			case !l.Exists:
-				if err := configs.WriteFileAtomic(l.Path, configs.Example, 0o600); err != nil {
+				if err := atomicfile.Write(l.Path, configs.Example, 0o600); err != nil {
 					return fmt.Errorf("write %s: %w", l.Path, err)
 				}
 				fmt.Fprintf(out, "created config %s\n", l.Path)

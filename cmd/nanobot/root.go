@@ -10,6 +10,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/logging"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // app is what every subcommand gets after the root's pre-run: the loaded
@@ -24,6 +25,9 @@ type app struct {
 
 	loaded *configs.Loaded
 	log    *slog.Logger
+	// redact masks the config's secrets and tokens learnt at run time; the
+	// logger, the channel adapters, tool results and replies share it.
+	redact *redact.Redactor
 	stderr io.Writer
 }
 
@@ -107,7 +111,7 @@ func (a *app) load(cmd *cobra.Command) error {
 		return err
 	}
 	a.loaded = loaded
-	log, _, err := logging.New(a.stderr, logging.Options{
+	log, red, err := logging.New(a.stderr, logging.Options{
 		Level:   loaded.Config.Log.Level,
 		Format:  loaded.Config.Log.Format,
 		Secrets: loaded.Config.Secrets(),
@@ -115,7 +119,7 @@ func (a *app) load(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("logging: %w", err)
 	}
-	a.log = log
+	a.log, a.redact = log, red
 	for _, w := range loaded.Warnings {
 		log.Warn("config: "+w, "file", loaded.Path)
 	}

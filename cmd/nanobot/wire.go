@@ -20,9 +20,10 @@ import (
 	"github.com/nanobot-go/nanobot/channels/wecom"
 	"github.com/nanobot-go/nanobot/channels/weixin"
 	"github.com/nanobot-go/nanobot/channels/whatsapp"
+	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
-	jobs "github.com/nanobot-go/nanobot/tools/cron"
+	crontool "github.com/nanobot-go/nanobot/tools/cron"
 	"github.com/nanobot-go/nanobot/tools/mcp"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
 )
@@ -41,7 +42,7 @@ type wired struct {
 	channels     *channels.Registry
 	// cron is the jobs store the cron tool uses; the gateway schedules from
 	// it (and moves it to NATS in cluster mode).
-	cron *jobs.Store
+	cron *cron.Store
 	// mcp supervises the MCP servers (nil when none are configured).
 	mcp     *mcp.Manager
 	closers []func()
@@ -67,10 +68,10 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 	for _, n := range c.Tools.Disabled {
 		disabled[n] = true
 	}
-	w.tools = tools.NewRegistry(tools.WithLogger(a.log), tools.WithDisabled(disabled))
+	w.tools = tools.NewRegistry(tools.WithLogger(a.log), tools.WithDisabled(disabled), tools.WithRedactor(a.redact))
 	loc := c.Agents.Defaults.Location()
-	w.cron = jobs.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json"))
-	builtins := []tools.Tool{jobs.NewTool(w.cron, loc)}
+	w.cron = cron.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json"))
+	builtins := []tools.Tool{crontool.NewTool(w.cron.ForTool(), loc)}
 	more, err := builtinTools(a)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,15 @@
-// Package cron is the gateway's scheduler: it fires the jobs in jobs.json
-// (kinds at / every / cron with timezone) by sending each job's message
-// through the agent loop into the job's session, so the reply reaches the
-// job's chat.
+// Package cron owns scheduled jobs: the Job model, the Store (jobs.json,
+// file-locked with atomic writes in the layout the Python nanobot writes, or
+// a NATS key-value entry in cluster mode), next-run computation for the
+// kinds at / every / cron (with IANA timezone), and the Service that fires
+// due jobs by sending each job's message through the agent loop into the
+// job's session, so the reply reaches the job's chat. The agent's `cron`
+// tool (tools/cron) reaches the store through Store.ForTool.
+//
+// Concurrency: a Store is safe for concurrent use, and several Stores (in one
+// process, several processes or several machines) may share one jobs
+// document. Store methods that do IO take a ctx first; a KV store gives up
+// its retries when ctx ends.
 //
 // Rules:
 //   - A job's next run is saved before its message is sent, so a crash
@@ -22,7 +30,6 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
-	jobs "github.com/nanobot-go/nanobot/tools/cron"
 )
 
 // MaxLateness is how late a one-off job may still fire.
@@ -34,14 +41,14 @@ const recheck = 30 * time.Second
 
 // Service fires due jobs.
 type Service struct {
-	store   *jobs.Store
+	store   *Store
 	publish func(ctx context.Context, m bus.Inbound) error
 	log     *slog.Logger
 }
 
 // New returns a service over store; publish hands a job's message to the
 // agent (the bus's PublishInbound).
-func New(store *jobs.Store, publish func(context.Context, bus.Inbound) error, log *slog.Logger) *Service {
+func New(store *Store, publish func(context.Context, bus.Inbound) error, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -74,9 +81,9 @@ func (s *Service) Run(ctx context.Context) error {
 // fireDue fires every due job and returns the earliest next run.
 func (s *Service) fireDue(ctx context.Context) (time.Time, error) {
 	now := time.Now()
-	var fire []jobs.Job
+	var fire []Job
 	var earliest time.Time
-	err := s.store.UpdateQuiet(func(list []jobs.Job) ([]jobs.Job, error) {
+	err := s.store.UpdateQuiet(ctx, func(list []Job) ([]Job, error) {
 		out := list[:0]
 		for _, j := range list {
 			if !j.Enabled {
@@ -93,7 +100,7 @@ func (s *Service) fireDue(ctx context.Context) (time.Time, error) {
 			due := time.UnixMilli(j.State.NextRunAtMs)
 			if j.Enabled && !due.After(now) {
 				late := now.Sub(due)
-				if j.Schedule.Kind == jobs.KindAt && late > MaxLateness {
+				if j.Schedule.Kind == KindAt && late > MaxLateness {
 					j.Enabled = false
 					j.State.LastStatus = "missed"
 					j.State.LastError = fmt.Sprintf("the gateway was not running at %s", due.Format(time.RFC3339))
@@ -105,7 +112,7 @@ func (s *Service) fireDue(ctx context.Context) (time.Time, error) {
 				j.State.LastStatus = "ok"
 				j.UpdatedAtMs = now.UnixMilli()
 				fire = append(fire, j)
-				if next, ok := j.Schedule.Next(now, time.UnixMilli(j.CreatedAtMs)); ok && j.Schedule.Kind != jobs.KindAt {
+				if next, ok := j.Schedule.Next(now, time.UnixMilli(j.CreatedAtMs)); ok && j.Schedule.Kind != KindAt {
 					j.State.NextRunAtMs = next.UnixMilli()
 				} else {
 					j.Enabled = false

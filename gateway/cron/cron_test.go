@@ -10,7 +10,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/tools"
-	jobs "github.com/nanobot-go/nanobot/tools/cron"
+	crontool "github.com/nanobot-go/nanobot/tools/cron"
 )
 
 type sink struct {
@@ -34,15 +34,15 @@ func (s *sink) all() []bus.Inbound {
 }
 
 // addJob adds a job through the real cron tool, as the agent would.
-func addJob(t *testing.T, store *jobs.Store, args map[string]any) string {
+func addJob(t *testing.T, store *Store, args map[string]any) string {
 	t.Helper()
-	tool := jobs.NewTool(store, time.UTC)
+	tool := crontool.NewTool(store.ForTool(), time.UTC)
 	ctx := tools.WithCallContext(context.Background(), tools.CallContext{Channel: "telegram", ChatID: "42", SessionKey: "telegram:42"})
 	args["action"] = "add"
 	if _, err := tool.Execute(ctx, args); err != nil {
 		t.Fatal(err)
 	}
-	list, _ := store.Jobs()
+	list, _ := store.Jobs(context.Background())
 	return list[len(list)-1].ID
 }
 
@@ -54,12 +54,12 @@ func run(ctx context.Context, svc *Service) chan struct{} {
 
 func TestEveryAndAtJobs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := jobs.NewStore(filepath.Join(t.TempDir(), "jobs.json"))
+		store := NewStore(filepath.Join(t.TempDir(), "jobs.json"))
 		out := &sink{}
 		addJob(t, store, map[string]any{"message": "drink water", "every_seconds": 3600})
 		addJob(t, store, map[string]any{"message": "call mom", "at": time.Now().Add(90 * time.Minute).UTC().Format(time.RFC3339)})
 		gone := addJob(t, store, map[string]any{"message": "never", "at": time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)})
-		if err := store.Remove(gone, "telegram:42"); err != nil {
+		if err := store.Remove(context.Background(), gone, "telegram:42"); err != nil {
 			t.Fatal(err)
 		}
 
@@ -90,7 +90,7 @@ func TestEveryAndAtJobs(t *testing.T) {
 				t.Error("cron message not marked as cron (the cron tool must refuse to nest)")
 			}
 		}
-		left, _ := store.Jobs()
+		left, _ := store.Jobs(context.Background())
 		if len(left) != 1 {
 			t.Errorf("jobs left %d, want only the recurring one", len(left))
 		}
@@ -101,7 +101,7 @@ func TestEveryAndAtJobs(t *testing.T) {
 
 func TestRestartCatchUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := jobs.NewStore(filepath.Join(t.TempDir(), "jobs.json"))
+		store := NewStore(filepath.Join(t.TempDir(), "jobs.json"))
 		out := &sink{}
 		addJob(t, store, map[string]any{"message": "hourly", "every_seconds": 3600})
 		addJob(t, store, map[string]any{"message": "soon", "at": time.Now().Add(3 * time.Hour).UTC().Format(time.RFC3339)})
@@ -123,7 +123,7 @@ func TestRestartCatchUp(t *testing.T) {
 		if out.count() != 2 || got["hourly"] != 1 {
 			t.Errorf("catch-up fired %d messages: %v; want the hourly job once and 'soon' once", out.count(), out.all())
 		}
-		list, _ := store.Jobs()
+		list, _ := store.Jobs(context.Background())
 		for _, j := range list {
 			if j.Payload.Message == "stale" && (j.Enabled || j.State.LastStatus != "missed") {
 				t.Errorf("stale job: %+v", j)
@@ -137,7 +137,7 @@ func TestRestartCatchUp(t *testing.T) {
 
 func TestCronExpressionAcrossDST(t *testing.T) {
 	berlin, _ := time.LoadLocation("Europe/Berlin")
-	s := jobs.Schedule{Kind: jobs.KindCron, Expr: "0 9 * * *", TZ: "Europe/Berlin"}
+	s := Schedule{Kind: KindCron, Expr: "0 9 * * *", TZ: "Europe/Berlin"}
 	// Clocks go forward on 2026-03-29 in Berlin.
 	after := time.Date(2026, 3, 27, 10, 0, 0, 0, berlin)
 	first, ok := s.Next(after, after)
@@ -157,8 +157,8 @@ func TestCronExpressionAcrossDST(t *testing.T) {
 }
 
 func TestCronToolRules(t *testing.T) {
-	store := jobs.NewStore(filepath.Join(t.TempDir(), "jobs.json"))
-	tool := jobs.NewTool(store, time.UTC)
+	store := NewStore(filepath.Join(t.TempDir(), "jobs.json"))
+	tool := crontool.NewTool(store.ForTool(), time.UTC)
 	cronCtx := tools.WithCallContext(context.Background(), tools.CallContext{Channel: "tg", ChatID: "1", SessionKey: "tg:1", FromCron: true})
 	if _, err := tool.Execute(cronCtx, map[string]any{"action": "add", "message": "x", "every_seconds": 120}); err == nil {
 		t.Error("a cron-triggered turn created a job")
@@ -186,7 +186,7 @@ func TestCronToolRules(t *testing.T) {
 	if res.Content != "No scheduled jobs in this conversation." {
 		t.Errorf("another chat sees the job: %q", res.Content)
 	}
-	list, _ := store.Jobs()
+	list, _ := store.Jobs(context.Background())
 	if _, err := tool.Execute(other, map[string]any{"action": "remove", "job_id": list[0].ID}); err == nil {
 		t.Error("another chat removed the job")
 	}

@@ -23,9 +23,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 // Options configure a journal.
@@ -243,25 +243,14 @@ func (j *Journal) compact() error {
 		m := j.pending[id]
 		_ = enc.Encode(record{Op: "add", ID: id, Msg: &m})
 	}
-	tmp := fmt.Sprintf("%s.tmp-%d", j.path, time.Now().UnixNano())
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
+	if err := atomicfile.Write(j.path, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("journal compact: %w", err)
 	}
-	if f, err := os.OpenFile(tmp, os.O_RDWR, 0); err == nil {
-		_ = f.Sync()
-		_ = f.Close()
-	}
+	// The append handle points at the replaced file; the next append
+	// reopens the new one.
 	if j.f != nil {
 		_ = j.f.Close()
 		j.f = nil
-	}
-	if err := os.Rename(tmp, j.path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("journal compact: %w", err)
-	}
-	if d, err := os.Open(filepath.Dir(j.path)); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	j.done = 0
 	return nil

@@ -9,8 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
-	"strings"
-	"sync"
+
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Options configure New.
@@ -35,8 +35,10 @@ func ParseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// New returns a logger writing to w.
-func New(w io.Writer, o Options) (*slog.Logger, *Redactor, error) {
+// New returns a logger writing to w, and the redactor it masks secrets
+// with (redact.New over o.Secrets). Share that redactor with everything
+// else that must not leak secrets, and Add tokens learnt at run time to it.
+func New(w io.Writer, o Options) (*slog.Logger, *redact.Redactor, error) {
 	lvl, err := ParseLevel(o.Level)
 	if err != nil {
 		return nil, nil, err
@@ -51,75 +53,11 @@ func New(w io.Writer, o Options) (*slog.Logger, *Redactor, error) {
 	default:
 		return nil, nil, fmt.Errorf("log format %q: want text or json", o.Format)
 	}
-	r := NewRedactor(o.Secrets)
+	r := redact.New(o.Secrets...)
 	return slog.New(&redactHandler{next: h, r: r}), r, nil
 }
 
-const mask = "[REDACTED]"
-
-// tokenShapes match well-known credential formats even when their values are
-// not in the config (keys pasted into a chat, tokens in URLs).
-var tokenShapes = regexp.MustCompile(strings.Join([]string{
-	`sk-[A-Za-z0-9_\-]{16,}`,                                 // OpenAI, DeepSeek, Anthropic (sk-ant-...)
-	`xox[abprs]-[A-Za-z0-9\-]{10,}`,                          // Slack bot/user tokens
-	`xapp-[A-Za-z0-9\-]{10,}`,                                // Slack app tokens
-	`gh[pousr]_[A-Za-z0-9]{20,}`,                             // GitHub tokens
-	`AIza[0-9A-Za-z_\-]{30,}`,                                // Google API keys
-	`\b[0-9]{8,10}:[A-Za-z0-9_\-]{35}\b`,                     // Telegram bot tokens
-	`(?i)bearer\s+[A-Za-z0-9._~+/\-]{12,}=*`,                 // Authorization headers
-	`(?i)/bot[0-9]{8,10}:[A-Za-z0-9_\-]{35}`,                 // Telegram API URLs
-	`(?i)([?&](?:api_?key|token|access_token|key)=)[^&\s"]+`, // secrets in query strings
-}, "|"))
-
-// Redactor removes credentials from text. It is safe for concurrent use, and
-// secrets can be added at run time (tokens minted after start).
-type Redactor struct {
-	mu      sync.RWMutex
-	secrets []string
-}
-
-// NewRedactor returns a Redactor for the given exact values.
-func NewRedactor(secrets []string) *Redactor {
-	r := &Redactor{}
-	r.Add(secrets...)
-	return r
-}
-
-// Add registers more exact values to redact. Values shorter than 6
-// characters are ignored.
-func (r *Redactor) Add(secrets ...string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, s := range secrets {
-		if len(s) >= 6 {
-			r.secrets = append(r.secrets, s)
-		}
-	}
-	// Longest first, so a secret containing another is masked whole.
-	for i := 1; i < len(r.secrets); i++ {
-		for j := i; j > 0 && len(r.secrets[j]) > len(r.secrets[j-1]); j-- {
-			r.secrets[j], r.secrets[j-1] = r.secrets[j-1], r.secrets[j]
-		}
-	}
-}
-
-// Redact returns s with every known secret and credential-shaped token
-// replaced by [REDACTED].
-func (r *Redactor) Redact(s string) string {
-	r.mu.RLock()
-	for _, sec := range r.secrets {
-		if strings.Contains(s, sec) {
-			s = strings.ReplaceAll(s, sec, mask)
-		}
-	}
-	r.mu.RUnlock()
-	return tokenShapes.ReplaceAllStringFunc(s, func(m string) string {
-		if i := strings.IndexAny(m, "="); i >= 0 && (m[0] == '?' || m[0] == '&') {
-			return m[:i+1] + mask
-		}
-		return mask
-	})
-}
+const mask = redact.Mask
 
 var secretAttr = regexp.MustCompile(`(?i)(api_?key|token|secret|password|authorization|cookie)`)
 
@@ -127,7 +65,7 @@ var secretAttr = regexp.MustCompile(`(?i)(api_?key|token|secret|password|authori
 // masks attributes whose key names a credential outright.
 type redactHandler struct {
 	next slog.Handler
-	r    *Redactor
+	r    *redact.Redactor
 }
 
 func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
@@ -135,7 +73,7 @@ func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h *redactHandler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, h.r.Redact(rec.Message), rec.PC)
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
 	rec.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(h.attr(a))
 		return true
@@ -153,7 +91,7 @@ func (h *redactHandler) attr(a slog.Attr) slog.Attr {
 	}
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, h.r.Redact(v.String()))
+		return slog.String(a.Key, h.r.String(v.String()))
 	case slog.KindGroup:
 		attrs := v.Group()
 		red := make([]any, len(attrs))
@@ -163,9 +101,9 @@ func (h *redactHandler) attr(a slog.Attr) slog.Attr {
 		return slog.Group(a.Key, red...)
 	case slog.KindAny:
 		if err, ok := v.Any().(error); ok {
-			return slog.String(a.Key, h.r.Redact(err.Error()))
+			return slog.String(a.Key, h.r.String(err.Error()))
 		}
-		return slog.String(a.Key, h.r.Redact(fmt.Sprint(v.Any())))
+		return slog.String(a.Key, h.r.String(fmt.Sprint(v.Any())))
 	default:
 		return slog.Attr{Key: a.Key, Value: v}
 	}

@@ -1,9 +1,14 @@
+// Package cron is the agent's `cron` tool: it adds, lists and removes the
+// scheduled jobs of the current conversation. The jobs themselves (model,
+// jobs.json, schedules) belong to gateway/cron; the tool works on the small
+// Jobs interface declared here, and cmd wires the store in, so tools never
+// import the gateway.
+//
+// Concurrency: a Tool is safe for concurrent use when its Jobs is.
 package cron
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,24 +17,60 @@ import (
 	"github.com/nanobot-go/nanobot/tools"
 )
 
-// Tool is the `cron` tool: add, list and remove jobs of the current
-// conversation. It refuses to add jobs from inside a cron-triggered turn
-// (no self-replicating schedules).
+// Jobs is the job store as the tool sees it. Its methods do IO and may
+// block; they return errors worded for the model.
+type Jobs interface {
+	// Add validates the schedule of spec, stores the job and returns it.
+	Add(ctx context.Context, spec Spec) (Listed, error)
+	// List returns the jobs of a session (every job when session is "").
+	List(ctx context.Context, session string) ([]Listed, error)
+	// Remove deletes job id; with session set, only a job of that session.
+	Remove(ctx context.Context, id, session string) error
+}
+
+// Spec is a job to add: exactly one of At, Every and CronExpr is set.
+type Spec struct {
+	// Name is a short label; Message is what the agent is told when the job
+	// fires.
+	Name, Message string
+	// At is a one-off time.
+	At time.Time
+	// Every is a recurring interval.
+	Every time.Duration
+	// CronExpr is a 5-field cron expression, in timezone TZ (IANA; ""
+	// means the gateway's local time).
+	CronExpr, TZ string
+	// Channel, ChatID and SessionKey are the conversation the reply goes to.
+	Channel, ChatID, SessionKey string
+}
+
+// Listed is a stored job.
+type Listed struct {
+	ID, Name string
+	// Schedule describes when the job runs, for people and the model.
+	Schedule string
+	// Next is the next run (zero when the job will not run again).
+	Next    time.Time
+	Message string
+}
+
+// Tool is the `cron` tool. It refuses to add jobs from inside a
+// cron-triggered turn (no self-replicating schedules).
 type Tool struct {
-	store *Store
-	// Location is the default timezone for times without an offset.
+	jobs Jobs
+	// loc is the default timezone for times without an offset.
 	loc *time.Location
 	now func() time.Time
 }
 
 var _ tools.Tool = (*Tool)(nil)
 
-// NewTool returns the tool over store. loc may be nil (local time).
-func NewTool(store *Store, loc *time.Location) *Tool {
+// NewTool returns the tool over jobs. loc may be nil (local time).
+func NewTool(jobs Jobs, loc *time.Location) *Tool {
 	if loc == nil {
 		loc = time.Local
 	}
-	return &Tool{store: store, loc: loc, now: time.Now}
+	return &Tool{jobs: jobs, loc: loc, now: time.Now}
 }
 
 func (t *Tool) Name() string { return "cron" }
@@ -62,15 +103,15 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 	action, _ := args["action"].(string)
 	switch action {
 	case "add":
-		return t.add(cc, args)
+		return t.add(ctx, cc, args)
 	case "list":
-		return t.list(cc)
+		return t.list(ctx, cc)
 	case "remove":
 		id, _ := args["job_id"].(string)
 		if id == "" {
 			return tools.Result{}, errors.New("remove needs job_id (see action=list)")
 		}
-		if err := t.store.Remove(id, cc.SessionKey); err != nil {
+		if err := t.jobs.Remove(ctx, id, cc.SessionKey); err != nil {
 			return tools.Result{}, err
 		}
 		return tools.Result{Content: "Removed job " + id + "."}, nil
@@ -78,7 +119,7 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 	return tools.Result{}, fmt.Errorf("unknown action %q: want add, list or remove", action)
 }
 
-func (t *Tool) add(cc tools.CallContext, args map[string]any) (tools.Result, error) {
+func (t *Tool) add(ctx context.Context, cc tools.CallContext, args map[string]any) (tools.Result, error) {
 	if cc.FromCron {
 		return tools.Result{}, errors.New("jobs cannot be created from inside a scheduled job")
 	}
@@ -100,7 +141,7 @@ func (t *Tool) add(cc tools.CallContext, args map[string]any) (tools.Result, err
 	} else if t.loc != time.Local {
 		tz = t.loc.String()
 	}
-	var s Schedule
+	spec := Spec{Message: msg, Channel: cc.Channel, ChatID: cc.ChatID, SessionKey: cc.SessionKey}
 	n := 0
 	if at, _ := args["at"].(string); at != "" {
 		n++
@@ -111,7 +152,7 @@ func (t *Tool) add(cc tools.CallContext, args map[string]any) (tools.Result, err
 		if !when.After(t.now()) {
 			return tools.Result{}, fmt.Errorf("%s is in the past (now is %s)", when.Format(time.RFC3339), t.now().In(loc).Format(time.RFC3339))
 		}
-		s = Schedule{Kind: KindAt, AtMs: ms(when)}
+		spec.At = when
 	}
 	if ev, ok := args["every_seconds"]; ok && ev != nil {
 		n++
@@ -124,54 +165,38 @@ func (t *Tool) add(cc tools.CallContext, args map[string]any) (tools.Result, err
 		case float64:
 			sec = int64(v)
 		}
-		s = Schedule{Kind: KindEvery, EveryMs: sec * 1000}
+		spec.Every = time.Duration(sec) * time.Second
 	}
 	if expr, _ := args["cron_expr"].(string); expr != "" {
 		n++
-		s = Schedule{Kind: KindCron, Expr: expr, TZ: tz}
+		spec.CronExpr, spec.TZ = expr, tz
 	}
 	if n != 1 {
 		return tools.Result{}, errors.New("give exactly one of at, every_seconds, cron_expr")
 	}
-	if err := s.Validate(); err != nil {
+	spec.Name, _ = args["name"].(string)
+	if spec.Name == "" {
+		spec.Name = truncate(msg, 40)
+	}
+	j, err := t.jobs.Add(ctx, spec)
+	if err != nil {
 		return tools.Result{}, err
 	}
-	now := t.now()
-	name, _ := args["name"].(string)
-	if name == "" {
-		name = truncate(msg, 40)
-	}
-	j := Job{
-		ID: newID(), Name: name, Enabled: true, Schedule: s,
-		Payload:     Payload{Kind: "agent_turn", Message: msg, Deliver: true, Channel: cc.Channel, To: cc.ChatID, SessionKey: cc.SessionKey},
-		CreatedAtMs: ms(now), UpdatedAtMs: ms(now), DeleteAfterRun: s.Kind == KindAt,
-	}
-	next, ok := s.Next(now, now)
-	if !ok {
-		return tools.Result{}, errors.New("that schedule never runs")
-	}
-	j.State.NextRunAtMs = ms(next)
-	if err := t.store.Add(j); err != nil {
-		return tools.Result{}, err
-	}
-	return tools.Result{Content: fmt.Sprintf("Scheduled job %s (%s): %s. Next run: %s.", j.ID, name, s.Describe(), next.In(loc).Format("2006-01-02 15:04 MST"))}, nil
+	return tools.Result{Content: fmt.Sprintf("Scheduled job %s (%s): %s. Next run: %s.", j.ID, j.Name, j.Schedule, j.Next.In(loc).Format("2006-01-02 15:04 MST"))}, nil
 }
 
-func (t *Tool) list(cc tools.CallContext) (tools.Result, error) {
-	jobs, err := t.store.Jobs()
+func (t *Tool) list(ctx context.Context, cc tools.CallContext) (tools.Result, error) {
+	jobs, err := t.jobs.List(ctx, cc.SessionKey)
 	if err != nil {
 		return tools.Result{}, err
 	}
 	var b strings.Builder
 	for _, j := range jobs {
-		if cc.SessionKey != "" && j.Session() != cc.SessionKey {
-			continue
-		}
 		next := "-"
-		if j.State.NextRunAtMs > 0 {
-			next = fromMs(j.State.NextRunAtMs).In(t.loc).Format("2006-01-02 15:04 MST")
+		if !j.Next.IsZero() {
+			next = j.Next.In(t.loc).Format("2006-01-02 15:04 MST")
 		}
-		fmt.Fprintf(&b, "- %s %q: %s, next %s, message: %s\n", j.ID, j.Name, j.Schedule.Describe(), next, truncate(j.Payload.Message, 80))
+		fmt.Fprintf(&b, "- %s %q: %s, next %s, message: %s\n", j.ID, j.Name, j.Schedule, next, truncate(j.Message, 80))
 	}
 	if b.Len() == 0 {
 		return tools.Result{Content: "No scheduled jobs in this conversation."}, nil
@@ -199,10 +224,4 @@ func truncate(s string, n int) string {
 		return string(r)
 	}
 	return string(r[:n-1]) + "…"
-}
-
-func newID() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

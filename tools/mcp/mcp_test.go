@@ -17,6 +17,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/untrusted"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
@@ -132,7 +133,7 @@ func TestStdioEverything(t *testing.T) {
 	if err != nil || !strings.Contains(res.Content, "hello from nanobot") {
 		t.Fatalf("echo = %q, %v", res.Content, err)
 	}
-	if strings.Contains(res.Content, tools.UntrustedNote) {
+	if strings.Contains(res.Content, untrusted.Note) {
 		t.Error("a local stdio server's output was marked as external")
 	}
 
@@ -227,7 +228,7 @@ func TestHTTPTransports(t *testing.T) {
 			if err != nil || !strings.Contains(res.Content, "over "+tc.typ) {
 				t.Fatalf("echo = %q, %v", res.Content, err)
 			}
-			if !strings.HasPrefix(res.Content, tools.UntrustedNote) {
+			if !strings.HasPrefix(res.Content, untrusted.Note) {
 				t.Errorf("remote server output not marked as external content: %q", res.Content)
 			}
 		})

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nanobot-go/nanobot/internal/untrusted"
 	"github.com/nanobot-go/nanobot/tools"
 )
 
@@ -205,7 +206,7 @@ func (t *tool) result(res *sdk.CallToolResult) (tools.Result, error) {
 	}
 	text := strings.Join(texts, "\n")
 	if t.s.cfg.Type != "stdio" && text != "" {
-		text = tools.WrapExternal("mcp:"+t.s.name, text)
+		text = untrusted.Wrap("mcp:"+t.s.name, text)
 	}
 	if res.IsError {
 		if text == "" {

@@ -15,13 +15,15 @@
 // The tools are safe for concurrent use.
 package web
 
-import "github.com/nanobot-go/nanobot/tools"
+import (
+	"github.com/nanobot-go/nanobot/internal/untrusted"
+)
 
 // UntrustedNote precedes every piece of external content.
-const UntrustedNote = tools.UntrustedNote
+const UntrustedNote = untrusted.Note
 
 // defaultUserAgent identifies the fetcher; some sites refuse Go's default.
 const defaultUserAgent = "Mozilla/5.0 (compatible; nanobot/1.0; +https://github.com/nanobot-go/nanobot)"
 
-// wrapExternal marks text as untrusted (see tools.WrapExternal).
-func wrapExternal(source, text string) string { return tools.WrapExternal(source, text) }
+// wrapExternal marks text as untrusted (see untrusted.Wrap).
+func wrapExternal(source, text string) string { return untrusted.Wrap(source, text) }

@@ -43,12 +43,12 @@ func (s *Store) MoveToKV(ctx context.Context, kv jetstream.KeyValue, log *slog.L
 	defer s.mu.Unlock()
 	to := kvBackend{kv: kv}
 	if s.be != nil {
-		old, err := s.be.read()
+		old, err := s.be.read(ctx)
 		if err != nil {
 			return err
 		}
 		if len(old) > 0 {
-			err := to.modify(func(cur []byte) ([]byte, error) {
+			err := to.modify(ctx, func(cur []byte) ([]byte, error) {
 				if len(cur) > 0 {
 					return nil, errAlreadyThere
 				}
@@ -93,8 +93,8 @@ type kvBackend struct{ kv jetstream.KeyValue }
 
 func (b kvBackend) where() string { return "nats-kv:" + b.kv.Bucket() + "/" + KVKey }
 
-func (b kvBackend) read() ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
+func (b kvBackend) read(ctx context.Context) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
 	defer cancel()
 	e, err := b.kv.Get(ctx, KVKey)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -106,17 +106,23 @@ func (b kvBackend) read() ([]byte, error) {
 	return e.Value(), nil
 }
 
-func (b kvBackend) modify(fn func(old []byte) ([]byte, error)) error {
+func (b kvBackend) modify(ctx context.Context, fn func(old []byte) ([]byte, error)) error {
 	for attempt := range kvRetries {
-		ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
-		err := b.try(ctx, fn)
+		tctx, cancel := context.WithTimeout(ctx, kvTimeout)
+		err := b.try(tctx, fn)
 		cancel()
 		if !errors.Is(err, errConflict) {
 			return err
 		}
 		// Step aside for a random moment so two writers do not collide
-		// in lock step.
-		time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6))))
+		// in lock step; give up at once when the caller does.
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("cron: save %s: %w", b.where(), context.Cause(ctx))
+		case <-t.C:
+		}
 	}
 	return fmt.Errorf("cron: save %s: gave up after %d conflicting changes", b.where(), kvRetries)
 }

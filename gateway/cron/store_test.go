@@ -10,7 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"errors"
 	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
+	"os"
 )
 
 // stores returns two Stores over the same jobs, as two processes (or two
@@ -48,7 +50,7 @@ func TestConcurrentChangesLoseNothing(t *testing.T) {
 			for i, s := range pair {
 				wg.Go(func() {
 					for n := range each {
-						errs <- s.Add(Job{ID: fmt.Sprintf("p%d-%d", i, n), Name: "job", Enabled: true})
+						errs <- s.Add(t.Context(), Job{ID: fmt.Sprintf("p%d-%d", i, n), Name: "job", Enabled: true})
 					}
 				})
 			}
@@ -60,7 +62,7 @@ func TestConcurrentChangesLoseNothing(t *testing.T) {
 				}
 			}
 			for i, s := range pair {
-				jobs, err := s.Jobs()
+				jobs, err := s.Jobs(t.Context())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -68,13 +70,13 @@ func TestConcurrentChangesLoseNothing(t *testing.T) {
 					t.Fatalf("store %d sees %d jobs, want %d", i, len(jobs), 2*each)
 				}
 			}
-			if err := pair[1].Remove("p0-3", ""); err != nil {
+			if err := pair[1].Remove(t.Context(), "p0-3", ""); err != nil {
 				t.Fatal(err)
 			}
-			if err := pair[0].Remove("p0-3", ""); err == nil {
+			if err := pair[0].Remove(t.Context(), "p0-3", ""); err == nil {
 				t.Fatal("removing a removed job succeeded")
 			}
-			if jobs, _ := pair[0].Jobs(); len(jobs) != 2*each-1 {
+			if jobs, _ := pair[0].Jobs(t.Context()); len(jobs) != 2*each-1 {
 				t.Fatalf("%d jobs after a removal, want %d", len(jobs), 2*each-1)
 			}
 		})
@@ -94,7 +96,7 @@ func TestKVChangesWakeOtherInstances(t *testing.T) {
 		}
 	}
 	drain(b)
-	if err := a.Add(Job{ID: "x", Enabled: true}); err != nil {
+	if err := a.Add(t.Context(), Job{ID: "x", Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -102,7 +104,7 @@ func TestKVChangesWakeOtherInstances(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a job added on one instance did not wake the other")
 	}
-	if jobs, err := b.Jobs(); err != nil || len(jobs) != 1 || jobs[0].ID != "x" {
+	if jobs, err := b.Jobs(t.Context()); err != nil || len(jobs) != 1 || jobs[0].ID != "x" {
 		t.Fatalf("other instance reads %v, %v", jobs, err)
 	}
 	if got := a.Path(); got != "nats-kv:TEST_CRON/jobs" {
@@ -124,10 +126,10 @@ func TestCorruptJobsAreAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Jobs(); err == nil {
+	if _, err := s.Jobs(t.Context()); err == nil {
 		t.Fatal("corrupt jobs read without error")
 	}
-	if err := s.Add(Job{ID: "y"}); err == nil {
+	if err := s.Add(t.Context(), Job{ID: "y"}); err == nil {
 		t.Fatal("a change over corrupt jobs succeeded (it would erase them)")
 	}
 }
@@ -141,7 +143,7 @@ func TestMoveToKVCopiesFileJobsOnce(t *testing.T) {
 	}
 	dir := t.TempDir()
 	first := NewStore(filepath.Join(dir, "a", "jobs.json"))
-	if err := first.Add(Job{ID: "from-file", Enabled: true}); err != nil {
+	if err := first.Add(t.Context(), Job{ID: "from-file", Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.MoveToKV(t.Context(), kv, nil); err != nil {
@@ -150,16 +152,105 @@ func TestMoveToKVCopiesFileJobsOnce(t *testing.T) {
 	// A second instance with its own (different) file finds the bucket
 	// filled and keeps it.
 	second := NewStore(filepath.Join(dir, "b", "jobs.json"))
-	if err := second.Add(Job{ID: "other-file", Enabled: true}); err != nil {
+	if err := second.Add(t.Context(), Job{ID: "other-file", Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := second.MoveToKV(t.Context(), kv, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []*Store{first, second} {
-		jobs, err := s.Jobs()
+		jobs, err := s.Jobs(t.Context())
 		if err != nil || len(jobs) != 1 || jobs[0].ID != "from-file" {
 			t.Fatalf("jobs %v, %v; want the first file's job only", jobs, err)
 		}
+	}
+}
+
+func TestKVRetryStopsWhenCtxEnds(t *testing.T) {
+	srv := natstest.Start(t)
+	js, _ := jetstream.New(srv.Connect(t))
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "BUSY_CRON"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewKVStore(t.Context(), kv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(t.Context(), Job{ID: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer changes the jobs between every read and write of
+	// ours, so every attempt conflicts; the caller gives up after three.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	attempts := 0
+	err = s.Update(ctx, func(jobs []Job) ([]Job, error) {
+		attempts++
+		if _, err := kv.Put(t.Context(), KVKey, []byte(`{"version":1,"jobs":[]}`)); err != nil {
+			return nil, err
+		}
+		if attempts == 3 {
+			cancel()
+		}
+		return append(jobs, Job{ID: "mine"}), nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if attempts != 3 {
+		t.Errorf("%d attempts, want 3 (no retry after the caller gave up)", attempts)
+	}
+}
+
+// TestJobsFileLayout pins jobs.json to the Python nanobot's layout.
+func TestJobsFileLayout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.json")
+	s := NewStore(path)
+	j := Job{ID: "a1b2c3d4", Name: "standup", Enabled: true,
+		Schedule:    Schedule{Kind: KindCron, Expr: "0 9 * * 1-5", TZ: "Europe/Berlin"},
+		Payload:     Payload{Kind: "agent_turn", Message: "standup", Deliver: true, Channel: "telegram", To: "42"},
+		State:       State{NextRunAtMs: 1767254400000},
+		CreatedAtMs: 1767168000000, UpdatedAtMs: 1767168000000}
+	if err := s.Add(t.Context(), j); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{
+  "version": 1,
+  "jobs": [
+    {
+      "id": "a1b2c3d4",
+      "name": "standup",
+      "enabled": true,
+      "schedule": {
+        "kind": "cron",
+        "expr": "0 9 * * 1-5",
+        "tz": "Europe/Berlin"
+      },
+      "payload": {
+        "kind": "agent_turn",
+        "message": "standup",
+        "deliver": true,
+        "channel": "telegram",
+        "to": "42"
+      },
+      "state": {
+        "nextRunAtMs": 1767254400000
+      },
+      "createdAtMs": 1767168000000,
+      "updatedAtMs": 1767168000000
+    }
+  ]
+}
+`
+	if string(got) != want {
+		t.Errorf("jobs.json:\n%s\nwant:\n%s", got, want)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("jobs.json mode %v, want 0600", fi.Mode().Perm())
 	}
 }

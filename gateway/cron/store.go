@@ -1,22 +1,16 @@
-// Package cron owns scheduled jobs: the Job model, the jobs.json store
-// shared by the gateway's cron service and the CLI (file-locked, atomic
-// writes, the same layout the Python nanobot writes), next-run computation
-// for the kinds at / every / cron (with IANA timezone), and the `cron` tool
-// the agent uses to add, list and remove jobs of its conversation.
 package cron
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 // Schedule kinds.
@@ -99,10 +93,10 @@ type Store struct {
 // backend is where the jobs document lives.
 type backend interface {
 	// read returns the document, nil when there is none yet.
-	read() ([]byte, error)
+	read(ctx context.Context) ([]byte, error)
 	// modify replaces the document with fn's result under exclusive
 	// access; fn may run more than once (optimistic backends retry).
-	modify(fn func(old []byte) ([]byte, error)) error
+	modify(ctx context.Context, fn func(old []byte) ([]byte, error)) error
 	// where names the store in messages.
 	where() string
 }
@@ -123,10 +117,10 @@ func (s *Store) Path() string {
 func (s *Store) Changed() <-chan struct{} { return s.changed }
 
 // Jobs returns all jobs.
-func (s *Store) Jobs() ([]Job, error) {
+func (s *Store) Jobs(ctx context.Context) ([]Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, err := s.be.read()
+	b, err := s.be.read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -139,20 +133,20 @@ var ErrNotFound = errors.New("no such job")
 
 // Update applies fn to the jobs under the lock, saves the result and
 // signals Changed.
-func (s *Store) Update(fn func(jobs []Job) ([]Job, error)) error {
-	return s.update(fn, true)
+func (s *Store) Update(ctx context.Context, fn func(jobs []Job) ([]Job, error)) error {
+	return s.update(ctx, fn, true)
 }
 
 // UpdateQuiet is Update without signalling Changed: the scheduler's own
 // bookkeeping must not wake the scheduler.
-func (s *Store) UpdateQuiet(fn func(jobs []Job) ([]Job, error)) error {
-	return s.update(fn, false)
+func (s *Store) UpdateQuiet(ctx context.Context, fn func(jobs []Job) ([]Job, error)) error {
+	return s.update(ctx, fn, false)
 }
 
-func (s *Store) update(fn func(jobs []Job) ([]Job, error), notify bool) error {
+func (s *Store) update(ctx context.Context, fn func(jobs []Job) ([]Job, error), notify bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := s.be.modify(func(old []byte) ([]byte, error) {
+	err := s.be.modify(ctx, func(old []byte) ([]byte, error) {
 		f, err := s.decode(old)
 		if err != nil {
 			return nil, err
@@ -184,13 +178,13 @@ func (s *Store) signal() {
 }
 
 // Add stores a new job.
-func (s *Store) Add(j Job) error {
-	return s.Update(func(jobs []Job) ([]Job, error) { return append(jobs, j), nil })
+func (s *Store) Add(ctx context.Context, j Job) error {
+	return s.Update(ctx, func(jobs []Job) ([]Job, error) { return append(jobs, j), nil })
 }
 
 // Remove deletes a job; with session set, only a job of that session.
-func (s *Store) Remove(id, session string) error {
-	return s.Update(func(jobs []Job) ([]Job, error) {
+func (s *Store) Remove(ctx context.Context, id, session string) error {
+	return s.Update(ctx, func(jobs []Job) ([]Job, error) {
 		i := slices.IndexFunc(jobs, func(j Job) bool { return j.ID == id && (session == "" || j.Session() == session) })
 		if i < 0 {
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -211,12 +205,13 @@ func (s *Store) decode(b []byte) (file, error) {
 }
 
 // fileBackend is jobs.json, changed under an exclusive flock on a lock file
-// beside it and written atomically.
+// beside it and written atomically (internal/atomicfile). Local file access
+// does not wait on ctx.
 type fileBackend struct{ path string }
 
 func (b fileBackend) where() string { return b.path }
 
-func (b fileBackend) read() ([]byte, error) {
+func (b fileBackend) read(context.Context) ([]byte, error) {
 	data, err := os.ReadFile(b.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -224,31 +219,8 @@ func (b fileBackend) read() ([]byte, error) {
 	return data, err
 }
 
-func (b fileBackend) modify(fn func(old []byte) ([]byte, error)) error {
-	if err := os.MkdirAll(filepath.Dir(b.path), 0o700); err != nil {
-		return err
-	}
-	lock, err := os.OpenFile(b.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
-	old, err := b.read()
-	if err != nil {
-		return err
-	}
-	data, err := fn(old)
-	if err != nil {
-		return err
-	}
-	if err := configs.WriteFileAtomic(b.path, data, 0o600); err != nil {
-		return fmt.Errorf("cron: save %s: %w", b.path, err)
-	}
-	return nil
+func (b fileBackend) modify(_ context.Context, fn func(old []byte) ([]byte, error)) error {
+	return atomicfile.Update(b.path, 0o600, fn)
 }
 
 // ms converts a time to Unix milliseconds.
