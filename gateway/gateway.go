@@ -93,7 +93,9 @@ type Status struct {
 	Inbound  int                        `json:"inboundQueue"`
 	Outbound int                        `json:"outboundQueue"`
 	Pending  int                        `json:"pendingMessages"`
-	Started  time.Time                  `json:"started"`
+	// PendingReplies are replies not yet delivered (the outbox).
+	PendingReplies int       `json:"pendingReplies"`
+	Started        time.Time `json:"started"`
 	// MCP are the MCP servers' connections.
 	MCP []mcp.Status `json:"mcpServers,omitempty"`
 	// Cluster is set in cluster mode.
@@ -142,6 +144,7 @@ func Run(ctx context.Context, o Options) error {
 		in     inbox
 		store  session.Store
 		replay []bus.Inbound
+		jr     *journal.Journal
 	)
 	cronStore := o.CronStore
 	if cronStore == nil {
@@ -185,12 +188,13 @@ func Run(ctx context.Context, o Options) error {
 		}
 		mem := bus.New(0, 0)
 		b = mem
-		jr, pending, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: log})
+		j, pending, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: log})
 		if err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
-		defer jr.Close()
-		in, replay = journalInbox{jr: jr, b: mem, log: log}, pending
+		defer j.Close()
+		jr = j
+		in, replay = journalInbox{jr: j, b: mem, log: log}, pending
 		if store, err = session.NewFileStore(o.Paths.Sessions, session.FileStoreOptions{Logger: log}); err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
@@ -199,6 +203,11 @@ func Run(ctx context.Context, o Options) error {
 	if nb != nil {
 		registerClusterMetrics(metrics.Registry, nb, role)
 	}
+	dl, err := openDelivery(cfg, o.Paths, jr, b.PublishOutbound, metrics, log)
+	if err != nil {
+		return err
+	}
+	defer dl.Close()
 
 	d := cfg.Agents.Defaults
 	loc := time.Local
@@ -219,7 +228,7 @@ func Run(ctx context.Context, o Options) error {
 		Stream: true, Log: log,
 	}
 	subs := &agent.Subagents{Runner: *runner, Publish: b.PublishInbound, Max: d.MaxConcurrentSubagents, Workspace: o.Paths.Workspace, Log: log}
-	for _, t := range []tools.Tool{message.New(b, o.Paths.Workspace, cfg.Tools.RestrictToWorkspace), spawn.New(subs)} {
+	for _, t := range []tools.Tool{message.New(dl.publisher(b), o.Paths.Workspace, cfg.Tools.RestrictToWorkspace), spawn.New(subs)} {
 		if err := reg.Register(t); err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
@@ -246,7 +255,7 @@ func Run(ctx context.Context, o Options) error {
 		Runner:              runner,
 		Subagents:           subs,
 		Consolidator:        mem,
-		Out:                 b,
+		Out:                 dl.publisher(b),
 		MaxConcurrentTurns:  d.MaxConcurrentTurns,
 		MaxToolResultChars:  d.MaxToolResultChars,
 		ContextWindowTokens: d.ContextWindowTokens,
@@ -307,7 +316,7 @@ func Run(ctx context.Context, o Options) error {
 			if m.ReceivedAt.IsZero() {
 				m.ReceivedAt = time.Now()
 			}
-			err := in.Accept(ctx, m)
+			err := dl.accept(ctx, in, m)
 			if errors.Is(err, journal.ErrDuplicate) {
 				metrics.Inbound(m.Channel, "duplicate")
 				return nil
@@ -328,13 +337,14 @@ func Run(ctx context.Context, o Options) error {
 	if nb != nil {
 		dcfg.Handled = nb.Delivered // acknowledged once the platform took it
 	}
+	dl.configure(&dcfg)
 	disp := channels.NewDispatcher(dcfg, chans)
 
 	// HTTP.
 	status := func() Status {
 		inQ, outQ := b.Depth()
 		ready, _ := mgr.Ready()
-		st := Status{Version: o.Version, Ready: ready, Channels: mgr.Health(), Inbound: inQ, Outbound: outQ, Pending: in.Pending(), Started: started}
+		st := Status{Version: o.Version, Ready: ready, Channels: mgr.Health(), Inbound: inQ, Outbound: outQ, Pending: in.Pending(), PendingReplies: dl.pending(), Started: started}
 		if o.MCP != nil {
 			st.MCP = o.MCP.Status()
 		}
@@ -352,6 +362,9 @@ func Run(ctx context.Context, o Options) error {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		ready, bad := mgr.Ready()
+		if reason := dl.storageProblem(); reason != "" {
+			ready, bad = false, append(bad, reason)
+		}
 		w.Header().Set("Content-Type", "text/plain")
 		if !ready || shuttingDown.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -404,6 +417,9 @@ func Run(ctx context.Context, o Options) error {
 
 	if nb == nil {
 		wg.Go(func() { _ = disp.Run(dispCtx, b.Outbound()) })
+		if err := dl.resume(ctx, b); err != nil {
+			return err
+		}
 	}
 	loopDone := make(chan struct{})
 	if runsAgent {
