@@ -49,7 +49,7 @@ const storageNotice = "⚠️ I can't store new messages right now (the server i
 
 // openDelivery opens the outbox next to the journal. notify sends the
 // storage notice (best-effort, not through the outbox: the disk is full).
-func openDelivery(cfg *configs.Config, paths configs.Paths, jr *journal.Journal, notify func(context.Context, bus.Outbound) error, m *Metrics, log *slog.Logger) (*delivery, error) {
+func openDelivery(cfg *configs.Config, paths configs.Paths, jr *journal.Journal, open wal.OpenFunc, notify func(context.Context, bus.Outbound) error, m *Metrics, log *slog.Logger) (*delivery, error) {
 	d := &delivery{jr: jr, notify: notify, log: log.With("component", "delivery"), noticed: map[string]time.Time{}}
 	d.maxAge = time.Duration(cfg.Channels.OutboxMaxAgeH) * time.Hour
 	if d.maxAge <= 0 {
@@ -58,7 +58,7 @@ func openDelivery(cfg *configs.Config, paths configs.Paths, jr *journal.Journal,
 	if jr == nil {
 		return d, nil
 	}
-	ob, pending, err := outbox.Open(filepath.Join(paths.State, "outbox.jsonl"), outbox.Options{Log: log, OnFinished: m.OutboxFinished})
+	ob, pending, err := outbox.Open(filepath.Join(paths.State, "outbox.jsonl"), outbox.Options{Log: log, Open: open, OnFinished: m.OutboxFinished})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}

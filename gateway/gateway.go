@@ -31,6 +31,7 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
 	"github.com/nanobot-go/nanobot/gateway/journal"
+	"github.com/nanobot-go/nanobot/gateway/wal"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 	jobs "github.com/nanobot-go/nanobot/tools/cron"
@@ -83,6 +84,9 @@ type Options struct {
 	// Instance names this process in the cluster (default: host name and
 	// a random suffix).
 	Instance string
+	// StorageOpen opens the inbox journal and outbox files (default
+	// os.OpenFile); tests inject storage faults (disk full) here.
+	StorageOpen wal.OpenFunc
 }
 
 // Status is what /api/status reports (and `nanobot status` prints).
@@ -188,7 +192,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		mem := bus.New(0, 0)
 		b = mem
-		j, pending, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: log})
+		j, pending, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: log, Open: o.StorageOpen})
 		if err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
@@ -203,7 +207,7 @@ func Run(ctx context.Context, o Options) error {
 	if nb != nil {
 		registerClusterMetrics(metrics.Registry, nb, role)
 	}
-	dl, err := openDelivery(cfg, o.Paths, jr, b.PublishOutbound, metrics, log)
+	dl, err := openDelivery(cfg, o.Paths, jr, o.StorageOpen, b.PublishOutbound, metrics, log)
 	if err != nil {
 		return err
 	}
