@@ -92,22 +92,22 @@ type recorder struct {
 
 // PublishOutbound records a reply durably (before the agent's turn ends
 // and the inbox marks it done), then queues it for the dispatcher. A final
-// reply to a turn answered before a crash is dropped. When the outbox
-// cannot write, the reply still goes out, without the guarantees.
+// reply to a turn answered before a crash is dropped, and so is the rest of
+// what that turn's new run says (its stream would show the answer again).
+// When the outbox cannot write, the reply still goes out, without the
+// guarantees.
 func (r recorder) PublishOutbound(ctx context.Context, m bus.Outbound) error {
-	if outbox.Durable(m) {
-		rec, err := r.d.ob.Add(m)
-		switch {
-		case errors.Is(err, outbox.ErrAnswered):
+	rec, send, err := r.d.ob.Record(m)
+	switch {
+	case err != nil:
+		r.d.log.Error("outbox: recording a reply failed; sending it without a record", "channel", m.Channel, "err", err)
+	case !send:
+		if outbox.Durable(m) {
 			r.d.log.Info("reply to a turn answered before a restart not sent again", "channel", m.Channel, "chat_id", m.ChatID, "turn", m.Turn)
-			return nil
-		case err != nil:
-			r.d.log.Error("outbox: recording a reply failed; sending it without a record", "channel", m.Channel, "err", err)
-		default:
-			m = rec
 		}
+		return nil
 	}
-	return r.next.PublishOutbound(ctx, m)
+	return r.next.PublishOutbound(ctx, rec)
 }
 
 // configure makes the dispatcher deliver through the outbox.

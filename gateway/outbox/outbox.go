@@ -234,6 +234,36 @@ func (o *Outbox) Add(m bus.Outbound) (bus.Outbound, error) {
 	return m, nil
 }
 
+// Record is what the gateway does with everything the agent publishes: a
+// durable message is added (and returned with its ID); the rest is passed
+// on. It reports send false for what must not go out: a final reply to a
+// turn answered already (the turn ran again after a crash), and the
+// stream, typing and tool hints of that new run, which would show the
+// answer again. err is a failed write; m should then still be sent.
+func (o *Outbox) Record(m bus.Outbound) (out bus.Outbound, send bool, err error) {
+	if !Durable(m) {
+		return m, m.Turn == "" || !o.Answered(m.Turn), nil
+	}
+	rec, err := o.Add(m)
+	switch {
+	case errors.Is(err, ErrAnswered):
+		return m, false, nil
+	case err != nil:
+		return m, true, err
+	}
+	return rec, true, nil
+}
+
+// Answered reports whether turn has a final reply recorded: a turn run
+// again after a crash then shows nothing (its stream, typing and tool
+// hints would repeat what the user has seen).
+func (o *Outbox) Answered(turn string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.answered[turn]
+	return ok
+}
+
 // Queued returns when message id was recorded (zero if unknown).
 func (o *Outbox) Queued(id string) time.Time {
 	o.mu.Lock()
