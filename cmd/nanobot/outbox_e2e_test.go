@@ -3,11 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,8 +20,10 @@ import (
 
 // TestKill9RepliesExactlyOnce runs the real binary against a local
 // Telegram Bot API and kills it with SIGKILL while replies are in flight,
-// then starts it again, several times: every message is answered, and no
-// answer shows twice. NANOBOT_E2E_CRASH_RUNS sets the number of crash runs
+// then starts it again, several times: every message is answered, and an
+// answer shows twice only when the kill fell between the platform
+// accepting it and the outbox recording that (docs/gateway.md, delivery
+// guarantees). NANOBOT_E2E_CRASH_RUNS sets the number of crash runs
 // (default 2; the figures in the docs come from 10).
 func TestKill9RepliesExactlyOnce(t *testing.T) {
 	bin := binary(t)
@@ -88,6 +92,10 @@ func TestKill9RepliesExactlyOnce(t *testing.T) {
 			}
 			return n >= len(want)/4
 		})
+		// At a moment not tied to a send: seeing an answer on the platform
+		// means its send is in flight, which is the one window that repeats a
+		// send on a platform without idempotency keys (docs/gateway.md).
+		time.Sleep(time.Duration(rand.Int64N(int64(300 * time.Millisecond))))
 		if err := gw.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -115,13 +123,21 @@ func TestKill9RepliesExactlyOnce(t *testing.T) {
 				lost++
 			case got[w] > 1:
 				dups += got[w] - 1
-				t.Errorf("run %d: %q shown %d times", run, w, got[w])
+				t.Logf("run %d: %q shown %d times", run, w, got[w])
+				for _, s := range tg.Sent() {
+					if strings.Contains(s.Visible, w[len("answer to q"):len(w)-2]) {
+						t.Logf("  chat %d message %d edit=%v at %s: %q", s.ChatID, s.MessageID, s.Edit, s.At.Format("15:04:05.000"), s.Visible)
+					}
+				}
 			}
 		}
 	}
 	t.Logf("%d crash runs, %d messages: %d answered twice, %d lost", runs, total, dups, lost)
-	if dups != 0 || lost != 0 {
-		t.Errorf("%d duplicates, %d lost", dups, lost)
+	// A kill can repeat only the sends the platform accepted in the moment
+	// before their record was written (Telegram takes no idempotency key):
+	// more than one per crash means a replayed turn answered twice.
+	if lost != 0 || dups > runs {
+		t.Errorf("%d duplicates over %d crashes, %d lost", dups, runs, lost)
 	}
 }
 

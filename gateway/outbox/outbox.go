@@ -18,7 +18,8 @@
 // on open and after CompactAfter finished messages.
 //
 // Concurrency: an Outbox is safe for concurrent use. Writes are serialized;
-// Add and PartSent fsync.
+// Add fsyncs (a reply is never lost); the progress records are written
+// without fsync (a kill -9 keeps them; a power cut may repeat a send).
 package outbox
 
 import (
@@ -289,8 +290,12 @@ func (o *Outbox) SentParts(id string) map[int]channels.MessageRef {
 	return out
 }
 
-// PartSent records durably that the platform accepted part i of message
-// id as ref.
+// PartSent records that the platform accepted part i of message id as
+// ref. The line is written, not fsynced: a kill -9 keeps it (the kernel
+// has it), a power cut may lose it and repeat that send. An fsync here
+// would widen the window in which a kill repeats a send (the platform
+// accepted it; the record is not written yet) by the fsync and by every
+// other chat's fsync waiting on the lock.
 func (o *Outbox) PartSent(id string, part int, ref channels.MessageRef) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -298,7 +303,7 @@ func (o *Outbox) PartSent(id string, part int, ref channels.MessageRef) error {
 	if !ok {
 		return nil
 	}
-	if err := o.write(record{Op: "part", ID: id, Part: part, Ref: &ref}, true); err != nil {
+	if err := o.write(record{Op: "part", ID: id, Part: part, Ref: &ref}, false); err != nil {
 		return err
 	}
 	e.sent[part] = ref
@@ -339,15 +344,16 @@ func (o *Outbox) finished(id string, outcome channels.Outcome) error {
 	return nil
 }
 
-// StreamStarted records durably that a stream of turn shows its text in
-// the platform message ref. A write failure is logged (the next attempt of
-// the turn then sends a new message).
+// StreamStarted records that a stream of turn shows its text in the
+// platform message ref (written, not fsynced, like PartSent). A write
+// failure is logged (the next attempt of the turn then sends a new
+// message).
 func (o *Outbox) StreamStarted(turn string, ref channels.MessageRef) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := time.Now()
 	o.streams[turn] = stream{ref: ref, at: now}
-	if err := o.write(record{Op: "stream", Turn: turn, At: now, Ref: &ref}, true); err != nil {
+	if err := o.write(record{Op: "stream", Turn: turn, At: now, Ref: &ref}, false); err != nil {
 		o.log.Warn("outbox: recording a streamed message failed", "err", err)
 	}
 }
