@@ -411,7 +411,7 @@ func failureReply(err error) string {
 // publish sends to the message's chat; a failure is logged (the dispatcher
 // owns retries of the platform send).
 func (l *Loop) publish(ctx context.Context, m bus.Inbound, out bus.Outbound) {
-	out.Channel, out.ChatID, out.SessionKey = m.Channel, m.ChatID, m.Key()
+	out.Channel, out.ChatID, out.SessionKey, out.Turn = m.Channel, m.ChatID, m.Key(), m.ID
 	if out.Kind == bus.KindStreamEnd || out.Kind == bus.KindMessage {
 		out.ReplyTo = m.MessageID
 	}

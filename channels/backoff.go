@@ -42,15 +42,31 @@ const DeliverAttempts = 5
 // (a full queue, a journal write error) with backoff between lo and hi, up
 // to DeliverAttempts times. It reports whether m was taken; a message given
 // up on is logged, and the adapter must leave it unacknowledged so that
-// the platform delivers it again where it can.
+// the platform delivers it again where it can. While the gateway cannot
+// store messages (ErrUnavailable: disk full) it keeps trying until ctx
+// ends, so the message is taken once space is back; the adapter is held
+// up meanwhile and acknowledges nothing.
 func DeliverRetrying(ctx context.Context, in Inbox, m bus.Inbound, log *slog.Logger, lo, hi time.Duration) bool {
+	unavailable := 0
 	for attempt := 1; ; attempt++ {
 		err := in.Deliver(ctx, m)
 		switch {
 		case err == nil:
+			if unavailable > 0 {
+				log.Info(m.Channel+": message taken after the gateway could store again", "chat_id", m.ChatID, "attempts", attempt)
+			}
 			return true
 		case errors.Is(err, ErrDenied), ctx.Err() != nil:
 			return false
+		case errors.Is(err, ErrUnavailable):
+			if unavailable%20 == 0 {
+				log.Warn(m.Channel+": the gateway cannot store messages; holding this one until it can", "chat_id", m.ChatID, "err", err)
+			}
+			unavailable++
+			if SleepBackoff(ctx, attempt, lo, hi) != nil {
+				return false
+			}
+			continue
 		case attempt >= DeliverAttempts:
 			log.Error(m.Channel+": delivering a message failed; given up", "chat_id", m.ChatID, "message_id", m.MessageID, "err", err)
 			return false

@@ -56,6 +56,12 @@ type InboxFunc func(ctx context.Context, m bus.Inbound) error
 // Deliver calls f.
 func (f InboxFunc) Deliver(ctx context.Context, m bus.Inbound) error { return f(ctx, m) }
 
+// ErrUnavailable is returned (wrapped) by Deliver while the gateway cannot
+// store messages (its disk is full or failing). The adapter must not
+// acknowledge the message; DeliverRetrying keeps trying until the gateway
+// takes it or ctx ends.
+var ErrUnavailable = errors.New("gateway cannot store messages right now")
+
 // ErrDenied is returned by Deliver for a sender that is not allowed. The
 // adapter should acknowledge the message (it is not retried).
 var ErrDenied = errors.New("sender not allowed")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +42,16 @@ type DispatcherConfig struct {
 	// durable queue acknowledges only what the platform accepted or
 	// refused for good.
 	Handled func(m bus.Outbound)
-	Log     *slog.Logger
+	// Delivery, when set, makes messages with an ID durable (see
+	// DeliveryLog): retried until MaxAge instead of MaxRetries, each part
+	// recorded once sent.
+	Delivery DeliveryLog
+	// MaxAge bounds the retries of a durable message (DefaultMaxAge).
+	MaxAge time.Duration
+	// RetryMax caps the wait between two tries of a durable message
+	// (DefaultRetryMax); the wait doubles from RetryBase, with jitter.
+	RetryMax time.Duration
+	Log      *slog.Logger
 }
 
 // Dispatcher drains the outbound queue and delivers to channels. Each chat
@@ -71,6 +81,12 @@ func NewDispatcher(cfg DispatcherConfig, chans []Channel) *Dispatcher {
 	}
 	if cfg.WorkerIdle <= 0 {
 		cfg.WorkerIdle = DefaultWorkerIdle
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultMaxAge
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = DefaultRetryMax
 	}
 	log := cfg.Log
 	if log == nil {
@@ -211,9 +227,12 @@ func (w *chatWorker) run(ctx context.Context) {
 				if !ok {
 					break
 				}
-				w.handle(ctx, m)
-				if h := w.d.cfg.Handled; h != nil && ctx.Err() == nil {
-					h(m)
+				err := w.handle(ctx, m)
+				if ctx.Err() == nil {
+					w.finished(m, err)
+					if h := w.d.cfg.Handled; h != nil {
+						h(m)
+					}
 				}
 			}
 			idle.Reset(w.d.cfg.WorkerIdle)
@@ -265,7 +284,36 @@ func (w *chatWorker) limit() int {
 	return DefaultMessageLimit
 }
 
-func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) {
+// durable reports whether m is delivered through the DeliveryLog.
+func (w *chatWorker) durable(m bus.Outbound) bool {
+	return w.d.cfg.Delivery != nil && m.ID != ""
+}
+
+// finished tells the DeliveryLog how a durable message's delivery ended.
+func (w *chatWorker) finished(m bus.Outbound, err error) {
+	if !w.durable(m) {
+		return
+	}
+	var perm *PermanentError
+	outcome := OutcomeSent
+	switch {
+	case errors.Is(err, errSkipped):
+		outcome = OutcomeSkipped
+	case errors.As(err, &perm):
+		outcome = OutcomeRefused
+	case err != nil:
+		outcome = OutcomeExpired
+		w.d.log.Error("reply expired undelivered", "channel", w.ch.Name(), "chat_id", m.ChatID, "max_age", w.d.cfg.MaxAge, "err", err)
+	}
+	w.d.cfg.Delivery.Finished(m.ID, outcome)
+}
+
+// errSkipped is handle's answer for a message it chose not to send.
+var errSkipped = errors.New("not sent")
+
+// handle delivers m. Its error matters for durable messages: nil once
+// sent, errSkipped when there was nothing to send, else why it failed.
+func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 	cfg := w.d.cfg
 	switch m.Kind {
 	case bus.KindTyping:
@@ -276,21 +324,22 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) {
 		}
 	case bus.KindToolHint:
 		if cfg.SendToolHints {
-			w.sendText(ctx, m, "🔧 "+m.Content)
+			return w.sendText(ctx, m, "🔧 "+m.Content)
 		}
 	case bus.KindProgress:
 		if cfg.SendProgress {
-			w.sendText(ctx, m, m.Content)
+			return w.sendText(ctx, m, m.Content)
 		}
 	case bus.KindMessage:
-		w.sendText(ctx, m, m.Content)
+		return w.sendText(ctx, m, m.Content)
 	case bus.KindDelta:
 		if _, ok := w.editor(); !ok {
-			return // delivered whole at the stream's end
+			return nil // delivered whole at the stream's end
 		}
 		st := w.streams[m.StreamID]
 		if st == nil {
 			st = &stream{base: m, started: time.Now()}
+			st.ref = w.unfinishedStream(m.Turn)
 			w.streams[m.StreamID] = st
 		}
 		st.total += m.Content
@@ -300,13 +349,20 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) {
 	case bus.KindStreamEnd:
 		st := w.streams[m.StreamID]
 		delete(w.streams, m.StreamID)
+		if st == nil && w.durable(m) {
+			// A message an earlier attempt of this turn streamed (before a
+			// restart): finish it instead of sending another.
+			if ref := w.unfinishedStream(m.Turn); ref.MessageID != "" {
+				st = &stream{base: m, started: time.Now(), ref: ref}
+			}
+		}
 		if st == nil || (st.ref.MessageID == "" && st.done == 0) {
 			// Nothing was shown yet: send the text like a message, unless it
 			// is intermediate text the user did not ask for.
 			if m.Final || cfg.SendProgress {
-				w.sendText(ctx, m, m.Content)
+				return w.sendText(ctx, m, m.Content)
 			}
-			return
+			return errSkipped
 		}
 		// The full text is authoritative (deltas may have been merged).
 		if strings.HasPrefix(m.Content, st.total[:st.done]) {
@@ -314,12 +370,29 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) {
 		}
 		st.base = m
 		if st.failed {
-			w.sendText(ctx, m, st.current())
-			return
+			return w.sendText(ctx, m, st.current())
 		}
 		w.pushStream(ctx, st, true)
+		if st.failed {
+			// The last edit or send failed: what the platform does not
+			// show yet goes out as plain messages.
+			return w.sendText(ctx, m, st.current())
+		}
 		w.finish(ctx, st)
+		return nil
 	}
+	return errSkipped
+}
+
+// unfinishedStream is the platform message a stream of turn showed without
+// being finished (an attempt before a restart), on channels that can edit
+// it; the zero ref if none.
+func (w *chatWorker) unfinishedStream(turn string) MessageRef {
+	if _, ok := w.editor(); !ok || w.d.cfg.Delivery == nil || turn == "" {
+		return MessageRef{}
+	}
+	ref, _ := w.d.cfg.Delivery.StreamMessage(turn)
+	return ref
 }
 
 // finish tells a Finisher that the stream's current message is complete.
@@ -405,6 +478,11 @@ func (w *chatWorker) show(ctx context.Context, s *stream, ed Editor, text string
 			return
 		}
 		s.ref, s.shown, s.shownEnd, s.lastEdit = ref, text, end, time.Now()
+		if dl := w.d.cfg.Delivery; dl != nil && s.done == 0 && m.Turn != "" && !m.Final {
+			// A restart before this stream ends lets the next attempt of
+			// the turn finish this message instead of sending another.
+			dl.StreamStarted(m.Turn, ref)
+		}
 		return
 	}
 	if text == s.shown {
@@ -423,7 +501,10 @@ func (w *chatWorker) show(ctx context.Context, s *stream, ed Editor, text string
 	}
 	m := s.base
 	m.Content = text
-	_, err := w.retry(ctx, bus.KindDelta, func() (MessageRef, error) { return MessageRef{}, ed.Edit(ctx, s.ref, m) })
+	kind := m.Kind
+	m.Kind = bus.KindDelta
+	_, err := w.retry(ctx, m, func() (MessageRef, error) { return MessageRef{}, ed.Edit(ctx, s.ref, m) })
+	m.Kind = kind
 	s.lastEdit = time.Now()
 	if err != nil {
 		w.d.log.Warn("edit failed; the rest is sent as new messages", "channel", w.ch.Name(), "err", err)
@@ -455,27 +536,48 @@ func (w *chatWorker) flushAll(ctx context.Context) {
 	}
 }
 
-// sendText sends a whole text, split to the channel's limit.
-func (w *chatWorker) sendText(ctx context.Context, m bus.Outbound, text string) {
+// sendText sends a whole text, split to the channel's limit. For a durable
+// message each part the platform accepted is recorded, parts recorded
+// before (an earlier run) are skipped, and each part carries a stable
+// idempotency key.
+func (w *chatWorker) sendText(ctx context.Context, m bus.Outbound, text string) error {
 	if strings.TrimSpace(text) == "" && len(m.Media) == 0 {
-		return
+		return errSkipped
 	}
 	chunks := Split(text, w.limit())
+	var sent map[int]MessageRef
+	durable := w.durable(m)
+	if durable {
+		sent = w.d.cfg.Delivery.SentParts(m.ID)
+	}
 	for i, c := range chunks {
+		if _, ok := sent[i]; ok {
+			continue
+		}
 		part := m
 		part.Kind, part.Content = bus.KindMessage, c
 		if i > 0 {
 			part.Media = nil
 		}
-		if _, err := w.send(ctx, part); err != nil {
-			return
+		if durable {
+			part.IdempotencyKey = m.ID + "." + strconv.Itoa(i)
+		}
+		ref, err := w.send(ctx, part)
+		if err != nil {
+			return err
+		}
+		if durable {
+			if err := w.d.cfg.Delivery.PartSent(m.ID, i, ref); err != nil {
+				w.d.log.Warn("recording a sent part failed; a restart may send it again", "channel", w.ch.Name(), "err", err)
+			}
 		}
 	}
+	return nil
 }
 
 // send delivers one message, with media through MediaSender when present.
 func (w *chatWorker) send(ctx context.Context, m bus.Outbound) (MessageRef, error) {
-	return w.retry(ctx, m.Kind, func() (MessageRef, error) {
+	return w.retry(ctx, m, func() (MessageRef, error) {
 		if ms, ok := w.ch.(MediaSender); ok && len(m.Media) > 0 {
 			return ms.SendMedia(ctx, m)
 		}
@@ -485,9 +587,22 @@ func (w *chatWorker) send(ctx context.Context, m bus.Outbound) (MessageRef, erro
 
 // retry calls f until it succeeds, fails permanently, or MaxRetries retries
 // (1 s, 2 s, 4 s ... with jitter, or the platform's retry-after) are spent.
-func (w *chatWorker) retry(ctx context.Context, kind bus.Kind, f func() (MessageRef, error)) (MessageRef, error) {
+// A durable message m is retried instead until it is older than MaxAge,
+// the waits growing to RetryMax: a channel that is down or reconnecting
+// holds its chat's messages back, in order, and delivers them once it is
+// back.
+func (w *chatWorker) retry(ctx context.Context, m bus.Outbound, f func() (MessageRef, error)) (MessageRef, error) {
 	cfg := w.d.cfg
+	kind := m.Kind
 	delay := cfg.RetryBase
+	durable := w.durable(m)
+	var queued time.Time
+	if durable {
+		queued = cfg.Delivery.Queued(m.ID)
+		if queued.IsZero() {
+			queued = time.Now()
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		ref, err := f()
 		if err == nil {
@@ -495,7 +610,11 @@ func (w *chatWorker) retry(ctx context.Context, kind bus.Kind, f func() (Message
 			return ref, nil
 		}
 		var perm *PermanentError
-		if errors.As(err, &perm) || attempt > cfg.MaxRetries || ctx.Err() != nil {
+		givenUp := attempt > cfg.MaxRetries
+		if durable {
+			givenUp = time.Since(queued) > cfg.MaxAge
+		}
+		if errors.As(err, &perm) || givenUp || ctx.Err() != nil {
 			w.observe(kind, attempt, err)
 			w.d.log.Error("send failed, giving up", "channel", w.ch.Name(), "attempts", attempt, "err", err)
 			return MessageRef{}, err
@@ -515,6 +634,9 @@ func (w *chatWorker) retry(ctx context.Context, kind bus.Kind, f func() (Message
 			return MessageRef{}, ctx.Err()
 		}
 		delay *= 2
+		if durable {
+			delay = min(delay, cfg.RetryMax)
+		}
 	}
 }
 

@@ -18,6 +18,9 @@ type ChannelsConfig struct {
 	SendToolHints bool `json:"sendToolHints"`
 	// SendMaxRetries is how often a failed send is retried (1 s, 2 s, 4 s...).
 	SendMaxRetries int `json:"sendMaxRetries"`
+	// OutboxMaxAgeH is how many hours a reply is retried while its
+	// platform is down or reconnecting before it is given up (default 24).
+	OutboxMaxAgeH int `json:"outboxMaxAgeH"`
 	// Platforms maps a platform name to its raw config object.
 	Platforms map[string]map[string]any `json:"-"`
 }
@@ -36,7 +39,7 @@ type ChannelCommon struct {
 	Admins []string `json:"admins,omitempty"`
 }
 
-var channelsSharedKeys = []string{"sendProgress", "sendToolHints", "sendMaxRetries"}
+var channelsSharedKeys = []string{"sendProgress", "sendToolHints", "sendMaxRetries", "outboxMaxAgeH"}
 
 // MarshalJSON writes the shared keys and the platform objects side by side.
 func (c ChannelsConfig) MarshalJSON() ([]byte, error) {
@@ -47,6 +50,7 @@ func (c ChannelsConfig) MarshalJSON() ([]byte, error) {
 	m["sendProgress"] = c.SendProgress
 	m["sendToolHints"] = c.SendToolHints
 	m["sendMaxRetries"] = c.SendMaxRetries
+	m["outboxMaxAgeH"] = c.OutboxMaxAgeH
 	return json.Marshal(m)
 }
 
@@ -72,6 +76,8 @@ func (c *ChannelsConfig) UnmarshalJSON(b []byte) error {
 			err = json.Unmarshal(v, &c.SendToolHints)
 		case "sendMaxRetries":
 			err = json.Unmarshal(v, &c.SendMaxRetries)
+		case "outboxMaxAgeH":
+			err = json.Unmarshal(v, &c.OutboxMaxAgeH)
 		}
 		if err != nil {
 			return fmt.Errorf("channels.%s: %w", k, err)

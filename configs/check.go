@@ -178,6 +178,7 @@ func (c *checker) checkChannels(path string, v any) {
 		"sendProgress":   reflect.TypeFor[bool](),
 		"sendToolHints":  reflect.TypeFor[bool](),
 		"sendMaxRetries": reflect.TypeFor[int](),
+		"outboxMaxAgeH":  reflect.TypeFor[int](),
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {

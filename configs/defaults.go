@@ -26,6 +26,7 @@ func Default() Config {
 			SendProgress:   true,
 			SendToolHints:  true,
 			SendMaxRetries: 3,
+			OutboxMaxAgeH:  24,
 			Platforms:      map[string]map[string]any{},
 		},
 		Cluster: ClusterConfig{Role: "all", Prefix: "nanobot", Partitions: 16, LeaseTTLS: 10, AckWaitS: 30},

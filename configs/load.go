@@ -319,9 +319,9 @@ func envToKey(name, value string, platforms map[string]any) (string, any, string
 		switch {
 		case t == channelsType:
 			lower := strings.ToLower(seg)
-			if shared := map[string]string{"sendprogress": "sendProgress", "sendtoolhints": "sendToolHints", "sendmaxretries": "sendMaxRetries"}[normKey(seg)]; shared != "" {
+			if shared := map[string]string{"sendprogress": "sendProgress", "sendtoolhints": "sendToolHints", "sendmaxretries": "sendMaxRetries", "outboxmaxageh": "outboxMaxAgeH"}[normKey(seg)]; shared != "" {
 				path = append(path, shared)
-				if shared == "sendMaxRetries" {
+				if shared == "sendMaxRetries" || shared == "outboxMaxAgeH" {
 					t = reflect.TypeFor[int]()
 				} else {
 					t = reflect.TypeFor[bool]()

@@ -48,6 +48,7 @@ func (c *Config) Validate() []FieldError {
 		}
 	}
 
+	v.require(c.Channels.OutboxMaxAgeH >= 1 && c.Channels.OutboxMaxAgeH <= 720, "channels.outboxMaxAgeH", "want 1 to 720 hours, got %d", c.Channels.OutboxMaxAgeH)
 	v.require(c.Channels.SendMaxRetries >= 0 && c.Channels.SendMaxRetries <= 10, "channels.sendMaxRetries", "want 0 to 10, got %d", c.Channels.SendMaxRetries)
 
 	for _, name := range c.Channels.Names() {

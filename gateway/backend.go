@@ -42,7 +42,7 @@ type local struct {
 
 func openLocal(o Options, jobs *cron.Store) (*local, error) {
 	mem := bus.New(0, 0)
-	jr, pending, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: o.Log})
+	jr, pending, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: o.Log, Open: o.StorageOpen})
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +79,9 @@ func (l *local) services(g *Gateway) []service {
 			case <-time.After(flushTimeout):
 			}
 		}},
+		// Replies a previous run left undelivered go first, so each chat
+		// gets them in order.
+		{name: "resume replies", start: func(ctx context.Context) error { return g.dl.resume(ctx, l) }},
 		g.agentService(func(ctx context.Context) error { return g.agent.Run(ctx, l.Inbound()) }),
 		{name: "replay", start: func(ctx context.Context) error {
 			for _, m := range l.replay {

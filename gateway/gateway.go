@@ -24,6 +24,7 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
 	"github.com/nanobot-go/nanobot/gateway/journal"
+	"github.com/nanobot-go/nanobot/gateway/wal"
 	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
@@ -78,6 +79,9 @@ type Options struct {
 	// Instance names this process in the cluster (default: host name and
 	// a random suffix).
 	Instance string
+	// StorageOpen opens the inbox journal and outbox files (default
+	// os.OpenFile); tests inject storage faults (disk full) here.
+	StorageOpen wal.OpenFunc
 }
 
 // Status is what /api/status reports (and `nanobot status` prints).
@@ -88,7 +92,9 @@ type Status struct {
 	Inbound  int                        `json:"inboundQueue"`
 	Outbound int                        `json:"outboundQueue"`
 	Pending  int                        `json:"pendingMessages"`
-	Started  time.Time                  `json:"started"`
+	// PendingReplies are replies not yet delivered (the outbox).
+	PendingReplies int       `json:"pendingReplies"`
+	Started        time.Time `json:"started"`
 	// MCP are the MCP servers' connections.
 	MCP []mcp.Status `json:"mcpServers,omitempty"`
 	// Cluster is set in cluster mode.
@@ -103,6 +109,7 @@ type Gateway struct {
 	log     *slog.Logger
 	started time.Time
 	be      backend
+	dl      *delivery
 	agent   *agent.Agent // nil on a channels-only cluster instance
 	chans   []channels.Channel
 	gate    *channels.Gate
@@ -151,10 +158,21 @@ func New(ctx context.Context, o Options) (_ *Gateway, err error) {
 		}
 	}()
 	g.metrics = NewMetrics(g.be.Depth)
+	var jr *journal.Journal // the inbox journal; nil in cluster mode
 	if c, ok := g.be.(*clusterBackend); ok {
 		registerClusterMetrics(g.metrics.Registry, c.Bus, c.role)
 		g.log = g.log.With("role", c.role, "instance", c.Options().Instance)
+	} else {
+		jr = g.be.(*local).jr
 	}
+	if g.dl, err = openDelivery(g.cfg, o.Paths, jr, o.StorageOpen, g.be.PublishOutbound, g.metrics, g.log); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = g.dl.Close()
+		}
+	}()
 	if g.agent, err = g.newAgent(); err != nil {
 		return nil, err
 	}
@@ -230,7 +248,7 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 		Provider: g.o.Provider, Model: g.o.Model, Tools: reg, Store: g.be.sessions(),
 		// The gate is built next; the agent runs only after New.
 		Targets: admitterFunc(func(ch, id string) bool { return g.gate != nil && g.gate.Admits(ch, id) }),
-		Out:     g.be, Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
+		Out:     g.dl.publisher(g.be), Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
 		Observer: g.metrics, OnTurnDone: g.turnDone, Redact: g.o.Redact, Log: g.log,
 	})
 }
@@ -291,6 +309,7 @@ func (g *Gateway) buildChannels() error {
 	if c, ok := g.be.(*clusterBackend); ok {
 		dcfg.Handled = c.Delivered // acknowledged once the platform took it
 	}
+	g.dl.configure(&dcfg)
 	g.disp = channels.NewDispatcher(dcfg, g.chans)
 	return nil
 }
@@ -300,7 +319,7 @@ func (g *Gateway) accept(ctx context.Context, m bus.Inbound) error {
 	if m.ReceivedAt.IsZero() {
 		m.ReceivedAt = time.Now()
 	}
-	err := g.be.Accept(ctx, m)
+	err := g.dl.accept(ctx, g.be, m)
 	if errors.Is(err, journal.ErrDuplicate) {
 		g.metrics.Inbound(m.Channel, "duplicate")
 		return nil
@@ -326,6 +345,7 @@ func (g *Gateway) loopback() bool {
 // what was said, stop serving HTTP.
 func (g *Gateway) Run(ctx context.Context) error {
 	defer g.be.close()
+	defer g.dl.Close()
 	svcs := newServices(g.log)
 	list := append([]service{g.httpService()}, g.be.services(g)...)
 	if err := svcs.start(ctx, list); err != nil {
@@ -423,7 +443,7 @@ func (g *Gateway) Status(ctx context.Context) Status {
 	inQ, outQ := g.be.Depth()
 	ready, _ := g.mgr.Ready()
 	st := Status{Version: g.o.Version, Ready: ready, Channels: g.mgr.Health(), Inbound: inQ, Outbound: outQ,
-		Pending: g.be.Pending(), Started: g.started, Cluster: g.be.status(ctx)}
+		Pending: g.be.Pending(), PendingReplies: g.dl.pending(), Started: g.started, Cluster: g.be.status(ctx)}
 	if g.o.MCP != nil {
 		st.MCP = g.o.MCP.Status()
 	}

@@ -53,6 +53,9 @@ func (g *Gateway) buildHTTP() error {
 
 func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 	ready, bad := g.mgr.Ready()
+	if reason := g.dl.storageProblem(); reason != "" {
+		ready, bad = false, append(bad, reason)
+	}
 	w.Header().Set("Content-Type", "text/plain")
 	if !ready || g.stopping.Load() {
 		w.WriteHeader(http.StatusServiceUnavailable)

@@ -28,6 +28,7 @@ type Metrics struct {
 	llmTokens    *prometheus.CounterVec
 	toolCalls    *prometheus.CounterVec
 	heartbeats   *prometheus.CounterVec
+	outboxDone   *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the metrics. queueDepth reports the
@@ -46,9 +47,10 @@ func NewMetrics(queueDepth func() (in, out int)) *Metrics {
 		llmTokens:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_llm_tokens_total", Help: "LLM tokens by model and kind (prompt, completion, cache_read, cache_write)."}, []string{"model", "kind"}),
 		toolCalls:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_tool_calls_total", Help: "Tool calls by tool and outcome (ok, error)."}, []string{"tool", "outcome"}),
 		heartbeats:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_heartbeats_total", Help: "Heartbeats by decision (empty, skip, run, no-target, error)."}, []string{"decision"}),
+		outboxDone:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_outbox_finished_total", Help: "Durable replies finished, by outcome (sent, skipped, refused, expired)."}, []string{"outcome"}),
 	}
 	r.MustRegister(m.inbound, m.outbound, m.sendFailures, m.channels, m.turnLatency, m.turns,
-		m.llmLatency, m.llmTokens, m.toolCalls, m.heartbeats,
+		m.llmLatency, m.llmTokens, m.toolCalls, m.heartbeats, m.outboxDone,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if queueDepth != nil {
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_inbound_queue_depth", Help: "Messages waiting for the agent."}, func() float64 { in, _ := queueDepth(); return float64(in) }))
@@ -154,6 +156,15 @@ func (m *Metrics) ObserveTool(_ context.Context, t agent.ToolCall) {
 		outcome = "error"
 	}
 	m.toolCalls.WithLabelValues(t.Name, outcome).Inc()
+}
+
+// OutboxFinished counts a durable reply whose delivery ended.
+func (m *Metrics) OutboxFinished(o channels.Outcome) { m.outboxDone.WithLabelValues(string(o)).Inc() }
+
+// OutboxPending reports the replies not yet delivered at scrape time.
+func (m *Metrics) OutboxPending(pending func() int) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_outbox_pending", Help: "Durable replies not yet delivered (waiting for a platform that is down, or in flight)."},
+		func() float64 { return float64(pending()) }))
 }
 
 // Heartbeat records a heartbeat decision.

@@ -174,8 +174,16 @@ type Outbound struct {
 	Metadata map[string]any `json:"metadata,omitempty"`
 	// SessionKey is the conversation this belongs to.
 	SessionKey string `json:"sessionKey,omitempty"`
-	// ID is assigned by a durable queue (the NATS bus) so the dispatcher
-	// can report the message delivered; empty on the in-memory bus.
+	// Turn is the gateway id (Inbound.ID) of the message this answers, if
+	// any: the outbox knows by it which turns were answered already.
+	Turn string `json:"turn,omitempty"`
+	// IdempotencyKey is set by the dispatcher on each part of a durable
+	// message, the same in every attempt and after a restart. A channel
+	// whose platform de-duplicates sends by a client key passes it on, so
+	// a send repeated after a crash shows once.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// ID is assigned by a durable queue (the NATS bus, or the outbox of
+	// a single gateway) so the dispatcher can report the message delivered.
 	ID string `json:"-"`
 }
 

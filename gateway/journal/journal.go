@@ -6,26 +6,27 @@
 // de-duplicated by channel and platform message id, so a platform that
 // redelivers does not cause a second answer.
 //
-// File format: JSON lines, {"op":"add","msg":{...}} and {"op":"done","id":..}.
-// The file is compacted (atomically rewritten with only the unfinished
-// messages and the recent de-duplication keys) on open and when enough done
-// lines have accumulated.
+// File format: records of gateway/wal (checksummed lines; a torn tail is
+// cut off), each a JSON object: {"op":"add","msg":{...}}, {"op":"done",
+// "id":..}, {"op":"seen","key":..} and {"op":"seq","id":..}. The file is
+// compacted (atomically rewritten with only the unfinished messages, the
+// recent de-duplication keys and the id counter) on open and when enough
+// done lines have accumulated.
+//
+// A failed write (disk full) fails Add and leaves the journal as it was;
+// Err reports it until a write succeeds again, without a restart.
 package journal
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
-	"github.com/nanobot-go/nanobot/internal/atomicfile"
+	"github.com/nanobot-go/nanobot/gateway/wal"
 )
 
 // Options configure a journal.
@@ -34,11 +35,13 @@ type Options struct {
 	DedupKeys int
 	// CompactAfter compacts once this many done lines accumulated (1,000).
 	CompactAfter int
-	Log          *slog.Logger
+	// Open opens the file (default os.OpenFile); tests inject faults.
+	Open wal.OpenFunc
+	Log  *slog.Logger
 }
 
 type record struct {
-	Op  string       `json:"op"` // add, done, seen
+	Op  string       `json:"op"` // add, done, seen, seq
 	ID  string       `json:"id,omitempty"`
 	Key string       `json:"key,omitempty"`
 	Msg *bus.Inbound `json:"msg,omitempty"`
@@ -51,7 +54,7 @@ type Journal struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	f       *os.File
+	w       *wal.Log
 	seq     int64
 	pending map[string]bus.Inbound // id -> message
 	order   []string               // pending ids in arrival order
@@ -76,14 +79,21 @@ func Open(path string, opts Options) (*Journal, []bus.Inbound, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	j := &Journal{path: path, opts: opts, log: log, pending: map[string]bus.Inbound{}, seen: newDedupSet(opts.DedupKeys)}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, nil, err
+	w, err := wal.Open(path, wal.Options{Open: opts.Open, Log: log}, j.load)
+	if err != nil {
+		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
-	if err := j.load(); err != nil {
-		return nil, nil, err
+	j.w = w
+	kept := j.order[:0]
+	for _, id := range j.order {
+		if _, ok := j.pending[id]; ok {
+			kept = append(kept, id)
+		}
 	}
+	j.order = kept
 	if err := j.compact(); err != nil {
-		return nil, nil, err
+		// A full disk at start: keep going on the file as it is.
+		log.Warn("journal: compaction failed", "err", err)
 	}
 	var replay []bus.Inbound
 	for _, id := range j.order {
@@ -92,50 +102,31 @@ func Open(path string, opts Options) (*Journal, []bus.Inbound, error) {
 	return j, replay, nil
 }
 
-func (j *Journal) load() error {
-	data, err := os.ReadFile(j.path)
-	if errors.Is(err, os.ErrNotExist) {
+func (j *Journal) load(payload []byte) error {
+	var r record
+	if err := json.Unmarshal(payload, &r); err != nil {
+		j.log.Warn("journal: skipping unreadable record", "file", j.path, "err", err)
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("journal %s: %w", j.path, err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 64<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			// A torn last line from a crash, or damage: skip it.
-			j.log.Warn("journal: skipping unreadable line", "file", j.path, "line", line)
-			continue
+	switch r.Op {
+	case "add":
+		if r.Msg == nil {
+			return nil
 		}
-		switch r.Op {
-		case "add":
-			if r.Msg == nil {
-				continue
-			}
-			j.bumpSeq(r.ID)
-			j.pending[r.ID] = *r.Msg
-			j.order = append(j.order, r.ID)
-			j.remember(r.Key)
-		case "done":
-			delete(j.pending, r.ID)
-		case "seen":
-			if r.Key != "" {
-				j.seen.add(parseStored(r.Key))
-			}
+		j.bumpSeq(r.ID)
+		j.pending[r.ID] = *r.Msg
+		j.order = append(j.order, r.ID)
+		j.remember(r.Key)
+	case "done":
+		delete(j.pending, r.ID)
+	case "seen":
+		if r.Key != "" {
+			j.seen.add(parseStored(r.Key))
 		}
+	case "seq":
+		j.bumpSeq(r.ID)
 	}
-	kept := j.order[:0]
-	for _, id := range j.order {
-		if _, ok := j.pending[id]; ok {
-			kept = append(kept, id)
-		}
-	}
-	j.order = kept
-	return sc.Err()
+	return nil
 }
 
 func (j *Journal) bumpSeq(id string) {
@@ -191,9 +182,9 @@ func (j *Journal) Done(id string) error {
 			break
 		}
 	}
-	// Done lines need not be fsynced: losing one replays a finished message,
-	// which the session's duplicate check and the user can live with far
-	// better than a lost message.
+	// Done lines need not be fsynced: losing one replays a finished
+	// message, which the session's duplicate check answers from the stored
+	// turn and whose reply the outbox does not send a second time.
 	if err := j.write(record{Op: "done", ID: id}, false); err != nil {
 		return err
 	}
@@ -212,45 +203,44 @@ func (j *Journal) Pending() int {
 }
 
 func (j *Journal) write(r record, sync bool) error {
-	if j.f == nil {
-		f, err := os.OpenFile(j.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return fmt.Errorf("journal: %w", err)
-		}
-		j.f = f
-	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	if _, err := j.f.Write(append(b, '\n')); err != nil {
+	if err := j.w.Append(b, sync); err != nil {
 		return fmt.Errorf("journal: %w", err)
-	}
-	if sync {
-		if err := j.f.Sync(); err != nil {
-			return fmt.Errorf("journal: %w", err)
-		}
 	}
 	return nil
 }
 
-// compact rewrites the file with the unfinished messages and the dedup keys.
+// Err returns the last write failure (disk full), nil once a write
+// succeeded again.
+func (j *Journal) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.w.Err()
+}
+
+// compact rewrites the file with the id counter, the dedup keys and the
+// unfinished messages. The counter keeps ids unique after every message
+// is done: the outbox keys a turn's replies by them.
 func (j *Journal) compact() error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	j.seen.each(func(h uint64) { _ = enc.Encode(record{Op: "seen", Key: formatStored(h)}) })
+	recs := []record{{Op: "seq", ID: strconv.FormatInt(j.seq, 10)}}
+	j.seen.each(func(h uint64) { recs = append(recs, record{Op: "seen", Key: formatStored(h)}) })
 	for _, id := range j.order {
 		m := j.pending[id]
-		_ = enc.Encode(record{Op: "add", ID: id, Msg: &m})
+		recs = append(recs, record{Op: "add", ID: id, Msg: &m})
 	}
-	if err := atomicfile.Write(j.path, buf.Bytes(), 0o600); err != nil {
+	payloads := make([][]byte, 0, len(recs))
+	for _, r := range recs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("journal compact: %w", err)
+		}
+		payloads = append(payloads, b)
+	}
+	if err := j.w.Rewrite(payloads); err != nil {
 		return fmt.Errorf("journal compact: %w", err)
-	}
-	// The append handle points at the replaced file; the next append
-	// reopens the new one.
-	if j.f != nil {
-		_ = j.f.Close()
-		j.f = nil
 	}
 	j.done = 0
 	return nil
@@ -260,10 +250,5 @@ func (j *Journal) compact() error {
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.f == nil {
-		return nil
-	}
-	err := j.f.Close()
-	j.f = nil
-	return err
+	return j.w.Close()
 }

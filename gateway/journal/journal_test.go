@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/gateway/wal/waltest"
 )
 
 func TestReplayUnfinished(t *testing.T) {
@@ -72,5 +73,78 @@ func TestCompaction(t *testing.T) {
 	_, replay, _ := Open(path, Options{})
 	if len(replay) != 1 || replay[0].ID != keep.ID {
 		t.Errorf("replay after compaction = %+v", replay)
+	}
+}
+
+// The record appended after a restart with a torn last line must replay
+// (the torn line is cut off, not glued to it).
+func TestTornTailDoesNotSwallowNextRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inbox.jsonl")
+	j, _, _ := Open(path, Options{})
+	a, _ := j.Add(bus.Inbound{Channel: "tg", ChatID: "1", MessageID: "1", Content: "a"})
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	_, _ = f.WriteString(`~12345678 {"op":"add","id":"2","msg":{"chan`) // kill -9 mid-write
+	_ = f.Close()
+
+	j2, replay, err := Open(path, Options{CompactAfter: 1000})
+	if err != nil || len(replay) != 1 || replay[0].ID != a.ID {
+		t.Fatalf("replay = %+v, %v", replay, err)
+	}
+	b, err := j2.Add(bus.Inbound{Channel: "tg", ChatID: "1", MessageID: "3", Content: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, replay, _ = Open(path, Options{})
+	if len(replay) != 2 || replay[1].ID != b.ID || replay[1].Content != "b" {
+		t.Errorf("replay = %+v, want a and the message added after the torn line", replay)
+	}
+}
+
+// Message ids stay unique after every message is done and the journal is
+// compacted: the outbox keys replies by them.
+func TestIDsSurviveCompaction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inbox.jsonl")
+	j, _, _ := Open(path, Options{})
+	a, _ := j.Add(bus.Inbound{Channel: "tg", ChatID: "1", MessageID: "1"})
+	_ = j.Done(a.ID)
+	_ = j.Close()
+	j2, _, _ := Open(path, Options{}) // compacts: no add line is left
+	_ = j2.Close()
+	j3, _, _ := Open(path, Options{})
+	b, _ := j3.Add(bus.Inbound{Channel: "tg", ChatID: "1", MessageID: "2"})
+	if b.ID == a.ID {
+		t.Errorf("id %s handed out twice", b.ID)
+	}
+}
+
+// Disk full: Add fails and Err says so; the message is not remembered as
+// seen (its redelivery is accepted later); once space is back Add works
+// without a restart and the journal replays what it should.
+func TestDiskFull(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inbox.jsonl")
+	var disk waltest.Disk
+	j, _, _ := Open(path, Options{Open: disk.Open})
+	a, _ := j.Add(bus.Inbound{Channel: "tg", ChatID: "1", MessageID: "1", Content: "a"})
+	disk.SetFull(true)
+	m := bus.Inbound{Channel: "tg", ChatID: "1", MessageID: "2", Content: "b"}
+	for range 5 {
+		if _, err := j.Add(m); err == nil || errors.Is(err, ErrDuplicate) {
+			t.Fatalf("add on a full disk: %v", err)
+		}
+	}
+	if j.Err() == nil {
+		t.Error("Err is nil while the disk is full")
+	}
+	disk.SetFull(false)
+	b, err := j.Add(m)
+	if err != nil {
+		t.Fatalf("add after space came back: %v", err)
+	}
+	if j.Err() != nil {
+		t.Errorf("Err = %v after a successful write", j.Err())
+	}
+	_, replay, _ := Open(path, Options{})
+	if len(replay) != 2 || replay[0].ID != a.ID || replay[1].ID != b.ID || replay[1].Content != "b" {
+		t.Errorf("replay = %+v", replay)
 	}
 }

@@ -1,0 +1,435 @@
+// Package outbox is the gateway's durable outbound queue (single-process
+// mode; the cluster mode's queue is JetStream). Every reply the agent
+// publishes is recorded (fsynced) before its turn is marked done in the
+// inbox journal; the dispatcher delivers it and records each part the
+// platform accepted, with the platform's message reference. On start the
+// replies not yet finished are handed back for delivery, skipping the
+// parts already sent.
+//
+// Exactly once: a turn replayed from the inbox after a crash is run again,
+// but its final reply is dropped when the outbox holds one for that turn
+// already (Add returns ErrAnswered). A streamed message a turn showed is
+// remembered (StreamStarted), so the reply of an attempt after a crash
+// edits that message instead of sending a second one.
+//
+// File format: gateway/wal records, JSON objects with op add (a message),
+// part (a part sent), done (finished), stream (a streamed message),
+// answered (a turn with a final reply) and seq (the id counter). Compacted
+// on open and after CompactAfter finished messages.
+//
+// Concurrency: an Outbox is safe for concurrent use. Writes are serialized;
+// Add fsyncs (a reply is never lost); the progress records are written
+// without fsync (a kill -9 keeps them; a power cut may repeat a send).
+package outbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/gateway/wal"
+)
+
+// Options configure an Outbox.
+type Options struct {
+	// CompactAfter compacts after this many finished messages (1,000).
+	CompactAfter int
+	// AnsweredTurns is how many answered turns are remembered (10,000):
+	// a turn is replayed only within moments of its answer.
+	AnsweredTurns int
+	// StreamTTL is how long a streamed message of an unfinished turn is
+	// remembered for the next attempt to finish (24 h).
+	StreamTTL time.Duration
+	// Open opens the file (default os.OpenFile); tests inject faults.
+	Open wal.OpenFunc
+	// OnFinished is told how each delivery ended (metrics).
+	OnFinished func(channels.Outcome)
+	Log        *slog.Logger
+}
+
+// ErrAnswered is returned by Add for a final reply to a turn that has one
+// recorded already (the turn ran again after a crash).
+var ErrAnswered = errors.New("outbox: turn already answered")
+
+type record struct {
+	Op      string               `json:"op"`
+	ID      string               `json:"id,omitempty"`
+	Turn    string               `json:"turn,omitempty"`
+	At      time.Time            `json:"at,omitzero"`
+	Msg     *bus.Outbound        `json:"msg,omitempty"`
+	Part    int                  `json:"part,omitempty"`
+	Ref     *channels.MessageRef `json:"ref,omitempty"`
+	Outcome string               `json:"outcome,omitempty"`
+}
+
+type entry struct {
+	msg  bus.Outbound
+	at   time.Time
+	sent map[int]channels.MessageRef
+}
+
+type stream struct {
+	ref channels.MessageRef
+	at  time.Time
+}
+
+var _ channels.DeliveryLog = (*Outbox)(nil)
+
+// Outbox is the durable outbound queue; it is the Dispatcher's
+// channels.DeliveryLog.
+type Outbox struct {
+	opts Options
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	w         *wal.Log
+	seq       int64
+	pending   map[string]*entry
+	order     []string
+	answered  map[string]struct{}
+	turns     []string // answered, oldest first
+	streams   map[string]stream
+	nFinished int
+}
+
+// Open opens (creating) the outbox at path and returns the messages not
+// yet finished, oldest first, with their ID set.
+func Open(path string, opts Options) (*Outbox, []bus.Outbound, error) {
+	if opts.CompactAfter <= 0 {
+		opts.CompactAfter = 1000
+	}
+	if opts.AnsweredTurns <= 0 {
+		opts.AnsweredTurns = 10000
+	}
+	if opts.StreamTTL <= 0 {
+		opts.StreamTTL = 24 * time.Hour
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	o := &Outbox{opts: opts, log: log, pending: map[string]*entry{}, answered: map[string]struct{}{}, streams: map[string]stream{}}
+	w, err := wal.Open(path, wal.Options{Open: opts.Open, Log: log}, o.load)
+	if err != nil {
+		return nil, nil, fmt.Errorf("outbox: %w", err)
+	}
+	o.w = w
+	kept := o.order[:0]
+	for _, id := range o.order {
+		if _, ok := o.pending[id]; ok {
+			kept = append(kept, id)
+		}
+	}
+	o.order = kept
+	if err := o.compact(); err != nil {
+		log.Warn("outbox: compaction failed", "err", err)
+	}
+	var out []bus.Outbound
+	for _, id := range o.order {
+		out = append(out, o.pending[id].msg)
+	}
+	return o, out, nil
+}
+
+func (o *Outbox) load(payload []byte) error {
+	var r record
+	if err := json.Unmarshal(payload, &r); err != nil {
+		o.log.Warn("outbox: skipping unreadable record", "err", err)
+		return nil
+	}
+	switch r.Op {
+	case "add":
+		if r.Msg == nil {
+			return nil
+		}
+		if n, err := strconv.ParseInt(r.ID, 10, 64); err == nil && n > o.seq {
+			o.seq = n
+		}
+		m := *r.Msg
+		m.ID = r.ID
+		o.pending[r.ID] = &entry{msg: m, at: r.At, sent: map[int]channels.MessageRef{}}
+		o.order = append(o.order, r.ID)
+		if m.Final && m.Turn != "" {
+			o.markAnswered(m.Turn)
+		}
+	case "part":
+		if e, ok := o.pending[r.ID]; ok && r.Ref != nil {
+			e.sent[r.Part] = *r.Ref
+		}
+	case "done":
+		o.finish(r.ID)
+	case "stream":
+		if r.Ref != nil {
+			o.streams[r.Turn] = stream{ref: *r.Ref, at: r.At}
+		}
+	case "answered":
+		o.markAnswered(r.Turn)
+	case "seq":
+		if n, err := strconv.ParseInt(r.ID, 10, 64); err == nil && n > o.seq {
+			o.seq = n
+		}
+	}
+	return nil
+}
+
+func (o *Outbox) markAnswered(turn string) {
+	if _, ok := o.answered[turn]; ok {
+		return
+	}
+	o.answered[turn] = struct{}{}
+	o.turns = append(o.turns, turn)
+	if len(o.turns) > o.opts.AnsweredTurns {
+		delete(o.answered, o.turns[0])
+		o.turns = o.turns[1:]
+	}
+}
+
+// finish forgets a finished message; a finished stream end also ends its
+// turn's streamed message.
+func (o *Outbox) finish(id string) bool {
+	e, ok := o.pending[id]
+	if !ok {
+		return false
+	}
+	delete(o.pending, id)
+	if e.msg.Kind == bus.KindStreamEnd && e.msg.Turn != "" {
+		delete(o.streams, e.msg.Turn)
+	}
+	return true
+}
+
+// Durable reports whether m is recorded: complete messages and stream
+// ends. Deltas, tool hints, progress and typing are best-effort.
+func Durable(m bus.Outbound) bool {
+	return m.Kind == bus.KindMessage || m.Kind == bus.KindStreamEnd
+}
+
+// Add records m durably and returns it with its ID set. A final reply to
+// a turn that has one already returns ErrAnswered and is not recorded.
+func (o *Outbox) Add(m bus.Outbound) (bus.Outbound, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if m.Final && m.Turn != "" {
+		if _, ok := o.answered[m.Turn]; ok {
+			return m, ErrAnswered
+		}
+	}
+	o.seq++
+	m.ID = strconv.FormatInt(o.seq, 10)
+	now := time.Now()
+	if err := o.write(record{Op: "add", ID: m.ID, At: now, Msg: &m}, true); err != nil {
+		m.ID = ""
+		return m, err
+	}
+	o.pending[m.ID] = &entry{msg: m, at: now, sent: map[int]channels.MessageRef{}}
+	o.order = append(o.order, m.ID)
+	if m.Final && m.Turn != "" {
+		o.markAnswered(m.Turn)
+	}
+	return m, nil
+}
+
+// Record is what the gateway does with everything the agent publishes: a
+// durable message is added (and returned with its ID); the rest is passed
+// on. It reports send false for what must not go out: a final reply to a
+// turn answered already (the turn ran again after a crash), and the
+// stream, typing and tool hints of that new run, which would show the
+// answer again. err is a failed write; m should then still be sent.
+func (o *Outbox) Record(m bus.Outbound) (out bus.Outbound, send bool, err error) {
+	if !Durable(m) {
+		return m, m.Turn == "" || !o.Answered(m.Turn), nil
+	}
+	rec, err := o.Add(m)
+	switch {
+	case errors.Is(err, ErrAnswered):
+		return m, false, nil
+	case err != nil:
+		return m, true, err
+	}
+	return rec, true, nil
+}
+
+// Answered reports whether turn has a final reply recorded: a turn run
+// again after a crash then shows nothing (its stream, typing and tool
+// hints would repeat what the user has seen).
+func (o *Outbox) Answered(turn string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.answered[turn]
+	return ok
+}
+
+// Queued returns when message id was recorded (zero if unknown).
+func (o *Outbox) Queued(id string) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if e, ok := o.pending[id]; ok {
+		return e.at
+	}
+	return time.Time{}
+}
+
+// SentParts returns the parts of message id the platform accepted.
+func (o *Outbox) SentParts(id string) map[int]channels.MessageRef {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e, ok := o.pending[id]
+	if !ok || len(e.sent) == 0 {
+		return nil
+	}
+	out := make(map[int]channels.MessageRef, len(e.sent))
+	for i, r := range e.sent {
+		out[i] = r
+	}
+	return out
+}
+
+// PartSent records that the platform accepted part i of message id as
+// ref. The line is written, not fsynced: a kill -9 keeps it (the kernel
+// has it), a power cut may lose it and repeat that send. An fsync here
+// would widen the window in which a kill repeats a send (the platform
+// accepted it; the record is not written yet) by the fsync and by every
+// other chat's fsync waiting on the lock.
+func (o *Outbox) PartSent(id string, part int, ref channels.MessageRef) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e, ok := o.pending[id]
+	if !ok {
+		return nil
+	}
+	if err := o.write(record{Op: "part", ID: id, Part: part, Ref: &ref}, false); err != nil {
+		return err
+	}
+	e.sent[part] = ref
+	return nil
+}
+
+// Finished records that message id needs no more delivery. The line is
+// not fsynced: lost, it replays a message whose parts are all marked sent,
+// which sends nothing. A write failure is logged.
+func (o *Outbox) Finished(id string, outcome channels.Outcome) {
+	if err := o.finished(id, outcome); err != nil {
+		o.log.Warn("outbox: recording a finished reply failed", "err", err)
+	}
+}
+
+func (o *Outbox) finished(id string, outcome channels.Outcome) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.finish(id) {
+		return nil
+	}
+	if o.opts.OnFinished != nil {
+		o.opts.OnFinished(outcome)
+	}
+	for i, p := range o.order {
+		if p == id {
+			o.order = append(o.order[:i], o.order[i+1:]...)
+			break
+		}
+	}
+	if err := o.write(record{Op: "done", ID: id, Outcome: string(outcome)}, false); err != nil {
+		return err
+	}
+	o.nFinished++
+	if o.nFinished >= o.opts.CompactAfter {
+		return o.compact()
+	}
+	return nil
+}
+
+// StreamStarted records that a stream of turn shows its text in the
+// platform message ref (written, not fsynced, like PartSent). A write
+// failure is logged (the next attempt of the turn then sends a new
+// message).
+func (o *Outbox) StreamStarted(turn string, ref channels.MessageRef) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	o.streams[turn] = stream{ref: ref, at: now}
+	if err := o.write(record{Op: "stream", Turn: turn, At: now, Ref: &ref}, false); err != nil {
+		o.log.Warn("outbox: recording a streamed message failed", "err", err)
+	}
+}
+
+// StreamMessage returns the platform message of turn's unfinished stream,
+// if one was shown (in this run or before a crash).
+func (o *Outbox) StreamMessage(turn string) (channels.MessageRef, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s, ok := o.streams[turn]
+	return s.ref, ok
+}
+
+// Pending returns how many messages are not finished.
+func (o *Outbox) Pending() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.pending)
+}
+
+// Err returns the last write failure, nil once a write succeeded again.
+func (o *Outbox) Err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.w.Err()
+}
+
+func (o *Outbox) write(r record, sync bool) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := o.w.Append(b, sync); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	return nil
+}
+
+// compact rewrites the file with what is still needed.
+func (o *Outbox) compact() error {
+	recs := []record{{Op: "seq", ID: strconv.FormatInt(o.seq, 10)}}
+	for _, t := range o.turns {
+		recs = append(recs, record{Op: "answered", Turn: t})
+	}
+	for turn, s := range o.streams {
+		if time.Since(s.at) > o.opts.StreamTTL {
+			delete(o.streams, turn)
+			continue
+		}
+		recs = append(recs, record{Op: "stream", Turn: turn, At: s.at, Ref: &s.ref})
+	}
+	for _, id := range o.order {
+		e := o.pending[id]
+		recs = append(recs, record{Op: "add", ID: id, At: e.at, Msg: &e.msg})
+		for i, ref := range e.sent {
+			recs = append(recs, record{Op: "part", ID: id, Part: i, Ref: &ref})
+		}
+	}
+	payloads := make([][]byte, 0, len(recs))
+	for _, r := range recs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("outbox compact: %w", err)
+		}
+		payloads = append(payloads, b)
+	}
+	if err := o.w.Rewrite(payloads); err != nil {
+		return fmt.Errorf("outbox compact: %w", err)
+	}
+	o.nFinished = 0
+	return nil
+}
+
+// Close closes the file.
+func (o *Outbox) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.w.Close()
+}
