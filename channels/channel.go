@@ -115,7 +115,7 @@ type Limiter interface {
 
 // Typer is a channel that can show a typing indicator.
 type Typer interface {
-	Typing(ctx context.Context, chatID string, meta map[string]any) error
+	Typing(ctx context.Context, chatID string, meta bus.Metadata) error
 }
 
 // Reactor is a channel that can react to a message with an emoji.

@@ -75,7 +75,7 @@ func (c *Channel) message(ctx context.Context, in channels.Inbox, data string) o
 	}
 	msg := bus.Inbound{
 		Channel: c.Name(), SenderID: sender, ChatID: sender, MessageID: m.MsgID, IsGroup: group, ReceivedAt: time.Now(),
-		Metadata: map[string]any{"sender_name": m.SenderNick, "msgtype": m.MsgType},
+		Metadata: bus.Metadata{"sender_name": m.SenderNick, "msgtype": m.MsgType},
 	}
 	if group {
 		msg.ChatID = "group:" + m.ConversationID

@@ -84,7 +84,7 @@ func (c *Channel) toInbound(m *discordgo.Message) (bus.Inbound, bool) {
 		c.log.Debug("discord: guild message not for the bot skipped", "channel_id", m.ChannelID)
 		return bus.Inbound{}, false
 	}
-	meta := map[string]any{
+	meta := bus.Metadata{
 		"message_id": m.ID,
 		"user_id":    m.Author.ID,
 		"username":   m.Author.Username,

@@ -131,7 +131,7 @@ func (c *Channel) Edit(ctx context.Context, r channels.MessageRef, m bus.Outboun
 }
 
 // Typing implements channels.Typer: "typing…" for about ten seconds.
-func (c *Channel) Typing(ctx context.Context, chatID string, _ map[string]any) error {
+func (c *Channel) Typing(ctx context.Context, chatID string, _ bus.Metadata) error {
 	if err := c.s.ChannelTyping(chatID, discordgo.WithContext(ctx)); err != nil {
 		return c.sendError("typing in channel "+chatID, err)
 	}

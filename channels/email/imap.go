@@ -254,7 +254,7 @@ func (c *Channel) toInbound(in channels.Inbox, uid imap.UID, raw []byte) (bus.In
 		MessageID:  id,
 		SessionKey: fmt.Sprintf("%s:%s:%s", c.Name(), p.From, root),
 		Content:    untrusted.Wrap("email from "+p.From, "Subject: "+p.Subject+"\n\n"+text),
-		Metadata: map[string]any{
+		Metadata: bus.Metadata{
 			"subject": p.Subject, "message_id": p.MessageID,
 			"references": strings.Join(append(slices.Clone(p.References), p.MessageID), " "),
 		},

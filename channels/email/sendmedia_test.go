@@ -34,7 +34,7 @@ func TestSendMediaAttachesFiles(t *testing.T) {
 	pdf := write("report.pdf", report)
 	big := write("huge.bin", bytes.Repeat([]byte{1}, MaxAttachBytes+1))
 	_, err := ch.SendMedia(t.Context(), bus.Outbound{ChatID: "ann@example.test", Content: "Here is the report.",
-		Metadata: map[string]any{"subject": "Numbers", "message_id": "q1@example.test"},
+		Metadata: bus.Metadata{"subject": "Numbers", "message_id": "q1@example.test"},
 		Media: []bus.Media{
 			{Path: pdf, Name: "Bericht Q3 – final.pdf", MIMEType: "application/pdf"},
 			{URL: "https://example.test/chart.png"},

@@ -112,7 +112,7 @@ func (c *Channel) sendOne(ctx context.Context, m bus.Outbound, atts []outFile) (
 // mail answered, plain text (Markdown reads well as it is), and with files
 // a multipart/mixed mail whose first part is that text.
 func (c *Channel) compose(to string, m bus.Outbound, atts []outFile) ([]byte, string) {
-	meta := func(k string) string { s, _ := m.Metadata[k].(string); return s }
+	meta := func(k string) string { return m.Metadata[k] }
 	from := c.cfg.from()
 	domain := "nanobot.local"
 	if _, d, ok := strings.Cut(from, "@"); ok {

@@ -173,7 +173,7 @@ func (c *Channel) toInbound(ev *messageEvent) (bus.Inbound, []resource, bool) {
 		return bus.Inbound{}, nil, false
 	}
 	text = replaceMentions(text, msg.Mentions, me)
-	meta := map[string]any{
+	meta := bus.Metadata{
 		"message_id": msg.MessageID,
 		"chat_type":  msg.ChatType,
 		"open_id":    sender,

@@ -87,10 +87,7 @@ func threadTarget(m bus.Outbound) string {
 	return m.ReplyTo
 }
 
-func metaString(meta map[string]any, key string) string {
-	s, _ := meta[key].(string)
-	return s
-}
+func metaString(meta bus.Metadata, key string) string { return meta[key] }
 
 func newUUID() string {
 	var b [16]byte

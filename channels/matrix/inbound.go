@@ -70,7 +70,7 @@ func (c *Channel) toInbound(ctx context.Context, in channels.Inbox, evt *event.E
 	if rel != nil && rel.InReplyTo != nil {
 		text = stripReplyFallback(text)
 	}
-	meta := map[string]any{"event_id": string(evt.ID), "sender": string(evt.Sender)}
+	meta := bus.Metadata{"event_id": string(evt.ID), "sender": string(evt.Sender)}
 	m := bus.Inbound{
 		Channel:    c.Name(),
 		SenderID:   string(evt.Sender),

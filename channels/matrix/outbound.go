@@ -53,7 +53,7 @@ func (c *Channel) Edit(ctx context.Context, r channels.MessageRef, m bus.Outboun
 }
 
 // Typing implements channels.Typer: "typing…" for up to 30 s.
-func (c *Channel) Typing(ctx context.Context, chatID string, _ map[string]any) error {
+func (c *Channel) Typing(ctx context.Context, chatID string, _ bus.Metadata) error {
 	if _, err := c.cli.UserTyping(ctx, id.RoomID(chatID), true, 30*time.Second); err != nil {
 		return c.sendError("typing in "+chatID, err)
 	}
@@ -155,7 +155,7 @@ func render(markdown string) event.MessageEventContent {
 
 // relate puts the reply in the thread the user wrote in.
 func (c *Channel) relate(content *event.MessageEventContent, m bus.Outbound) {
-	root, _ := m.Metadata["thread_root"].(string)
+	root := m.Metadata["thread_root"]
 	if root == "" {
 		return
 	}

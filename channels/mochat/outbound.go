@@ -22,7 +22,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	path, body := "/api/claw/sessions/send", map[string]any{"sessionId": m.ChatID, "content": text}
 	if panel, ok := strings.CutPrefix(m.ChatID, panelPrefix); ok {
 		path, body = "/api/claw/groups/panels/send", map[string]any{"panelId": panel, "content": text}
-		if g, _ := m.Metadata["group_id"].(string); g != "" {
+		if g := m.Metadata["group_id"]; g != "" {
 			body["groupId"] = g
 		}
 	}

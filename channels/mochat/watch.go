@@ -442,7 +442,7 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, kind, target st
 	if kind == "panel" {
 		chatID = panelPrefix + target
 	}
-	meta := map[string]any{"source": kind}
+	meta := bus.Metadata{"source": kind}
 	if group != "" {
 		meta["group_id"] = group
 	}

@@ -172,7 +172,7 @@ func (c *Channel) toInbound(kind string, m *message) (bus.Inbound, bool) {
 	if m.Author.Bot || (self != "" && sender == self) {
 		return bus.Inbound{}, false
 	}
-	meta := map[string]any{"message_id": m.ID, "event": kind}
+	meta := bus.Metadata{"message_id": m.ID, "event": kind}
 	if m.Timestamp != "" {
 		meta["timestamp"] = m.Timestamp
 	}

@@ -65,7 +65,7 @@ func (c *Channel) replyTo(m bus.Outbound) string {
 	if m.ReplyTo != "" {
 		return m.ReplyTo
 	}
-	if s, ok := m.Metadata["message_id"].(string); ok && s != "" {
+	if s := m.Metadata["message_id"]; s != "" {
 		return s
 	}
 	return c.replies.last(m.ChatID)

@@ -212,7 +212,7 @@ func (c *Channel) toInbound(m msg) (bus.Inbound, bool) {
 	if text == "" && len(m.files) == 0 {
 		return bus.Inbound{}, false
 	}
-	meta := map[string]any{"ts": m.ts, "user_id": m.user}
+	meta := bus.Metadata{"ts": m.ts, "user_id": m.user}
 	if m.channelType != "" {
 		meta["channel_type"] = m.channelType
 	}

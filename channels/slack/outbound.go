@@ -186,10 +186,7 @@ func (c *Channel) finished(ctx context.Context, m bus.Outbound) {
 	}
 }
 
-func metaString(meta map[string]any, key string) string {
-	s, _ := meta[key].(string)
-	return s
-}
+func metaString(meta bus.Metadata, key string) string { return meta[key] }
 
 // permanent are Web API errors retrying cannot fix.
 var permanent = map[string]bool{

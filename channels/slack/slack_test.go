@@ -232,7 +232,7 @@ func TestReplyInThreadOff(t *testing.T) {
 	run(t, ch, in)
 	fake.Push(slacktest.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> flat"})
 	got := in.wait(t, "flat")
-	if got.SessionKey != "" || got.Metadata["thread_ts"] != nil {
+	if got.SessionKey != "" || got.Metadata["thread_ts"] != "" {
 		t.Errorf("inbound = %+v, want no thread", got)
 	}
 	if _, err := ch.Send(t.Context(), bus.Outbound{ChatID: general, Content: "x", Metadata: got.Metadata, Final: true}); err != nil {
@@ -395,7 +395,7 @@ func TestSendMedia(t *testing.T) {
 	}
 	ref, err := ch.SendMedia(t.Context(), bus.Outbound{
 		ChatID: general, Content: "here you go", Final: true, ReplyTo: "1.1",
-		Metadata: map[string]any{"thread_ts": "1.1"},
+		Metadata: bus.Metadata{"thread_ts": "1.1"},
 		Media:    []bus.Media{{Path: path}, {URL: "https://example.com/x.png", Name: "x.png"}},
 	})
 	if err != nil || ref.MessageID == "" {

@@ -91,12 +91,12 @@ func (c *Channel) toInbound(ctx context.Context, msg *models.Message) (bus.Inbou
 		return bus.Inbound{}, false
 	}
 
-	meta := map[string]any{
-		"message_id": msg.ID,
+	meta := bus.Metadata{
+		"message_id": strconv.Itoa(msg.ID),
 		"chat_type":  string(msg.Chat.Type),
 	}
 	if msg.From != nil {
-		meta["user_id"] = msg.From.ID
+		meta["user_id"] = strconv.FormatInt(msg.From.ID, 10)
 		if msg.From.Username != "" {
 			meta["username"] = msg.From.Username
 		}
@@ -118,7 +118,7 @@ func (c *Channel) toInbound(ctx context.Context, msg *models.Message) (bus.Inbou
 	}
 	if msg.IsTopicMessage && msg.MessageThreadID != 0 {
 		// Each forum topic is its own conversation.
-		meta["message_thread_id"] = msg.MessageThreadID
+		meta["message_thread_id"] = strconv.Itoa(msg.MessageThreadID)
 		in.SessionKey = fmt.Sprintf("%s:%s:topic:%d", c.Name(), chatID, msg.MessageThreadID)
 	}
 

@@ -2,10 +2,8 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -80,7 +78,7 @@ func (c *Channel) Edit(ctx context.Context, r channels.MessageRef, m bus.Outboun
 }
 
 // Typing implements channels.Typer: "typing…" for about five seconds.
-func (c *Channel) Typing(ctx context.Context, chatIDText string, meta map[string]any) error {
+func (c *Channel) Typing(ctx context.Context, chatIDText string, meta bus.Metadata) error {
 	chat, err := chatID(chatIDText)
 	if err != nil {
 		return err
@@ -204,24 +202,9 @@ func chatID(s string) (any, error) {
 
 // threadID reads the forum topic from message metadata, whatever number
 // type it has (JSON round trips turn ints into float64).
-func threadID(meta map[string]any) int {
-	switch v := meta["message_thread_id"].(type) {
-	case int:
-		return v
-	case int64:
-		return int(v)
-	case float64:
-		if v == math.Trunc(v) {
-			return int(v)
-		}
-	case json.Number:
-		n, _ := v.Int64()
-		return int(n)
-	case string:
-		n, _ := strconv.Atoi(v)
-		return n
-	}
-	return 0
+func threadID(meta bus.Metadata) int {
+	n, _ := strconv.Atoi(meta["message_thread_id"])
+	return n
 }
 
 // fallbackToPlain reports whether Telegram refused the HTML itself.

@@ -36,7 +36,7 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m bus.Outbo
 }
 
 // Typing implements channels.Typer.
-func (c *Channel) Typing(ctx context.Context, chatID string, _ map[string]any) error {
+func (c *Channel) Typing(ctx context.Context, chatID string, _ bus.Metadata) error {
 	return c.broadcast(ctx, chatID, Frame{Type: "typing"})
 }
 

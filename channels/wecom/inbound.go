@@ -106,7 +106,7 @@ func (c *Channel) message(ctx context.Context, in channels.Inbox, reqID string, 
 	c.remember(reqID)
 	m := bus.Inbound{
 		Channel: c.Name(), SenderID: b.From.UserID, ChatID: chatID, MessageID: b.MsgID, IsGroup: group, ReceivedAt: time.Now(),
-		Metadata: map[string]any{"req_id": reqID, "msgtype": b.MsgType},
+		Metadata: bus.Metadata{"req_id": reqID, "msgtype": b.MsgType},
 	}
 	var items []media.Item
 	var texts []string

@@ -75,7 +75,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	if err != nil {
 		return channels.MessageRef{}, err
 	}
-	if reqID, _ := m.Metadata["req_id"].(string); reqID != "" && c.claim(reqID) {
+	if reqID := m.Metadata["req_id"]; reqID != "" && c.claim(reqID) {
 		// A message the dispatcher will stream into (the first text of a
 		// stream) stays open; anything else is complete.
 		open := m.StreamID != "" && m.Kind != bus.KindStreamEnd && !m.Final

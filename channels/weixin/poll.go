@@ -134,7 +134,7 @@ func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m message) boo
 		return true
 	}
 	msg := bus.Inbound{Channel: c.Name(), SenderID: m.FromUserID, ChatID: m.FromUserID, MessageID: id, ReceivedAt: time.Now(),
-		Metadata: map[string]any{}}
+		Metadata: bus.Metadata{}}
 	var texts []string
 	var items []media.Item
 	for _, it := range m.Items {

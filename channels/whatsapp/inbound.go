@@ -58,7 +58,7 @@ func (c *Channel) toInbound(ctx context.Context, cli client, in channels.Inbox, 
 		MessageID:  info.ID,
 		IsGroup:    info.IsGroup,
 		ReceivedAt: time.Now(),
-		Metadata:   map[string]any{"message_id": info.ID, "sender_jid": info.Sender.String(), "push_name": info.PushName},
+		Metadata:   bus.Metadata{"message_id": info.ID, "sender_jid": info.Sender.String(), "push_name": info.PushName},
 	}
 	parts := []string{}
 	if t := strings.TrimSpace(c.stripMentions(cli, text)); t != "" {

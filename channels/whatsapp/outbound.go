@@ -61,7 +61,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 }
 
 // Typing implements channels.Typer: "typing…" in the chat.
-func (c *Channel) Typing(ctx context.Context, chatID string, _ map[string]any) error {
+func (c *Channel) Typing(ctx context.Context, chatID string, _ bus.Metadata) error {
 	cli, err := c.current()
 	if err != nil {
 		return err

@@ -63,9 +63,10 @@ type Inbound struct {
 	// MessageID is the platform's id of this message, used to de-duplicate
 	// redeliveries and to reply to it.
 	MessageID string `json:"messageId,omitempty"`
-	// Metadata carries platform details the agent may show the model or pass
-	// back to the channel (thread ids, mentions, ...).
-	Metadata map[string]any `json:"metadata,omitempty"`
+	// Metadata carries platform details the channel needs back (thread
+	// ids, the platform's message id, ...), passed through untouched.
+	// Nothing but the platform's own adapter reads it.
+	Metadata Metadata `json:"metadata,omitempty"`
 	// IsGroup is true for group chats and channels, false for direct
 	// messages. Pairing is offered only in direct chats.
 	IsGroup bool `json:"isGroup,omitempty"`
@@ -170,8 +171,9 @@ type Outbound struct {
 	Final bool `json:"final,omitempty"`
 	// IsError marks a message that reports a failure to the user.
 	IsError bool `json:"isError,omitempty"`
-	// Metadata carries what the channel needs back (thread ids, ...).
-	Metadata map[string]any `json:"metadata,omitempty"`
+	// Metadata carries what the channel needs back (thread ids, ...): the
+	// inbound message's Metadata, untouched.
+	Metadata Metadata `json:"metadata,omitempty"`
 	// SessionKey is the conversation this belongs to.
 	SessionKey string `json:"sessionKey,omitempty"`
 	// Turn is the gateway id (Inbound.ID) of the message this answers, if

@@ -2,7 +2,7 @@ package bus
 
 import (
 	"encoding/json"
-	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -54,7 +54,7 @@ func (m *Inbound) liftLegacyMetadata() {
 	if len(m.Metadata) == 0 {
 		return
 	}
-	take := func(key string) (any, bool) {
+	take := func(key string) (string, bool) {
 		v, ok := m.Metadata[key]
 		if ok {
 			delete(m.Metadata, key)
@@ -62,7 +62,7 @@ func (m *Inbound) liftLegacyMetadata() {
 		return v, ok
 	}
 	if v, ok := take("cron"); ok && m.Source == SourceUser {
-		m.Source, m.SourceRef = SourceCron, fmt.Sprint(v)
+		m.Source, m.SourceRef = SourceCron, v
 	}
 	if _, ok := take("heartbeat"); ok {
 		if m.Source == SourceUser {
@@ -71,16 +71,47 @@ func (m *Inbound) liftLegacyMetadata() {
 		m.Background = true
 	}
 	if v, ok := take("subagent"); ok && m.Source == SourceUser {
-		m.Source, m.SourceRef = SourceSubagent, fmt.Sprint(v)
+		m.Source, m.SourceRef = SourceSubagent, v
 	}
 	if v, ok := take("maxHistory"); ok && m.MaxHistory == 0 {
-		if f, ok := v.(float64); ok {
-			m.MaxHistory = int(f)
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			m.MaxHistory = int(n)
 		}
 	}
 	if len(m.Metadata) == 0 {
 		m.Metadata = nil
 	}
+}
+
+// Metadata is platform data a channel passes through the agent and gets
+// back on the replies: string keys and values only.
+type Metadata map[string]string
+
+// UnmarshalJSON reads Metadata, also as older versions wrote it (any JSON
+// values): strings are kept, other values keep their JSON text (3, true),
+// null is dropped.
+func (md *Metadata) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		*md = nil
+		return nil
+	}
+	out := make(Metadata, len(raw))
+	for k, v := range raw {
+		var s string
+		switch {
+		case json.Unmarshal(v, &s) == nil:
+			out[k] = s
+		case string(v) == "null":
+		default:
+			out[k] = string(v)
+		}
+	}
+	*md = out
+	return nil
 }
 
 // SilentReply is what the agent answers a background turn (the heartbeat)

@@ -40,7 +40,7 @@ func TestInboundLegacyMetadata(t *testing.T) {
 		{"cron", `{"channel":"telegram","chatId":"1","content":"x","metadata":{"cron":"job1"}}`,
 			Inbound{Channel: "telegram", ChatID: "1", Content: "x", Source: SourceCron, SourceRef: "job1"}},
 		{"heartbeat", `{"channel":"telegram","chatId":"1","metadata":{"heartbeat":true,"maxHistory":8,"thread":"t"}}`,
-			Inbound{Channel: "telegram", ChatID: "1", Source: SourceHeartbeat, Background: true, MaxHistory: 8, Metadata: map[string]any{"thread": "t"}}},
+			Inbound{Channel: "telegram", ChatID: "1", Source: SourceHeartbeat, Background: true, MaxHistory: 8, Metadata: Metadata{"thread": "t"}}},
 		{"subagent", `{"channel":"slack","chatId":"C","metadata":{"subagent":"ab12"}}`,
 			Inbound{Channel: "slack", ChatID: "C", Source: SourceSubagent, SourceRef: "ab12"}},
 		{"typed wins", `{"channel":"web","chatId":"c","source":"api","maxHistory":3}`,

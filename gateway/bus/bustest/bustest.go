@@ -80,7 +80,7 @@ func testRoundTrip(t *testing.T, impl Impl) {
 	in := bus.Inbound{
 		Channel: "telegram", SenderID: "42|alice", ChatID: "-100", Content: "hello\nworld ✓",
 		Media:     []bus.Media{{Path: "/tmp/a.jpg", MIMEType: "image/jpeg", Name: "a.jpg", Size: 10}},
-		MessageID: "m1", Metadata: map[string]any{"thread": "t9", "n": float64(3), "flag": true},
+		MessageID: "m1", Metadata: bus.Metadata{"thread": "t9", "n": "3", "flag": "true"},
 		IsGroup: true, SessionKey: "telegram:-100:topic:7",
 		ReceivedAt: time.Date(2026, 5, 1, 10, 0, 0, 123456789, time.UTC),
 	}
@@ -98,7 +98,7 @@ func testRoundTrip(t *testing.T, impl Impl) {
 	out := bus.Outbound{
 		Channel: "telegram", ChatID: "-100", Kind: bus.KindStreamEnd, Content: "**done**",
 		Media: []bus.Media{{URL: "https://example.invalid/x.png"}}, ReplyTo: "m1", StreamID: "s1",
-		Final: true, Metadata: map[string]any{"thread": "t9"}, SessionKey: "telegram:-100:topic:7",
+		Final: true, Metadata: bus.Metadata{"thread": "t9"}, SessionKey: "telegram:-100:topic:7",
 	}
 	if err := q.PublishOutbound(ctx, out); err != nil {
 		t.Fatal(err)
