@@ -1,0 +1,88 @@
+package gateway
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/cron"
+	"github.com/nanobot-go/nanobot/gateway/wal"
+	"github.com/nanobot-go/nanobot/internal/redact"
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/mcp"
+)
+
+// Options are what cmd hands the gateway: the loaded config and the parts
+// it built from it.
+type Options struct {
+	Config *configs.Config
+	Paths  configs.Paths
+	// Provider answers the agent (already wrapped in retries/fallbacks).
+	Provider providers.Provider
+	// Model is the model name sent to Provider.
+	Model string
+	// MCP reports the MCP servers in /api/status (nil: none).
+	MCP interface{ Status() []mcp.Status }
+	// Tools are offered to the agent. The gateway adds the tools that need
+	// its runtime: message (the bus) and spawn (sub-agents). Nil: only
+	// those.
+	Tools *tools.Registry
+	// Channels builds the enabled channels, the web chat among them (nil:
+	// only Extra).
+	Channels *channels.Registry
+	// Extra are channels built by the caller (tests register fakes here).
+	Extra []channels.Channel
+	// Listener overrides gateway.host:port (tests pass 127.0.0.1:0).
+	Listener net.Listener
+	// Ready is called with the HTTP address once the gateway serves.
+	Ready func(addr string)
+	// DrainTimeout bounds how long running turns may finish on shutdown
+	// (default 20 s); unfinished ones are replayed at the next start.
+	DrainTimeout time.Duration
+	// CronStore overrides the jobs store (default cron/jobs.json).
+	CronStore *cron.Store
+	// Redact is the process's redactor (the logger's): the channels add the
+	// tokens they fetch to it, and the agent's replies are redacted with it.
+	// Tool results are redacted by Tools (tools.WithRedactor). Nil: none.
+	Redact  *redact.Redactor
+	Log     *slog.Logger
+	Version string
+	// Reload is signalled (SIGHUP) to re-read the config with ReloadConfig
+	// and apply what can change live: the allow-lists.
+	Reload       <-chan struct{}
+	ReloadConfig func() (*configs.Config, error)
+	// Stderr receives the one line with the web chat's access token (the
+	// terminal, not the log: log files are kept and shipped). Default
+	// os.Stderr.
+	Stderr io.Writer
+	// Role overrides cluster.role (the --role flag): RoleAll, RoleChannels
+	// or RoleWorker. Roles other than all need cluster.nats.url.
+	Role string
+	// Instance names this process in the cluster (default: host name and
+	// a random suffix).
+	Instance string
+	// StorageOpen opens the inbox journal and outbox files (default
+	// os.OpenFile); tests inject storage faults (disk full) here.
+	StorageOpen wal.OpenFunc
+}
+
+// Status is what /api/status reports (and `nanobot status` prints).
+type Status struct {
+	Version  string                     `json:"version"`
+	Ready    bool                       `json:"ready"`
+	Channels map[string]channels.Health `json:"channels"`
+	Inbound  int                        `json:"inboundQueue"`
+	Outbound int                        `json:"outboundQueue"`
+	Pending  int                        `json:"pendingMessages"`
+	// PendingReplies are replies not yet delivered (the outbox).
+	PendingReplies int       `json:"pendingReplies"`
+	Started        time.Time `json:"started"`
+	// MCP are the MCP servers' connections.
+	MCP []mcp.Status `json:"mcpServers,omitempty"`
+	// Cluster is set in cluster mode.
+	Cluster *ClusterStatus `json:"cluster,omitempty"`
+}
