@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
 	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
@@ -192,13 +193,7 @@ func TestPlatformsEndToEnd(t *testing.T) {
 
 func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	channeltest.WaitFor(t, what, timeout, cond)
 }
 
 // startTestGateway runs the real gateway in-process with the given
