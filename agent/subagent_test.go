@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers"
@@ -73,8 +72,12 @@ func TestStopCancelsSubagents(t *testing.T) {
 	var h *harness
 	subs := &Subagents{Publish: loopInbox{loop: func() *Loop { return h.loop }}.publish}
 	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
-		if req.Messages[len(req.Messages)-1].Role == providers.RoleTool {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == providers.RoleTool {
 			return text("started")
+		}
+		if strings.Contains(last.Text(), "anything else?") {
+			return text("nothing else")
 		}
 		return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call("s1", "spawn", map[string]any{"task": "wait forever"})}}, nil
 	}}
@@ -86,9 +89,16 @@ func TestStopCancelsSubagents(t *testing.T) {
 	waitUntil(t, "parent turn done", func() bool { return h.doneCount() == 1 })
 	h.send("c", "/stop")
 	waitUntil(t, "sub-agent cancelled", func() bool { return subs.Running() == 0 })
-	time.Sleep(50 * time.Millisecond) // a cancelled sub-agent must not report back
-	if f := h.out.finals()["test:c"]; len(f) != 2 || f[1] != "Stopped." {
-		t.Errorf("finals %v", f)
+	// A sub-agent publishes its report before it stops counting as
+	// running, and one chat's messages are answered in order: once a later
+	// message is answered, a report would have been answered before it.
+	h.send("c", "anything else?")
+	waitUntil(t, "the later message answered", func() bool {
+		f := h.out.finals()["test:c"]
+		return len(f) > 0 && f[len(f)-1] == "nothing else"
+	})
+	if f := h.out.finals()["test:c"]; len(f) != 3 || f[1] != "Stopped." {
+		t.Errorf("finals %v, want the start, Stopped. and the later answer (a cancelled sub-agent must not report back)", f)
 	}
 }
 

@@ -9,9 +9,10 @@ import (
 
 func TestReleaseOncePerBusySpell(t *testing.T) {
 	var idle atomic.Bool
-	var released, sawBusy atomic.Int32
+	var released, sawBusy, probes atomic.Int32
 	idle.Store(true)
 	probe := func() bool {
+		probes.Add(1)
 		v := idle.Load()
 		if !v {
 			sawBusy.Add(1)
@@ -26,7 +27,7 @@ func TestReleaseOncePerBusySpell(t *testing.T) {
 	// Starting up counts as a busy spell: one release once idle, then none
 	// while the gateway stays idle.
 	waitFor(t, "release after start-up", func() bool { return released.Load() == 1 })
-	time.Sleep(150 * time.Millisecond)
+	waitMoreProbes(t, &probes)
 	if n := released.Load(); n != 1 {
 		t.Fatalf("released %d times without any work", n)
 	}
@@ -37,9 +38,18 @@ func TestReleaseOncePerBusySpell(t *testing.T) {
 		idle.Store(true)
 		waitFor(t, "release after the busy spell", func() bool { return released.Load() == int32(spell) })
 		// Staying idle does not release again.
-		time.Sleep(150 * time.Millisecond)
+		waitMoreProbes(t, &probes)
 		if n := released.Load(); n != int32(spell) {
 			t.Fatalf("spell %d: released %d times", spell, n)
 		}
 	}
+}
+
+// waitMoreProbes waits until the idle probe has run 20 more times. whenIdle
+// probes every after/6, so that spans more than three times the quiet time
+// a release needs: a wrong release would have happened by then.
+func waitMoreProbes(t *testing.T, probes *atomic.Int32) {
+	t.Helper()
+	from := probes.Load()
+	waitFor(t, "20 more idle checks", func() bool { return probes.Load() >= from+20 })
 }

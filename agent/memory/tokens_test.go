@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
@@ -92,22 +91,34 @@ func TestEstimateAccuracy(t *testing.T) {
 
 func relErr(est, real int) float64 { return float64(est-real) / float64(real) }
 
-// TestEstimateSpeed logs how much faster the estimate is than the real
-// tokenizer, which is why the consolidator does not tokenize every turn.
-func TestEstimateSpeed(t *testing.T) {
+// benchText is the whole corpus, five times over.
+func benchText(b *testing.B) string {
+	b.Helper()
 	var sb strings.Builder
-	for _, text := range corpus(t) {
+	for _, text := range corpus(b) {
 		sb.WriteString(text)
 	}
-	text := strings.Repeat(sb.String(), 5)
-	enc := encodings(t)["o200k_base"]
-	start := time.Now()
-	enc.Encode(text, nil, nil)
-	real := time.Since(start)
-	start = time.Now()
-	EstimateText(text)
-	est := time.Since(start)
-	t.Logf("%d bytes: tokenizer %v, estimate %v", len(text), real, est)
+	return strings.Repeat(sb.String(), 5)
+}
+
+// BenchmarkEstimate and BenchmarkTokenizer compare the estimate with the
+// real o200k_base tokenizer on the same text: the gap is why the
+// consolidator does not tokenize every turn.
+func BenchmarkEstimate(b *testing.B) {
+	text := benchText(b)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		EstimateText(text)
+	}
+}
+
+func BenchmarkTokenizer(b *testing.B) {
+	text := benchText(b)
+	enc := encodings(b)["o200k_base"]
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		enc.Encode(text, nil, nil)
+	}
 }
 
 func TestEstimateTokensMessages(t *testing.T) {

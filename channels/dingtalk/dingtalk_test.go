@@ -120,9 +120,9 @@ func TestGroupsAndPrivateChats(t *testing.T) {
 	rec := &channeltest.Recorder{}
 	ch := newChannel(t, f, nil, channels.Deps{}, func(c *Config) { c.GroupUserIsolation, c.DisablePrivateChat = true, true })
 	channeltest.Start(t, ch, rec)
-	f.Send(dingtalktest.Message{From: "staff-ann", Text: "private hello"})
-	f.Send(dingtalktest.Message{From: "staff-ann", Group: groupID, Text: "chatter without mention"})
-	f.Send(dingtalktest.Message{From: "staff-ann", Group: groupID, AtBot: true, Text: "## Status please\nand more"})
+	_, private := f.Send(dingtalktest.Message{From: "staff-ann", Text: "private hello"})
+	_, chatter := f.Send(dingtalktest.Message{From: "staff-ann", Group: groupID, Text: "chatter without mention"})
+	_, status := f.Send(dingtalktest.Message{From: "staff-ann", Group: groupID, AtBot: true, Text: "## Status please\nand more"})
 	got := rec.Wait(t, "Status please")
 	if got.ChatID != "group:"+groupID || !got.IsGroup || got.SessionKey != "dingtalk:group:"+groupID+":staff-ann" {
 		t.Errorf("group message %+v", got)
@@ -130,7 +130,13 @@ func TestGroupsAndPrivateChats(t *testing.T) {
 	if _, err := ch.Send(context.Background(), bus.Outbound{ChatID: got.ChatID, Content: "## All green\n\n- build ok"}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// Every frame is acknowledged once the adapter is done with it.
+	channeltest.WaitFor(t, "all three frames acknowledged", 5*time.Second, func() bool {
+		_, _, a := f.Acked(private)
+		_, _, b := f.Acked(chatter)
+		_, _, c := f.Acked(status)
+		return a && b && c
+	})
 	for _, m := range rec.All() {
 		if strings.Contains(m.Content, "private") || strings.Contains(m.Content, "without mention") {
 			t.Errorf("delivered %q", m.Content)

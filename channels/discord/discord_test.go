@@ -135,13 +135,7 @@ func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	channeltest.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // run starts ch, waits until it is connected, and stops it when the test ends.

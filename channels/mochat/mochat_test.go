@@ -160,9 +160,12 @@ func TestHistoryOwnMessagesMentionsAndResume(t *testing.T) {
 	ch2 := newChannel(t, f, nil, state, nil)
 	channeltest.Start(t, ch2, rec2)
 	rec2.Wait(t, "while you were away")
-	time.Sleep(200 * time.Millisecond)
-	if n := len(rec2.All()); n != 1 {
-		t.Errorf("%d messages after the restart, want only the new one: %+v", n, rec2.All())
+	// A message written after it is delivered after it, so by then a
+	// replay of anything older would have been too.
+	f.Say(alice, mochattest.Message{From: "alice", Text: "and one more"})
+	rec2.Wait(t, "and one more")
+	if n := len(rec2.All()); n != 2 {
+		t.Errorf("%d messages after the restart, want only the two new ones: %+v", n, rec2.All())
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,7 +97,9 @@ type inbox struct {
 	mu   sync.Mutex
 	got  []bus.Inbound
 	hold chan struct{}
-	deny string
+	// holding counts the Deliver calls that waited on hold.
+	holding atomic.Int32
+	deny    string
 	// stranger is a sender Admits refuses (Deliver still records them, so
 	// a test can see what arrived).
 	stranger string
@@ -110,6 +113,7 @@ func (in *inbox) Deliver(ctx context.Context, m bus.Inbound) error {
 	hold := in.hold
 	in.mu.Unlock()
 	if hold != nil {
+		in.holding.Add(1)
 		select {
 		case <-hold:
 		case <-ctx.Done():
@@ -148,13 +152,7 @@ func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	channeltest.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // run starts ch with in and stops it when the test ends.
@@ -230,7 +228,7 @@ func TestReplyInThreadOff(t *testing.T) {
 	ch := newChannel(t, fake, nil, func(c *Config) { c.ReplyInThread = &no; c.Reactions = &no })
 	in := &inbox{}
 	run(t, ch, in)
-	fake.Push(slacktest.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> flat"})
+	env, _ := fake.Push(slacktest.Event{Type: "app_mention", Channel: general, User: aliceID, Text: "<@UBOT> flat"})
 	got := in.wait(t, "flat")
 	if got.SessionKey != "" || got.Metadata["thread_ts"] != "" {
 		t.Errorf("inbound = %+v, want no thread", got)
@@ -241,7 +239,8 @@ func TestReplyInThreadOff(t *testing.T) {
 	if s := fake.Sent(); s[0].ThreadTS != "" {
 		t.Errorf("thread_ts = %q, want none", s[0].ThreadTS)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// 👀 would be added before the envelope is acknowledged, ✅ within Send.
+	waitFor(t, "the mention acknowledged", func() bool { return fake.Acked(env) })
 	if r := fake.Reactions(); len(r) != 0 {
 		t.Errorf("reactions = %v, want none", r)
 	}
@@ -291,7 +290,9 @@ func TestAckAfterDelivery(t *testing.T) {
 	in := &inbox{hold: make(chan struct{}), deny: malloryID}
 	run(t, ch, in)
 	env, _ := fake.Push(slacktest.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "held"})
-	time.Sleep(200 * time.Millisecond)
+	// Deliver has the message and has not returned: an adapter that acks
+	// first would have written the ack before calling it.
+	waitFor(t, "Deliver called", func() bool { return in.holding.Load() == 1 })
 	if fake.Acked(env) {
 		t.Fatal("acknowledged before Deliver returned")
 	}

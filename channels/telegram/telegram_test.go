@@ -164,13 +164,7 @@ func run(t *testing.T, ch *Channel) *inbox {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	channeltest.WaitFor(t, what, 10*time.Second, cond)
 }
 
 func TestDefaults(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
@@ -98,10 +99,7 @@ func TestChatRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	_ = wsjson.Write(ctx, ws, Frame{Type: "bogus"}) // ignored
 	_ = wsjson.Write(ctx, ws, Frame{Type: "message", Text: "hi bot"})
-	deadline := time.Now().Add(5 * time.Second)
-	for in.len() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	channeltest.WaitFor(t, "the message delivered", 5*time.Second, func() bool { return in.len() > 0 })
 	if in.len() != 1 || in.got[0].Content != "hi bot" || in.got[0].ChatID != "browser-tab-1" || in.got[0].Channel != "web" {
 		t.Fatalf("inbound = %+v", in.got)
 	}

@@ -115,7 +115,7 @@ func TestContextTokensCursorAndRestart(t *testing.T) {
 		t.Fatalf("state file: %v %v", info, err)
 	}
 
-	f.Emit("bob", "while away")
+	away := f.Emit("bob", "while away")
 	rec2 := &channeltest.Recorder{}
 	ch2 := newChannel(t, f, nil, channels.Deps{Paths: configs.Paths{State: state}}, nil)
 	ctx2 := channeltest.Start(t, ch2, rec2)
@@ -123,7 +123,9 @@ func TestContextTokensCursorAndRestart(t *testing.T) {
 	if _, err := ch2.Send(ctx2, bus.Outbound{ChatID: "ann", Content: "a reply after the restart"}); err != nil {
 		t.Fatalf("reply with the saved context token: %v", err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The cursor moved past the new message: everything before it in the
+	// update stream (a replay of old messages) would have been delivered.
+	channeltest.WaitFor(t, "the cursor past the new message", 5*time.Second, func() bool { return f.Acked(away) })
 	if n := len(rec2.All()); n != 1 {
 		t.Errorf("%d messages after the restart, want only the new one", n)
 	}

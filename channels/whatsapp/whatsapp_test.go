@@ -407,10 +407,7 @@ func TestLoginByCode(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- ch.Login(t.Context(), p) }()
 	<-fake.connected
-	deadline := time.Now().Add(5 * time.Second)
-	for fake.pairCodeSet() == "" && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	channeltest.WaitFor(t, "the pairing code requested", 5*time.Second, func() bool { return fake.pairCodeSet() != "" })
 	fake.emit(&events.PairSuccess{ID: botPN})
 	if err := <-done; err != nil {
 		t.Fatal(err)

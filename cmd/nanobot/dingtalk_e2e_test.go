@@ -20,7 +20,7 @@ func TestDingTalkEndToEnd(t *testing.T) {
 	llm.Handle(func(providertest.Request) providertest.Reply {
 		return providertest.Reply{Text: "周五下午三点开会。"}
 	})
-	startTestGateway(t, map[string]any{"dingtalk": map[string]any{
+	base := startTestGateway(t, map[string]any{"dingtalk": map[string]any{
 		"enabled": true, "clientId": dingtalktest.ClientID, "clientSecret": dingtalktest.ClientSecret,
 		"apiBase": fake.URL, "allowFrom": []string{"manager01"},
 	}}, llm)
@@ -29,7 +29,10 @@ func TestDingTalkEndToEnd(t *testing.T) {
 	_, frame := fake.Send(dingtalktest.Message{From: "manager01", Nick: "王经理", Text: "周会是什么时候？"})
 	waitUntil(t, "the answer to manager01", 30*time.Second, func() bool { return len(fake.Sent()) > 0 })
 	waitUntil(t, "the frame acknowledged", 10*time.Second, func() bool { code, _, ok := fake.Acked(frame); return ok && code == 200 })
-	time.Sleep(300 * time.Millisecond)
+	waitUntil(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "dingtalk", "denied") == 1 })
+	if n := inboundCount(t, base, "dingtalk", "accepted"); n != 1 {
+		t.Errorf("%d messages accepted, want only manager01's", n)
+	}
 	sent := fake.Sent()
 	if len(sent) != 1 || sent[0].To != "manager01" || !strings.Contains(sent[0].Text, "周五下午三点开会") {
 		t.Errorf("sent %+v, want one answer to manager01", sent)

@@ -190,9 +190,27 @@ func TestKill9MidTurnLosesNothing(t *testing.T) {
 	if strings.Count(joined, "please remember this") != 1 || strings.Count(joined, "Noted: remembered.") != 1 {
 		t.Fatalf("session file after replay:\n%s", joined)
 	}
-	// Wait a moment for a possible duplicate replay, then count requests.
-	time.Sleep(300 * time.Millisecond)
-	if n := len(srv.Requests()); n != 2 {
-		t.Errorf("%d LLM requests, want exactly 2 (the killed turn and its one replay)", n)
+	// A later message in the same chat is answered after anything queued
+	// before it (one chat's messages run in order), so once its request is
+	// in, a duplicate replay would already have reached the model.
+	srv.Push(providertest.Reply{Text: "And this too."})
+	ws2, _, err := websocket.Dial(ctx, fmt.Sprintf("ws://127.0.0.1:%d/ws", port), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws2.CloseNow()
+	_ = wsjson.Write(ctx, ws2, web.Frame{Type: "auth", Chat: chat})
+	_ = wsjson.Read(ctx, ws2, &hello)
+	_ = wsjson.Write(ctx, ws2, web.Frame{Type: "message", Text: "one more thing"})
+	got := srv.WaitRequests(3, 15*time.Second)
+	if len(got) != 3 {
+		t.Fatalf("the later message did not reach the model (%d requests)", len(got))
+	}
+	msgs := got[2].Messages()
+	if last := fmt.Sprint(msgs[len(msgs)-1]["content"]); !strings.Contains(last, "one more thing") {
+		t.Errorf("third LLM request ends with %q, want the later message (a duplicate replay came first)", last)
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Errorf("%d LLM requests, want exactly 3 (the killed turn, its one replay, the later message)", n)
 	}
 }

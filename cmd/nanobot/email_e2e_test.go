@@ -19,7 +19,7 @@ func TestEmailEndToEnd(t *testing.T) {
 	llm.Handle(func(providertest.Request) providertest.Reply {
 		return providertest.Reply{Text: "The cheapest flight leaves at 7:05."}
 	})
-	startTestGateway(t, map[string]any{"email": map[string]any{
+	base := startTestGateway(t, map[string]any{"email": map[string]any{
 		"enabled": true, "consentGranted": true, "allowFrom": []string{"ann@example.test"},
 		"imapHost": mail.Host, "imapPort": mail.IMAPPort, "imapUseSsl": false,
 		"imapUsername": emailtest.BotAddress, "imapPassword": emailtest.BotPassword,
@@ -44,7 +44,12 @@ func TestEmailEndToEnd(t *testing.T) {
 	if u := mail.Unseen(t, "INBOX"); u != 1 {
 		t.Errorf("%d unread mails, want the stranger's one left unread", u)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Mail is read oldest first, so the stranger's was looked at before
+	// Ann's was accepted: one accepted mail means no turn for the stranger
+	// can still be running.
+	if n := inboundCount(t, base, "email", "accepted"); n != 1 {
+		t.Errorf("%d mails accepted, want only Ann's", n)
+	}
 	if n := len(mail.Outbox()); n != 1 {
 		t.Errorf("%d mails sent, want 1 (nothing to the stranger)", n)
 	}

@@ -21,7 +21,7 @@ func TestFeishuEndToEnd(t *testing.T) {
 	llm.Handle(func(providertest.Request) providertest.Reply {
 		return providertest.Reply{Text: scriptedAnswer, Chunks: 12, EventDelay: 150 * time.Millisecond}
 	})
-	startTestGateway(t, map[string]any{"feishu": map[string]any{
+	base := startTestGateway(t, map[string]any{"feishu": map[string]any{
 		"enabled": true, "appId": feishutest.AppID, "appSecret": feishutest.AppSecret,
 		"apiBase": fake.URL, "allowFrom": []string{"ou_ann"},
 	}}, llm)
@@ -48,10 +48,15 @@ func TestFeishuEndToEnd(t *testing.T) {
 	waitUntil(t, "the strangers' events to be acknowledged", 10*time.Second, func() bool {
 		return fake.Acked(group.FrameID) && fake.Acked(dm.FrameID) && fake.Acked(ann.FrameID)
 	})
+	// Both of the stranger's messages were turned away at the gate and only
+	// Ann's got in: no turn for the stranger can still be on its way.
+	waitUntil(t, "the stranger's two messages denied", 10*time.Second, func() bool { return inboundCount(t, base, "feishu", "denied") == 2 })
+	if n := inboundCount(t, base, "feishu", "accepted"); n != 1 {
+		t.Errorf("%d messages accepted, want only Ann's", n)
+	}
 	if n := len(llm.Requests()); n != 1 {
 		t.Errorf("%d model requests; the stranger must not reach the model", n)
 	}
-	time.Sleep(300 * time.Millisecond) // a negative: give a wrong send the time to show
 	for _, s := range fake.Sent() {
 		switch s.ChatID {
 		case ann.ChatID:

@@ -3,15 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
 	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
@@ -189,19 +193,13 @@ func TestPlatformsEndToEnd(t *testing.T) {
 
 func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	channeltest.WaitFor(t, what, timeout, cond)
 }
 
 // startTestGateway runs the real gateway in-process with the given
 // channels config and the OpenAI backend pointed at llm; it stops when the
-// test ends.
-func startTestGateway(t *testing.T, chans map[string]any, llm *providertest.Server) {
+// test ends. It returns the base URL of the gateway's HTTP server.
+func startTestGateway(t *testing.T, chans map[string]any, llm *providertest.Server) string {
 	t.Helper()
 	chans["sendProgress"], chans["sendToolHints"] = false, false
 	dir := t.TempDir()
@@ -248,10 +246,40 @@ func startTestGateway(t *testing.T, chans map[string]any, llm *providertest.Serv
 		}
 	})
 	select {
-	case <-ready:
+	case addr := <-ready:
+		return "http://" + addr
 	case err := <-done:
 		t.Fatalf("gateway exited: %v", err)
 	case <-time.After(20 * time.Second):
 		t.Fatal("gateway not ready")
 	}
+	return ""
+}
+
+// inboundCount reads nanobot_inbound_messages_total for one channel and
+// outcome (accepted, denied, duplicate) from the gateway's /metrics: the
+// positive signal that the gate has decided on a message, so a test can
+// assert what did not happen without sleeping.
+func inboundCount(t *testing.T, base, channel, outcome string) int {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	series := fmt.Sprintf("nanobot_inbound_messages_total{channel=%q,outcome=%q} ", channel, outcome)
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metrics line %q: %v", line, err)
+			}
+			return int(n)
+		}
+	}
+	return 0
 }

@@ -20,7 +20,7 @@ func TestWeComEndToEnd(t *testing.T) {
 	llm.Handle(func(providertest.Request) providertest.Reply {
 		return providertest.Reply{Text: "报销单已经提交，审批人是李经理。"}
 	})
-	startTestGateway(t, map[string]any{"wecom": map[string]any{
+	base := startTestGateway(t, map[string]any{"wecom": map[string]any{
 		"enabled": true, "botId": wecomtest.BotID, "secret": wecomtest.Secret, "wsUrl": fake.URL,
 		"allowFrom": []string{"zhangsan"},
 	}}, llm)
@@ -36,7 +36,12 @@ func TestWeComEndToEnd(t *testing.T) {
 		}
 		return false
 	})
-	time.Sleep(300 * time.Millisecond)
+	// The gate has turned the stranger away (so no turn of theirs can
+	// still be on its way) and let only zhangsan in.
+	waitUntil(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "wecom", "denied") == 1 })
+	if n := inboundCount(t, base, "wecom", "accepted"); n != 1 {
+		t.Errorf("%d messages accepted, want only zhangsan's", n)
+	}
 	for _, s := range fake.Sent() {
 		if s.ChatID != "zhangsan" && !strings.Contains(s.Content, "pairing code") {
 			t.Errorf("unexpected frame %+v", s)

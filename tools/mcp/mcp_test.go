@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent"
+	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/untrusted"
 	"github.com/nanobot-go/nanobot/providers"
@@ -107,13 +108,7 @@ func call(t *testing.T, reg *tools.Registry, name string, args map[string]any) (
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	channeltest.WaitFor(t, what, 30*time.Second, cond)
 }
 
 func TestStdioEverything(t *testing.T) {

@@ -2,6 +2,7 @@ package natsbus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -9,7 +10,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/bus/bustest"
 	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
@@ -230,8 +233,13 @@ func TestHoldOneAtATime(t *testing.T) {
 	}
 	hold(a, "a")
 	waitFor(t, "a holds the lease", func() bool { return a.Holds("channels") })
+	refusals := &refusalCounter{KeyValue: b.leases}
+	b.leases = refusals // before b's Hold starts: nothing else of b's uses it yet
 	hold(b, "b")
-	time.Sleep(2 * a.opts.LeaseTTL) // b must stay a standby while a is alive
+	// b must stay a standby while a is alive: b tries every LeaseTTL/3
+	// (jittered), so eight refusals span well over two lease periods, in
+	// which a's lease would have expired had a not renewed it.
+	waitFor(t, "b refused the lease eight times", func() bool { return refusals.n.Load() >= 8 })
 	if b.Holds("channels") {
 		t.Fatal("standby took the lease from a live holder")
 	}
@@ -263,13 +271,7 @@ func disjoint(a, b []int) bool {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	channeltest.WaitFor(t, what, 20*time.Second, cond)
 }
 
 func TestLockExcludes(t *testing.T) {
@@ -313,4 +315,19 @@ func TestLockExcludes(t *testing.T) {
 		t.Fatalf("lock of a dead holder never expired: %v", err)
 	}
 	unlock()
+}
+
+// refusalCounter counts the lease creations the bucket refused because the
+// key was held: the standby's attempts, seen from the outside.
+type refusalCounter struct {
+	jetstream.KeyValue
+	n atomic.Int32
+}
+
+func (r *refusalCounter) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	rev, err := r.KeyValue.Create(ctx, key, value, opts...)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		r.n.Add(1)
+	}
+	return rev, err
 }
