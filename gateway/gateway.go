@@ -20,6 +20,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/api"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
@@ -291,6 +292,13 @@ func (g *Gateway) buildChannels() error {
 			g.chans = built
 		}
 		g.chans = append(g.chans, g.o.Extra...)
+		a, err := g.newAPI()
+		if err != nil {
+			return err
+		}
+		if a != nil {
+			g.chans = append(g.chans, a)
+		}
 	}
 	g.gate = &channels.Gate{
 		AllowFrom: allowLists(g.cfg, g.chans),
@@ -460,6 +468,7 @@ func allowLists(cfg *configs.Config, chans []channels.Channel) map[string][]stri
 			allow[name] = cfg.Channels.Common(name).AllowFrom
 		}
 	}
+	allow[api.Name] = []string{"*"} // the API key is the access check
 	for _, c := range chans {
 		if _, ok := allow[c.Name()]; !ok {
 			allow[c.Name()] = cfg.Channels.Common(c.Name()).AllowFrom
