@@ -18,7 +18,11 @@ func (g *Gateway) newAPI() (*api.Channel, error) {
 	}
 	keys := c.Keys()
 	if len(keys) == 0 && !g.loopback() {
-		return nil, fmt.Errorf("gateway: the OpenAI-compatible API has no key but gateway.host %q is not loopback: set api.apiKey (or api.apiKeys), or set api.enabled to false", g.cfg.Gateway.Host)
+		bind := g.cfg.Gateway.Host
+		if g.o.Listener != nil {
+			bind = g.o.Listener.Addr().String()
+		}
+		return nil, fmt.Errorf("gateway: the OpenAI-compatible API has no key but the gateway listens beyond loopback (%s, gateway.host): set api.apiKey (or api.apiKeys), or set api.enabled to false", bind)
 	}
 	return api.New(api.Config{
 		Keys: keys, CORSOrigins: c.CORSOrigins, MaxBodyBytes: c.MaxBodyBytes,

@@ -70,10 +70,17 @@ type Channel struct {
 	log  *slog.Logger
 	keys [][]byte // sha256 of each key
 
+	started     chan struct{} // closed when Run first runs
+	startedOnce sync.Once
+
 	mu      sync.Mutex
 	inbox   channels.Inbox // set while Run runs
 	waiters map[string]*waiter
 }
+
+// startWait bounds how long a request that arrives while the gateway is
+// still starting waits for the API channel to run.
+const startWait = 10 * time.Second
 
 var (
 	_ channels.Channel        = (*Channel)(nil)
@@ -91,7 +98,7 @@ func New(cfg Config) *Channel {
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = 5 * time.Second
 	}
-	c := &Channel{cfg: cfg, log: cfg.Log.With("channel", Name), waiters: map[string]*waiter{}}
+	c := &Channel{cfg: cfg, log: cfg.Log.With("channel", Name), waiters: map[string]*waiter{}, started: make(chan struct{})}
 	for _, k := range cfg.Keys {
 		c.keys = append(c.keys, digest(k))
 	}
@@ -106,6 +113,7 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	c.mu.Lock()
 	c.inbox = in
 	c.mu.Unlock()
+	c.startedOnce.Do(func() { close(c.started) })
 	<-ctx.Done()
 	c.mu.Lock()
 	c.inbox = nil
@@ -167,6 +175,20 @@ func (c *Channel) unregister(chatID string) {
 	c.mu.Lock()
 	delete(c.waiters, chatID)
 	c.mu.Unlock()
+}
+
+// awaitInbox returns the inbox, waiting (bounded by startWait and ctx)
+// for the first Run: the HTTP server may take requests a moment before the
+// channels run. Nil once Run has returned (the gateway is stopping).
+func (c *Channel) awaitInbox(ctx context.Context) channels.Inbox {
+	t := time.NewTimer(startWait)
+	defer t.Stop()
+	select {
+	case <-c.started:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return c.currentInbox()
 }
 
 func (c *Channel) currentInbox() channels.Inbox {

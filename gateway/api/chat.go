@@ -219,7 +219,7 @@ func (c *Channel) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = c.cfg.Model
 	}
-	inbox := c.currentInbox()
+	inbox := c.awaitInbox(r.Context())
 	if inbox == nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "unavailable", "the gateway is starting or stopping; try again")
 		return
