@@ -26,6 +26,9 @@ VOLUME ["/home/nanobot/.nanobot"]
 # Inside the container the gateway must listen beyond loopback for the
 # published port to work; publish it on the host's loopback only.
 ENV NANOBOT_GATEWAY__HOST=0.0.0.0
+# The OpenAI-compatible API needs a key beyond loopback: it is off in the
+# image until you set api.apiKey and NANOBOT_API__ENABLED=true (docs/api.md).
+ENV NANOBOT_API__ENABLED=false
 EXPOSE 18790
 ENTRYPOINT ["nanobot"]
 CMD ["gateway"]

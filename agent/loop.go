@@ -267,6 +267,11 @@ func (l *Loop) handle(ctx context.Context, m bus.Inbound) error {
 const replayWindow = 200
 
 func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
+	if m.Ephemeral {
+		// The sender supplied the conversation: nothing is loaded or
+		// stored, so there is nothing to consolidate or answer from.
+		return l.run(ctx, m, &session.Session{Key: m.Key()}, ephemeralHistory(m.History), false)
+	}
 	sess, err := l.cfg.Store.Load(ctx, m.Key())
 	if err != nil {
 		l.publish(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: "Sorry, I could not load this conversation. Please try again.", Final: true, IsError: true})
@@ -296,6 +301,25 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 		history, rerun = history[:i], true
 		l.log.Info("running an interrupted turn again", "session", sess.Key, "message_id", m.MessageID)
 	}
+	return l.run(ctx, m, sess, history, rerun)
+}
+
+// ephemeralHistory turns a conversation the sender supplied into model
+// messages (text only; roles other than user and assistant are dropped).
+func ephemeralHistory(turns []bus.Turn) []providers.Message {
+	out := make([]providers.Message, 0, len(turns))
+	for _, t := range turns {
+		switch t.Role {
+		case providers.RoleUser, providers.RoleAssistant:
+			out = append(out, providers.Message{Role: t.Role, Content: t.Content})
+		}
+	}
+	return out
+}
+
+// run runs the LLM turn of m on history and saves it to sess (unless m is
+// Ephemeral); rerun says the user message is stored already.
+func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, history []providers.Message, rerun bool) error {
 	msgs := l.cfg.Builder.Messages(history, m)
 	background := m.Background
 
@@ -320,6 +344,7 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 	}
 	streamID := newID()
 	turn := &tools.Turn{}
+	var usage bus.Usage
 	emit := func(ev Event) {
 		switch ev.Kind {
 		case EventDelta:
@@ -329,18 +354,27 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 				l.publish(ctx, m, bus.Outbound{Kind: bus.KindDelta, Content: ev.Text, StreamID: streamID})
 			}
 		case EventStreamEnd:
+			usage.PromptTokens += ev.Usage.PromptTokens
+			usage.CompletionTokens += ev.Usage.CompletionTokens
 			if background && (!ev.Final || bus.IsSilent(ev.Text)) {
 				break // background runs speak only when they have news
 			}
-			if ev.Final && turn.AlreadySent(ev.Text) {
-				break // the message tool already delivered this reply
+			if ev.Final && turn.AlreadySent(ev.Text) && m.Source != bus.SourceAPI {
+				// The message tool already delivered this reply. An API
+				// caller still gets it: its answer is the final reply.
+				break
 			}
 			if ev.Text != "" || ev.Final {
 				text := ev.Text
 				if ev.Final && text == "" {
 					text = "I have no reply to that. Could you rephrase?"
 				}
-				l.publish(ctx, m, bus.Outbound{Kind: bus.KindStreamEnd, Content: text, StreamID: streamID, Final: ev.Final})
+				out := bus.Outbound{Kind: bus.KindStreamEnd, Content: text, StreamID: streamID, Final: ev.Final}
+				if ev.Final {
+					u := usage
+					out.Usage = &u
+				}
+				l.publish(ctx, m, out)
 			}
 			streamID = newID()
 		case EventToolHint:
@@ -368,7 +402,10 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 	if rerun {
 		save = save[1:] // the user message is stored already
 	}
-	if err := l.cfg.Store.Append(saveCtx, sess, save...); err != nil {
+	if m.Ephemeral {
+		save = nil
+	}
+	if err := l.saveTurn(saveCtx, sess, save); err != nil {
 		l.log.Error("saving turn failed", "session", sess.Key, "err", err)
 		if runErr == nil {
 			runErr = err
@@ -384,6 +421,15 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 		return runErr
 	}
 	return nil
+}
+
+// saveTurn appends a turn's messages to its session; nothing to save
+// (an ephemeral turn) touches no store.
+func (l *Loop) saveTurn(ctx context.Context, sess *session.Session, msgs []providers.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return l.cfg.Store.Append(ctx, sess, msgs...)
 }
 
 // failureReply tells the user what went wrong without internals or secrets.

@@ -43,6 +43,8 @@ type Event struct {
 	// Final is set on the EventStreamEnd of a call without tool calls: its
 	// text is the reply.
 	Final bool
+	// Usage is the tokens of the call an EventStreamEnd ends.
+	Usage providers.Usage
 }
 
 // Stop reasons of a run that did not end by itself.
@@ -205,7 +207,7 @@ func (r *Runner) call(ctx context.Context, conv []providers.Message, defs []prov
 			return nil, err
 		}
 		r.redactResponse(resp)
-		emit(Event{Kind: EventStreamEnd, Text: resp.Content, Final: len(resp.ToolCalls) == 0})
+		emit(Event{Kind: EventStreamEnd, Text: resp.Content, Final: len(resp.ToolCalls) == 0, Usage: resp.Usage})
 		return resp, nil
 	}
 	text, reasoning := r.Redact.Stream(), r.Redact.Stream()
@@ -228,7 +230,7 @@ func (r *Runner) call(ctx context.Context, conv []providers.Message, defs []prov
 		return nil, err
 	}
 	r.redactResponse(resp)
-	emit(Event{Kind: EventStreamEnd, Text: resp.Content, Final: len(resp.ToolCalls) == 0 || toolChoice == "none"})
+	emit(Event{Kind: EventStreamEnd, Text: resp.Content, Final: len(resp.ToolCalls) == 0 || toolChoice == "none", Usage: resp.Usage})
 	return resp, nil
 }
 

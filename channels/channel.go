@@ -108,6 +108,14 @@ type Finisher interface {
 	Finish(ctx context.Context, ref MessageRef) error
 }
 
+// StreamEnder is an Editor that wants each stream's end message (its full
+// text, Final, Usage) even when the text needs no further edit: the
+// OpenAI-compatible API ends its answer on it. The Dispatcher calls
+// StreamEnded after the stream's last text is shown.
+type StreamEnder interface {
+	StreamEnded(ctx context.Context, ref MessageRef, m bus.Outbound)
+}
+
 // Limiter is a channel with a message length limit (in characters).
 type Limiter interface {
 	MessageLimit() int

@@ -379,6 +379,9 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 			return w.sendText(ctx, m, st.current())
 		}
 		w.finish(ctx, st)
+		if se, ok := w.ch.(StreamEnder); ok {
+			se.StreamEnded(ctx, st.ref, m)
+		}
 		return nil
 	}
 	return errSkipped

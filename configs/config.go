@@ -23,6 +23,8 @@ type Config struct {
 	Channels ChannelsConfig `json:"channels"`
 	// Gateway configures the daemon's HTTP server and heartbeat.
 	Gateway GatewayConfig `json:"gateway"`
+	// API is the OpenAI-compatible API under /v1 (docs/api.md).
+	API APIConfig `json:"api"`
 	// Tools configures what the agent may do.
 	Tools ToolsConfig `json:"tools"`
 	// Log configures logging.

@@ -107,6 +107,7 @@ func (c *Config) Validate() []FieldError {
 		v.positive(sp+".toolTimeout", s.ToolTimeout)
 	}
 
+	v.api(c.API)
 	v.cluster(c.Cluster)
 
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")

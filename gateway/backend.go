@@ -85,6 +85,13 @@ func (l *local) services(g *Gateway) []service {
 		g.agentService(func(ctx context.Context) error { return g.agent.Run(ctx, l.Inbound()) }),
 		{name: "replay", start: func(ctx context.Context) error {
 			for _, m := range l.replay {
+				if m.Source == bus.SourceAPI {
+					// Its HTTP client is gone with the process that served
+					// it: nobody would read the answer.
+					g.log.Info("unfinished API request dropped at restart", "session", m.Key())
+					l.Done(m, false, nil)
+					continue
+				}
 				g.log.Info("replaying unfinished message", "channel", m.Channel, "session", m.Key())
 				m.Replayed = true
 				if err := l.PublishInbound(ctx, m); err != nil {

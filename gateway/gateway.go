@@ -19,6 +19,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/api"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
@@ -216,6 +217,13 @@ func (g *Gateway) buildChannels() error {
 			g.chans = built
 		}
 		g.chans = append(g.chans, g.o.Extra...)
+		a, err := g.newAPI()
+		if err != nil {
+			return err
+		}
+		if a != nil {
+			g.chans = append(g.chans, a)
+		}
 	}
 	g.gate = &channels.Gate{
 		AllowFrom: allowLists(g.cfg, g.chans),
@@ -385,6 +393,7 @@ func allowLists(cfg *configs.Config, chans []channels.Channel) map[string][]stri
 			allow[name] = cfg.Channels.Common(name).AllowFrom
 		}
 	}
+	allow[api.Name] = []string{"*"} // the API key is the access check
 	for _, c := range chans {
 		if _, ok := allow[c.Name()]; !ok {
 			allow[c.Name()] = cfg.Channels.Common(c.Name()).AllowFrom

@@ -92,6 +92,7 @@ func TestRebindingMatrix(t *testing.T) {
 	for _, b := range binds {
 		cfg := testConfig(nil)
 		cfg.Gateway.AllowedHosts = b.allowed
+		cfg.API.Enabled = false // without a key it may not listen beyond loopback
 		ln, err := net.Listen("tcp", b.listen)
 		if err != nil {
 			t.Fatal(err)
@@ -244,6 +245,7 @@ func TestWebhookBehindProxy(t *testing.T) {
 			wf := &webhookFake{fakeChannel: newFake("fake"), hits: make(chan string, 1)}
 			cfg := testConfig(map[string][]any{"fake": {"*"}})
 			cfg.Gateway.AllowedHosts = tc.allowed
+			cfg.API.Enabled = false // without a key it may not listen beyond loopback
 			ln, err := net.Listen("tcp", tc.listen)
 			if err != nil {
 				t.Fatal(err)

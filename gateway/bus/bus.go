@@ -105,6 +105,28 @@ type Inbound struct {
 	// Replayed is set when the gateway delivers the message again after a
 	// restart (it was journalled but its turn never finished).
 	Replayed bool `json:"replayed,omitempty"`
+	// Ephemeral marks a turn whose conversation the sender supplies (the
+	// OpenAI-compatible API without a session id): the agent runs it on
+	// History and Content, and neither loads nor stores a session.
+	Ephemeral bool `json:"ephemeral,omitempty"`
+	// History is the conversation before Content of an Ephemeral turn,
+	// oldest first.
+	History []Turn `json:"history,omitempty"`
+}
+
+// Turn is one message of a conversation the sender supplies (see
+// Inbound.History).
+type Turn struct {
+	// Role is "user" or "assistant".
+	Role string `json:"role"`
+	// Content is the message text.
+	Content string `json:"content"`
+}
+
+// Usage counts the tokens a turn used across its model calls.
+type Usage struct {
+	PromptTokens     int `json:"promptTokens"`
+	CompletionTokens int `json:"completionTokens"`
 }
 
 // Key is the session key of the message.
@@ -171,6 +193,9 @@ type Outbound struct {
 	Final bool `json:"final,omitempty"`
 	// IsError marks a message that reports a failure to the user.
 	IsError bool `json:"isError,omitempty"`
+	// Usage is set on a turn's final reply: the tokens of all its model
+	// calls (nil when unknown).
+	Usage *Usage `json:"usage,omitempty"`
 	// Metadata carries what the channel needs back (thread ids, ...): the
 	// inbound message's Metadata, untouched.
 	Metadata Metadata `json:"metadata,omitempty"`

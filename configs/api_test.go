@@ -1,0 +1,46 @@
+package configs
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAPIConfigValidation(t *testing.T) {
+	cases := []struct {
+		name string
+		set  func(c *APIConfig)
+		path string // "" = valid
+	}{
+		{"defaults", func(*APIConfig) {}, ""},
+		{"long key", func(c *APIConfig) { c.APIKey = "0123456789abcdef" }, ""},
+		{"short key", func(c *APIConfig) { c.APIKeys = []string{"short"} }, "api.apiKey"},
+		{"blank key in list", func(c *APIConfig) { c.APIKeys = []string{" "} }, "api.apiKeys[0]"},
+		{"origin with path", func(c *APIConfig) { c.CORSOrigins = []string{"https://a.example/chat"} }, "api.corsOrigins[0]"},
+		{"any origin", func(c *APIConfig) { c.CORSOrigins = []string{"*", "http://localhost:3000"} }, ""},
+		{"tiny body", func(c *APIConfig) { c.MaxBodyBytes = 10 }, "api.maxBodyBytes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Default()
+			tc.set(&cfg.API)
+			var got []string
+			for _, e := range cfg.Validate() {
+				if strings.HasPrefix(e.Path, "api") {
+					got = append(got, e.Path)
+					if strings.Contains(e.Msg, "short") && tc.name == "short key" {
+						t.Errorf("error echoes the key: %s", e.Msg)
+					}
+				}
+			}
+			if tc.path == "" && len(got) > 0 {
+				t.Errorf("errors at %q, want none", got)
+			}
+			if tc.path != "" && (len(got) != 1 || got[0] != tc.path) {
+				t.Errorf("errors at %q, want one at %s", got, tc.path)
+			}
+		})
+	}
+	if !Default().API.Enabled || Default().API.MaxBodyBytes != 8<<20 {
+		t.Errorf("defaults: %+v, want enabled with 8 MiB bodies", Default().API)
+	}
+}

@@ -1,0 +1,31 @@
+package gateway
+
+import (
+	"fmt"
+
+	"github.com/nanobot-go/nanobot/gateway/api"
+)
+
+// newAPI builds the OpenAI-compatible API (a channel of the gateway, not
+// a platform from the registry) when api.enabled and this process runs
+// the channels. Without a key it is served only on a loopback bind: on
+// any other, starting fails rather than opening the agent (and its tools)
+// to the network.
+func (g *Gateway) newAPI() (*api.Channel, error) {
+	c := g.cfg.API
+	if !c.Enabled || !g.runsChannels() {
+		return nil, nil
+	}
+	keys := c.Keys()
+	if len(keys) == 0 && !g.loopback() {
+		bind := g.cfg.Gateway.Host
+		if g.o.Listener != nil {
+			bind = g.o.Listener.Addr().String()
+		}
+		return nil, fmt.Errorf("gateway: the OpenAI-compatible API has no key but the gateway listens beyond loopback (%s, gateway.host): set api.apiKey (or api.apiKeys), or set api.enabled to false", bind)
+	}
+	return api.New(api.Config{
+		Keys: keys, CORSOrigins: c.CORSOrigins, MaxBodyBytes: c.MaxBodyBytes,
+		Model: g.cfg.Agents.Defaults.Model, Log: g.log,
+	}), nil
+}

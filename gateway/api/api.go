@@ -1,0 +1,261 @@
+// Package api serves the OpenAI-compatible API under /v1 on the gateway's
+// HTTP server: GET /v1/models and POST /v1/chat/completions (streaming and
+// not), so scripts and OpenAI front-ends (Open WebUI, LibreChat) reach the
+// agent.
+//
+// The API is a channel named "api" (channels.Channel, Editor, StreamEnder,
+// WebhookHandler): each request gets a fresh chat id, its last user message
+// goes through the gateway's inbox like any chat message (journal, per
+// session FIFO, the global turn cap), and the dispatcher's Send/Edit calls
+// for that chat id are the answer. Tool hints, typing and progress notes
+// never reach the client. A request with a session id ("session_id" in the
+// body or the X-Session-Id header) continues the server-side session
+// "api:<id>"; without one the request is stateless: the messages sent are
+// the whole conversation and nothing is stored. A client that goes away
+// stops its turn (a /stop for its session).
+//
+// Access: with keys configured every request needs "Authorization: Bearer
+// <key>" (compared in constant time). Without keys (allowed by the gateway
+// on a loopback bind only) requests must come straight from a loopback peer,
+// not through a proxy. Browser pages may call only from the configured CORS
+// origins, and only with a JSON body (so a foreign page cannot post a
+// "simple" form request to a local gateway).
+//
+// Concurrency: the handler, Send, Edit and StreamEnded are called
+// concurrently; all shared state is behind one mutex per channel and one
+// per request.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// Name is the channel's name: the Channel of the messages it delivers and
+// the prefix of its session keys.
+const Name = "api"
+
+// Config is what the gateway hands the API.
+type Config struct {
+	// Keys are the accepted API keys; none means no key (loopback only).
+	Keys []string
+	// CORSOrigins are the browser origins allowed to call; "*" any.
+	CORSOrigins []string
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64
+	// Model is the agent's model (agents.defaults.model), the model id the
+	// API lists; "nanobot" is accepted as well.
+	Model string
+	// StopTimeout bounds how long delivering a disconnected client's /stop
+	// may take (default 5 s).
+	StopTimeout time.Duration
+	Log         *slog.Logger
+}
+
+// AliasModel is the model id accepted besides Config.Model.
+const AliasModel = "nanobot"
+
+// Channel is the API. New builds it; the gateway runs it as a channel and
+// mounts its handler at WebhookPath.
+type Channel struct {
+	cfg  Config
+	log  *slog.Logger
+	keys [][]byte // sha256 of each key
+
+	started     chan struct{} // closed when Run first runs
+	startedOnce sync.Once
+
+	mu      sync.Mutex
+	inbox   channels.Inbox // set while Run runs
+	waiters map[string]*waiter
+}
+
+// startWait bounds how long a request that arrives while the gateway is
+// still starting waits for the API channel to run.
+const startWait = 10 * time.Second
+
+var (
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Editor         = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.StreamEnder    = (*Channel)(nil)
+	_ channels.WebhookHandler = (*Channel)(nil)
+)
+
+// New returns the API channel; it does no IO.
+func New(cfg Config) *Channel {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = 5 * time.Second
+	}
+	c := &Channel{cfg: cfg, log: cfg.Log.With("channel", Name), waiters: map[string]*waiter{}, started: make(chan struct{})}
+	for _, k := range cfg.Keys {
+		c.keys = append(c.keys, digest(k))
+	}
+	return c
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return Name }
+
+// Run makes the API take requests until ctx ends.
+func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	c.mu.Lock()
+	c.inbox = in
+	c.mu.Unlock()
+	c.startedOnce.Do(func() { close(c.started) })
+	<-ctx.Done()
+	c.mu.Lock()
+	c.inbox = nil
+	c.mu.Unlock()
+	return nil
+}
+
+// Send takes a message of an answer; messages for requests that are gone
+// are dropped.
+func (c *Channel) Send(_ context.Context, m bus.Outbound) (channels.MessageRef, error) {
+	if w := c.waiter(m.ChatID); w != nil {
+		w.update(m)
+	}
+	return channels.MessageRef{ChatID: m.ChatID, MessageID: newID()}, nil
+}
+
+// Edit takes the grown text of a streamed message.
+func (c *Channel) Edit(_ context.Context, _ channels.MessageRef, m bus.Outbound) error {
+	if w := c.waiter(m.ChatID); w != nil {
+		w.update(m)
+	}
+	return nil
+}
+
+// StreamEnded takes a stream's end message (its final text, Final, Usage).
+func (c *Channel) StreamEnded(_ context.Context, _ channels.MessageRef, m bus.Outbound) {
+	if w := c.waiter(m.ChatID); w != nil {
+		w.update(m)
+	}
+}
+
+// editInterval is short: an edit here is a few bytes on an open stream.
+const editInterval = 20 * time.Millisecond
+
+// EditInterval implements channels.Editor.
+func (c *Channel) EditInterval() time.Duration { return editInterval }
+
+// MessageLimit is large: an answer is never split.
+func (c *Channel) MessageLimit() int { return 1 << 30 }
+
+// WebhookPath implements channels.WebhookHandler.
+func (c *Channel) WebhookPath() string { return "/v1/" }
+
+func (c *Channel) waiter(chatID string) *waiter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waiters[chatID]
+}
+
+func (c *Channel) register(chatID string) *waiter {
+	w := &waiter{wake: make(chan struct{}, 1), text: map[string]string{}}
+	c.mu.Lock()
+	c.waiters[chatID] = w
+	c.mu.Unlock()
+	return w
+}
+
+func (c *Channel) unregister(chatID string) {
+	c.mu.Lock()
+	delete(c.waiters, chatID)
+	c.mu.Unlock()
+}
+
+// awaitInbox returns the inbox, waiting (bounded by startWait and ctx)
+// for the first Run: the HTTP server may take requests a moment before the
+// channels run. Nil once Run has returned (the gateway is stopping).
+func (c *Channel) awaitInbox(ctx context.Context) channels.Inbox {
+	t := time.NewTimer(startWait)
+	defer t.Stop()
+	select {
+	case <-c.started:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return c.currentInbox()
+}
+
+func (c *Channel) currentInbox() channels.Inbox {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inbox
+}
+
+// waiter collects one request's answer from the dispatcher's calls.
+type waiter struct {
+	wake chan struct{} // one pending signal
+
+	mu      sync.Mutex
+	streams []string          // stream ids in the order they began
+	text    map[string]string // stream id -> its text so far
+	done    bool
+	failed  bool // the final message reports a failure
+	usage   *bus.Usage
+}
+
+// finalID keys a final message that was not streamed (an error, a command's
+// answer).
+const finalID = "\x00final"
+
+func (w *waiter) update(m bus.Outbound) {
+	if m.StreamID == "" && !m.Final {
+		return // a tool hint, progress note or message-tool note: not the answer
+	}
+	id := m.StreamID
+	if id == "" {
+		id = finalID
+	}
+	w.mu.Lock()
+	if _, ok := w.text[id]; !ok {
+		w.streams = append(w.streams, id)
+	}
+	w.text[id] = strings.TrimLeft(m.Content, "\n") // as the dispatcher shows it
+	if m.Final {
+		w.done, w.failed = true, m.IsError
+		if m.Usage != nil {
+			u := *m.Usage
+			w.usage = &u
+		}
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// answer is the text so far (each message of the turn, in order, separated
+// by a blank line) and whether the turn is over.
+func (w *waiter) answer() (text string, done, failed bool, usage *bus.Usage) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var parts []string
+	for _, id := range w.streams {
+		if t := w.text[id]; strings.TrimSpace(t) != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n\n"), w.done, w.failed, w.usage
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
