@@ -143,6 +143,14 @@ func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
 // run starts ch and stops it when the test ends.
 func run(t *testing.T, ch *Channel) *inbox {
 	t.Helper()
+	in := start(t, ch)
+	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
+	return in
+}
+
+// start runs ch until the test ends, without waiting for it to connect.
+func start(t *testing.T, ch *Channel) *inbox {
+	t.Helper()
 	in := &inbox{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -158,7 +166,6 @@ func run(t *testing.T, ch *Channel) *inbox {
 			t.Error("Run did not return within 5 s")
 		}
 	})
-	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
 	return in
 }
 
@@ -303,7 +310,11 @@ func TestPollFailuresShowInHealthAndRecover(t *testing.T) {
 	for range 3 {
 		fake.Fail("getUpdates", 409, "Conflict: terminated by other getUpdates request", 0)
 	}
-	in := run(t, ch)
+	// Each failed poll ends a session that was connected for a moment:
+	// waiting for "connected" first would race those moments, and the
+	// waits between attempts are long enough to be seen.
+	ch.backoffMin, ch.backoffMax = 300*time.Millisecond, 600*time.Millisecond
+	in := start(t, ch)
 	waitFor(t, "Health to report the conflict", func() bool {
 		h := ch.Health()
 		return h.State == channels.StateReconnecting && strings.Contains(h.LastError, "Conflict")
