@@ -231,15 +231,7 @@ func (j *Journal) compact() error {
 		m := j.pending[id]
 		recs = append(recs, record{Op: "add", ID: id, Msg: &m})
 	}
-	payloads := make([][]byte, 0, len(recs))
-	for _, r := range recs {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("journal compact: %w", err)
-		}
-		payloads = append(payloads, b)
-	}
-	if err := j.w.Rewrite(payloads); err != nil {
+	if err := wal.RewriteJSON(j.w, recs); err != nil {
 		return fmt.Errorf("journal compact: %w", err)
 	}
 	j.done = 0

@@ -412,15 +412,7 @@ func (o *Outbox) compact() error {
 			recs = append(recs, record{Op: "part", ID: id, Part: i, Ref: &ref})
 		}
 	}
-	payloads := make([][]byte, 0, len(recs))
-	for _, r := range recs {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("outbox compact: %w", err)
-		}
-		payloads = append(payloads, b)
-	}
-	if err := o.w.Rewrite(payloads); err != nil {
+	if err := wal.RewriteJSON(o.w, recs); err != nil {
 		return fmt.Errorf("outbox compact: %w", err)
 	}
 	o.nFinished = 0

@@ -244,6 +244,20 @@ func (l *Log) append(line []byte, sync bool) error {
 // Err returns the last write failure, or nil once a write succeeded.
 func (l *Log) Err() error { return l.err }
 
+// RewriteJSON replaces the file with recs, one JSON record each (see
+// Rewrite).
+func RewriteJSON[T any](l *Log, recs []T) error {
+	payloads := make([][]byte, 0, len(recs))
+	for _, r := range recs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("wal: encode a record for %s: %w", l.path, err)
+		}
+		payloads = append(payloads, b)
+	}
+	return l.Rewrite(payloads)
+}
+
 // Rewrite replaces the file with the given records atomically (temp file,
 // fsync, rename, fsync of the folder). On failure the old file stays.
 func (l *Log) Rewrite(payloads [][]byte) error {
