@@ -107,15 +107,7 @@ func (r *Redactor) String(s string) string {
 	if r == nil || s == "" {
 		return s
 	}
-	r.mu.RLock()
-	secrets := r.all
-	r.mu.RUnlock()
-	for _, sec := range secrets {
-		if strings.Contains(s, sec) {
-			s = strings.ReplaceAll(s, sec, Mask)
-		}
-	}
-	return Shapes(s)
+	return Shapes(r.Secrets(s))
 }
 
 // Secrets returns s with the exact secrets replaced, without looking for
