@@ -203,11 +203,7 @@ func (j *Journal) Pending() int {
 }
 
 func (j *Journal) write(r record, sync bool) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	if err := j.w.Append(b, sync); err != nil {
+	if err := wal.AppendJSON(j.w, r, sync); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil

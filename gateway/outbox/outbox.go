@@ -382,11 +382,7 @@ func (o *Outbox) Err() error {
 }
 
 func (o *Outbox) write(r record, sync bool) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	if err := o.w.Append(b, sync); err != nil {
+	if err := wal.AppendJSON(o.w, r, sync); err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
 	return nil

@@ -244,6 +244,15 @@ func (l *Log) append(line []byte, sync bool) error {
 // Err returns the last write failure, or nil once a write succeeded.
 func (l *Log) Err() error { return l.err }
 
+// AppendJSON appends r as one JSON record (see Append).
+func AppendJSON[T any](l *Log, r T, sync bool) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("wal: encode a record for %s: %w", l.path, err)
+	}
+	return l.Append(b, sync)
+}
+
 // RewriteJSON replaces the file with recs, one JSON record each (see
 // Rewrite).
 func RewriteJSON[T any](l *Log, recs []T) error {
