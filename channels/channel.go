@@ -126,11 +126,6 @@ type Typer interface {
 	Typing(ctx context.Context, chatID string, meta bus.Metadata) error
 }
 
-// Reactor is a channel that can react to a message with an emoji.
-type Reactor interface {
-	React(ctx context.Context, chatID, messageID, emoji string) error
-}
-
 // MediaSender is a channel that can send files.
 type MediaSender interface {
 	SendMedia(ctx context.Context, m bus.Outbound) (MessageRef, error)

@@ -272,10 +272,7 @@ func (w *chatWorker) next() (m bus.Outbound, ok, closed bool) {
 	return m, true, false
 }
 
-func (w *chatWorker) editor() (Editor, bool) {
-	e, ok := w.ch.(Editor)
-	return e, ok
-}
+func (w *chatWorker) editor() (Editor, bool) { return EditorOf(w.ch) }
 
 func (w *chatWorker) limit() int {
 	if l, ok := w.ch.(Limiter); ok && l.MessageLimit() > 0 {

@@ -1,7 +1,8 @@
 // Package channels owns the chat-platform side of the gateway: the Channel
 // interface every platform adapter implements, the optional capability
-// interfaces (Editor, Typer, Reactor, MediaSender, LoginRunner,
-// HealthReporter) detected by type assertion, the registry cmd fills with the
+// interfaces (Editor, Typer, MediaSender, LoginRunner, HealthReporter,
+// WebhookHandler, Noticer) detected by type assertion and switched per run
+// by CapabilityReporter, the registry cmd fills with the
 // built-in adapters, the Manager that supervises one goroutine per enabled
 // channel, access control (allow-lists and pairing) and the outbound
 // dispatcher (retries, delta merging, splitting to platform limits).

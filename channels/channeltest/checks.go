@@ -269,7 +269,7 @@ func checkStreaming(t *testing.T, s *suite) {
 	mark := len(s.fx.Sent())
 	out := s.dispatcher(t)
 
-	ed, isEditor := s.fx.Channel.(channels.Editor)
+	ed, isEditor := channels.EditorOf(s.fx.Channel)
 	interval := 50 * time.Millisecond
 	if isEditor {
 		interval = ed.EditInterval()

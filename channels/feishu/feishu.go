@@ -137,18 +137,9 @@ func (c Config) base() string {
 }
 
 // Factory registers the channel: registry.Register("feishu", feishu.Factory()).
-// With streaming off the registered channel is not an Editor.
+// With streaming off it reports no Edit capability (see Capabilities).
 func Factory() channels.Factory {
-	return channels.NewFactory("feishu", DefaultConfig, func(cfg Config, deps channels.Deps) (channels.Channel, error) {
-		c, err := New(cfg, deps)
-		if err != nil {
-			return nil, err
-		}
-		if !cfg.Streaming {
-			return c.Plain(), nil
-		}
-		return c, nil
-	})
+	return channels.NewFactory("feishu", DefaultConfig, New)
 }
 
 // Channel is the Feishu adapter. It streams replies as CardKit cards; see
@@ -184,7 +175,6 @@ var (
 	_ channels.Editor         = (*Channel)(nil)
 	_ channels.Finisher       = (*Channel)(nil)
 	_ channels.Limiter        = (*Channel)(nil)
-	_ channels.Reactor        = (*Channel)(nil)
 	_ channels.MediaSender    = (*Channel)(nil)
 	_ channels.HealthReporter = (*Channel)(nil)
 )
@@ -253,4 +243,13 @@ func (c *Channel) self() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.botID
+}
+
+var _ channels.CapabilityReporter = (*Channel)(nil)
+
+// Capabilities implements channels.CapabilityReporter: with streaming off
+// the dispatcher does not edit, and sends each reply once, complete, as a
+// post message.
+func (c *Channel) Capabilities() channels.Capabilities {
+	return channels.Capabilities{Edit: c.cfg.Streaming}
 }

@@ -95,7 +95,7 @@ func newUUID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// React implements channels.Reactor: emoji is a Feishu emoji type
+// React adds a reaction to a message (reactEmoji on receipt): emoji is a Feishu emoji type
 // ("THUMBSUP", "OK", "DONE", …).
 func (c *Channel) React(ctx context.Context, _, messageID, emoji string) error {
 	body := map[string]any{"reaction_type": map[string]string{"emoji_type": emoji}}

@@ -170,7 +170,7 @@ func TestStreamingOff(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Factory: %v", err)
 	}
-	if _, ok := ch.(channels.Editor); ok {
+	if _, ok := channels.EditorOf(ch); ok {
 		t.Fatal("with streaming off the channel is an Editor")
 	}
 	rec := &channeltest.Recorder{}

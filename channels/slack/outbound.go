@@ -142,7 +142,7 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// React implements channels.Reactor; emoji is a Slack emoji name ("eyes").
+// React adds a reaction (👀 on receipt, ✅ when answered); emoji is a Slack emoji name ("eyes").
 func (c *Channel) React(ctx context.Context, chatID, messageID, emoji string) error {
 	err := c.api.AddReactionContext(ctx, strings.Trim(emoji, ":"), slack.ItemRef{Channel: chatID, Timestamp: messageID})
 	var se slack.SlackErrorResponse

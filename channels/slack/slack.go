@@ -127,7 +127,6 @@ var (
 	_ channels.Channel        = (*Channel)(nil)
 	_ channels.Editor         = (*Channel)(nil)
 	_ channels.Limiter        = (*Channel)(nil)
-	_ channels.Reactor        = (*Channel)(nil)
 	_ channels.MediaSender    = (*Channel)(nil)
 	_ channels.HealthReporter = (*Channel)(nil)
 )
