@@ -107,81 +107,9 @@ func Load(opts Options) (*Loaded, error) {
 	if err := k.Load(confmap.Provider(defTree, ""), nil); err != nil {
 		return fail(nil, err)
 	}
-
-	// The file layer.
-	data, err := os.ReadFile(l.Path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fail(nil, err)
-	default:
-		l.Exists = true
-		tree, err := parseJSON(data)
-		if err != nil {
-			return fail(nil, err)
-		}
-		l.Migrated = migrate(tree)
-		lookup := envLookup(opts.Environ)
-		orig, probs := expandEnv(tree, lookup)
-		if len(probs) > 0 {
-			return fail(probs, nil)
-		}
-		ck := &checker{platforms: opts.Platforms}
-		ck.check("", tree, reflect.TypeFor[Config]())
-		if len(ck.errs) > 0 {
-			return fail(ck.errs, nil)
-		}
-		l.Warnings = append(l.Warnings, ck.warnings...)
-		l.expansions = map[string]expansion{}
-		for p, o := range orig {
-			l.expansions[p] = expansion{original: o}
-		}
-		if err := k.Load(confmap.Provider(tree, ""), nil); err != nil {
-			return fail(nil, err)
-		}
-	}
-
-	// The environment layer.
-	var envProbs []FieldError
-	environ := opts.Environ
-	if environ == nil {
-		environ = os.Environ()
-	}
-	ep := env.Provider(envDelim, env.Opt{
-		Prefix:      EnvPrefix,
-		EnvironFunc: func() []string { return environ },
-		TransformFunc: func(name, value string) (string, any) {
-			key, val, warn, perr := envToKey(name, value, opts.Platforms)
-			if perr != nil {
-				envProbs = append(envProbs, *perr)
-			}
-			if warn != "" {
-				l.Warnings = append(l.Warnings, warn)
-			}
-			return key, val
-		},
-	})
-	if err := k.Load(ep, nil); err != nil {
-		return fail(nil, err)
-	}
-	if len(envProbs) > 0 {
-		return fail(envProbs, nil)
-	}
-
-	// The command-line layer.
-	if len(opts.Overrides) > 0 {
-		// Round-trip through JSON so Go values (int, []string) take the
-		// shapes the checker expects.
-		var ov map[string]any
-		b, err := json.Marshal(opts.Overrides)
-		if err == nil {
-			err = json.Unmarshal(b, &ov)
-		}
-		if err != nil {
-			return fail(nil, fmt.Errorf("command-line overrides: %w", err))
-		}
-		if err := k.Load(confmap.Provider(ov, "."), nil); err != nil {
-			return fail(nil, err)
+	for _, layer := range []func(*koanf.Koanf, Options) ([]FieldError, error){l.loadFile, l.loadEnv, loadOverrides} {
+		if probs, err := layer(k, opts); len(probs) > 0 || err != nil {
+			return fail(probs, err)
 		}
 	}
 
@@ -202,18 +130,102 @@ func Load(opts Options) (*Loaded, error) {
 	if probs := l.Config.Validate(); len(probs) > 0 {
 		return fail(probs, nil)
 	}
-	// Remember the expanded values so a save can restore the references.
-	if len(l.expansions) > 0 {
-		final, _ := toTree(l.Config)
-		for p, e := range l.expansions {
-			if v, ok := valueAt(final, p).(string); ok {
-				e.expanded = v
-				l.expansions[p] = e
-			}
-		}
-	}
+	l.rememberExpansions()
 	l.Paths = PathsFor(l.Path, &l.Config)
 	return l, nil
+}
+
+// loadFile is the file layer: config.json, migrated, ${VAR}-expanded and
+// type-checked (its own errors name the file's paths).
+func (l *Loaded) loadFile(k *koanf.Koanf, opts Options) ([]FieldError, error) {
+	data, err := os.ReadFile(l.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	l.Exists = true
+	tree, err := parseJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	l.Migrated = migrate(tree)
+	orig, probs := expandEnv(tree, envLookup(opts.Environ))
+	if len(probs) > 0 {
+		return probs, nil
+	}
+	ck := &checker{platforms: opts.Platforms}
+	ck.check("", tree, reflect.TypeFor[Config]())
+	if len(ck.errs) > 0 {
+		return ck.errs, nil
+	}
+	l.Warnings = append(l.Warnings, ck.warnings...)
+	l.expansions = map[string]expansion{}
+	for p, o := range orig {
+		l.expansions[p] = expansion{original: o}
+	}
+	return nil, k.Load(confmap.Provider(tree, ""), nil)
+}
+
+// loadEnv is the environment layer (NANOBOT_..., "__" nesting).
+func (l *Loaded) loadEnv(k *koanf.Koanf, opts Options) ([]FieldError, error) {
+	var probs []FieldError
+	environ := opts.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	ep := env.Provider(envDelim, env.Opt{
+		Prefix:      EnvPrefix,
+		EnvironFunc: func() []string { return environ },
+		TransformFunc: func(name, value string) (string, any) {
+			key, val, warn, perr := envToKey(name, value, opts.Platforms)
+			if perr != nil {
+				probs = append(probs, *perr)
+			}
+			if warn != "" {
+				l.Warnings = append(l.Warnings, warn)
+			}
+			return key, val
+		},
+	})
+	if err := k.Load(ep, nil); err != nil {
+		return nil, err
+	}
+	return probs, nil
+}
+
+// loadOverrides is the command-line layer.
+func loadOverrides(k *koanf.Koanf, opts Options) ([]FieldError, error) {
+	if len(opts.Overrides) == 0 {
+		return nil, nil
+	}
+	// Round-trip through JSON so Go values (int, []string) take the shapes
+	// the checker expects.
+	var ov map[string]any
+	b, err := json.Marshal(opts.Overrides)
+	if err == nil {
+		err = json.Unmarshal(b, &ov)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("command-line overrides: %w", err)
+	}
+	return nil, k.Load(confmap.Provider(ov, "."), nil)
+}
+
+// rememberExpansions keeps the expanded values of ${VAR} references, so a
+// save can restore the references.
+func (l *Loaded) rememberExpansions() {
+	if len(l.expansions) == 0 {
+		return
+	}
+	final, _ := toTree(l.Config)
+	for p, e := range l.expansions {
+		if v, ok := valueAt(final, p).(string); ok {
+			e.expanded = v
+			l.expansions[p] = e
+		}
+	}
 }
 
 // applyEntryDefaults fills defaults of map entries, which JSON decoding
