@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
@@ -43,6 +45,15 @@ func TestStatusShowsRunningGateway(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("gateway not ready")
 	}
+	// Serving is not yet connected: the channels report in a moment later.
+	channeltest.WaitFor(t, "/readyz to answer 200", 10*time.Second, func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	out, _, err := run(t, "status", "--config", cfgPath)
 	if err != nil {
 		t.Fatal(err)
