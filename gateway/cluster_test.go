@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -256,7 +257,7 @@ func TestClusterWorkerKilledMidTurn(t *testing.T) {
 	llm := newProbe(5 * time.Millisecond)
 	llm.hold = "victim 0"
 	fc := platform("fake")
-	c.start(RoleChannels, "channels-1", llm.worker("channels-1"), fc)
+	channelsNode := c.start(RoleChannels, "channels-1", llm.worker("channels-1"), fc)
 	workers := map[string]*running{}
 	for i := range 3 {
 		name := fmt.Sprint("worker-", i+1)
@@ -283,7 +284,9 @@ func TestClusterWorkerKilledMidTurn(t *testing.T) {
 		chat := fmt.Sprint("o", s)
 		waitForLong(t, chat+" answered", 30*time.Second, func() bool { return len(fc.texts(chat)) >= 1 })
 	}
-	time.Sleep(2 * time.Second) // a second answer would come within the ack wait
+	// A second answer could only come from a message still in a stream
+	// (unacknowledged, so redelivered): wait until both are empty.
+	waitDrained(t, channelsNode)
 	if got, want := fc.texts("victim"), wantReplies("victim", 2); !slices.Equal(got, want) {
 		t.Errorf("victim: replies %q, want %q (each answered once, in order)", got, want)
 	}
@@ -401,6 +404,22 @@ func TestClusterNATSRestart(t *testing.T) {
 	}
 }
 
+// waitDrained waits until the cluster's inbound and outbound streams hold
+// no message (work-queue streams: acknowledged messages are removed), as
+// r's /api/status reports them.
+func waitDrained(t *testing.T, r *running) {
+	t.Helper()
+	waitForLong(t, "the streams to drain", 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + r.addr + "/api/status")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var st Status
+		return json.NewDecoder(resp.Body).Decode(&st) == nil && st.Inbound == 0 && st.Outbound == 0
+	})
+}
+
 func waitForLong(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	channeltest.WaitFor(t, what, d, cond)
@@ -413,7 +432,7 @@ func TestClusterCronJobsShared(t *testing.T) {
 	c := newCluster(t)
 	llm := newProbe(time.Millisecond)
 	fc := platform("fake")
-	c.start(RoleChannels, "channels-1", llm.worker("channels-1"), fc)
+	cronNode := c.start(RoleChannels, "channels-1", llm.worker("channels-1"), fc)
 	storeA := cron.NewStore(filepath.Join(t.TempDir(), "cron", "jobs.json"))
 	startGatewayOpts(t, c.config(), llm.worker("worker-1"), func(o *Options) {
 		o.Role, o.Instance, o.DrainTimeout, o.CronStore = RoleWorker, "worker-1", 50*time.Millisecond, storeA
@@ -434,8 +453,9 @@ func TestClusterCronJobsShared(t *testing.T) {
 		list, err := storeA.Jobs(t.Context())
 		return err == nil && len(list) == 1 && !list[0].Enabled && list[0].State.LastStatus == "ok"
 	})
-	// Give a second (wrong) firing time to show up before counting.
-	time.Sleep(500 * time.Millisecond)
+	// A second (wrong) firing would be a message in the streams or an
+	// answer: wait until both streams are empty, then count.
+	waitDrained(t, cronNode)
 	if got := fc.texts("cronchat"); !slices.Equal(got, []string{"echo: cronchat 0"}) {
 		t.Errorf("replies %q, want the job answered exactly once", got)
 	}
