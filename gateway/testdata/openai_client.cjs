@@ -1,0 +1,40 @@
+// Drives the gateway's OpenAI-compatible API with the official Node SDK:
+// node openai_client.cjs <node_modules dir> <base URL>. Prints one JSON
+// object with what it got; exits non-zero on any error.
+const { createRequire } = require('node:module');
+const path = require('node:path');
+const req = createRequire(path.join(process.argv[2], 'noop.js'));
+const { OpenAI } = req('openai');
+
+async function main() {
+  const client = new OpenAI({ baseURL: process.argv[3], apiKey: 'unused', maxRetries: 0 });
+  const models = await client.models.list();
+  const ids = [];
+  for await (const m of models) ids.push(m.id);
+  const done = await client.chat.completions.create({
+    model: ids[0], messages: [{ role: 'user', content: 'hello from node' }],
+  });
+  const stream = await client.chat.completions.create({
+    model: ids[0], messages: [{ role: 'user', content: 'stream to node' }], stream: true,
+    stream_options: { include_usage: true },
+  });
+  let streamed = '';
+  let chunks = 0;
+  let usage = null;
+  for await (const c of stream) {
+    if (c.choices.length && c.choices[0].delta.content) {
+      streamed += c.choices[0].delta.content;
+      chunks++;
+    }
+    if (c.usage) usage = c.usage;
+  }
+  let notFound = 0;
+  try {
+    await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] });
+  } catch (e) {
+    notFound = e.status;
+  }
+  console.log(JSON.stringify({ ids, answer: done.choices[0].message.content, usage: done.usage, streamed, chunks, streamUsage: usage, notFound }));
+}
+
+main().catch((e) => { console.error(String(e)); process.exit(1); });
