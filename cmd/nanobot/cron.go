@@ -19,26 +19,32 @@ func newCronCmd(a *app) *cobra.Command {
 		Use:   "cron",
 		Short: "List, add and remove scheduled jobs",
 	}
-	// store opens the jobs: jobs.json, or the cluster's NATS bucket in
-	// cluster mode (where the gateways keep them).
-	store := func(cmd *cobra.Command) (*cron.Store, func(), error) {
-		if cl := a.loaded.Config.Cluster; cl.Enabled() {
-			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
-			s, closeFn, err := gateway.CronStore(ctx, cl, a.log)
-			if err != nil {
-				cancel()
-				return nil, nil, err
-			}
-			return s, func() { closeFn(); cancel() }, nil
+	cmd.AddCommand(newCronListCmd(a), newCronAddCmd(a), newCronRemoveCmd(a))
+	return cmd
+}
+
+// cronStore opens the jobs: jobs.json, or the cluster's NATS bucket in
+// cluster mode (where the gateways keep them). done closes it.
+func (a *app) cronStore(cmd *cobra.Command) (s *cron.Store, done func(), err error) {
+	if cl := a.loaded.Config.Cluster; cl.Enabled() {
+		ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
+		s, closeFn, err := gateway.CronStore(ctx, cl, a.log)
+		if err != nil {
+			cancel()
+			return nil, nil, err
 		}
-		return cron.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json")), func() {}, nil
+		return s, func() { closeFn(); cancel() }, nil
 	}
-	cmd.AddCommand(&cobra.Command{
+	return cron.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json")), func() {}, nil
+}
+
+func newCronListCmd(a *app) *cobra.Command {
+	return &cobra.Command{
 		Use:   "list",
 		Short: "List all jobs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, done, err := store(cmd)
+			s, done, err := a.cronStore(cmd)
 			if err != nil {
 				return err
 			}
@@ -66,8 +72,10 @@ func newCronCmd(a *app) *cobra.Command {
 			}
 			return nil
 		},
-	})
+	}
+}
 
+func newCronAddCmd(a *app) *cobra.Command {
 	var add struct {
 		channel, chat, message, at, expr, tz, name string
 		every                                      int
@@ -78,7 +86,7 @@ func newCronCmd(a *app) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			loc := a.loaded.Config.Agents.Defaults.Location()
-			s, done, err := store(cmd)
+			s, done, err := a.cronStore(cmd)
 			if err != nil {
 				return err
 			}
@@ -115,12 +123,16 @@ func newCronCmd(a *app) *cobra.Command {
 	for _, req := range []string{"channel", "to", "message"} {
 		_ = addCmd.MarkFlagRequired(req)
 	}
-	cmd.AddCommand(addCmd, &cobra.Command{
+	return addCmd
+}
+
+func newCronRemoveCmd(a *app) *cobra.Command {
+	return &cobra.Command{
 		Use:   "remove ID",
 		Short: "Remove a job",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, done, err := store(cmd)
+			s, done, err := a.cronStore(cmd)
 			if err != nil {
 				return err
 			}
@@ -131,6 +143,5 @@ func newCronCmd(a *app) *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
 			return nil
 		},
-	})
-	return cmd
+	}
 }
