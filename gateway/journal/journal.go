@@ -84,13 +84,7 @@ func Open(path string, opts Options) (*Journal, []bus.Inbound, error) {
 		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
 	j.w = w
-	kept := j.order[:0]
-	for _, id := range j.order {
-		if _, ok := j.pending[id]; ok {
-			kept = append(kept, id)
-		}
-	}
-	j.order = kept
+	j.order = wal.Present(j.order, j.pending)
 	if err := j.compact(); err != nil {
 		// A full disk at start: keep going on the file as it is.
 		log.Warn("journal: compaction failed", "err", err)

@@ -120,13 +120,7 @@ func Open(path string, opts Options) (*Outbox, []bus.Outbound, error) {
 		return nil, nil, fmt.Errorf("outbox: %w", err)
 	}
 	o.w = w
-	kept := o.order[:0]
-	for _, id := range o.order {
-		if _, ok := o.pending[id]; ok {
-			kept = append(kept, id)
-		}
-	}
-	o.order = kept
+	o.order = wal.Present(o.order, o.pending)
 	if err := o.compact(); err != nil {
 		log.Warn("outbox: compaction failed", "err", err)
 	}

@@ -244,6 +244,19 @@ func (l *Log) append(line []byte, sync bool) error {
 // Err returns the last write failure, or nil once a write succeeded.
 func (l *Log) Err() error { return l.err }
 
+// Present returns the ids that are still keys of m, in their order: what
+// is unfinished after a replay added and finished records (it reuses ids'
+// storage).
+func Present[V any](ids []string, m map[string]V) []string {
+	kept := ids[:0]
+	for _, id := range ids {
+		if _, ok := m[id]; ok {
+			kept = append(kept, id)
+		}
+	}
+	return kept
+}
+
 // AppendJSON appends r as one JSON record (see Append).
 func AppendJSON[T any](l *Log, r T, sync bool) error {
 	b, err := json.Marshal(r)
