@@ -206,27 +206,46 @@ func Durable(m bus.Outbound) bool {
 
 // Add records m durably and returns it with its ID set. A final reply to
 // a turn that has one already returns ErrAnswered and is not recorded.
+//
+// The record is fsynced after the lock is released, so the records of
+// sends the platform accepted (PartSent, StreamStarted) are not held up by
+// it. If that fsync fails, m is returned recorded (it is written and
+// pending; delivery goes on) with the error, which Err reports too.
 func (o *Outbox) Add(m bus.Outbound) (bus.Outbound, error) {
+	m, sync, err := o.add(m)
+	if err != nil {
+		return m, err
+	}
+	if err := sync(); err != nil {
+		o.mu.Lock()
+		o.w.SyncFailed(err)
+		o.mu.Unlock()
+		return m, fmt.Errorf("outbox: %w", err)
+	}
+	return m, nil
+}
+
+func (o *Outbox) add(m bus.Outbound) (bus.Outbound, func() error, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if m.Final && m.Turn != "" {
 		if _, ok := o.answered[m.Turn]; ok {
-			return m, ErrAnswered
+			return m, nil, ErrAnswered
 		}
 	}
 	o.seq++
 	m.ID = strconv.FormatInt(o.seq, 10)
 	now := time.Now()
-	if err := o.write(record{Op: "add", ID: m.ID, At: now, Msg: &m}, true); err != nil {
+	if err := o.write(record{Op: "add", ID: m.ID, At: now, Msg: &m}, false); err != nil {
 		m.ID = ""
-		return m, err
+		return m, nil, err
 	}
 	o.pending[m.ID] = &entry{msg: m, at: now, sent: map[int]channels.MessageRef{}}
 	o.order = append(o.order, m.ID)
 	if m.Final && m.Turn != "" {
 		o.markAnswered(m.Turn)
 	}
-	return m, nil
+	return m, o.w.Syncer(), nil
 }
 
 // Record is what the gateway does with everything the agent publishes: a
@@ -243,8 +262,11 @@ func (o *Outbox) Record(m bus.Outbound) (out bus.Outbound, send bool, err error)
 	switch {
 	case errors.Is(err, ErrAnswered):
 		return m, false, nil
-	case err != nil:
+	case err != nil && rec.ID == "":
 		return m, true, err
+	}
+	if err != nil {
+		return rec, true, err // written and pending, only its fsync failed
 	}
 	return rec, true, nil
 }

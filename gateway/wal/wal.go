@@ -244,6 +244,36 @@ func (l *Log) append(line []byte, sync bool) error {
 // Err returns the last write failure, or nil once a write succeeded.
 func (l *Log) Err() error { return l.err }
 
+// Syncer returns a function that fsyncs what has been appended so far. It
+// is taken under the owner's lock and called after releasing it, so one
+// writer's fsync does not hold up the others' appends (the outbox records a
+// send the platform accepted while another reply is being fsynced: every
+// moment that record waits is a moment a kill repeats the send). Several
+// fsyncs may then run at once; each covers everything appended before it.
+// A file replaced by Rewrite (which fsyncs what it writes) or closed since
+// counts as synced.
+func (l *Log) Syncer() func() error {
+	f := l.f
+	if f == nil {
+		return func() error { return nil }
+	}
+	return func() error {
+		if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+			return &WriteError{Path: l.path, Err: err}
+		}
+		return nil
+	}
+}
+
+// SyncFailed records that a sync from Syncer failed (called under the
+// owner's lock): Err reports it until the next successful append.
+func (l *Log) SyncFailed(err error) {
+	if l.err == nil {
+		l.log.Error("wal: sync failed", "file", l.path, "err", err)
+	}
+	l.err = err
+}
+
 // Present returns the ids that are still keys of m, in their order: what
 // is unfinished after a replay added and finished records (it reuses ids'
 // storage).
