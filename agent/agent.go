@@ -49,7 +49,9 @@ type Deps struct {
 	Observer RunObserver
 	// OnTurnDone is called when a message was handled (see LoopConfig).
 	OnTurnDone func(m bus.Inbound, err error)
-	Log        *slog.Logger
+	// Admit is asked before each turn (see LoopConfig); optional.
+	Admit func(m bus.Inbound) bool
+	Log   *slog.Logger
 }
 
 // Agent is an assembled agent: the loop that takes messages, with the
@@ -109,7 +111,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 	a.Loop = NewLoop(LoopConfig{
 		Store: deps.Store, Builder: builder, Runner: a.Runner, Subagents: a.Subagents, Consolidator: mem,
 		Out: deps.Out, MaxConcurrentTurns: d.MaxConcurrentTurns, MaxToolResultChars: d.MaxToolResultChars,
-		ContextWindowTokens: d.ContextWindowTokens, OnTurnDone: deps.OnTurnDone, Log: log,
+		ContextWindowTokens: d.ContextWindowTokens, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Log: log,
 	})
 	return a, nil
 }

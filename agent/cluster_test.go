@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/nanobot-go/nanobot/agent/session"
@@ -66,5 +67,37 @@ func TestMaxHistoryFromJSONQueue(t *testing.T) {
 	// system + the last 2 stored messages (user three, assistant ok) + the new user message
 	if got := len(last.Messages); got != 4 {
 		t.Errorf("request has %d messages, want 4 (maxHistory 2 applied)", got)
+	}
+}
+
+// A message Admit refuses is not run: it goes back to the inbox with
+// ErrHandedBack, and the session's next message still runs.
+func TestAdmitRefusedMessageIsHandedBack(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("ok") }}
+	errs := map[string]error{}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) {
+		c.Admit = func(m bus.Inbound) bool { return m.Content != "wait" }
+	})
+	h.loop.cfg.OnTurnDone = func(m bus.Inbound, err error) {
+		h.mu.Lock()
+		errs[m.Content] = err
+		h.done = append(h.done, m)
+		h.mu.Unlock()
+	}
+	h.send("c", "wait")
+	h.send("c", "go")
+	waitUntil(t, "both handled", func() bool { return h.doneCount() == 2 })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !errors.Is(errs["wait"], ErrHandedBack) || errs["go"] != nil {
+		t.Fatalf("turn errors = %v", errs)
+	}
+	for _, r := range llm.reqs() {
+		if lastUser(r) == "wait" || strings.Contains(lastUser(r), "wait") {
+			t.Fatal("the refused message reached the model")
+		}
+	}
+	if n := len(llm.reqs()); n != 1 {
+		t.Fatalf("%d model calls, want 1", n)
 	}
 }

@@ -57,8 +57,18 @@ type LoopConfig struct {
 	// OnTurnDone is called after a message was fully handled (turn saved,
 	// replies published) or given up; the durable inbox marks it done.
 	OnTurnDone func(m bus.Inbound, err error)
-	Log        *slog.Logger
+	// Admit, when set, is asked before each message's turn starts; a
+	// message it refuses is not run but given back to the inbox
+	// (OnTurnDone with ErrHandedBack) to come again later. The cluster
+	// inbox refuses a message while an earlier one of its session is being
+	// redelivered, so a session's messages are answered in order.
+	Admit func(m bus.Inbound) bool
+	Log   *slog.Logger
 }
+
+// ErrHandedBack is OnTurnDone's error for a message Admit refused: it was
+// not run and must be delivered again.
+var ErrHandedBack = errors.New("agent: message handed back to the inbox")
 
 // Loop drains inbound messages: one worker per active session (FIFO within
 // a session), sessions in parallel, at most MaxConcurrentTurns LLM turns at
@@ -229,6 +239,12 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 		}
 		m := w.queue[0]
 		w.queue = w.queue[1:]
+		if l.cfg.Admit != nil && !l.cfg.Admit(m) {
+			l.mu.Unlock()
+			l.log.Info("message handed back: an earlier one of its session comes first", "session", key)
+			l.done(m, ErrHandedBack)
+			continue
+		}
 		turnCtx, cancel := context.WithCancel(ctx)
 		w.cancel = cancel
 		l.mu.Unlock()

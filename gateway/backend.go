@@ -23,6 +23,9 @@ type backend interface {
 	// memoryLock serialises memory writers sharing a workspace (nil: none
 	// needed).
 	memoryLock() func(ctx context.Context) (func(), error)
+	// admission is the agent loop's Admit (nil: every message runs when
+	// its turn comes).
+	admission() func(m bus.Inbound) bool
 	// services lists, in start order, what this process runs of g.
 	services(g *Gateway) []service
 	// status is the cluster part of Status (nil for local).
@@ -56,6 +59,7 @@ func openLocal(o Options, jobs *cron.Store) (*local, error) {
 
 func (l *local) sessions() session.Store                               { return l.store }
 func (l *local) cronStore() *cron.Store                                { return l.cron }
+func (l *local) admission() func(bus.Inbound) bool                     { return nil }
 func (l *local) memoryLock() func(ctx context.Context) (func(), error) { return nil }
 func (l *local) status(context.Context) *ClusterStatus                 { return nil }
 func (l *local) close()                                                { _ = l.jr.Close() }

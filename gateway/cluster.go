@@ -142,8 +142,9 @@ func openCluster(ctx context.Context, o Options, role string, jobs *cron.Store) 
 func (c *clusterBackend) runsAgent() bool    { return c.role != RoleChannels }
 func (c *clusterBackend) runsChannels() bool { return c.role != RoleWorker }
 
-func (c *clusterBackend) sessions() session.Store { return c.store }
-func (c *clusterBackend) cronStore() *cron.Store  { return c.cron }
+func (c *clusterBackend) sessions() session.Store           { return c.store }
+func (c *clusterBackend) cronStore() *cron.Store            { return c.cron }
+func (c *clusterBackend) admission() func(bus.Inbound) bool { return c.Bus.Admit }
 func (c *clusterBackend) memoryLock() func(ctx context.Context) (func(), error) {
 	// Workers share the workspace volume: one memory writer at a time.
 	return func(ctx context.Context) (func(), error) { return c.Lock(ctx, "memory") }

@@ -175,7 +175,7 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 		// The gate is built next; the agent runs only after New.
 		Targets: admitterFunc(func(ch, id string) bool { return g.gate != nil && g.gate.Admits(ch, id) }),
 		Out:     g.dl.publisher(g.be), Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
-		Observer: g.metrics, OnTurnDone: g.turnDone, Redact: g.o.Redact, Log: g.log,
+		Observer: g.metrics, OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Log: g.log,
 	})
 }
 
@@ -183,8 +183,8 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 func (g *Gateway) turnDone(m bus.Inbound, err error) {
 	outcome := "ok"
 	switch {
-	case errors.Is(err, context.Canceled) && g.stopping.Load():
-		g.be.Done(m, true, err) // replayed at the next start
+	case errors.Is(err, context.Canceled) && g.stopping.Load(), errors.Is(err, agent.ErrHandedBack):
+		g.be.Done(m, true, err) // replayed at the next start, or redelivered
 		return
 	case errors.Is(err, context.Canceled):
 		outcome = "stopped"

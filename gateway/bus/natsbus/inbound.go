@@ -453,6 +453,7 @@ func (b *Bus) feed(pctx context.Context, cons jetstream.Consumer, p int, gen uin
 		switch {
 		case err == nil:
 			b.log.Info("worker: skipping a message already answered", "partition", p, "seq", meta.Sequence.Stream)
+			b.skipped(m.Key(), p, gen, meta.Sequence.Stream)
 			_ = msg.Ack()
 			continue
 		case !errors.Is(err, jetstream.ErrKeyNotFound):
@@ -460,7 +461,7 @@ func (b *Bus) feed(pctx context.Context, cons jetstream.Consumer, p int, gen uin
 			return fmt.Errorf("done check: %w", err)
 		}
 		m.ID = strconv.Itoa(p) + "." + strconv.FormatUint(meta.Sequence.Stream, 10)
-		b.track(m.ID, &pending{msg: msg, part: p, gen: gen, key: doneKey, sess: m.Key()})
+		b.track(m.ID, &pending{msg: msg, part: p, gen: gen, key: doneKey, sess: m.Key(), seq: meta.Sequence.Stream})
 		if !b.hand(pctx, m, p, gen) {
 			b.untrack(m.ID)
 			return nil

@@ -155,7 +155,19 @@ type Bus struct {
 	// pubFailed marks sessions whose reply could not be published: the
 	// message being worked on is replayed instead of acknowledged.
 	pubFailed map[string]bool
-	wg        sync.WaitGroup
+	// handedBack holds, per session, the first message handed back for
+	// another delivery: later messages of the session wait behind it (see
+	// Admit), so a redelivered message is never answered after its
+	// successors.
+	handedBack map[string]handedBack
+	wg         sync.WaitGroup
+}
+
+// handedBack is a message given back to JetStream by Done.
+type handedBack struct {
+	part int
+	gen  uint64
+	seq  uint64
 }
 
 // pending is a delivered, not yet acknowledged message.
@@ -165,6 +177,7 @@ type pending struct {
 	gen  uint64 // the partition's ownership generation it was delivered in
 	key  string // done marker key, inbound only
 	sess string // session key, inbound only
+	seq  uint64 // stream sequence, inbound only
 }
 
 // ErrClosed is bus.ErrClosed: Publish after Close.
@@ -186,7 +199,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 		inStream: upper + "_IN", outStream: upper + "_OUT",
 		inSubj: lower + ".in", outSubj: lower + ".out",
 		in: make(chan bus.Inbound), out: make(chan bus.Outbound),
-		closing: make(chan struct{}), inflight: map[string]*pending{}, pubFailed: map[string]bool{},
+		closing: make(chan struct{}), inflight: map[string]*pending{}, pubFailed: map[string]bool{}, handedBack: map[string]handedBack{},
 	}
 	for _, sc := range []jetstream.StreamConfig{
 		{Name: b.inStream, Subjects: []string{b.inSubj + ".>"}, Storage: jetstream.FileStorage, Replicas: o.Replicas,
@@ -342,6 +355,11 @@ func (b *Bus) Done(m bus.Inbound, replay bool) {
 		return
 	}
 	if replay {
+		b.mu.Lock()
+		if h, ok := b.handedBack[p.sess]; !ok || h.part != p.part || h.gen != p.gen || p.seq < h.seq {
+			b.handedBack[p.sess] = handedBack{part: p.part, gen: p.gen, seq: p.seq}
+		}
+		b.mu.Unlock()
 		_ = p.msg.Nak()
 		return
 	}
@@ -364,6 +382,43 @@ func (b *Bus) Done(m bus.Inbound, replay bool) {
 		return p.msg.DoubleAck(ctx)
 	}); err != nil {
 		b.log.Warn("acknowledging inbound failed; it may be replayed (and skipped as done)", "err", err)
+	}
+}
+
+// Admit reports whether inbound m may start its turn now (the agent loop
+// asks before each turn). It may not while an earlier message of its
+// session was handed back by Done and has not come round again: m is then
+// handed back too (the loop calls Done with replay), and JetStream
+// redelivers both in stream order. The earlier message clears the wait
+// when it is admitted, or when it turns out to be done already.
+func (b *Bus) Admit(m bus.Inbound) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, ok := b.inflight[m.ID]
+	if !ok || p.part < 0 {
+		return true
+	}
+	h, ok := b.handedBack[p.sess]
+	switch {
+	case !ok:
+		return true
+	case h.part != p.part || h.gen != p.gen:
+		delete(b.handedBack, p.sess) // from an earlier ownership of the partition
+		return true
+	case p.seq > h.seq:
+		return false
+	}
+	delete(b.handedBack, p.sess)
+	return true
+}
+
+// skipped clears the wait on session sess when the message handed back
+// (at seq) is found answered already and skipped.
+func (b *Bus) skipped(sess string, part int, gen, seq uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h, ok := b.handedBack[sess]; ok && h.part == part && h.gen == gen && h.seq == seq {
+		delete(b.handedBack, sess)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -330,4 +331,61 @@ func (r *refusalCounter) Create(ctx context.Context, key string, value []byte, o
 		r.n.Add(1)
 	}
 	return rev, err
+}
+
+// A message handed back for redelivery (its reply could not be published
+// while NATS was away) holds back the later messages of its session: they
+// are handed back too instead of running, and all come again in order, so
+// the earlier message is never answered after its successors.
+func TestHandedBackMessageComesBeforeItsSuccessors(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), true, false)
+	ctx := context.Background()
+	other := bus.Inbound{Channel: "c", ChatID: "other", MessageID: "o", Content: "other"}
+	for i := range 3 {
+		if err := a.PublishInbound(ctx, bus.Inbound{Channel: "c", ChatID: "s", MessageID: fmt.Sprint(i), Content: fmt.Sprint("m", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.PublishInbound(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bus.Inbound{}
+	for range 4 {
+		m, ok := recv(t, a.Inbound(), 10*time.Second)
+		if !ok {
+			t.Fatal("not all messages delivered")
+		}
+		got[m.Content] = m
+	}
+	if !a.Admit(got["m0"]) {
+		t.Fatal("the first message was refused")
+	}
+	a.Done(got["m0"], true) // its reply could not be published: replay it
+	for _, c := range []string{"m1", "m2"} {
+		if a.Admit(got[c]) {
+			t.Fatalf("%s may run while m0, before it, waits for redelivery", c)
+		}
+		a.Done(got[c], true)
+	}
+	if !a.Admit(got["other"]) {
+		t.Fatal("another session's message was held back")
+	}
+	a.Done(got["other"], false)
+
+	var order []string
+	for range 3 {
+		m, ok := recv(t, a.Inbound(), 10*time.Second)
+		if !ok {
+			t.Fatalf("redelivered so far %v, want m0 m1 m2", order)
+		}
+		if !a.Admit(m) {
+			t.Fatalf("redelivered %s refused (order so far %v)", m.Content, order)
+		}
+		order = append(order, m.Content)
+		a.Done(m, false)
+	}
+	if !slices.Equal(order, []string{"m0", "m1", "m2"}) {
+		t.Fatalf("redelivered in order %v, want m0 m1 m2", order)
+	}
 }
