@@ -442,8 +442,8 @@ func TestAPIConcurrentStreamingClients(t *testing.T) {
 	r := startGateway(t, apiConfig(), newAPILLM())
 	cl := apiClient(r.addr)
 	var wg sync.WaitGroup
-	errs := make(chan error, 10)
-	for i := range 10 {
+	errs := make(chan error, 20)
+	for i := range 20 {
 		wg.Go(func() {
 			want := fmt.Sprintf("echo: client %d says hi", i)
 			acc, _, err := streamAnswer(t.Context(), cl, openai.ChatCompletionNewParams{
