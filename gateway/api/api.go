@@ -30,7 +30,8 @@
 //
 // Concurrency: the handler, Send, Edit and StreamEnded are called
 // concurrently; all shared state is behind one mutex per channel and one
-// per request.
+// per request, the record of stored conversations behind its own, and each
+// key's rate limiter locks itself.
 package api
 
 import (
