@@ -9,7 +9,8 @@ import (
 // APIConfig is the OpenAI-compatible API the gateway serves under /v1 (see
 // docs/api.md).
 type APIConfig struct {
-	// Enabled serves /v1/models and /v1/chat/completions. Default true.
+	// Enabled serves /v1/models, /v1/chat/completions and /v1/responses.
+	// Default true.
 	Enabled bool `json:"enabled"`
 	// APIKey is a key clients must send as "Authorization: Bearer <key>".
 	// With neither APIKey nor APIKeys the API needs no key, which the
@@ -22,12 +23,32 @@ type APIConfig struct {
 	// allowed to call the API from a web page; "*" allows any. Default
 	// none.
 	CORSOrigins []string `json:"corsOrigins"`
-	// MaxBodyBytes bounds a request body. Default 8 MiB.
+	// MaxBodyBytes bounds a JSON request body (images sent as data URLs
+	// included). Default 8 MiB.
 	MaxBodyBytes int64 `json:"maxBodyBytes"`
+	// MaxUploadBytes bounds a multipart/form-data request (a message with
+	// files). Default 20 MiB.
+	MaxUploadBytes int64 `json:"maxUploadBytes"`
+	// RateLimit limits each key's requests.
+	RateLimit APIRateLimit `json:"rateLimit"`
+}
+
+// APIRateLimit is a per-key request limit (a token bucket: a key may send
+// RequestsPerMinute requests at once, then one every 60/RequestsPerMinute
+// seconds).
+type APIRateLimit struct {
+	// RequestsPerMinute is each key's limit on requests that run a turn
+	// (chat completions, responses); over it the API answers 429 with
+	// Retry-After. Without keys, all loopback clients share one limit.
+	// Default 0: no limit.
+	RequestsPerMinute int `json:"requestsPerMinute"`
 }
 
 // DefaultAPIMaxBodyBytes is APIConfig.MaxBodyBytes's default.
 const DefaultAPIMaxBodyBytes = 8 << 20
+
+// DefaultAPIMaxUploadBytes is APIConfig.MaxUploadBytes's default.
+const DefaultAPIMaxUploadBytes = 20 << 20
 
 // Keys returns every configured API key (APIKey first), without blanks.
 func (c APIConfig) Keys() []string {
@@ -62,4 +83,6 @@ func (v *validator) api(c APIConfig) {
 		}
 	}
 	v.require(c.MaxBodyBytes >= 1024 && c.MaxBodyBytes <= 1<<30, p+"maxBodyBytes", "want 1024 to 1073741824 bytes, got %d", c.MaxBodyBytes)
+	v.require(c.MaxUploadBytes >= 1024 && c.MaxUploadBytes <= 1<<30, p+"maxUploadBytes", "want 1024 to 1073741824 bytes, got %d", c.MaxUploadBytes)
+	v.require(c.RateLimit.RequestsPerMinute >= 0 && c.RateLimit.RequestsPerMinute <= 1_000_000, p+"rateLimit.requestsPerMinute", "want 0 (no limit) to 1000000, got %d", c.RateLimit.RequestsPerMinute)
 }

@@ -18,6 +18,9 @@ func TestAPIConfigValidation(t *testing.T) {
 		{"origin with path", func(c *APIConfig) { c.CORSOrigins = []string{"https://a.example/chat"} }, "api.corsOrigins[0]"},
 		{"any origin", func(c *APIConfig) { c.CORSOrigins = []string{"*", "http://localhost:3000"} }, ""},
 		{"tiny body", func(c *APIConfig) { c.MaxBodyBytes = 10 }, "api.maxBodyBytes"},
+		{"tiny upload", func(c *APIConfig) { c.MaxUploadBytes = 10 }, "api.maxUploadBytes"},
+		{"rate limit", func(c *APIConfig) { c.RateLimit.RequestsPerMinute = 60 }, ""},
+		{"negative rate limit", func(c *APIConfig) { c.RateLimit.RequestsPerMinute = -1 }, "api.rateLimit.requestsPerMinute"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,7 +43,7 @@ func TestAPIConfigValidation(t *testing.T) {
 			}
 		})
 	}
-	if !Default().API.Enabled || Default().API.MaxBodyBytes != 8<<20 {
-		t.Errorf("defaults: %+v, want enabled with 8 MiB bodies", Default().API)
+	if d := Default().API; !d.Enabled || d.MaxBodyBytes != 8<<20 || d.MaxUploadBytes != 20<<20 || d.RateLimit.RequestsPerMinute != 0 {
+		t.Errorf("defaults: %+v, want enabled with 8 MiB bodies, 20 MiB uploads, no rate limit", d)
 	}
 }

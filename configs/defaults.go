@@ -36,7 +36,7 @@ func Default() Config {
 			AllowedHosts: []string{},
 			Heartbeat:    HeartbeatConfig{Enabled: true, IntervalS: 1800},
 		},
-		API: APIConfig{Enabled: true, APIKeys: []string{}, CORSOrigins: []string{}, MaxBodyBytes: DefaultAPIMaxBodyBytes},
+		API: APIConfig{Enabled: true, APIKeys: []string{}, CORSOrigins: []string{}, MaxBodyBytes: DefaultAPIMaxBodyBytes, MaxUploadBytes: DefaultAPIMaxUploadBytes},
 		Tools: ToolsConfig{
 			RestrictToWorkspace: true,
 			Exec: ExecConfig{

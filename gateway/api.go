@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/nanobot-go/nanobot/gateway/api"
+	"github.com/nanobot-go/nanobot/providers"
 )
 
 // newAPI builds the OpenAI-compatible API (a channel of the gateway, not
@@ -24,8 +25,16 @@ func (g *Gateway) newAPI() (*api.Channel, error) {
 		}
 		return nil, fmt.Errorf("gateway: the OpenAI-compatible API has no key but the gateway listens beyond loopback (%s, gateway.host): set api.apiKey (or api.apiKeys), or set api.enabled to false", bind)
 	}
+	// With no provider configured every turn would only say so: the API
+	// says it up front, as a 503 a client can act on.
+	var unconfigured string
+	if u, ok := g.o.Provider.(providers.Unconfigured); ok {
+		unconfigured = u.Message()
+	}
 	return api.New(api.Config{
 		Keys: keys, CORSOrigins: c.CORSOrigins, MaxBodyBytes: c.MaxBodyBytes,
+		MaxUploadBytes: c.MaxUploadBytes, RequestsPerMinute: c.RateLimit.RequestsPerMinute,
+		MediaDir: g.o.Paths.Media, StateDir: g.o.Paths.State, Unconfigured: unconfigured,
 		Model: g.cfg.Agents.Defaults.Model, Log: g.log,
 	}), nil
 }

@@ -5,13 +5,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
 
 // The official Node SDK (npm "openai", installed by .ci/run into
 // NANOBOT_TEST_NODE_MODULES) drives the same calls as the Go client:
-// models, a completion, a stream with usage, an unknown model.
+// models, a completion, a stream with usage, an unknown model, and
+// responses (one, one continuing it, one streamed).
 func TestAPIWithNodeSDK(t *testing.T) {
 	mods := os.Getenv("NANOBOT_TEST_NODE_MODULES")
 	node, err := exec.LookPath("node")
@@ -50,6 +52,23 @@ func TestAPIWithNodeSDK(t *testing.T) {
 			Total int `json:"total_tokens"`
 		} `json:"streamUsage"`
 		NotFound int `json:"notFound"`
+		Response struct {
+			ID    string `json:"id"`
+			Text  string `json:"text"`
+			Usage struct {
+				Total int `json:"total_tokens"`
+			} `json:"usage"`
+		} `json:"response"`
+		Next struct {
+			Previous string `json:"previous"`
+			Text     string `json:"text"`
+		} `json:"next"`
+		ResponseStream struct {
+			Events []string `json:"events"`
+			Deltas string   `json:"deltas"`
+			Text   string   `json:"text"`
+			Status string   `json:"status"`
+		} `json:"responseStream"`
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("node output %q: %v", out, err)
@@ -65,5 +84,17 @@ func TestAPIWithNodeSDK(t *testing.T) {
 	}
 	if got.NotFound != 404 {
 		t.Errorf("unknown model: status %d, want 404", got.NotFound)
+	}
+	if got.Response.Text != "echo: respond to node" || got.Response.Usage.Total != 13 {
+		t.Errorf("response %q with %d tokens, want the echo with 13", got.Response.Text, got.Response.Usage.Total)
+	}
+	if got.Next.Previous != got.Response.ID || got.Next.Text != "echo: and again" {
+		t.Errorf("continued response: previous %q text %q, want %q and the echo", got.Next.Previous, got.Next.Text, got.Response.ID)
+	}
+	rs := got.ResponseStream
+	wantEvents := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
+		"response.output_text.delta", "response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"}
+	if !slices.Equal(rs.Events, wantEvents) || rs.Deltas != "echo: stream a response" || rs.Text != rs.Deltas || rs.Status != "completed" {
+		t.Errorf("streamed response: events %q, deltas %q, text %q, status %q", rs.Events, rs.Deltas, rs.Text, rs.Status)
 	}
 }

@@ -399,7 +399,10 @@ func TestAPIBadRequests(t *testing.T) {
 		{"empty messages", `{"messages":[]}`, "", [2]string{}, 400, "messages"},
 		{"bad role", `{"messages":[{"role":"robot","content":"hi"}]}`, "", [2]string{}, 400, "messages[0].role"},
 		{"last not user", `{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}`, "", [2]string{}, 400, "messages[1].role"},
-		{"image part", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, "", [2]string{}, 400, "messages[0].content[0].type"},
+		{"image not a data URL", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, "", [2]string{}, 400, "messages[0].content[0].image_url.url"},
+		{"remote image", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"http://169.254.169.254/x.png"}}]}]}`, "", [2]string{}, 400, "not fetched"},
+		{"data URL not an image", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,aGVsbG8="}}]}]}`, "", [2]string{}, 400, "not an image"},
+		{"unknown part", `{"messages":[{"role":"user","content":[{"type":"input_audio"}]}]}`, "", [2]string{}, 400, "messages[0].content[0].type"},
 		{"bad session id", `{"session_id":"../etc","messages":` + user + `}`, "", [2]string{}, 400, "session_id"},
 		{"unknown model", `{"model":"gpt-4o","messages":` + user + `}`, "", [2]string{}, 404, "gpt-4o"},
 		{"too large", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 4096) + `"}]}`, "", [2]string{}, 413, "api.maxBodyBytes"},
@@ -439,8 +442,8 @@ func TestAPIConcurrentStreamingClients(t *testing.T) {
 	r := startGateway(t, apiConfig(), newAPILLM())
 	cl := apiClient(r.addr)
 	var wg sync.WaitGroup
-	errs := make(chan error, 10)
-	for i := range 10 {
+	errs := make(chan error, 20)
+	for i := range 20 {
 		wg.Go(func() {
 			want := fmt.Sprintf("echo: client %d says hi", i)
 			acc, _, err := streamAnswer(t.Context(), cl, openai.ChatCompletionNewParams{

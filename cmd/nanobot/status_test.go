@@ -16,6 +16,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/providers"
 )
 
 func TestStatusShowsRunningGateway(t *testing.T) {
@@ -37,7 +38,7 @@ func TestStatusShowsRunningGateway(t *testing.T) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- gateway.Run(ctx, gateway.Options{Config: &l.Config, Paths: l.Paths, Provider: unconfigured{}, Channels: newChannelRegistry(), Listener: ln, Stderr: io.Discard, Ready: func(string) { close(ready) }})
+		done <- gateway.Run(ctx, gateway.Options{Config: &l.Config, Paths: l.Paths, Provider: providers.Unconfigured{}, Channels: newChannelRegistry(), Listener: ln, Stderr: io.Discard, Ready: func(string) { close(ready) }})
 	}()
 	defer func() { cancel(); <-done }()
 	select {
@@ -87,7 +88,7 @@ func TestStatusShowsCluster(t *testing.T) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- gateway.Run(ctx, gateway.Options{Config: &l.Config, Paths: l.Paths, Provider: unconfigured{}, Channels: newChannelRegistry(), Listener: ln,
+		done <- gateway.Run(ctx, gateway.Options{Config: &l.Config, Paths: l.Paths, Provider: providers.Unconfigured{}, Channels: newChannelRegistry(), Listener: ln,
 			Stderr: io.Discard, Instance: "node-a", Ready: func(string) { close(ready) }})
 	}()
 	defer func() { cancel(); <-done }()

@@ -33,7 +33,7 @@ func buildProvider(c *configs.Config, log *slog.Logger) (providers.Provider, str
 	p, ress, err := providers.NewChain(d.Model, d.FallbackModels, d.Provider, providerSettings(c), opts)
 	if err != nil {
 		log.Warn("no usable LLM provider; the agent will answer with setup instructions", "model", d.Model, "err", err)
-		return unconfigured{reason: err.Error()}, d.Model, "none: " + err.Error(), nil
+		return providers.Unconfigured{Reason: err.Error()}, d.Model, "none: " + err.Error(), nil
 	}
 	note := fmt.Sprintf("%s (%s)", ress[0].Provider, ress[0].Reason)
 	log.Debug("provider resolved", "model", d.Model, "provider", ress[0].Provider, "reason", ress[0].Reason)

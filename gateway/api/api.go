@@ -1,7 +1,7 @@
 // Package api serves the OpenAI-compatible API under /v1 on the gateway's
-// HTTP server: GET /v1/models and POST /v1/chat/completions (streaming and
-// not), so scripts and OpenAI front-ends (Open WebUI, LibreChat) reach the
-// agent.
+// HTTP server: GET /v1/models, POST /v1/chat/completions and POST
+// /v1/responses (streaming and not, JSON or multipart with files), so
+// scripts and OpenAI front-ends (Open WebUI, LibreChat) reach the agent.
 //
 // The API is a channel named "api" (channels.Channel, Editor, StreamEnder,
 // WebhookHandler): each request gets a fresh chat id, its last user message
@@ -11,8 +11,12 @@
 // never reach the client. A request with a session id ("session_id" in the
 // body or the X-Session-Id header) continues the server-side session
 // "api:<id>"; without one the request is stateless: the messages sent are
-// the whole conversation and nothing is stored. A client that goes away
-// stops its turn (a /stop for its session).
+// the whole conversation and nothing is stored. A response (/v1/responses)
+// starts or continues (previous_response_id) the session
+// "api:resp-<root id>" unless store is false (see store.go). Images (data
+// URLs, multipart files) are saved to the media folder and reach the agent
+// as the message's media. A client that goes away stops its turn (a /stop
+// for its session).
 //
 // Access: with keys configured every request needs "Authorization: Bearer
 // <key>" (compared in constant time). Without keys (allowed by the gateway
@@ -21,9 +25,13 @@
 // origins, and only with a JSON body (so a foreign page cannot post a
 // "simple" form request to a local gateway).
 //
+// Limits: an optional token bucket per key (429 with Retry-After), and 503
+// for every turn while no LLM provider is configured.
+//
 // Concurrency: the handler, Send, Edit and StreamEnded are called
 // concurrently; all shared state is behind one mutex per channel and one
-// per request.
+// per request, the record of stored conversations behind its own, and each
+// key's rate limiter locks itself.
 package api
 
 import (
@@ -31,6 +39,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -49,8 +58,23 @@ type Config struct {
 	Keys []string
 	// CORSOrigins are the browser origins allowed to call; "*" any.
 	CORSOrigins []string
-	// MaxBodyBytes bounds a request body.
+	// MaxBodyBytes bounds a JSON request body (images in data URLs
+	// included) and each text field of a multipart one.
 	MaxBodyBytes int64
+	// MaxUploadBytes bounds a multipart/form-data body (default 20 MiB).
+	MaxUploadBytes int64
+	// RequestsPerMinute is each key's rate limit for requests that run a
+	// turn; 0 is none.
+	RequestsPerMinute int
+	// MediaDir is the gateway's media folder; uploads go to its "inbound"
+	// folder. Empty: requests with images or files are refused.
+	MediaDir string
+	// StateDir holds the record of stored response conversations. Empty:
+	// kept in memory only (tests).
+	StateDir string
+	// Unconfigured, when set, says why no LLM provider is configured: every
+	// request that would run a turn is answered 503 with it.
+	Unconfigured string
 	// Model is the agent's model (agents.defaults.model), the model id the
 	// API lists; "nanobot" is accepted as well.
 	Model string
@@ -72,6 +96,9 @@ type Channel struct {
 
 	started     chan struct{} // closed when Run first runs
 	startedOnce sync.Once
+
+	limits *limiters // nil: no rate limit
+	convs  *conversations
 
 	mu      sync.Mutex
 	inbox   channels.Inbox // set while Run runs
@@ -99,8 +126,17 @@ func New(cfg Config) *Channel {
 		cfg.StopTimeout = 5 * time.Second
 	}
 	c := &Channel{cfg: cfg, log: cfg.Log.With("channel", Name), waiters: map[string]*waiter{}, started: make(chan struct{})}
+	if cfg.MaxUploadBytes <= 0 {
+		cfg.MaxUploadBytes = 20 << 20
+	}
+	c.cfg = cfg
 	for _, k := range cfg.Keys {
 		c.keys = append(c.keys, digest(k))
+	}
+	c.limits = newLimiters(cfg.RequestsPerMinute, c.keys)
+	c.convs = &conversations{}
+	if cfg.StateDir != "" {
+		c.convs.path = filepath.Join(cfg.StateDir, conversationsFile)
 	}
 	return c
 }

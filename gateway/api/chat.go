@@ -1,19 +1,15 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"regexp"
 	"strings"
 	"time"
 
-	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
@@ -68,163 +64,105 @@ type chatMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
-type contentPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
 // sessionIDPattern keeps session ids usable as file names and keys.
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
-// badRequest is a 400 naming the field at fault.
-type badRequest struct{ param, msg string }
+// chatParts are the content parts of chat completion messages.
+var chatParts = partKinds{text: []string{"text"}, image: "image_url"}
 
-func (e *badRequest) Error() string { return e.msg }
-
-func bad(param, format string, args ...any) *badRequest {
-	return &badRequest{param: param, msg: param + ": " + fmt.Sprintf(format, args...)}
-}
-
-// parseChat reads and checks a chat completion request.
-func (c *Channel) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest, []bus.Turn, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return nil, nil, &badRequest{param: "", msg: "Content-Type must be application/json"}
-		}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.cfg.MaxBodyBytes))
-	if err != nil {
-		return nil, nil, err
+// parseChat reads and checks a chat completion request (JSON, or a
+// multipart form with files); it returns the conversation and the last
+// user message's uploads.
+func (c *Channel) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest, []bus.Turn, []upload, error) {
+	if isMultipart(r) {
+		return c.parseChatForm(w, r)
 	}
 	var req chatRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&req); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			field := te.Field
-			if field == "" {
-				return nil, nil, &badRequest{msg: "the request body must be a JSON object"}
-			}
-			return nil, nil, bad(field, "want %s, got %s", jsonKind(te.Type.Kind().String()), te.Value)
-		}
-		return nil, nil, &badRequest{msg: "invalid JSON in request body: " + err.Error()}
+	if err := c.decodeJSON(w, r, &req); err != nil {
+		return nil, nil, nil, err
 	}
 	if len(req.Messages) == 0 {
-		return nil, nil, bad("messages", "required: a non-empty array of messages ending with a user message")
+		return nil, nil, nil, bad("messages", "required: a non-empty array of messages ending with a user message")
 	}
 	turns := make([]bus.Turn, 0, len(req.Messages))
+	var ups []upload
 	for i, m := range req.Messages {
 		p := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool":
 		case "":
-			return nil, nil, bad(p+".role", "required")
+			return nil, nil, nil, bad(p+".role", "required")
 		default:
-			return nil, nil, bad(p+".role", "want system, developer, user, assistant or tool, got %q", m.Role)
+			return nil, nil, nil, bad(p+".role", "want system, developer, user, assistant or tool, got %q", m.Role)
 		}
-		text, err := messageText(p+".content", m.Content)
+		last := i == len(req.Messages)-1
+		text, images, err := parseContent(p+".content", m.Content, chatParts, last)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		if last {
+			ups = images
 		}
 		turns = append(turns, bus.Turn{Role: m.Role, Content: text})
 	}
 	last := turns[len(turns)-1]
 	if last.Role != "user" {
-		return nil, nil, bad(fmt.Sprintf("messages[%d].role", len(turns)-1), "the last message must be from the user, got %q", last.Role)
+		return nil, nil, nil, bad(fmt.Sprintf("messages[%d].role", len(turns)-1), "the last message must be from the user, got %q", last.Role)
 	}
-	if strings.TrimSpace(last.Content) == "" {
-		return nil, nil, bad(fmt.Sprintf("messages[%d].content", len(turns)-1), "must not be empty")
+	if strings.TrimSpace(last.Content) == "" && len(ups) == 0 {
+		return nil, nil, nil, bad(fmt.Sprintf("messages[%d].content", len(turns)-1), "must not be empty")
 	}
-	if req.SessionID == "" {
-		req.SessionID = r.Header.Get("X-Session-Id")
+	if err := c.checkSession(r, &req.SessionID); err != nil {
+		return nil, nil, nil, err
 	}
-	if req.SessionID != "" && !sessionIDPattern.MatchString(req.SessionID) {
-		return nil, nil, bad("session_id", "want 1 to 128 letters, digits or . _ : -")
-	}
-	return &req, turns, nil
+	return &req, turns, ups, nil
 }
 
-// messageText reads a message's content: a string, null, or an array of
-// text parts.
-func messageText(param string, raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+// parseChatForm reads a multipart chat request: message, files, session_id,
+// model, stream.
+func (c *Channel) parseChatForm(w http.ResponseWriter, r *http.Request) (*chatRequest, []bus.Turn, []upload, error) {
+	f, err := c.readForm(w, r)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", bad(param, "invalid string")
-		}
-		return s, nil
-	case '[':
-		var parts []json.RawMessage
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", bad(param, "invalid array")
-		}
-		var b strings.Builder
-		for i, pr := range parts {
-			var part contentPart
-			if err := json.Unmarshal(pr, &part); err != nil {
-				return "", bad(fmt.Sprintf("%s[%d]", param, i), "want an object with type and text")
-			}
-			if part.Type != "text" {
-				return "", bad(fmt.Sprintf("%s[%d].type", param, i), "only text parts are supported, got %q", part.Type)
-			}
-			if b.Len() > 0 {
-				b.WriteString("\n")
-			}
-			b.WriteString(part.Text)
-		}
-		return b.String(), nil
+	req := chatRequest{Model: f.fields["model"], SessionID: f.fields["session_id"]}
+	stream, err := f.boolField("stream")
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return "", bad(param, "want a string or an array of text parts")
+	req.Stream = stream != nil && *stream
+	text := f.fields["message"]
+	if strings.TrimSpace(text) == "" && len(f.files) == 0 {
+		return nil, nil, nil, bad("message", "required: the message text (or at least one file in files)")
+	}
+	if err := c.checkSession(r, &req.SessionID); err != nil {
+		return nil, nil, nil, err
+	}
+	return &req, []bus.Turn{{Role: "user", Content: text}}, f.files, nil
 }
 
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "bool":
-		return "a boolean"
-	case "string":
-		return "a string"
-	case "slice":
-		return "an array"
-	case "struct", "map", "ptr":
-		return "an object"
+// checkSession takes the session id from the X-Session-Id header when the
+// body has none, and checks it.
+func (c *Channel) checkSession(r *http.Request, id *string) error {
+	if *id == "" {
+		*id = r.Header.Get("X-Session-Id")
 	}
-	return "a " + goKind
+	if *id != "" && !sessionIDPattern.MatchString(*id) {
+		return bad("session_id", "want 1 to 128 letters, digits or . _ : -")
+	}
+	return nil
 }
 
 func (c *Channel) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	req, turns, err := c.parseChat(w, r)
+	req, turns, ups, err := c.parseChat(w, r)
 	if err != nil {
-		var br *badRequest
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &br):
-			writeParamError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", br.param, br.msg)
-		case errors.As(err, &tooBig):
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("request body is larger than %d bytes (api.maxBodyBytes)", tooBig.Limit))
-		default:
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", "could not read the request body")
-		}
+		writeRequestError(w, err)
 		return
 	}
-	if !c.knownModel(req.Model) {
-		writeParamError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model", fmt.Sprintf("model %q does not exist (this gateway serves %q; omit model or use %q)", req.Model, c.cfg.Model, c.cfg.Model))
+	model, ok := c.admitTurn(w, req.Model)
+	if !ok {
 		return
 	}
-	model := req.Model
-	if model == "" {
-		model = c.cfg.Model
-	}
-	inbox := c.awaitInbox(r.Context())
-	if inbox == nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "unavailable", "the gateway is starting or stopping; try again")
-		return
-	}
-
 	chatID := "req-" + newID()
 	m := bus.Inbound{
 		Channel: Name, ChatID: chatID, SenderID: Name, Source: bus.SourceAPI,
@@ -235,20 +173,11 @@ func (c *Channel) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	} else {
 		m.Ephemeral, m.History = true, turns[:len(turns)-1]
 	}
-	wt := c.register(chatID)
-	defer c.unregister(chatID)
-	if err := inbox.Deliver(r.Context(), m); err != nil {
-		if r.Context().Err() != nil {
-			return
-		}
-		c.log.Warn("request not accepted", "err", err)
-		msg := "the gateway could not take the request; try again"
-		if errors.Is(err, channels.ErrUnavailable) {
-			msg = "the gateway cannot store messages right now (disk full or failing); try again later"
-		}
-		writeError(w, http.StatusServiceUnavailable, "server_error", "unavailable", msg)
+	wt, ok := c.submit(w, r, &m, ups)
+	if !ok {
 		return
 	}
+	defer c.unregister(chatID)
 	resp := completion{id: "chatcmpl-" + chatID[len("req-"):], model: model, created: time.Now().Unix()}
 	var finished bool
 	if req.Stream {

@@ -18,14 +18,20 @@ func (c *Channel) WebhookHandler() http.Handler {
 	mux.HandleFunc("GET /v1/models", c.models)
 	mux.HandleFunc("GET /v1/models/{id}", c.model)
 	mux.HandleFunc("POST /v1/chat/completions", c.chatCompletions)
+	mux.HandleFunc("POST /v1/responses", c.responses)
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "no route "+r.Method+" "+r.URL.Path+" (this gateway serves GET /v1/models and POST /v1/chat/completions)")
+		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "no route "+r.Method+" "+r.URL.Path+" (this gateway serves GET /v1/models, POST /v1/chat/completions and POST /v1/responses)")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !c.cors(w, r) {
 			return
 		}
-		if !c.authorized(w, r) {
+		key, ok := c.authorized(w, r)
+		if !ok {
+			return
+		}
+		// Listing models is free; what runs a turn counts.
+		if r.Method == http.MethodPost && c.rateLimited(w, key) {
 			return
 		}
 		mux.ServeHTTP(w, r)
@@ -57,22 +63,23 @@ func (c *Channel) cors(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// authorized checks the key; without keys, it admits only direct loopback
-// peers (a reverse proxy on the same machine would otherwise open the API
-// to whoever reaches the proxy).
-func (c *Channel) authorized(w http.ResponseWriter, r *http.Request) bool {
+// authorized checks the key and returns its digest (the rate limit's
+// bucket); without keys, it admits only direct loopback peers (a reverse
+// proxy on the same machine would otherwise open the API to whoever
+// reaches the proxy), all as the key "".
+func (c *Channel) authorized(w http.ResponseWriter, r *http.Request) (string, bool) {
 	if len(c.keys) == 0 {
 		if !directLoopback(r) {
 			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "this API has no key and answers only direct loopback clients; set api.apiKey to use it through a proxy or over the network")
-			return false
+			return "", false
 		}
-		return true
+		return "", true
 	}
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || token == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nanobot"`)
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing API key: send \"Authorization: Bearer <key>\" with a key from api.apiKey or api.apiKeys")
-		return false
+		return "", false
 	}
 	got := digest(strings.TrimSpace(token))
 	match := 0
@@ -82,9 +89,9 @@ func (c *Channel) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if match != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nanobot", error="invalid_token"`)
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "invalid API key")
-		return false
+		return "", false
 	}
-	return true
+	return string(got), true
 }
 
 // digest hashes a key, so keys of any length compare in constant time.

@@ -34,7 +34,23 @@ async function main() {
   } catch (e) {
     notFound = e.status;
   }
-  console.log(JSON.stringify({ ids, answer: done.choices[0].message.content, usage: done.usage, streamed, chunks, streamUsage: usage, notFound }));
+  const resp = await client.responses.create({ model: ids[0], input: 'respond to node', instructions: 'be brief' });
+  const next = await client.responses.create({ model: ids[0], input: 'and again', previous_response_id: resp.id });
+  const rstream = await client.responses.create({ model: ids[0], input: 'stream a response', stream: true });
+  const events = [];
+  let rdeltas = '';
+  let rdone = null;
+  for await (const ev of rstream) {
+    if (events[events.length - 1] !== ev.type) events.push(ev.type);
+    if (ev.type === 'response.output_text.delta') rdeltas += ev.delta;
+    if (ev.type === 'response.completed') rdone = ev.response;
+  }
+  console.log(JSON.stringify({
+    ids, answer: done.choices[0].message.content, usage: done.usage, streamed, chunks, streamUsage: usage, notFound,
+    response: { id: resp.id, text: resp.output_text, usage: resp.usage },
+    next: { previous: next.previous_response_id, text: next.output_text },
+    responseStream: { events, deltas: rdeltas, text: rdone && rdone.output[0].content[0].text, status: rdone && rdone.status },
+  }));
 }
 
 main().catch((e) => { console.error(String(e)); process.exit(1); });
