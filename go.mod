@@ -44,6 +44,8 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/line/line-bot-sdk-go/v8 v8.14.0
+
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.23.3 // indirect

@@ -11,9 +11,11 @@ import (
 	"github.com/nanobot-go/nanobot/channels/discord"
 	"github.com/nanobot-go/nanobot/channels/email"
 	"github.com/nanobot-go/nanobot/channels/feishu"
+	"github.com/nanobot-go/nanobot/channels/line"
 	"github.com/nanobot-go/nanobot/channels/matrix"
 	"github.com/nanobot-go/nanobot/channels/mochat"
 	"github.com/nanobot-go/nanobot/channels/qq"
+	"github.com/nanobot-go/nanobot/channels/signal"
 	"github.com/nanobot-go/nanobot/channels/slack"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/web"
@@ -115,6 +117,8 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("dingtalk", dingtalk.Factory()))
 	must(r.Register("wecom", wecom.Factory()))
 	must(r.Register("weixin", weixin.Factory()))
+	must(r.Register("signal", signal.Factory()))
+	must(r.Register("line", line.Factory()))
 	return r
 }
 
