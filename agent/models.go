@@ -130,17 +130,16 @@ func (l *Loop) modelCommand(ctx context.Context, m bus.Inbound, args string) err
 		var b strings.Builder
 		b.WriteString("Model presets:\n")
 		for _, n := range names {
-			mark := "  "
-			if n == current {
-				mark = "* "
-			}
 			desc := ""
 			if mdl, err := l.cfg.Presets.Resolve(n); err != nil {
 				desc = " (unavailable: " + err.Error() + ")"
 			} else {
 				desc = " — " + mdl.Model
 			}
-			fmt.Fprintf(&b, "%s%s%s\n", mark, n, desc)
+			if n == current {
+				desc += " (current)"
+			}
+			fmt.Fprintf(&b, "- %s%s\n", n, desc)
 		}
 		if current == "" {
 			fmt.Fprintf(&b, "Current: the agent's model (%s). Switch with /model <preset>.", l.cfg.Runner.Model)
