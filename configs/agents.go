@@ -110,7 +110,7 @@ type AgentProfile struct {
 	Sandbox string `json:"sandbox,omitempty"`
 	// Presets are the modelPresets a user may switch to with /model
 	// (unset: those of agents.defaults).
-	Presets []string `json:"presets,omitempty"`
+	Presets []string `json:"presets"`
 	// SessionScope is "per-chat" or "per-identity" (unset: the default's).
 	SessionScope string `json:"sessionScope,omitempty"`
 }
