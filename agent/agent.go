@@ -51,7 +51,14 @@ type Deps struct {
 	OnTurnDone func(m bus.Inbound, err error)
 	// Admit is asked before each turn (see LoopConfig); optional.
 	Admit func(m bus.Inbound) bool
-	Log   *slog.Logger
+	// Agent names the configured agent to assemble ("" or "default":
+	// agents.defaults; others from agents.list / agents.<name>). Its
+	// settings, tool policy and presets apply; paths must already be the
+	// agent's (configs.Paths.ForAgent).
+	Agent string
+	// Presets let chats switch models with /model (optional).
+	Presets Presets
+	Log     *slog.Logger
 }
 
 // Agent is an assembled agent: the loop that takes messages, with the
@@ -75,11 +82,26 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := cfg.Agents.Defaults
+	name := deps.Agent
+	if name == "" {
+		name = configs.DefaultAgent
+	}
+	profile, ok := cfg.AgentNamed(name)
+	if !ok {
+		return nil, fmt.Errorf("agent: no agent %q in the config", name)
+	}
+	if name != configs.DefaultAgent {
+		log = log.With("agent", name)
+	}
+	d := profile.Settings
 	a := &Agent{Location: d.Location()}
 	temp := d.Temperature
+	var toolSet ToolSet = deps.Tools
+	if !profile.Tools.Empty() {
+		toolSet = NewToolPolicy(deps.Tools, profile.Tools.Allow, profile.Tools.Deny)
+	}
 	a.Runner = &Runner{
-		Provider: deps.Provider, Tools: deps.Tools, Model: deps.Model, MaxTokens: d.MaxTokens,
+		Provider: deps.Provider, Tools: toolSet, Model: deps.Model, MaxTokens: d.MaxTokens,
 		Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
 		Stream: true, Observer: deps.Observer, Redact: deps.Redact, Log: log,
 	}
@@ -111,7 +133,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 	a.Loop = NewLoop(LoopConfig{
 		Store: deps.Store, Builder: builder, Runner: a.Runner, Subagents: a.Subagents, Consolidator: mem,
 		Out: deps.Out, MaxConcurrentTurns: d.MaxConcurrentTurns, MaxToolResultChars: d.MaxToolResultChars,
-		ContextWindowTokens: d.ContextWindowTokens, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Log: log,
+		ContextWindowTokens: d.ContextWindowTokens, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Log: log,
 	})
 	return a, nil
 }

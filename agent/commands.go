@@ -15,6 +15,7 @@ var Commands = []struct{ Name, Help string }{
 	{"new", "start a new conversation (the current one is archived to memory)"},
 	{"stop", "stop the current answer and anything queued"},
 	{"status", "show the model, conversation size and context use"},
+	{"model", "list the model presets; /model <preset> switches this chat, /model reset goes back"},
 	{"help", "show this help"},
 }
 
@@ -65,15 +66,18 @@ func (l *Loop) command(ctx context.Context, name string, m bus.Inbound) (handled
 		if err != nil {
 			return true, err
 		}
-		l.reply(ctx, m, l.statusText(sess.Key, len(sess.Messages), sess.LastConsolidated, l.estimateTokens(sess)))
+		l.reply(ctx, m, l.statusText(l.runnerFor(m, sess).Model, sess.Key, len(sess.Messages), sess.LastConsolidated, l.estimateTokens(sess)))
 		return true, nil
+	case "model":
+		_, args := parseCommand(m.Content)
+		return true, l.modelCommand(ctx, m, args)
 	}
 	return false, nil
 }
 
-func (l *Loop) statusText(key string, n, consolidated, tokens int) string {
+func (l *Loop) statusText(model, key string, n, consolidated, tokens int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Model: %s\n", l.cfg.Runner.Model)
+	fmt.Fprintf(&b, "Model: %s\n", model)
 	fmt.Fprintf(&b, "Conversation: %s, %d messages (%d consolidated into memory)\n", key, n, consolidated)
 	if w := l.cfg.ContextWindowTokens; w > 0 {
 		fmt.Fprintf(&b, "Context: about %d of %d tokens (%d%%)", tokens, w, tokens*100/w)

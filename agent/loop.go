@@ -19,6 +19,7 @@ type SessionStore interface {
 	Load(ctx context.Context, key string) (*session.Session, error)
 	Append(ctx context.Context, s *session.Session, msgs ...providers.Message) error
 	Archive(ctx context.Context, s *session.Session) error
+	SetMetadata(ctx context.Context, s *session.Session, key string, value any) error
 }
 
 // Outbox receives everything the agent says.
@@ -52,8 +53,11 @@ type LoopConfig struct {
 	MaxToolResultChars int
 	// ContextWindowTokens is shown by /status.
 	ContextWindowTokens int
-	Consolidator        Consolidator      // optional
-	Subagents           SubagentCanceller // optional
+	Consolidator        Consolidator // optional
+	// Presets let chats switch models (/model) and bindings pick one;
+	// optional.
+	Presets   Presets
+	Subagents SubagentCanceller // optional
 	// OnTurnDone is called after a message was fully handled (turn saved,
 	// replies published) or given up; the durable inbox marks it done.
 	OnTurnDone func(m bus.Inbound, err error)
@@ -84,6 +88,8 @@ type Loop struct {
 	busy       chan struct{} // closed when the last worker exits; nil while idle
 	lastActive [2]string     // channel, chat id of the latest message from a person
 	wg         sync.WaitGroup
+
+	presets presetRunners
 }
 
 type worker struct {
@@ -150,6 +156,8 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 		}
 		l.workers[key] = w
 	}
+	// Queue modes (collect, steer, interrupt) plug in here: today every
+	// message waits its turn behind the session's earlier ones.
 	w.queue = append(w.queue, m)
 	l.mu.Unlock()
 	if !ok {
@@ -403,7 +411,7 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 		Channel: m.Channel, ChatID: m.ChatID, SessionKey: sess.Key, MessageID: m.MessageID,
 		FromCron: m.Source == bus.SourceCron, SubAgent: false,
 	})
-	res, runErr := l.cfg.Runner.Run(runCtx, msgs, emit)
+	res, runErr := l.runnerFor(m, sess).Run(runCtx, msgs, emit)
 	release()
 
 	// Save whatever the turn produced, even when it was stopped or failed,

@@ -77,8 +77,15 @@ func (c *checker) check(path string, v any, t reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == channelsType {
+	switch t {
+	case channelsType:
 		c.checkChannels(path, v)
+		return
+	case agentsType:
+		c.checkAgents(path, v)
+		return
+	case fallbackType:
+		c.checkFallback(path, v)
 		return
 	}
 	switch t.Kind() {

@@ -32,13 +32,28 @@ type Config struct {
 	// Cluster runs the bot on several machines over NATS JetStream
 	// (optional; see docs/cluster.md).
 	Cluster ClusterConfig `json:"cluster"`
+	// ModelPresets are named models with their settings, picked by
+	// agents.*.modelPreset, bindings, fallbackModels and /model
+	// (docs/agents.md).
+	ModelPresets map[string]ModelPreset `json:"modelPresets"`
+	// Bindings route messages to agents; first match wins, the default
+	// agent otherwise.
+	Bindings []Binding `json:"bindings"`
+	// IdentityLinks name a person's accounts on several platforms
+	// ("alice": ["telegram:123", "slack:U9"]), for sessionScope
+	// "per-identity".
+	IdentityLinks map[string][]string `json:"identityLinks"`
 }
 
-// AgentsConfig holds agent settings. Only defaults exist today; named agents
-// may follow.
+// AgentsConfig holds the agents: the default agent (defaults) and more
+// agents in List or as agents.<name> objects (docs/agents.md).
 type AgentsConfig struct {
-	// Defaults applies to every conversation.
+	// Defaults is the default agent, and what other agents inherit.
 	Defaults AgentDefaults `json:"defaults"`
+	// List are more agents.
+	List []AgentProfile `json:"list"`
+	// Named are more agents written as agents.<name> objects.
+	Named map[string]AgentProfile `json:"-"`
 }
 
 // AgentDefaults are the agent's model and loop settings.
@@ -55,8 +70,27 @@ type AgentDefaults struct {
 	// name and the configured keys.
 	Provider string `json:"provider"`
 	// FallbackModels are tried in order when the primary model fails after
-	// retries.
-	FallbackModels []string `json:"fallbackModels"`
+	// retries: preset names, model names or inline objects {provider,
+	// model, maxTokens, ...}.
+	FallbackModels []FallbackModel `json:"fallbackModels"`
+	// ModelPreset names a modelPresets entry; it wins over Model, Provider
+	// and the per-model settings.
+	ModelPreset string `json:"modelPreset"`
+	// Presets are the modelPresets a user may switch to with /model
+	// (unset: all of them; [] none).
+	Presets []string `json:"presets"`
+	// Tools narrows the tools the agent offers (allow / deny by name).
+	Tools ToolPolicy `json:"tools"`
+	// SessionScope is "per-chat" (one conversation per chat) or
+	// "per-identity" (a person in identityLinks has one conversation
+	// across the platforms of their direct chats).
+	SessionScope string `json:"sessionScope"`
+	// MaxRepliesPerMinute caps the messages answered per chat and minute,
+	// so two bots cannot talk forever (0: no cap).
+	MaxRepliesPerMinute int `json:"maxRepliesPerMinute"`
+	// AllowBotMessages answers messages other bots sent (default false:
+	// they are ignored).
+	AllowBotMessages bool `json:"allowBotMessages"`
 	// MaxTokens caps the tokens of one reply.
 	MaxTokens int `json:"maxTokens"`
 	// ContextWindowTokens is the model's context window; memory

@@ -130,6 +130,7 @@ func Load(opts Options) (*Loaded, error) {
 	if probs := l.Config.Validate(); len(probs) > 0 {
 		return fail(probs, nil)
 	}
+	l.Warnings = append(l.Warnings, l.Config.AgentWarnings()...)
 	l.rememberExpansions()
 	l.Paths = PathsFor(l.Path, &l.Config)
 	return l, nil

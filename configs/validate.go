@@ -12,6 +12,13 @@ import (
 	_ "time/tzdata" // timezones work in a static binary on a scratch image
 )
 
+// AgentWarnings are findings about the agents that do not stop loading (two
+// agents sharing a workspace).
+func (c *Config) AgentWarnings() []string {
+	var v validator
+	return c.validateAgents(&v)
+}
+
 // Validate checks values that are well-typed but impossible: unknown enum
 // values, out-of-range numbers, unparsable patterns.
 func (c *Config) Validate() []FieldError {
@@ -37,9 +44,7 @@ func (c *Config) Validate() []FieldError {
 			v.add(p+"timezone", "unknown timezone %q", d.Timezone)
 		}
 	}
-	for i, m := range d.FallbackModels {
-		v.require(strings.TrimSpace(m) != "", fmt.Sprintf(p+"fallbackModels[%d]", i), "must not be empty")
-	}
+	c.validateAgents(&v)
 
 	for _, name := range sortedKeys(c.Providers) {
 		pc := c.Providers[name]

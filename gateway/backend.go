@@ -86,7 +86,7 @@ func (l *local) services(g *Gateway) []service {
 		// Replies a previous run left undelivered go first, so each chat
 		// gets them in order.
 		{name: "resume replies", start: func(ctx context.Context) error { return g.dl.resume(ctx, l) }},
-		g.agentService(func(ctx context.Context) error { return g.agent.Run(ctx, l.Inbound()) }),
+		g.agentService(func(ctx context.Context) error { return g.runAgents(ctx, l.Inbound()) }),
 		{name: "replay", start: func(ctx context.Context) error {
 			for _, m := range l.replay {
 				if m.Source == bus.SourceAPI {

@@ -165,10 +165,10 @@ func (c *clusterBackend) services(g *Gateway) []service {
 		svcs = append(svcs, g.agentService(func(ctx context.Context) error {
 			runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 			loopDone := make(chan struct{})
-			go func() { _ = g.agent.Run(runCtx, nil); close(loopDone) }()
+			go func() { _ = g.runAgents(runCtx, nil); close(loopDone) }()
 			err := c.RunWorkerWith(ctx, natsbus.WorkerHooks{
-				Submit: func(m bus.Inbound) { g.agent.Submit(ctx, m) },
-				Revoke: func(key string) { g.agent.StopSession(key) },
+				Submit: func(m bus.Inbound) { g.submit(ctx, m) },
+				Revoke: g.stopSession,
 			})
 			stopRun()
 			<-loopDone

@@ -37,6 +37,9 @@ type Gateway struct {
 	be      backend
 	dl      *delivery
 	agent   *agent.Agent // nil on a channels-only cluster instance
+	multi   *multiAgent  // more agents and their router; nil with agents.defaults only
+	presets presetProviders
+	limiter *replyLimiter
 	chans   []channels.Channel
 	gate    *channels.Gate
 	mgr     *channels.Manager
@@ -99,7 +102,11 @@ func New(ctx context.Context, o Options) (_ *Gateway, err error) {
 			_ = g.dl.Close()
 		}
 	}()
+	g.limiter = &replyLimiter{max: g.cfg.Agents.Defaults.MaxRepliesPerMinute, win: map[string]*chatWindow{}}
 	if g.agent, err = g.newAgent(); err != nil {
+		return nil, err
+	}
+	if err = g.buildAgents(); err != nil {
 		return nil, err
 	}
 	if err = g.buildChannels(); err != nil {
@@ -176,6 +183,7 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 		Targets: admitterFunc(func(ch, id string) bool { return g.gate != nil && g.gate.Admits(ch, id) }),
 		Out:     g.dl.publisher(g.be), Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
 		Observer: g.metrics, OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Log: g.log,
+		Presets: g.presetsFor(g.cfg.AgentList()[0]),
 	})
 }
 
@@ -251,6 +259,9 @@ func (g *Gateway) buildChannels() error {
 func (g *Gateway) accept(ctx context.Context, m bus.Inbound) error {
 	if m.ReceivedAt.IsZero() {
 		m.ReceivedAt = time.Now()
+	}
+	if !g.screen(m) {
+		return nil
 	}
 	err := g.dl.accept(ctx, g.be, m)
 	if errors.Is(err, journal.ErrDuplicate) {
@@ -333,15 +344,21 @@ func (g *Gateway) reload() {
 func (g *Gateway) agentService(feed func(ctx context.Context) error) service {
 	return service{name: "agent", run: func(ctx context.Context) error {
 		var wg sync.WaitGroup
-		wg.Go(func() { releaseWhenIdle(ctx, g.agent.Idle, g.log) })
-		wg.Go(func() { g.agent.Subagents.Wait(ctx) })
+		wg.Go(func() { releaseWhenIdle(ctx, g.allIdle, g.log) })
+		for _, a := range g.allAgents() {
+			wg.Go(func() { a.Subagents.Wait(ctx) })
+		}
 		err := feed(ctx)
 		wg.Wait()
 		return err
 	}, drain: func() {
 		ctx, cancel := context.WithTimeout(context.Background(), g.o.DrainTimeout)
 		defer cancel()
-		if g.agent.WaitIdle(ctx) != nil {
+		idle := true
+		for _, a := range g.allAgents() {
+			idle = a.WaitIdle(ctx) == nil && idle
+		}
+		if !idle {
 			g.log.Warn("turns still running at the drain deadline; they are replayed at the next start", "drain", g.o.DrainTimeout)
 		}
 	}}

@@ -25,6 +25,17 @@ type Options struct {
 	Provider providers.Provider
 	// Model is the model name sent to Provider.
 	Model string
+	// BuildModel builds the provider (with fallbacks) and the model name
+	// of another agent's settings; it never fails (an unusable model
+	// answers with setup instructions). Nil: every agent uses Provider.
+	BuildModel func(s configs.AgentDefaults) (providers.Provider, string)
+	// BuildPreset builds the provider of a model preset, or says why it
+	// cannot be used (for /model). Nil: /model offers no presets.
+	BuildPreset func(p configs.ModelPreset) (providers.Provider, error)
+	// ToolsFor builds the built-in tools of another agent, working in its
+	// paths (configs.Paths.ForAgent). Nil: such agents get only message
+	// and spawn.
+	ToolsFor func(a configs.Agent, paths configs.Paths) (*tools.Registry, error)
 	// MCP reports the MCP servers in /api/status (nil: none).
 	MCP interface{ Status() []mcp.Status }
 	// Tools are offered to the agent. The gateway adds the tools that need

@@ -88,17 +88,28 @@ func New(res Resolution, opts Options) (Provider, error) {
 // for nanobot status. forced pins the primary only; fallbacks route by
 // their own names. With no fallbacks it is New.
 func NewChain(model string, fallbacks []string, forced string, configured map[string]Settings, opts Options) (Provider, []Resolution, error) {
-	models := append([]string{model}, fallbacks...)
+	models := []ChainModel{{Model: model, Provider: forced}}
+	for _, f := range fallbacks {
+		models = append(models, ChainModel{Model: f})
+	}
+	return NewChainOf(models, configured, opts)
+}
+
+// ChainModel is one model of a chain and the provider it is pinned to (""
+// or "auto": matched from the model name).
+type ChainModel struct {
+	Model, Provider string
+}
+
+// NewChainOf is NewChain with a provider per model (fallback entries that
+// name their provider).
+func NewChainOf(models []ChainModel, configured map[string]Settings, opts Options) (Provider, []Resolution, error) {
 	var (
 		cands []Candidate
 		ress  []Resolution
 	)
-	for i, m := range models {
-		f := forced
-		if i > 0 {
-			f = ""
-		}
-		res, err := Resolve(m, f, configured)
+	for _, m := range models {
+		res, err := Resolve(m.Model, m.Provider, configured)
 		if err != nil {
 			return nil, nil, err
 		}

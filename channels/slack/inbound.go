@@ -233,6 +233,7 @@ func (c *Channel) toInbound(m msg) (bus.Inbound, bool) {
 	if thread != "" && c.cfg.threads() {
 		meta["thread_ts"] = thread
 		in.SessionKey = fmt.Sprintf("%s:%s:thread:%s", c.Name(), m.channel, thread)
+		in.ThreadID = thread
 	}
 	return in, true
 }

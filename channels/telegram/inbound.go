@@ -120,6 +120,10 @@ func (c *Channel) toInbound(ctx context.Context, msg *models.Message) (bus.Inbou
 		// Each forum topic is its own conversation.
 		meta["message_thread_id"] = strconv.Itoa(msg.MessageThreadID)
 		in.SessionKey = fmt.Sprintf("%s:%s:topic:%d", c.Name(), chatID, msg.MessageThreadID)
+		in.ThreadID = strconv.Itoa(msg.MessageThreadID)
+	}
+	if msg.From != nil && msg.From.IsBot {
+		in.FromBot = true
 	}
 
 	parts := []string{}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -15,32 +17,46 @@ import (
 	"github.com/nanobot-go/nanobot/agent/repl"
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/agent/templates"
+	"github.com/nanobot-go/nanobot/configs"
 )
 
 func newAgentCmd(a *app) *cobra.Command {
-	var msg, sess string
+	var msg, sess, agentName string
 	var noMarkdown bool
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Talk to the agent in the terminal (or one message with -m)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAgent(cmd, a, msg, sess, !noMarkdown)
+			return runAgent(cmd, a, agentName, msg, sess, !noMarkdown)
 		},
 	}
 	cmd.Flags().StringVarP(&msg, "message", "m", "", "send one message, print the reply, exit")
 	cmd.Flags().StringVar(&sess, "session", "cli:direct", "conversation to use (successive runs continue it)")
+	cmd.Flags().StringVar(&agentName, "agent", configs.DefaultAgent, "which configured agent to talk to (agents.list / agents.<name>)")
 	cmd.Flags().BoolVar(&noMarkdown, "no-markdown", false, "print replies as raw text")
 	return cmd
 }
 
-func runAgent(cmd *cobra.Command, a *app, msg, sessKey string, markdown bool) error {
+func runAgent(cmd *cobra.Command, a *app, agentName, msg, sessKey string, markdown bool) error {
 	l := a.loaded
 	c := &l.Config
+	profile, ok := c.AgentNamed(agentName)
+	if !ok {
+		var names []string
+		for _, ag := range c.AgentList() {
+			names = append(names, ag.Name)
+		}
+		return fmt.Errorf("agent: no agent %q in %s (configured: %s)", agentName, l.Path, strings.Join(names, ", "))
+	}
+	paths := l.Paths.ForAgent(profile)
 	if err := l.Paths.Ensure(); err != nil {
 		return err
 	}
-	if _, err := templates.Sync(l.Paths.Workspace); err != nil {
+	if err := paths.Ensure(); err != nil {
+		return err
+	}
+	if _, err := templates.Sync(paths.Workspace); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
@@ -50,7 +66,14 @@ func runAgent(cmd *cobra.Command, a *app, msg, sessKey string, markdown bool) er
 		return err
 	}
 	defer w.close()
-	store, err := session.NewFileStore(l.Paths.Sessions, session.FileStoreOptions{Logger: a.log})
+	provider, model, tools := w.provider, w.model, w.tools
+	if profile.Name != configs.DefaultAgent {
+		provider, model, _ = buildModel(c, profile.Settings, a.log)
+		if tools, err = a.agentTools(w.cron)(profile, paths); err != nil {
+			return err
+		}
+	}
+	store, err := session.NewFileStore(paths.Sessions, session.FileStoreOptions{Logger: a.log})
 	if err != nil {
 		return err
 	}
@@ -60,8 +83,9 @@ func runAgent(cmd *cobra.Command, a *app, msg, sessKey string, markdown bool) er
 		HistoryFile: filepath.Join(l.Paths.State, "cli_history"),
 		Stdin:       cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
 	})
-	ag, err := agent.New(c, l.Paths, agent.Deps{ // no Targets: the terminal is the only chat
-		Provider: w.provider, Model: w.model, Tools: w.tools, Store: store, Out: term, Redact: a.redact, Log: a.log,
+	ag, err := agent.New(c, paths, agent.Deps{ // no Targets: the terminal is the only chat
+		Agent: profile.Name, Provider: provider, Model: model, Tools: tools, Store: store, Out: term, Redact: a.redact, Log: a.log,
+		Presets: cliPresets(c, profile, a),
 	})
 	if err != nil {
 		return err
@@ -86,4 +110,29 @@ func runAgent(cmd *cobra.Command, a *app, msg, sessKey string, markdown bool) er
 		return nil
 	}
 	return term.Interactive(ctx)
+}
+
+// cliPresets lets /model switch among the agent's presets in the terminal.
+func cliPresets(c *configs.Config, ag configs.Agent, a *app) agent.Presets {
+	if len(c.ModelPresets) == 0 {
+		return agent.Presets{}
+	}
+	names := ag.Presets
+	if names == nil {
+		for n := range c.ModelPresets {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	return agent.Presets{Names: names, Resolve: func(name string) (agent.Model, error) {
+		p, ok := c.ModelPresets[name]
+		if !ok {
+			return agent.Model{}, fmt.Errorf("no preset %q in modelPresets", name)
+		}
+		prov, err := buildPreset(c, p, a.log)
+		if err != nil {
+			return agent.Model{}, err
+		}
+		return agent.Model{Provider: prov, Model: p.Model, MaxTokens: p.MaxTokens, Temperature: p.Temperature, ReasoningEffort: p.ReasoningEffort}, nil
+	}}
 }

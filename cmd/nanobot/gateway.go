@@ -15,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/deploy"
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
 )
 
@@ -69,7 +70,13 @@ func runGateway(ctx context.Context, a *app) error {
 	opts := gateway.Options{
 		Config: &l.Config, Paths: l.Paths,
 		Provider: w.provider, Model: w.model, Tools: w.tools,
-		Channels: w.channels, Log: a.log, Version: buildVersion(),
+		BuildModel: func(s configs.AgentDefaults) (providers.Provider, string) {
+			p, model, _ := buildModel(&l.Config, s, a.log)
+			return p, model
+		},
+		BuildPreset: func(p configs.ModelPreset) (providers.Provider, error) { return buildPreset(&l.Config, p, a.log) },
+		ToolsFor:    a.agentTools(w.cron),
+		Channels:    w.channels, Log: a.log, Version: buildVersion(),
 		CronStore: w.cron, Reload: reload, Redact: a.redact,
 		ReloadConfig: func() (*configs.Config, error) {
 			next, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})

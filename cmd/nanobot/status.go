@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
@@ -47,13 +48,15 @@ func printStatus(w io.Writer, a *app) {
 		ws += " (missing; run `nanobot onboard`)"
 	}
 	fmt.Fprintf(w, "workspace:  %s\n", ws)
-	fmt.Fprintf(w, "model:      %s\n", c.Agents.Defaults.Model)
+	fmt.Fprintf(w, "model:      %s\n", c.AgentList()[0].Settings.Model)
 	fmt.Fprintf(w, "provider:   %s\n", providerLine(a))
 	sb := sandbox.Describe(sandbox.Mode(c.Tools.Exec.Sandbox))
 	if strings.HasPrefix(sb, "none") {
 		sb += " — WARNING: commands are not confined; see `nanobot doctor`"
 	}
 	fmt.Fprintf(w, "sandbox:    %s\n", sb)
+
+	printAgents(w, a)
 
 	fmt.Fprintln(w, "providers:")
 	names := make([]string, 0, len(c.Providers))
@@ -158,9 +161,75 @@ func fetchStatus(host string, port int) (*gateway.Status, error) {
 // providerLine says which provider the model resolves to, and why.
 func providerLine(a *app) string {
 	c := &a.loaded.Config
-	res, err := providers.Resolve(c.Agents.Defaults.Model, c.Agents.Defaults.Provider, providerSettings(c))
+	d := c.AgentList()[0].Settings
+	res, err := providers.Resolve(d.Model, d.Provider, providerSettings(c))
 	if err != nil {
 		return "none — " + err.Error()
 	}
 	return fmt.Sprintf("%s (%s; sends model %q to %s)", res.Provider, res.Reason, res.Model, res.APIBase)
+}
+
+// printAgents lists the agents, presets and bindings of a config that has
+// more than the default agent.
+func printAgents(w io.Writer, a *app) {
+	l := a.loaded
+	c := &l.Config
+	list := c.AgentList()
+	if len(list) == 1 && len(c.Bindings) == 0 && len(c.ModelPresets) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "agents:")
+	for _, ag := range list {
+		model := ag.Settings.Model
+		if ag.Settings.ModelPreset != "" {
+			model += " (preset " + ag.Settings.ModelPreset + ")"
+		}
+		line := fmt.Sprintf("  %-12s %s, workspace %s", ag.Name, model, l.Paths.ForAgent(ag).Workspace)
+		if !ag.Tools.Empty() {
+			line += fmt.Sprintf(", tools allow %v deny %v", ag.Tools.Allow, ag.Tools.Deny)
+		}
+		if ag.SessionScope != configs.ScopePerChat {
+			line += ", sessions " + ag.SessionScope
+		}
+		fmt.Fprintln(w, line)
+	}
+	if len(c.ModelPresets) > 0 {
+		names := make([]string, 0, len(c.ModelPresets))
+		for n := range c.ModelPresets {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintln(w, "presets:")
+		for _, n := range names {
+			p := c.ModelPresets[n]
+			prov := p.Provider
+			if prov == "" {
+				prov = "auto"
+			}
+			fmt.Fprintf(w, "  %-12s %s (provider %s)\n", n, p.Model, prov)
+		}
+	}
+	fmt.Fprintln(w, "bindings:")
+	if len(c.Bindings) == 0 {
+		fmt.Fprintln(w, "  (none: every message goes to the default agent)")
+	}
+	for i, b := range c.Bindings {
+		var conds []string
+		for _, kv := range [][2]string{{"channel", b.Match.Channel}, {"chatId", b.Match.ChatID}, {"senderId", b.Match.SenderID}, {"chatType", b.Match.ChatType}, {"threadId", b.Match.ThreadID}} {
+			if kv[1] != "" {
+				conds = append(conds, kv[0]+"="+kv[1])
+			}
+		}
+		if len(conds) == 0 {
+			conds = []string{"everything"}
+		}
+		line := fmt.Sprintf("  %d. %s -> %s", i+1, strings.Join(conds, " "), b.Agent)
+		if b.ModelPreset != "" {
+			line += ", preset " + b.ModelPreset
+		}
+		if b.Tools != nil && len(b.Tools.Deny) > 0 {
+			line += fmt.Sprintf(", deny %v", b.Tools.Deny)
+		}
+		fmt.Fprintln(w, line)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/wecom"
 	"github.com/nanobot-go/nanobot/channels/weixin"
 	"github.com/nanobot-go/nanobot/channels/whatsapp"
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
@@ -66,23 +67,9 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 	}
 	w.provider, w.model, w.providerNote = p, model, note
 
-	disabled := map[string]bool{}
-	for _, n := range c.Tools.Disabled {
-		disabled[n] = true
-	}
-	w.tools = tools.NewRegistry(tools.WithLogger(a.log), tools.WithDisabled(disabled), tools.WithRedactor(a.redact))
-	loc := c.Agents.Defaults.Location()
 	w.cron = cron.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json"))
-	builtins := []tools.Tool{crontool.NewTool(w.cron.ForTool(), loc)}
-	more, err := builtinTools(a)
-	if err != nil {
+	if w.tools, err = a.toolRegistry(w.cron, a.loaded.Paths.Workspace, c.Tools.Exec.Sandbox); err != nil {
 		return nil, err
-	}
-	builtins = append(builtins, more...)
-	for _, t := range builtins {
-		if err := w.tools.Register(t); err != nil {
-			return nil, fmt.Errorf("tools: %w", err)
-		}
 	}
 	if len(c.Tools.MCPServers) > 0 {
 		ws := a.loaded.Paths.Workspace
@@ -98,6 +85,40 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 		a.log.Info("mcp servers started", "servers", w.mcp.String())
 	}
 	return w, nil
+}
+
+// toolRegistry builds a registry of the built-in tools (cron and the
+// configurable ones) working in workspace ws, exec confined by sb.
+func (a *app) toolRegistry(jobs *cron.Store, ws, sb string) (*tools.Registry, error) {
+	c := &a.loaded.Config
+	disabled := map[string]bool{}
+	for _, n := range c.Tools.Disabled {
+		disabled[n] = true
+	}
+	reg := tools.NewRegistry(tools.WithLogger(a.log), tools.WithDisabled(disabled), tools.WithRedactor(a.redact))
+	builtins := []tools.Tool{crontool.NewTool(jobs.ForTool(), c.Agents.Defaults.Location())}
+	more, err := builtinToolsIn(a, ws, sb)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range append(builtins, more...) {
+		if err := reg.Register(t); err != nil {
+			return nil, fmt.Errorf("tools: %w", err)
+		}
+	}
+	return reg, nil
+}
+
+// agentTools builds the tools of an agent besides the default: its own
+// workspace and sandbox (MCP servers serve the default agent only).
+func (a *app) agentTools(jobs *cron.Store) func(configs.Agent, configs.Paths) (*tools.Registry, error) {
+	return func(ag configs.Agent, p configs.Paths) (*tools.Registry, error) {
+		sb := ag.Sandbox
+		if sb == "" {
+			sb = a.loaded.Config.Tools.Exec.Sandbox
+		}
+		return a.toolRegistry(jobs, p.Workspace, sb)
+	}
 }
 
 // newChannelRegistry lists the built-in platform adapters. It is the one

@@ -19,23 +19,44 @@ func providerSettings(c *configs.Config) map[string]providers.Settings {
 	return out
 }
 
-// buildProvider resolves the model (and fallbacks) to providers and builds
-// the chain. When nothing resolves, the gateway still runs: every turn
-// answers with how to add a key.
+// buildProvider resolves the default agent's model (and fallbacks) to
+// providers and builds the chain. When nothing resolves, the gateway still
+// runs: every turn answers with how to add a key.
 func buildProvider(c *configs.Config, log *slog.Logger) (providers.Provider, string, string, error) {
-	d := c.Agents.Defaults
-	opts := providers.Options{
-		Backends:          backends.All(),
-		RequestTimeout:    time.Duration(d.RequestTimeoutS) * time.Second,
-		StreamIdleTimeout: time.Duration(d.StreamIdleTimeoutS) * time.Second,
-		Logger:            log,
+	p, model, note := buildModel(c, c.AgentList()[0].Settings, log)
+	return p, model, note, nil
+}
+
+// buildModel builds the provider chain of an agent's settings; an unusable
+// model gives a provider that answers with setup instructions.
+func buildModel(c *configs.Config, s configs.AgentDefaults, log *slog.Logger) (providers.Provider, string, string) {
+	models := []providers.ChainModel{{Model: s.Model, Provider: s.Provider}}
+	for _, f := range s.FallbackModels {
+		m, prov := c.Fallback(f)
+		models = append(models, providers.ChainModel{Model: m, Provider: prov})
 	}
-	p, ress, err := providers.NewChain(d.Model, d.FallbackModels, d.Provider, providerSettings(c), opts)
+	p, ress, err := providers.NewChainOf(models, providerSettings(c), providerOptions(s, log))
 	if err != nil {
-		log.Warn("no usable LLM provider; the agent will answer with setup instructions", "model", d.Model, "err", err)
-		return providers.Unconfigured{Reason: err.Error()}, d.Model, "none: " + err.Error(), nil
+		log.Warn("no usable LLM provider; the agent will answer with setup instructions", "model", s.Model, "err", err)
+		return providers.Unconfigured{Reason: err.Error()}, s.Model, "none: " + err.Error()
 	}
 	note := fmt.Sprintf("%s (%s)", ress[0].Provider, ress[0].Reason)
-	log.Debug("provider resolved", "model", d.Model, "provider", ress[0].Provider, "reason", ress[0].Reason)
-	return p, d.Model, note, nil
+	log.Debug("provider resolved", "model", s.Model, "provider", ress[0].Provider, "reason", ress[0].Reason)
+	return p, s.Model, note
+}
+
+// buildPreset builds the provider of a model preset (/model), or says why
+// it cannot be used.
+func buildPreset(c *configs.Config, p configs.ModelPreset, log *slog.Logger) (providers.Provider, error) {
+	prov, _, err := providers.NewChainOf([]providers.ChainModel{{Model: p.Model, Provider: p.Provider}}, providerSettings(c), providerOptions(c.Agents.Defaults, log))
+	return prov, err
+}
+
+func providerOptions(s configs.AgentDefaults, log *slog.Logger) providers.Options {
+	return providers.Options{
+		Backends:          backends.All(),
+		RequestTimeout:    time.Duration(s.RequestTimeoutS) * time.Second,
+		StreamIdleTimeout: time.Duration(s.StreamIdleTimeoutS) * time.Second,
+		Logger:            log,
+	}
 }

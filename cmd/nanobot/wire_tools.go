@@ -16,15 +16,20 @@ import (
 // builtinTools builds the configurable built-in tools: exec, the file tools,
 // web_search and web_fetch.
 func builtinTools(a *app) ([]tools.Tool, error) {
+	return builtinToolsIn(a, a.loaded.Paths.Workspace, a.loaded.Config.Tools.Exec.Sandbox)
+}
+
+// builtinToolsIn builds the built-in tools working in workspace ws, with
+// exec confined by sandbox mode sb.
+func builtinToolsIn(a *app, ws, sb string) ([]tools.Tool, error) {
 	c := &a.loaded.Config
-	ws := a.loaded.Paths.Workspace
 	var out []tools.Tool
 	if c.Tools.Exec.Enable {
 		ex, err := shell.New(shell.Options{
 			Workspace: ws, RestrictToWorkspace: c.Tools.RestrictToWorkspace,
 			DefaultTimeout: time.Duration(c.Tools.Exec.Timeout) * time.Second,
 			DenyPatterns:   c.Tools.Exec.DenyPatterns, AllowPatterns: c.Tools.Exec.AllowPatterns,
-			ExtraEnv: c.Tools.Exec.AllowedEnvKeys, Sandbox: sandbox.Mode(c.Tools.Exec.Sandbox), Logger: a.log,
+			ExtraEnv: c.Tools.Exec.AllowedEnvKeys, Sandbox: sandbox.Mode(sb), Logger: a.log,
 			ReadOnly: expandAll(c.Tools.Exec.AllowPaths.ReadOnly), ReadWrite: expandAll(c.Tools.Exec.AllowPaths.ReadWrite),
 			DenyNetwork: !c.Tools.Exec.NetworkAllowed(), AllowUnixSockets: c.Tools.Exec.AllowUnixSockets, Limits: execLimits(c.Tools.Exec.Limits),
 		})

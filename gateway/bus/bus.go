@@ -112,6 +112,22 @@ type Inbound struct {
 	// History is the conversation before Content of an Ephemeral turn,
 	// oldest first.
 	History []Turn `json:"history,omitempty"`
+	// FromBot is set by adapters when the platform says another bot wrote
+	// the message (Telegram is_bot); the gateway ignores such messages
+	// unless agents.defaults.allowBotMessages.
+	FromBot bool `json:"fromBot,omitempty"`
+	// ThreadID is the platform thread the message belongs to (a Telegram
+	// forum topic, a Slack thread), for routing rules.
+	ThreadID string `json:"threadId,omitempty"`
+	// Agent names the agent that handles the message: set by the router,
+	// or by an agent for its own sub-agents' results ("" = route by the
+	// bindings).
+	Agent string `json:"agent,omitempty"`
+	// ModelPreset is the model a binding picks for this chat ("" = the
+	// agent's); a /model choice in the chat wins over it.
+	ModelPreset string `json:"modelPreset,omitempty"`
+	// DenyTools are tools a binding withholds in this chat.
+	DenyTools []string `json:"denyTools,omitempty"`
 }
 
 // Turn is one message of a conversation the sender supplies (see

@@ -42,6 +42,8 @@ type User struct {
 	ID        int64
 	Username  string
 	FirstName string
+	// IsBot marks another bot as the author.
+	IsBot bool
 }
 
 // Chat is a Telegram chat.
@@ -718,7 +720,7 @@ func reply(w http.ResponseWriter, code int, desc string, retryAfter int, result 
 }
 
 func userJSON(u User) map[string]any {
-	m := map[string]any{"id": u.ID, "is_bot": false, "first_name": u.FirstName}
+	m := map[string]any{"id": u.ID, "is_bot": u.IsBot, "first_name": u.FirstName}
 	if u.FirstName == "" {
 		m["first_name"] = "User"
 	}
