@@ -38,4 +38,3 @@ func TestReplayMemoryIsBounded(t *testing.T) {
 		t.Errorf("cache holds %d keys, want 3", n)
 	}
 }
-

@@ -163,7 +163,7 @@ type Channel struct {
 	health channels.HealthState
 
 	mu      sync.Mutex
-	inbox   channels.Inbox      // set while Run runs
+	inbox   channels.Inbox     // set while Run runs
 	waiters map[string]*waiter // inbound message id -> a sync request waiting for its answer
 }
 

@@ -164,7 +164,9 @@ func TestRejectedRequests(t *testing.T) {
 		status     int
 		errContain string
 	}{
-		{"wrong secret", func() webhooktest.Result { return forger.Post(t, webhook.Request{ChatID: "c", SenderID: "ann", Text: "x"}) }, 401, "does not match"},
+		{"wrong secret", func() webhooktest.Result {
+			return forger.Post(t, webhook.Request{ChatID: "c", SenderID: "ann", Text: "x"})
+		}, 401, "does not match"},
 		{"tampered body", func() webhooktest.Result {
 			return good.PostRaw(t, bytes.Replace(body, []byte("off"), []byte("on!"), 1), ts, sig)
 		}, 401, "does not match"},
