@@ -17,6 +17,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/slack"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/web"
+	"github.com/nanobot-go/nanobot/channels/webhook"
 	"github.com/nanobot-go/nanobot/channels/wecom"
 	"github.com/nanobot-go/nanobot/channels/weixin"
 	"github.com/nanobot-go/nanobot/channels/whatsapp"
@@ -115,6 +116,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("dingtalk", dingtalk.Factory()))
 	must(r.Register("wecom", wecom.Factory()))
 	must(r.Register("weixin", weixin.Factory()))
+	must(r.Register("webhook", webhook.Factory()))
 	return r
 }
 
