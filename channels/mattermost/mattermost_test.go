@@ -237,6 +237,19 @@ func TestResumeAfterDrop(t *testing.T) {
 	}
 }
 
+// TestSilentDeathIsNoticed: a socket that stays open but answers nothing is
+// given up after two ping intervals, and the channel reconnects.
+func TestSilentDeathIsNoticed(t *testing.T) {
+	fake := mattermosttest.New(t)
+	ch := newChannel(t, fake, nil, nil)
+	ch.pingEvery = 50 * time.Millisecond
+	in := run(t, ch)
+	fake.Mute()
+	waitFor(t, "a second connection", func() bool { c, _ := fake.Counts(); return c >= 2 })
+	fake.Post(mattermosttest.Msg{From: alice, ChannelID: dm(alice), ChannelType: "D", Message: "still there?"})
+	in.wait(t, "still there?")
+}
+
 func TestTyping(t *testing.T) {
 	fake := mattermosttest.New(t)
 	ch := newChannel(t, fake, nil, nil)

@@ -12,6 +12,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/email"
 	"github.com/nanobot-go/nanobot/channels/feishu"
 	"github.com/nanobot-go/nanobot/channels/matrix"
+	"github.com/nanobot-go/nanobot/channels/mattermost"
 	"github.com/nanobot-go/nanobot/channels/mochat"
 	"github.com/nanobot-go/nanobot/channels/qq"
 	"github.com/nanobot-go/nanobot/channels/slack"
@@ -108,6 +109,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("slack", slack.Factory()))
 	must(r.Register("discord", discord.Factory()))
 	must(r.Register("matrix", matrix.Factory()))
+	must(r.Register("mattermost", mattermost.Factory()))
 	must(r.Register("whatsapp", whatsapp.Factory()))
 	must(r.Register("email", email.Factory()))
 	must(r.Register("qq", qq.Factory()))

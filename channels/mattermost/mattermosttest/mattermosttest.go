@@ -120,6 +120,7 @@ type Server struct {
 	violations []string
 	fail       []int
 	rateLimit  int
+	mute       bool
 }
 
 type logged struct {
@@ -233,6 +234,14 @@ func (f *Server) Drop() {
 		f.conn.CloseNow()
 		f.conn = nil
 	}
+}
+
+// Mute makes the server stop answering actions (pings) on the current
+// socket without closing it: a connection that died silently.
+func (f *Server) Mute() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mute = true
 }
 
 // FailNext makes the next REST calls answer with these statuses.
@@ -395,6 +404,7 @@ func (f *Server) ws(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.conn = conn
+	f.mute = false
 	f.flushLocked()
 	f.mu.Unlock()
 
@@ -434,7 +444,7 @@ func (f *Server) ws(w http.ResponseWriter, r *http.Request) {
 		}
 		b, _ := json.Marshal(reply)
 		f.mu.Lock()
-		if f.conn == conn {
+		if f.conn == conn && !f.mute {
 			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			_ = conn.Write(ctx, websocket.MessageText, b)
 			cancel()
