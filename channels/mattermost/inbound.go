@@ -84,6 +84,9 @@ func (c *Channel) toInbound(d postedData, p post) (bus.Inbound, []fileInfo, bool
 	}
 	isGroup := d.ChannelType != "D"
 	text, addressed := stripMention(p.Message, me.Username)
+	if !addressed && c.inThread(p.RootID) {
+		addressed = true // a reply in a thread the bot answered in
+	}
 	if !addressed && d.Mentions != "" {
 		var ids []string
 		if json.Unmarshal([]byte(d.Mentions), &ids) == nil && slices.Contains(ids, me.ID) {

@@ -124,10 +124,11 @@ type Channel struct {
 	pingEvery              time.Duration
 	backoffMin, backoffMax time.Duration
 
-	mu     sync.Mutex
-	me     user
-	conn   *wsConn // the live socket, for typing
-	resume resumePoint
+	mu      sync.Mutex
+	me      user
+	conn    *wsConn // the live socket, for typing
+	resume  resumePoint
+	threads *recentSet // root ids of threads the bot posted in
 }
 
 // user is the bot account.
@@ -188,6 +189,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		pingEvery:    30 * time.Second,
 		backoffMin:   time.Second,
 		backoffMax:   time.Minute,
+		threads:      newRecentSet(maxThreads),
 	}
 	c.api = &kit.Client{Base: cfg.URL + "/api/v4", HTTP: hc, Redact: rd, Check: checkError, Auth: c.authorize}
 	if deps.Paths.Media != "" {
@@ -270,4 +272,49 @@ func (c *Channel) fetchMe(ctx context.Context) error {
 	c.me = me
 	c.mu.Unlock()
 	return nil
+}
+
+// maxThreads is how many threads the bot remembers having answered in;
+// replies in them need no @mention.
+const maxThreads = 1000
+
+// recentSet remembers the last max strings added. Not safe for concurrent
+// use: the Channel's mu guards it.
+type recentSet struct {
+	max   int
+	order []string
+	set   map[string]struct{}
+}
+
+func newRecentSet(max int) *recentSet { return &recentSet{max: max, set: map[string]struct{}{}} }
+
+func (r *recentSet) add(s string) {
+	if _, ok := r.set[s]; ok || s == "" {
+		return
+	}
+	if len(r.order) >= r.max {
+		delete(r.set, r.order[0])
+		r.order = r.order[1:]
+	}
+	r.order = append(r.order, s)
+	r.set[s] = struct{}{}
+}
+
+func (r *recentSet) has(s string) bool {
+	_, ok := r.set[s]
+	return ok
+}
+
+// answeredIn records that the bot posted in thread root.
+func (c *Channel) answeredIn(root string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.threads.add(root)
+}
+
+// inThread reports whether the bot posted in thread root.
+func (c *Channel) inThread(root string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return root != "" && c.threads.has(root)
 }

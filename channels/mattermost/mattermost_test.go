@@ -208,6 +208,18 @@ func TestMentionPolicyAndThreads(t *testing.T) {
 	if len(s) != 2 || s[0].RootID != top || s[0].ChannelID != town || s[1].RootID != "" {
 		t.Errorf("sent %+v, want the answer in the thread and the DM answer top-level", s)
 	}
+	// Once the bot answered in the thread, replies there need no mention;
+	// elsewhere they still do.
+	fake.Post(mattermosttest.Msg{From: alice, ChannelID: town, ChannelType: "O", Message: "other chatter"})
+	fake.Post(mattermosttest.Msg{From: alice, ChannelID: town, ChannelType: "O", Message: "thanks, and one more thing", RootID: top})
+	if m := in.wait(t, "one more thing"); m.Key() != got.Key() {
+		t.Errorf("follow-up key %q, want the thread's %q", m.Key(), got.Key())
+	}
+	for _, m := range in.all() {
+		if strings.Contains(m.Content, "other chatter") {
+			t.Error("an unmentioned top-level post was delivered")
+		}
+	}
 	if v := fake.Violations(); len(v) > 0 {
 		t.Errorf("protocol violations: %v", v)
 	}

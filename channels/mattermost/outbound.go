@@ -50,6 +50,7 @@ func (c *Channel) post(ctx context.Context, p newPost) (channels.MessageRef, err
 	if created.ID == "" {
 		return channels.MessageRef{}, fmt.Errorf("mattermost: post to channel %s: the answer has no post id", p.ChannelID)
 	}
+	c.answeredIn(p.RootID)
 	return channels.MessageRef{ChatID: p.ChannelID, MessageID: created.ID}, nil
 }
 

@@ -184,14 +184,16 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		return nil, err
 	}
 	var secrets []string
+	hooks := make(map[string]Hook, len(cfg.Hooks)) // the caller's map stays as it was
 	for name, h := range cfg.Hooks {
 		h.Secret = strings.TrimSpace(h.Secret)
 		if h.SyncTimeoutS == 0 {
 			h.SyncTimeoutS = int(DefaultSyncTimeout / time.Second)
 		}
-		cfg.Hooks[name] = h
+		hooks[name] = h
 		secrets = append(secrets, h.Secret)
 	}
+	cfg.Hooks = hooks
 	log := deps.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
