@@ -314,12 +314,13 @@ func (f *Server) emitLocked(event string, data any, channelID string) {
 	f.flushLocked()
 }
 
-// newConnLocked starts a connection's event log with its hello. Events no
-// client has seen yet move to the new log (a test may emit before the bot
-// first connected); the rest of the old log is gone.
+// newConnLocked starts a connection's event log with its hello. Before the
+// first client connected, the events emitted so far move to the new log (a
+// test may emit before the bot is up); afterwards the old log is gone, as
+// on the real server.
 func (f *Server) newConnLocked() {
 	var unseen []logged
-	if f.sentSeq < len(f.log) {
+	if f.connects <= 1 && f.sentSeq < len(f.log) {
 		unseen = f.log[max(f.sentSeq, 1):]
 	}
 	f.connID = f.newIDLocked("conn")
