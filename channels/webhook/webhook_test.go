@@ -56,7 +56,7 @@ func (in *inbox) all() []bus.Inbound {
 
 // setup builds a channel with hooks, serves it the way the gateway does
 // (mounted at WebhookPath on a ServeMux) and runs it with in.
-func setup(t *testing.T, hooks map[string]webhook.Hook, in channels.Inbox, log *slog.Logger) (*webhook.Channel, *httptest.Server) {
+func setup(t testing.TB, hooks map[string]webhook.Hook, in channels.Inbox, log *slog.Logger) (*webhook.Channel, *httptest.Server) {
 	t.Helper()
 	cfg := webhook.DefaultConfig()
 	cfg.Enabled, cfg.Hooks, cfg.MaxBodyBytes = true, hooks, 4096
@@ -74,7 +74,7 @@ func setup(t *testing.T, hooks map[string]webhook.Hook, in channels.Inbox, log *
 	return ch, srv
 }
 
-func run(t *testing.T, ch *webhook.Channel, in channels.Inbox) {
+func run(t testing.TB, ch *webhook.Channel, in channels.Inbox) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
