@@ -24,7 +24,9 @@
 // with the mention stripped). A post in a thread (root_id) is its own
 // session, "mattermost:<channel id>:<root id>", and answered in the thread;
 // with replyInThread (the default) a top-level post in a channel starts a
-// thread the same way. Sender ids are "<user id>|<username>".
+// thread the same way. Replies in a thread the bot has posted in count as
+// addressed to it (the last maxThreads such threads, until a restart).
+// Sender ids are "<user id>|<username>".
 //
 // Sending: POST /api/v4/posts (messages up to 16383 characters; Mattermost
 // renders Markdown, tables included, so text goes as is), streaming by PUT
