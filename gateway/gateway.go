@@ -415,6 +415,9 @@ func allowLists(cfg *configs.Config, chans []channels.Channel) map[string][]stri
 		if _, ok := allow[c.Name()]; !ok {
 			allow[c.Name()] = cfg.Channels.Common(c.Name()).AllowFrom
 		}
+		if sa, ok := c.(channels.SenderAuthenticator); ok && sa.AuthenticatesSenders() {
+			allow[c.Name()] = []string{"*"} // the channel checked the sender itself
+		}
 	}
 	return allow
 }

@@ -13,12 +13,14 @@ import (
 	"github.com/nanobot-go/nanobot/channels/feishu"
 	"github.com/nanobot-go/nanobot/channels/line"
 	"github.com/nanobot-go/nanobot/channels/matrix"
+	"github.com/nanobot-go/nanobot/channels/mattermost"
 	"github.com/nanobot-go/nanobot/channels/mochat"
 	"github.com/nanobot-go/nanobot/channels/qq"
 	"github.com/nanobot-go/nanobot/channels/signal"
 	"github.com/nanobot-go/nanobot/channels/slack"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/web"
+	"github.com/nanobot-go/nanobot/channels/webhook"
 	"github.com/nanobot-go/nanobot/channels/wecom"
 	"github.com/nanobot-go/nanobot/channels/weixin"
 	"github.com/nanobot-go/nanobot/channels/whatsapp"
@@ -130,6 +132,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("slack", slack.Factory()))
 	must(r.Register("discord", discord.Factory()))
 	must(r.Register("matrix", matrix.Factory()))
+	must(r.Register("mattermost", mattermost.Factory()))
 	must(r.Register("whatsapp", whatsapp.Factory()))
 	must(r.Register("email", email.Factory()))
 	must(r.Register("qq", qq.Factory()))
@@ -140,6 +143,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("weixin", weixin.Factory()))
 	must(r.Register("signal", signal.Factory()))
 	must(r.Register("line", line.Factory()))
+	must(r.Register("webhook", webhook.Factory()))
 	return r
 }
 

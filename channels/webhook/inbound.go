@@ -1,0 +1,193 @@
+package webhook
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+// Request is the JSON body a caller POSTs to /hooks/<name>.
+type Request struct {
+	// ChatID names the conversation (the session is "webhook:<hook>:<chatId>").
+	ChatID string `json:"chatId"`
+	// SenderID names who speaks (matched against the hook's allowFrom).
+	SenderID string `json:"senderId"`
+	// Text is the message.
+	Text string `json:"text"`
+	// ID, when set, identifies the message: a second request with the same
+	// id within the replay window is refused (409).
+	ID string `json:"id,omitempty"`
+}
+
+// Response is the JSON answer to a request: the id the message got, and for
+// sync hooks the agent's answer.
+type Response struct {
+	ID      string `json:"id,omitempty"`
+	Status  string `json:"status,omitempty"` // "accepted" (async) or "answered" (sync)
+	Text    string `json:"text,omitempty"`
+	IsError bool   `json:"isError,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// maxIDLen bounds chatId, senderId and id.
+const maxIDLen = 256
+
+// WebhookHandler implements channels.WebhookHandler: POST /hooks/<name>.
+func (c *Channel) WebhookHandler() http.Handler {
+	return http.HandlerFunc(c.serve)
+}
+
+func (c *Channel) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		reply(w, http.StatusMethodNotAllowed, Response{Error: "method not allowed; POST a signed JSON body"})
+		return
+	}
+	name := strings.TrimPrefix(r.URL.Path, c.WebhookPath())
+	hook, ok := c.cfg.Hooks[name]
+	if !ok || strings.Contains(name, "/") {
+		reply(w, http.StatusNotFound, Response{Error: "unknown hook"})
+		return
+	}
+	log := c.log.With("hook", name)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			reply(w, http.StatusRequestEntityTooLarge, Response{Error: "body larger than maxBodyBytes"})
+			return
+		}
+		reply(w, http.StatusBadRequest, Response{Error: "reading the body failed"})
+		return
+	}
+	now := c.now()
+	sig, err := Verify(hook.Secret, r.Header.Get(HeaderTimestamp), r.Header.Get(HeaderSignature), body, now)
+	if err != nil {
+		log.Warn("webhook: request rejected", "reason", err.Error(), "remote", r.RemoteAddr)
+		reply(w, http.StatusUnauthorized, Response{Error: err.Error()})
+		return
+	}
+	in := c.currentInbox()
+	if in == nil {
+		reply(w, http.StatusServiceUnavailable, Response{Error: "the gateway is not taking messages right now; retry"})
+		return
+	}
+	fresh, err := c.replay.add(name+"\x00sig\x00"+sig, now)
+	switch {
+	case errors.Is(err, errReplayFull):
+		log.Warn("webhook: replay memory full; request refused")
+		w.Header().Set("Retry-After", "60")
+		reply(w, http.StatusTooManyRequests, Response{Error: "too many requests; retry later"})
+		return
+	case !fresh:
+		log.Warn("webhook: replayed request rejected", "remote", r.RemoteAddr)
+		reply(w, http.StatusConflict, Response{Error: "replayed request (this signature was used already)"})
+		return
+	}
+	var req Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		log.Warn("webhook: malformed body skipped", "err", err, "bytes", len(body))
+		reply(w, http.StatusBadRequest, Response{Error: "body is not JSON {chatId, senderId, text, id?}: " + err.Error()})
+		return
+	}
+	if msg := checkRequest(req); msg != "" {
+		reply(w, http.StatusBadRequest, Response{Error: msg})
+		return
+	}
+	if len(hook.AllowFrom) > 0 && !slices.Contains(hook.AllowFrom, "*") && !slices.Contains(hook.AllowFrom, req.SenderID) {
+		log.Info("webhook: sender not on the hook's allowFrom", "sender", req.SenderID)
+		reply(w, http.StatusForbidden, Response{Error: "sender not allowed on this hook"})
+		return
+	}
+	idKey := ""
+	if req.ID != "" {
+		idKey = name + "\x00id\x00" + req.ID
+		fresh, err := c.replay.add(idKey, now)
+		if err != nil || !fresh {
+			reply(w, http.StatusConflict, Response{ID: req.ID, Error: "a message with this id was received already"})
+			return
+		}
+	} else {
+		req.ID = newID()
+	}
+	m := bus.Inbound{
+		Channel:    Name,
+		SenderID:   name + ":" + req.SenderID,
+		ChatID:     name + ":" + req.ChatID,
+		MessageID:  name + ":" + req.ID,
+		Content:    req.Text,
+		Metadata:   bus.Metadata{"hook": name},
+		ReceivedAt: time.Now(),
+	}
+	var wt *waiter
+	if hook.Sync {
+		wt = c.register(m.MessageID)
+		defer c.unregister(m.MessageID, wt)
+	}
+	if err := in.Deliver(r.Context(), m); err != nil {
+		if errors.Is(err, channels.ErrDenied) {
+			reply(w, http.StatusForbidden, Response{ID: req.ID, Error: "sender not allowed"})
+			return
+		}
+		if idKey != "" {
+			c.replay.forget(idKey) // not taken: the caller may send it again
+		}
+		log.Warn("webhook: message not taken", "err", err)
+		reply(w, http.StatusServiceUnavailable, Response{ID: req.ID, Error: "the gateway could not take the message; retry"})
+		return
+	}
+	if wt == nil {
+		reply(w, http.StatusAccepted, Response{ID: req.ID, Status: "accepted"})
+		return
+	}
+	t := time.NewTimer(time.Duration(hook.SyncTimeoutS) * time.Second)
+	defer t.Stop()
+	select {
+	case res := <-wt.done:
+		reply(w, http.StatusOK, Response{ID: req.ID, Status: "answered", Text: res.text, IsError: res.isError})
+	case <-t.C:
+		log.Warn("webhook: no answer within syncTimeoutS", "id", req.ID, "timeout_s", hook.SyncTimeoutS)
+		reply(w, http.StatusGatewayTimeout, Response{ID: req.ID, Error: "no answer within syncTimeoutS; it goes to replyUrl if the hook has one"})
+	case <-r.Context().Done():
+	}
+}
+
+// checkRequest returns what is wrong with a request's fields, or "".
+func checkRequest(q Request) string {
+	switch {
+	case strings.TrimSpace(q.ChatID) == "":
+		return "chatId: required"
+	case strings.TrimSpace(q.SenderID) == "":
+		return "senderId: required"
+	case strings.TrimSpace(q.Text) == "":
+		return "text: required"
+	case len(q.ChatID) > maxIDLen || len(q.SenderID) > maxIDLen || len(q.ID) > maxIDLen:
+		return "chatId, senderId and id: at most 256 bytes each"
+	case !utf8.ValidString(q.Text):
+		return "text: not valid UTF-8"
+	}
+	return ""
+}
+
+func reply(w http.ResponseWriter, status int, r Response) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(r)
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
