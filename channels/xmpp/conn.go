@@ -60,7 +60,6 @@ func (c *Channel) session1(ctx context.Context, queue chan<- inbound, up func())
 	// reading goroutine is waited for.
 	stop := func() {
 		c.setSession(nil, sess)
-		_ = sess.SetCloseDeadline(time.Now().Add(2 * time.Second))
 		_ = sess.Close()
 		_ = conn.Close()
 		<-served
@@ -252,14 +251,14 @@ func (c *Channel) handler(ctx context.Context, queue chan<- inbound) xmpp.Handle
 		switch start.Name.Local {
 		case "message":
 			var m message
-			if err := xml.NewTokenDecoder(t).DecodeElement(&m, start); err != nil {
+			if err := decoder(t, start).Decode(&m); err != nil {
 				c.log.Warn("xmpp: malformed message skipped", "err", err)
 				return nil
 			}
 			c.onMessage(ctx, m, queue)
 		case "presence":
 			var p presence
-			if err := xml.NewTokenDecoder(t).DecodeElement(&p, start); err != nil {
+			if err := decoder(t, start).Decode(&p); err != nil {
 				c.log.Warn("xmpp: malformed presence skipped", "err", err)
 				return nil
 			}
@@ -269,4 +268,9 @@ func (c *Channel) handler(ctx context.Context, queue chan<- inbound) xmpp.Handle
 		}
 		return nil
 	})
+}
+
+// decoder reads the stanza whose start element the session consumed.
+func decoder(t xml.TokenReader, start *xml.StartElement) *xml.Decoder {
+	return xml.NewTokenDecoder(xmlstream.MultiReader(xmlstream.Token(*start), t))
 }

@@ -89,7 +89,6 @@ func (s *Server) dial(user, password string) (*Client, error) {
 
 // Close ends the session.
 func (c *Client) Close() {
-	_ = c.sess.SetCloseDeadline(time.Now().Add(time.Second))
 	_ = c.sess.Close()
 	_ = c.sess.Conn().Close()
 	<-c.done
@@ -114,11 +113,12 @@ type inPresence struct {
 }
 
 func (c *Client) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
-	d := xml.NewTokenDecoder(t)
+	// The decoder must see the start element the session consumed.
+	d := xml.NewTokenDecoder(xmlstream.MultiReader(xmlstream.Token(*start), t))
 	switch start.Name.Local {
 	case "message":
 		var m inMessage
-		if err := d.DecodeElement(&m, start); err != nil {
+		if err := d.Decode(&m); err != nil {
 			return nil
 		}
 		c.mu.Lock()
@@ -126,7 +126,8 @@ func (c *Client) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) e
 		c.mu.Unlock()
 	case "presence":
 		var p inPresence
-		if err := d.DecodeElement(&p, start); err != nil || p.X == nil {
+		err := d.Decode(&p)
+		if err != nil || p.X == nil {
 			return nil
 		}
 		for _, s := range p.X.Status {
