@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
+	"reflect"
+	"slices"
 	"time"
 
 	"mellium.im/sasl"
@@ -32,12 +33,16 @@ var saslFailures = []string{"not-authorized", "account-disabled", "credentials-e
 // reconnecting); a rejected login ends Run with a channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	queue := make(chan inbound, 256)
+	dctx, stopDelivery := context.WithCancel(ctx)
 	delivered := make(chan struct{})
 	go func() {
 		defer close(delivered)
-		c.deliverLoop(ctx, in, queue)
+		c.deliverLoop(dctx, in, queue)
 	}()
-	defer func() { <-delivered }()
+	defer func() {
+		stopDelivery()
+		<-delivered
+	}()
 	loop := &channels.Loop{
 		Name: "xmpp", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
 		Redact: c.redact.Error,
@@ -185,13 +190,29 @@ func loginError(where string, err error) error {
 	if errors.As(err, &certErr) {
 		return fmt.Errorf("log in at %s: the server certificate is not trusted (set caFile to its CA): %w", where, err)
 	}
-	msg := err.Error()
-	for _, cond := range saslFailures {
-		if msg == cond || strings.Contains(msg, cond) {
-			return channels.Fatal(fmt.Errorf("%w (%s at %s)", ErrUnauthorized, cond, where))
-		}
+	if cond := saslCondition(err); slices.Contains(saslFailures, cond) {
+		return channels.Fatal(fmt.Errorf("%w (%s at %s)", ErrUnauthorized, cond, where))
 	}
 	return fmt.Errorf("log in at %s: %w", where, err)
+}
+
+// saslCondition returns the condition of a SASL <failure/> in err's chain
+// ("not-authorized"), or "". mellium keeps its failure type internal and
+// its message is the server's free text, so the condition is read by
+// reflection from the type's exported Condition field.
+func saslCondition(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		v := reflect.ValueOf(e)
+		if v.Kind() != reflect.Struct || v.Type().PkgPath() != "mellium.im/xmpp/internal/saslerr" {
+			continue
+		}
+		if f := v.FieldByName("Condition"); f.IsValid() && f.CanInterface() {
+			if s, ok := f.Interface().(fmt.Stringer); ok {
+				return s.String()
+			}
+		}
+	}
+	return ""
 }
 
 // join enters a room and waits for the room's answer: the bot's own

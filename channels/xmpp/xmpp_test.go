@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/ping"
+
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/xmpp/xmpptest"
@@ -62,8 +65,17 @@ func newChannel(t *testing.T, cfg Config, log *slog.Logger) *Channel {
 	return ch
 }
 
-// sent maps what Alice received from the bot to the suite's view.
-func (e *env) sent() []channeltest.Sent {
+// sent maps what Alice received from the bot to the suite's view. It
+// first waits until what the bot sent so far reached Alice: a ping round
+// trip on the bot's stream (the server handled everything before it), then
+// one on Alice's (she read everything the server sent her before it).
+func (e *env) sent(ch *Channel) []channeltest.Sent {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if sess := ch.session(); sess != nil {
+		_ = ping.Send(ctx, sess, jid.MustParse(xmpptest.Domain))
+	}
+	_ = e.alice.Sync(ctx)
 	var out []channeltest.Sent
 	for _, m := range e.alice.Messages() {
 		if m.Body == "" {
@@ -121,7 +133,7 @@ func TestConformance(t *testing.T) {
 					e.alice.Send(t, e.botJID, "chat", "the garbage itself", `<delay xmlns="urn:xmpp:delay" stamp="not a time"/>`)
 				},
 				Drop: e.proxy.Drop,
-				Sent: e.sent,
+				Sent: func() []channeltest.Sent { return e.sent(ch) },
 			}
 		},
 	})
@@ -132,11 +144,15 @@ func run(t *testing.T, ch *Channel, in channels.Inbox) <-chan error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ch.Run(ctx, in) }()
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		done <- ch.Run(ctx, in)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case <-finished:
 		case <-time.After(10 * time.Second):
 			t.Error("Run did not return")
 		}
@@ -340,7 +356,7 @@ func TestWrongPassword(t *testing.T) {
 			t.Errorf("health %+v, want failed", h)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not stop on a rejected login")
+		t.Fatalf("Run did not stop on a rejected login; health %+v", ch.Health())
 	}
 }
 

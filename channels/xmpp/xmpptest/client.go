@@ -16,6 +16,7 @@ import (
 	"mellium.im/xmlstream"
 	"mellium.im/xmpp"
 	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/ping"
 	"mellium.im/xmpp/stanza"
 )
 
@@ -186,4 +187,10 @@ func (c *Client) Join(t testing.TB, room, nick string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Sync waits until everything the server sent this client before now was
+// read: a ping round trip on the ordered stream.
+func (c *Client) Sync(ctx context.Context) error {
+	return ping.Send(ctx, c.sess, jid.MustParse(Domain))
 }
