@@ -60,9 +60,8 @@ type Config struct {
 	// TLSInsecureSkipVerify accepts any server certificate. Only for
 	// testing: anyone on the path can then read the password.
 	TLSInsecureSkipVerify bool `json:"tlsInsecureSkipVerify"`
-	// Resource is the bot's resource (default "nanobot"). It stays the same
-	// across reconnects so that clients accept corrections of older
-	// messages.
+	// Resource is the resource the bot asks for (default "nanobot"); the
+	// server may assign another (Prosody does).
 	Resource string `json:"resource"`
 	// Rooms are the multi-user chats the bot joins.
 	Rooms []Room `json:"rooms"`

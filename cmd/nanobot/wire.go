@@ -20,6 +20,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/wecom"
 	"github.com/nanobot-go/nanobot/channels/weixin"
 	"github.com/nanobot-go/nanobot/channels/whatsapp"
+	"github.com/nanobot-go/nanobot/channels/xmpp"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
@@ -115,6 +116,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("dingtalk", dingtalk.Factory()))
 	must(r.Register("wecom", wecom.Factory()))
 	must(r.Register("weixin", weixin.Factory()))
+	must(r.Register("xmpp", xmpp.Factory()))
 	return r
 }
 
