@@ -19,7 +19,7 @@ import (
 )
 
 const (
-	pw   = "s3cret-pw"
+	pw       = "s3cret-pw"
 	testRoom = "lounge@" + xmpptest.MUC
 )
 
@@ -132,7 +132,17 @@ func TestConformance(t *testing.T) {
 				EmitMalformed: func() {
 					e.alice.Send(t, e.botJID, "chat", "the garbage itself", `<delay xmlns="urn:xmpp:delay" stamp="not a time"/>`)
 				},
-				Drop: e.proxy.Drop,
+				// Without stream management (XEP-0198) a message the
+				// server relays before it noticed the broken connection
+				// is lost, so Drop returns once the bot is back.
+				Drop: func() {
+					before := ch.Health().Since
+					e.proxy.Drop()
+					channeltest.WaitFor(t, "the bot to reconnect", 20*time.Second, func() bool {
+						h := ch.Health()
+						return h.State == channels.StateConnected && h.Since.After(before)
+					})
+				},
 				Sent: func() []channeltest.Sent { return e.sent(ch) },
 			}
 		},
