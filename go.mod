@@ -41,10 +41,19 @@ require (
 	golang.org/x/time v0.16.0
 	google.golang.org/protobuf v1.36.12
 	maunium.net/go/mautrix v0.29.0
+	mellium.im/sasl v0.3.2
+	mellium.im/xmlstream v0.15.4
+	mellium.im/xmpp v0.22.0
 	modernc.org/sqlite v1.62.0
 )
 
 require github.com/line/line-bot-sdk-go/v8 v8.14.0
+
+require (
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/tools v0.52.1-0.20261106145633-d407941a339a // indirect
+	mellium.im/reader v0.1.0 // indirect
+)
 
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect

@@ -24,6 +24,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/wecom"
 	"github.com/nanobot-go/nanobot/channels/weixin"
 	"github.com/nanobot-go/nanobot/channels/whatsapp"
+	"github.com/nanobot-go/nanobot/channels/xmpp"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/providers"
@@ -144,6 +145,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("signal", signal.Factory()))
 	must(r.Register("line", line.Factory()))
 	must(r.Register("webhook", webhook.Factory()))
+	must(r.Register("xmpp", xmpp.Factory()))
 	return r
 }
 
