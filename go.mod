@@ -43,6 +43,8 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/ergochat/irc-go v0.5.0 // indirect
+
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.23.3 // indirect
