@@ -48,6 +48,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
@@ -227,6 +228,10 @@ type Channel struct {
 	registerTimeout        time.Duration
 	idle                   time.Duration // quiet this long: ping the server
 	regain                 time.Duration // how often to ask for the configured nick back
+
+	// written counts the PRIVMSG lines Send wrote (tests wait for them to
+	// arrive).
+	written atomic.Int64
 
 	// events carries received messages from the connection's reader to
 	// Run's worker, in order.

@@ -52,6 +52,9 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 			msg.ForceTrailing()
 			err = cn.write(msg)
 		}
+		if err == nil {
+			c.written.Add(1)
+		}
 		if err != nil {
 			err = fmt.Errorf("irc: send to %s: %w", target, err)
 			if i > 0 {
@@ -83,9 +86,10 @@ func (c *Channel) lineBudget(cn *conn, target string) int {
 
 // splitLines cuts text into IRC lines: one per line of text (empty lines
 // are dropped, IRC cannot send them), and lines over budget bytes cut into
-// pieces on UTF-8 boundaries, after the last space of the piece when there
-// is one in its second half. Concatenating the pieces of a line gives the
-// line back exactly. NUL bytes are removed and invalid UTF-8 is replaced.
+// pieces on UTF-8 boundaries, before the last space of the piece when
+// there is one in its second half. Concatenating the pieces of a line gives the
+// line back exactly. Trailing spaces (which servers drop) and NUL bytes are removed, and invalid
+// UTF-8 is replaced.
 func splitLines(text string, budget int) []string {
 	if budget < utf8.UTFMax {
 		budget = utf8.UTFMax
@@ -94,13 +98,16 @@ func splitLines(text string, budget int) []string {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	var out []string
 	for line := range strings.SplitSeq(strings.ReplaceAll(text, "\r", "\n"), "\n") {
+		line = strings.TrimRight(line, " ")
 		for len(line) > budget {
 			cut := budget
 			for cut > 0 && !utf8.RuneStart(line[cut]) {
 				cut--
 			}
+			// Cut before a space: servers drop trailing spaces, a
+			// leading one arrives.
 			if i := strings.LastIndexByte(line[:cut], ' '); i >= cut/2 {
-				cut = i + 1
+				cut = i
 			}
 			out = append(out, line[:cut])
 			line = line[cut:]
