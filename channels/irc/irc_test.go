@@ -226,12 +226,15 @@ func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
 func run(t *testing.T, ch channels.Channel, in channels.Inbox) <-chan error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	res := make(chan error, 1)
-	go func() { res <- ch.Run(ctx, in) }()
+	res, done := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(done)
+		res <- ch.Run(ctx, in)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-res:
+		case <-done:
 		case <-time.After(10 * time.Second):
 			t.Error("Run did not return within 10 s of cancel")
 		}
