@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -449,3 +450,35 @@ func TestServerRestart(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return utf8.ValidString(s) }
+
+// TestFloodControl (ngIRCd): with burst 4 and 300 ms per line, ten lines
+// arrive with the last six at least 300 ms apart on average.
+func TestFloodControl(t *testing.T) {
+	srv := irctest.Start(t, irctest.Options{})
+	alice := irctest.Dial(t, srv.Addr(), "alice")
+	alice.Join(room)
+	ch := newChannel(t, srv.Port, nil, func(c *Config) { c.FloodBurst, c.FloodIntervalMs = 4, 300 })
+	run(t, ch, &inbox{})
+	alice.Wait("the bot joining", func(l irctest.Line) bool { return l.Msg.Command == "JOIN" && l.Msg.Nick() == botNick })
+	time.Sleep(300 * time.Millisecond) // let the bucket refill after the JOIN took a token
+	var text []string
+	for i := range 10 {
+		text = append(text, "line "+strconv.Itoa(i))
+	}
+	mark := alice.Len()
+	began := time.Now()
+	if _, err := ch.Send(t.Context(), bus.Outbound{Channel: "irc", ChatID: "alice", Content: strings.Join(text, "\n"), Final: true}); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(began)
+	alice.WaitFrom(mark, 10*time.Second, "line 9", func(l irctest.Line) bool { return l.Msg.Command == "PRIVMSG" && l.Msg.Params[1] == "line 9" })
+	lines := alice.PrivmsgsFrom(mark, botNick, "alice")
+	if len(lines) != 10 {
+		t.Fatalf("%d lines arrived, want 10", len(lines))
+	}
+	if min := 6 * 300 * time.Millisecond; took < min-50*time.Millisecond {
+		t.Errorf("10 lines sent in %s, want at least %s (burst 4, then 300 ms each)", took, min)
+	}
+	t.Logf("10 lines: Send took %s; first 4 arrived within %s, last 6 over %s", took.Round(time.Millisecond),
+		lines[3].At.Sub(lines[0].At).Round(time.Millisecond), lines[9].At.Sub(lines[3].At).Round(time.Millisecond))
+}
