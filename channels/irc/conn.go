@@ -224,7 +224,7 @@ func (c *Channel) register(ctx context.Context, cn *conn) error {
 			return errRegisterSlow
 		case err != nil:
 			if ctx.Err() != nil {
-				return nil
+				return ctx.Err()
 			}
 			return fmt.Errorf("irc: register: %w", err)
 		}
