@@ -11,6 +11,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/discord"
 	"github.com/nanobot-go/nanobot/channels/email"
 	"github.com/nanobot-go/nanobot/channels/feishu"
+	"github.com/nanobot-go/nanobot/channels/irc"
 	"github.com/nanobot-go/nanobot/channels/line"
 	"github.com/nanobot-go/nanobot/channels/matrix"
 	"github.com/nanobot-go/nanobot/channels/mattermost"
@@ -136,6 +137,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("mattermost", mattermost.Factory()))
 	must(r.Register("whatsapp", whatsapp.Factory()))
 	must(r.Register("email", email.Factory()))
+	must(r.Register("irc", irc.Factory()))
 	must(r.Register("qq", qq.Factory()))
 	must(r.Register("feishu", feishu.Factory()))
 	must(r.Register("mochat", mochat.Factory()))
