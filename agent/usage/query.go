@@ -360,30 +360,33 @@ func scan(ctx context.Context, dir string, loc *time.Location, since, until time
 const chunkSize = 4 << 20
 
 // scanParallel feeds the files' chunks (whole lines) to one goroutine per
-// aggregator. It returns the number of torn last lines it left out.
+// aggregator, through a fixed set of buffers (memory stays bounded and the
+// garbage collector idle). It returns the number of torn last lines it
+// left out.
 func scanParallel(ctx context.Context, dir string, loc *time.Location, since, until time.Time, aggs []*aggregator) (int64, error) {
 	files, err := ledgerFiles(dir, loc, since, until)
 	if err != nil {
 		return 0, err
 	}
-	chunks := make(chan []byte, len(aggs))
-	free := make(chan []byte, 2*len(aggs))
+	nbuf := 2*len(aggs) + 1
+	chunks := make(chan []byte, nbuf)
+	free := make(chan []byte, nbuf)
+	for range nbuf {
+		free <- make([]byte, 0, chunkSize)
+	}
 	var wg sync.WaitGroup
 	for _, a := range aggs {
 		wg.Go(func() {
-			var rec rawRecord
+			rec := new(rawRecord)
 			for c := range chunks {
 				eachLine(c, func(line []byte) {
-					if parseLine(line, &rec) != nil {
+					if parseLine(line, rec) != nil {
 						a.skipped++
 						return
 					}
-					a.add(&rec)
+					a.add(rec)
 				})
-				select {
-				case free <- c[:0]:
-				default:
-				}
+				free <- c[:0]
 			}
 		})
 	}
@@ -401,12 +404,14 @@ func scanParallel(ctx context.Context, dir string, loc *time.Location, since, un
 
 // readChunks calls fn with the file's complete lines, a chunk at a time.
 func readChunks(ctx context.Context, path string, fn func([]byte)) error {
-	return readChunksInto(ctx, path, nil, fn, func() {})
+	free := make(chan []byte, 1)
+	free <- make([]byte, 0, chunkSize)
+	return readChunksInto(ctx, path, free, func(c []byte) { fn(c); free <- c[:0] }, func() {})
 }
 
-// readChunksInto reads path in chunks that end at a line end, taking
-// buffers from free when there are any, and hands each to fn (which owns
-// it from then on). A last line without its newline is torn: it is left
+// readChunksInto reads path in chunks that end at a line end, into buffers
+// taken from free, and hands each to fn (which owns it from then on and
+// puts it back in free when done). A last line without its newline is torn: it is left
 // out and reported to torn.
 func readChunksInto(ctx context.Context, path string, free chan []byte, fn func([]byte), torn func()) error {
 	f, err := os.Open(path)
@@ -425,9 +430,10 @@ func readChunksInto(ctx context.Context, path string, free chan []byte, fn func(
 		var buf []byte
 		select {
 		case buf = <-free:
-		default:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		if cap(buf) < chunkSize+len(carry) {
+		if cap(buf) < len(carry)+chunkSize/2 {
 			buf = make([]byte, 0, max(chunkSize, 2*len(carry)))
 		}
 		buf = append(buf[:0], carry...)
@@ -441,6 +447,8 @@ func readChunksInto(ctx context.Context, path string, free chan []byte, fn func(
 		carry = append(carry[:0], buf[cut:]...)
 		if cut > 0 {
 			fn(buf[:cut])
+		} else {
+			free <- buf[:0] // no whole line yet: the buffer goes back
 		}
 		if eof {
 			if len(bytes.TrimSpace(carry)) > 0 {

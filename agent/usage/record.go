@@ -1,7 +1,6 @@
 package usage
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -181,12 +180,15 @@ func parseLine(line []byte, r *rawRecord) error {
 		if i >= len(line) || line[i] != '"' {
 			return errBadLine
 		}
-		end := bytes.IndexByte(line[i+1:], '"')
-		if end < 0 {
+		end := i + 1
+		for end < len(line) && line[end] != '"' {
+			end++
+		}
+		if end >= len(line) {
 			return errBadLine
 		}
-		key := line[i+1 : i+1+end]
-		i = skipSpace(line, i+2+end)
+		key := line[i+1 : end]
+		i = skipSpace(line, end+1)
 		if i >= len(line) || line[i] != ':' {
 			return errBadLine
 		}
