@@ -9,6 +9,7 @@ import (
 	"github.com/nanobot-go/nanobot/agent/memory"
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/agent/skills"
+	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/internal/redact"
@@ -45,8 +46,15 @@ type Deps struct {
 	// nil: none.
 	Redact *redact.Redactor
 	// Observer is told about every provider call and tool execution
-	// (metrics, usage); optional.
+	// (metrics); optional.
 	Observer RunObserver
+	// Usage records every provider call and answers /usage; optional.
+	Usage *usage.Ledger
+	// Name names the agent in the usage ledger (default
+	// DefaultAgentName); ProviderName is the provider config name of
+	// Provider (providers.<name>), for the ledger and prices.
+	Name         string
+	ProviderName string
 	// OnTurnDone is called when a message was handled (see LoopConfig).
 	OnTurnDone func(m bus.Inbound, err error)
 	Log        *slog.Logger
@@ -80,6 +88,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Provider: deps.Provider, Tools: deps.Tools, Model: deps.Model, MaxTokens: d.MaxTokens,
 		Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
 		Stream: true, Observer: deps.Observer, Redact: deps.Redact, Log: log,
+		Ledger: deps.Usage, Agent: deps.Name, ProviderName: deps.ProviderName,
 	}
 	publish := deps.Inbound
 	if publish == nil {
@@ -109,7 +118,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 	a.Loop = NewLoop(LoopConfig{
 		Store: deps.Store, Builder: builder, Runner: a.Runner, Subagents: a.Subagents, Consolidator: mem,
 		Out: deps.Out, MaxConcurrentTurns: d.MaxConcurrentTurns, MaxToolResultChars: d.MaxToolResultChars,
-		ContextWindowTokens: d.ContextWindowTokens, OnTurnDone: deps.OnTurnDone, Log: log,
+		ContextWindowTokens: d.ContextWindowTokens, OnTurnDone: deps.OnTurnDone, Usage: deps.Usage, Log: log,
 	})
 	return a, nil
 }

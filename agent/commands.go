@@ -15,6 +15,7 @@ var Commands = []struct{ Name, Help string }{
 	{"new", "start a new conversation (the current one is archived to memory)"},
 	{"stop", "stop the current answer and anything queued"},
 	{"status", "show the model, conversation size and context use"},
+	{"usage", "show tokens and cost of this chat (/usage all: everyone's, for admins)"},
 	{"help", "show this help"},
 }
 
@@ -33,7 +34,7 @@ func parseCommand(text string) (name, args string) {
 
 // command runs a slash command. handled is false for commands the agent does
 // not own, which go to the LLM as ordinary text.
-func (l *Loop) command(ctx context.Context, name string, m bus.Inbound) (handled bool, err error) {
+func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (handled bool, err error) {
 	switch name {
 	case "help":
 		var b strings.Builder
@@ -67,6 +68,10 @@ func (l *Loop) command(ctx context.Context, name string, m bus.Inbound) (handled
 		}
 		l.reply(ctx, m, l.statusText(sess.Key, len(sess.Messages), sess.LastConsolidated, l.estimateTokens(sess)))
 		return true, nil
+	case "usage":
+		text, err := l.usageText(ctx, m, args)
+		l.reply(ctx, m, text)
+		return true, err
 	}
 	return false, nil
 }
