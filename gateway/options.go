@@ -25,6 +25,9 @@ type Options struct {
 	Provider providers.Provider
 	// Model is the model name sent to Provider.
 	Model string
+	// ProviderName is Provider's config name (providers.<name>): the usage
+	// ledger records it and prices by it.
+	ProviderName string
 	// MCP reports the MCP servers in /api/status (nil: none).
 	MCP interface{ Status() []mcp.Status }
 	// Tools are offered to the agent. The gateway adds the tools that need
