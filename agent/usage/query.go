@@ -81,21 +81,34 @@ type Summary struct {
 	Skipped int64 `json:"skipped"`
 }
 
-// MarshalJSON writes the cost as null when no call was priced: unknown is
-// not free.
-func (t Totals) MarshalJSON() ([]byte, error) {
-	type plain struct {
-		Calls      int64    `json:"calls"`
-		Input      int64    `json:"input"`
-		CacheRead  int64    `json:"cacheRead"`
-		CacheWrite int64    `json:"cacheWrite"`
-		Output     int64    `json:"output"`
-		Reasoning  int64    `json:"reasoning"`
-		CostUSD    *float64 `json:"costUsd"`
-		Unpriced   int64    `json:"unpriced"`
-		Estimated  int64    `json:"estimated"`
-	}
-	return json.Marshal(plain{t.Calls, t.Input, t.CacheRead, t.CacheWrite, t.Output, t.Reas, t.Cost(), t.Unpriced, t.Estimated})
+// totalsJSON is the JSON shape of Totals: the cost is null when no call
+// was priced (unknown is not free).
+type totalsJSON struct {
+	Calls      int64    `json:"calls"`
+	Input      int64    `json:"input"`
+	CacheRead  int64    `json:"cacheRead"`
+	CacheWrite int64    `json:"cacheWrite"`
+	Output     int64    `json:"output"`
+	Reasoning  int64    `json:"reasoning"`
+	CostUSD    *float64 `json:"costUsd"`
+	Unpriced   int64    `json:"unpriced"`
+	Estimated  int64    `json:"estimated"`
+}
+
+func (t Totals) json() totalsJSON {
+	return totalsJSON{t.Calls, t.Input, t.CacheRead, t.CacheWrite, t.Output, t.Reas, t.Cost(), t.Unpriced, t.Estimated}
+}
+
+// MarshalJSON writes the totals with the cost null when unknown.
+func (t Totals) MarshalJSON() ([]byte, error) { return json.Marshal(t.json()) }
+
+// MarshalJSON writes the key, the totals and the errors.
+func (r Row) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Key string `json:"key"`
+		totalsJSON
+		Errors int64 `json:"errors"`
+	}{r.Key, r.Totals.json(), r.Errors})
 }
 
 // Cost is the summed cost, nil when no call was priced.

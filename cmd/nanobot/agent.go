@@ -15,6 +15,8 @@ import (
 	"github.com/nanobot-go/nanobot/agent/repl"
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/agent/templates"
+	"github.com/nanobot-go/nanobot/agent/usage"
+	"github.com/nanobot-go/nanobot/gateway"
 )
 
 func newAgentCmd(a *app) *cobra.Command {
@@ -60,8 +62,16 @@ func runAgent(cmd *cobra.Command, a *app, msg, sessKey string, markdown bool) er
 		HistoryFile: filepath.Join(l.Paths.State, "cli_history"),
 		Stdin:       cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
 	})
+	// The terminal writes its own part of the ledger ("cli"), so a gateway
+	// of the same instance may write at the same time.
+	led, err := usage.Open(ctx, gateway.UsageDir(l.Paths), usage.Options{Worker: "cli", Prices: gateway.Prices(c), Location: c.Agents.Defaults.Location()})
+	if err != nil {
+		return err
+	}
+	defer led.Close()
 	ag, err := agent.New(c, l.Paths, agent.Deps{ // no Targets: the terminal is the only chat
 		Provider: w.provider, Model: w.model, Tools: w.tools, Store: store, Out: term, Redact: a.redact, Log: a.log,
+		Usage: led, ProviderName: w.providerName,
 	})
 	if err != nil {
 		return err

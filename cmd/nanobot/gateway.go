@@ -68,7 +68,7 @@ func runGateway(ctx context.Context, a *app) error {
 	}()
 	opts := gateway.Options{
 		Config: &l.Config, Paths: l.Paths,
-		Provider: w.provider, Model: w.model, Tools: w.tools,
+		Provider: w.provider, Model: w.model, ProviderName: w.providerName, Tools: w.tools,
 		Channels: w.channels, Log: a.log, Version: buildVersion(),
 		CronStore: w.cron, Reload: reload, Redact: a.redact,
 		ReloadConfig: func() (*configs.Config, error) {

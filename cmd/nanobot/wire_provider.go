@@ -21,8 +21,10 @@ func providerSettings(c *configs.Config) map[string]providers.Settings {
 
 // buildProvider resolves the model (and fallbacks) to providers and builds
 // the chain. When nothing resolves, the gateway still runs: every turn
-// answers with how to add a key.
-func buildProvider(c *configs.Config, log *slog.Logger) (providers.Provider, string, string, error) {
+// answers with how to add a key. It returns the chain, the model, the
+// primary provider's config name ("" when none resolved) and a note on how
+// it was chosen.
+func buildProvider(c *configs.Config, log *slog.Logger) (providers.Provider, string, string, string, error) {
 	d := c.Agents.Defaults
 	opts := providers.Options{
 		Backends:          backends.All(),
@@ -33,9 +35,9 @@ func buildProvider(c *configs.Config, log *slog.Logger) (providers.Provider, str
 	p, ress, err := providers.NewChain(d.Model, d.FallbackModels, d.Provider, providerSettings(c), opts)
 	if err != nil {
 		log.Warn("no usable LLM provider; the agent will answer with setup instructions", "model", d.Model, "err", err)
-		return unconfigured{reason: err.Error()}, d.Model, "none: " + err.Error(), nil
+		return unconfigured{reason: err.Error()}, d.Model, "", "none: " + err.Error(), nil
 	}
 	note := fmt.Sprintf("%s (%s)", ress[0].Provider, ress[0].Reason)
 	log.Debug("provider resolved", "model", d.Model, "provider", ress[0].Provider, "reason", ress[0].Reason)
-	return p, d.Model, note, nil
+	return p, d.Model, ress[0].Provider, note, nil
 }
