@@ -11,8 +11,9 @@
 // its own part, and a query merges all parts of a month). Months are
 // calendar months of the ledger's location.
 //
-// Durability: Append writes one line and fsyncs before it returns, so a
-// crash loses at most the call in flight. A torn last line (a crash in the
+// Durability: Append writes one line and returns once an fsync covers it,
+// so a crash loses at most the calls in flight. Concurrent appends share
+// one fsync (group commit). A torn last line (a crash in the
 // middle of a write) is skipped by readers, and the next writer starts on
 // a fresh line.
 //

@@ -36,6 +36,18 @@ type Ledger struct {
 	buf   []byte
 	day   periodTotals
 	mon   periodTotals
+
+	// Group commit: appends write under mu and wait until a sync covers
+	// their line; one of them syncs (outside mu) for all that wrote
+	// before it, so concurrent turns share an fsync instead of queueing
+	// for one each.
+	synced   *sync.Cond // on mu; broadcast when a sync ends
+	written  uint64     // lines written
+	durable  uint64     // lines covered by a finished sync
+	syncing  bool
+	failFrom uint64 // lines (failFrom, failTo] saw their sync fail
+	failTo   uint64
+	failErr  error
 }
 
 // periodTotals are the running totals of one day or month.
@@ -112,6 +124,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Ledger, error) {
 		return nil, fmt.Errorf("usage: %w", err)
 	}
 	l := &Ledger{dir: dir, opts: opts}
+	l.synced = sync.NewCond(&l.mu)
 	now := opts.Now().In(opts.Location)
 	l.day.reset(now.Format(time.DateOnly))
 	l.mon.reset(now.Format("2006-01"))
@@ -187,11 +200,43 @@ func (l *Ledger) Append(r Record) (Record, error) {
 	if _, err := l.f.Write(l.buf); err != nil {
 		return r, fmt.Errorf("usage: write %s: %w", l.f.Name(), err)
 	}
-	if err := l.f.Sync(); err != nil {
-		return r, fmt.Errorf("usage: sync %s: %w", l.f.Name(), err)
-	}
+	l.written++
+	mine := l.written
 	l.count(&r)
+	for l.durable < mine {
+		if l.syncing {
+			l.synced.Wait()
+			continue
+		}
+		l.syncing = true
+		f, upTo, from := l.f, l.written, l.durable
+		l.mu.Unlock()
+		err := f.Sync()
+		l.mu.Lock()
+		l.syncing, l.durable = false, upTo
+		if err != nil {
+			l.failFrom, l.failTo, l.failErr = from, upTo, fmt.Errorf("usage: sync %s: %w", f.Name(), err)
+		}
+		l.synced.Broadcast()
+	}
+	if l.failErr != nil && mine > l.failFrom && mine <= l.failTo {
+		return r, l.failErr
+	}
 	return r, nil
+}
+
+// waitSynced waits until no sync runs and every written line is durable
+// (before f is closed). Called with mu held.
+func (l *Ledger) waitSynced() error {
+	for l.syncing {
+		l.synced.Wait()
+	}
+	if l.f == nil || l.durable == l.written {
+		return nil
+	}
+	err := l.f.Sync()
+	l.durable = l.written
+	return err
 }
 
 // openMonth makes f the file of month. Called with mu held.
@@ -216,6 +261,7 @@ func (l *Ledger) openMonth(month string) error {
 		return fmt.Errorf("usage: %s: %w", path, err)
 	}
 	if l.f != nil {
+		_ = l.waitSynced()
 		_ = l.f.Close()
 	}
 	l.f, l.month = f, month
@@ -271,7 +317,7 @@ func (l *Ledger) Close() error {
 	if l.f == nil {
 		return nil
 	}
-	err := l.f.Close()
+	err := errors.Join(l.waitSynced(), l.f.Close())
 	l.f = nil
 	return err
 }
