@@ -9,6 +9,7 @@ import (
 	"github.com/nanobot-go/nanobot/agent/memory"
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/agent/skills"
+	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/internal/redact"
@@ -45,8 +46,13 @@ type Deps struct {
 	// nil: none.
 	Redact *redact.Redactor
 	// Observer is told about every provider call and tool execution
-	// (metrics, usage); optional.
+	// (metrics); optional.
 	Observer RunObserver
+	// Usage records every provider call and answers /usage; optional.
+	Usage *usage.Ledger
+	// ProviderName is the provider config name of Provider
+	// (providers.<name>), for the ledger and prices.
+	ProviderName string
 	// OnTurnDone is called when a message was handled (see LoopConfig).
 	OnTurnDone func(m bus.Inbound, err error)
 	// Admit is asked before each turn (see LoopConfig); optional.
@@ -104,6 +110,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Provider: deps.Provider, Tools: toolSet, Model: deps.Model, MaxTokens: d.MaxTokens,
 		Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
 		Stream: true, Observer: deps.Observer, Redact: deps.Redact, Log: log,
+		Ledger: deps.Usage, Agent: deps.Agent, ProviderName: deps.ProviderName,
 	}
 	publish := deps.Inbound
 	if publish == nil {
@@ -133,7 +140,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 	a.Loop = NewLoop(LoopConfig{
 		Store: deps.Store, Builder: builder, Runner: a.Runner, Subagents: a.Subagents, Consolidator: mem,
 		Out: deps.Out, MaxConcurrentTurns: d.MaxConcurrentTurns, MaxToolResultChars: d.MaxToolResultChars,
-		ContextWindowTokens: d.ContextWindowTokens, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Log: log,
+		ContextWindowTokens: d.ContextWindowTokens, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
 	})
 	return a, nil
 }

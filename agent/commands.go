@@ -16,6 +16,7 @@ var Commands = []struct{ Name, Help string }{
 	{"stop", "stop the current answer and anything queued"},
 	{"status", "show the model, conversation size and context use"},
 	{"model", "list the model presets; /model <preset> switches this chat, /model reset goes back"},
+	{"usage", "show tokens and cost of this chat (/usage all: everyone's, for admins)"},
 	{"help", "show this help"},
 }
 
@@ -34,7 +35,7 @@ func parseCommand(text string) (name, args string) {
 
 // command runs a slash command. handled is false for commands the agent does
 // not own, which go to the LLM as ordinary text.
-func (l *Loop) command(ctx context.Context, name string, m bus.Inbound) (handled bool, err error) {
+func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (handled bool, err error) {
 	switch name {
 	case "help":
 		var b strings.Builder
@@ -69,8 +70,11 @@ func (l *Loop) command(ctx context.Context, name string, m bus.Inbound) (handled
 		l.reply(ctx, m, l.statusText(l.runnerFor(m, sess).Model, sess.Key, len(sess.Messages), sess.LastConsolidated, l.estimateTokens(sess)))
 		return true, nil
 	case "model":
-		_, args := parseCommand(m.Content)
 		return true, l.modelCommand(ctx, m, args)
+	case "usage":
+		text, err := l.usageText(ctx, m, args)
+		l.reply(ctx, m, text)
+		return true, err
 	}
 	return false, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
@@ -58,6 +59,8 @@ type LoopConfig struct {
 	// optional.
 	Presets   Presets
 	Subagents SubagentCanceller // optional
+	// Usage answers /usage (optional: without it /usage says so).
+	Usage *usage.Ledger
 	// OnTurnDone is called after a message was fully handled (turn saved,
 	// replies published) or given up; the durable inbox marks it done.
 	OnTurnDone func(m bus.Inbound, err error)
@@ -278,8 +281,8 @@ func (l *Loop) done(m bus.Inbound, err error) {
 
 // handle processes one message: a slash command or an LLM turn.
 func (l *Loop) handle(ctx context.Context, m bus.Inbound) error {
-	if name, _ := parseCommand(m.Content); name != "" {
-		if handled, err := l.command(ctx, name, m); handled {
+	if name, args := parseCommand(m.Content); name != "" {
+		if handled, err := l.command(ctx, name, args, m); handled {
 			return err
 		}
 	}
@@ -410,6 +413,7 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 	runCtx := tools.WithCallContext(tools.WithTurn(ctx, turn), tools.CallContext{
 		Channel: m.Channel, ChatID: m.ChatID, SessionKey: sess.Key, MessageID: m.MessageID,
 		FromCron: m.Source == bus.SourceCron, SubAgent: false,
+		SenderID: m.SenderID, Source: m.Source.String(),
 	})
 	res, runErr := l.runnerFor(m, sess).Run(runCtx, msgs, emit)
 	release()

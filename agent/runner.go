@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
@@ -74,7 +75,12 @@ type Runner struct {
 	// Observer is told about each provider call and tool execution
 	// (optional).
 	Observer RunObserver
-	Log      *slog.Logger
+	// Ledger records every provider call (optional); Agent and
+	// ProviderName label the records (Agent "" is DefaultAgentName).
+	Ledger       *usage.Ledger
+	Agent        string
+	ProviderName string
+	Log          *slog.Logger
 	// Redact, when set, removes its secrets from the model's text before
 	// anyone sees it: streamed deltas (holding back a tail that could be
 	// the start of a secret split across deltas), the final content,
@@ -202,7 +208,7 @@ func (r *Runner) call(ctx context.Context, conv []providers.Message, defs []prov
 	start := time.Now()
 	if !r.Stream {
 		resp, err := r.Provider.Chat(ctx, req)
-		r.observeLLM(ctx, start, resp, err)
+		r.observeLLM(ctx, start, conv, defs, resp, err)
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +225,7 @@ func (r *Runner) call(ctx context.Context, conv []providers.Message, defs []prov
 			emit(Event{Kind: EventReasoning, Text: t})
 		}
 	})
-	r.observeLLM(ctx, start, resp, err)
+	r.observeLLM(ctx, start, conv, defs, resp, err)
 	if t := text.Flush(); t != "" && err == nil {
 		emit(Event{Kind: EventDelta, Text: t})
 	}

@@ -116,6 +116,7 @@ func (s *Subagents) run(ctx context.Context, id string, origin tools.CallContext
 	}
 	sub := origin
 	sub.SubAgent = true
+	sub.Source = bus.SourceSubagent.String()
 	ctx = tools.WithCallContext(ctx, sub)
 	msgs := []providers.Message{
 		{Role: providers.RoleSystem, Content: fmt.Sprintf("You are a sub-agent of nanobot working in the background on one task. Workspace: %s. Work with the tools you have, then reply with a complete, concise report of the result (what you did, what you found, file paths). You cannot talk to the user; your reply is handed to the main agent.", s.Workspace)},

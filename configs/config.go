@@ -133,6 +133,24 @@ type ProviderConfig struct {
 	ExtraHeaders map[string]string `json:"extraHeaders"`
 	// APIVersion is the api-version of Azure OpenAI.
 	APIVersion string `json:"apiVersion,omitempty"`
+	// Prices override the built-in price table for this provider's models
+	// (model name -> US dollars per million tokens); see docs/usage.md.
+	Prices map[string]ModelPrice `json:"prices,omitempty"`
+}
+
+// ModelPrice is what one model costs, in US dollars per million tokens.
+type ModelPrice struct {
+	// Input is the price of prompt tokens (required).
+	Input *float64 `json:"input"`
+	// CachedInput is the price of prompt tokens read from the cache
+	// (default: Input).
+	CachedInput *float64 `json:"cachedInput,omitempty"`
+	// CacheWrite is the price of prompt tokens written to the cache
+	// (default: Input).
+	CacheWrite *float64 `json:"cacheWrite,omitempty"`
+	// Output is the price of completion tokens, reasoning included
+	// (required).
+	Output *float64 `json:"output"`
 }
 
 // GatewayConfig configures the daemon.

@@ -51,6 +51,19 @@ func (c *Config) Validate() []FieldError {
 		if pc.APIBase != "" && !strings.HasPrefix(pc.APIBase, "http://") && !strings.HasPrefix(pc.APIBase, "https://") {
 			v.add("providers."+name+".apiBase", "want an http:// or https:// URL, got %q", pc.APIBase)
 		}
+		for _, model := range sortedKeys(pc.Prices) {
+			mp := pc.Prices[model]
+			at := fmt.Sprintf("providers.%s.prices[%q].", name, model)
+			v.require(mp.Input != nil, at+"input", "required (US dollars per million tokens)")
+			v.require(mp.Output != nil, at+"output", "required (US dollars per million tokens)")
+			for _, f := range []struct {
+				name  string
+				price *float64
+			}{{"input", mp.Input}, {"cachedInput", mp.CachedInput}, {"cacheWrite", mp.CacheWrite}, {"output", mp.Output}} {
+				p := f.price
+				v.require(p == nil || (*p >= 0 && *p < 1e6), at+f.name, "want 0 or more US dollars per million tokens, got %v", deref(p))
+			}
+		}
 	}
 
 	v.require(c.Channels.OutboxMaxAgeH >= 1 && c.Channels.OutboxMaxAgeH <= 720, "channels.outboxMaxAgeH", "want 1 to 720 hours, got %d", c.Channels.OutboxMaxAgeH)
@@ -187,4 +200,11 @@ func checkAllowedHost(h string) string {
 		return "want the host name without a port (every port of the gateway is the same server)"
 	}
 	return ""
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

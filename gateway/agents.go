@@ -73,9 +73,9 @@ func (g *Gateway) profileAgent(prof configs.Agent) (*agent.Agent, error) {
 		}
 		store = fs
 	}
-	provider, model := g.o.Provider, g.o.Model
+	provider, model, providerName := g.o.Provider, g.o.Model, g.o.ProviderName
 	if g.o.BuildModel != nil {
-		provider, model = g.o.BuildModel(prof.Settings)
+		provider, model, providerName = g.o.BuildModel(prof.Settings)
 	}
 	reg := tools.NewRegistry(tools.WithLogger(g.log), tools.WithRedactor(g.o.Redact))
 	if g.o.ToolsFor != nil {
@@ -95,7 +95,8 @@ func (g *Gateway) profileAgent(prof configs.Agent) (*agent.Agent, error) {
 			m.Agent = name
 			return g.be.PublishInbound(ctx, m)
 		},
-		Observer: g.metrics, OnTurnDone: g.turnDone, Redact: g.o.Redact, Presets: g.presetsFor(prof), Log: g.log,
+		Observer: g.metrics, OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Presets: g.presetsFor(prof), Log: g.log,
+		Usage: g.usage, ProviderName: providerName,
 	})
 }
 

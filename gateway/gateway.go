@@ -16,6 +16,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent"
 	"github.com/nanobot-go/nanobot/agent/templates"
+	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/configs"
@@ -45,6 +46,7 @@ type Gateway struct {
 	mgr     *channels.Manager
 	disp    *channels.Dispatcher
 	metrics *Metrics
+	usage   *usage.Ledger // nil on a channels-only cluster instance
 	srv     *http.Server
 	ln      net.Listener
 	// stopping is set when shutdown begins: /readyz fails, and turns
@@ -103,6 +105,16 @@ func New(ctx context.Context, o Options) (_ *Gateway, err error) {
 		}
 	}()
 	g.limiter = &replyLimiter{max: g.cfg.Agents.Defaults.MaxRepliesPerMinute, win: map[string]*chatWindow{}}
+	if g.runsAgent() {
+		if g.usage, err = g.openUsage(ctx); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				_ = g.usage.Close()
+			}
+		}()
+	}
 	if g.agent, err = g.newAgent(); err != nil {
 		return nil, err
 	}
@@ -184,6 +196,7 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 		Out:     g.dl.publisher(g.be), Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
 		Observer: g.metrics, OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Log: g.log,
 		Presets: g.presetsFor(g.cfg.AgentList()[0]),
+		Usage: g.usage, ProviderName: g.o.ProviderName,
 	})
 }
 
@@ -290,6 +303,9 @@ func (g *Gateway) loopback() bool {
 func (g *Gateway) Run(ctx context.Context) error {
 	defer g.be.close()
 	defer g.dl.Close()
+	if g.usage != nil {
+		defer g.usage.Close()
+	}
 	svcs := newServices(g.log)
 	list := append([]service{g.httpService()}, g.be.services(g)...)
 	if err := svcs.start(ctx, list); err != nil {

@@ -26,6 +26,7 @@ type Metrics struct {
 	turns        *prometheus.CounterVec
 	llmLatency   *prometheus.HistogramVec
 	llmTokens    *prometheus.CounterVec
+	llmCost      *prometheus.CounterVec
 	toolCalls    *prometheus.CounterVec
 	heartbeats   *prometheus.CounterVec
 	outboxDone   *prometheus.CounterVec
@@ -43,14 +44,15 @@ func NewMetrics(queueDepth func() (in, out int)) *Metrics {
 		channels:     newChannelCollector(),
 		turnLatency:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "nanobot_turn_seconds", Help: "Time from a message being received to its turn finishing.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}),
 		turns:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_turns_total", Help: "Finished turns by outcome (ok, error, stopped)."}, []string{"outcome"}),
-		llmLatency:   prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "nanobot_llm_request_seconds", Help: "LLM request latency by model.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"model"}),
-		llmTokens:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_llm_tokens_total", Help: "LLM tokens by model and kind (prompt, completion, cache_read, cache_write)."}, []string{"model", "kind"}),
+		llmLatency:   prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "nanobot_llm_request_duration_seconds", Help: "LLM request latency by provider, model and outcome (ok, error).", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"provider", "model", "outcome"}),
+		llmTokens:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_llm_tokens_total", Help: "LLM tokens by provider, model and kind: input (all prompt tokens, cached included), cache_read, cache_write (parts of input), output (all completion tokens), reasoning (part of output)."}, []string{"provider", "model", "kind"}),
+		llmCost:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_llm_cost_total", Help: "Estimated LLM cost in US dollars by provider and model, from the price table (calls of models without a known price are not counted)."}, []string{"provider", "model"}),
 		toolCalls:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_tool_calls_total", Help: "Tool calls by tool and outcome (ok, error)."}, []string{"tool", "outcome"}),
 		heartbeats:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_heartbeats_total", Help: "Heartbeats by decision (empty, skip, run, no-target, error)."}, []string{"decision"}),
 		outboxDone:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_outbox_finished_total", Help: "Durable replies finished, by outcome (sent, skipped, refused, expired)."}, []string{"outcome"}),
 	}
 	r.MustRegister(m.inbound, m.outbound, m.sendFailures, m.channels, m.turnLatency, m.turns,
-		m.llmLatency, m.llmTokens, m.toolCalls, m.heartbeats, m.outboxDone,
+		m.llmLatency, m.llmTokens, m.llmCost, m.toolCalls, m.heartbeats, m.outboxDone,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if queueDepth != nil {
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_inbound_queue_depth", Help: "Messages waiting for the agent."}, func() float64 { in, _ := queueDepth(); return float64(in) }))
@@ -137,15 +139,26 @@ func (m *Metrics) Turn(d time.Duration, outcome string) {
 	m.turns.WithLabelValues(outcome).Inc()
 }
 
-// ObserveLLM implements agent.RunObserver: one provider call's latency and
-// the tokens the provider reported.
+// ObserveLLM implements agent.RunObserver: one provider call's latency,
+// its tokens (as reported, or estimated) and its cost when the price is
+// known.
 func (m *Metrics) ObserveLLM(_ context.Context, c agent.LLMCall) {
-	m.llmLatency.WithLabelValues(c.Model).Observe(c.Duration.Seconds())
+	outcome := "ok"
+	if c.Err != nil {
+		outcome = "error"
+	}
+	m.llmLatency.WithLabelValues(c.Provider, c.Model, outcome).Observe(c.Duration.Seconds())
 	u := c.Usage
-	for kind, n := range map[string]int{"prompt": u.PromptTokens, "completion": u.CompletionTokens, "cache_read": u.CacheReadTokens, "cache_write": u.CacheWriteTokens} {
-		if n > 0 {
-			m.llmTokens.WithLabelValues(c.Model, kind).Add(float64(n))
+	for _, k := range []struct {
+		kind string
+		n    int
+	}{{"input", u.PromptTokens}, {"output", u.CompletionTokens}, {"cache_read", u.CacheReadTokens}, {"cache_write", u.CacheWriteTokens}, {"reasoning", u.ReasoningTokens}} {
+		if k.n > 0 {
+			m.llmTokens.WithLabelValues(c.Provider, c.Model, k.kind).Add(float64(k.n))
 		}
+	}
+	if c.CostUSD != nil && *c.CostUSD > 0 {
+		m.llmCost.WithLabelValues(c.Provider, c.Model).Add(*c.CostUSD)
 	}
 }
 

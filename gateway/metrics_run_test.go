@@ -59,10 +59,10 @@ func TestMetricsAfterTurnWithToolCall(t *testing.T) {
 	})
 	var body string
 	want := []string{
-		`nanobot_llm_request_seconds_count{model="test"} 2`,
-		`nanobot_llm_tokens_total{kind="prompt",model="test"} 200`,
-		`nanobot_llm_tokens_total{kind="completion",model="test"} 14`,
-		`nanobot_llm_tokens_total{kind="cache_read",model="test"} 120`,
+		`nanobot_llm_request_duration_seconds_count{model="test",outcome="ok",provider=""} 2`,
+		`nanobot_llm_tokens_total{kind="input",model="test",provider=""} 200`,
+		`nanobot_llm_tokens_total{kind="output",model="test",provider=""} 14`,
+		`nanobot_llm_tokens_total{kind="cache_read",model="test",provider=""} 120`,
 		`nanobot_tool_calls_total{outcome="ok",tool="clock"} 1`,
 	}
 	// The turn's reply is delivered before the observer of its last call

@@ -25,10 +25,10 @@ type Options struct {
 	Provider providers.Provider
 	// Model is the model name sent to Provider.
 	Model string
-	// BuildModel builds the provider (with fallbacks) and the model name
-	// of another agent's settings; it never fails (an unusable model
+	// BuildModel builds the provider (with fallbacks), the model name and
+	// the primary provider's config name of another agent's settings; it never fails (an unusable model
 	// answers with setup instructions). Nil: every agent uses Provider.
-	BuildModel func(s configs.AgentDefaults) (providers.Provider, string)
+	BuildModel func(s configs.AgentDefaults) (providers.Provider, string, string)
 	// BuildPreset builds the provider of a model preset, or says why it
 	// cannot be used (for /model). Nil: /model offers no presets.
 	BuildPreset func(p configs.ModelPreset) (providers.Provider, error)
@@ -36,6 +36,9 @@ type Options struct {
 	// paths (configs.Paths.ForAgent). Nil: such agents get only message
 	// and spawn.
 	ToolsFor func(a configs.Agent, paths configs.Paths) (*tools.Registry, error)
+	// ProviderName is Provider's config name (providers.<name>): the usage
+	// ledger records it and prices by it.
+	ProviderName string
 	// MCP reports the MCP servers in /api/status (nil: none).
 	MCP interface{ Status() []mcp.Status }
 	// Tools are offered to the agent. The gateway adds the tools that need

@@ -211,14 +211,23 @@ type ToolCallRequest struct {
 	ArgumentsError string
 }
 
-// Usage is token accounting for one call.
+// Usage is token accounting for one call. PromptTokens includes the
+// cached tokens (CacheReadTokens, CacheWriteTokens are parts of it), and
+// CompletionTokens includes ReasoningTokens.
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
 	TotalTokens      int
 	CacheReadTokens  int
 	CacheWriteTokens int
+	// ReasoningTokens are the completion tokens the model spent thinking
+	// (OpenAI completion_tokens_details.reasoning_tokens; Anthropic does not
+	// report them apart).
+	ReasoningTokens int
 }
+
+// Reported is true when the provider reported any usage.
+func (u Usage) Reported() bool { return u != Usage{} }
 
 // Finish reasons.
 const (

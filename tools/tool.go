@@ -58,6 +58,11 @@ type CallContext struct {
 	FromCron bool
 	// SubAgent is true inside a sub-agent's run.
 	SubAgent bool
+	// SenderID is the author of the message being answered.
+	SenderID string
+	// Source says who produced that message: "user", "cron", "heartbeat",
+	// "subagent" or "api" (bus.Source.String()); the usage ledger records it.
+	Source string
 }
 
 type callContextKey struct{}

@@ -18,6 +18,8 @@ import (
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/agent/templates"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/agent/usage"
+	"github.com/nanobot-go/nanobot/gateway"
 )
 
 func newAgentCmd(a *app) *cobra.Command {
@@ -66,9 +68,9 @@ func runAgent(cmd *cobra.Command, a *app, agentName, msg, sessKey string, markdo
 		return err
 	}
 	defer w.close()
-	provider, model, tools := w.provider, w.model, w.tools
+	provider, model, providerName, tools := w.provider, w.model, w.providerName, w.tools
 	if profile.Name != configs.DefaultAgent {
-		provider, model, _ = buildModel(c, profile.Settings, a.log)
+		provider, model, providerName, _ = buildModel(c, profile.Settings, a.log)
 		if tools, err = a.agentTools(w.cron)(profile, paths); err != nil {
 			return err
 		}
@@ -83,9 +85,16 @@ func runAgent(cmd *cobra.Command, a *app, agentName, msg, sessKey string, markdo
 		HistoryFile: filepath.Join(l.Paths.State, "cli_history"),
 		Stdin:       cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
 	})
+	// The terminal writes its own part of the ledger ("cli"), so a gateway
+	// of the same instance may write at the same time.
+	led, err := usage.Open(ctx, gateway.UsageDir(l.Paths), usage.Options{Worker: "cli", Prices: gateway.Prices(c), Location: c.Agents.Defaults.Location()})
+	if err != nil {
+		return err
+	}
+	defer led.Close()
 	ag, err := agent.New(c, paths, agent.Deps{ // no Targets: the terminal is the only chat
 		Agent: profile.Name, Provider: provider, Model: model, Tools: tools, Store: store, Out: term, Redact: a.redact, Log: a.log,
-		Presets: cliPresets(c, profile, a),
+		Presets: cliPresets(c, profile, a), Usage: led, ProviderName: providerName,
 	})
 	if err != nil {
 		return err

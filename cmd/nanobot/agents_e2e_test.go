@@ -48,9 +48,9 @@ func runAgentsGateway(t *testing.T, path string) (base string, stop func()) {
 	go func() {
 		done <- gateway.Run(ctx, gateway.Options{
 			Config: c, Paths: loaded.Paths, Provider: w.provider, Model: w.model, Tools: w.tools, CronStore: w.cron,
-			BuildModel: func(s configs.AgentDefaults) (providers.Provider, string) {
-				p, m, _ := buildModel(c, s, log)
-				return p, m
+			BuildModel: func(s configs.AgentDefaults) (providers.Provider, string, string) {
+				p, m, name, _ := buildModel(c, s, log)
+				return p, m, name
 			},
 			BuildPreset: func(p configs.ModelPreset) (providers.Provider, error) { return buildPreset(c, p, log) },
 			ToolsFor:    a.agentTools(w.cron),

@@ -69,10 +69,10 @@ func runGateway(ctx context.Context, a *app) error {
 	}()
 	opts := gateway.Options{
 		Config: &l.Config, Paths: l.Paths,
-		Provider: w.provider, Model: w.model, Tools: w.tools,
-		BuildModel: func(s configs.AgentDefaults) (providers.Provider, string) {
-			p, model, _ := buildModel(&l.Config, s, a.log)
-			return p, model
+		Provider: w.provider, Model: w.model, ProviderName: w.providerName, Tools: w.tools,
+		BuildModel: func(s configs.AgentDefaults) (providers.Provider, string, string) {
+			p, model, name, _ := buildModel(&l.Config, s, a.log)
+			return p, model, name
 		},
 		BuildPreset: func(p configs.ModelPreset) (providers.Provider, error) { return buildPreset(&l.Config, p, a.log) },
 		ToolsFor:    a.agentTools(w.cron),

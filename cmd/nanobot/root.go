@@ -50,6 +50,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newOnboardCmd(a),
 		newStatusCmd(a),
+		newUsageCmd(a),
 		newVersionCmd(a),
 		newAgentCmd(a),
 		newGatewayCmd(a),

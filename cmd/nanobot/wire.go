@@ -43,6 +43,8 @@ const mcpStartWait = 15 * time.Second
 type wired struct {
 	provider providers.Provider
 	model    string
+	// providerName is the provider's config name (usage ledger, prices).
+	providerName string
 	// providerNote says how the provider was chosen (for status and logs).
 	providerNote string
 	tools        *tools.Registry
@@ -65,11 +67,11 @@ func (w *wired) close() {
 func (a *app) wire(ctx context.Context) (*wired, error) {
 	c := &a.loaded.Config
 	w := &wired{channels: newChannelRegistry()}
-	p, model, note, err := buildProvider(c, a.log)
+	p, model, name, note, err := buildProvider(c, a.log)
 	if err != nil {
 		return nil, err
 	}
-	w.provider, w.model, w.providerNote = p, model, note
+	w.provider, w.model, w.providerName, w.providerNote = p, model, name, note
 
 	w.cron = cron.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json"))
 	if w.tools, err = a.toolRegistry(w.cron, a.loaded.Paths.Workspace, c.Tools.Exec.Sandbox); err != nil {

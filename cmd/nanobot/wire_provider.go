@@ -21,15 +21,17 @@ func providerSettings(c *configs.Config) map[string]providers.Settings {
 
 // buildProvider resolves the default agent's model (and fallbacks) to
 // providers and builds the chain. When nothing resolves, the gateway still
-// runs: every turn answers with how to add a key.
-func buildProvider(c *configs.Config, log *slog.Logger) (providers.Provider, string, string, error) {
-	p, model, note := buildModel(c, c.AgentList()[0].Settings, log)
-	return p, model, note, nil
+// runs: every turn answers with how to add a key. It returns the chain, the
+// model, the primary provider's config name ("" when none resolved) and a
+// note on how it was chosen.
+func buildProvider(c *configs.Config, log *slog.Logger) (providers.Provider, string, string, string, error) {
+	p, model, name, note := buildModel(c, c.AgentList()[0].Settings, log)
+	return p, model, name, note, nil
 }
 
 // buildModel builds the provider chain of an agent's settings; an unusable
 // model gives a provider that answers with setup instructions.
-func buildModel(c *configs.Config, s configs.AgentDefaults, log *slog.Logger) (providers.Provider, string, string) {
+func buildModel(c *configs.Config, s configs.AgentDefaults, log *slog.Logger) (providers.Provider, string, string, string) {
 	models := []providers.ChainModel{{Model: s.Model, Provider: s.Provider}}
 	for _, f := range s.FallbackModels {
 		m, prov := c.Fallback(f)
@@ -38,11 +40,11 @@ func buildModel(c *configs.Config, s configs.AgentDefaults, log *slog.Logger) (p
 	p, ress, err := providers.NewChainOf(models, providerSettings(c), providerOptions(s, log))
 	if err != nil {
 		log.Warn("no usable LLM provider; the agent will answer with setup instructions", "model", s.Model, "err", err)
-		return providers.Unconfigured{Reason: err.Error()}, s.Model, "none: " + err.Error()
+		return providers.Unconfigured{Reason: err.Error()}, s.Model, "", "none: " + err.Error()
 	}
 	note := fmt.Sprintf("%s (%s)", ress[0].Provider, ress[0].Reason)
 	log.Debug("provider resolved", "model", s.Model, "provider", ress[0].Provider, "reason", ress[0].Reason)
-	return p, s.Model, note
+	return p, s.Model, ress[0].Provider, note
 }
 
 // buildPreset builds the provider of a model preset (/model), or says why

@@ -62,6 +62,7 @@ func usageOf(u oai.CompletionUsage) providers.Usage {
 		TotalTokens:      int(u.TotalTokens),
 		CacheReadTokens:  int(u.PromptTokensDetails.CachedTokens),
 		CacheWriteTokens: int(u.PromptTokensDetails.CacheWriteTokens),
+		ReasoningTokens:  int(u.CompletionTokensDetails.ReasoningTokens),
 	}
 	if out.CacheReadTokens == 0 {
 		// DeepSeek reports its context cache this way.

@@ -36,6 +36,9 @@ func openAIUsage(u Usage) map[string]any {
 			"cached_tokens":      u.CacheReadTokens,
 			"cache_write_tokens": u.CacheWriteTokens,
 		},
+		"completion_tokens_details": map[string]any{
+			"reasoning_tokens": u.ReasoningTokens,
+		},
 	}
 }
 
@@ -58,11 +61,15 @@ func openAICompletion(r Reply) map[string]any {
 		}
 		msg["tool_calls"] = calls
 	}
-	return map[string]any{
+	out := map[string]any{
 		"id": nextID("chatcmpl-"), "object": "chat.completion", "created": time.Now().Unix(), "model": r.Model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": r.openAIFinish(), "logprobs": nil}},
 		"usage":   openAIUsage(r.usage()),
 	}
+	if r.NoUsage {
+		delete(out, "usage")
+	}
+	return out
 }
 
 // openAIStream is the chunk sequence of a streamed completion: role,
@@ -95,9 +102,11 @@ func openAIStream(r Reply) []event {
 		}
 	}
 	events = append(events, chunk(map[string]any{}, r.openAIFinish()))
-	events = append(events, dataEvent(map[string]any{
-		"id": id, "object": "chat.completion.chunk", "created": created, "model": r.Model,
-		"choices": []any{}, "usage": openAIUsage(r.usage()),
-	}))
+	if !r.NoUsage {
+		events = append(events, dataEvent(map[string]any{
+			"id": id, "object": "chat.completion.chunk", "created": created, "model": r.Model,
+			"choices": []any{}, "usage": openAIUsage(r.usage()),
+		}))
+	}
 	return append(events, event{data: "[DONE]"})
 }

@@ -68,6 +68,9 @@ type Reply struct {
 	Thinking []Thinking
 	// Usage is reported as given; nil reports 10 prompt and 5 completion tokens.
 	Usage *Usage
+	// NoUsage reports no usage at all, as some OpenAI-compatible servers
+	// do (no usage object, no usage chunk).
+	NoUsage bool
 	// FinishReason in OpenAI terms (stop, tool_calls, length,
 	// content_filter); mapped for Anthropic. Empty: tool_calls when there are
 	// calls, else stop.
@@ -131,6 +134,9 @@ type Usage struct {
 	CompletionTokens int
 	CacheReadTokens  int
 	CacheWriteTokens int
+	// ReasoningTokens is sent as completion_tokens_details.reasoning_tokens
+	// (OpenAI format only).
+	ReasoningTokens int
 }
 
 // Request is one recorded request.

@@ -1,0 +1,508 @@
+package usage
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Filter selects records. Zero fields select everything.
+type Filter struct {
+	// Since and Until bound the call time: Since <= t < Until.
+	Since, Until time.Time
+	Agent        string
+	Channel      string
+	// Session is the session key ("telegram:42").
+	Session string
+	// Sender is matched with Channel (sender ids are per platform).
+	Sender string
+	// Source is "user", "cron", "heartbeat", "subagent" or "api".
+	Source string
+}
+
+// GroupBy says how Summarize splits the totals.
+type GroupBy string
+
+// The groupings; GroupNone gives only the total.
+const (
+	GroupNone    GroupBy = ""
+	GroupDay     GroupBy = "day"
+	GroupModel   GroupBy = "model"
+	GroupChannel GroupBy = "channel"
+	GroupAgent   GroupBy = "agent"
+	GroupSender  GroupBy = "sender"
+	GroupSource  GroupBy = "source"
+)
+
+// ParseGroupBy checks a grouping name.
+func ParseGroupBy(s string) (GroupBy, error) {
+	switch g := GroupBy(s); g {
+	case GroupNone, GroupDay, GroupModel, GroupChannel, GroupAgent, GroupSender, GroupSource:
+		return g, nil
+	}
+	return "", fmt.Errorf("unknown grouping %q (want day, model, channel, agent, sender or source)", s)
+}
+
+// Row is the totals of one group.
+type Row struct {
+	// Key is the group's value: a date (YYYY-MM-DD), a model ("provider/model"),
+	// a channel, an agent, a sender ("channel:sender") or a source.
+	Key string `json:"key"`
+	Totals
+	// Errors counts calls that did not end "ok".
+	Errors int64 `json:"errors"`
+	// Latency sums the calls' durations.
+	Latency time.Duration `json:"-"`
+}
+
+// Summary is the answer of a query.
+type Summary struct {
+	// Rows are the groups, ordered by key for days and by cost, then
+	// tokens, for the others (the biggest first).
+	Rows []Row `json:"rows"`
+	// Total sums every selected call.
+	Total Row `json:"total"`
+	// Sources sums the selected calls by source, so that what the bot did
+	// on its own (heartbeat, cron) can be shown apart.
+	Sources map[string]Totals `json:"sources"`
+	// Skipped counts lines that could not be read (a torn last line after
+	// a crash, a damaged file).
+	Skipped int64 `json:"skipped"`
+}
+
+// totalsJSON is the JSON shape of Totals: the cost is null when no call
+// was priced (unknown is not free).
+type totalsJSON struct {
+	Calls      int64    `json:"calls"`
+	Input      int64    `json:"input"`
+	CacheRead  int64    `json:"cacheRead"`
+	CacheWrite int64    `json:"cacheWrite"`
+	Output     int64    `json:"output"`
+	Reasoning  int64    `json:"reasoning"`
+	CostUSD    *float64 `json:"costUsd"`
+	Unpriced   int64    `json:"unpriced"`
+	Estimated  int64    `json:"estimated"`
+}
+
+func (t Totals) json() totalsJSON {
+	return totalsJSON{t.Calls, t.Input, t.CacheRead, t.CacheWrite, t.Output, t.Reas, t.Cost(), t.Unpriced, t.Estimated}
+}
+
+// MarshalJSON writes the totals with the cost null when unknown.
+func (t Totals) MarshalJSON() ([]byte, error) { return json.Marshal(t.json()) }
+
+// MarshalJSON writes the key, the totals and the errors.
+func (r Row) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Key string `json:"key"`
+		totalsJSON
+		Errors int64 `json:"errors"`
+	}{r.Key, r.Totals.json(), r.Errors})
+}
+
+// Cost is the summed cost, nil when no call was priced.
+func (t Totals) Cost() *float64 {
+	if t.Calls > 0 && t.Unpriced == t.Calls {
+		return nil
+	}
+	c := t.CostUSD
+	return &c
+}
+
+// Summarize reads the ledger files in dir (every worker's part) and sums
+// the records f selects, grouped by by. Days begin in loc (nil: Local).
+// The files are read in parallel chunks; lines that do not parse are
+// counted in Skipped.
+func Summarize(ctx context.Context, dir string, loc *time.Location, f Filter, by GroupBy) (*Summary, error) {
+	if loc == nil {
+		loc = time.Local
+	}
+	if _, err := ParseGroupBy(string(by)); err != nil {
+		return nil, err
+	}
+	workers := runtime.GOMAXPROCS(0)
+	aggs := make([]*aggregator, workers)
+	for i := range aggs {
+		aggs[i] = newAggregator(f, by, loc)
+	}
+	skipped, err := scanParallel(ctx, dir, loc, f.Since, f.Until, aggs)
+	if err != nil {
+		return nil, err
+	}
+	out := &Summary{Sources: map[string]Totals{}, Skipped: skipped}
+	rows := map[string]*Row{}
+	for _, a := range aggs {
+		out.Skipped += a.skipped
+		for k, r := range a.rows {
+			dst := rows[k]
+			if dst == nil {
+				dst = &Row{Key: k}
+				rows[k] = dst
+			}
+			dst.merge(r)
+		}
+		for k, t := range a.sources {
+			s := out.Sources[k]
+			s.merge(&t)
+			out.Sources[k] = s
+		}
+		out.Total.merge(&a.total)
+	}
+	out.Total.Key = "total"
+	if by != GroupNone {
+		for _, r := range rows {
+			out.Rows = append(out.Rows, *r)
+		}
+		slices.SortFunc(out.Rows, func(a, b Row) int {
+			if by == GroupDay {
+				return strings.Compare(a.Key, b.Key)
+			}
+			return cmp.Or(cmp.Compare(b.CostUSD, a.CostUSD), cmp.Compare(b.Tokens(), a.Tokens()), strings.Compare(a.Key, b.Key))
+		})
+	}
+	return out, nil
+}
+
+func (t *Totals) merge(o *Totals) {
+	t.Calls += o.Calls
+	t.Input += o.Input
+	t.CacheRead += o.CacheRead
+	t.CacheWrite += o.CacheWrite
+	t.Output += o.Output
+	t.Reas += o.Reas
+	t.CostUSD += o.CostUSD
+	t.Unpriced += o.Unpriced
+	t.Estimated += o.Estimated
+}
+
+func (r *Row) merge(o *Row) {
+	r.Totals.merge(&o.Totals)
+	r.Errors += o.Errors
+	r.Latency += o.Latency
+}
+
+// aggregator sums the records one scanning goroutine sees.
+type aggregator struct {
+	by       GroupBy
+	loc      *time.Location
+	since    int64
+	until    int64
+	match    [nStrFields][]byte // required field values (nil: any)
+	rows     map[string]*Row
+	sources  map[string]Totals
+	total    Row
+	skipped  int64
+	key      []byte
+	dayStart int64 // the cached day: [dayStart, dayEnd) in unix ms
+	dayEnd   int64
+	dayKey   string
+}
+
+func newAggregator(f Filter, by GroupBy, loc *time.Location) *aggregator {
+	a := &aggregator{by: by, loc: loc, until: 1<<63 - 1, rows: map[string]*Row{}, sources: map[string]Totals{}}
+	if !f.Since.IsZero() {
+		a.since = f.Since.UnixMilli()
+	}
+	if !f.Until.IsZero() {
+		a.until = f.Until.UnixMilli()
+	}
+	set := func(i int, v string) {
+		if v != "" {
+			a.match[i] = []byte(v)
+		}
+	}
+	set(fAgent, f.Agent)
+	set(fChannel, f.Channel)
+	set(fSession, f.Session)
+	set(fSender, f.Sender)
+	set(fSource, f.Source)
+	return a
+}
+
+func (a *aggregator) add(r *rawRecord) {
+	if r.ts < a.since || r.ts >= a.until {
+		return
+	}
+	for i, want := range a.match {
+		if want != nil && !bytes.Equal(r.str[i], want) {
+			return
+		}
+	}
+	a.total.addRaw(r)
+	src := r.str[fSource]
+	if len(src) == 0 {
+		src = []byte("user")
+	}
+	s := a.sources[string(src)]
+	s.addRaw(r)
+	a.sources[string(src)] = s
+	if a.by == GroupNone {
+		return
+	}
+	k := a.groupKey(r)
+	row := a.rows[string(k)]
+	if row == nil {
+		row = &Row{Key: string(k)}
+		a.rows[row.Key] = row
+	}
+	row.addRaw(r)
+}
+
+func (a *aggregator) groupKey(r *rawRecord) []byte {
+	k := a.key[:0]
+	switch a.by {
+	case GroupDay:
+		if r.ts < a.dayStart || r.ts >= a.dayEnd {
+			t := time.UnixMilli(r.ts).In(a.loc)
+			start := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, a.loc)
+			a.dayStart, a.dayEnd = start.UnixMilli(), start.AddDate(0, 0, 1).UnixMilli()
+			a.dayKey = start.Format(time.DateOnly)
+		}
+		k = append(k, a.dayKey...)
+	case GroupModel:
+		if p := r.str[fProvider]; len(p) > 0 {
+			k = append(append(k, p...), '/')
+		}
+		k = append(k, r.str[fModel]...)
+	case GroupChannel:
+		k = append(k, r.str[fChannel]...)
+	case GroupAgent:
+		k = append(k, r.str[fAgent]...)
+	case GroupSender:
+		k = append(append(append(k, r.str[fChannel]...), ':'), r.str[fSender]...)
+	case GroupSource:
+		k = append(k, r.str[fSource]...)
+		if len(k) == 0 {
+			k = append(k, "user"...)
+		}
+	}
+	a.key = k
+	return k
+}
+
+func (t *Totals) addRaw(r *rawRecord) {
+	t.Calls++
+	t.Input += r.in
+	t.CacheRead += r.cr
+	t.CacheWrite += r.cw
+	t.Output += r.out
+	t.Reas += r.rsn
+	if r.hasCost {
+		t.CostUSD += r.cost
+	} else {
+		t.Unpriced++
+	}
+	if r.est {
+		t.Estimated++
+	}
+}
+
+func (r *Row) addRaw(raw *rawRecord) {
+	r.Totals.addRaw(raw)
+	if o := raw.str[fOutcome]; string(o) != OutcomeOK {
+		r.Errors++
+	}
+	r.Latency += time.Duration(raw.ms) * time.Millisecond
+}
+
+// ledgerFiles lists the files of the months that overlap [since, until),
+// oldest first.
+func ledgerFiles(dir string, loc *time.Location, since, until time.Time) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".jsonl") || len(name) < len("2006-01.jsonl") {
+			continue
+		}
+		start, err := time.ParseInLocation("2006-01", name[:7], loc)
+		if err != nil || (name[7] != '.') {
+			continue
+		}
+		end := start.AddDate(0, 1, 0)
+		if (!since.IsZero() && !end.After(since)) || (!until.IsZero() && !start.Before(until)) {
+			continue
+		}
+		out = append(out, filepath.Join(dir, name))
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// scan calls fn, in order, with every readable record of the months that
+// overlap [since, until).
+func scan(ctx context.Context, dir string, loc *time.Location, since, until time.Time, fn func(*rawRecord)) error {
+	files, err := ledgerFiles(dir, loc, since, until)
+	if err != nil {
+		return err
+	}
+	var rec rawRecord
+	for _, path := range files {
+		err := readChunks(ctx, path, func(chunk []byte) {
+			eachLine(chunk, func(line []byte) {
+				if parseLine(line, &rec) == nil {
+					fn(&rec)
+				}
+			})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunkSize is how much of a file one goroutine parses at a time.
+const chunkSize = 4 << 20
+
+// scanParallel feeds the files' chunks (whole lines) to one goroutine per
+// aggregator, through a fixed set of buffers (memory stays bounded and the
+// garbage collector idle). It returns the number of torn last lines it
+// left out.
+func scanParallel(ctx context.Context, dir string, loc *time.Location, since, until time.Time, aggs []*aggregator) (int64, error) {
+	files, err := ledgerFiles(dir, loc, since, until)
+	if err != nil {
+		return 0, err
+	}
+	nbuf := 2*len(aggs) + 1
+	chunks := make(chan []byte, nbuf)
+	free := make(chan []byte, nbuf)
+	for range nbuf {
+		free <- make([]byte, 0, chunkSize)
+	}
+	var wg sync.WaitGroup
+	for _, a := range aggs {
+		wg.Go(func() {
+			rec := new(rawRecord)
+			for c := range chunks {
+				eachLine(c, func(line []byte) {
+					if parseLine(line, rec) != nil {
+						a.skipped++
+						return
+					}
+					a.add(rec)
+				})
+				free <- c[:0]
+			}
+		})
+	}
+	var torn int64
+	for _, path := range files {
+		err = readChunksInto(ctx, path, free, func(c []byte) { chunks <- c }, func() { torn++ })
+		if err != nil {
+			break
+		}
+	}
+	close(chunks)
+	wg.Wait()
+	return torn, err
+}
+
+// readChunks calls fn with the file's complete lines, a chunk at a time.
+func readChunks(ctx context.Context, path string, fn func([]byte)) error {
+	free := make(chan []byte, 1)
+	free <- make([]byte, 0, chunkSize)
+	return readChunksInto(ctx, path, free, func(c []byte) { fn(c); free <- c[:0] }, func() {})
+}
+
+// readChunksInto reads path in chunks that end at a line end, into buffers
+// taken from free, and hands each to fn (which owns it from then on and
+// puts it back in free when done). A last line without its newline is torn: it is left
+// out and reported to torn.
+func readChunksInto(ctx context.Context, path string, free chan []byte, fn func([]byte), torn func()) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("usage: %w", err)
+	}
+	defer f.Close()
+	var carry []byte
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var buf []byte
+		select {
+		case buf = <-free:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if cap(buf) < len(carry)+chunkSize/2 {
+			buf = make([]byte, 0, max(chunkSize, 2*len(carry)))
+		}
+		buf = append(buf[:0], carry...)
+		n, rerr := io.ReadFull(f, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		eof := errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF)
+		if rerr != nil && !eof {
+			return fmt.Errorf("usage: read %s: %w", path, rerr)
+		}
+		cut := bytes.LastIndexByte(buf, '\n') + 1
+		carry = append(carry[:0], buf[cut:]...)
+		if cut > 0 {
+			fn(buf[:cut])
+		} else {
+			free <- buf[:0] // no whole line yet: the buffer goes back
+		}
+		if eof {
+			if len(bytes.TrimSpace(carry)) > 0 {
+				torn()
+			}
+			return nil
+		}
+	}
+}
+
+// eachLine calls fn with every non-empty line of chunk.
+func eachLine(chunk []byte, fn func([]byte)) {
+	for len(chunk) > 0 {
+		i := bytes.IndexByte(chunk, '\n')
+		if i < 0 {
+			i = len(chunk)
+		}
+		if line := chunk[:i]; len(line) > 0 {
+			fn(line)
+		}
+		if i == len(chunk) {
+			return
+		}
+		chunk = chunk[i+1:]
+	}
+}
+
+// Records returns the records f selects, oldest file first (for tests and
+// exports; queries use Summarize).
+func Records(ctx context.Context, dir string, loc *time.Location, f Filter) ([]Record, error) {
+	if loc == nil {
+		loc = time.Local
+	}
+	a := newAggregator(f, GroupNone, loc)
+	var out []Record
+	err := scan(ctx, dir, loc, f.Since, f.Until, func(r *rawRecord) {
+		before := a.total.Calls
+		a.add(r)
+		if a.total.Calls > before {
+			out = append(out, r.record())
+		}
+	})
+	return out, err
+}

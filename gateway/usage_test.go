@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/agent/usage"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/providers/openai"
+	"github.com/nanobot-go/nanobot/providers/providertest"
+	"github.com/nanobot-go/nanobot/tools"
+)
+
+// A real turn through the gateway, against the OpenAI backend and a
+// scripted server: the call is in the ledger under the instance folder,
+// and /metrics has its tokens, cost, latency and tool call.
+func TestUsageLedgerAndMetricsAfterTurn(t *testing.T) {
+	if _, ok := natsURL.Load(t); ok {
+		t.Skip("the ledger's cluster parts are covered in agent/usage")
+	}
+	srv := providertest.New(t)
+	srv.Push(providertest.Reply{ToolCalls: []providertest.ToolCall{{Name: "clock", Arguments: `{}`}},
+		Usage: &providertest.Usage{PromptTokens: 2000, CompletionTokens: 20, CacheReadTokens: 1000, ReasoningTokens: 8}})
+	srv.Push(providertest.Reply{Text: "It is noon.", Usage: &providertest.Usage{PromptTokens: 2100, CompletionTokens: 10, CacheReadTokens: 2000}})
+	p, err := openai.New(openai.Options{Name: "openai", APIKey: "sk-test", APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tools.NewRegistry()
+	if err := reg.Register(clockTool{}); err != nil {
+		t.Fatal(err)
+	}
+	fc := newFake("fake")
+	r := startGatewayOpts(t, testConfig(map[string][]any{"fake": {"*"}}), p, func(o *Options) {
+		o.Tools, o.Model, o.ProviderName = reg, "gpt-4o-mini", "openai"
+	}, fc)
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "time?", MessageID: "1"}
+	waitFor(t, "reply", func() bool {
+		got := fc.texts("c1")
+		return len(got) > 0 && got[len(got)-1] == "It is noon."
+	})
+
+	// gpt-4o-mini: $0.15 input, $0.075 cached, $0.60 output per million.
+	// Call 1: 1000*0.15 + 1000*0.075 + 20*0.60 = 237 micro-dollars;
+	// call 2: 100*0.15 + 2000*0.075 + 10*0.60 = 171.
+	want := []string{
+		`nanobot_llm_request_duration_seconds_count{model="gpt-4o-mini",outcome="ok",provider="openai"} 2`,
+		`nanobot_llm_tokens_total{kind="input",model="gpt-4o-mini",provider="openai"} 4100`,
+		`nanobot_llm_tokens_total{kind="cache_read",model="gpt-4o-mini",provider="openai"} 3000`,
+		`nanobot_llm_tokens_total{kind="output",model="gpt-4o-mini",provider="openai"} 30`,
+		`nanobot_llm_tokens_total{kind="reasoning",model="gpt-4o-mini",provider="openai"} 8`,
+		`nanobot_llm_cost_total{model="gpt-4o-mini",provider="openai"} 0.000408`,
+		`nanobot_tool_calls_total{outcome="ok",tool="clock"} 1`,
+	}
+	var body string
+	waitFor(t, "metrics", func() bool {
+		_, body = get(t, "http://"+r.addr+"/metrics")
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				return false
+			}
+		}
+		return true
+	})
+
+	dir := filepath.Join(r.dir, "usage")
+	recs, err := usage.Records(context.Background(), dir, time.Local, usage.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("ledger has %d records, want 2", len(recs))
+	}
+	got := recs[0]
+	if got.Channel != "fake" || got.Chat != "c1" || got.Sender != "u1" || got.Session != "fake:c1" || got.Source != "user" ||
+		got.Provider != "openai" || got.Model != "gpt-4o-mini" || got.Agent != "default" || got.Input != 2000 || got.CacheRead != 1000 ||
+		got.Output != 20 || got.Reasoning != 8 || got.Outcome != "ok" || got.Estimated || got.CostUSD == nil {
+		t.Errorf("first record = %+v", got)
+	}
+}
