@@ -317,6 +317,8 @@ func registerClusterMetrics(r *prometheus.Registry, nb *natsbus.Bus, role string
 			func() float64 { return float64(len(nb.Owned())) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_cluster_channels_active", Help: "1 on the instance running the chat adapters (holding the channels lease).", ConstLabels: labels},
 			func() float64 { return boolGauge(nb.Holds(RoleChannels)) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "nanobot_cluster_channels_standby_attempts_total", Help: "Attempts to take the channels lease that found another instance holding it (a live standby counts up).", ConstLabels: labels},
+			func() float64 { return float64(nb.StandbyAttempts(RoleChannels)) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_cluster_cron_active", Help: "1 on the instance running cron and heartbeat.", ConstLabels: labels},
 			func() float64 { return boolGauge(nb.Holds("cron")) }),
 	)

@@ -309,10 +309,16 @@ func TestClusterChannelsFailover(t *testing.T) {
 	standby.in, standby.front = active.in, active.front // one platform, offered to whichever instance polls it
 	first := c.start(RoleChannels, "channels-1", llm.worker("c1"), active)
 	waitForLong(t, "first instance connected", 10*time.Second, func() bool { return active.runs.Load() == 1 })
-	c.start(RoleChannels, "channels-2", llm.worker("c2"), standby)
+	second := c.start(RoleChannels, "channels-2", llm.worker("c2"), standby)
 	c.start(RoleWorker, "worker-1", llm.worker("worker-1"))
 	c.start(RoleWorker, "worker-2", llm.worker("worker-2"))
-	time.Sleep(1500 * time.Millisecond) // longer than the lease: the standby must stay idle
+	// The standby tries the lease every third of its TTL (±50 %): eight
+	// refused attempts span more than a whole lease, in which it must stay
+	// idle.
+	waitForLong(t, "the standby tried the lease eight times", 20*time.Second, func() bool {
+		_, m := get(t, "http://"+second.addr+"/metrics")
+		return metricValue(m, "nanobot_cluster_channels_standby_attempts_total") >= 8
+	})
 	if standby.runs.Load() != 0 {
 		t.Fatal("the standby connected to the platform while the first instance was alive")
 	}
@@ -459,4 +465,20 @@ func TestClusterCronJobsShared(t *testing.T) {
 	if got := fc.texts("cronchat"); !slices.Equal(got, []string{"echo: cronchat 0"}) {
 		t.Errorf("replies %q, want the job answered exactly once", got)
 	}
+}
+
+// metricValue returns the value of the first sample of family name in a
+// Prometheus text exposition (-1 when absent).
+func metricValue(exposition, name string) float64 {
+	for _, line := range strings.Split(exposition, "\n") {
+		if !strings.HasPrefix(line, name) || len(line) <= len(name) || (line[len(name)] != ' ' && line[len(name)] != '{') {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			return v
+		}
+	}
+	return -1
 }

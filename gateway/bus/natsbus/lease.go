@@ -60,6 +60,9 @@ func (b *Bus) Hold(ctx context.Context, name string, fn func(ctx context.Context
 			log.Warn("lease: cannot reach NATS; retrying", "err", err)
 		}
 		if !ok {
+			if err == nil {
+				b.countWait(name)
+			}
 			sleep(ctx, jitter(b.renewEvery()))
 			continue
 		}
@@ -110,6 +113,26 @@ func (b *Bus) setHeld(name string, held bool) {
 	} else {
 		delete(b.held, name)
 	}
+}
+
+// countWait counts an attempt at lease name refused because another
+// instance holds it.
+func (b *Bus) countWait(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.waits == nil {
+		b.waits = map[string]int{}
+	}
+	b.waits[name]++
+}
+
+// StandbyAttempts returns how many times this instance tried to take
+// lease name and found it held by another (a standby's heartbeat: it is
+// alive and ready to take over).
+func (b *Bus) StandbyAttempts(name string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waits[name]
 }
 
 // Holds reports whether this instance holds the lease called name now.

@@ -152,6 +152,7 @@ type Bus struct {
 	// partition (see WorkerHooks.Submit).
 	fence sync.Mutex
 	held  map[string]bool // named leases held (Hold)
+	waits map[string]int  // attempts at a named lease another instance held
 	// pubFailed marks sessions whose reply could not be published: the
 	// message being worked on is replayed instead of acknowledged.
 	pubFailed map[string]bool
