@@ -16,6 +16,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/matrix"
 	"github.com/nanobot-go/nanobot/channels/mattermost"
 	"github.com/nanobot-go/nanobot/channels/mochat"
+	"github.com/nanobot-go/nanobot/channels/onebot"
 	"github.com/nanobot-go/nanobot/channels/qq"
 	"github.com/nanobot-go/nanobot/channels/signal"
 	"github.com/nanobot-go/nanobot/channels/slack"
@@ -150,6 +151,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("line", line.Factory()))
 	must(r.Register("webhook", webhook.Factory()))
 	must(r.Register("xmpp", xmpp.Factory()))
+	must(r.Register("onebot", onebot.Factory()))
 	return r
 }
 
