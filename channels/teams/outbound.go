@@ -74,9 +74,11 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	a := outActivity{Type: "message", Text: m.Content, TextFormat: "markdown", From: from}
 	a.Conversation.ID = m.ChatID
 	u := base
-	if m.ReplyTo != "" {
-		a.ReplyToID = m.ReplyTo
-		u += "/" + url.PathEscape(m.ReplyTo)
+	// Streamed answers carry no ReplyTo; the activity they answer is in
+	// the metadata.
+	if reply := firstNonEmpty(m.ReplyTo, m.Metadata["activity_id"]); reply != "" {
+		a.ReplyToID = reply
+		u += "/" + url.PathEscape(reply)
 	}
 	var created struct {
 		ID string `json:"id"`
@@ -121,4 +123,13 @@ func (c *Channel) Typing(ctx context.Context, chatID string, meta bus.Metadata) 
 		return fmt.Errorf("teams: typing: %w", err)
 	}
 	return nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

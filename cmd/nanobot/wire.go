@@ -20,6 +20,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/qq"
 	"github.com/nanobot-go/nanobot/channels/signal"
 	"github.com/nanobot-go/nanobot/channels/slack"
+	"github.com/nanobot-go/nanobot/channels/teams"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/channels/webhook"
@@ -152,6 +153,7 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("webhook", webhook.Factory()))
 	must(r.Register("xmpp", xmpp.Factory()))
 	must(r.Register("onebot", onebot.Factory()))
+	must(r.Register("teams", teams.Factory()))
 	return r
 }
 
