@@ -48,7 +48,10 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require github.com/line/line-bot-sdk-go/v8 v8.14.0
+require (
+	github.com/golang-jwt/jwt/v5 v5.3.1
+	github.com/line/line-bot-sdk-go/v8 v8.14.0
+)
 
 require (
 	golang.org/x/mod v0.42.0 // indirect

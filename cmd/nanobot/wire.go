@@ -16,9 +16,11 @@ import (
 	"github.com/nanobot-go/nanobot/channels/matrix"
 	"github.com/nanobot-go/nanobot/channels/mattermost"
 	"github.com/nanobot-go/nanobot/channels/mochat"
+	"github.com/nanobot-go/nanobot/channels/onebot"
 	"github.com/nanobot-go/nanobot/channels/qq"
 	"github.com/nanobot-go/nanobot/channels/signal"
 	"github.com/nanobot-go/nanobot/channels/slack"
+	"github.com/nanobot-go/nanobot/channels/teams"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/channels/webhook"
@@ -150,6 +152,8 @@ func newChannelRegistry() *channels.Registry {
 	must(r.Register("line", line.Factory()))
 	must(r.Register("webhook", webhook.Factory()))
 	must(r.Register("xmpp", xmpp.Factory()))
+	must(r.Register("onebot", onebot.Factory()))
+	must(r.Register("teams", teams.Factory()))
 	return r
 }
 
