@@ -1,0 +1,32 @@
+// The workbench's JSON API: every state change carries the CSRF token.
+let csrf = "";
+
+export class APIError extends Error {
+  constructor(status, body) {
+    super(body.error || `HTTP ${status}`);
+    this.status = status;
+    this.path = body.path || "";
+  }
+}
+
+export async function api(method, path, body) {
+  const headers = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method !== "GET") headers["X-CSRF-Token"] = csrf;
+  const res = await fetch(path, {
+    method, headers, credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new APIError(res.status, data);
+  if (data.csrf) csrf = data.csrf;
+  return data;
+}
+
+export const me = () => api("GET", "/api/me");
+export const login = (password) => api("POST", "/api/login", { password });
+export const logout = () => api("POST", "/api/logout");
+export const listSessions = (q) => api("GET", "/api/sessions" + (q ? "?q=" + encodeURIComponent(q) : ""));
+export const getSession = (key) => api("GET", "/api/sessions/" + encodeURIComponent(key));
+export const renameSession = (key, title) => api("PATCH", "/api/sessions/" + encodeURIComponent(key), { title });
+export const deleteSession = (key) => api("DELETE", "/api/sessions/" + encodeURIComponent(key));
