@@ -9,7 +9,8 @@ import (
 
 // mountWebUI serves the web workbench at / (its API under /api/) on this
 // process's HTTP server. Beyond loopback it needs gateway.webui.password:
-// without it New fails rather than open the owner's pages to the network.
+// without it the workbench answers 403 and says why (the gateway itself
+// keeps running: its webhooks and channels need no workbench).
 func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 	if !g.runsChannels() {
 		return nil // a worker serves health and metrics only
@@ -20,6 +21,9 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
+	}
+	if off := w.Off(); off != nil {
+		g.log.Warn(off.Error())
 	}
 	w.Mount(mux)
 	return nil

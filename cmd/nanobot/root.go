@@ -57,6 +57,7 @@ func newRootCmd() *cobra.Command {
 		newCronCmd(a),
 		newDoctorCmd(a),
 		newChannelsCmd(a),
+		newWebUICmd(a),
 	)
 	return root
 }

@@ -195,8 +195,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			s.auth.failures[addr] = f
 		}
 		f.count++
-		if n := f.count - freeFailures; n >= 0 {
-			f.until = now.Add(min(time.Second<<min(n, 20), maxLockout))
+		if n := f.count - freeFailures; n > 0 {
+			f.until = now.Add(min(time.Second<<min(n-1, 20), maxLockout))
 		}
 		count := f.count
 		s.auth.mu.Unlock()

@@ -163,7 +163,7 @@ func (s *Server) loadExisting(w http.ResponseWriter, r *http.Request) (session.S
 		writeError(w, http.StatusBadRequest, "key", "cannot load conversation "+truncate(key, 100)+": "+err.Error())
 		return nil, nil
 	}
-	if sess.Len() == 0 && sess.UpdatedAt.IsZero() {
+	if sess.Len() == 0 { // never written, or archived by /new
 		writeError(w, http.StatusNotFound, "key", "no conversation "+truncate(key, 100))
 		return nil, nil
 	}

@@ -30,9 +30,9 @@ import (
 //go:embed static
 var static embed.FS
 
-// ErrNoPassword is returned by New for a non-loopback bind without
-// gateway.webui.password.
-var ErrNoPassword = errors.New("webui: the gateway listens beyond loopback but gateway.webui.password is not set (run `nanobot webui set-password`)")
+// ErrNoPassword is why the workbench is off on a non-loopback bind
+// without gateway.webui.password.
+var ErrNoPassword = errors.New("the web workbench is off: the gateway listens beyond loopback but gateway.webui.password is not set (run `nanobot webui set-password`, then restart)")
 
 // Options are what the gateway hands the workbench.
 type Options struct {
@@ -51,18 +51,18 @@ type Options struct {
 
 // Server serves the workbench and its API.
 type Server struct {
-	o      Options
-	log    *slog.Logger
+	o   Options
+	log *slog.Logger
+	// off is why the workbench is not served (nil: it is).
+	off    error
 	auth   *auth
 	render *markdown
 }
 
-// New builds the workbench. It fails for a non-loopback bind without a
-// password, so the gateway does not open the owner's pages to the network.
+// New builds the workbench. For a non-loopback bind without a password
+// the workbench it builds refuses every request (see Off), so the owner's
+// pages are never open to the network.
 func New(o Options) (*Server, error) {
-	if o.PasswordHash == "" && !o.Loopback {
-		return nil, ErrNoPassword
-	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -73,13 +73,29 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{o: o, log: o.Log, auth: newAuth(o), render: r}, nil
+	s := &Server{o: o, log: o.Log, auth: newAuth(o), render: r}
+	if o.PasswordHash == "" && !o.Loopback {
+		s.off = ErrNoPassword
+	}
+	return s, nil
 }
+
+// Off returns why the workbench refuses to serve, or nil.
+func (s *Server) Off() error { return s.off }
 
 // Mount adds the workbench's routes to mux: the page at exactly "/", its
 // assets under /ui/, and the API under /api/ (GET /api/status stays the
 // gateway's own and wins by being more specific).
 func (s *Server) Mount(mux *http.ServeMux) {
+	if s.off != nil {
+		refuse := func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusForbidden, "gateway.webui.password", s.off.Error())
+		}
+		mux.HandleFunc("GET /{$}", refuse)
+		mux.HandleFunc("/ui/", refuse)
+		mux.HandleFunc("/api/", refuse)
+		return
+	}
 	sub, _ := fs.Sub(static, "static")
 	files := http.FileServerFS(sub)
 	page := func(w http.ResponseWriter, r *http.Request) {
