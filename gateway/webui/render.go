@@ -29,7 +29,12 @@ type markdown struct {
 	css    []byte // the highlight classes, light and dark
 }
 
-var chromaClass = regexp.MustCompile(`^[a-zA-Z0-9 _-]{1,64}$`)
+var (
+	chromaClass = regexp.MustCompile(`^[a-zA-Z0-9 _-]{1,64}$`)
+	// cssRule finds the selector of each rule chroma writes, after its
+	// comment: "/* Keyword */ .chroma .k { ... }".
+	cssRule = regexp.MustCompile(`(?m)^(\s*(?:/\*[^*]*\*/\s*)?)(\.)`)
+)
 
 func newMarkdown() (*markdown, error) {
 	f := chromahtml.New(chromahtml.WithClasses(true))
@@ -42,15 +47,27 @@ func newMarkdown() (*markdown, error) {
 	p.RequireNoReferrerOnLinks(true)
 	p.AddTargetBlankToFullyQualifiedLinks(true)
 
+	// Light by default; dark when the page is dark: by the system's
+	// setting unless the page forces light, or forced by the theme switch.
 	var css bytes.Buffer
-	if err := f.WriteCSS(&css, styles.Get("github")); err != nil {
-		return nil, fmt.Errorf("webui: highlight css: %w", err)
+	for _, v := range []struct{ style, open, scope, close string }{
+		{"github", "", "", ""},
+		{"github-dark", "@media (prefers-color-scheme: dark) {\n", ":root:not([data-theme=light]) ", "}\n"},
+		{"github-dark", "", ":root[data-theme=dark] ", ""},
+	} {
+		var b bytes.Buffer
+		if err := f.WriteCSS(&b, styles.Get(v.style)); err != nil {
+			return nil, fmt.Errorf("webui: highlight css: %w", err)
+		}
+		css.WriteString(v.open)
+		if v.scope != "" {
+			// Tokens the dark style leaves to the block's colour would
+			// keep the light style's: reset them first.
+			css.WriteString(v.scope + ".chroma span { color: inherit; background-color: transparent }\n")
+		}
+		css.Write(cssRule.ReplaceAll(b.Bytes(), []byte("${1}"+v.scope+"${2}")))
+		css.WriteString(v.close)
 	}
-	css.WriteString("@media (prefers-color-scheme: dark) {\n")
-	if err := f.WriteCSS(&css, styles.Get("github-dark")); err != nil {
-		return nil, fmt.Errorf("webui: highlight css: %w", err)
-	}
-	css.WriteString("}\n")
 	return &markdown{md: md, policy: p, css: css.Bytes()}, nil
 }
 

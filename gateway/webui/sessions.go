@@ -73,7 +73,7 @@ func describe(sess *session.Session, messages []providers.Message) sessionInfo {
 	if title == "" {
 		for _, m := range messages {
 			if m.Role == "user" {
-				title = firstLine(m.Text(), 80)
+				title = firstLine(markdownMarks.Replace(m.Text()), 80)
 				break
 			}
 		}
@@ -84,6 +84,9 @@ func describe(sess *session.Session, messages []providers.Message) sessionInfo {
 	return sessionInfo{Key: sess.Key, Channel: ch, ChatID: chat, Title: title, UpdatedAt: sess.UpdatedAt,
 		Messages: len(messages), Chatable: ch == "web"}
 }
+
+// markdownMarks are dropped from a title made of the first message.
+var markdownMarks = strings.NewReplacer("**", "", "__", "", "`", "", "# ", "")
 
 func firstLine(s string, n int) string {
 	s = strings.TrimSpace(s)

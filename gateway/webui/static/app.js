@@ -3,7 +3,8 @@ import * as API from "./api.js";
 import { Chat, newChatId } from "./chat.js";
 
 const $ = (id) => document.getElementById(id);
-const ICONS = { web: "🌐", telegram: "✈️", slack: "💼", discord: "🎮", matrix: "🔷", email: "✉️", whatsapp: "📱", feishu: "🪶", dingtalk: "🔔", qq: "🐧", wecom: "🏢", weixin: "💬", mochat: "🗨️", api: "🔌", cli: "⌨️", cron: "⏰" };
+// Channel badges are letters, not emoji: they render on every system.
+const BADGES = { web: "W", telegram: "TG", slack: "SL", discord: "DC", matrix: "MX", email: "@", whatsapp: "WA", feishu: "FS", dingtalk: "DT", qq: "QQ", wecom: "WC", weixin: "WX", mochat: "MC", api: "API", cli: "CLI", cron: "⏱" };
 const state = { key: "", chat: null, info: null, streaming: new Map(), activity: null, reloadTimer: 0 };
 
 function el(tag, cls, text) {
@@ -81,7 +82,10 @@ async function loadSessions() {
     const b = el("button", "session" + (s.key === state.key ? " active" : ""));
     b.type = "button";
     b.dataset.key = s.key;
-    b.append(el("span", "ch-icon", ICONS[s.channel] || "💬"));
+    const badge = el("span", "ch-icon", BADGES[s.channel] || s.channel.slice(0, 2).toUpperCase());
+    badge.dataset.ch = s.channel;
+    badge.title = s.channel;
+    b.append(badge);
     const text = el("span", "session-text");
     text.append(el("span", "session-title", s.title), el("span", "session-meta", `${s.channel} · ${when(s.updatedAt)}`));
     b.append(text);
@@ -152,7 +156,7 @@ function renderHistory(messages) {
       for (const tc of m.toolCalls || []) {
         const d = el("details", "tool");
         d.dataset.call = tc.id;
-        d.append(el("summary", "", "🔧 " + tc.name), el("pre", "args", prettyJSON(tc.arguments)));
+        d.append(el("summary", "", "Tool call · " + tc.name), el("pre", "args", prettyJSON(tc.arguments)));
         h.append(d);
         calls.set(tc.id, d);
       }
@@ -197,7 +201,7 @@ function onFrame(f) {
       }
       let line = state.streaming.get(f.id);
       if (!line) { line = el("pre", "args"); state.streaming.set(f.id, line); state.activity.append(line); }
-      line.textContent = f.text;
+      line.textContent = f.text.replace(/^🔧 /, "Tool call · ");
     } else {
       let b = state.streaming.get(f.id);
       if (!b) { b = el("div", "msg bot streaming"); state.streaming.set(f.id, b); h.append(b); }
