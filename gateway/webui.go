@@ -17,7 +17,8 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 	}
 	w, err := webui.New(webui.Options{
 		PasswordHash: g.cfg.Gateway.WebUI.Password, Loopback: g.loopback(),
-		Sessions: g.be.sessions(), Log: g.log.With("component", "webui"),
+		Sessions: g.be.sessions(), Health: g.mgr.Health, Pairing: g.gate.Pairing,
+		Log: g.log.With("component", "webui"),
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/channels"
 )
 
 //go:embed static
@@ -43,6 +44,11 @@ type Options struct {
 	// Sessions is the conversation store the agent writes (nil: the
 	// conversations pages answer 503).
 	Sessions session.Store
+	// Health reports each channel's connection state (nil: none).
+	Health func() map[string]channels.Health
+	// Pairing is the pairing store the access gate consults (nil: the
+	// pairing endpoints answer 503).
+	Pairing *channels.PairingStore
 	// Log receives the workbench's own events (logins, lock-outs).
 	Log *slog.Logger
 	// Now is the clock (default time.Now); tests move it.
@@ -120,6 +126,10 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/sessions/{key}", s.guard(s.getSession))
 	mux.HandleFunc("PATCH /api/sessions/{key}", s.guard(s.renameSession))
 	mux.HandleFunc("DELETE /api/sessions/{key}", s.guard(s.deleteSession))
+	mux.HandleFunc("GET /api/channels", s.guard(s.listChannels))
+	mux.HandleFunc("POST /api/pairing/{code}/approve", s.guard(s.approvePairing))
+	mux.HandleFunc("POST /api/pairing/{code}/deny", s.guard(s.denyPairing))
+	mux.HandleFunc("DELETE /api/pairing/approved/{channel}/{sender}", s.guard(s.revokePairing))
 	mux.HandleFunc("/api/", s.guard(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", "no such API endpoint: "+r.Method+" "+r.URL.Path)
 	}))

@@ -46,7 +46,7 @@ type bench struct {
 	bodies []string
 }
 
-func newBench(t *testing.T, loopback bool, withPassword bool) *bench {
+func newBench(t *testing.T, loopback bool, withPassword bool, tweak ...func(*Options)) *bench {
 	t.Helper()
 	st, err := session.NewFileStore(t.TempDir(), session.FileStoreOptions{NoSync: true})
 	if err != nil {
@@ -60,7 +60,11 @@ func newBench(t *testing.T, loopback bool, withPassword bool) *bench {
 		}
 		b.hash = string(h)
 	}
-	s, err := New(Options{PasswordHash: b.hash, Loopback: loopback, Sessions: st, Now: b.clock.Now})
+	o := Options{PasswordHash: b.hash, Loopback: loopback, Sessions: st, Now: b.clock.Now}
+	for _, f := range tweak {
+		f(&o)
+	}
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
