@@ -30,3 +30,6 @@ export const listSessions = (q) => api("GET", "/api/sessions" + (q ? "?q=" + enc
 export const getSession = (key) => api("GET", "/api/sessions/" + encodeURIComponent(key));
 export const renameSession = (key, title) => api("PATCH", "/api/sessions/" + encodeURIComponent(key), { title });
 export const deleteSession = (key) => api("DELETE", "/api/sessions/" + encodeURIComponent(key));
+export const channels = () => api("GET", "/api/channels");
+export const decidePairing = (code, verb) => api("POST", `/api/pairing/${encodeURIComponent(code)}/${verb}`);
+export const revokePairing = (channel, sender) => api("DELETE", `/api/pairing/approved/${encodeURIComponent(channel)}/${encodeURIComponent(sender)}`);

@@ -1,6 +1,7 @@
 // nanobot workbench: login, conversations of every channel, live web chat.
 import * as API from "./api.js";
 import { Chat, newChatId } from "./chat.js";
+import { showChannels } from "./channels.js";
 
 const $ = (id) => document.getElementById(id);
 // Channel badges are letters, not emoji: they render on every system.
@@ -41,15 +42,28 @@ async function boot() {
   try { who = await API.me(); } catch (e) { $("login-error").textContent = e.message; $("login-view").hidden = false; return; }
   if (!who.authenticated) {
     $("app").hidden = true;
+    $("channels-view").hidden = true;
+    $("nav").hidden = true;
     $("login-view").hidden = false;
     $("password").focus();
     return;
   }
   $("login-view").hidden = true;
-  $("app").hidden = false;
+  $("nav").hidden = false;
   $("logout").hidden = who.loopback;
-  await loadSessions();
+  await show(location.hash === "#channels" ? "channels-view" : "app");
 }
+
+// ---- pages ----------------------------------------------------------------
+const PAGES = { app: loadSessions, "channels-view": showChannels };
+async function show(view) {
+  for (const id of Object.keys(PAGES)) $(id).hidden = id !== view;
+  $("back").hidden = view !== "app" || !$("app").classList.contains("show-pane");
+  for (const b of $("nav").querySelectorAll("button")) b.classList.toggle("active", b.dataset.view === view);
+  history.replaceState(null, "", view === "app" ? "#" : "#" + view.replace("-view", ""));
+  await PAGES[view]();
+}
+for (const b of $("nav").querySelectorAll("button")) b.addEventListener("click", () => show(b.dataset.view));
 
 $("login-form").addEventListener("submit", async (e) => {
   e.preventDefault();
