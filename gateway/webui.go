@@ -18,6 +18,7 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 	w, err := webui.New(webui.Options{
 		PasswordHash: g.cfg.Gateway.WebUI.Password, Loopback: g.loopback(),
 		Sessions: g.be.sessions(), Health: g.mgr.Health, Pairing: g.gate.Pairing,
+		Cron: g.be.cronStore(), Workspace: g.o.Paths.Workspace, Heartbeat: g.cfg.Gateway.Heartbeat,
 		Log: g.log.With("component", "webui"),
 	})
 	if err != nil {

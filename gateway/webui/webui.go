@@ -26,6 +26,8 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/cron"
 )
 
 //go:embed static
@@ -49,6 +51,13 @@ type Options struct {
 	// Pairing is the pairing store the access gate consults (nil: the
 	// pairing endpoints answer 503).
 	Pairing *channels.PairingStore
+	// Cron is the jobs store the cron service runs (nil: the automation
+	// endpoints answer 503).
+	Cron *cron.Store
+	// Workspace holds HEARTBEAT.md ("" : no heartbeat editing).
+	Workspace string
+	// Heartbeat is gateway.heartbeat, shown beside the file.
+	Heartbeat configs.HeartbeatConfig
 	// Log receives the workbench's own events (logins, lock-outs).
 	Log *slog.Logger
 	// Now is the clock (default time.Now); tests move it.
@@ -130,6 +139,13 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/pairing/{code}/approve", s.guard(s.approvePairing))
 	mux.HandleFunc("POST /api/pairing/{code}/deny", s.guard(s.denyPairing))
 	mux.HandleFunc("DELETE /api/pairing/approved/{channel}/{sender}", s.guard(s.revokePairing))
+	mux.HandleFunc("GET /api/cron", s.guard(s.listJobs))
+	mux.HandleFunc("POST /api/cron", s.guard(s.addJob))
+	mux.HandleFunc("PATCH /api/cron/{id}", s.guard(s.patchJob))
+	mux.HandleFunc("POST /api/cron/{id}/run", s.guard(s.runJob))
+	mux.HandleFunc("DELETE /api/cron/{id}", s.guard(s.deleteJob))
+	mux.HandleFunc("GET /api/heartbeat", s.guard(s.getHeartbeat))
+	mux.HandleFunc("PUT /api/heartbeat", s.guard(s.putHeartbeat))
 	mux.HandleFunc("/api/", s.guard(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", "no such API endpoint: "+r.Method+" "+r.URL.Path)
 	}))
@@ -162,7 +178,7 @@ func writeError(w http.ResponseWriter, status int, path, msg string) {
 
 // readJSON decodes a small JSON body into v, refusing unknown fields.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 256<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		writeError(w, http.StatusBadRequest, "", "bad JSON body: "+err.Error())
