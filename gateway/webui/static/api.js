@@ -33,3 +33,10 @@ export const deleteSession = (key) => api("DELETE", "/api/sessions/" + encodeURI
 export const channels = () => api("GET", "/api/channels");
 export const decidePairing = (code, verb) => api("POST", `/api/pairing/${encodeURIComponent(code)}/${verb}`);
 export const revokePairing = (channel, sender) => api("DELETE", `/api/pairing/approved/${encodeURIComponent(channel)}/${encodeURIComponent(sender)}`);
+export const jobs = () => api("GET", "/api/cron");
+export const addJob = (job) => api("POST", "/api/cron", job);
+export const setJobEnabled = (id, enabled) => api("PATCH", `/api/cron/${encodeURIComponent(id)}`, { enabled });
+export const runJob = (id) => api("POST", `/api/cron/${encodeURIComponent(id)}/run`);
+export const deleteJob = (id) => api("DELETE", `/api/cron/${encodeURIComponent(id)}`);
+export const heartbeat = () => api("GET", "/api/heartbeat");
+export const saveHeartbeat = (content) => api("PUT", "/api/heartbeat", { content });

@@ -2,6 +2,7 @@
 import * as API from "./api.js";
 import { Chat, newChatId } from "./chat.js";
 import { showChannels } from "./channels.js";
+import { showAutomations } from "./automations.js";
 
 const $ = (id) => document.getElementById(id);
 // Channel badges are letters, not emoji: they render on every system.
@@ -43,6 +44,7 @@ async function boot() {
   if (!who.authenticated) {
     $("app").hidden = true;
     $("channels-view").hidden = true;
+    $("automations-view").hidden = true;
     $("nav").hidden = true;
     $("login-view").hidden = false;
     $("password").focus();
@@ -51,11 +53,12 @@ async function boot() {
   $("login-view").hidden = true;
   $("nav").hidden = false;
   $("logout").hidden = who.loopback;
-  await show(location.hash === "#channels" ? "channels-view" : "app");
+  const page = location.hash.slice(1) + "-view";
+  await show(page in PAGES ? page : "app");
 }
 
 // ---- pages ----------------------------------------------------------------
-const PAGES = { app: loadSessions, "channels-view": showChannels };
+const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations };
 async function show(view) {
   for (const id of Object.keys(PAGES)) $(id).hidden = id !== view;
   $("back").hidden = view !== "app" || !$("app").classList.contains("show-pane");
