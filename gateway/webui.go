@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/webui"
 )
 
@@ -19,6 +20,13 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 		PasswordHash: g.cfg.Gateway.WebUI.Password, Loopback: g.loopback(),
 		Sessions: g.be.sessions(), Health: g.mgr.Health, Pairing: g.gate.Pairing,
 		Cron: g.be.cronStore(), Workspace: g.o.Paths.Workspace, Heartbeat: g.cfg.Gateway.Heartbeat,
+		ConfigFile: g.o.Paths.ConfigFile,
+		Apply: func(next *configs.Config) {
+			// What SIGHUP applies: the allow-lists and admins.
+			g.gate.SetAllowFrom(allowLists(next, g.chans))
+			g.gate.SetAdmins(adminLists(next))
+			g.log.Info("config changed in the workbench: allow-lists updated")
+		},
 		Log: g.log.With("component", "webui"),
 	})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/session"
@@ -58,6 +59,15 @@ type Options struct {
 	Workspace string
 	// Heartbeat is gateway.heartbeat, shown beside the file.
 	Heartbeat configs.HeartbeatConfig
+	// ConfigFile is config.json, edited by the settings page ("": the
+	// settings endpoints answer 503).
+	ConfigFile string
+	// Platforms are the channel platforms' typed configs, so edits are
+	// checked as strictly as at load (see configs.Options.Platforms).
+	Platforms map[string]any
+	// Apply applies a saved config's live settings (the allow-lists) to
+	// the running gateway.
+	Apply func(next *configs.Config)
 	// Log receives the workbench's own events (logins, lock-outs).
 	Log *slog.Logger
 	// Now is the clock (default time.Now); tests move it.
@@ -72,6 +82,8 @@ type Server struct {
 	off    error
 	auth   *auth
 	render *markdown
+	// settingsMu serialises config edits.
+	settingsMu sync.Mutex
 }
 
 // New builds the workbench. For a non-loopback bind without a password
@@ -146,6 +158,8 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /api/cron/{id}", s.guard(s.deleteJob))
 	mux.HandleFunc("GET /api/heartbeat", s.guard(s.getHeartbeat))
 	mux.HandleFunc("PUT /api/heartbeat", s.guard(s.putHeartbeat))
+	mux.HandleFunc("GET /api/settings", s.guard(s.getSettings))
+	mux.HandleFunc("PATCH /api/settings", s.guard(s.patchSettings))
 	mux.HandleFunc("/api/", s.guard(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", "no such API endpoint: "+r.Method+" "+r.URL.Path)
 	}))
