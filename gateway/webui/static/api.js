@@ -6,6 +6,7 @@ export class APIError extends Error {
     super(body.error || `HTTP ${status}`);
     this.status = status;
     this.path = body.path || "";
+    this.body = body;
   }
 }
 
@@ -40,3 +41,5 @@ export const runJob = (id) => api("POST", `/api/cron/${encodeURIComponent(id)}/r
 export const deleteJob = (id) => api("DELETE", `/api/cron/${encodeURIComponent(id)}`);
 export const heartbeat = () => api("GET", "/api/heartbeat");
 export const saveHeartbeat = (content) => api("PUT", "/api/heartbeat", { content });
+export const settings = () => api("GET", "/api/settings");
+export const saveSettings = (changes) => api("PATCH", "/api/settings", { changes });

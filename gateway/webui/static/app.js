@@ -3,6 +3,7 @@ import * as API from "./api.js";
 import { Chat, newChatId } from "./chat.js";
 import { showChannels } from "./channels.js";
 import { showAutomations } from "./automations.js";
+import { showSettings } from "./settings.js";
 
 const $ = (id) => document.getElementById(id);
 // Channel badges are letters, not emoji: they render on every system.
@@ -45,6 +46,7 @@ async function boot() {
     $("app").hidden = true;
     $("channels-view").hidden = true;
     $("automations-view").hidden = true;
+    $("settings-view").hidden = true;
     $("nav").hidden = true;
     $("login-view").hidden = false;
     $("password").focus();
@@ -58,7 +60,7 @@ async function boot() {
 }
 
 // ---- pages ----------------------------------------------------------------
-const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations };
+const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations, "settings-view": showSettings };
 async function show(view) {
   for (const id of Object.keys(PAGES)) $(id).hidden = id !== view;
   $("back").hidden = view !== "app" || !$("app").classList.contains("show-pane");
