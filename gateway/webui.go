@@ -20,6 +20,7 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 		PasswordHash: g.cfg.Gateway.WebUI.Password, Loopback: g.loopback(),
 		Sessions: g.be.sessions(), Health: g.mgr.Health, Pairing: g.gate.Pairing,
 		Cron: g.be.cronStore(), Workspace: g.o.Paths.Workspace, Heartbeat: g.cfg.Gateway.Heartbeat,
+		MemoryLock: g.be.memoryLock(),
 		ConfigFile: g.o.Paths.ConfigFile,
 		Apply: func(next *configs.Config) {
 			// What SIGHUP applies: the allow-lists and admins.

@@ -16,6 +16,7 @@
 package webui
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,9 @@ import (
 
 //go:embed static
 var static embed.FS
+
+// maxLockWait bounds how long an edit waits for the memory lock.
+const maxLockWait = 10 * time.Second
 
 // ErrNoPassword is why the workbench is off on a non-loopback bind
 // without gateway.webui.password.
@@ -57,6 +61,9 @@ type Options struct {
 	Cron *cron.Store
 	// Workspace holds HEARTBEAT.md ("" : no heartbeat editing).
 	Workspace string
+	// MemoryLock serialises MEMORY.md writers sharing the workspace (the
+	// cluster's lock; nil: none).
+	MemoryLock func(ctx context.Context) (unlock func(), err error)
 	// Heartbeat is gateway.heartbeat, shown beside the file.
 	Heartbeat configs.HeartbeatConfig
 	// ConfigFile is config.json, edited by the settings page ("": the
@@ -160,6 +167,9 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /api/heartbeat", s.guard(s.putHeartbeat))
 	mux.HandleFunc("GET /api/settings", s.guard(s.getSettings))
 	mux.HandleFunc("PATCH /api/settings", s.guard(s.patchSettings))
+	mux.HandleFunc("GET /api/memory", s.guard(s.getMemory))
+	mux.HandleFunc("PUT /api/memory", s.guard(s.putMemory))
+	mux.HandleFunc("GET /api/skills", s.guard(s.listSkills))
 	mux.HandleFunc("/api/", s.guard(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", "no such API endpoint: "+r.Method+" "+r.URL.Path)
 	}))

@@ -43,3 +43,6 @@ export const heartbeat = () => api("GET", "/api/heartbeat");
 export const saveHeartbeat = (content) => api("PUT", "/api/heartbeat", { content });
 export const settings = () => api("GET", "/api/settings");
 export const saveSettings = (changes) => api("PATCH", "/api/settings", { changes });
+export const memory = () => api("GET", "/api/memory");
+export const saveMemory = (content) => api("PUT", "/api/memory", { content });
+export const skills = () => api("GET", "/api/skills");

@@ -4,6 +4,7 @@ import { Chat, newChatId } from "./chat.js";
 import { showChannels } from "./channels.js";
 import { showAutomations } from "./automations.js";
 import { showSettings } from "./settings.js";
+import { showMemory } from "./memory.js";
 
 const $ = (id) => document.getElementById(id);
 // Channel badges are letters, not emoji: they render on every system.
@@ -47,6 +48,7 @@ async function boot() {
     $("channels-view").hidden = true;
     $("automations-view").hidden = true;
     $("settings-view").hidden = true;
+    $("memory-view").hidden = true;
     $("nav").hidden = true;
     $("login-view").hidden = false;
     $("password").focus();
@@ -60,7 +62,7 @@ async function boot() {
 }
 
 // ---- pages ----------------------------------------------------------------
-const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations, "settings-view": showSettings };
+const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations, "memory-view": showMemory, "settings-view": showSettings };
 async function show(view) {
   for (const id of Object.keys(PAGES)) $(id).hidden = id !== view;
   $("back").hidden = view !== "app" || !$("app").classList.contains("show-pane");
