@@ -21,7 +21,7 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 		Sessions: g.be.sessions(), Health: g.mgr.Health, Pairing: g.gate.Pairing,
 		Cron: g.be.cronStore(), Workspace: g.o.Paths.Workspace, Heartbeat: g.cfg.Gateway.Heartbeat,
 		MemoryLock: g.be.memoryLock(),
-		ConfigFile: g.o.Paths.ConfigFile,
+		ConfigFile: g.o.Paths.ConfigFile, Platforms: g.o.Platforms, Logs: g.o.Logs,
 		Apply: func(next *configs.Config) {
 			// What SIGHUP applies: the allow-lists and admins.
 			g.gate.SetAllowFrom(allowLists(next, g.chans))

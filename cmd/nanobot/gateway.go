@@ -70,7 +70,7 @@ func runGateway(ctx context.Context, a *app) error {
 		Config: &l.Config, Paths: l.Paths,
 		Provider: w.provider, Model: w.model, Tools: w.tools,
 		Channels: w.channels, Log: a.log, Version: buildVersion(),
-		CronStore: w.cron, Reload: reload, Redact: a.redact,
+		CronStore: w.cron, Reload: reload, Redact: a.redact, Logs: a.logs, Platforms: platformTypes(),
 		ReloadConfig: func() (*configs.Config, error) {
 			next, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})
 			if err != nil {

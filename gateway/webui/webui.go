@@ -30,6 +30,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
+	"github.com/nanobot-go/nanobot/gateway/logging"
 )
 
 //go:embed static
@@ -75,6 +76,8 @@ type Options struct {
 	// Apply applies a saved config's live settings (the allow-lists) to
 	// the running gateway.
 	Apply func(next *configs.Config)
+	// Logs are the process's last log lines, redacted (nil: none).
+	Logs *logging.Ring
 	// Log receives the workbench's own events (logins, lock-outs).
 	Log *slog.Logger
 	// Now is the clock (default time.Now); tests move it.
@@ -170,6 +173,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/memory", s.guard(s.getMemory))
 	mux.HandleFunc("PUT /api/memory", s.guard(s.putMemory))
 	mux.HandleFunc("GET /api/skills", s.guard(s.listSkills))
+	mux.HandleFunc("GET /api/logs", s.guard(s.getLogs))
 	mux.HandleFunc("/api/", s.guard(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", "no such API endpoint: "+r.Method+" "+r.URL.Path)
 	}))

@@ -46,3 +46,4 @@ export const saveSettings = (changes) => api("PATCH", "/api/settings", { changes
 export const memory = () => api("GET", "/api/memory");
 export const saveMemory = (content) => api("PUT", "/api/memory", { content });
 export const skills = () => api("GET", "/api/skills");
+export const logs = (level) => api("GET", "/api/logs?n=500&level=" + encodeURIComponent(level));

@@ -5,6 +5,7 @@ import { showChannels } from "./channels.js";
 import { showAutomations } from "./automations.js";
 import { showSettings } from "./settings.js";
 import { showMemory } from "./memory.js";
+import { showLogs } from "./logs.js";
 
 const $ = (id) => document.getElementById(id);
 // Channel badges are letters, not emoji: they render on every system.
@@ -49,6 +50,7 @@ async function boot() {
     $("automations-view").hidden = true;
     $("settings-view").hidden = true;
     $("memory-view").hidden = true;
+    $("logs-view").hidden = true;
     $("nav").hidden = true;
     $("login-view").hidden = false;
     $("password").focus();
@@ -62,7 +64,7 @@ async function boot() {
 }
 
 // ---- pages ----------------------------------------------------------------
-const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations, "memory-view": showMemory, "settings-view": showSettings };
+const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations, "memory-view": showMemory, "settings-view": showSettings, "logs-view": showLogs };
 async function show(view) {
   for (const id of Object.keys(PAGES)) $(id).hidden = id !== view;
   $("back").hidden = view !== "app" || !$("app").classList.contains("show-pane");
