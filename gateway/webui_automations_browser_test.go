@@ -66,14 +66,14 @@ func TestWorkbenchAutomationsInBrowser(t *testing.T) {
 	screenshots(t, ctx, "automations", `document.querySelectorAll("#job-list .job").length === 1`)
 
 	// Run now: the cron service fires it, the agent answers in the chat.
-	err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#job-list .job[data-job="`+id+`"] button.run`)))
+	err = chromedp.Do(ctx, click(`#job-list .job[data-job="`+id+`"] button.run`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the job's answer in its chat", func() bool { return slices.Contains(fc.texts("c9"), "echo: water the plants") })
 
 	err = chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#job-list .job[data-job="`+id+`"] button.toggle`)),
+		click(`#job-list .job[data-job="`+id+`"] button.toggle`),
 		until("paused", `!!document.querySelector('#job-list .job.paused[data-job="`+id+`"]')`),
 	)
 	if err != nil {
@@ -83,7 +83,7 @@ func TestWorkbenchAutomationsInBrowser(t *testing.T) {
 		t.Error("the job is still enabled after Pause")
 	}
 	err = chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#job-list .job[data-job="`+id+`"] button.delete`)),
+		click(`#job-list .job[data-job="`+id+`"] button.delete`),
 		until("the job gone", `!document.querySelector("#job-list .job") && !document.getElementById("jobs-empty").hidden`),
 	)
 	if err != nil {

@@ -84,6 +84,13 @@ func until(what, js string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// click clicks the element sel selects inside the page, in one step: the
+// pages re-render lists after each action, so a node found by one
+// DevTools call may be gone by the next.
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](`(() => { const e = document.querySelector(` + "`" + sel + "`" + `); if (!e) throw new Error("no element " + ` + "`" + sel + "`" + `); e.click(); })()`)
+}
+
 // screenshots captures the page at 1280 px and at 390 px (a phone), into
 // docs/webui/<name>-<width>.png when NANOBOT_UPDATE_SCREENSHOTS=1. ready is
 // the condition the page must meet at each width before the capture.

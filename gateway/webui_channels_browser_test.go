@@ -48,7 +48,7 @@ func TestWorkbenchChannelsInBrowser(t *testing.T) {
 	}
 	screenshots(t, ctx, "channels", `!!document.querySelector('#pending-list .row')`)
 	err = chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#pending-list .row[data-code="`+code+`"] button.approve`)),
+		click(`#pending-list .row[data-code="`+code+`"] button.approve`),
 		until("the sender approved", `!!document.querySelector('#approved-list .row[data-sender="fake:u77"]') && !document.querySelector('#pending-list .row')`),
 	)
 	if err != nil {
@@ -65,7 +65,7 @@ func TestWorkbenchChannelsInBrowser(t *testing.T) {
 
 	// Revoke: the next message asks for pairing again.
 	err = chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#approved-list .row[data-sender="fake:u77"] button.revoke`)),
+		click(`#approved-list .row[data-sender="fake:u77"] button.revoke`),
 		until("the approval gone", `!document.querySelector('#approved-list .row') && !document.getElementById("approved-empty").hidden`),
 	)
 	if err != nil {
