@@ -34,9 +34,10 @@ func newWebUICmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// Reload without the environment, so NANOBOT_ variables are not
-			// written into the file; ${VAR} references are kept.
-			l, err := configs.Load(configs.Options{Path: a.loaded.Path, Environ: []string{}, Platforms: platformTypes()})
+			// Reload without the NANOBOT_ config variables, so they are not
+			// written into the file; ${VAR} references are expanded from the
+			// environment as usual and written back as references.
+			l, err := configs.Load(configs.Options{Path: a.loaded.Path, Environ: withoutConfigVars(os.Environ()), Platforms: platformTypes()})
 			if err != nil {
 				return err
 			}
@@ -49,6 +50,20 @@ func newWebUICmd(a *app) *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// withoutConfigVars drops the variables that override config keys
+// (NANOBOT_A__B=...).
+func withoutConfigVars(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, configs.EnvPrefix) && strings.Contains(name, "__") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 func readPassword(cmd *cobra.Command) (string, error) {
