@@ -117,6 +117,54 @@ func (p *PairingStore) Approve(code string) (PendingPairing, error) {
 	return found, err
 }
 
+// Deny drops the request behind code without approving its sender (who
+// may ask again).
+func (p *PairingStore) Deny(code string) (PendingPairing, error) {
+	code = normalizeCode(code)
+	var found PendingPairing
+	err := p.update(func(d *pairingFile, _ time.Time) error {
+		i := slices.IndexFunc(d.Pending, func(pp PendingPairing) bool { return pp.Code == code })
+		if i < 0 {
+			return ErrUnknownCode
+		}
+		found = d.Pending[i]
+		d.Pending = slices.Delete(d.Pending, i, i+1)
+		return nil
+	})
+	return found, err
+}
+
+// ErrNotApproved is returned by Revoke for a sender that was not approved.
+var ErrNotApproved = errors.New("sender was not approved by pairing")
+
+// Revoke withdraws the approval of sender on channel; its next message
+// asks for pairing again.
+func (p *PairingStore) Revoke(channel, sender string) error {
+	return p.update(func(d *pairingFile, _ time.Time) error {
+		i := slices.Index(d.Approved[channel], sender)
+		if i < 0 {
+			return ErrNotApproved
+		}
+		d.Approved[channel] = slices.Delete(d.Approved[channel], i, i+1)
+		if len(d.Approved[channel]) == 0 {
+			delete(d.Approved, channel)
+		}
+		return nil
+	})
+}
+
+// Approved lists the senders approved by pairing, by channel.
+func (p *PairingStore) Approved() map[string][]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refresh()
+	out := make(map[string][]string, len(p.data.Approved))
+	for ch, ids := range p.data.Approved {
+		out[ch] = slices.Clone(ids)
+	}
+	return out
+}
+
 // Pending lists the codes waiting for approval.
 func (p *PairingStore) Pending() []PendingPairing {
 	p.mu.Lock()

@@ -174,6 +174,17 @@ type GatewayConfig struct {
 	// Pprof serves Go's runtime profiles (heap, goroutines, CPU) under
 	// /debug/pprof/ to loopback clients, for diagnosing memory or CPU use.
 	Pprof bool `json:"pprof"`
+	// WebUI is the web workbench served at / (see docs/webui.md).
+	WebUI WebUIConfig `json:"webui"`
+}
+
+// WebUIConfig configures the web workbench.
+type WebUIConfig struct {
+	// Password is the bcrypt hash of the workbench password (written by
+	// `nanobot webui set-password`, never the password itself). Browsers
+	// on this machine (a loopback bind) need none; beyond loopback the
+	// gateway refuses to start the workbench without it. Default: none.
+	Password string `json:"password"`
 }
 
 // HeartbeatConfig configures the heartbeat service.

@@ -84,6 +84,10 @@ func (c *Config) Validate() []FieldError {
 			v.add(fmt.Sprintf("gateway.allowedHosts[%d]", i), "%s, got %q", msg, h)
 		}
 	}
+	if pw := g.WebUI.Password; pw != "" {
+		// A hash, not the password: never echo the value.
+		v.require(isBcryptHash(pw), "gateway.webui.password", "want a bcrypt hash (set it with `nanobot webui set-password`), got a value that is not one")
+	}
 	if g.Heartbeat.Enabled {
 		v.require(g.Heartbeat.IntervalS >= 10, "gateway.heartbeat.intervalS", "want at least 10 seconds, got %d", g.Heartbeat.IntervalS)
 	}
@@ -207,4 +211,13 @@ func deref(p *float64) float64 {
 		return 0
 	}
 	return *p
+}
+
+// isBcryptHash reports whether s looks like a bcrypt hash ("$2b$10$" and
+// 53 characters of salt and digest).
+func isBcryptHash(s string) bool {
+	if len(s) != 60 || s[0] != '$' || s[1] != '2' || s[3] != '$' || s[6] != '$' {
+		return false
+	}
+	return strings.ContainsRune("aby", rune(s[2]))
 }

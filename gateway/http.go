@@ -28,6 +28,9 @@ func (g *Gateway) buildHTTP() error {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(g.Status(r.Context()))
 	})
+	if err := g.mountWebUI(mux); err != nil {
+		return err
+	}
 	if g.cfg.Gateway.Pprof {
 		mountPprof(mux)
 		g.log.Info("profiles served at /debug/pprof/ to loopback clients (gateway.pprof)")

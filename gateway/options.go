@@ -9,6 +9,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
+	"github.com/nanobot-go/nanobot/gateway/logging"
 	"github.com/nanobot-go/nanobot/gateway/wal"
 	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/providers"
@@ -79,6 +80,12 @@ type Options struct {
 	// Instance names this process in the cluster (default: host name and
 	// a random suffix).
 	Instance string
+	// Logs are the process's last log lines (the logger's ring; nil: the
+	// workbench shows none).
+	Logs *logging.Ring
+	// Platforms are the channel platforms' typed configs, so the
+	// workbench checks config edits as strictly as the loader does.
+	Platforms map[string]any
 	// StorageOpen opens the inbox journal and outbox files (default
 	// os.OpenFile); tests inject storage faults (disk full) here.
 	StorageOpen wal.OpenFunc

@@ -53,7 +53,7 @@ func TestWebChatInBrowser(t *testing.T) {
 	defer cancelT()
 
 	err := chromedp.Do(ctx,
-		chromedp.Navigate("http://"+r.addr+"/"),
+		chromedp.Navigate("http://"+r.addr+"/chat"), // the chat page; / is the workbench
 		chromedp.WaitVisible(chromedp.ID("input")),
 		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 			_, err := chromedp.Poll[bool](`document.getElementById("status").textContent === "connected"`, chromedp.WithPollingTimeout(20*time.Second))(ctx, t)

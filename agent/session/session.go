@@ -86,6 +86,14 @@ func (s *Session) Len() int {
 	return len(s.Messages)
 }
 
+// Meta returns the metadata value stored under key (nil when absent). Like
+// History it is safe while a store writes to the session.
+func (s *Session) Meta(key string) any {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.Metadata[key]
+}
+
 func legalHistory(msgs []providers.Message, cursor, maxMessages int) []providers.Message {
 	window := msgs[min(max(cursor, 0), len(msgs)):]
 	if maxMessages > 0 && len(window) > maxMessages {

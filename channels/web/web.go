@@ -203,17 +203,25 @@ type Frame struct {
 	Token string `json:"token,omitempty"`
 }
 
-// Handler serves the UI at / and the WebSocket at /ws.
+// Handler serves the UI at / (and /chat) and the WebSocket at /ws.
 func (c *Channel) Handler() http.Handler {
 	mux := http.NewServeMux()
 	sub, _ := fs.Sub(static, "static")
 	files := http.FileServerFS(sub)
-	mux.Handle("GET /", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	headers := func(w http.ResponseWriter) {
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")
+	}
+	mux.Handle("GET /", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		headers(w)
 		files.ServeHTTP(w, r)
 	}))
+	// The page also at /chat: the gateway serves its workbench at "/".
+	mux.HandleFunc("GET /chat", func(w http.ResponseWriter, r *http.Request) {
+		headers(w)
+		http.ServeFileFS(w, r, sub, "index.html")
+	})
 	mux.HandleFunc("GET /ws", c.serveWS)
 	return mux
 }

@@ -77,7 +77,7 @@ func runGateway(ctx context.Context, a *app) error {
 		BuildPreset: func(p configs.ModelPreset) (providers.Provider, error) { return buildPreset(&l.Config, p, a.log) },
 		ToolsFor:    a.agentTools(w.cron),
 		Channels:    w.channels, Log: a.log, Version: buildVersion(),
-		CronStore: w.cron, Reload: reload, Redact: a.redact,
+		CronStore: w.cron, Reload: reload, Redact: a.redact, Logs: a.logs, Platforms: platformTypes(),
 		ReloadConfig: func() (*configs.Config, error) {
 			next, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})
 			if err != nil {

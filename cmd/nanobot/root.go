@@ -28,6 +28,8 @@ type app struct {
 	// redact masks the config's secrets and tokens learnt at run time; the
 	// logger, the channel adapters, tool results and replies share it.
 	redact *redact.Redactor
+	// logs keeps the last log lines for the workbench's log view.
+	logs   *logging.Ring
 	stderr io.Writer
 }
 
@@ -58,6 +60,7 @@ func newRootCmd() *cobra.Command {
 		newCronCmd(a),
 		newDoctorCmd(a),
 		newChannelsCmd(a),
+		newWebUICmd(a),
 	)
 	return root
 }
@@ -112,7 +115,9 @@ func (a *app) load(cmd *cobra.Command) error {
 		return err
 	}
 	a.loaded = loaded
+	a.logs = logging.NewRing(1000)
 	log, red, err := logging.New(a.stderr, logging.Options{
+		Ring:    a.logs,
 		Level:   loaded.Config.Log.Level,
 		Format:  loaded.Config.Log.Format,
 		Secrets: loaded.Config.Secrets(),

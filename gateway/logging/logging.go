@@ -21,6 +21,9 @@ type Options struct {
 	Format string
 	// Secrets are exact values to redact wherever they appear.
 	Secrets []string
+	// Ring, when set, also receives every record (after redaction, at the
+	// same level) for the workbench's log view.
+	Ring *Ring
 }
 
 // ParseLevel converts a level name to a slog.Level.
@@ -52,6 +55,9 @@ func New(w io.Writer, o Options) (*slog.Logger, *redact.Redactor, error) {
 		h = slog.NewJSONHandler(w, hopts)
 	default:
 		return nil, nil, fmt.Errorf("log format %q: want text or json", o.Format)
+	}
+	if o.Ring != nil {
+		h = tee{a: h, b: slog.NewTextHandler(o.Ring, hopts)}
 	}
 	r := redact.New(o.Secrets...)
 	return slog.New(&redactHandler{next: h, r: r}), r, nil

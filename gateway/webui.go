@@ -1,0 +1,41 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/webui"
+)
+
+// mountWebUI serves the web workbench at / (its API under /api/) on this
+// process's HTTP server. Beyond loopback it needs gateway.webui.password:
+// without it the workbench answers 403 and says why (the gateway itself
+// keeps running: its webhooks and channels need no workbench).
+func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
+	if !g.runsChannels() {
+		return nil // a worker serves health and metrics only
+	}
+	w, err := webui.New(webui.Options{
+		PasswordHash: g.cfg.Gateway.WebUI.Password, Loopback: g.loopback(),
+		Sessions: g.be.sessions(), Health: g.mgr.Health, Pairing: g.gate.Pairing,
+		Cron: g.be.cronStore(), Workspace: g.o.Paths.Workspace, Heartbeat: g.cfg.Gateway.Heartbeat,
+		MemoryLock: g.be.memoryLock(),
+		ConfigFile: g.o.Paths.ConfigFile, Platforms: g.o.Platforms, Logs: g.o.Logs,
+		Apply: func(next *configs.Config) {
+			// What SIGHUP applies: the allow-lists and admins.
+			g.gate.SetAllowFrom(allowLists(next, g.chans))
+			g.gate.SetAdmins(adminLists(next))
+			g.log.Info("config changed in the workbench: allow-lists updated")
+		},
+		Log: g.log.With("component", "webui"),
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	if off := w.Off(); off != nil {
+		g.log.Warn(off.Error())
+	}
+	w.Mount(mux)
+	return nil
+}

@@ -1,0 +1,253 @@
+package webui
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/providers"
+)
+
+const (
+	// maxListed bounds a listing (newest first).
+	maxListed = 500
+	// toolPreview is how much of a tool result the history shows before
+	// "show all".
+	toolPreview = 1500
+	titleMeta   = "title"
+)
+
+// sessionInfo is one row of the conversations sidebar.
+type sessionInfo struct {
+	Key       string    `json:"key"`
+	Channel   string    `json:"channel"`
+	ChatID    string    `json:"chatId"`
+	Title     string    `json:"title"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	Messages  int       `json:"messages"`
+	// Chatable: a web session, which the page can continue over /ws.
+	Chatable bool `json:"chatable"`
+}
+
+// message is one stored message as the history view shows it.
+type message struct {
+	Role string `json:"role"`
+	// HTML is the rendered, sanitised Markdown of user and assistant text.
+	HTML string `json:"html,omitempty"`
+	// Text is a tool result's plain text (Truncated: cut to a preview;
+	// Length is the whole length in characters).
+	Text       string     `json:"text,omitempty"`
+	Truncated  bool       `json:"truncated,omitempty"`
+	Length     int        `json:"length,omitempty"`
+	ToolCalls  []toolCall `json:"toolCalls,omitempty"`
+	ToolCallID string     `json:"toolCallId,omitempty"`
+	Name       string     `json:"name,omitempty"`
+	Time       string     `json:"time,omitempty"`
+}
+
+type toolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+func (s *Server) store(w http.ResponseWriter) session.Store {
+	if s.o.Sessions == nil {
+		writeError(w, http.StatusServiceUnavailable, "", "this gateway instance keeps no conversations (a channels-only cluster role)")
+	}
+	return s.o.Sessions
+}
+
+func splitKey(key string) (channel, chat string) {
+	channel, chat, _ = strings.Cut(key, ":")
+	return channel, chat
+}
+
+func describe(sess *session.Session, messages []providers.Message) sessionInfo {
+	ch, chat := splitKey(sess.Key)
+	title, _ := sess.Meta(titleMeta).(string)
+	if title == "" {
+		for _, m := range messages {
+			if m.Role == "user" {
+				title = firstLine(markdownMarks.Replace(m.Text()), 80)
+				break
+			}
+		}
+	}
+	if title == "" {
+		title = chat
+	}
+	return sessionInfo{Key: sess.Key, Channel: ch, ChatID: chat, Title: title, UpdatedAt: sess.UpdatedAt,
+		Messages: len(messages), Chatable: ch == "web"}
+}
+
+// markdownMarks are dropped from a title made of the first message.
+var markdownMarks = strings.NewReplacer("**", "", "__", "", "`", "", "# ", "")
+
+func firstLine(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if utf8.RuneCountInString(s) > n {
+		s = string([]rune(s)[:n]) + "…"
+	}
+	return s
+}
+
+// listSessions is GET /api/sessions?q=: every channel's conversations,
+// newest first; q filters by title and message text (case-insensitive).
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	st := s.store(w)
+	if st == nil {
+		return
+	}
+	infos, err := st.List(r.Context())
+	if err != nil {
+		s.log.Error("workbench: list sessions", "err", err)
+		writeError(w, http.StatusInternalServerError, "", "could not list the conversations")
+		return
+	}
+	slices.SortFunc(infos, func(a, b session.Info) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q")))
+	out := []sessionInfo{}
+	for _, in := range infos {
+		if len(out) >= maxListed {
+			break
+		}
+		sess, err := st.Load(r.Context(), in.Key)
+		if err != nil {
+			s.log.Warn("workbench: load session", "session", in.Key, "err", err)
+			continue
+		}
+		msgs := sess.Tail(sess.Len())
+		if len(msgs) == 0 {
+			continue // archived by /new or the workbench: nothing to show
+		}
+		d := describe(sess, msgs)
+		if d.UpdatedAt.IsZero() {
+			d.UpdatedAt = in.UpdatedAt
+		}
+		if q != "" && !matches(q, d.Title, msgs) {
+			continue
+		}
+		out = append(out, d)
+	}
+	slices.SortStableFunc(out, func(a, b sessionInfo) int { return cmp.Compare(b.UpdatedAt.UnixNano(), a.UpdatedAt.UnixNano()) })
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+}
+
+func matches(q, title string, msgs []providers.Message) bool {
+	if strings.Contains(strings.ToLower(title), q) {
+		return true
+	}
+	for _, m := range msgs {
+		if (m.Role == "user" || m.Role == "assistant") && strings.Contains(strings.ToLower(m.Text()), q) {
+			return true
+		}
+	}
+	return false
+}
+
+// loadExisting loads the session named by the {key} path value, answering
+// 404 when nothing is stored under it.
+func (s *Server) loadExisting(w http.ResponseWriter, r *http.Request) (session.Store, *session.Session) {
+	st := s.store(w)
+	if st == nil {
+		return nil, nil
+	}
+	key := r.PathValue("key")
+	sess, err := st.Load(r.Context(), key)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "key", "cannot load conversation "+truncate(key, 100)+": "+err.Error())
+		return nil, nil
+	}
+	if sess.Len() == 0 { // never written, or archived by /new
+		writeError(w, http.StatusNotFound, "key", "no conversation "+truncate(key, 100))
+		return nil, nil
+	}
+	return st, sess
+}
+
+// getSession is GET /api/sessions/{key}: the whole history, read-only,
+// Markdown rendered on the server.
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	_, sess := s.loadExisting(w, r)
+	if sess == nil {
+		return
+	}
+	msgs := sess.Tail(sess.Len())
+	out := make([]message, 0, len(msgs))
+	for _, m := range msgs {
+		v := message{Role: m.Role, ToolCallID: m.ToolCallID, Name: m.Name, Time: m.Timestamp}
+		switch m.Role {
+		case "tool":
+			text := m.Text()
+			v.Length = utf8.RuneCountInString(text)
+			if v.Length > toolPreview && r.URL.Query().Get("full") != m.ToolCallID {
+				text, v.Truncated = string([]rune(text)[:toolPreview]), true
+			}
+			v.Text = text
+		default:
+			if t := m.Text(); t != "" {
+				v.HTML = s.render.HTML(t)
+			}
+		}
+		for _, tc := range m.ToolCalls {
+			v.ToolCalls = append(v.ToolCalls, toolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+		out = append(out, v)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"session": describe(sess, msgs), "messages": out})
+}
+
+// renameSession is PATCH /api/sessions/{key} {"title": "..."}.
+func (s *Server) renameSession(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Title string `json:"title"`
+	}
+	if !readJSON(w, r, &body) {
+		return
+	}
+	title := strings.TrimSpace(body.Title)
+	if title == "" || utf8.RuneCountInString(title) > 200 || strings.ContainsAny(title, "\r\n") {
+		writeError(w, http.StatusBadRequest, "title", "want one line of 1 to 200 characters")
+		return
+	}
+	st, sess := s.loadExisting(w, r)
+	if sess == nil {
+		return
+	}
+	if err := st.SetMetadata(r.Context(), sess, titleMeta, title); err != nil {
+		s.log.Error("workbench: rename session", "session", sess.Key, "err", err)
+		writeError(w, http.StatusInternalServerError, "", "could not rename the conversation")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"session": describe(sess, sess.Tail(sess.Len()))})
+}
+
+// deleteSession is DELETE /api/sessions/{key}: the conversation is set
+// aside the way /new does it (the archive stays on disk).
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	st, sess := s.loadExisting(w, r)
+	if sess == nil {
+		return
+	}
+	if err := st.Archive(r.Context(), sess); err != nil {
+		s.log.Error("workbench: archive session", "session", sess.Key, "err", err)
+		writeError(w, http.StatusInternalServerError, "", "could not archive the conversation")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"archived": sess.Key})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,376 @@
+package webui
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
+)
+
+// Settings are edited in config.json's own JSON tree, never by re-encoding
+// the typed Config: "${VAR}" references, keys this version does not know
+// and everything not edited stay as they were. Every edit is checked by
+// loading the result exactly as the gateway and the CLI load it
+// (configs.Load) before it replaces the file; the previous file is kept as
+// config.json.bak. Secret values (provider keys, channel tokens) are
+// write-only: responses say whether one is set, never what it is.
+
+// setting is one editable path pattern; "*" is one name (a provider, a
+// channel).
+type setting struct {
+	pattern string
+	kind    string // "string", "bool", "number", "strings"
+	live    bool   // applied without a restart
+}
+
+var editable = []setting{
+	{"agents.defaults.model", "string", false},
+	{"providers.*.apiKey", "string", false},
+	{"providers.*.apiBase", "string", false},
+	{"channels.*.enabled", "bool", false},
+	{"channels.*.allowFrom", "strings", true},
+	{"gateway.heartbeat.enabled", "bool", false},
+	{"gateway.heartbeat.intervalS", "number", false},
+	{"tools.restrictToWorkspace", "bool", false},
+	{"tools.exec.sandbox", "string", false},
+}
+
+// lookupSetting finds the setting for a dotted path; a channel's secret
+// keys (token, appSecret, ...) are editable strings too.
+func lookupSetting(path string) (setting, bool) {
+	segs := strings.Split(path, ".")
+	for _, s := range editable {
+		ps := strings.Split(s.pattern, ".")
+		if len(ps) != len(segs) {
+			continue
+		}
+		ok := true
+		for i := range ps {
+			if segs[i] == "" || (ps[i] != "*" && ps[i] != segs[i]) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return s, true
+		}
+	}
+	if len(segs) == 3 && segs[0] == "channels" && segs[1] != "" && configs.IsSecretKey(segs[2]) {
+		return setting{pattern: path, kind: "string"}, true
+	}
+	return setting{}, false
+}
+
+func isSecretPath(path string) bool {
+	return configs.IsSecretKey(path[strings.LastIndexByte(path, '.')+1:])
+}
+
+type secretState struct {
+	Key string `json:"key"`
+	Set bool   `json:"set"`
+	// Ref: the file holds a "${VAR}" reference, not the value.
+	Ref bool `json:"ref"`
+}
+
+type providerView struct {
+	Name    string      `json:"name"`
+	APIKey  secretState `json:"apiKey"`
+	APIBase string      `json:"apiBase"`
+}
+
+type channelView struct {
+	Name      string        `json:"name"`
+	Enabled   bool          `json:"enabled"`
+	AllowFrom []string      `json:"allowFrom"`
+	Secrets   []secretState `json:"secrets"`
+}
+
+// load reads the config as the gateway does, plus the raw file tree.
+func (s *Server) loadConfig() (*configs.Loaded, map[string]any, []byte, error) {
+	raw, err := os.ReadFile(s.o.ConfigFile)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil, fmt.Errorf("read %s: %w", s.o.ConfigFile, err)
+	}
+	tree := map[string]any{}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf"))))
+		dec.UseNumber()
+		if err := dec.Decode(&tree); err != nil {
+			return nil, nil, nil, fmt.Errorf("%s is not a JSON object: %w", s.o.ConfigFile, err)
+		}
+	}
+	l, err := configs.Load(configs.Options{Path: s.o.ConfigFile, Platforms: s.o.Platforms})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return l, tree, raw, nil
+}
+
+// rawString returns the string at a dotted path of the raw tree.
+func rawString(tree map[string]any, path string) string {
+	var cur any = tree
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		cur = m[k]
+	}
+	v, _ := cur.(string)
+	return v
+}
+
+func isRef(v string) bool { return strings.Contains(v, "${") }
+
+// getSettings is GET /api/settings.
+func (s *Server) getSettings(w http.ResponseWriter, _ *http.Request) {
+	if s.o.ConfigFile == "" {
+		writeError(w, http.StatusServiceUnavailable, "", "this gateway was started without a config file path")
+		return
+	}
+	l, tree, _, err := s.loadConfig()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "", "cannot load the config: "+err.Error())
+		return
+	}
+	c := l.Config
+	providers := []providerView{}
+	for _, name := range sortedKeys(c.Providers) {
+		p := c.Providers[name]
+		path := "providers." + name + ".apiKey"
+		providers = append(providers, providerView{Name: name, APIBase: p.APIBase,
+			APIKey: secretState{Key: "apiKey", Set: p.APIKey != "", Ref: isRef(rawString(tree, path))}})
+	}
+	chans := []channelView{}
+	for _, name := range c.Channels.Names() {
+		cc := c.Channels.Common(name)
+		v := channelView{Name: name, Enabled: cc.Enabled, AllowFrom: cc.AllowFrom, Secrets: []secretState{}}
+		if v.AllowFrom == nil {
+			v.AllowFrom = []string{}
+		}
+		for _, k := range sortedKeys(c.Channels.Platforms[name]) {
+			if !configs.IsSecretKey(k) {
+				continue
+			}
+			val, _ := c.Channels.Platforms[name][k].(string)
+			v.Secrets = append(v.Secrets, secretState{Key: k, Set: val != "", Ref: isRef(rawString(tree, "channels."+name+"."+k))})
+		}
+		chans = append(chans, v)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"file":      l.Path,
+		"agent":     map[string]any{"model": c.Agents.Defaults.Model},
+		"providers": providers,
+		"channels":  chans,
+		"heartbeat": map[string]any{"enabled": c.Gateway.Heartbeat.Enabled, "intervalS": c.Gateway.Heartbeat.IntervalS},
+		"tools":     map[string]any{"restrictToWorkspace": c.Tools.RestrictToWorkspace, "sandbox": c.Tools.Exec.Sandbox},
+	})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+type change struct {
+	Path  string          `json:"path"`
+	Value json.RawMessage `json:"value"`
+}
+
+// checkValue decodes a change's value as its setting's kind.
+func checkValue(st setting, raw json.RawMessage) (any, string) {
+	switch st.kind {
+	case "string":
+		var v string
+		if json.Unmarshal(raw, &v) != nil {
+			return nil, "want a string"
+		}
+		return strings.TrimSpace(v), ""
+	case "bool":
+		var v bool
+		if json.Unmarshal(raw, &v) != nil {
+			return nil, "want true or false"
+		}
+		return v, ""
+	case "number":
+		var v json.Number
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if dec.Decode(&v) != nil {
+			return nil, "want a number"
+		}
+		return v, ""
+	case "strings":
+		var v []string
+		if json.Unmarshal(raw, &v) != nil {
+			return nil, "want a list of strings"
+		}
+		out := []any{}
+		for _, e := range v {
+			if e = strings.TrimSpace(e); e != "" {
+				out = append(out, e)
+			}
+		}
+		return out, ""
+	}
+	return nil, "not editable"
+}
+
+// setPath sets a dotted path in the tree, creating objects on the way.
+func setPath(tree map[string]any, path string, v any) error {
+	segs := strings.Split(path, ".")
+	cur := tree
+	for i, k := range segs[:len(segs)-1] {
+		next, ok := cur[k]
+		if !ok || next == nil {
+			m := map[string]any{}
+			cur[k] = m
+			cur = m
+			continue
+		}
+		m, ok := next.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s is not an object in the file", strings.Join(segs[:i+1], "."))
+		}
+		cur = m
+	}
+	cur[segs[len(segs)-1]] = v
+	return nil
+}
+
+// patchSettings is PATCH /api/settings {"changes": [{"path", "value"}]}.
+func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
+	if s.o.ConfigFile == "" {
+		writeError(w, http.StatusServiceUnavailable, "", "this gateway was started without a config file path")
+		return
+	}
+	var body struct {
+		Changes []change `json:"changes"`
+	}
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if len(body.Changes) == 0 {
+		writeError(w, http.StatusBadRequest, "changes", "nothing to change")
+		return
+	}
+	s.settingsMu.Lock()
+	defer s.settingsMu.Unlock()
+
+	_, tree, old, err := s.loadConfig()
+	if err != nil {
+		writeError(w, http.StatusConflict, "", "the config file does not load as it is, so the workbench will not edit it: "+err.Error())
+		return
+	}
+	var live, restart []string
+	for _, c := range body.Changes {
+		st, ok := lookupSetting(c.Path)
+		if !ok {
+			writeError(w, http.StatusBadRequest, c.Path, "not editable from the workbench (edit config.json)")
+			return
+		}
+		v, msg := checkValue(st, c.Value)
+		if msg != "" {
+			writeError(w, http.StatusBadRequest, c.Path, msg)
+			return
+		}
+		if err := setPath(tree, c.Path, v); err != nil {
+			writeError(w, http.StatusBadRequest, c.Path, err.Error())
+			return
+		}
+		if st.live {
+			live = append(live, c.Path)
+		} else {
+			restart = append(restart, c.Path)
+		}
+	}
+	out, err := json.MarshalIndent(tree, "", "  ")
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "", "cannot encode the config")
+		return
+	}
+	out = append(out, '\n')
+	next, probs, err := s.check(out)
+	if err != nil {
+		s.log.Error("workbench: check config", "err", err)
+		writeError(w, http.StatusInternalServerError, "", "cannot check the new config")
+		return
+	}
+	if len(probs) > 0 {
+		list := make([]apiError, 0, len(probs))
+		for _, p := range probs {
+			msg := p.Msg
+			if isSecretPath(p.Path) {
+				msg = "invalid value" // never echo what may be a secret
+			}
+			list = append(list, apiError{Path: p.Path, Error: msg})
+		}
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": list[0].Error, "path": list[0].Path, "problems": list})
+		return
+	}
+	if len(old) > 0 {
+		if err := atomicfile.Write(s.o.ConfigFile+".bak", old, 0o600); err != nil {
+			s.log.Error("workbench: back up config", "err", err)
+			writeError(w, http.StatusInternalServerError, "", "cannot write the backup config.json.bak; nothing changed")
+			return
+		}
+	}
+	if err := atomicfile.Write(s.o.ConfigFile, out, 0o600); err != nil {
+		s.log.Error("workbench: write config", "err", err)
+		writeError(w, http.StatusInternalServerError, "", "cannot write the config")
+		return
+	}
+	if s.o.Apply != nil && len(live) > 0 {
+		s.o.Apply(next)
+	}
+	s.log.Info("workbench: config changed", "live", live, "restart_needed", restart)
+	writeJSON(w, http.StatusOK, map[string]any{"saved": true, "applied": nonNil(live), "restartNeeded": nonNil(restart)})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// check loads data as a config file next to the real one (same folder, so
+// the same derived paths) the way the gateway does.
+func (s *Server) check(data []byte) (*configs.Config, []configs.FieldError, error) {
+	f, err := os.CreateTemp(filepath.Dir(s.o.ConfigFile), ".config-check-*.json")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, nil, err
+	}
+	l, err := configs.Load(configs.Options{Path: f.Name(), Platforms: s.o.Platforms})
+	var ce *configs.Error
+	if errors.As(err, &ce) {
+		if len(ce.Problems) > 0 {
+			return nil, ce.Problems, nil
+		}
+		return nil, []configs.FieldError{{Msg: ce.Err.Error()}}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return &l.Config, nil, nil
+}

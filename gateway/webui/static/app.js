@@ -1,0 +1,301 @@
+// nanobot workbench: login, conversations of every channel, live web chat.
+import * as API from "./api.js";
+import { Chat, newChatId } from "./chat.js";
+import { showChannels } from "./channels.js";
+import { showAutomations } from "./automations.js";
+import { showSettings } from "./settings.js";
+import { showMemory } from "./memory.js";
+import { showLogs } from "./logs.js";
+
+const $ = (id) => document.getElementById(id);
+// Channel badges are letters, not emoji: they render on every system.
+const BADGES = { web: "W", telegram: "TG", slack: "SL", discord: "DC", matrix: "MX", email: "@", whatsapp: "WA", feishu: "FS", dingtalk: "DT", qq: "QQ", wecom: "WC", weixin: "WX", mochat: "MC", api: "API", cli: "CLI", cron: "⏱" };
+const state = { key: "", chat: null, info: null, streaming: new Map(), activity: null, reloadTimer: 0 };
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function when(iso) {
+  const t = new Date(iso);
+  if (isNaN(t)) return "";
+  const s = (Date.now() - t) / 1000;
+  if (s < 60) return "just now";
+  if (s < 3600) return Math.floor(s / 60) + " min ago";
+  if (s < 86400) return Math.floor(s / 3600) + " h ago";
+  return t.toLocaleDateString();
+}
+
+// ---- theme ----------------------------------------------------------------
+function applyTheme(t) {
+  if (t) document.documentElement.dataset.theme = t; else delete document.documentElement.dataset.theme;
+}
+applyTheme(localStorage.getItem("nanobot.theme") || "");
+$("theme").addEventListener("click", () => {
+  const next = { "": "dark", dark: "light", light: "" }[localStorage.getItem("nanobot.theme") || ""];
+  localStorage.setItem("nanobot.theme", next);
+  applyTheme(next);
+});
+
+// ---- login ----------------------------------------------------------------
+async function boot() {
+  let who;
+  try { who = await API.me(); } catch (e) { $("login-error").textContent = e.message; $("login-view").hidden = false; return; }
+  if (!who.authenticated) {
+    $("app").hidden = true;
+    $("channels-view").hidden = true;
+    $("automations-view").hidden = true;
+    $("settings-view").hidden = true;
+    $("memory-view").hidden = true;
+    $("logs-view").hidden = true;
+    $("nav").hidden = true;
+    $("login-view").hidden = false;
+    $("password").focus();
+    return;
+  }
+  $("login-view").hidden = true;
+  $("nav").hidden = false;
+  $("logout").hidden = who.loopback;
+  const page = location.hash.slice(1) + "-view";
+  await show(page in PAGES ? page : "app");
+}
+
+// ---- pages ----------------------------------------------------------------
+const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations, "memory-view": showMemory, "settings-view": showSettings, "logs-view": showLogs };
+async function show(view) {
+  for (const id of Object.keys(PAGES)) $(id).hidden = id !== view;
+  $("back").hidden = view !== "app" || !$("app").classList.contains("show-pane");
+  for (const b of $("nav").querySelectorAll("button")) b.classList.toggle("active", b.dataset.view === view);
+  history.replaceState(null, "", view === "app" ? "#" : "#" + view.replace("-view", ""));
+  await PAGES[view]();
+}
+for (const b of $("nav").querySelectorAll("button")) b.addEventListener("click", () => show(b.dataset.view));
+
+$("login-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  $("login-error").textContent = "";
+  try {
+    await API.login($("password").value);
+    $("password").value = "";
+    await boot();
+  } catch (err) {
+    $("login-error").textContent = err.message;
+    $("password").setAttribute("aria-invalid", "true");
+  }
+});
+$("logout").addEventListener("click", async () => { await API.logout().catch(() => {}); closeChat(); boot(); });
+
+// ---- conversations --------------------------------------------------------
+let searchTimer = 0;
+$("search").addEventListener("input", () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(loadSessions, 250);
+});
+
+async function loadSessions() {
+  let data;
+  try { data = await API.listSessions($("search").value.trim()); } catch (e) { if (e.status === 401) return boot(); throw e; }
+  const ul = $("sessions");
+  ul.replaceChildren();
+  for (const s of data.sessions) {
+    const li = el("li");
+    const b = el("button", "session" + (s.key === state.key ? " active" : ""));
+    b.type = "button";
+    b.dataset.key = s.key;
+    const badge = el("span", "ch-icon", BADGES[s.channel] || s.channel.slice(0, 2).toUpperCase());
+    badge.dataset.ch = s.channel;
+    badge.title = s.channel;
+    b.append(badge);
+    const text = el("span", "session-text");
+    text.append(el("span", "session-title", s.title), el("span", "session-meta", `${s.channel} · ${when(s.updatedAt)}`));
+    b.append(text);
+    b.addEventListener("click", () => openSession(s.key));
+    li.append(b);
+    ul.append(li);
+  }
+  $("sessions-empty").hidden = data.sessions.length > 0;
+}
+
+function closeChat() {
+  if (state.chat) state.chat.close();
+  state.chat = null;
+  $("conn").textContent = "";
+}
+
+function showPane() {
+  $("app").classList.add("show-pane");
+  $("back").hidden = false;
+}
+$("back").addEventListener("click", () => {
+  $("app").classList.remove("show-pane");
+  $("back").hidden = true;
+});
+
+async function openSession(key, fresh) {
+  if (state.key !== key) closeChat();
+  state.key = key;
+  $("rename-form").hidden = true;
+  $("delete").textContent = "Delete";
+  for (const b of document.querySelectorAll(".session")) b.classList.toggle("active", b.dataset.key === key);
+  showPane();
+  let data = { session: { key, channel: "web", chatId: key.slice(4), title: "New conversation", chatable: true }, messages: [] };
+  if (!fresh) {
+    try { data = await API.getSession(key); } catch (e) { if (e.status !== 404) { $("history").replaceChildren(el("p", "field-error pad", e.message)); return; } }
+  }
+  state.info = data.session;
+  $("pane-title").textContent = data.session.title;
+  $("rename").hidden = fresh;
+  $("delete").hidden = fresh;
+  renderHistory(data.messages);
+  const chatable = data.session.chatable;
+  $("composer").hidden = !chatable;
+  $("readonly").hidden = chatable;
+  if (chatable && !state.chat) {
+    state.chat = new Chat(data.session.chatId, { status: (s) => { $("conn").textContent = s; }, frame: onFrame });
+  }
+}
+
+$("new-topic").addEventListener("click", () => openSession("web:" + newChatId(), true));
+
+// ---- history --------------------------------------------------------------
+function bubble(role, html) {
+  const b = el("div", "msg " + (role === "user" ? "user" : "bot"));
+  b.innerHTML = html; // sanitised on the server (goldmark + bluemonday)
+  return b;
+}
+
+function renderHistory(messages) {
+  const h = $("history");
+  h.replaceChildren();
+  state.streaming.clear();
+  state.activity = null;
+  const calls = new Map();
+  for (const m of messages) {
+    if (m.role === "user" || m.role === "assistant") {
+      if (m.html) h.append(bubble(m.role, m.html));
+      for (const tc of m.toolCalls || []) {
+        const d = el("details", "tool");
+        d.dataset.call = tc.id;
+        d.append(el("summary", "", "Tool call · " + tc.name), el("pre", "args", prettyJSON(tc.arguments)));
+        h.append(d);
+        calls.set(tc.id, d);
+      }
+    } else if (m.role === "tool") {
+      const d = calls.get(m.toolCallId) || h.appendChild(el("details", "tool"));
+      const out = el("pre", "result", m.text);
+      d.append(out);
+      if (m.truncated) {
+        const more = el("button", "link", `show all (${m.length} characters)`);
+        more.type = "button";
+        more.addEventListener("click", async () => {
+          const full = await API.api("GET", `/api/sessions/${encodeURIComponent(state.key)}?full=${encodeURIComponent(m.toolCallId)}`);
+          const t = full.messages.find((x) => x.role === "tool" && x.toolCallId === m.toolCallId);
+          if (t) out.textContent = t.text;
+          more.remove();
+        });
+        d.append(more);
+      }
+    }
+  }
+  h.scrollTop = h.scrollHeight;
+}
+
+function prettyJSON(s) {
+  try { return JSON.stringify(JSON.parse(s), null, 2); } catch { return s || ""; }
+}
+
+// ---- live chat ------------------------------------------------------------
+function onFrame(f) {
+  const h = $("history");
+  $("typing")?.remove();
+  if (f.type === "typing") {
+    h.append(el("div", "msg bot typing", "…")).id = "typing";
+  } else if (f.type === "message" || f.type === "edit") {
+    if (f.text.startsWith("🔧 ")) {
+      // A tool call as it happens: its line in the activity view.
+      if (!state.activity) {
+        state.activity = el("details", "tool live");
+        state.activity.open = true;
+        state.activity.append(el("summary", "", "Activity"));
+        h.append(state.activity);
+      }
+      let line = state.streaming.get(f.id);
+      if (!line) { line = el("pre", "args"); state.streaming.set(f.id, line); state.activity.append(line); }
+      line.textContent = f.text.replace(/^🔧 /, "Tool call · ");
+    } else {
+      let b = state.streaming.get(f.id);
+      if (!b) { b = el("div", "msg bot streaming"); state.streaming.set(f.id, b); h.append(b); }
+      b.textContent = f.text;
+    }
+    if (f.final) scheduleReload();
+  } else if (f.type === "error") {
+    h.append(el("div", "msg error", f.text));
+  }
+  h.scrollTop = h.scrollHeight;
+}
+
+// Once an answer is complete, show the stored turn: Markdown rendered on
+// the server, tool calls with their results.
+function scheduleReload() {
+  clearTimeout(state.reloadTimer);
+  state.reloadTimer = setTimeout(async () => {
+    if (!state.key) return;
+    await openSession(state.key);
+    await loadSessions();
+  }, 400);
+}
+
+$("composer").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const text = $("input").value.trim();
+  if (!text || !state.chat) return;
+  if (!state.chat.send(text)) { $("history").append(el("div", "msg error", "not connected yet")); return; }
+  const b = el("div", "msg user");
+  b.textContent = text;
+  $("history").append(b);
+  $("input").value = "";
+  $("rename").hidden = false;
+  $("delete").hidden = false;
+});
+$("input").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit(); }
+});
+$("stop").addEventListener("click", () => state.chat && state.chat.send("/stop"));
+
+// ---- rename / delete ------------------------------------------------------
+$("rename").addEventListener("click", () => {
+  $("rename-form").hidden = false;
+  $("rename-input").value = state.info ? state.info.title : "";
+  $("rename-input").focus();
+});
+$("rename-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  $("rename-error").textContent = "";
+  try {
+    const r = await API.renameSession(state.key, $("rename-input").value);
+    state.info = r.session;
+    $("pane-title").textContent = r.session.title;
+    $("rename-form").hidden = true;
+    await loadSessions();
+  } catch (err) {
+    $("rename-error").textContent = (err.path ? err.path + ": " : "") + err.message;
+  }
+});
+$("delete").addEventListener("click", async () => {
+  // Two steps instead of confirm(): the second click deletes.
+  if ($("delete").textContent === "Delete") { $("delete").textContent = "Confirm delete"; return; }
+  await API.deleteSession(state.key);
+  closeChat();
+  state.key = "";
+  $("pane-title").textContent = "Pick a conversation";
+  $("history").replaceChildren();
+  $("composer").hidden = true;
+  $("rename").hidden = $("delete").hidden = true;
+  $("delete").textContent = "Delete";
+  await loadSessions();
+});
+
+boot();

@@ -1,0 +1,67 @@
+// The channels page: health of each channel, pairing requests, approved
+// senders.
+import * as API from "./api.js";
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function button(text, cls, onClick) {
+  const b = el("button", cls, text);
+  b.type = "button";
+  b.addEventListener("click", async () => {
+    b.disabled = true;
+    $("channels-error").textContent = "";
+    try { await onClick(); } catch (e) { $("channels-error").textContent = e.message; b.disabled = false; return; }
+    await showChannels();
+  });
+  return b;
+}
+
+const STATE_TEXT = { connected: "connected", connecting: "connecting", starting: "starting", reconnecting: "reconnecting", failed: "failed", stopped: "stopped" };
+
+export async function showChannels() {
+  const data = await API.channels();
+  const list = $("channel-list");
+  list.replaceChildren();
+  for (const c of data.channels) {
+    const li = el("li", "card");
+    li.dataset.channel = c.name;
+    const head = el("div", "card-head");
+    head.append(el("span", "dot " + c.state), el("strong", "", c.name), el("span", "state", STATE_TEXT[c.state] || c.state));
+    li.append(head);
+    if (c.lastError) li.append(el("p", "last-error", c.lastError));
+    if (c.restarts) li.append(el("p", "muted", `${c.restarts} restart${c.restarts === 1 ? "" : "s"}`));
+    list.append(li);
+  }
+  if (!data.channels.length) list.append(el("li", "muted", "No channels run in this process."));
+
+  const pending = $("pending-list");
+  pending.replaceChildren();
+  for (const p of data.pending) {
+    const li = el("li", "row");
+    li.dataset.code = p.code;
+    const text = el("span", "row-text");
+    text.append(el("strong", "", p.code), el("span", "muted", ` ${p.channel} · sender ${p.senderId}`));
+    li.append(text,
+      button("Approve", "approve", () => API.decidePairing(p.code, "approve")),
+      button("Deny", "danger deny", () => API.decidePairing(p.code, "deny")));
+    pending.append(li);
+  }
+  $("pending-empty").hidden = data.pending.length > 0;
+
+  const approved = $("approved-list");
+  approved.replaceChildren();
+  for (const a of data.approved) {
+    const li = el("li", "row");
+    li.dataset.sender = a.channel + ":" + a.senderId;
+    li.append(el("span", "row-text", `${a.channel} · ${a.senderId}`), button("Revoke", "danger revoke", () => API.revokePairing(a.channel, a.senderId)));
+    approved.append(li);
+  }
+  $("approved-empty").hidden = data.approved.length > 0;
+}

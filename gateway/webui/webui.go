@@ -1,0 +1,216 @@
+// Package webui is the web workbench the gateway serves at /: a small
+// page of plain ES modules (embedded; no Node toolchain) over a JSON API
+// under /api/. The chat itself stays in channels/web (its WebSocket at
+// /ws); the workbench adds what an owner needs around it: every channel's
+// conversations, their history rendered from Markdown, and the login.
+//
+// Access: a browser on this machine talking to a loopback bind needs no
+// password (see genuineLoopback). Every other request needs a login with
+// the password whose bcrypt hash is gateway.webui.password; New refuses a
+// non-loopback bind without one. A login is an HttpOnly, SameSite=Strict
+// cookie (Secure over TLS); every state-changing request also carries the
+// CSRF token GET /api/me hands out, in the X-CSRF-Token header. Failed
+// logins lock the client's address out with a doubling delay.
+//
+// A Server is safe for concurrent use by any number of requests.
+package webui
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/cron"
+	"github.com/nanobot-go/nanobot/gateway/logging"
+)
+
+//go:embed static
+var static embed.FS
+
+// maxLockWait bounds how long an edit waits for the memory lock.
+const maxLockWait = 10 * time.Second
+
+// ErrNoPassword is why the workbench is off on a non-loopback bind
+// without gateway.webui.password.
+var ErrNoPassword = errors.New("the web workbench is off: the gateway listens beyond loopback but gateway.webui.password is not set (run `nanobot webui set-password`, then restart)")
+
+// Options are what the gateway hands the workbench.
+type Options struct {
+	// PasswordHash is gateway.webui.password (a bcrypt hash; "" = none).
+	PasswordHash string
+	// Loopback is true when the HTTP server listens on loopback only.
+	Loopback bool
+	// Sessions is the conversation store the agent writes (nil: the
+	// conversations pages answer 503).
+	Sessions session.Store
+	// Health reports each channel's connection state (nil: none).
+	Health func() map[string]channels.Health
+	// Pairing is the pairing store the access gate consults (nil: the
+	// pairing endpoints answer 503).
+	Pairing *channels.PairingStore
+	// Cron is the jobs store the cron service runs (nil: the automation
+	// endpoints answer 503).
+	Cron *cron.Store
+	// Workspace holds HEARTBEAT.md ("" : no heartbeat editing).
+	Workspace string
+	// MemoryLock serialises MEMORY.md writers sharing the workspace (the
+	// cluster's lock; nil: none).
+	MemoryLock func(ctx context.Context) (unlock func(), err error)
+	// Heartbeat is gateway.heartbeat, shown beside the file.
+	Heartbeat configs.HeartbeatConfig
+	// ConfigFile is config.json, edited by the settings page ("": the
+	// settings endpoints answer 503).
+	ConfigFile string
+	// Platforms are the channel platforms' typed configs, so edits are
+	// checked as strictly as at load (see configs.Options.Platforms).
+	Platforms map[string]any
+	// Apply applies a saved config's live settings (the allow-lists) to
+	// the running gateway.
+	Apply func(next *configs.Config)
+	// Logs are the process's last log lines, redacted (nil: none).
+	Logs *logging.Ring
+	// Log receives the workbench's own events (logins, lock-outs).
+	Log *slog.Logger
+	// Now is the clock (default time.Now); tests move it.
+	Now func() time.Time
+}
+
+// Server serves the workbench and its API.
+type Server struct {
+	o   Options
+	log *slog.Logger
+	// off is why the workbench is not served (nil: it is).
+	off    error
+	auth   *auth
+	render *markdown
+	// settingsMu serialises config edits.
+	settingsMu sync.Mutex
+}
+
+// New builds the workbench. For a non-loopback bind without a password
+// the workbench it builds refuses every request (see Off), so the owner's
+// pages are never open to the network.
+func New(o Options) (*Server, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	r, err := newMarkdown()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{o: o, log: o.Log, auth: newAuth(o), render: r}
+	if o.PasswordHash == "" && !o.Loopback {
+		s.off = ErrNoPassword
+	}
+	return s, nil
+}
+
+// Off returns why the workbench refuses to serve, or nil.
+func (s *Server) Off() error { return s.off }
+
+// Mount adds the workbench's routes to mux: the page at exactly "/", its
+// assets under /ui/, and the API under /api/ (GET /api/status stays the
+// gateway's own and wins by being more specific).
+func (s *Server) Mount(mux *http.ServeMux) {
+	if s.off != nil {
+		refuse := func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusForbidden, "gateway.webui.password", s.off.Error())
+		}
+		mux.HandleFunc("GET /{$}", refuse)
+		mux.HandleFunc("/ui/", refuse)
+		mux.HandleFunc("/api/", refuse)
+		return
+	}
+	sub, _ := fs.Sub(static, "static")
+	files := http.FileServerFS(sub)
+	page := func(w http.ResponseWriter, r *http.Request) {
+		securityHeaders(w)
+		http.ServeFileFS(w, r, sub, "index.html")
+	}
+	mux.HandleFunc("GET /{$}", page)
+	mux.Handle("GET /ui/", http.StripPrefix("/ui/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		securityHeaders(w)
+		if r.URL.Path == "highlight.css" {
+			w.Header().Set("Content-Type", "text/css; charset=utf-8")
+			_, _ = w.Write(s.render.css)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})))
+
+	mux.HandleFunc("POST /api/login", s.login)
+	mux.HandleFunc("POST /api/logout", s.guard(s.logout))
+	mux.HandleFunc("GET /api/me", s.me)
+	mux.HandleFunc("GET /api/sessions", s.guard(s.listSessions))
+	mux.HandleFunc("GET /api/sessions/{key}", s.guard(s.getSession))
+	mux.HandleFunc("PATCH /api/sessions/{key}", s.guard(s.renameSession))
+	mux.HandleFunc("DELETE /api/sessions/{key}", s.guard(s.deleteSession))
+	mux.HandleFunc("GET /api/channels", s.guard(s.listChannels))
+	mux.HandleFunc("POST /api/pairing/{code}/approve", s.guard(s.approvePairing))
+	mux.HandleFunc("POST /api/pairing/{code}/deny", s.guard(s.denyPairing))
+	mux.HandleFunc("DELETE /api/pairing/approved/{channel}/{sender}", s.guard(s.revokePairing))
+	mux.HandleFunc("GET /api/cron", s.guard(s.listJobs))
+	mux.HandleFunc("POST /api/cron", s.guard(s.addJob))
+	mux.HandleFunc("PATCH /api/cron/{id}", s.guard(s.patchJob))
+	mux.HandleFunc("POST /api/cron/{id}/run", s.guard(s.runJob))
+	mux.HandleFunc("DELETE /api/cron/{id}", s.guard(s.deleteJob))
+	mux.HandleFunc("GET /api/heartbeat", s.guard(s.getHeartbeat))
+	mux.HandleFunc("PUT /api/heartbeat", s.guard(s.putHeartbeat))
+	mux.HandleFunc("GET /api/settings", s.guard(s.getSettings))
+	mux.HandleFunc("PATCH /api/settings", s.guard(s.patchSettings))
+	mux.HandleFunc("GET /api/memory", s.guard(s.getMemory))
+	mux.HandleFunc("PUT /api/memory", s.guard(s.putMemory))
+	mux.HandleFunc("GET /api/skills", s.guard(s.listSkills))
+	mux.HandleFunc("GET /api/logs", s.guard(s.getLogs))
+	mux.HandleFunc("/api/", s.guard(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "", "no such API endpoint: "+r.Method+" "+r.URL.Path)
+	}))
+}
+
+func securityHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; connect-src 'self'; frame-ancestors 'none'")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("X-Frame-Options", "DENY")
+}
+
+// apiError is every error the API returns; Path names the JSON path of the
+// field at fault when there is one.
+type apiError struct {
+	Error string `json:"error"`
+	Path  string `json:"path,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, path, msg string) {
+	writeJSON(w, status, apiError{Error: msg, Path: path})
+}
+
+// readJSON decodes a small JSON body into v, refusing unknown fields.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 256<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "", "bad JSON body: "+err.Error())
+		return false
+	}
+	return true
+}

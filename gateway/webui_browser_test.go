@@ -1,0 +1,302 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
+)
+
+// workbenchLLM calls the lookup tool when asked to, then answers with what the
+// tool said; otherwise it echoes.
+type workbenchLLM struct{ echoLLM }
+
+func (l *workbenchLLM) Stream(ctx context.Context, req providers.ChatRequest, onDelta func(providers.Delta)) (*providers.LLMResponse, error) {
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role == "tool" {
+		reply := "done: the lookup said **" + strings.SplitN(last.Text(), "\n", 2)[0] + "**"
+		onDelta(providers.Delta{Content: reply})
+		return &providers.LLMResponse{Content: reply, FinishReason: "stop"}, nil
+	}
+	if strings.Contains(last.Text(), "use the tool") {
+		return &providers.LLMResponse{FinishReason: "tool_calls", ToolCalls: []providers.ToolCallRequest{
+			{ID: "call_1", Name: "lookup", Arguments: map[string]any{"q": "weather in Lisbon"}, RawArguments: `{"q":"weather in Lisbon"}`},
+		}}, nil
+	}
+	return l.echoLLM.Stream(ctx, req, onDelta)
+}
+
+// workbenchTool answers with a long text, so the history shows "show all".
+type workbenchTool struct{}
+
+func (workbenchTool) Name() string        { return "lookup" }
+func (workbenchTool) Description() string { return "Look something up." }
+func (workbenchTool) Parameters() map[string]any {
+	return map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}, "required": []any{"q"}}
+}
+func (workbenchTool) Execute(_ context.Context, args map[string]any) (tools.Result, error) {
+	return tools.Result{Content: "sunny, 21 °C\n" + strings.Repeat("station report: calm winds, clear sky\n", 60)}, nil
+}
+
+// browser starts headless Chromium at 1280 px and returns its tab.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	bin := chromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 860),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancelT := context.WithTimeout(ctx, 120*time.Second)
+	t.Cleanup(cancelT)
+	return ctx
+}
+
+// until polls a JavaScript condition in the page.
+func until(what, js string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		if _, err := chromedp.Poll[bool](js, chromedp.WithPollingTimeout(30*time.Second))(ctx, t); err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		return nil
+	})
+}
+
+// click clicks the element sel selects inside the page, in one step: the
+// pages re-render lists after each action, so a node found by one
+// DevTools call may be gone by the next.
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](`(() => { const e = document.querySelector(` + "`" + sel + "`" + `); if (!e) throw new Error("no element " + ` + "`" + sel + "`" + `); e.click(); })()`)
+}
+
+// screenshots captures the page at 1280 px and at 390 px (a phone), into
+// docs/webui/<name>-<width>.png when NANOBOT_UPDATE_SCREENSHOTS=1. ready is
+// the condition the page must meet at each width before the capture.
+func screenshots(t *testing.T, ctx context.Context, name, ready string) {
+	t.Helper()
+	for _, w := range []int64{1280, 390} {
+		h := int64(860)
+		if w < 600 {
+			h = 844
+		}
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, h), until(fmt.Sprintf("%s at %d px", name, w), ready)); err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if os.Getenv("NANOBOT_UPDATE_SCREENSHOTS") == "1" {
+			out := filepath.Join("..", "docs", "webui", fmt.Sprintf("%s-%d.png", name, w))
+			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(out, shot, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 860)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seedTelegram stores a Telegram conversation before the gateway starts,
+// as the Telegram channel would have.
+func seedTelegram(t *testing.T, dir string) {
+	t.Helper()
+	st, err := session.NewFileStore(dir, session.FileStoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	s, err := st.Load(ctx, "telegram:4242")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Append(ctx, s,
+		providers.Message{Role: "user", Content: "Can you write me a **Go** function that adds two numbers?"},
+		providers.Message{Role: "assistant", Content: "Sure — here it is:\n\n```go\nfunc add(a, b int) int {\n\treturn a + b\n}\n```\n\n| a | b | add(a, b) |\n|---|---|---|\n| 1 | 2 | 3 |\n\nCall it as `add(1, 2)`."},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWorkbenchInBrowser drives the workbench on a loopback bind (no
+// password): the conversations of every channel, a Telegram history
+// rendered read-only, then a new web conversation whose answer uses a tool
+// (seen live in the activity view and in the stored turn), and a rename
+// whose validation error shows on the field.
+func TestWorkbenchInBrowser(t *testing.T) {
+	ctx := browser(t)
+	reg := tools.NewRegistry()
+	if err := reg.Register(workbenchTool{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(nil)
+	cfg.Channels.SendToolHints = true
+	r := startGatewayOpts(t, cfg, &workbenchLLM{}, func(o *Options) {
+		o.Channels = webOnly()
+		o.Tools = reg
+		seedTelegram(t, o.Paths.Sessions)
+	})
+	base := "http://" + r.addr
+
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/"),
+		until("the telegram conversation in the sidebar", `!!document.querySelector('.session[data-key="telegram:4242"]')`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshots(t, ctx, "conversations", `document.querySelectorAll(".session").length > 0`)
+
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`.session[data-key="telegram:4242"]`)),
+		until("the rendered history", `!!document.querySelector("#history .msg.user strong") && !!document.querySelector("#history pre.chroma")`),
+		until("read-only", `!document.getElementById("readonly").hidden && document.getElementById("composer").hidden`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#history table td").length`))
+	if err != nil || table != 3 {
+		t.Errorf("the Markdown table has %d cells (%v), want 3", table, err)
+	}
+	screenshots(t, ctx, "history", `!!document.querySelector("#history pre.chroma")`)
+	// The theme switch: auto -> dark (kept in localStorage) -> light -> auto.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("theme"))); err != nil {
+		t.Fatal(err)
+	}
+	screenshots(t, ctx, "history-dark", `document.documentElement.dataset.theme === "dark" && getComputedStyle(document.body).backgroundColor === "rgb(17, 20, 24)"`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("theme")), chromedp.Click(chromedp.ID("theme")),
+		until("the automatic theme again", `!document.documentElement.dataset.theme`)); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new web conversation: the answer uses the lookup tool.
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("new-topic")),
+		until("connected", `document.getElementById("conn").textContent === "connected"`),
+		chromedp.Evaluate[chromedp.Void](`window.__activity = [];
+			new MutationObserver(() => { const a = document.querySelector(".tool.live"); if (a) window.__activity.push(a.textContent); })
+				.observe(document.getElementById("history"), {childList: true, subtree: true, characterData: true}); 0`),
+		chromedp.SendKeys(chromedp.ID("input"), "please use the tool"),
+		chromedp.Click(chromedp.ID("send")),
+		until("the tool call in the live activity view", `window.__activity.some(t => t.includes("lookup"))`),
+		until("the stored turn with the tool call and its result", `(() => {
+			const d = document.querySelector("#history details.tool[data-call]");
+			return !!d && d.textContent.includes("weather in Lisbon") && d.textContent.includes("sunny, 21")
+				&& Array.from(document.querySelectorAll("#history .msg.bot strong")).some(e => e.textContent.includes("sunny, 21"));
+		})()`),
+		until("the web conversation in the sidebar", `!!document.querySelector('.session[data-key^="web:"]')`),
+		chromedp.Click(chromedp.CSS(`#history details.tool[data-call] summary`)),
+		until("show all", `Array.from(document.querySelectorAll("#history details.tool button")).some(b => b.textContent.startsWith("show all"))`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshots(t, ctx, "chat", `!!document.querySelector("#history details.tool[open]")`)
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#history details.tool button.link`)),
+		until("the whole tool output", `document.querySelector("#history details.tool .result").textContent.length > 2000`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Rename: an empty title is refused on the field, then a good one is
+	// shown in the sidebar.
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("rename")),
+		chromedp.SetValue(chromedp.ID("rename-input"), "   "),
+		chromedp.Click(chromedp.CSS(`#rename-form button[type=submit]`)),
+		until("the validation error on the field", `document.getElementById("rename-error").textContent.startsWith("title: want one line")`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshots(t, ctx, "rename-error", `document.getElementById("rename-error").textContent !== ""`)
+	err = chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("rename-input"), "Weather in Lisbon"),
+		chromedp.Click(chromedp.CSS(`#rename-form button[type=submit]`)),
+		until("the new title in the sidebar", `Array.from(document.querySelectorAll(".session-title")).some(e => e.textContent === "Weather in Lisbon")`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWorkbenchLoginInBrowser: beyond loopback the workbench asks for the
+// password before it shows anything, and a wrong one is refused on the
+// field.
+func TestWorkbenchLoginInBrowser(t *testing.T) {
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Skipf("cannot listen beyond loopback here: %v", err)
+	}
+	ctx := browser(t)
+	hash, err := bcrypt.GenerateFromPassword([]byte("open sesame, please"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(nil)
+	cfg.API.Enabled = false // without a key it may not listen beyond loopback
+	cfg.Gateway.WebUI.Password = string(hash)
+	startGatewayOpts(t, cfg, &echoLLM{}, func(o *Options) {
+		o.Listener.Close()
+		o.Listener = ln
+		o.Channels = webOnly()
+		seedTelegram(t, o.Paths.Sessions)
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", ln.Addr().(*net.TCPAddr).Port)
+
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(base+"/"),
+		until("the login form", `!document.getElementById("login-view").hidden && document.getElementById("app").hidden`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing leaks before the login.
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".session").length`)); err != nil || n != 0 {
+		t.Fatalf("%d sessions listed before login (%v)", n, err)
+	}
+	screenshots(t, ctx, "login", `!document.getElementById("login-view").hidden`)
+	err = chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.ID("password"), "guess"),
+		chromedp.Click(chromedp.ID("login-submit")),
+		until("wrong password on the field", `document.getElementById("login-error").textContent === "wrong password"`),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("password").value = ""; 0`),
+		chromedp.SendKeys(chromedp.ID("password"), "open sesame, please"),
+		chromedp.Click(chromedp.ID("login-submit")),
+		until("the conversations after login", `!!document.querySelector('.session[data-key="telegram:4242"]')`),
+		until("the log-out button", `!document.getElementById("logout").hidden`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
