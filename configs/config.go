@@ -10,7 +10,10 @@
 // cmd converts the loaded Config into each component's own options.
 package configs
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Config is the root of config.json.
 type Config struct {
@@ -133,9 +136,31 @@ type ProviderConfig struct {
 	ExtraHeaders map[string]string `json:"extraHeaders"`
 	// APIVersion is the api-version of Azure OpenAI.
 	APIVersion string `json:"apiVersion,omitempty"`
+	// API selects the wire API of an OpenAI-compatible provider: "chat"
+	// (chat completions, the default) or "responses" (OpenAI's Responses
+	// API, with reasoning carried between turns).
+	API string `json:"api,omitempty"`
+	// APIType is the Python nanobot's spelling of API; API wins when both
+	// are set.
+	APIType string `json:"apiType,omitempty"`
 	// Prices override the built-in price table for this provider's models
 	// (model name -> US dollars per million tokens); see docs/usage.md.
 	Prices map[string]ModelPrice `json:"prices,omitempty"`
+}
+
+// WireAPI is the API the provider is switched to ("" = chat), from api or
+// apiType, normalised ("chat_completions" and "completions" mean chat).
+func (p ProviderConfig) WireAPI() string {
+	api := p.API
+	if api == "" {
+		api = p.APIType
+	}
+	switch a := strings.ToLower(strings.TrimSpace(api)); a {
+	case "chat_completions", "chat-completions", "completions", "openai":
+		return "chat"
+	default:
+		return a
+	}
 }
 
 // ModelPrice is what one model costs, in US dollars per million tokens.

@@ -51,6 +51,13 @@ func (c *Config) Validate() []FieldError {
 		if pc.APIBase != "" && !strings.HasPrefix(pc.APIBase, "http://") && !strings.HasPrefix(pc.APIBase, "https://") {
 			v.add("providers."+name+".apiBase", "want an http:// or https:// URL, got %q", pc.APIBase)
 		}
+		if api := pc.WireAPI(); api != "" && api != "chat" && api != "responses" {
+			field := "api"
+			if pc.API == "" {
+				field = "apiType"
+			}
+			v.add("providers."+name+"."+field, "want \"chat\" or \"responses\", got %q", api)
+		}
 		for _, model := range sortedKeys(pc.Prices) {
 			mp := pc.Prices[model]
 			at := fmt.Sprintf("providers.%s.prices[%q].", name, model)
