@@ -64,7 +64,9 @@ type Deps struct {
 	Agent string
 	// Presets let chats switch models with /model (optional).
 	Presets Presets
-	Log     *slog.Logger
+	// Voice speaks answers to voice notes (optional; see VoiceConfig).
+	Voice VoiceConfig
+	Log   *slog.Logger
 }
 
 // Agent is an assembled agent: the loop that takes messages, with the
@@ -141,6 +143,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Store: deps.Store, Builder: builder, Runner: a.Runner, Subagents: a.Subagents, Consolidator: mem,
 		Out: deps.Out, MaxConcurrentTurns: d.MaxConcurrentTurns, MaxToolResultChars: d.MaxToolResultChars,
 		ContextWindowTokens: d.ContextWindowTokens, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
+		Voice: deps.Voice,
 	})
 	return a, nil
 }

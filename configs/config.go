@@ -30,6 +30,8 @@ type Config struct {
 	API APIConfig `json:"api"`
 	// Tools configures what the agent may do.
 	Tools ToolsConfig `json:"tools"`
+	// TTS configures voice replies (text-to-speech); see docs/providers.md.
+	TTS TTSConfig `json:"tts"`
 	// Log configures logging.
 	Log LogConfig `json:"log"`
 	// Cluster runs the bot on several machines over NATS JetStream
@@ -161,6 +163,32 @@ func (p ProviderConfig) WireAPI() string {
 	default:
 		return a
 	}
+}
+
+// TTSConfig configures voice replies: answers to voice notes (and in
+// chats with /voice on) are also sent as voice messages.
+type TTSConfig struct {
+	// Enabled turns voice replies on.
+	Enabled bool `json:"enabled"`
+	// Provider names the providers.<name> entry whose apiKey and apiBase
+	// reach an OpenAI-compatible /audio/speech endpoint (default "openai").
+	Provider string `json:"provider"`
+	// APIBase and APIKey override the provider's (a dedicated speech
+	// server).
+	APIBase string `json:"apiBase,omitempty"`
+	APIKey  string `json:"apiKey,omitempty"`
+	// Model is the speech model (default "gpt-4o-mini-tts"; "tts-1" is
+	// cheaper).
+	Model string `json:"model"`
+	// Voice is the voice name (default "alloy").
+	Voice string `json:"voice"`
+	// Format is what the server is asked for: "opus" (default; Ogg/Opus,
+	// sent as is) or "mp3", "wav", "aac", "flac" (converted with ffmpeg).
+	Format string `json:"format"`
+	// Instructions steer the voice ("speak calmly"), for models that take them.
+	Instructions string `json:"instructions,omitempty"`
+	// MaxChars cuts longer answers before they are spoken (default 4000).
+	MaxChars int `json:"maxChars,omitempty"`
 }
 
 // ModelPrice is what one model costs, in US dollars per million tokens.

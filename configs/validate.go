@@ -73,6 +73,12 @@ func (c *Config) Validate() []FieldError {
 		}
 	}
 
+	v.oneOf("tts.format", c.TTS.Format, "", "opus", "mp3", "wav", "aac", "flac")
+	v.require(c.TTS.MaxChars >= 0, "tts.maxChars", "want 0 (default) or more, got %d", c.TTS.MaxChars)
+	if c.TTS.APIBase != "" && !strings.HasPrefix(c.TTS.APIBase, "http://") && !strings.HasPrefix(c.TTS.APIBase, "https://") {
+		v.add("tts.apiBase", "want an http:// or https:// URL, got %q", c.TTS.APIBase)
+	}
+
 	v.require(c.Channels.OutboxMaxAgeH >= 1 && c.Channels.OutboxMaxAgeH <= 720, "channels.outboxMaxAgeH", "want 1 to 720 hours, got %d", c.Channels.OutboxMaxAgeH)
 	v.require(c.Channels.SendMaxRetries >= 0 && c.Channels.SendMaxRetries <= 10, "channels.sendMaxRetries", "want 0 to 10, got %d", c.Channels.SendMaxRetries)
 
