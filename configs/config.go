@@ -254,6 +254,38 @@ type ToolsConfig struct {
 	SSRFAllowlist []string `json:"ssrfAllowlist"`
 	// Disabled lists tool names not offered to the model.
 	Disabled []string `json:"disabled"`
+	// Image configures the generate_image tool.
+	Image ImageToolConfig `json:"image"`
+}
+
+// ImageToolConfig configures generate_image (OpenAI-compatible
+// /images/generations; see docs/providers.md).
+type ImageToolConfig struct {
+	// Enabled offers the tool to the model.
+	Enabled bool `json:"enabled"`
+	// Provider names the providers.<name> entry whose apiKey and apiBase
+	// are used (default "openai").
+	Provider string `json:"provider"`
+	// APIBase and APIKey override the provider's.
+	APIBase string `json:"apiBase,omitempty"`
+	APIKey  string `json:"apiKey,omitempty"`
+	// Model is the image model (default "gpt-image-1"; "dall-e-3").
+	Model string `json:"model"`
+	// PricePerImage is the cost of one image in US dollars for the usage
+	// ledger; 0 uses the built-in prices of OpenAI's models.
+	PricePerImage float64 `json:"pricePerImage,omitempty"`
+}
+
+// Endpoint is the apiBase and apiKey of a provider entry, name matched
+// as written or in its normalised form ("openai", "OpenAI"); empty when
+// the config has no such entry.
+func (c *Config) Endpoint(name string) (apiBase, apiKey string) {
+	for key, p := range c.Providers {
+		if strings.EqualFold(key, name) || strings.EqualFold(strings.NewReplacer("-", "", "_", "").Replace(key), strings.NewReplacer("-", "", "_", "").Replace(name)) {
+			return p.APIBase, p.APIKey
+		}
+	}
+	return "", ""
 }
 
 // MessageToolConfig configures the message tool.

@@ -73,6 +73,10 @@ func (c *Config) Validate() []FieldError {
 		}
 	}
 
+	v.require(c.Tools.Image.PricePerImage >= 0, "tools.image.pricePerImage", "want 0 (built-in prices) or more US dollars, got %v", c.Tools.Image.PricePerImage)
+	if b := c.Tools.Image.APIBase; b != "" && !strings.HasPrefix(b, "http://") && !strings.HasPrefix(b, "https://") {
+		v.add("tools.image.apiBase", "want an http:// or https:// URL, got %q", b)
+	}
 	v.oneOf("tts.format", c.TTS.Format, "", "opus", "mp3", "wav", "aac", "flac")
 	v.require(c.TTS.MaxChars >= 0, "tts.maxChars", "want 0 (default) or more, got %d", c.TTS.MaxChars)
 	if c.TTS.APIBase != "" && !strings.HasPrefix(c.TTS.APIBase, "http://") && !strings.HasPrefix(c.TTS.APIBase, "https://") {
