@@ -58,7 +58,7 @@ func TestDoctorReportsFailingMCPServers(t *testing.T) {
 func TestDoctorVoiceReplies(t *testing.T) {
 	tests := []struct {
 		name, tts, want string
-		path        string // PATH for the ffmpeg lookup
+		path            string // PATH for the ffmpeg lookup
 	}{
 		{"opus", `{"enabled": true}`, "sends Ogg/Opus, sent as is", ""},
 		{"mp3 without ffmpeg", `{"enabled": true, "format": "mp3"}`, `tts.format is "mp3" but voice messages need Ogg/Opus and ffmpeg is not installed`, ""},

@@ -32,7 +32,9 @@ func TestVoiceNoteGetsVoiceAnswer(t *testing.T) {
 	tg := telegramtest.New(t)
 	speech := ttstest.New(t)
 	llm := providertest.New(t)
-	llm.Handle(func(r providertest.Request) providertest.Reply { return providertest.Reply{Text: "It is **sunny** today."} })
+	llm.Handle(func(r providertest.Request) providertest.Reply {
+		return providertest.Reply{Text: "It is **sunny** today."}
+	})
 	var transcribed atomic.Int32
 	stt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		transcribed.Add(1)
