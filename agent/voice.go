@@ -66,11 +66,11 @@ func (l *Loop) speak(ctx context.Context, m bus.Inbound, text string) {
 
 // speakable strips the Markdown a voice would read out literally.
 func speakable(text string) string {
-	r := strings.NewReplacer("**", "", "__", "", "`", "", "~~", "", "#", "")
+	r := strings.NewReplacer("**", "", "__", "", "`", "", "~~", "")
 	var b strings.Builder
 	for line := range strings.SplitSeq(r.Replace(text), "\n") {
 		line = strings.TrimSpace(line)
-		line = strings.TrimLeft(line, "*->• ")
+		line = strings.TrimLeft(line, "#*->• ")
 		if line == "" {
 			continue
 		}
@@ -95,7 +95,12 @@ func (l *Loop) voiceCommand(ctx context.Context, m bus.Inbound, args string) err
 		return err
 	}
 	on, _ := sess.Metadata[MetaVoiceReplies].(bool)
-	switch strings.ToLower(strings.TrimSpace(args)) {
+	arg := strings.ToLower(strings.TrimSpace(args))
+	if arg != "" && m.IsGroup && !m.Admin {
+		l.reply(ctx, m, "Only an admin of this channel may switch voice replies in a group.")
+		return nil
+	}
+	switch arg {
 	case "":
 		state := "off: I answer voice notes with voice, text with text"
 		if on {

@@ -103,6 +103,26 @@ func TestVoiceRepliesFollowVoiceNotesAndVoiceOn(t *testing.T) {
 	}
 }
 
+func TestSpeakable(t *testing.T) {
+	got := speakable("## Plan\n- **one** in C#\n* `two`\n\n> three")
+	if want := "Plan\none in C#\ntwo\nthree"; got != want {
+		t.Errorf("speakable = %q, want %q", got, want)
+	}
+}
+
+func TestVoiceCommandInGroupNeedsAdmin(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("x") }}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Voice = VoiceConfig{Speaker: &fakeSpeaker{}} })
+	g := bus.Inbound{Channel: "test", ChatID: "g", SenderID: "u", IsGroup: true, Content: "/voice on"}
+	if got := h.ask(t, g); !strings.Contains(got, "Only an admin") {
+		t.Errorf("non-admin /voice on in a group: %q", got)
+	}
+	g.Admin = true
+	if got := h.ask(t, g); !strings.Contains(got, "Voice replies on") {
+		t.Errorf("admin /voice on: %q", got)
+	}
+}
+
 func TestVoiceReplyFailureKeepsText(t *testing.T) {
 	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("answer") }}
 	sp := &fakeSpeaker{fail: errors.New("tts: HTTP 500")}
