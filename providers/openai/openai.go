@@ -11,6 +11,10 @@
 // the tool call, never a crash. Errors are *providers.Error, classified for
 // the retry policy in package providers; the SDK's own retries are off.
 //
+// Responses (responses.go) is the Responses API backend beside it, sharing
+// Options and error handling; a provider configured with api: "responses"
+// gets it.
+//
 // A Provider is safe for concurrent use.
 package openai
 
