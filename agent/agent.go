@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/memory"
@@ -15,6 +16,7 @@ import (
 	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/image"
 	"github.com/nanobot-go/nanobot/tools/message"
 	"github.com/nanobot-go/nanobot/tools/spawn"
 )
@@ -64,7 +66,36 @@ type Deps struct {
 	Agent string
 	// Presets let chats switch models with /model (optional).
 	Presets Presets
-	Log     *slog.Logger
+	// Voice speaks answers to voice notes (optional; see VoiceConfig).
+	Voice VoiceConfig
+	Log   *slog.Logger
+}
+
+// imageTool builds generate_image from tools.image, with the endpoint of
+// the provider it names (default openai) unless it sets its own.
+func imageTool(cfg *configs.Config, paths configs.Paths, deps Deps, log *slog.Logger) (*image.Tool, error) {
+	ic := cfg.Tools.Image
+	name := ic.Provider
+	if name == "" {
+		name = "openai"
+	}
+	base, key := cfg.Endpoint(name)
+	if ic.APIBase != "" {
+		base = ic.APIBase
+	}
+	if ic.APIKey != "" {
+		key = ic.APIKey
+	}
+	if spec, ok := providers.Lookup(name); ok && base == "" {
+		base = spec.DefaultAPIBase
+	}
+	if base == "" {
+		return nil, fmt.Errorf("provider %q has no apiBase: set tools.image.apiBase", name)
+	}
+	return image.New(image.Options{
+		APIBase: base, APIKey: key, Provider: name, Model: ic.Model, MediaDir: paths.Media,
+		PricePerImage: ic.PricePerImage, Ledger: deps.Usage, Logger: log,
+	})
 }
 
 // Agent is an assembled agent: the loop that takes messages, with the
@@ -120,8 +151,17 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 	msg := message.New(deps.Out, message.Options{
 		Workspace: workspace, Restrict: cfg.Tools.RestrictToWorkspace, MediaDir: paths.Media,
 		Targets: deps.Targets, AllowAnyTarget: cfg.Tools.Message.AllowAnyTarget,
+		OwnDirs: []string{filepath.Join(paths.Media, image.GeneratedDir)},
 	})
-	for _, t := range []tools.Tool{msg, spawn.New(a.Subagents)} {
+	own := []tools.Tool{msg, spawn.New(a.Subagents)}
+	if cfg.Tools.Image.Enabled {
+		img, err := imageTool(cfg, paths, deps, log)
+		if err != nil {
+			return nil, fmt.Errorf("agent: tools.image: %w", err)
+		}
+		own = append(own, img)
+	}
+	for _, t := range own {
 		if err := deps.Tools.Register(t); err != nil {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
@@ -141,6 +181,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Store: deps.Store, Builder: builder, Runner: a.Runner, Subagents: a.Subagents, Consolidator: mem,
 		Out: deps.Out, MaxConcurrentTurns: d.MaxConcurrentTurns, MaxToolResultChars: d.MaxToolResultChars,
 		ContextWindowTokens: d.ContextWindowTokens, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
+		Voice: deps.Voice,
 	})
 	return a, nil
 }

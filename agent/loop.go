@@ -70,6 +70,9 @@ type LoopConfig struct {
 	// inbox refuses a message while an earlier one of its session is being
 	// redelivered, so a session's messages are answered in order.
 	Admit func(m bus.Inbound) bool
+	// Voice speaks final answers to voice notes and in chats with
+	// "/voice on" (optional).
+	Voice VoiceConfig
 	Log   *slog.Logger
 }
 
@@ -372,6 +375,7 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 	streamID := newID()
 	turn := &tools.Turn{}
 	var usage bus.Usage
+	spoken := "" // the final answer as published, for a voice reply
 	emit := func(ev Event) {
 		switch ev.Kind {
 		case EventDelta:
@@ -400,6 +404,9 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 				if ev.Final {
 					u := usage
 					out.Usage = &u
+					if ev.Text != "" {
+						spoken = text
+					}
 				}
 				l.publish(ctx, m, out)
 			}
@@ -447,6 +454,9 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 		}
 		l.publish(saveCtx, m, bus.Outbound{Kind: bus.KindMessage, Content: failureReply(runErr), Final: true, IsError: true})
 		return runErr
+	}
+	if spoken != "" && l.wantsVoice(m, sess) {
+		l.speak(saveCtx, m, spoken)
 	}
 	return nil
 }

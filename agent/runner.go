@@ -202,6 +202,9 @@ func (r *Runner) call(ctx context.Context, conv []providers.Message, defs []prov
 		Model: r.Model, Messages: conv, Tools: defs, ToolChoice: toolChoice,
 		MaxTokens: r.MaxTokens, Temperature: r.Temperature, ReasoningEffort: r.ReasoningEffort,
 	}
+	if cc, ok := tools.CallContextFrom(ctx); ok {
+		req.CacheKey = cc.SessionKey
+	}
 	if len(defs) == 0 {
 		req.ToolChoice = ""
 	}
@@ -331,6 +334,7 @@ func assistantMessage(resp *providers.LLMResponse) providers.Message {
 	m := providers.Message{
 		Role: providers.RoleAssistant, Content: resp.Content,
 		ReasoningContent: resp.ReasoningContent, ThinkingBlocks: resp.ThinkingBlocks,
+		ReasoningItems: resp.ReasoningItems,
 	}
 	for _, tc := range resp.ToolCalls {
 		raw := tc.RawArguments

@@ -126,6 +126,24 @@ type Typer interface {
 	Typing(ctx context.Context, chatID string, meta bus.Metadata) error
 }
 
+// VoiceSender is a channel with voice messages (Telegram's sendVoice).
+// SendVoice sends m.Media[0], Ogg/Opus audio, as one voice message; it
+// blocks for the platform call. The dispatcher uses it for messages with
+// Voice set.
+type VoiceSender interface {
+	SendVoice(ctx context.Context, m bus.Outbound) (MessageRef, error)
+}
+
+// CanSpeak reports whether c can deliver a spoken reply: as a voice
+// message, or as an audio file through MediaSender.
+func CanSpeak(c Channel) bool {
+	if _, ok := c.(VoiceSender); ok {
+		return true
+	}
+	_, ok := c.(MediaSender)
+	return ok
+}
+
 // MediaSender is a channel that can send files.
 type MediaSender interface {
 	SendMedia(ctx context.Context, m bus.Outbound) (MessageRef, error)

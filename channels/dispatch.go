@@ -578,6 +578,9 @@ func (w *chatWorker) sendText(ctx context.Context, m bus.Outbound, text string) 
 // send delivers one message, with media through MediaSender when present.
 func (w *chatWorker) send(ctx context.Context, m bus.Outbound) (MessageRef, error) {
 	return w.retry(ctx, m, func() (MessageRef, error) {
+		if vs, ok := w.ch.(VoiceSender); ok && m.Voice && len(m.Media) > 0 {
+			return vs.SendVoice(ctx, m)
+		}
 		if ms, ok := w.ch.(MediaSender); ok && len(m.Media) > 0 {
 			return ms.SendMedia(ctx, m)
 		}

@@ -10,7 +10,10 @@
 // cmd converts the loaded Config into each component's own options.
 package configs
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Config is the root of config.json.
 type Config struct {
@@ -27,6 +30,8 @@ type Config struct {
 	API APIConfig `json:"api"`
 	// Tools configures what the agent may do.
 	Tools ToolsConfig `json:"tools"`
+	// TTS configures voice replies (text-to-speech); see docs/providers.md.
+	TTS TTSConfig `json:"tts"`
 	// Log configures logging.
 	Log LogConfig `json:"log"`
 	// Cluster runs the bot on several machines over NATS JetStream
@@ -133,9 +138,57 @@ type ProviderConfig struct {
 	ExtraHeaders map[string]string `json:"extraHeaders"`
 	// APIVersion is the api-version of Azure OpenAI.
 	APIVersion string `json:"apiVersion,omitempty"`
+	// API selects the wire API of an OpenAI-compatible provider: "chat"
+	// (chat completions, the default) or "responses" (OpenAI's Responses
+	// API, with reasoning carried between turns).
+	API string `json:"api,omitempty"`
+	// APIType is the Python nanobot's spelling of API; API wins when both
+	// are set.
+	APIType string `json:"apiType,omitempty"`
 	// Prices override the built-in price table for this provider's models
 	// (model name -> US dollars per million tokens); see docs/usage.md.
 	Prices map[string]ModelPrice `json:"prices,omitempty"`
+}
+
+// WireAPI is the API the provider is switched to ("" = chat), from api or
+// apiType, normalised ("chat_completions" and "completions" mean chat).
+func (p ProviderConfig) WireAPI() string {
+	api := p.API
+	if api == "" {
+		api = p.APIType
+	}
+	switch a := strings.ToLower(strings.TrimSpace(api)); a {
+	case "chat_completions", "chat-completions", "completions", "openai":
+		return "chat"
+	default:
+		return a
+	}
+}
+
+// TTSConfig configures voice replies: answers to voice notes (and in
+// chats with /voice on) are also sent as voice messages.
+type TTSConfig struct {
+	// Enabled turns voice replies on.
+	Enabled bool `json:"enabled"`
+	// Provider names the providers.<name> entry whose apiKey and apiBase
+	// reach an OpenAI-compatible /audio/speech endpoint (default "openai").
+	Provider string `json:"provider"`
+	// APIBase and APIKey override the provider's (a dedicated speech
+	// server).
+	APIBase string `json:"apiBase,omitempty"`
+	APIKey  string `json:"apiKey,omitempty"`
+	// Model is the speech model (default "gpt-4o-mini-tts"; "tts-1" is
+	// cheaper).
+	Model string `json:"model"`
+	// Voice is the voice name (default "alloy").
+	Voice string `json:"voice"`
+	// Format is what the server is asked for: "opus" (default; Ogg/Opus,
+	// sent as is) or "mp3", "wav", "aac", "flac" (converted with ffmpeg).
+	Format string `json:"format"`
+	// Instructions steer the voice ("speak calmly"), for models that take them.
+	Instructions string `json:"instructions,omitempty"`
+	// MaxChars cuts longer answers before they are spoken (default 4000).
+	MaxChars int `json:"maxChars,omitempty"`
 }
 
 // ModelPrice is what one model costs, in US dollars per million tokens.
@@ -212,6 +265,38 @@ type ToolsConfig struct {
 	SSRFAllowlist []string `json:"ssrfAllowlist"`
 	// Disabled lists tool names not offered to the model.
 	Disabled []string `json:"disabled"`
+	// Image configures the generate_image tool.
+	Image ImageToolConfig `json:"image"`
+}
+
+// ImageToolConfig configures generate_image (OpenAI-compatible
+// /images/generations; see docs/providers.md).
+type ImageToolConfig struct {
+	// Enabled offers the tool to the model.
+	Enabled bool `json:"enabled"`
+	// Provider names the providers.<name> entry whose apiKey and apiBase
+	// are used (default "openai").
+	Provider string `json:"provider"`
+	// APIBase and APIKey override the provider's.
+	APIBase string `json:"apiBase,omitempty"`
+	APIKey  string `json:"apiKey,omitempty"`
+	// Model is the image model (default "gpt-image-1"; "dall-e-3").
+	Model string `json:"model"`
+	// PricePerImage is the cost of one image in US dollars for the usage
+	// ledger; 0 uses the built-in prices of OpenAI's models.
+	PricePerImage float64 `json:"pricePerImage,omitempty"`
+}
+
+// Endpoint is the apiBase and apiKey of a provider entry, name matched
+// as written or in its normalised form ("openai", "OpenAI"); empty when
+// the config has no such entry.
+func (c *Config) Endpoint(name string) (apiBase, apiKey string) {
+	for key, p := range c.Providers {
+		if strings.EqualFold(key, name) || strings.EqualFold(strings.NewReplacer("-", "", "_", "").Replace(key), strings.NewReplacer("-", "", "_", "").Replace(name)) {
+			return p.APIBase, p.APIKey
+		}
+	}
+	return "", ""
 }
 
 // MessageToolConfig configures the message tool.

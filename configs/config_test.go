@@ -276,6 +276,8 @@ func TestValidationErrorsNamePaths(t *testing.T) {
 		{"regex", `{"tools": {"exec": {"denyPatterns": ["ok", "(["]}}}`, "tools.exec.denyPatterns[1]: invalid regular expression"},
 		{"cidr", `{"tools": {"ssrfAllowlist": ["10.0.0.0/8", "lan"]}}`, `tools.ssrfAllowlist[1]: want a CIDR`},
 		{"mcp", `{"tools": {"mcpServers": {"x": {"args": []}}}}`, "tools.mcpServers.x: needs a command"},
+		{"api", `{"providers": {"openai": {"api": "graphql"}}}`, `providers.openai.api: want "chat" or "responses", got "graphql"`},
+		{"apiType", `{"providers": {"openai": {"apiType": "soap"}}}`, `providers.openai.apiType: want "chat" or "responses", got "soap"`},
 		{"api base", `{"providers": {"vllm": {"apiBase": "localhost:8000"}}}`, `providers.vllm.apiBase: want an http:// or https:// URL`},
 		{"tokens", `{"agents": {"defaults": {"maxTokens": 9000, "contextWindowTokens": 8000}}}`, "agents.defaults.maxTokens: must be smaller than contextWindowTokens"},
 		{"env type", ``, "NANOBOT_GATEWAY__PORT: want integer"},
@@ -417,5 +419,22 @@ func TestSecrets(t *testing.T) {
 	want := []string{"123:telegram-token", "sk-openai-123456", "Bearer abcdefgh", "brave-key-1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("secrets (-want +got):\n%s", diff)
+	}
+}
+
+func TestProviderWireAPI(t *testing.T) {
+	for _, tt := range []struct {
+		pc   ProviderConfig
+		want string
+	}{
+		{ProviderConfig{}, ""},
+		{ProviderConfig{API: "responses"}, "responses"},
+		{ProviderConfig{APIType: "Responses"}, "responses"},
+		{ProviderConfig{APIType: "chat_completions"}, "chat"},
+		{ProviderConfig{API: "chat", APIType: "responses"}, "chat"},
+	} {
+		if got := tt.pc.WireAPI(); got != tt.want {
+			t.Errorf("%+v.WireAPI() = %q, want %q", tt.pc, got, tt.want)
+		}
 	}
 }

@@ -51,6 +51,13 @@ func (c *Config) Validate() []FieldError {
 		if pc.APIBase != "" && !strings.HasPrefix(pc.APIBase, "http://") && !strings.HasPrefix(pc.APIBase, "https://") {
 			v.add("providers."+name+".apiBase", "want an http:// or https:// URL, got %q", pc.APIBase)
 		}
+		if api := pc.WireAPI(); api != "" && api != "chat" && api != "responses" {
+			field := "api"
+			if pc.API == "" {
+				field = "apiType"
+			}
+			v.add("providers."+name+"."+field, "want \"chat\" or \"responses\", got %q", api)
+		}
 		for _, model := range sortedKeys(pc.Prices) {
 			mp := pc.Prices[model]
 			at := fmt.Sprintf("providers.%s.prices[%q].", name, model)
@@ -64,6 +71,16 @@ func (c *Config) Validate() []FieldError {
 				v.require(p == nil || (*p >= 0 && *p < 1e6), at+f.name, "want 0 or more US dollars per million tokens, got %v", deref(p))
 			}
 		}
+	}
+
+	v.require(c.Tools.Image.PricePerImage >= 0, "tools.image.pricePerImage", "want 0 (built-in prices) or more US dollars, got %v", c.Tools.Image.PricePerImage)
+	if b := c.Tools.Image.APIBase; b != "" && !strings.HasPrefix(b, "http://") && !strings.HasPrefix(b, "https://") {
+		v.add("tools.image.apiBase", "want an http:// or https:// URL, got %q", b)
+	}
+	v.oneOf("tts.format", c.TTS.Format, "", "opus", "mp3", "wav", "aac", "flac")
+	v.require(c.TTS.MaxChars >= 0, "tts.maxChars", "want 0 (default) or more, got %d", c.TTS.MaxChars)
+	if c.TTS.APIBase != "" && !strings.HasPrefix(c.TTS.APIBase, "http://") && !strings.HasPrefix(c.TTS.APIBase, "https://") {
+		v.add("tts.apiBase", "want an http:// or https:// URL, got %q", c.TTS.APIBase)
 	}
 
 	v.require(c.Channels.OutboxMaxAgeH >= 1 && c.Channels.OutboxMaxAgeH <= 720, "channels.outboxMaxAgeH", "want 1 to 720 hours, got %d", c.Channels.OutboxMaxAgeH)

@@ -97,6 +97,7 @@ func (g *Gateway) profileAgent(prof configs.Agent) (*agent.Agent, error) {
 		},
 		Observer: g.metrics, OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Presets: g.presetsFor(prof), Log: g.log,
 		Usage: g.usage, ProviderName: providerName,
+		Voice: agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
 	})
 }
 

@@ -196,8 +196,24 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 		Out:     g.dl.publisher(g.be), Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
 		Observer: g.metrics, OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Log: g.log,
 		Presets: g.presetsFor(g.cfg.AgentList()[0]),
-		Usage: g.usage, ProviderName: g.o.ProviderName,
+		Usage:   g.usage, ProviderName: g.o.ProviderName,
+		Voice: agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
 	})
+}
+
+// canSpeak reports whether the named channel can deliver a voice reply.
+// A worker without channels (cluster) cannot know and lets it through;
+// the channel's process sends it as it can.
+func (g *Gateway) canSpeak(name string) bool {
+	if !g.runsChannels() {
+		return true
+	}
+	for _, c := range g.chans {
+		if c.Name() == name {
+			return channels.CanSpeak(c)
+		}
+	}
+	return false
 }
 
 // turnDone marks a finished message in the inbox and counts the turn.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/nanobot-go/nanobot/agent"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
@@ -40,6 +41,9 @@ type Options struct {
 	// ProviderName is Provider's config name (providers.<name>): the usage
 	// ledger records it and prices by it.
 	ProviderName string
+	// Speaker speaks final answers as voice messages (tts.enabled); nil:
+	// no voice replies.
+	Speaker agent.Speaker
 	// MCP reports the MCP servers in /api/status (nil: none).
 	MCP interface{ Status() []mcp.Status }
 	// Tools are offered to the agent. The gateway adds the tools that need

@@ -59,9 +59,13 @@ func effective(d, def time.Duration) time.Duration {
 // res.Spec.Backend, wrapped in the retry policy. A request whose Model is
 // empty or the configured name (res.RequestedModel) is sent as res.Model.
 func New(res Resolution, opts Options) (Provider, error) {
-	build, ok := opts.Backends[res.Spec.Backend]
+	backend, err := res.Backend()
+	if err != nil {
+		return nil, err
+	}
+	build, ok := opts.Backends[backend]
 	if !ok || build == nil {
-		return nil, fmt.Errorf("provider %s: no backend registered for %q", res.Provider, res.Spec.Backend)
+		return nil, fmt.Errorf("provider %s: no backend registered for %q", res.Provider, backend)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -81,6 +85,23 @@ func New(res Resolution, opts Options) (Provider, error) {
 		p = NewRetry(p, policy)
 	}
 	return &modelNamer{next: p, requested: res.RequestedModel, send: res.Model}, nil
+}
+
+// Backend is the backend to build: the spec's, or the Responses API when
+// the provider is configured with api: "responses" (OpenAI-compatible
+// providers only).
+func (res Resolution) Backend() (string, error) {
+	switch res.API {
+	case "", APIChat:
+		return res.Spec.Backend, nil
+	case APIResponses:
+		if res.Spec.Backend != BackendOpenAICompat {
+			return "", fmt.Errorf("provider %s: api %q needs an OpenAI-compatible provider (this one speaks %s)", res.Provider, res.API, res.Spec.Backend)
+		}
+		return BackendOpenAIResponses, nil
+	default:
+		return "", fmt.Errorf("provider %s: unknown api %q (want %q or %q)", res.Provider, res.API, APIChat, APIResponses)
+	}
 }
 
 // NewChain resolves the primary model and each fallback model and returns

@@ -10,6 +10,15 @@ const (
 	BackendOpenAICompat = "openai_compat"
 	BackendAnthropic    = "anthropic"
 	BackendAzureOpenAI  = "azure_openai"
+	// BackendOpenAIResponses is OpenAI's Responses API, chosen per
+	// provider with api: "responses" (Settings.API).
+	BackendOpenAIResponses = "openai_responses"
+)
+
+// APIs a provider can be switched to (providers.<name>.api).
+const (
+	APIChat      = "chat"
+	APIResponses = "responses"
 )
 
 // ProviderSpec is the static description of one LLM vendor.
@@ -57,6 +66,9 @@ type Settings struct {
 	ExtraHeaders map[string]string
 	// APIVersion is the Azure OpenAI api-version (azure_openai only).
 	APIVersion string
+	// API selects the wire API of an OpenAI-compatible provider: "" or
+	// APIChat for chat completions, APIResponses for the Responses API.
+	API string
 }
 
 // specs is the registry, in matching order: gateways, then vendors, then

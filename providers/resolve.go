@@ -49,6 +49,8 @@ type Resolution struct {
 	APIBase      string
 	ExtraHeaders map[string]string
 	APIVersion   string
+	// API is Settings.API (APIResponses switches the backend).
+	API string
 }
 
 // Resolve picks the provider for a model. The rules, first match wins:
@@ -156,6 +158,7 @@ func resolution(spec ProviderSpec, st Settings, model string, level MatchLevel, 
 		Spec: spec, Provider: spec.Name, Level: level, Reason: reason,
 		RequestedModel: model, Model: WireModel(spec, model),
 		APIKey: st.APIKey, APIBase: base, ExtraHeaders: st.ExtraHeaders, APIVersion: st.APIVersion,
+		API: st.API,
 	}
 }
 

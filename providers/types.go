@@ -42,6 +42,10 @@ type Message struct {
 	ReasoningContent string
 	// ThinkingBlocks are Anthropic thinking blocks, replayed with signatures.
 	ThinkingBlocks []ThinkingBlock
+	// ReasoningItems are OpenAI Responses API reasoning items, replayed with
+	// their encrypted content (the backend runs with store:false, so the
+	// server keeps nothing between calls).
+	ReasoningItems []ReasoningItem
 	// Timestamp is set when the message is stored (RFC 3339). Backends ignore it.
 	Timestamp string
 	// InboundID identifies, on a stored user message, the platform message
@@ -94,6 +98,15 @@ type ThinkingBlock struct {
 	Data      string `json:"data,omitempty"` // redacted_thinking payload
 }
 
+// ReasoningItem is one reasoning item of the OpenAI Responses API. The
+// encrypted content is opaque: it is sent back verbatim on the next call so
+// the model keeps its chain of thought across tool calls.
+type ReasoningItem struct {
+	ID               string   `json:"id"`
+	EncryptedContent string   `json:"encrypted_content,omitempty"`
+	Summary          []string `json:"summary,omitempty"`
+}
+
 // HasImages reports whether the message carries image parts.
 func (m Message) HasImages() bool {
 	for _, p := range m.Parts {
@@ -129,6 +142,7 @@ type messageJSON struct {
 	Name             string          `json:"name,omitempty"`
 	ReasoningContent string          `json:"reasoning_content,omitempty"`
 	ThinkingBlocks   []ThinkingBlock `json:"thinking_blocks,omitempty"`
+	ReasoningItems   []ReasoningItem `json:"reasoning_items,omitempty"`
 	Timestamp        string          `json:"timestamp,omitempty"`
 	InboundID        string          `json:"inbound_id,omitempty"`
 }
@@ -137,8 +151,8 @@ type messageJSON struct {
 func (m Message) MarshalJSON() ([]byte, error) {
 	j := messageJSON{
 		Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name,
-		ReasoningContent: m.ReasoningContent, ThinkingBlocks: m.ThinkingBlocks, Timestamp: m.Timestamp,
-		InboundID: m.InboundID,
+		ReasoningContent: m.ReasoningContent, ThinkingBlocks: m.ThinkingBlocks, ReasoningItems: m.ReasoningItems,
+		Timestamp: m.Timestamp, InboundID: m.InboundID,
 	}
 	var err error
 	switch {
@@ -163,8 +177,8 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	}
 	*m = Message{
 		Role: j.Role, ToolCalls: j.ToolCalls, ToolCallID: j.ToolCallID, Name: j.Name,
-		ReasoningContent: j.ReasoningContent, ThinkingBlocks: j.ThinkingBlocks, Timestamp: j.Timestamp,
-		InboundID: j.InboundID,
+		ReasoningContent: j.ReasoningContent, ThinkingBlocks: j.ThinkingBlocks, ReasoningItems: j.ReasoningItems,
+		Timestamp: j.Timestamp, InboundID: j.InboundID,
 	}
 	if len(j.Content) == 0 || string(j.Content) == "null" {
 		return nil
@@ -197,6 +211,9 @@ type ChatRequest struct {
 	MaxTokens       int
 	Temperature     *float64
 	ReasoningEffort string // "", "low", "medium", "high"
+	// CacheKey groups requests that share a prompt prefix (the session
+	// key), sent as prompt_cache_key where the backend supports it.
+	CacheKey string
 }
 
 // ToolCallRequest is a decoded tool call of a response.
@@ -248,6 +265,9 @@ type LLMResponse struct {
 	Usage            Usage
 	ReasoningContent string
 	ThinkingBlocks   []ThinkingBlock
+	// ReasoningItems are the Responses API reasoning items, to store on
+	// the assistant message and replay.
+	ReasoningItems []ReasoningItem
 	// Model is the model that answered (after fallback, the fallback's name).
 	Model string
 }

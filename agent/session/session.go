@@ -175,7 +175,7 @@ func hasContent(m providers.Message) bool {
 // cloneMessage returns a deep copy of m; empty slices become nil.
 func cloneMessage(m providers.Message) providers.Message {
 	c := m
-	c.Parts, c.ToolCalls, c.ThinkingBlocks = nil, nil, nil
+	c.Parts, c.ToolCalls, c.ThinkingBlocks, c.ReasoningItems = nil, nil, nil, nil
 	if len(m.Parts) > 0 {
 		c.Parts = make([]providers.ContentPart, len(m.Parts))
 		for i, p := range m.Parts {
@@ -191,6 +191,10 @@ func cloneMessage(m providers.Message) providers.Message {
 	}
 	if len(m.ThinkingBlocks) > 0 {
 		c.ThinkingBlocks = append([]providers.ThinkingBlock(nil), m.ThinkingBlocks...)
+	}
+	for _, ri := range m.ReasoningItems {
+		ri.Summary = append([]string(nil), ri.Summary...)
+		c.ReasoningItems = append(c.ReasoningItems, ri)
 	}
 	return c
 }

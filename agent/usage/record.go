@@ -11,6 +11,9 @@ import (
 type Record struct {
 	// Time is when the call ended.
 	Time time.Time
+	// Kind is what was bought: "" for a model call (chat), KindImage for
+	// generated images. Totals add every kind.
+	Kind string
 	// Agent is the agent that made the call.
 	Agent string
 	// Channel, Chat, Sender and Session say whose turn it was.
@@ -37,6 +40,9 @@ type Record struct {
 	// is unknown (never 0 for unknown).
 	CostUSD *float64
 }
+
+// KindImage marks a record of generated images (the generate_image tool).
+const KindImage = "image"
 
 // Outcomes of a call.
 const (
@@ -76,6 +82,7 @@ const (
 	keyOutcome    = "outcome"
 	keyEstimated  = "est"
 	keyCost       = "usd"
+	keyKind       = "kind"
 )
 
 // appendLine appends r as one JSON line (with its newline) to b.
@@ -115,6 +122,9 @@ func appendLine(b []byte, r *Record) []byte {
 	if r.CostUSD != nil {
 		b = append(b, `,"`+keyCost+`":`...)
 		b = strconv.AppendFloat(b, *r.CostUSD, 'g', -1, 64)
+	}
+	if r.Kind != "" {
+		str(keyKind, r.Kind)
 	}
 	return append(b, "}\n"...)
 }

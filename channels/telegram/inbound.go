@@ -138,6 +138,8 @@ func (c *Channel) toInbound(ctx context.Context, msg *models.Message) (bus.Inbou
 		media, notes := c.attachments(ctx, msg)
 		parts = append(parts, notes...)
 		in.Media = media
+		// The user spoke: a voice reply is in order when configured.
+		in.Voice = msg.Voice != nil
 	} else if hasAttachment(msg) {
 		parts = append(parts, "[attachment not downloaded: sender not allowed]")
 	}

@@ -212,6 +212,13 @@ func TestVoiceWithoutTranscription(t *testing.T) {
 	if !strings.Contains(got.Content, got.Media[0].Path) {
 		t.Errorf("content %q does not name the file %s", got.Content, got.Media[0].Path)
 	}
+	if !got.Voice {
+		t.Error("a voice note arrived without Inbound.Voice")
+	}
+	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "typed"})
+	if typed := in.wait(t, "typed"); typed.Voice {
+		t.Error("a typed message arrived with Inbound.Voice")
+	}
 }
 
 func TestVoiceTranscription(t *testing.T) {

@@ -128,6 +128,35 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 	return first, nil
 }
 
+// SendVoice sends m.Media[0] (Ogg/Opus) as a voice message, with
+// m.Content as its caption when it fits.
+func (c *Channel) SendVoice(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
+	chat, err := chatID(m.ChatID)
+	if err != nil {
+		return channels.MessageRef{}, err
+	}
+	if len(m.Media) == 0 || m.Media[0].Path == "" {
+		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("telegram: send voice: no audio file")}
+	}
+	f, err := os.Open(m.Media[0].Path)
+	if err != nil {
+		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("telegram: send voice: %w", err)}
+	}
+	defer f.Close()
+	params := &bot.SendVoiceParams{
+		ChatID: chat, MessageThreadID: threadID(m.Metadata), ReplyParameters: c.replyTo(m),
+		Voice: &models.InputFileUpload{Filename: filepath.Base(m.Media[0].Path), Data: f},
+	}
+	if caption := strings.TrimSpace(m.Content); caption != "" && utf8.RuneCountInString(caption) <= captionLimit {
+		params.Caption, params.ParseMode = toHTML(caption), models.ParseModeHTML
+	}
+	msg, err := c.api.SendVoice(ctx, params)
+	if err != nil {
+		return channels.MessageRef{}, c.sendError("send voice to chat "+m.ChatID, err)
+	}
+	return ref(m.ChatID, msg), nil
+}
+
 const photoLimit = 10 << 20
 
 func (c *Channel) sendFile(ctx context.Context, chat any, m bus.Outbound, media bus.Media, caption string) (*models.Message, error) {

@@ -136,6 +136,30 @@ func TestReplyToMessage(t *testing.T) {
 	}
 }
 
+func TestSendVoice(t *testing.T) {
+	fake := telegramtest.New(t)
+	ch := newChannel(t, fake, nil, t.TempDir(), nil)
+	path := filepath.Join(t.TempDir(), "voice-1.ogg")
+	audio := []byte("OggS stand-in audio")
+	os.WriteFile(path, audio, 0o600)
+	ref, err := ch.SendVoice(context.Background(), bus.Outbound{ChatID: "1001", Voice: true, ReplyTo: "7",
+		Media: []bus.Media{{Path: path, MIMEType: "audio/ogg"}}})
+	if err != nil {
+		t.Fatalf("SendVoice: %v", err)
+	}
+	sent := fake.Sent()
+	if len(sent) != 1 || sent[0].Method != "sendVoice" || sent[0].Upload == nil || sent[0].Upload.Field != "voice" ||
+		!bytes.Equal(sent[0].Upload.Data, audio) || sent[0].Text != "" {
+		t.Fatalf("sent = %+v, want one sendVoice uploading the file without caption", sent)
+	}
+	if ref.MessageID != "1" {
+		t.Errorf("ref = %+v", ref)
+	}
+	if _, err := ch.SendVoice(context.Background(), bus.Outbound{ChatID: "1001", Voice: true}); err == nil {
+		t.Error("SendVoice without audio succeeded")
+	}
+}
+
 func TestSendMedia(t *testing.T) {
 	fake := telegramtest.New(t)
 	ch := newChannel(t, fake, nil, t.TempDir(), nil)

@@ -186,6 +186,7 @@ var (
 	_ channels.Limiter        = (*Channel)(nil)
 	_ channels.Typer          = (*Channel)(nil)
 	_ channels.MediaSender    = (*Channel)(nil)
+	_ channels.VoiceSender    = (*Channel)(nil)
 	_ channels.HealthReporter = (*Channel)(nil)
 )
 

@@ -169,3 +169,18 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version: %q %v", out, err)
 	}
 }
+
+func TestStatusShowsResponsesAPI(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	body := `{"providers": {"openai": {"apiKey": "sk-test-0123456789", "apiType": "responses"}}, "agents": {"defaults": {"model": "gpt-5"}}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "status", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `sends model "gpt-5" to https://api.openai.com/v1 through the Responses API)`) {
+		t.Errorf("status does not name the Responses API:\n%s", out)
+	}
+}

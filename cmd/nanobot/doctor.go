@@ -128,6 +128,8 @@ func diagnose(l *configs.Loaded) []finding {
 		add("ok", "bubblewrap works ("+bw+"): tools.exec.sandbox \"bwrap\" is available", "")
 	}
 
+	out = append(out, diagnoseVoice(c)...)
+
 	host := c.Gateway.Host
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		add("warn", fmt.Sprintf("the gateway listens on %s, beyond loopback: the web chat asks for its token (state/web_token); /metrics and /api/status are reachable by anyone who can reach the port", host), "bind gateway.host to 127.0.0.1 behind a TLS reverse proxy, or firewall the port")

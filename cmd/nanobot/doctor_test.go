@@ -54,3 +54,35 @@ func TestDoctorReportsFailingMCPServers(t *testing.T) {
 		}
 	}
 }
+
+func TestDoctorVoiceReplies(t *testing.T) {
+	tests := []struct {
+		name, tts, want string
+		path            string // PATH for the ffmpeg lookup
+	}{
+		{"opus", `{"enabled": true}`, "sends Ogg/Opus, sent as is", ""},
+		{"mp3 without ffmpeg", `{"enabled": true, "format": "mp3"}`, `tts.format is "mp3" but voice messages need Ogg/Opus and ffmpeg is not installed`, ""},
+		{"mp3 with ffmpeg", `{"enabled": true, "format": "mp3"}`, `tts.format "mp3" is converted to Ogg/Opus with`, "ffmpeg"},
+		{"no endpoint", `{"enabled": true, "provider": "vllm"}`, `provider "vllm" has no apiBase`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := t.TempDir()
+			if tt.path != "" {
+				if err := os.WriteFile(filepath.Join(bin, "ffmpeg"), []byte("#!/bin/sh\n"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Setenv("PATH", bin)
+			cfg := filepath.Join(t.TempDir(), "config.json")
+			body := `{"providers": {"openai": {"apiKey": "sk-x-123456"}}, "tts": ` + tt.tts + `}`
+			if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, _, _ := run(t, "doctor", "--config", cfg)
+			if !strings.Contains(out, tt.want) {
+				t.Errorf("doctor output lacks %q:\n%s", tt.want, out)
+			}
+		})
+	}
+}

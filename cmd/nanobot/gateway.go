@@ -89,6 +89,11 @@ func runGateway(ctx context.Context, a *app) error {
 	if w.mcp != nil {
 		opts.MCP = w.mcp
 	}
+	speaker, err := buildSpeaker(&l.Config, l.Paths, nil)
+	if err != nil {
+		a.log.Warn("voice replies are off", "err", err)
+	}
+	opts.Speaker = speaker
 	return gateway.Run(ctx, opts)
 }
 

@@ -166,7 +166,11 @@ func providerLine(a *app) string {
 	if err != nil {
 		return "none — " + err.Error()
 	}
-	return fmt.Sprintf("%s (%s; sends model %q to %s)", res.Provider, res.Reason, res.Model, res.APIBase)
+	api := ""
+	if res.API == providers.APIResponses {
+		api = " through the Responses API"
+	}
+	return fmt.Sprintf("%s (%s; sends model %q to %s%s)", res.Provider, res.Reason, res.Model, res.APIBase, api)
 }
 
 // printAgents lists the agents, presets and bindings of a config that has

@@ -14,7 +14,7 @@ import (
 func providerSettings(c *configs.Config) map[string]providers.Settings {
 	out := map[string]providers.Settings{}
 	for name, p := range c.Providers {
-		out[name] = providers.Settings{APIKey: p.APIKey, APIBase: p.APIBase, APIVersion: p.APIVersion, ExtraHeaders: p.ExtraHeaders}
+		out[name] = providers.Settings{APIKey: p.APIKey, APIBase: p.APIBase, APIVersion: p.APIVersion, ExtraHeaders: p.ExtraHeaders, API: p.WireAPI()}
 	}
 	return out
 }

@@ -128,6 +128,10 @@ type Inbound struct {
 	ModelPreset string `json:"modelPreset,omitempty"`
 	// DenyTools are tools a binding withholds in this chat.
 	DenyTools []string `json:"denyTools,omitempty"`
+	// Voice is set by adapters when the user spoke (a voice note, its
+	// transcription in Content): with voice replies configured the answer
+	// is spoken too.
+	Voice bool `json:"voice,omitempty"`
 }
 
 // Turn is one message of a conversation the sender supplies (see
@@ -200,6 +204,10 @@ type Outbound struct {
 	Content string `json:"content"`
 	// Media are files to attach.
 	Media []Media `json:"media,omitempty"`
+	// Voice marks a spoken reply: Media[0] is Ogg/Opus audio that a
+	// channels.VoiceSender sends as a voice message (other channels with
+	// media send it as an audio file).
+	Voice bool `json:"voice,omitempty"`
 	// ReplyTo is the platform message id this answers, if the channel
 	// should thread or quote it.
 	ReplyTo string `json:"replyTo,omitempty"`

@@ -21,15 +21,21 @@ const DefaultAzureAPIVersion = "2024-10-21"
 // All returns a fresh map of every backend.
 func All() map[string]providers.BackendFunc {
 	return map[string]providers.BackendFunc{
-		providers.BackendOpenAICompat: OpenAICompat,
-		providers.BackendAzureOpenAI:  AzureOpenAI,
-		providers.BackendAnthropic:    Anthropic,
+		providers.BackendOpenAICompat:    OpenAICompat,
+		providers.BackendAzureOpenAI:     AzureOpenAI,
+		providers.BackendAnthropic:       Anthropic,
+		providers.BackendOpenAIResponses: OpenAIResponses,
 	}
 }
 
 // OpenAICompat builds the OpenAI-compatible backend for res.
 func OpenAICompat(res providers.Resolution, opts providers.Options) (providers.Provider, error) {
 	return openai.New(openAIOptions(res, opts))
+}
+
+// OpenAIResponses builds the Responses API backend for res.
+func OpenAIResponses(res providers.Resolution, opts providers.Options) (providers.Provider, error) {
+	return openai.NewResponses(openAIOptions(res, opts))
 }
 
 // AzureOpenAI builds the Azure OpenAI backend for res; the model is the

@@ -1,6 +1,7 @@
 package backends_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/nanobot-go/nanobot/providers"
@@ -54,6 +55,7 @@ func TestEveryBackend(t *testing.T) {
 		{provider: "anthropic", settings: providers.Settings{APIKey: "sk-ant-123456", APIBase: srv.AnthropicBase()}, model: "claude-sonnet-4", wantPath: "/v1/messages"},
 		{provider: "azure_openai", settings: providers.Settings{APIKey: "az-123456", APIBase: srv.URL}, model: "gpt-4o-deploy", wantPath: "/openai/deployments/gpt-4o-deploy/chat/completions"},
 		{provider: "ollama", settings: providers.Settings{APIBase: srv.OpenAIBase()}, model: "ollama/llama3.2", wantPath: "/v1/chat/completions"},
+		{provider: "openai", settings: providers.Settings{APIKey: "sk-123456", APIBase: srv.OpenAIBase(), API: providers.APIResponses}, model: "gpt-5", wantPath: "/v1/responses"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.provider, func(t *testing.T) {
@@ -121,5 +123,23 @@ func TestNewErrors(t *testing.T) {
 	res.APIBase = "::not a url"
 	if _, err := providers.New(res, providers.Options{Backends: backends.All()}); err == nil {
 		t.Error("New with a broken apiBase succeeded")
+	}
+}
+
+func TestResponsesAPIOnlyForOpenAICompatible(t *testing.T) {
+	for _, tt := range []struct {
+		provider, model, api, want string
+	}{
+		{"anthropic", "claude-sonnet-4", providers.APIResponses, `api "responses" needs an OpenAI-compatible provider`},
+		{"deepseek", "deepseek-chat", "graphql", `unknown api "graphql"`},
+	} {
+		res, err := providers.Resolve(tt.model, "", map[string]providers.Settings{tt.provider: {APIKey: "k-123456", API: tt.api}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = providers.New(res, providers.Options{Backends: backends.All()})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s with api %q: err = %v, want %q", tt.provider, tt.api, err, tt.want)
+		}
 	}
 }

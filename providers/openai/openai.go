@@ -11,6 +11,10 @@
 // the tool call, never a crash. Errors are *providers.Error, classified for
 // the retry policy in package providers; the SDK's own retries are off.
 //
+// Responses (responses.go) is the Responses API backend beside it, sharing
+// Options and error handling; a provider configured with api: "responses"
+// gets it.
+//
 // A Provider is safe for concurrent use.
 package openai
 
@@ -68,6 +72,14 @@ type Options struct {
 	// /openai/deployments/{model}/chat/completions?api-version=..., the model
 	// name being the deployment, and the key is sent as the api-key header.
 	AzureAPIVersion string
+	// RequestOptions are appended to the SDK options of every request,
+	// after the key and base URL: a sign-in provider adds its auth
+	// middleware or headers here.
+	RequestOptions []option.RequestOption
+	// AlwaysStream serves Chat through a stream too, for endpoints that
+	// accept only streaming requests (ChatGPT's Codex endpoint). Responses
+	// backend only.
+	AlwaysStream bool
 	// Logger receives debug lines; nil discards.
 	Logger *slog.Logger
 }
@@ -76,6 +88,7 @@ type Options struct {
 type Provider struct {
 	opts    Options
 	name    string
+	reqOpts []option.RequestOption
 	svc     oai.ChatCompletionService
 	dialect providers.SchemaDialect
 	log     *slog.Logger
@@ -127,6 +140,7 @@ func New(opts Options) (*Provider, error) {
 	for k, v := range opts.ExtraHeaders {
 		reqOpts = append(reqOpts, option.WithHeader(k, v))
 	}
+	reqOpts = append(reqOpts, opts.RequestOptions...)
 	dialect := opts.SchemaDialect
 	if dialect == "" {
 		dialect = providers.DialectOpenAI
@@ -134,6 +148,7 @@ func New(opts Options) (*Provider, error) {
 	return &Provider{
 		opts:    opts,
 		name:    opts.Name,
+		reqOpts: reqOpts,
 		svc:     oai.NewChatCompletionService(reqOpts...),
 		dialect: dialect,
 		log:     opts.Logger.With("provider", opts.Name),

@@ -8,7 +8,12 @@
 //   - Anthropic messages: POST {URL}/v1/messages; the stream is
 //     message_start, content_block_start/delta/stop for thinking (with a
 //     signature_delta), text and tool_use (input_json_delta) blocks,
-//     message_delta with usage, message_stop.
+//     message_delta with usage, message_stop;
+//   - OpenAI Responses: POST {URL}/v1/responses; the stream is named events
+//     response.created, response.output_item.added/done around
+//     reasoning_summary_text, output_text and function_call_arguments
+//     deltas, and response.completed with usage (reasoning and cached
+//     tokens).
 //
 // The script is a queue of Replies (Push), consumed one per request, and
 // optionally a function choosing the reply from the request (Handle), used
@@ -53,6 +58,7 @@ type Format string
 const (
 	OpenAI    Format = "openai"
 	Anthropic Format = "anthropic"
+	Responses Format = "responses"
 )
 
 // Reply scripts one response. The zero Reply is an empty answer.
@@ -61,8 +67,12 @@ type Reply struct {
 	Text string
 	// ToolCalls are the calls the model asks for.
 	ToolCalls []ToolCall
-	// Reasoning is DeepSeek-style reasoning_content (OpenAI format only).
+	// Reasoning is DeepSeek-style reasoning_content (OpenAI format), or the
+	// reasoning summary text (Responses format).
 	Reasoning string
+	// Encrypted is the encrypted_content of the reasoning item (Responses
+	// format only).
+	Encrypted string
 	// Thinking are Anthropic thinking blocks, sent before the text
 	// (Anthropic format only).
 	Thinking []Thinking
@@ -157,6 +167,18 @@ type Request struct {
 // Messages returns the request's "messages" array.
 func (r Request) Messages() []map[string]any {
 	raw, _ := r.Body["messages"].([]any)
+	out := make([]map[string]any, 0, len(raw))
+	for _, m := range raw {
+		if mm, ok := m.(map[string]any); ok {
+			out = append(out, mm)
+		}
+	}
+	return out
+}
+
+// Input returns the request's "input" array (Responses format).
+func (r Request) Input() []map[string]any {
+	raw, _ := r.Body["input"].([]any)
 	out := make([]map[string]any, 0, len(raw))
 	for _, m := range raw {
 		if mm, ok := m.(map[string]any); ok {
@@ -283,6 +305,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		req.Format = OpenAI
 	case strings.HasSuffix(r.URL.Path, "/messages"):
 		req.Format = Anthropic
+	case strings.HasSuffix(r.URL.Path, "/responses"):
+		req.Format = Responses
 	default:
 		s.t.Errorf("providertest: unexpected request %s %s", r.Method, r.URL.Path)
 		http.NotFound(w, r)
@@ -318,6 +342,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case req.Format == Responses && req.Stream:
+		s.writeStream(w, r, reply, withErrorEvent(reply, Responses, responsesStream(reply)))
+	case req.Format == Responses:
+		s.writeJSON(w, r, reply, responsesBody(reply))
 	case req.Format == OpenAI && req.Stream:
 		s.writeStream(w, r, reply, withErrorEvent(reply, OpenAI, openAIStream(reply)))
 	case req.Format == OpenAI:
@@ -336,6 +364,12 @@ func withErrorEvent(reply Reply, f Format, events []event) []event {
 	}
 	events = events[:reply.ErrorAfter]
 	data := reply.ErrorEvent
+	if f == Responses {
+		if data == "" {
+			data = mustJSON(map[string]any{"type": "error", "code": "server_error", "message": "providertest: overloaded", "sequence_number": len(events)})
+		}
+		return append(events, event{name: "error", data: data})
+	}
 	if f == OpenAI {
 		if data == "" {
 			data = mustJSON(map[string]any{"error": map[string]any{"message": "providertest: overloaded", "type": "server_error", "code": nil}})
@@ -406,7 +440,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, f Format, re
 	body := reply.Body
 	if body == "" {
 		msg := fmt.Sprintf("providertest: scripted %d %s", reply.Status, http.StatusText(reply.Status))
-		if f == OpenAI {
+		if f == OpenAI || f == Responses {
 			body = mustJSON(map[string]any{"error": map[string]any{"message": msg, "type": openAIErrorType(reply.Status), "code": nil}})
 		} else {
 			body = mustJSON(map[string]any{"type": "error", "error": map[string]any{"type": anthropicErrorType(reply.Status), "message": msg}})

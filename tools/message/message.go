@@ -64,6 +64,11 @@ type Options struct {
 	Targets Targets
 	// AllowAnyTarget lifts the target check (tools.message.allowAnyTarget).
 	AllowAnyTarget bool
+	// OwnDirs are folders nanobot itself writes (the generated-images
+	// folder): an absolute path inside one is attached as it is, even with
+	// Restrict on. It is opened through an os.Root on the folder, so a
+	// symbolic link cannot lead out of it.
+	OwnDirs []string
 }
 
 // Tool is the message tool.
@@ -160,6 +165,9 @@ func (t *Tool) attachment(p string) (bus.Media, error) {
 	if p == "" {
 		return bus.Media{}, errors.New("empty file path")
 	}
+	if m, ok, err := t.ownFile(p); ok {
+		return m, err
+	}
 	g, err := pathguard.New(t.opts.Workspace, t.opts.Restrict)
 	if err != nil {
 		return bus.Media{}, fmt.Errorf("message: %w", err)
@@ -194,6 +202,35 @@ func (t *Tool) attachment(p string) (bus.Media, error) {
 		return bus.Media{}, fmt.Errorf("file %s: %w", p, err)
 	}
 	return m, nil
+}
+
+// ownFile attaches a file from one of Options.OwnDirs; ok is false when p
+// is not inside one.
+func (t *Tool) ownFile(p string) (bus.Media, bool, error) {
+	if !filepath.IsAbs(p) {
+		return bus.Media{}, false, nil
+	}
+	for _, dir := range t.opts.OwnDirs {
+		rel, err := filepath.Rel(dir, filepath.Clean(p))
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			continue
+		}
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return bus.Media{}, true, fmt.Errorf("file %s: %w", p, err)
+		}
+		defer root.Close()
+		fi, err := root.Stat(rel)
+		if err != nil {
+			return bus.Media{}, true, fmt.Errorf("file %s: %w", p, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return bus.Media{}, true, fmt.Errorf("%s is a folder or special file, not a file", p)
+		}
+		name := filepath.Base(rel)
+		return bus.Media{Path: filepath.Join(dir, rel), Name: name, Size: fi.Size(), MIMEType: mime.TypeByExtension(filepath.Ext(name))}, true, nil
+	}
+	return bus.Media{}, false, nil
 }
 
 // copyOut copies r into a new file (0600) under MediaDir/outbound, written

@@ -409,7 +409,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		reply(w, 200, "", 0, true)
-	case "sendMessage", "sendPhoto", "sendDocument":
+	case "sendMessage", "sendPhoto", "sendDocument", "sendVoice", "sendAudio":
 		s.sendMessage(w, method, params, uploads)
 	case "editMessageText":
 		s.editMessage(w, params)
@@ -498,7 +498,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, method string, p map[string]
 	var up *Upload
 	if method != "sendMessage" {
 		text, limit = p["caption"], 1024
-		field := map[string]string{"sendPhoto": "photo", "sendDocument": "document"}[method]
+		field := map[string]string{"sendPhoto": "photo", "sendDocument": "document", "sendVoice": "voice", "sendAudio": "audio"}[method]
 		up = uploads[field]
 		if up == nil && p[field] == "" {
 			reply(w, 400, "Bad Request: there is no "+field+" in the request", 0, nil)
