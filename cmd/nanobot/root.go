@@ -11,6 +11,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/logging"
 	"github.com/nanobot-go/nanobot/internal/redact"
+	"github.com/nanobot-go/nanobot/providers/auth"
 )
 
 // app is what every subcommand gets after the root's pre-run: the loaded
@@ -29,6 +30,8 @@ type app struct {
 	// logger, the channel adapters, tool results and replies share it.
 	redact *redact.Redactor
 	stderr io.Writer
+	// auth is the sign-in manager, built on first use (signIn).
+	auth *auth.Manager
 }
 
 func newRootCmd() *cobra.Command {
@@ -58,6 +61,7 @@ func newRootCmd() *cobra.Command {
 		newCronCmd(a),
 		newDoctorCmd(a),
 		newChannelsCmd(a),
+		newProviderCmd(a),
 	)
 	return root
 }

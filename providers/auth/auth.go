@@ -283,11 +283,13 @@ func (m *Manager) renew(ctx context.Context, provider string) (Credential, error
 	if err != nil {
 		var se *providers.SignInError
 		var pe *providers.Error
-		if errors.As(err, &se) || errors.As(err, &pe) {
-			m.log.Warn("sign-in renewal failed", "provider", provider, "err", err)
-			if se != nil {
-				return Credential{}, se
-			}
+		// The caller reports the failure (the agent logs the turn), so it
+		// is returned, not logged; the token store's path prefix is dropped.
+		if errors.As(err, &se) {
+			m.log.Debug("sign-in renewal failed", "provider", provider, "reason", se.Reason)
+			return Credential{}, se
+		}
+		if errors.As(err, &pe) {
 			return Credential{}, pe
 		}
 		return Credential{}, fmt.Errorf("%s: renew sign-in: %w", provider, err)
