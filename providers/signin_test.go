@@ -54,7 +54,9 @@ func TestNewSignInProviderNeedsHook(t *testing.T) {
 	if _, err := New(res, Options{Backends: backends}); err == nil {
 		t.Fatal("New without a SignIn hook built a sign-in provider")
 	}
-	hook := func(Resolution, *http.Client) (*http.Client, error) { return &http.Client{Transport: hookTransport{}}, nil }
+	hook := func(Resolution, *http.Client) (*http.Client, error) {
+		return &http.Client{Transport: hookTransport{}}, nil
+	}
 	if _, err := New(res, Options{Backends: backends, SignIn: hook}); err != nil || !built {
 		t.Fatalf("New with the hook: err %v, backend got the hook's client: %v", err, built)
 	}
