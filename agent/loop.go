@@ -472,8 +472,13 @@ func (l *Loop) saveTurn(ctx context.Context, sess *session.Session, msgs []provi
 
 // failureReply tells the user what went wrong without internals or secrets.
 func failureReply(err error) string {
-	var pe *providers.Error
+	var (
+		pe *providers.Error
+		se *providers.SignInError
+	)
 	switch {
+	case errors.As(err, &se):
+		return "Sorry, I can't reach the model: the " + se.Provider + " sign-in " + signInReason(se) + ". The owner can fix it by running `nanobot provider login " + se.Provider + "`."
 	case errors.Is(err, context.DeadlineExceeded):
 		return "Sorry, the model took too long to answer. Please try again."
 	case errors.As(err, &pe):
@@ -490,6 +495,13 @@ func failureReply(err error) string {
 		return "Sorry, the model provider returned an error (" + pe.Provider + ")."
 	}
 	return "Sorry, something went wrong while answering. Please try again."
+}
+
+func signInReason(se *providers.SignInError) string {
+	if se.Reason == "" {
+		return "is missing"
+	}
+	return "failed (" + se.Reason + ")"
 }
 
 // publish sends to the message's chat; a failure is logged (the dispatcher

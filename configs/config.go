@@ -148,6 +148,25 @@ type ProviderConfig struct {
 	// Prices override the built-in price table for this provider's models
 	// (model name -> US dollars per million tokens); see docs/usage.md.
 	Prices map[string]ModelPrice `json:"prices,omitempty"`
+	// SignIn overrides the sign-in endpoints of the subscription providers
+	// (github-copilot, openai-codex): GitHub Enterprise hosts, test fakes.
+	SignIn *SignInConfig `json:"signIn,omitempty"`
+}
+
+// SignInConfig is where a subscription provider signs in; empty fields
+// take the public defaults (see docs/providers.md).
+type SignInConfig struct {
+	// AuthBase is the authorization server (https://github.com,
+	// https://auth.openai.com).
+	AuthBase string `json:"authBase,omitempty"`
+	// ExchangeBase is where the GitHub token becomes a Copilot token
+	// (https://api.github.com; github-copilot only).
+	ExchangeBase string `json:"exchangeBase,omitempty"`
+	// ClientID is the OAuth client id (default: the public editor client).
+	ClientID string `json:"clientId,omitempty"`
+	// RedirectPort is the loopback port of the browser sign-in
+	// (openai-codex; default 1455).
+	RedirectPort int `json:"redirectPort,omitempty"`
 }
 
 // WireAPI is the API the provider is switched to ("" = chat), from api or

@@ -212,3 +212,19 @@ func truncate(s string, n int) string {
 func Canceled(provider string, ctxErr error) *Error {
 	return &Error{Provider: provider, Message: fmt.Sprintf("request canceled: %v", ctxErr), Err: ctxErr}
 }
+
+// SignInError says a subscription sign-in provider cannot be called until
+// the user signs in (again): never signed in, signed out, or the sign-in
+// was revoked or expired. It is never transient: retrying cannot help, and
+// the agent answers with Error's one line instead of the vendor's 401s.
+type SignInError struct {
+	// Provider is the registry name ("github-copilot").
+	Provider string
+	// Reason says what happened, without credentials ("signed out",
+	// "the refresh token was rejected").
+	Reason string
+}
+
+func (e *SignInError) Error() string {
+	return fmt.Sprintf("%s: %s — run `nanobot provider login %s`", e.Provider, e.Reason, e.Provider)
+}

@@ -31,6 +31,11 @@ type Options struct {
 	NoRetry bool
 	// Logger is passed to backends and the retry policy; nil discards.
 	Logger *slog.Logger
+	// SignIn returns the HTTP client for a sign-in provider's backend
+	// (ProviderSpec.SignIn): base (nil: a default client) wrapped so each
+	// request carries the signed-in user's current token and the headers
+	// the service requires. Required to build a sign-in provider.
+	SignIn func(res Resolution, base *http.Client) (*http.Client, error)
 }
 
 // Default timeouts.
@@ -69,6 +74,16 @@ func New(res Resolution, opts Options) (Provider, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if res.Spec.SignIn {
+		if opts.SignIn == nil {
+			return nil, fmt.Errorf("provider %s: sign-in providers are not available here", res.Provider)
+		}
+		hc, err := opts.SignIn(res, opts.HTTPClient)
+		if err != nil {
+			return nil, fmt.Errorf("provider %s: %w", res.Provider, err)
+		}
+		opts.HTTPClient = hc
 	}
 	p, err := build(res, opts)
 	if err != nil {

@@ -57,6 +57,10 @@ type ProviderSpec struct {
 	NoReasoningReplay bool
 	// MaxCompletionTokens: send max_completion_tokens instead of max_tokens.
 	MaxCompletionTokens bool
+	// SignIn: the provider is reached with the user's subscription sign-in
+	// (nanobot provider login NAME), not an API key; Options.SignIn adds the
+	// short-lived credentials to each request.
+	SignIn bool
 }
 
 // Settings is what the config holds for one provider (providers.<name>).
@@ -69,6 +73,9 @@ type Settings struct {
 	// API selects the wire API of an OpenAI-compatible provider: "" or
 	// APIChat for chat completions, APIResponses for the Responses API.
 	API string
+	// SignedIn: a sign-in provider has stored credentials (filled by cmd from
+	// the token store; Resolve never reads files).
+	SignedIn bool
 }
 
 // specs is the registry, in matching order: gateways, then vendors, then
@@ -105,6 +112,13 @@ var specs = []ProviderSpec{
 	{Name: "minimax", DisplayName: "MiniMax", Keywords: []string{"minimax", "abab"}, EnvKey: "MINIMAX_API_KEY",
 		DefaultAPIBase: "https://api.minimax.io/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
 
+	{Name: "github-copilot", DisplayName: "GitHub Copilot (sign-in)", Keywords: []string{"copilot"},
+		DefaultAPIBase: "https://api.githubcopilot.com", Backend: BackendOpenAICompat, StripModelPrefix: true,
+		SignIn: true, NoReasoningReplay: true},
+	{Name: "openai-codex", DisplayName: "OpenAI Codex (ChatGPT sign-in)", Keywords: []string{"codex"},
+		DefaultAPIBase: "https://chatgpt.com/backend-api/codex", Backend: BackendOpenAIResponses, StripModelPrefix: true,
+		SignIn: true, NoReasoningReplay: true},
+
 	{Name: "vllm", DisplayName: "vLLM", Keywords: []string{"vllm"}, EnvKey: "HOSTED_VLLM_API_KEY",
 		Backend: BackendOpenAICompat, IsLocal: true, KeyOptional: true, StripModelPrefix: true},
 	{Name: "ollama", DisplayName: "Ollama", Keywords: []string{"ollama"}, EnvKey: "OLLAMA_API_KEY",
@@ -129,9 +143,9 @@ func Specs() []ProviderSpec {
 // "azure-openai", "azureOpenai" and "azure_openai" are one provider, and
 // "lm_studio" finds "lmstudio".
 func Lookup(name string) (ProviderSpec, bool) {
-	key := normalizeName(name)
+	key := strings.ReplaceAll(normalizeName(name), "_", "")
 	for _, s := range specs {
-		if s.Name == key || strings.ReplaceAll(s.Name, "_", "") == strings.ReplaceAll(key, "_", "") {
+		if strings.ReplaceAll(normalizeName(s.Name), "_", "") == key {
 			return s, true
 		}
 	}
@@ -164,12 +178,17 @@ func configured(spec ProviderSpec, st Settings) bool {
 	if spec.DefaultAPIBase == "" && st.APIBase == "" {
 		return false
 	}
+	if spec.SignIn {
+		return st.SignedIn
+	}
 	return st.APIKey != "" || (spec.KeyOptional && st.APIBase != "")
 }
 
 // howToConfigure says what the config lacks for a provider.
 func howToConfigure(spec ProviderSpec) string {
 	switch {
+	case spec.SignIn:
+		return fmt.Sprintf("run `nanobot provider login %s`", spec.Name)
 	case spec.Backend == BackendAzureOpenAI:
 		return fmt.Sprintf("set providers.%s.apiKey and apiBase (https://NAME.openai.azure.com)", spec.Name)
 	case spec.IsDirect || spec.IsLocal && spec.DefaultAPIBase == "":

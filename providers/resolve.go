@@ -61,10 +61,12 @@ type Resolution struct {
 //     among configured providers only: a keyword never routes to a provider
 //     the user has not set up.
 //  4. a local server (or the custom endpoint) with an apiBase.
-//  5. the first provider, in registry order, with an API key.
+//  5. the first provider, in registry order, with an API key, else the
+//     first signed-in subscription provider.
 //
 // Configured means: an API key, or an apiBase for providers that need no
-// key, plus an endpoint (a default or the config's). configuredMap is keyed
+// key, or stored sign-in credentials for sign-in providers, plus an
+// endpoint (a default or the config's). configuredMap is keyed
 // by config name; "lmStudio" and "azure-openai" spellings are accepted.
 //
 // Model is the name to send: the provider's own "name/" prefix is removed
@@ -90,7 +92,7 @@ func Resolve(model, forced string, configuredMap map[string]Settings) (Resolutio
 			return Resolution{}, fmt.Errorf("resolve provider: unknown provider %q (known: %s)", forced, knownNames())
 		}
 		st := cfg[spec.Name]
-		if spec.DefaultAPIBase == "" && st.APIBase == "" || !spec.KeyOptional && st.APIKey == "" && !spec.IsLocal {
+		if spec.SignIn && !st.SignedIn || spec.DefaultAPIBase == "" && st.APIBase == "" || !spec.SignIn && !spec.KeyOptional && st.APIKey == "" && !spec.IsLocal {
 			return Resolution{}, fmt.Errorf("resolve provider: provider %q is forced but not configured: %s", spec.Name, howToConfigure(spec))
 		}
 		return resolution(spec, st, model, MatchForced, fmt.Sprintf("provider %q set in config", spec.Name)), nil
@@ -123,6 +125,12 @@ func Resolve(model, forced string, configuredMap map[string]Settings) (Resolutio
 	for _, spec := range specs {
 		if st := cfg[spec.Name]; st.APIKey != "" && configured(spec, st) {
 			return resolution(spec, st, model, MatchFallback, "first provider with an API key"), nil
+		}
+	}
+
+	for _, spec := range specs {
+		if st := cfg[spec.Name]; spec.SignIn && configured(spec, st) {
+			return resolution(spec, st, model, MatchFallback, "first signed-in provider"), nil
 		}
 	}
 	return Resolution{}, fmt.Errorf("resolve provider: no provider configured for model %q: set an API key in ~/.nanobot/config.json (for example providers.openrouter.apiKey or providers.anthropic.apiKey), or providers.ollama.apiBase for a local server", model)

@@ -70,7 +70,7 @@ func runAgent(cmd *cobra.Command, a *app, agentName, msg, sessKey string, markdo
 	defer w.close()
 	provider, model, providerName, tools := w.provider, w.model, w.providerName, w.tools
 	if profile.Name != configs.DefaultAgent {
-		provider, model, providerName, _ = buildModel(c, profile.Settings, a.log)
+		provider, model, providerName, _ = buildModel(c, profile.Settings, a.log, a.signIn())
 		if tools, err = a.agentTools(w.cron)(profile, paths); err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func cliPresets(c *configs.Config, ag configs.Agent, a *app) agent.Presets {
 		if !ok {
 			return agent.Model{}, fmt.Errorf("no preset %q in modelPresets", name)
 		}
-		prov, err := buildPreset(c, p, a.log)
+		prov, err := buildPreset(c, p, a.log, a.signIn())
 		if err != nil {
 			return agent.Model{}, err
 		}

@@ -49,10 +49,10 @@ func runAgentsGateway(t *testing.T, path string) (base string, stop func()) {
 		done <- gateway.Run(ctx, gateway.Options{
 			Config: c, Paths: loaded.Paths, Provider: w.provider, Model: w.model, Tools: w.tools, CronStore: w.cron,
 			BuildModel: func(s configs.AgentDefaults) (providers.Provider, string, string) {
-				p, m, name, _ := buildModel(c, s, log)
+				p, m, name, _ := buildModel(c, s, log, nil)
 				return p, m, name
 			},
-			BuildPreset: func(p configs.ModelPreset) (providers.Provider, error) { return buildPreset(c, p, log) },
+			BuildPreset: func(p configs.ModelPreset) (providers.Provider, error) { return buildPreset(c, p, log, nil) },
 			ToolsFor:    a.agentTools(w.cron),
 			Channels:    w.channels, Listener: ln, Ready: func(addr string) { ready <- addr },
 			DrainTimeout: 2 * time.Second, Stderr: io.Discard, Log: log,

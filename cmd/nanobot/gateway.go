@@ -67,14 +67,15 @@ func runGateway(ctx context.Context, a *app) error {
 			}
 		}
 	}()
+	si := a.signIn()
 	opts := gateway.Options{
 		Config: &l.Config, Paths: l.Paths,
 		Provider: w.provider, Model: w.model, ProviderName: w.providerName, Tools: w.tools,
 		BuildModel: func(s configs.AgentDefaults) (providers.Provider, string, string) {
-			p, model, name, _ := buildModel(&l.Config, s, a.log)
+			p, model, name, _ := buildModel(&l.Config, s, a.log, si)
 			return p, model, name
 		},
-		BuildPreset: func(p configs.ModelPreset) (providers.Provider, error) { return buildPreset(&l.Config, p, a.log) },
+		BuildPreset: func(p configs.ModelPreset) (providers.Provider, error) { return buildPreset(&l.Config, p, a.log, si) },
 		ToolsFor:    a.agentTools(w.cron),
 		Channels:    w.channels, Log: a.log, Version: buildVersion(),
 		CronStore: w.cron, Reload: reload, Redact: a.redact, Logs: a.logs, Platforms: platformTypes(),

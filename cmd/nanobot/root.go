@@ -11,6 +11,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/logging"
 	"github.com/nanobot-go/nanobot/internal/redact"
+	"github.com/nanobot-go/nanobot/providers/auth"
 )
 
 // app is what every subcommand gets after the root's pre-run: the loaded
@@ -31,6 +32,8 @@ type app struct {
 	// logs keeps the last log lines for the workbench's log view.
 	logs   *logging.Ring
 	stderr io.Writer
+	// auth is the sign-in manager, built on first use (signIn).
+	auth *auth.Manager
 }
 
 func newRootCmd() *cobra.Command {
@@ -61,6 +64,7 @@ func newRootCmd() *cobra.Command {
 		newDoctorCmd(a),
 		newChannelsCmd(a),
 		newWebUICmd(a),
+		newProviderCmd(a),
 	)
 	return root
 }

@@ -80,6 +80,11 @@ func printStatus(w io.Writer, a *app) {
 		fmt.Fprintf(w, "  %-12s %s%s\n", n, key, base)
 	}
 
+	fmt.Fprintln(w, "sign-ins:")
+	if err := printSignIns(w, a.signIn(), time.Now(), "  "); err != nil {
+		fmt.Fprintf(w, "  (cannot read: %v)\n", err)
+	}
+
 	fmt.Fprintln(w, "channels:")
 	enabled := c.Channels.Enabled()
 	if len(enabled) == 0 {
@@ -162,7 +167,7 @@ func fetchStatus(host string, port int) (*gateway.Status, error) {
 func providerLine(a *app) string {
 	c := &a.loaded.Config
 	d := c.AgentList()[0].Settings
-	res, err := providers.Resolve(d.Model, d.Provider, providerSettings(c))
+	res, err := providers.Resolve(d.Model, d.Provider, providerSettings(c, a.signIn()))
 	if err != nil {
 		return "none — " + err.Error()
 	}

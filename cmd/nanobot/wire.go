@@ -69,7 +69,7 @@ func (w *wired) close() {
 func (a *app) wire(ctx context.Context) (*wired, error) {
 	c := &a.loaded.Config
 	w := &wired{channels: newChannelRegistry()}
-	p, model, name, note, err := buildProvider(c, a.log)
+	p, model, name, note, err := buildProvider(c, a.log, a.signIn())
 	if err != nil {
 		return nil, err
 	}

@@ -3,20 +3,76 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/providers/auth"
 	"github.com/nanobot-go/nanobot/providers/backends"
 )
 
-// providerSettings converts the config's providers to the registry's shape.
-func providerSettings(c *configs.Config) map[string]providers.Settings {
+// providerSettings converts the config's providers to the registry's
+// shape; sign-in providers count as configured when si holds a sign-in
+// for them (si nil: none).
+func providerSettings(c *configs.Config, si *auth.Manager) map[string]providers.Settings {
 	out := map[string]providers.Settings{}
 	for name, p := range c.Providers {
 		out[name] = providers.Settings{APIKey: p.APIKey, APIBase: p.APIBase, APIVersion: p.APIVersion, ExtraHeaders: p.ExtraHeaders, API: p.WireAPI()}
 	}
+	if si == nil {
+		return out
+	}
+	stored, err := si.Store().Load()
+	if err != nil {
+		return out // the provider then says how to sign in; status shows the error
+	}
+	for _, name := range auth.Names() {
+		if _, ok := stored[name]; !ok {
+			continue
+		}
+		key := name
+		for cfgName := range c.Providers {
+			if spec, ok := providers.Lookup(cfgName); ok && spec.Name == name {
+				key = cfgName
+			}
+		}
+		st := out[key]
+		st.SignedIn = true
+		out[key] = st
+	}
 	return out
+}
+
+// signIn returns the instance's sign-in manager (token file
+// <instance>/state/auth.json), built once per process so every agent
+// shares its single-flight renewal.
+func (a *app) signIn() *auth.Manager {
+	if a.auth == nil {
+		a.auth = newSignIn(a.loaded, a.log, a.redact)
+	}
+	return a.auth
+}
+
+func newSignIn(l *configs.Loaded, log *slog.Logger, red *redact.Redactor) *auth.Manager {
+	eps := map[string]auth.Endpoints{}
+	for cfgName, p := range l.Config.Providers {
+		spec, ok := providers.Lookup(cfgName)
+		if !ok || !spec.SignIn || p.SignIn == nil {
+			continue
+		}
+		eps[spec.Name] = auth.Endpoints{
+			AuthBase: p.SignIn.AuthBase, ExchangeBase: p.SignIn.ExchangeBase,
+			ClientID: p.SignIn.ClientID, RedirectPort: p.SignIn.RedirectPort,
+		}
+	}
+	return auth.New(auth.Options{
+		Store:     auth.NewStore(filepath.Join(l.Paths.State, "auth.json")),
+		Endpoints: eps,
+		Redact:    red,
+		Logger:    log,
+	})
 }
 
 // buildProvider resolves the default agent's model (and fallbacks) to
@@ -24,20 +80,20 @@ func providerSettings(c *configs.Config) map[string]providers.Settings {
 // runs: every turn answers with how to add a key. It returns the chain, the
 // model, the primary provider's config name ("" when none resolved) and a
 // note on how it was chosen.
-func buildProvider(c *configs.Config, log *slog.Logger) (providers.Provider, string, string, string, error) {
-	p, model, name, note := buildModel(c, c.AgentList()[0].Settings, log)
+func buildProvider(c *configs.Config, log *slog.Logger, si *auth.Manager) (providers.Provider, string, string, string, error) {
+	p, model, name, note := buildModel(c, c.AgentList()[0].Settings, log, si)
 	return p, model, name, note, nil
 }
 
 // buildModel builds the provider chain of an agent's settings; an unusable
 // model gives a provider that answers with setup instructions.
-func buildModel(c *configs.Config, s configs.AgentDefaults, log *slog.Logger) (providers.Provider, string, string, string) {
+func buildModel(c *configs.Config, s configs.AgentDefaults, log *slog.Logger, si *auth.Manager) (providers.Provider, string, string, string) {
 	models := []providers.ChainModel{{Model: s.Model, Provider: s.Provider}}
 	for _, f := range s.FallbackModels {
 		m, prov := c.Fallback(f)
 		models = append(models, providers.ChainModel{Model: m, Provider: prov})
 	}
-	p, ress, err := providers.NewChainOf(models, providerSettings(c), providerOptions(s, log))
+	p, ress, err := providers.NewChainOf(models, providerSettings(c, si), providerOptions(s, log, si))
 	if err != nil {
 		log.Warn("no usable LLM provider; the agent will answer with setup instructions", "model", s.Model, "err", err)
 		return providers.Unconfigured{Reason: err.Error()}, s.Model, "", "none: " + err.Error()
@@ -49,16 +105,20 @@ func buildModel(c *configs.Config, s configs.AgentDefaults, log *slog.Logger) (p
 
 // buildPreset builds the provider of a model preset (/model), or says why
 // it cannot be used.
-func buildPreset(c *configs.Config, p configs.ModelPreset, log *slog.Logger) (providers.Provider, error) {
-	prov, _, err := providers.NewChainOf([]providers.ChainModel{{Model: p.Model, Provider: p.Provider}}, providerSettings(c), providerOptions(c.Agents.Defaults, log))
+func buildPreset(c *configs.Config, p configs.ModelPreset, log *slog.Logger, si *auth.Manager) (providers.Provider, error) {
+	prov, _, err := providers.NewChainOf([]providers.ChainModel{{Model: p.Model, Provider: p.Provider}}, providerSettings(c, si), providerOptions(c.Agents.Defaults, log, si))
 	return prov, err
 }
 
-func providerOptions(s configs.AgentDefaults, log *slog.Logger) providers.Options {
-	return providers.Options{
+func providerOptions(s configs.AgentDefaults, log *slog.Logger, si *auth.Manager) providers.Options {
+	o := providers.Options{
 		Backends:          backends.All(),
 		RequestTimeout:    time.Duration(s.RequestTimeoutS) * time.Second,
 		StreamIdleTimeout: time.Duration(s.StreamIdleTimeoutS) * time.Second,
 		Logger:            log,
 	}
+	if si != nil {
+		o.SignIn = si.Client
+	}
+	return o
 }

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nanobot-go/nanobot/providers/auth"
+)
+
+func newProviderCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "provider",
+		Short: "Sign in to subscription providers (GitHub Copilot, OpenAI Codex) instead of using API keys",
+	}
+	var (
+		device  bool
+		timeout time.Duration
+	)
+	login := &cobra.Command{
+		Use:   "login <github-copilot|openai-codex>",
+		Short: "Sign in; the tokens are kept in <instance>/state/auth.json (mode 0600)",
+		Long: `Sign in to a subscription provider.
+
+github-copilot: shows a code and https://github.com/login/device; enter the code
+there from any device. openai-codex: opens nothing by itself — it prints a URL
+to open in a browser on this machine (the sign-in returns to
+http://localhost:1455/auth/callback); on a headless server use --device to get
+a code to enter from any browser instead.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, ok := auth.Canonical(args[0])
+			if !ok {
+				return fmt.Errorf("provider login: %q is not a sign-in provider (want github-copilot or openai-codex)", args[0])
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			return runLogin(ctx, cmd.OutOrStdout(), a.signIn(), name, device)
+		},
+	}
+	login.Flags().BoolVar(&device, "device", false, "openai-codex: sign in with a device code (headless servers) instead of the browser redirect")
+	login.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "give up waiting for the sign-in after this long")
+
+	logout := &cobra.Command{
+		Use:   "logout <github-copilot|openai-codex>",
+		Short: "Forget the stored sign-in (revoke it at the service to end the grant)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, ok := auth.Canonical(args[0])
+			if !ok {
+				return fmt.Errorf("provider logout: %q is not a sign-in provider (want github-copilot or openai-codex)", args[0])
+			}
+			found, err := a.signIn().Logout(name)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if !found {
+				fmt.Fprintf(w, "%s: not signed in\n", name)
+				return nil
+			}
+			fmt.Fprintf(w, "%s: signed out; the tokens were removed from %s\n", name, a.signIn().Store().Path())
+			fmt.Fprintln(w, revokeHint(name))
+			return nil
+		},
+	}
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show the stored sign-ins and when their tokens expire (never the tokens)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return printSignIns(cmd.OutOrStdout(), a.signIn(), time.Now(), "")
+		},
+	}
+	cmd.AddCommand(login, logout, status)
+	return cmd
+}
+
+func runLogin(ctx context.Context, w io.Writer, m *auth.Manager, name string, device bool) error {
+	prompt := func(p auth.Prompt) {
+		if p.UserCode != "" {
+			fmt.Fprintf(w, "Open %s and enter the code: %s\n", p.URL, p.UserCode)
+			if !p.ExpiresAt.IsZero() {
+				fmt.Fprintf(w, "(the code works until %s)\n", p.ExpiresAt.Local().Format("15:04"))
+			}
+		} else {
+			fmt.Fprintf(w, "Open this URL in a browser on this machine to sign in:\n\n  %s\n\n", p.URL)
+			fmt.Fprintln(w, "(on a server without a browser, stop this and run with --device)")
+		}
+		fmt.Fprintln(w, "Waiting for the sign-in…")
+	}
+	var (
+		c   auth.Credential
+		err error
+	)
+	switch {
+	case name == auth.Copilot:
+		c, err = m.LoginCopilot(ctx, prompt)
+	case device:
+		c, err = m.LoginCodexDevice(ctx, prompt)
+	default:
+		c, err = m.LoginCodex(ctx, prompt)
+		if errors.Is(err, auth.ErrLoopbackUnavailable) {
+			fmt.Fprintf(w, "The browser redirect cannot listen (%v); using a device code instead.\n", err)
+			c, err = m.LoginCodexDevice(ctx, prompt)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("provider login %s: %w", name, err)
+	}
+	fmt.Fprintf(w, "Signed in to %s", name)
+	if c.AccountID != "" {
+		fmt.Fprintf(w, " (account %s)", c.AccountID)
+	}
+	fmt.Fprintf(w, ". Tokens stored in %s (mode 0600).\n", m.Store().Path())
+	fmt.Fprintf(w, "Use it with \"provider\": %q in agents.defaults, or a model named %s/<model>.\n", name, name)
+	return nil
+}
+
+// printSignIns lists the stored sign-ins; indent prefixes each line.
+func printSignIns(w io.Writer, m *auth.Manager, now time.Time, indent string) error {
+	sts, err := m.Statuses()
+	if err != nil {
+		return err
+	}
+	if len(sts) == 0 {
+		fmt.Fprintf(w, "%s(none: run `nanobot provider login github-copilot` or `... openai-codex`)\n", indent)
+		return nil
+	}
+	for _, st := range sts {
+		line := fmt.Sprintf("%s%-15s signed in", indent, st.Provider)
+		if !st.SignedInAt.IsZero() {
+			line += " " + st.SignedInAt.Local().Format("2006-01-02 15:04")
+		}
+		if st.AccountID != "" {
+			line += ", account " + st.AccountID
+		}
+		switch {
+		case st.ExpiresAt.IsZero():
+			line += ", token expiry unknown"
+		case st.ExpiresAt.After(now):
+			line += fmt.Sprintf(", token expires %s (in %s)", st.ExpiresAt.Local().Format("2006-01-02 15:04"), st.ExpiresAt.Sub(now).Round(time.Minute))
+		case st.Renewable:
+			line += fmt.Sprintf(", token expired %s (renewed on the next call)", st.ExpiresAt.Local().Format("2006-01-02 15:04"))
+		default:
+			line += fmt.Sprintf(", token expired %s — run `nanobot provider login %s`", st.ExpiresAt.Local().Format("2006-01-02 15:04"), st.Provider)
+		}
+		fmt.Fprintln(w, line)
+	}
+	return nil
+}
+
+func revokeHint(name string) string {
+	switch name {
+	case auth.Copilot:
+		return "To end the grant at GitHub too: Settings → Applications → Authorized OAuth Apps → revoke the Copilot editor app."
+	case auth.Codex:
+		return "To end the grant at OpenAI too: ChatGPT → Settings → Security → log out of all devices."
+	}
+	return ""
+}
