@@ -408,12 +408,16 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 			if !background {
 				l.publish(ctx, m, bus.Outbound{Kind: bus.KindToolHint, Content: ev.Text})
 			}
+		case EventWaiting:
+			if !background {
+				l.publish(ctx, m, bus.Outbound{Kind: bus.KindTyping})
+			}
 		}
 	}
 	runCtx := tools.WithCallContext(tools.WithTurn(ctx, turn), tools.CallContext{
 		Channel: m.Channel, ChatID: m.ChatID, SessionKey: sess.Key, MessageID: m.MessageID,
 		FromCron: m.Source == bus.SourceCron, SubAgent: false,
-		SenderID: m.SenderID, Source: m.Source.String(),
+		SenderID: m.SenderID, Source: m.Source.String(), Admin: m.Admin,
 	})
 	res, runErr := l.runnerFor(m, sess).Run(runCtx, msgs, emit)
 	release()
@@ -463,7 +467,10 @@ func (l *Loop) saveTurn(ctx context.Context, sess *session.Session, msgs []provi
 // failureReply tells the user what went wrong without internals or secrets.
 func failureReply(err error) string {
 	var pe *providers.Error
+	var told interface{ UserMessage() string } // a refusal that explains itself (budgets)
 	switch {
+	case errors.As(err, &told):
+		return told.UserMessage()
 	case errors.Is(err, context.DeadlineExceeded):
 		return "Sorry, the model took too long to answer. Please try again."
 	case errors.As(err, &pe):

@@ -31,6 +31,10 @@ type Options struct {
 	NoRetry bool
 	// Logger is passed to backends and the retry policy; nil discards.
 	Logger *slog.Logger
+	// RateLimits, when set, holds every call back by its provider's
+	// limiter (inside the retries, so each attempt is counted) and shows
+	// the limiter the responses' rate-limit headers.
+	RateLimits *RateLimiters
 }
 
 // Default timeouts.
@@ -66,9 +70,17 @@ func New(res Resolution, opts Options) (Provider, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	var lim *RateLimiter
+	if opts.RateLimits != nil {
+		lim = opts.RateLimits.For(res.Provider)
+		opts.HTTPClient = lim.client(opts.HTTPClient)
+	}
 	p, err := build(res, opts)
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: %w", res.Provider, err)
+	}
+	if lim != nil {
+		p = lim.Wrap(p)
 	}
 	if !opts.NoRetry {
 		policy := RetryPolicy{}
