@@ -37,7 +37,7 @@ func buildModel(c *configs.Config, s configs.AgentDefaults, log *slog.Logger) (p
 		m, prov := c.Fallback(f)
 		models = append(models, providers.ChainModel{Model: m, Provider: prov})
 	}
-	p, ress, err := providers.NewChainOf(models, providerSettings(c), providerOptions(s, log))
+	p, ress, err := providers.NewChainOf(models, providerSettings(c), providerOptions(c, s, log))
 	if err != nil {
 		log.Warn("no usable LLM provider; the agent will answer with setup instructions", "model", s.Model, "err", err)
 		return providers.Unconfigured{Reason: err.Error()}, s.Model, "", "none: " + err.Error()
@@ -50,12 +50,13 @@ func buildModel(c *configs.Config, s configs.AgentDefaults, log *slog.Logger) (p
 // buildPreset builds the provider of a model preset (/model), or says why
 // it cannot be used.
 func buildPreset(c *configs.Config, p configs.ModelPreset, log *slog.Logger) (providers.Provider, error) {
-	prov, _, err := providers.NewChainOf([]providers.ChainModel{{Model: p.Model, Provider: p.Provider}}, providerSettings(c), providerOptions(c.Agents.Defaults, log))
+	prov, _, err := providers.NewChainOf([]providers.ChainModel{{Model: p.Model, Provider: p.Provider}}, providerSettings(c), providerOptions(c, c.Agents.Defaults, log))
 	return prov, err
 }
 
-func providerOptions(s configs.AgentDefaults, log *slog.Logger) providers.Options {
+func providerOptions(c *configs.Config, s configs.AgentDefaults, log *slog.Logger) providers.Options {
 	return providers.Options{
+		RateLimits:        rateLimitsOf(c),
 		Backends:          backends.All(),
 		RequestTimeout:    time.Duration(s.RequestTimeoutS) * time.Second,
 		StreamIdleTimeout: time.Duration(s.StreamIdleTimeoutS) * time.Second,
