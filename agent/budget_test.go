@@ -43,7 +43,7 @@ func TestBudgetRefusesTheTurnWithOneMessage(t *testing.T) {
 	calls := len(srv.Requests())
 	from := len(h.out.all())
 	got := h.askFinal(t, alice)
-	want := "You have used up your daily token budget (1,500 tokens). It resets at 00:00 on "
+	want := "You have reached your daily token budget (1,500 tokens). It resets at 00:00 on "
 	if !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "(UTC). No model was called for this message.") {
 		t.Errorf("answer over budget:\n%q\nwant it to start %q", got, want)
 	}

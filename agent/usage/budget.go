@@ -281,13 +281,13 @@ func (e *BudgetError) UserMessage() string {
 	var who string
 	switch e.Scope.Kind {
 	case ScopeSender:
-		who = "You have used up your"
+		who = "You have reached your"
 	case ScopeChat:
-		who = "This chat has used up its"
+		who = "This chat has reached its"
 	case ScopeAgent:
-		who = "The agent " + strconv.Quote(e.Scope.ID) + " has used up its"
+		who = "The agent " + strconv.Quote(e.Scope.ID) + " has reached its"
 	default:
-		who = "The assistant has used up its"
+		who = "The assistant has reached its"
 	}
 	return fmt.Sprintf("%s %s %s budget (%s). It resets at %s. No model was called for this message.",
 		who, e.Period, e.kind(), e.amount(e.Limit), resetText(e.ResetsAt))

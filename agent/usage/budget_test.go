@@ -195,13 +195,13 @@ func TestBudgetUserMessage(t *testing.T) {
 		want string
 	}{
 		{BudgetError{Scope: Scope{ScopeSender, "telegram:1"}, Period: "daily", Tokens: true, Limit: 200000, ResetsAt: reset},
-			"You have used up your daily token budget (200,000 tokens). It resets at 00:00 on Fri 4 Dec 2026 (Europe/Berlin). No model was called for this message."},
+			"You have reached your daily token budget (200,000 tokens). It resets at 00:00 on Fri 4 Dec 2026 (Europe/Berlin). No model was called for this message."},
 		{BudgetError{Scope: Scope{}, Period: "monthly", Limit: 5, ResetsAt: reset},
-			"The assistant has used up its monthly cost budget ($5.00). It resets at 00:00 on Fri 4 Dec 2026 (Europe/Berlin). No model was called for this message."},
+			"The assistant has reached its monthly cost budget ($5.00). It resets at 00:00 on Fri 4 Dec 2026 (Europe/Berlin). No model was called for this message."},
 		{BudgetError{Scope: Scope{ScopeAgent, "work"}, Period: "daily", Limit: 2.5, ResetsAt: reset},
-			`The agent "work" has used up its daily cost budget ($2.50). It resets at 00:00 on Fri 4 Dec 2026 (Europe/Berlin). No model was called for this message.`},
+			`The agent "work" has reached its daily cost budget ($2.50). It resets at 00:00 on Fri 4 Dec 2026 (Europe/Berlin). No model was called for this message.`},
 		{BudgetError{Scope: Scope{ScopeChat, "slack:C1"}, Period: "daily", Tokens: true, Limit: 1000, ResetsAt: reset},
-			"This chat has used up its daily token budget (1,000 tokens). It resets at 00:00 on Fri 4 Dec 2026 (Europe/Berlin). No model was called for this message."},
+			"This chat has reached its daily token budget (1,000 tokens). It resets at 00:00 on Fri 4 Dec 2026 (Europe/Berlin). No model was called for this message."},
 	} {
 		if got := tc.err.UserMessage(); got != tc.want {
 			t.Errorf("got  %q\nwant %q", got, tc.want)
@@ -253,5 +253,27 @@ func TestCostBudgetUnpricedModel(t *testing.T) {
 	spend(t, l, "alice", 1000, 0)
 	if _, err := b.Reserve(c, Estimate{Input: 100}); err == nil {
 		t.Error("the token budget did not hold for an unpriced model")
+	}
+}
+
+// The check before every provider call: four budgets, two periods.
+func BenchmarkReserve(b *testing.B) {
+	l, err := Open(b.Context(), b.TempDir(), Options{Location: time.UTC})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	bud := NewBudgets(l, Limits{
+		Global: Budget{DailyCostUSD: 100, MonthlyTokens: 1e9}, PerSender: Budget{DailyTokens: 1e9},
+		PerChat: Budget{DailyTokens: 1e9}, PerAgent: map[string]Budget{"main": {DailyTokens: 1e9}},
+	}, nil)
+	c := caller("alice")
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := bud.Reserve(c, Estimate{Input: 1000, Output: 1000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Release()
 	}
 }
