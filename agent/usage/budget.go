@@ -271,7 +271,7 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("usage: %s %s budget of %s used up (%s of %s); resets %s",
+	return fmt.Sprintf("usage: %s %s budget of %s reached (%s of %s); resets %s",
 		e.Period, e.kind(), e.scopeName(), e.amount(e.Used), e.amount(e.Limit), e.ResetsAt.Format("2006-01-02 15:04 MST"))
 }
 
