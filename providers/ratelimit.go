@@ -189,6 +189,9 @@ type ticket struct {
 	tokens int64
 }
 
+// bucketsOf lists the buckets a call to model takes from: request
+// buckets at even indexes, token buckets at odd ones; nil where no limit
+// is set.
 func (l *RateLimiter) bucketsOf(model string) []*bucket {
 	out := []*bucket{l.shared.req, l.shared.tok}
 	if m := l.models[model]; m != nil {
@@ -197,7 +200,7 @@ func (l *RateLimiter) bucketsOf(model string) []*bucket {
 	return out
 }
 
-// Wait blocks until a call to model estimated at tokens may be sent, and
+// wait blocks until a call to model estimated at tokens may be sent, and
 // returns the ticket to settle after it. It returns ctx's error if ctx
 // ends first (the call is then not made).
 func (l *RateLimiter) wait(ctx context.Context, model string, tokens int64) (ticket, error) {
@@ -266,13 +269,16 @@ func (l *RateLimiter) giveBack(t ticket, tokens float64, request bool) {
 	}
 }
 
-// Observe learns from a response to a call to model: a Retry-After pauses
-// the model's calls; the x-ratelimit-* (OpenAI and compatibles) and
-// anthropic-ratelimit-* headers say how many requests and tokens are left
-// until when.
+// Observe learns from a response to a call to model: a Retry-After on an
+// error response pauses the model's calls; the x-ratelimit-* (OpenAI and
+// compatibles) and anthropic-ratelimit-* headers say how many requests
+// and tokens are left until when.
 func (l *RateLimiter) Observe(model string, status int, h http.Header) {
 	now := time.Now()
-	pause := ParseRetryAfter(h, now)
+	var pause time.Duration
+	if status >= 400 {
+		pause = ParseRetryAfter(h, now)
+	}
 	remReq, okReq := headerInt(h, "X-Ratelimit-Remaining-Requests", "Anthropic-Ratelimit-Requests-Remaining")
 	remTok, okTok := headerInt(h, "X-Ratelimit-Remaining-Tokens", "Anthropic-Ratelimit-Tokens-Remaining")
 	if pause <= 0 && !okReq && !okTok {
