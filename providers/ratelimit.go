@@ -56,6 +56,13 @@ func (r *RateLimiters) For(provider string) *RateLimiter {
 	return l
 }
 
+// Configured reports whether provider has a configured limit (rather
+// than only what the vendor's headers teach).
+func (r *RateLimiters) Configured(provider string) bool {
+	c, ok := r.cfg[provider]
+	return ok && (c.RPM > 0 || c.TPM > 0 || len(c.Models) > 0)
+}
+
 // maxPause caps how long a vendor's hint (Retry-After, a reset time) may
 // hold calls back.
 const maxPause = 5 * time.Minute
