@@ -37,7 +37,7 @@ func rateLimitsOf(c *configs.Config) *providers.RateLimiters {
 			rl.Models[m] = providers.RateLimit{RPM: ml.RPM, TPM: ml.TPM}
 		}
 		// Providers are resolved by their registry name ("lmStudio" and
-		// "azure-openai" are spellings of lm_studio and azure_openai).
+		// "azure-openai" are spellings of lmstudio and azure_openai).
 		if spec, ok := providers.Lookup(name); ok {
 			name = spec.Name
 		}

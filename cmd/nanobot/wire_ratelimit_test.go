@@ -14,13 +14,13 @@ func TestRateLimitsOfConfig(t *testing.T) {
 		"lmStudio": {APIBase: "http://127.0.0.1:1234/v1", RateLimit: &configs.RateLimitConfig{RPM: 30}},
 	}}
 	a, b := rateLimitsOf(c), rateLimitsOf(c)
-	if a != b || a.For("lm_studio") != b.For("lm_studio") {
+	if a != b || a.For("lmstudio") != b.For("lmstudio") {
 		t.Error("two chains of one config got different limiters")
 	}
 	if c2 := *c; rateLimitsOf(&c2) == a {
 		t.Error("a reloaded config kept the old limiters")
 	}
-	if !a.Configured("lm_studio") {
-		t.Error(`providers.lmStudio.rateLimit did not reach the limiter of "lm_studio"`)
+	if !a.Configured("lmstudio") {
+		t.Error(`providers.lmStudio.rateLimit did not reach the limiter of "lmstudio"`)
 	}
 }
