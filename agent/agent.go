@@ -52,6 +52,9 @@ type Deps struct {
 	Observer RunObserver
 	// Usage records every provider call and answers /usage; optional.
 	Usage *usage.Ledger
+	// Budgets refuses provider calls once a budget is used up; optional,
+	// and enforced over Usage.
+	Budgets *usage.Budgets
 	// ProviderName is the provider config name of Provider
 	// (providers.<name>), for the ledger and prices.
 	ProviderName string
@@ -141,7 +144,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Provider: deps.Provider, Tools: toolSet, Model: deps.Model, MaxTokens: d.MaxTokens,
 		Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
 		Stream: true, Observer: deps.Observer, Redact: deps.Redact, Log: log,
-		Ledger: deps.Usage, Agent: deps.Agent, ProviderName: deps.ProviderName,
+		Ledger: deps.Usage, Agent: deps.Agent, ProviderName: deps.ProviderName, Budgets: deps.Budgets,
 	}
 	publish := deps.Inbound
 	if publish == nil {

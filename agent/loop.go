@@ -415,12 +415,16 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 			if !background {
 				l.publish(ctx, m, bus.Outbound{Kind: bus.KindToolHint, Content: ev.Text})
 			}
+		case EventWaiting:
+			if !background {
+				l.publish(ctx, m, bus.Outbound{Kind: bus.KindTyping})
+			}
 		}
 	}
 	runCtx := tools.WithCallContext(tools.WithTurn(ctx, turn), tools.CallContext{
 		Channel: m.Channel, ChatID: m.ChatID, SessionKey: sess.Key, MessageID: m.MessageID,
 		FromCron: m.Source == bus.SourceCron, SubAgent: false,
-		SenderID: m.SenderID, Source: m.Source.String(),
+		SenderID: m.SenderID, Source: m.Source.String(), Admin: m.Admin,
 	})
 	res, runErr := l.runnerFor(m, sess).Run(runCtx, msgs, emit)
 	release()
@@ -476,7 +480,10 @@ func failureReply(err error) string {
 		pe *providers.Error
 		se *providers.SignInError
 	)
+	var told interface{ UserMessage() string } // a refusal that explains itself (budgets)
 	switch {
+	case errors.As(err, &told):
+		return told.UserMessage()
 	case errors.As(err, &se):
 		return "Sorry, I can't reach the model: the " + se.Provider + " sign-in " + signInReason(se) + ". The owner can fix it by running `nanobot provider login " + se.Provider + "`."
 	case errors.Is(err, context.DeadlineExceeded):

@@ -35,6 +35,9 @@ const (
 	EventToolHint
 	// EventReasoning is streamed reasoning text (not shown by default).
 	EventReasoning
+	// EventWaiting says the provider's rate limiter holds the next call
+	// back for a moment (the chat shows typing, not an error).
+	EventWaiting
 )
 
 // Event is progress of a run, delivered in order from the run's goroutine.
@@ -87,6 +90,10 @@ type Runner struct {
 	// reasoning and the saved messages. Tool results are redacted by the
 	// tool registry (tools.WithRedactor).
 	Redact *redact.Redactor
+	// Budgets, when set, is asked before each provider call and refuses
+	// it with a *usage.BudgetError when a budget is used up; it must
+	// enforce over Ledger (the calls' records settle its reservations).
+	Budgets *usage.Budgets
 }
 
 // RunResult is what a run produced.
@@ -208,6 +215,12 @@ func (r *Runner) call(ctx context.Context, conv []providers.Message, defs []prov
 	if len(defs) == 0 {
 		req.ToolChoice = ""
 	}
+	rsv, err := r.reserveBudget(ctx, conv, defs)
+	if err != nil {
+		return nil, err
+	}
+	defer rsv.Release() // after observeLLM put the real usage in the ledger
+	ctx = withWaitNotice(ctx, emit)
 	start := time.Now()
 	if !r.Stream {
 		resp, err := r.Provider.Chat(ctx, req)

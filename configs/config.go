@@ -48,6 +48,9 @@ type Config struct {
 	// ("alice": ["telegram:123", "slack:U9"]), for sessionScope
 	// "per-identity".
 	IdentityLinks map[string][]string `json:"identityLinks"`
+	// Limits are usage budgets per sender, chat, agent and instance
+	// (docs/usage.md).
+	Limits LimitsConfig `json:"limits,omitzero"`
 }
 
 // AgentsConfig holds the agents: the default agent (defaults) and more
@@ -148,6 +151,9 @@ type ProviderConfig struct {
 	// Prices override the built-in price table for this provider's models
 	// (model name -> US dollars per million tokens); see docs/usage.md.
 	Prices map[string]ModelPrice `json:"prices,omitempty"`
+	// RateLimit holds calls to this provider back to rpm / tpm
+	// (docs/usage.md); nil: only the vendor's rate-limit headers.
+	RateLimit *RateLimitConfig `json:"rateLimit,omitempty"`
 	// SignIn overrides the sign-in endpoints of the subscription providers
 	// (github-copilot, openai-codex): GitHub Enterprise hosts, test fakes.
 	SignIn *SignInConfig `json:"signIn,omitempty"`

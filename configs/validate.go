@@ -148,6 +148,7 @@ func (c *Config) Validate() []FieldError {
 
 	v.api(c.API)
 	v.cluster(c.Cluster)
+	v.limits(c)
 
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "text", "json")

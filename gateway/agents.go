@@ -96,7 +96,7 @@ func (g *Gateway) profileAgent(prof configs.Agent) (*agent.Agent, error) {
 			return g.be.PublishInbound(ctx, m)
 		},
 		Observer: g.metrics, OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Presets: g.presetsFor(prof), Log: g.log,
-		Usage: g.usage, ProviderName: providerName,
+		Usage: g.usage, ProviderName: providerName, Budgets: g.budgets,
 		Voice: agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
 	})
 }

@@ -47,6 +47,8 @@ type Gateway struct {
 	disp    *channels.Dispatcher
 	metrics *Metrics
 	usage   *usage.Ledger // nil on a channels-only cluster instance
+	// budgets refuses calls over a budget; nil when none is set.
+	budgets *usage.Budgets
 	srv     *http.Server
 	ln      net.Listener
 	// stopping is set when shutdown begins: /readyz fails, and turns
@@ -109,6 +111,7 @@ func New(ctx context.Context, o Options) (_ *Gateway, err error) {
 		if g.usage, err = g.openUsage(ctx); err != nil {
 			return nil, err
 		}
+		g.budgets = Budgets(g.cfg, g.usage, g.log)
 		defer func() {
 			if err != nil {
 				_ = g.usage.Close()
@@ -198,6 +201,7 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 		Presets: g.presetsFor(g.cfg.AgentList()[0]),
 		Usage:   g.usage, ProviderName: g.o.ProviderName,
 		Voice: agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
+		Budgets: g.budgets,
 	})
 }
 

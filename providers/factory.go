@@ -36,6 +36,10 @@ type Options struct {
 	// request carries the signed-in user's current token and the headers
 	// the service requires. Required to build a sign-in provider.
 	SignIn func(res Resolution, base *http.Client) (*http.Client, error)
+	// RateLimits, when set, holds every call back by its provider's
+	// limiter (inside the retries, so each attempt is counted) and shows
+	// the limiter the responses' rate-limit headers.
+	RateLimits *RateLimiters
 }
 
 // Default timeouts.
@@ -85,9 +89,17 @@ func New(res Resolution, opts Options) (Provider, error) {
 		}
 		opts.HTTPClient = hc
 	}
+	var lim *RateLimiter
+	if opts.RateLimits != nil {
+		lim = opts.RateLimits.For(res.Provider)
+		opts.HTTPClient = lim.client(opts.HTTPClient)
+	}
 	p, err := build(res, opts)
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: %w", res.Provider, err)
+	}
+	if lim != nil {
+		p = lim.Wrap(p)
 	}
 	if !opts.NoRetry {
 		policy := RetryPolicy{}

@@ -63,6 +63,9 @@ type CallContext struct {
 	// Source says who produced that message: "user", "cron", "heartbeat",
 	// "subagent" or "api" (bus.Source.String()); the usage ledger records it.
 	Source string
+	// Admin is set when the channel vouches for the sender as an admin
+	// (bus.Inbound.Admin); budgets may exempt them.
+	Admin bool
 }
 
 type callContextKey struct{}

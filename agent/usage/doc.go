@@ -6,6 +6,13 @@
 // filters by time and groups by day, model, channel, agent, sender or
 // source (Summarize, Ledger.Summary).
 //
+// Budgets enforces daily and monthly token and cost caps (per sender,
+// chat, agent and for everything) over those running totals: Reserve is
+// asked before a provider call and holds the call's estimate until the
+// call's record is appended and the reservation released, so concurrent
+// calls cannot all slip under a cap together (see Budgets.Reserve for the
+// bound).
+//
 // Files: <dir>/<YYYY-MM>.jsonl, or <dir>/<YYYY-MM>.<worker>.jsonl when the
 // ledger is opened with a worker name (cluster mode: every worker writes
 // its own part, and a query merges all parts of a month). Months are
@@ -21,5 +28,6 @@
 // by a mutex (no record is lost or written twice); Summary may run while
 // appends go on and sees the complete lines written before it read them.
 // Several processes must not share a worker name (their appends could
-// interleave); they may share the folder.
+// interleave); they may share the folder. Budgets is safe for concurrent
+// use; it takes its own lock before the ledger's, never the other way.
 package usage

@@ -17,8 +17,8 @@ import (
 	"github.com/nanobot-go/nanobot/agent/repl"
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/agent/templates"
-	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/agent/usage"
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
 )
 
@@ -94,7 +94,7 @@ func runAgent(cmd *cobra.Command, a *app, agentName, msg, sessKey string, markdo
 	defer led.Close()
 	ag, err := agent.New(c, paths, agent.Deps{ // no Targets: the terminal is the only chat
 		Agent: profile.Name, Provider: provider, Model: model, Tools: tools, Store: store, Out: term, Redact: a.redact, Log: a.log,
-		Presets: cliPresets(c, profile, a), Usage: led, ProviderName: providerName,
+		Presets: cliPresets(c, profile, a), Usage: led, ProviderName: providerName, Budgets: gateway.Budgets(c, led, a.log),
 	})
 	if err != nil {
 		return err

@@ -93,7 +93,7 @@ func buildModel(c *configs.Config, s configs.AgentDefaults, log *slog.Logger, si
 		m, prov := c.Fallback(f)
 		models = append(models, providers.ChainModel{Model: m, Provider: prov})
 	}
-	p, ress, err := providers.NewChainOf(models, providerSettings(c, si), providerOptions(s, log, si))
+	p, ress, err := providers.NewChainOf(models, providerSettings(c, si), providerOptions(c, s, log, si))
 	if err != nil {
 		log.Warn("no usable LLM provider; the agent will answer with setup instructions", "model", s.Model, "err", err)
 		return providers.Unconfigured{Reason: err.Error()}, s.Model, "", "none: " + err.Error()
@@ -106,12 +106,13 @@ func buildModel(c *configs.Config, s configs.AgentDefaults, log *slog.Logger, si
 // buildPreset builds the provider of a model preset (/model), or says why
 // it cannot be used.
 func buildPreset(c *configs.Config, p configs.ModelPreset, log *slog.Logger, si *auth.Manager) (providers.Provider, error) {
-	prov, _, err := providers.NewChainOf([]providers.ChainModel{{Model: p.Model, Provider: p.Provider}}, providerSettings(c, si), providerOptions(c.Agents.Defaults, log, si))
+	prov, _, err := providers.NewChainOf([]providers.ChainModel{{Model: p.Model, Provider: p.Provider}}, providerSettings(c, si), providerOptions(c, c.Agents.Defaults, log, si))
 	return prov, err
 }
 
-func providerOptions(s configs.AgentDefaults, log *slog.Logger, si *auth.Manager) providers.Options {
+func providerOptions(c *configs.Config, s configs.AgentDefaults, log *slog.Logger, si *auth.Manager) providers.Options {
 	o := providers.Options{
+		RateLimits:        rateLimitsOf(c),
 		Backends:          backends.All(),
 		RequestTimeout:    time.Duration(s.RequestTimeoutS) * time.Second,
 		StreamIdleTimeout: time.Duration(s.StreamIdleTimeoutS) * time.Second,
