@@ -200,7 +200,7 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 		Observer: g.metrics, OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Log: g.log,
 		Presets: g.presetsFor(g.cfg.AgentList()[0]),
 		Usage:   g.usage, ProviderName: g.o.ProviderName,
-		Voice: agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
+		Voice:   agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
 		Budgets: g.budgets,
 	})
 }
