@@ -16,6 +16,7 @@ var Commands = []struct{ Name, Help string }{
 	{"stop", "stop the current answer and anything queued"},
 	{"status", "show the model, conversation size and context use"},
 	{"model", "list the model presets; /model <preset> switches this chat, /model reset goes back"},
+	{"queue", "show how messages written during an answer are handled; /queue <queue|steer|collect|interrupt> sets it for this chat"},
 	{"usage", "show tokens and cost of this chat (/usage all: everyone's, for admins)"},
 	{"help", "show this help"},
 }
@@ -71,6 +72,8 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		return true, nil
 	case "model":
 		return true, l.modelCommand(ctx, m, args)
+	case "queue":
+		return true, l.queueCommand(ctx, m, args)
 	case "usage":
 		text, err := l.usageText(ctx, m, args)
 		l.reply(ctx, m, text)

@@ -128,6 +128,10 @@ type Inbound struct {
 	ModelPreset string `json:"modelPreset,omitempty"`
 	// DenyTools are tools a binding withholds in this chat.
 	DenyTools []string `json:"denyTools,omitempty"`
+	// QueueMode is the queue mode a binding picks for this chat ("" = the
+	// agent's default for direct or group chats); a /queue choice in the
+	// chat wins over it.
+	QueueMode string `json:"queueMode,omitempty"`
 }
 
 // Turn is one message of a conversation the sender supplies (see
