@@ -1,0 +1,295 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
+)
+
+// roleTexts renders messages as "role:text" with the runtime context
+// stripped, for comparing what the model saw with what was stored.
+func roleTexts(msgs []providers.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		if m.Role == providers.RoleSystem {
+			continue
+		}
+		s := string(m.Role) + ":" + StripRuntimeContext(m.Text())
+		for _, tc := range m.ToolCalls {
+			s += " call " + tc.Function.Name
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func queueMode(mode string) func(*LoopConfig) {
+	return func(c *LoopConfig) { c.Queue = configs.QueueConfig{Mode: mode, CollectMs: 400} }
+}
+
+// Steer: a message written while a tool runs reaches the model at its next
+// call, after the tool result, and the session stores the turn in the
+// order the model saw it; both messages are done when the turn is.
+func TestSteerInjectsAfterToolResult(t *testing.T) {
+	toolStarted, releaseTool := make(chan struct{}), make(chan struct{})
+	slow := toolFunc{name: "lookup", fn: func(ctx context.Context, _ map[string]any) (tools.Result, error) {
+		close(toolStarted)
+		<-releaseTool
+		return tools.Result{Content: "22 degrees"}, nil
+	}}
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		if len(req.Messages) == 2 { // system + the first question
+			return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call("c1", "lookup", map[string]any{"query": "weather"})}}, nil
+		}
+		return text("72 degrees Fahrenheit.")
+	}}
+	var doneAt []int // final replies published when each message was done
+	var h *harness
+	h = newHarness(t, llm, toolList{slow}, func(c *LoopConfig) {
+		queueMode(configs.QueueSteer)(c)
+		c.OnTurnDone = func(m bus.Inbound, _ error) {
+			h.mu.Lock()
+			h.done = append(h.done, m)
+			doneAt = append(doneAt, len(h.out.finals()["test:c"]))
+			h.mu.Unlock()
+		}
+	})
+	h.send("c", "what is the weather?")
+	<-toolStarted
+	h.send("c", "in fahrenheit please")
+	waitUntil(t, "the second message parked for the running turn", func() bool {
+		h.loop.mu.Lock()
+		defer h.loop.mu.Unlock()
+		w := h.loop.workers["test:c"]
+		return w != nil && len(w.steered) == 1
+	})
+	close(releaseTool)
+	waitUntil(t, "both messages done", func() bool { return h.doneCount() == 2 })
+
+	reqs := llm.reqs()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2 (the tool call and the answer)", len(reqs))
+	}
+	saw := roleTexts(reqs[1].Messages)
+	want := []string{"user:what is the weather?", "assistant: call lookup", "tool:22 degrees", "user:in fahrenheit please"}
+	if strings.Join(saw, "|") != strings.Join(want, "|") {
+		t.Errorf("second request %q\nwant %q", saw, want)
+	}
+	if got := h.out.finals()["test:c"]; len(got) != 1 || got[0] != "72 degrees Fahrenheit." {
+		t.Errorf("final replies %q, want one answer", got)
+	}
+	h.mu.Lock()
+	if len(doneAt) != 2 || doneAt[0] != 1 || doneAt[1] != 1 {
+		t.Errorf("final replies seen when each message was done: %v, want [1 1] (done only after the answer)", doneAt)
+	}
+	h.mu.Unlock()
+	sess, err := h.store.Load(context.Background(), "test:c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := roleTexts(sess.Messages)
+	wantStored := append(want, "assistant:72 degrees Fahrenheit.")
+	if strings.Join(stored, "|") != strings.Join(wantStored, "|") {
+		t.Errorf("session %q\nwant %q", stored, wantStored)
+	}
+	// Delivered again after a crash, both are recognised as answered.
+	for _, m := range h.done {
+		if reply, ok := answered(sess.Messages, inboundID(m)); !ok || reply != "72 degrees Fahrenheit." {
+			t.Errorf("message %q after a restart: answered %v with %q", m.Content, ok, reply)
+		}
+	}
+}
+
+// Steer: a message written while the final answer is being produced (no
+// more model calls in this turn) becomes the next turn.
+func TestSteerDuringFinalAnswerIsNextTurn(t *testing.T) {
+	answering, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		if strings.HasSuffix(lastUser(req), "first") {
+			once.Do(func() { close(answering) })
+			<-release
+		}
+		return text("re:" + lastUser(req)[strings.LastIndex(lastUser(req), "\n")+1:])
+	}}
+	h := newHarness(t, llm, nil, queueMode(configs.QueueSteer))
+	h.send("c", "first")
+	<-answering
+	h.send("c", "second")
+	waitUntil(t, "the second message parked", func() bool {
+		h.loop.mu.Lock()
+		defer h.loop.mu.Unlock()
+		return len(h.loop.workers["test:c"].steered) == 1
+	})
+	close(release)
+	waitUntil(t, "both answered", func() bool { return h.doneCount() == 2 })
+	if got := h.out.finals()["test:c"]; strings.Join(got, "|") != "re:first|re:second" {
+		t.Errorf("final replies %q, want one per message in order", got)
+	}
+}
+
+// Collect: three messages inside the window make one provider call whose
+// user message holds all three, and all three are done with it.
+func TestCollectMergesBurst(t *testing.T) {
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) { return text("one answer") }}
+	h := newHarness(t, llm, nil, queueMode(configs.QueueCollect))
+	for _, s := range []string{"hi", "can you", "check the logs?"} {
+		h.send("g", s)
+	}
+	waitUntil(t, "the burst done", func() bool { return h.doneCount() == 3 })
+	reqs := llm.reqs()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model calls, want 1", len(reqs))
+	}
+	if got := StripRuntimeContext(lastUser(reqs[0])); got != "hi\ncan you\ncheck the logs?" {
+		t.Errorf("user message %q, want the three lines in order", got)
+	}
+	if got := h.out.finals()["test:g"]; len(got) != 1 {
+		t.Errorf("final replies %q, want one", got)
+	}
+	sess, err := h.store.Load(context.Background(), "test:g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range h.done {
+		if _, ok := answered(sess.Messages, inboundID(m)); !ok {
+			t.Errorf("message %q is not recognised as answered after a restart", m.Content)
+		}
+	}
+	// A message after the pause is a turn of its own.
+	h.send("g", "thanks")
+	waitUntil(t, "the next burst", func() bool { return h.doneCount() == 4 })
+	if n := len(llm.reqs()); n != 2 {
+		t.Errorf("%d model calls, want 2", n)
+	}
+}
+
+// Interrupt: the running turn is cancelled (its provider call sees the
+// cancellation) and the next call holds both user messages; both are
+// answered by one reply, nothing says "Stopped".
+func TestInterruptCancelsAndAnswersBoth(t *testing.T) {
+	started, cancelled := make(chan struct{}), make(chan struct{})
+	llm := &fakeLLM{}
+	llm.reply = func(req providers.ChatRequest) (*providers.LLMResponse, error) { return text("both handled") }
+	blocking := &cancelLLM{fakeLLM: llm, started: started, cancelled: cancelled}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) {
+		queueMode(configs.QueueInterrupt)(c)
+		c.Runner.Provider = blocking
+	})
+	h.send("c", "write a long essay, slow")
+	<-started
+	h.send("c", "actually make it a haiku")
+	waitUntil(t, "both done", func() bool { return h.doneCount() == 2 })
+	select {
+	case <-cancelled:
+	default:
+		t.Fatal("the first provider call did not see its context cancelled")
+	}
+	reqs := llm.reqs()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
+	}
+	var users []string
+	for _, m := range reqs[1].Messages {
+		if m.Role == providers.RoleUser {
+			users = append(users, StripRuntimeContext(m.Text()))
+		}
+	}
+	if strings.Join(users, "|") != "write a long essay, slow|actually make it a haiku" {
+		t.Errorf("user messages of the second call %q, want both", users)
+	}
+	if got := h.out.finals()["test:c"]; len(got) != 1 || got[0] != "both handled" {
+		t.Errorf("final replies %q, want one answer", got)
+	}
+	sess, err := h.store.Load(context.Background(), "test:c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range h.done {
+		if _, ok := answered(sess.Messages, inboundID(m)); !ok {
+			t.Errorf("message %q is not recognised as answered after a restart", m.Content)
+		}
+	}
+}
+
+// cancelLLM blocks a request whose last user message ends in "slow" until
+// its context ends, and reports the cancellation.
+type cancelLLM struct {
+	*fakeLLM
+	started, cancelled chan struct{}
+}
+
+func (c *cancelLLM) Stream(ctx context.Context, req providers.ChatRequest, onDelta func(providers.Delta)) (*providers.LLMResponse, error) {
+	if strings.HasSuffix(lastUser(req), "slow") {
+		c.fakeLLM.mu.Lock()
+		c.fakeLLM.requests = append(c.fakeLLM.requests, req)
+		c.fakeLLM.mu.Unlock()
+		close(c.started)
+		<-ctx.Done()
+		close(c.cancelled)
+		return nil, ctx.Err()
+	}
+	return c.fakeLLM.Stream(ctx, req, onDelta)
+}
+
+// /queue sets the chat's mode in the session, so it survives a restart,
+// and wins over the configured mode.
+func TestQueueCommandPersists(t *testing.T) {
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) { return text("ok") }}
+	h := newHarness(t, llm, nil, nil)
+	h.send("c", "/queue collect")
+	waitUntil(t, "the command", func() bool { return h.doneCount() == 1 })
+	sess, err := h.store.Load(context.Background(), "test:c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sess.Metadata[MetaQueueMode]; got != configs.QueueCollect {
+		t.Fatalf("session metadata %s = %v, want collect", MetaQueueMode, got)
+	}
+	h.send("c", "/queue sideways")
+	h.send("c", "/queue")
+	waitUntil(t, "the commands", func() bool { return h.doneCount() == 3 })
+	got := h.out.finals()["test:c"]
+	if !strings.Contains(got[1], `Unknown queue mode "sideways"`) || !strings.HasPrefix(got[2], "Queue mode: collect (chosen with /queue)") {
+		t.Errorf("replies %q", got)
+	}
+	// A fresh loop on the same store (a restart) collects this chat.
+	h2 := newHarness(t, llm, nil, nil)
+	h2.loop.cfg.Store, h2.store = h.store, h.store
+	h2.loop.cfg.Queue.CollectMs = 300
+	h2.send("c", "one")
+	h2.send("c", "two")
+	waitUntil(t, "the burst", func() bool { return h2.doneCount() == 2 })
+	if n := len(llm.reqs()); n != 1 {
+		t.Errorf("%d model calls after the restart, want 1 (collected)", n)
+	}
+}
+
+func TestQueueModeResolution(t *testing.T) {
+	l := NewLoop(LoopConfig{Queue: configs.DefaultQueue()})
+	tests := []struct {
+		choice string
+		m      bus.Inbound
+		want   string
+	}{
+		{"", bus.Inbound{}, configs.QueueSteer},
+		{"", bus.Inbound{IsGroup: true}, configs.QueueCollect},
+		{"", bus.Inbound{IsGroup: true, QueueMode: configs.QueueFIFO}, configs.QueueFIFO},
+		{configs.QueueInterrupt, bus.Inbound{IsGroup: true, QueueMode: configs.QueueFIFO}, configs.QueueInterrupt},
+		{"bogus", bus.Inbound{}, configs.QueueSteer},
+	}
+	for _, tt := range tests {
+		if got := l.queueMode(tt.choice, tt.m); got != tt.want {
+			t.Errorf("queueMode(%q, group=%v binding=%q) = %q, want %q", tt.choice, tt.m.IsGroup, tt.m.QueueMode, got, tt.want)
+		}
+	}
+	if got := NewLoop(LoopConfig{}).queueMode("", bus.Inbound{IsGroup: true}); got != configs.QueueFIFO {
+		t.Errorf("zero config: %q, want queue", got)
+	}
+}
