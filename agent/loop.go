@@ -196,9 +196,11 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 	if ok && mergeable(m) {
 		switch w.mode {
 		case configs.QueueSteer:
-			if w.steering {
+			if w.steering && len(w.queue) == 0 {
 				// The running turn picks it up at its next model call;
 				// if there is none, the worker queues it after the turn.
+				// Behind older queued messages it waits its turn, so
+				// the chat's messages are answered in order.
 				w.steered = append(w.steered, m)
 				l.mu.Unlock()
 				return
@@ -354,7 +356,7 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 		w.interruptible = mode == configs.QueueInterrupt && mergeable(members[0])
 		if mode == configs.QueueSteer && mergeable(members[0]) {
 			w.steering = true
-			ts.steer = l.steerFrom(w)
+			ts.steer = l.steerFrom(key, w)
 		}
 		l.mu.Unlock()
 		l.handBack(key, refused)

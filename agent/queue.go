@@ -187,14 +187,27 @@ func (l *Loop) debounce(ctx context.Context, w *worker) {
 }
 
 // steerFrom returns the steer function of a turn in steer mode: it hands
-// over the messages Submit parked for the running turn.
-func (l *Loop) steerFrom(w *worker) func() []bus.Inbound {
+// over the messages Submit parked for the running turn (those Admit
+// refuses go back to the inbox).
+func (l *Loop) steerFrom(key string, w *worker) func() []bus.Inbound {
 	return func() []bus.Inbound {
 		l.mu.Lock()
-		defer l.mu.Unlock()
 		got := w.steered
 		w.steered = nil
-		return got
+		l.mu.Unlock()
+		if l.cfg.Admit == nil {
+			return got
+		}
+		var admitted, refused []bus.Inbound
+		for _, m := range got {
+			if len(refused) == 0 && l.cfg.Admit(m) {
+				admitted = append(admitted, m)
+			} else {
+				refused = append(refused, m)
+			}
+		}
+		l.handBack(key, refused)
+		return admitted
 	}
 }
 

@@ -293,3 +293,30 @@ func TestQueueModeResolution(t *testing.T) {
 		t.Errorf("zero config: %q, want queue", got)
 	}
 }
+
+// Steer: a message that arrives while an older one (here a command) waits
+// behind the running turn is not steered past it: the chat's messages are
+// answered in order.
+func TestSteerKeepsOrderBehindQueued(t *testing.T) {
+	answering, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		u := StripRuntimeContext(lastUser(req))
+		if u == "first" {
+			once.Do(func() { close(answering) })
+			<-release
+		}
+		return text("re:" + u)
+	}}
+	h := newHarness(t, llm, nil, queueMode(configs.QueueSteer))
+	h.send("c", "first")
+	<-answering
+	h.send("c", "/help")
+	h.send("c", "third")
+	close(release)
+	waitUntil(t, "all three done", func() bool { return h.doneCount() == 3 })
+	got := h.out.finals()["test:c"]
+	if len(got) != 3 || got[0] != "re:first" || !strings.HasPrefix(got[1], "Commands:") || got[2] != "re:third" {
+		t.Errorf("final replies %q, want first, the help, third", got)
+	}
+}
