@@ -294,9 +294,16 @@ func stopReply(n int) string {
 // work runs a session's queue in order and exits when it is empty.
 func (l *Loop) work(ctx context.Context, key string, w *worker) {
 	l.mu.Lock()
-	first := w.queue[0]
+	queued := len(w.queue) > 0 // false when a /stop came first
+	var first bus.Inbound
+	if queued {
+		first = w.queue[0]
+	}
 	l.mu.Unlock()
-	mode := l.resolveMode(ctx, first)
+	mode := configs.QueueFIFO
+	if queued {
+		mode = l.resolveMode(ctx, first)
+	}
 	l.mu.Lock()
 	w.mode = mode
 	l.mu.Unlock()
@@ -349,8 +356,12 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 			l.handBack(key, refused)
 			continue
 		}
-		ts := &turnState{members: members, carried: w.carried}
-		w.carried = nil
+		ts := &turnState{members: members}
+		if mergeable(members[0]) {
+			// A command or scheduled job does not answer interrupted
+			// messages; the next person's turn does.
+			ts.carried, w.carried = w.carried, nil
+		}
 		turnCtx, cancel := context.WithCancel(ctx)
 		w.cancel = cancel
 		w.interruptible = mode == configs.QueueInterrupt && mergeable(members[0])
