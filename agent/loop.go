@@ -239,6 +239,10 @@ func (l *Loop) StopSession(key string) int {
 		n += len(w.queue) + len(w.steered)
 		w.queue, w.steered = nil, nil
 		w.interrupted = false // a stop is not an interruption: nothing is carried
+		select {
+		case w.wake <- struct{}{}: // a debouncing worker has nothing to wait for
+		default:
+		}
 		if w.cancel != nil {
 			w.cancel()
 			n++

@@ -160,13 +160,16 @@ func (l *Loop) collectWindow() time.Duration {
 
 // debounce waits until the session's burst is over: collectWindow without
 // a new message (a new one restarts the wait), at most collectCapFactor
-// windows in all, or ctx ends.
+// windows in all, a /stop, or ctx ends.
 func (l *Loop) debounce(ctx context.Context, w *worker) {
 	window := l.collectWindow()
 	hardStop := time.Now().Add(collectCapFactor * window)
 	for {
 		l.mu.Lock()
 		wait := time.Until(w.lastArrival.Add(window))
+		if len(w.queue) == 0 {
+			wait = 0 // a /stop emptied it
+		}
 		l.mu.Unlock()
 		if rest := time.Until(hardStop); rest < wait {
 			wait = rest

@@ -320,3 +320,69 @@ func TestSteerKeepsOrderBehindQueued(t *testing.T) {
 		t.Errorf("final replies %q, want first, the help, third", got)
 	}
 }
+
+// Interrupt during a tool run: the tool sees the cancellation, and the next
+// request holds both user messages and no tool call without its result.
+func TestInterruptDuringToolKeepsHistoryLegal(t *testing.T) {
+	toolStarted, toolCancelled := make(chan struct{}), make(chan struct{})
+	slow := toolFunc{name: "build", fn: func(ctx context.Context, _ map[string]any) (tools.Result, error) {
+		close(toolStarted)
+		<-ctx.Done()
+		close(toolCancelled)
+		return tools.Result{}, ctx.Err()
+	}}
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		if len(req.Messages) == 2 {
+			return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call("c1", "build", map[string]any{"command": "make"})}}, nil
+		}
+		return text("stopped the build; what now?")
+	}}
+	h := newHarness(t, llm, toolList{slow}, queueMode(configs.QueueInterrupt))
+	h.send("c", "build the project")
+	<-toolStarted
+	h.send("c", "no wait, run the tests instead")
+	waitUntil(t, "both done", func() bool { return h.doneCount() == 2 })
+	<-toolCancelled
+	reqs := llm.reqs()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
+	}
+	saw := roleTexts(reqs[1].Messages)
+	want := []string{"user:build the project", "user:no wait, run the tests instead"}
+	if strings.Join(saw, "|") != strings.Join(want, "|") {
+		t.Errorf("second request %q\nwant %q (the unanswered tool call dropped)", saw, want)
+	}
+	if got := h.out.finals()["test:c"]; len(got) != 1 {
+		t.Errorf("final replies %q, want one", got)
+	}
+}
+
+// /stop during a collect window drops the burst and says so; nothing runs.
+func TestStopDuringCollectReportsTheBurst(t *testing.T) {
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) { return text("late") }}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Queue = configs.QueueConfig{Mode: configs.QueueCollect, CollectMs: 10000} })
+	h.send("g", "one")
+	h.send("g", "two")
+	h.send("g", "/stop")
+	waitUntil(t, "all three done", func() bool { return h.doneCount() == 3 })
+	waitUntil(t, "idle", h.loop.Idle)
+	if n := len(llm.reqs()); n != 0 {
+		t.Errorf("%d model calls after /stop, want 0", n)
+	}
+	if got := h.out.finals()["test:g"]; len(got) != 1 || got[0] != "Stopped." {
+		t.Errorf("final replies %q, want Stopped.", got)
+	}
+}
+
+func TestMergeInbound(t *testing.T) {
+	a := bus.Inbound{Content: "look at this", MessageID: "1", Media: []bus.Media{{Path: "/tmp/a.png", MIMEType: "image/png"}}}
+	b := bus.Inbound{Content: "", MessageID: "2", Media: []bus.Media{{Path: "/tmp/b.pdf", MIMEType: "application/pdf"}}}
+	c := bus.Inbound{Content: "and this", MessageID: "3"}
+	got := mergeInbound([]bus.Inbound{a, b, c})
+	if got.Content != "look at this\nand this" || len(got.Media) != 2 || got.MessageID != "3" {
+		t.Errorf("merged %q, %d media, replying to %q; want both texts, both files, the latest message", got.Content, len(got.Media), got.MessageID)
+	}
+	if !idIn("x/y/1\nx/y/2", "x/y/2") || idIn("x/y/1\nx/y/2", "x/y/") || !idIn("x/y/1", "x/y/1") {
+		t.Error("idIn does not match whole ids")
+	}
+}
