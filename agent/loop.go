@@ -319,9 +319,18 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 				close(l.busy)
 				l.busy = nil
 			}
-			rest := append(w.carried, w.queue...)
+			carried, rest := w.carried, w.queue
 			w.carried, w.queue = nil, nil
 			l.mu.Unlock()
+			for _, m := range carried {
+				// Interrupted, and the turn that was to answer them was
+				// handed back (cluster): they come again too.
+				err := ctx.Err()
+				if err == nil {
+					err = ErrHandedBack
+				}
+				l.done(m, err)
+			}
 			for _, m := range rest {
 				l.done(m, ctx.Err())
 			}
