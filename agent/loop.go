@@ -104,6 +104,9 @@ type Loop struct {
 	wg         sync.WaitGroup
 
 	presets presetRunners
+	// queueChoices remembers each chat's /queue choice ("" none) by
+	// session key, read once from the session and refreshed by every turn.
+	queueChoices map[string]string
 }
 
 // worker is a session's state; every field is guarded by Loop.mu.
@@ -416,7 +419,11 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 		for _, m := range ts.all() {
 			l.done(m, err)
 		}
-		if name, _ := parseCommand(members[0].Content); name == "queue" {
+		if name, _ := parseCommand(members[0].Content); name == "queue" || name == "new" {
+			// The chat's choice changed (or /new forgot it).
+			l.mu.Lock()
+			delete(l.queueChoices, key)
+			l.mu.Unlock()
 			probe := members[0]
 			probe.Content = ""
 			mode = l.resolveMode(ctx, probe)
@@ -476,6 +483,7 @@ func (l *Loop) turnOf(ctx context.Context, ts *turnState) error {
 		l.publish(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: "Sorry, I could not load this conversation. Please try again.", Final: true, IsError: true})
 		return err
 	}
+	l.rememberQueueChoice(sess)
 	if reply, ok := answered(sess.Tail(replayWindow), ts.lookupID()); ok {
 		// Delivered again after a crash between saving this turn and
 		// acknowledging it: answer from the session instead of running

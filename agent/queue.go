@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers"
@@ -136,19 +137,39 @@ func (l *Loop) queueMode(choice string, m bus.Inbound) string {
 	return l.cfg.Queue.For(m.IsGroup)
 }
 
-// resolveMode reads the chat's /queue choice from its session and returns
-// the chat's mode.
+// resolveMode returns the mode of m's chat. The chat's /queue choice is
+// read from its session once and then remembered (every turn refreshes
+// it), so a worker starting does not cost a store read.
 func (l *Loop) resolveMode(ctx context.Context, m bus.Inbound) string {
 	if m.Ephemeral {
 		return l.queueMode("", m)
 	}
-	sess, err := l.cfg.Store.Load(ctx, m.Key())
-	if err != nil {
-		l.log.Warn("reading the chat's queue mode failed; using the configured one", "session", m.Key(), "err", err)
-		return l.queueMode("", m)
+	key := m.Key()
+	l.mu.Lock()
+	choice, known := l.queueChoices[key]
+	l.mu.Unlock()
+	if !known {
+		sess, err := l.cfg.Store.Load(ctx, key)
+		if err != nil {
+			l.log.Warn("reading the chat's queue mode failed; using the configured one", "session", key, "err", err)
+			return l.queueMode("", m)
+		}
+		choice = l.rememberQueueChoice(sess)
 	}
-	choice, _ := sess.Metadata[MetaQueueMode].(string)
 	return l.queueMode(choice, m)
+}
+
+// rememberQueueChoice notes the /queue choice stored in sess and returns
+// it.
+func (l *Loop) rememberQueueChoice(sess *session.Session) string {
+	choice, _ := sess.Metadata[MetaQueueMode].(string)
+	l.mu.Lock()
+	if l.queueChoices == nil {
+		l.queueChoices = map[string]string{}
+	}
+	l.queueChoices[sess.Key] = choice
+	l.mu.Unlock()
+	return choice
 }
 
 func (l *Loop) collectWindow() time.Duration {
@@ -260,6 +281,7 @@ func (l *Loop) queueCommand(ctx context.Context, m bus.Inbound, args string) err
 			l.reply(ctx, m, "Sorry, I could not save the queue mode.")
 			return err
 		}
+		l.rememberQueueChoice(sess)
 		l.reply(ctx, m, fmt.Sprintf("Queue mode reset to %s.", l.queueMode("", m)))
 		return nil
 	}
@@ -271,6 +293,7 @@ func (l *Loop) queueCommand(ctx context.Context, m bus.Inbound, args string) err
 		l.reply(ctx, m, "Sorry, I could not save the queue mode.")
 		return err
 	}
+	l.rememberQueueChoice(sess)
 	l.reply(ctx, m, fmt.Sprintf("Queue mode set to %s for this chat.", arg))
 	return nil
 }
