@@ -484,6 +484,13 @@ func (l *Loop) turnOf(ctx context.Context, ts *turnState) error {
 		return err
 	}
 	l.rememberQueueChoice(sess)
+	if len(ts.members) > 1 && splitStored(ts, sess.Tail(replayWindow)) {
+		// Delivered again after a crash, part of the burst is in the
+		// session already (stored by an interrupted turn): the model sees
+		// it there, and the turn's user message holds the rest.
+		m = mergeInbound(ts.members)
+		l.log.Info("part of a merged turn is stored already; answering the rest", "session", sess.Key, "stored", len(ts.carried))
+	}
 	if reply, ok := answered(sess.Tail(replayWindow), ts.lookupID()); ok {
 		// Delivered again after a crash between saving this turn and
 		// acknowledging it: answer from the session instead of running

@@ -78,6 +78,26 @@ func (ts *turnState) lookupID() string {
 	return ""
 }
 
+// splitStored moves the members of ts that history holds already to its
+// carried messages, when some but not all of them are stored. It reports
+// whether it moved any.
+func splitStored(ts *turnState, history []providers.Message) bool {
+	var fresh, stored []bus.Inbound
+	for _, m := range ts.members {
+		if id := inboundID(m); id != "" && storedAt(history, id) >= 0 {
+			stored = append(stored, m)
+		} else {
+			fresh = append(fresh, m)
+		}
+	}
+	if len(stored) == 0 || len(fresh) == 0 {
+		return false
+	}
+	ts.carried = append(ts.carried, stored...)
+	ts.members = fresh
+	return true
+}
+
 // idIn reports whether the stored InboundID (one id per line) holds id.
 func idIn(stored, id string) bool {
 	if stored == id {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -384,5 +385,39 @@ func TestMergeInbound(t *testing.T) {
 	}
 	if !idIn("x/y/1\nx/y/2", "x/y/2") || idIn("x/y/1\nx/y/2", "x/y/") || !idIn("x/y/1", "x/y/1") {
 		t.Error("idIn does not match whole ids")
+	}
+}
+
+// A burst delivered again after a crash whose first message an interrupted
+// turn had stored: the model sees that message once, in the history, and
+// the session ends up holding every message once and the answer.
+func TestMergedReplayWithPartStoredLosesNothing(t *testing.T) {
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) { return text("Answered.") }}
+	h := newHarness(t, llm, nil, queueMode(configs.QueueCollect))
+	ctx := context.Background()
+	sess, err := h.store.Load(ctx, "test:c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.Append(ctx, sess, providers.Message{Role: providers.RoleUser, Content: "first line", InboundID: "test/c/m-1"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []string{"first line", "second line"} {
+		h.loop.Submit(ctx, bus.Inbound{Channel: "test", ChatID: "c", SenderID: "u", Content: s, MessageID: fmt.Sprint("m-", i+1), Replayed: true})
+	}
+	waitUntil(t, "both done", func() bool { return h.doneCount() == 2 })
+	reqs := llm.reqs()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model calls, want 1", len(reqs))
+	}
+	if saw := roleTexts(reqs[0].Messages); strings.Join(saw, "|") != "user:first line|user:second line" {
+		t.Errorf("request %q, want each line once", saw)
+	}
+	sess, err = h.store.Load(ctx, "test:c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := roleTexts(sess.Messages); strings.Join(got, "|") != "user:first line|user:second line|assistant:Answered." {
+		t.Errorf("session %q", got)
 	}
 }
