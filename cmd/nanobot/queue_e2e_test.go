@@ -54,18 +54,27 @@ func TestKill9InEachQueueModeLosesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			const chat = "queue-crash-chat"
-			_ = wsjson.Write(ctx, ws, web.Frame{Type: "auth", Chat: chat})
+			if err := wsjson.Write(ctx, ws, web.Frame{Type: "auth", Chat: chat}); err != nil {
+				t.Fatal(err)
+			}
 			var hello web.Frame
-			_ = wsjson.Read(ctx, ws, &hello)
-			_ = wsjson.Write(ctx, ws, web.Frame{Type: "message", Text: "first line"})
+			if err := wsjson.Read(ctx, ws, &hello); err != nil {
+				t.Fatal(err)
+			}
+			if err := wsjson.Write(ctx, ws, web.Frame{Type: "message", Text: "first line"}); err != nil {
+				t.Fatal(err)
+			}
+			journal := filepath.Join(dir, "state", "inbox.jsonl")
+			waitFile(t, journal, func(s string) bool { return strings.Contains(s, "first line") })
 			if mode != "collect" {
 				// Let the first turn start, so the second arrives during it.
 				if got := srv.WaitRequests(1, 15*time.Second); len(got) != 1 {
 					t.Fatalf("the LLM was not called (%d requests)", len(got))
 				}
 			}
-			_ = wsjson.Write(ctx, ws, web.Frame{Type: "message", Text: "second line"})
-			journal := filepath.Join(dir, "state", "inbox.jsonl")
+			if err := wsjson.Write(ctx, ws, web.Frame{Type: "message", Text: "second line"}); err != nil {
+				t.Fatal(err)
+			}
 			waitFile(t, journal, func(s string) bool { return strings.Contains(s, "second line") })
 			if got := srv.WaitRequests(1, 15*time.Second); len(got) < 1 {
 				t.Fatal("no turn was running when the gateway was to be killed")
