@@ -185,6 +185,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Out: deps.Out, MaxConcurrentTurns: d.MaxConcurrentTurns, MaxToolResultChars: d.MaxToolResultChars,
 		ContextWindowTokens: d.ContextWindowTokens, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
 		Voice: deps.Voice,
+		Queue: d.Queue,
 	})
 	return a, nil
 }

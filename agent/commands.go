@@ -17,6 +17,7 @@ var Commands = []struct{ Name, Help string }{
 	{"status", "show the model, conversation size and context use"},
 	{"model", "list the model presets; /model <preset> switches this chat, /model reset goes back"},
 	{"voice", "voice replies: /voice on speaks every answer, /voice off only answers voice notes with voice"},
+	{"queue", "show how messages written during an answer are handled; /queue <queue|steer|collect|interrupt> sets it for this chat"},
 	{"usage", "show tokens and cost of this chat (/usage all: everyone's, for admins)"},
 	{"help", "show this help"},
 }
@@ -74,6 +75,8 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		return true, l.modelCommand(ctx, m, args)
 	case "voice":
 		return true, l.voiceCommand(ctx, m, args)
+	case "queue":
+		return true, l.queueCommand(ctx, m, args)
 	case "usage":
 		text, err := l.usageText(ctx, m, args)
 		l.reply(ctx, m, text)

@@ -5,6 +5,14 @@
 // executions, slash commands, and sub-agents. It talks to LLMs only through
 // providers.Provider and acts only through the tools registry.
 //
+// Concurrency: Submit, StopSession, Idle and WaitIdle may be called from any
+// goroutine. A session's messages are handled by one worker goroutine at a
+// time; its queue mode (queue.go) decides what a person's message does while
+// that worker runs a turn: wait (queue), join the turn at its next model call
+// (steer: the Runner asks between iterations), join the next turn after a
+// pause (collect), or cancel the turn (interrupt). OnTurnDone is called once
+// per message, from the worker, when the turn that answers it is over.
+//
 // Sub-packages: session (conversation storage), memory (consolidation into
 // MEMORY.md and HISTORY.md), skills (SKILL.md loader), templates (workspace
 // files).

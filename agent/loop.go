@@ -7,9 +7,11 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/agent/usage"
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
@@ -61,6 +63,11 @@ type LoopConfig struct {
 	Subagents SubagentCanceller // optional
 	// Usage answers /usage (optional: without it /usage says so).
 	Usage *usage.Ledger
+	// Queue is what happens to a person's message that arrives while its
+	// chat's turn is running (the zero value: each waits its turn). A
+	// binding's mode (bus.Inbound.QueueMode) and a chat's /queue choice
+	// win over it.
+	Queue configs.QueueConfig
 	// OnTurnDone is called after a message was fully handled (turn saved,
 	// replies published) or given up; the durable inbox marks it done.
 	OnTurnDone func(m bus.Inbound, err error)
@@ -83,7 +90,11 @@ var ErrHandedBack = errors.New("agent: message handed back to the inbox")
 // Loop drains inbound messages: one worker per active session (FIFO within
 // a session), sessions in parallel, at most MaxConcurrentTurns LLM turns at
 // once. A worker exists only while its session has queued work, so idle
-// sessions cost nothing.
+// sessions cost nothing. The chat's queue mode decides what a person's
+// message does while a turn runs (queue.go): wait, join the turn (steer),
+// join the next turn after a pause (collect), or cancel the turn and start
+// one that answers everything (interrupt). Every message is reported to
+// OnTurnDone exactly once, when the turn that answers it is over.
 type Loop struct {
 	cfg LoopConfig
 	log *slog.Logger
@@ -96,11 +107,34 @@ type Loop struct {
 	wg         sync.WaitGroup
 
 	presets presetRunners
+	// queueChoices remembers each chat's /queue choice ("" none) by
+	// session key, read once from the session and refreshed by every turn.
+	queueChoices map[string]string
 }
 
+// worker is a session's state; every field is guarded by Loop.mu.
 type worker struct {
 	queue  []bus.Inbound
 	cancel context.CancelFunc // of the running turn, nil between turns
+	// mode is the session's queue mode ("" until the worker read it).
+	mode string
+	// lastArrival is when the latest message came (collect's debounce);
+	// wake tells a debouncing worker about it; collected is set once the
+	// burst at the head of the queue is over.
+	lastArrival time.Time
+	wake        chan struct{}
+	collected   bool
+	// steering is set while the running turn takes steered messages;
+	// steered are those it has not picked up yet.
+	steering bool
+	steered  []bus.Inbound
+	// interruptible is set while the running turn answers a person (not a
+	// command or a scheduled job); interrupted once a newer message
+	// cancelled it.
+	interruptible bool
+	interrupted   bool
+	// carried are messages of interrupted turns, answered by the next.
+	carried []bus.Inbound
 }
 
 // NewLoop returns a loop; Run starts it.
@@ -156,14 +190,39 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 	}
 	w, ok := l.workers[key]
 	if !ok {
-		w = &worker{}
+		w = &worker{wake: make(chan struct{}, 1)}
 		if len(l.workers) == 0 {
 			l.busy = make(chan struct{})
 		}
 		l.workers[key] = w
 	}
-	// Queue modes (collect, steer, interrupt) plug in here: today every
-	// message waits its turn behind the session's earlier ones.
+	if mergeable(m) {
+		w.lastArrival = time.Now()
+	}
+	if ok && mergeable(m) {
+		switch w.mode {
+		case configs.QueueSteer:
+			if w.steering && len(w.queue) == 0 {
+				// The running turn picks it up at its next model call;
+				// if there is none, the worker queues it after the turn.
+				// Behind older queued messages it waits its turn, so
+				// the chat's messages are answered in order.
+				w.steered = append(w.steered, m)
+				l.mu.Unlock()
+				return
+			}
+		case configs.QueueInterrupt:
+			if w.interruptible && !w.interrupted {
+				w.interrupted = true
+				w.cancel()
+			}
+		case configs.QueueCollect:
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 	w.queue = append(w.queue, m)
 	l.mu.Unlock()
 	if !ok {
@@ -180,8 +239,16 @@ func (l *Loop) StopSession(key string) int {
 		for _, q := range w.queue {
 			l.done(q, context.Canceled)
 		}
-		n += len(w.queue)
-		w.queue = nil
+		for _, q := range w.steered {
+			l.done(q, context.Canceled)
+		}
+		n += len(w.queue) + len(w.steered)
+		w.queue, w.steered = nil, nil
+		w.interrupted = false // a stop is not an interruption: nothing is carried
+		select {
+		case w.wake <- struct{}{}: // a debouncing worker has nothing to wait for
+		default:
+		}
 		if w.cancel != nil {
 			w.cancel()
 			n++
@@ -236,6 +303,20 @@ func stopReply(n int) string {
 
 // work runs a session's queue in order and exits when it is empty.
 func (l *Loop) work(ctx context.Context, key string, w *worker) {
+	l.mu.Lock()
+	queued := len(w.queue) > 0 // false when a /stop came first
+	var first bus.Inbound
+	if queued {
+		first = w.queue[0]
+	}
+	l.mu.Unlock()
+	mode := configs.QueueFIFO
+	if queued {
+		mode = l.resolveMode(ctx, first)
+	}
+	l.mu.Lock()
+	w.mode = mode
+	l.mu.Unlock()
 	for {
 		l.mu.Lock()
 		if len(w.queue) == 0 || ctx.Err() != nil {
@@ -244,35 +325,123 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 				close(l.busy)
 				l.busy = nil
 			}
-			rest := w.queue
+			carried, rest := w.carried, w.queue
+			w.carried, w.queue = nil, nil
 			l.mu.Unlock()
+			for _, m := range carried {
+				// Interrupted, and the turn that was to answer them was
+				// handed back (cluster): they come again too.
+				err := ctx.Err()
+				if err == nil {
+					err = ErrHandedBack
+				}
+				l.done(m, err)
+			}
 			for _, m := range rest {
 				l.done(m, ctx.Err())
 			}
 			return
 		}
-		m := w.queue[0]
-		w.queue = w.queue[1:]
-		if l.cfg.Admit != nil && !l.cfg.Admit(m) {
+		head := w.queue[0]
+		merge := mergeable(head) && (mode == configs.QueueCollect || mode == configs.QueueInterrupt)
+		if merge && mode == configs.QueueCollect && !w.collected {
+			// Wait for the burst to end before answering it.
 			l.mu.Unlock()
-			l.log.Info("message handed back: an earlier one of its session comes first", "session", key)
-			l.done(m, ErrHandedBack)
+			l.debounce(ctx, w)
+			l.mu.Lock()
+			w.collected = true
+			l.mu.Unlock()
 			continue
+		}
+		w.collected = false
+		n := 1
+		if merge {
+			for n < len(w.queue) && mergeable(w.queue[n]) {
+				n++
+			}
+		}
+		batch := w.queue[:n:n]
+		w.queue = w.queue[n:]
+		var members, refused []bus.Inbound
+		for _, m := range batch {
+			if l.cfg.Admit != nil && !l.cfg.Admit(m) {
+				refused = append(refused, m)
+			} else {
+				members = append(members, m)
+			}
+		}
+		if len(members) == 0 {
+			l.mu.Unlock()
+			l.handBack(key, refused)
+			continue
+		}
+		ts := &turnState{members: members}
+		if mergeable(members[0]) {
+			// A command or scheduled job does not answer interrupted
+			// messages; the next person's turn does.
+			ts.carried, w.carried = w.carried, nil
 		}
 		turnCtx, cancel := context.WithCancel(ctx)
 		w.cancel = cancel
+		w.interruptible = mode == configs.QueueInterrupt && mergeable(members[0])
+		if mode == configs.QueueSteer && mergeable(members[0]) {
+			w.steering = true
+			ts.steer = l.steerFrom(key, w)
+		}
 		l.mu.Unlock()
+		l.handBack(key, refused)
 
-		err := l.handle(turnCtx, m)
+		err := l.handle(turnCtx, ts)
 
 		l.mu.Lock()
-		w.cancel = nil
+		w.cancel, w.steering, w.interruptible = nil, false, false
+		// Steered messages the turn did not pick up (it was giving its
+		// final answer) are the next turn.
+		w.queue = append(w.steered, w.queue...)
+		w.steered = nil
+		interrupted := w.interrupted && errors.Is(err, context.Canceled) && ctx.Err() == nil
+		w.interrupted = false
+		if interrupted {
+			// Answered by the next turn: the history holds what this one
+			// stored; a message it did not store joins the next turn.
+			if ts.saved {
+				w.carried = append(w.carried, ts.all()...)
+			} else {
+				w.carried = append(w.carried, ts.carried...)
+				w.queue = append(append(ts.members, ts.taken...), w.queue...)
+			}
+		}
 		l.mu.Unlock()
 		cancel()
+		if interrupted {
+			continue
+		}
 		if err != nil && !errors.Is(err, context.Canceled) {
 			l.log.Error("turn failed", "session", key, "err", err)
 		}
-		l.done(m, err)
+		for _, m := range ts.all() {
+			l.done(m, err)
+		}
+		if name, _ := parseCommand(members[0].Content); name == "queue" || name == "new" {
+			// The chat's choice changed (or /new forgot it).
+			l.mu.Lock()
+			delete(l.queueChoices, key)
+			l.mu.Unlock()
+			probe := members[0]
+			probe.Content = ""
+			mode = l.resolveMode(ctx, probe)
+			l.mu.Lock()
+			w.mode = mode
+			l.mu.Unlock()
+		}
+	}
+}
+
+// handBack gives messages Admit refused back to the inbox.
+func (l *Loop) handBack(key string, refused []bus.Inbound) {
+	for _, m := range refused {
+		l.log.Info("message handed back: an earlier one of its session comes first", "session", key)
+		l.done(m, ErrHandedBack)
 	}
 }
 
@@ -282,32 +451,50 @@ func (l *Loop) done(m bus.Inbound, err error) {
 	}
 }
 
-// handle processes one message: a slash command or an LLM turn.
-func (l *Loop) handle(ctx context.Context, m bus.Inbound) error {
-	if name, args := parseCommand(m.Content); name != "" {
-		if handled, err := l.command(ctx, name, args, m); handled {
-			return err
+// handle processes one turn: a slash command or an LLM turn.
+func (l *Loop) handle(ctx context.Context, ts *turnState) error {
+	if len(ts.members) == 1 && len(ts.carried) == 0 {
+		m := ts.members[0]
+		if name, args := parseCommand(m.Content); name != "" {
+			if handled, err := l.command(ctx, name, args, m); handled {
+				return err
+			}
 		}
 	}
-	return l.turn(ctx, m)
+	return l.turnOf(ctx, ts)
 }
 
 // replayWindow is how many of a session's latest messages are searched for
 // a turn delivered again after a crash (it is always among the last).
 const replayWindow = 200
 
+// turn runs m's LLM turn.
 func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
+	return l.turnOf(ctx, &turnState{members: []bus.Inbound{m}})
+}
+
+// turnOf runs the LLM turn of ts: its members merged into one user message.
+func (l *Loop) turnOf(ctx context.Context, ts *turnState) error {
+	m := mergeInbound(ts.members)
 	if m.Ephemeral {
 		// The sender supplied the conversation: nothing is loaded or
 		// stored, so there is nothing to consolidate or answer from.
-		return l.run(ctx, m, &session.Session{Key: m.Key()}, ephemeralHistory(m.History), false)
+		return l.run(ctx, m, &session.Session{Key: m.Key()}, ephemeralHistory(m.History), false, ts)
 	}
 	sess, err := l.cfg.Store.Load(ctx, m.Key())
 	if err != nil {
 		l.publish(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: "Sorry, I could not load this conversation. Please try again.", Final: true, IsError: true})
 		return err
 	}
-	if reply, ok := answered(sess.Tail(replayWindow), inboundID(m)); ok {
+	l.rememberQueueChoice(sess)
+	if len(ts.members) > 1 && splitStored(ts, sess.Tail(replayWindow)) {
+		// Delivered again after a crash, part of the burst is in the
+		// session already (stored by an interrupted turn): the model sees
+		// it there, and the turn's user message holds the rest.
+		m = mergeInbound(ts.members)
+		l.log.Info("part of a merged turn is stored already; answering the rest", "session", sess.Key, "stored", len(ts.carried))
+	}
+	if reply, ok := answered(sess.Tail(replayWindow), ts.lookupID()); ok {
 		// Delivered again after a crash between saving this turn and
 		// acknowledging it: answer from the session instead of running
 		// (and storing) the turn twice.
@@ -324,14 +511,14 @@ func (l *Loop) turn(ctx context.Context, m bus.Inbound) error {
 	}
 	history := sess.History(m.MaxHistory)
 	rerun := false
-	if i := storedAt(history, inboundID(m)); i >= 0 {
+	if i := storedAt(history, ts.lookupID()); i >= 0 {
 		// Delivered again after a turn interrupted before its answer (a
 		// shutdown mid-turn): run it again on the history before it, and
 		// store only what the new run adds, not the user message twice.
 		history, rerun = history[:i], true
 		l.log.Info("running an interrupted turn again", "session", sess.Key, "message_id", m.MessageID)
 	}
-	return l.run(ctx, m, sess, history, rerun)
+	return l.run(ctx, m, sess, history, rerun, ts)
 }
 
 // ephemeralHistory turns a conversation the sender supplied into model
@@ -349,7 +536,7 @@ func ephemeralHistory(turns []bus.Turn) []providers.Message {
 
 // run runs the LLM turn of m on history and saves it to sess (unless m is
 // Ephemeral); rerun says the user message is stored already.
-func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, history []providers.Message, rerun bool) error {
+func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, history []providers.Message, rerun bool, ts *turnState) error {
 	msgs := l.cfg.Builder.Messages(history, m)
 	background := m.Background
 
@@ -426,7 +613,7 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 		FromCron: m.Source == bus.SourceCron, SubAgent: false,
 		SenderID: m.SenderID, Source: m.Source.String(), Admin: m.Admin,
 	})
-	res, runErr := l.runnerFor(m, sess).Run(runCtx, msgs, emit)
+	res, runErr := l.runnerFor(m, sess).RunSteered(runCtx, msgs, emit, l.steerMessages(ts))
 	release()
 
 	// Save whatever the turn produced, even when it was stopped or failed,
@@ -434,10 +621,11 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 	// context that survives /stop.
 	saveCtx := context.WithoutCancel(ctx)
 	var produced []providers.Message
+	var injected []int
 	if res != nil {
-		produced = res.Messages
+		produced, injected = res.Messages, res.Injected
 	}
-	save := l.sanitizeTurn(m, msgs[len(msgs)-1], produced)
+	save := l.sanitizeTurn(m, msgs[len(msgs)-1], produced, ts, injected)
 	if rerun {
 		save = save[1:] // the user message is stored already
 	}
@@ -449,6 +637,8 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 		if runErr == nil {
 			runErr = err
 		}
+	} else {
+		ts.saved = true
 	}
 	if runErr != nil {
 		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, session.ErrConflict) {

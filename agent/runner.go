@@ -107,6 +107,9 @@ type RunResult struct {
 	Calls int
 	// Stopped is "", StopMaxIterations or StopCircuitBreaker.
 	Stopped string
+	// Injected are the indices in Messages of the user messages a steer
+	// function added during the run, in order.
+	Injected []int
 }
 
 // Run sends msgs (system, history, user) to the model and executes the tool
@@ -114,6 +117,16 @@ type RunResult struct {
 // the circuit breaker. At the cap or breaker one more call is made with tools
 // disabled, so the user always gets an answer. emit may be nil.
 func (r *Runner) Run(ctx context.Context, msgs []providers.Message, emit func(Event)) (*RunResult, error) {
+	return r.RunSteered(ctx, msgs, emit, nil)
+}
+
+// RunSteered is Run with steering: after each round of tool results, before
+// the next model call, steer is asked for user messages written meanwhile;
+// they join the conversation there (after the tool results) and are listed
+// in RunResult.Injected. Messages written while the final answer is being
+// produced are not asked for: the caller keeps them for the next turn. steer
+// is called from the run's goroutine and may be nil.
+func (r *Runner) RunSteered(ctx context.Context, msgs []providers.Message, emit func(Event), steer func() []providers.Message) (*RunResult, error) {
 	if emit == nil {
 		emit = func(Event) {}
 	}
@@ -178,6 +191,13 @@ func (r *Runner) Run(ctx context.Context, msgs []providers.Message, emit func(Ev
 			im := providers.Message{Role: providers.RoleUser, Parts: append([]providers.ContentPart{providers.TextPart("[Images returned by the tool calls above]")}, images...)}
 			conv = append(conv, im)
 			res.Messages = append(res.Messages, im)
+		}
+		if steer != nil {
+			for _, um := range steer() {
+				conv = append(conv, um)
+				res.Injected = append(res.Injected, len(res.Messages))
+				res.Messages = append(res.Messages, um)
+			}
 		}
 		if tripped {
 			res.Stopped = StopCircuitBreaker

@@ -14,20 +14,24 @@ import (
 // the file path stays), tool results over the size cap keep head and tail,
 // empty assistant messages are skipped, image messages from tools become a
 // note, and every message gets a timestamp.
-func (l *Loop) sanitizeTurn(m bus.Inbound, user providers.Message, produced []providers.Message) []providers.Message {
+//
+// Every message of a turn carries the same timestamp: that is how the user
+// messages steered into a turn are told apart from the next turn's. The
+// turn's user message carries the ids of every message it answers (ts), a
+// steered one its own.
+func (l *Loop) sanitizeTurn(m bus.Inbound, user providers.Message, produced []providers.Message, ts *turnState, injected []int) []providers.Message {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	out := make([]providers.Message, 0, len(produced)+1)
+	out = append(out, storedUser(m, user, ts.storedIDs(), now))
 
-	u := providers.Message{Role: providers.RoleUser, Content: StripRuntimeContext(user.Text()), Timestamp: now, InboundID: inboundID(m)}
-	for _, md := range m.Media {
-		if md.IsImage() {
-			u.Content += "\n" + attachmentNote(md)
-		}
-	}
-	out = append(out, u)
-
-	for _, msg := range produced {
+	next := 0 // the next steered message in injected
+	for i, msg := range produced {
 		msg.Timestamp = now
+		if next < len(injected) && injected[next] == i && next < len(ts.taken) {
+			out = append(out, storedUser(ts.taken[next], msg, inboundID(ts.taken[next]), now))
+			next++
+			continue
+		}
 		switch msg.Role {
 		case providers.RoleAssistant:
 			if strings.TrimSpace(msg.Content) == "" && len(msg.ToolCalls) == 0 {
@@ -49,6 +53,18 @@ func (l *Loop) sanitizeTurn(m bus.Inbound, user providers.Message, produced []pr
 		out = append(out, msg)
 	}
 	return out
+}
+
+// storedUser is the stored form of the user message sent for m: without
+// runtime context and inline images (a note with the file path stays).
+func storedUser(m bus.Inbound, sent providers.Message, ids, now string) providers.Message {
+	u := providers.Message{Role: providers.RoleUser, Content: StripRuntimeContext(sent.Text()), Timestamp: now, InboundID: ids}
+	for _, md := range m.Media {
+		if md.IsImage() {
+			u.Content += "\n" + attachmentNote(md)
+		}
+	}
+	return u
 }
 
 // truncateMiddle keeps the head and tail of s within max characters and says
@@ -76,18 +92,21 @@ func inboundID(m bus.Inbound) string {
 // answered returns the final answer stored for the user message with id,
 // when the session already holds that turn with an answer: the message was
 // delivered again after a crash between saving the turn and acknowledging
-// it. A turn stored without an answer (interrupted) is run again.
+// it. A turn stored without an answer (interrupted) is run again. User
+// messages stored with the same timestamp belong to the same turn (steered
+// messages, images returned by tools) and do not end it.
 func answered(history []providers.Message, id string) (string, bool) {
 	if id == "" {
 		return "", false
 	}
 	for i := len(history) - 1; i >= 0; i-- {
-		if history[i].Role != providers.RoleUser || history[i].InboundID != id {
+		if history[i].Role != providers.RoleUser || !idIn(history[i].InboundID, id) {
 			continue
 		}
 		reply := ""
+		stamp := history[i].Timestamp
 		for _, m := range history[i+1:] {
-			if m.Role == providers.RoleUser {
+			if m.Role == providers.RoleUser && (stamp == "" || m.Timestamp != stamp) {
 				break
 			}
 			if m.Role == providers.RoleAssistant && strings.TrimSpace(m.Content) != "" {
@@ -106,7 +125,7 @@ func storedAt(history []providers.Message, id string) int {
 		return -1
 	}
 	for i := len(history) - 1; i >= 0; i-- {
-		if history[i].Role == providers.RoleUser && history[i].InboundID == id {
+		if history[i].Role == providers.RoleUser && idIn(history[i].InboundID, id) {
 			return i
 		}
 	}

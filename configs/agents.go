@@ -128,6 +128,9 @@ type Binding struct {
 	ModelPreset string `json:"modelPreset,omitempty"`
 	// Tools narrows the agent's tools further in these chats.
 	Tools *ToolPolicy `json:"tools,omitempty"`
+	// Queue, when set, is the queue mode of these chats ("queue",
+	// "steer", "collect", "interrupt"); a chat's /queue choice still wins.
+	Queue string `json:"queue,omitempty"`
 }
 
 // BindingMatch selects messages. Ids are the platform's, as shown in logs
@@ -437,6 +440,7 @@ func (c *Config) validateAgents(v *validator) (warnings []string) {
 		c.checkPresetRef(v, fmt.Sprintf("agents.defaults.presets[%d]", i), name)
 	}
 	v.oneOf("agents.defaults.sessionScope", d.SessionScope, "", ScopePerChat, ScopePerIdentity)
+	d.Queue.validate(v, "agents.defaults.queue")
 	c.checkTools(v, "agents.defaults.tools", &d.Tools)
 
 	names := map[string]string{DefaultAgent: "agents.defaults"}
@@ -492,6 +496,7 @@ func (c *Config) validateAgents(v *validator) (warnings []string) {
 		v.oneOf(bp+".match.chatType", b.Match.ChatType, "", "dm", "group")
 		c.checkPresetRef(v, bp+".modelPreset", b.ModelPreset)
 		c.checkTools(v, bp+".tools", b.Tools)
+		v.oneOf(bp+".queue", b.Queue, append([]string{""}, QueueModes...)...)
 	}
 	seen := map[string]string{}
 	for _, ident := range sortedKeys(c.IdentityLinks) {

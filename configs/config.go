@@ -99,6 +99,10 @@ type AgentDefaults struct {
 	// AllowBotMessages answers messages other bots sent (default false:
 	// they are ignored).
 	AllowBotMessages bool `json:"allowBotMessages"`
+	// Queue says what happens to a message that arrives while its chat's
+	// turn is running: "queue", "steer", "collect" or "interrupt", for
+	// direct and group chats (default steer and collect).
+	Queue QueueConfig `json:"queue"`
 	// MaxTokens caps the tokens of one reply.
 	MaxTokens int `json:"maxTokens"`
 	// ContextWindowTokens is the model's context window; memory

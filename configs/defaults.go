@@ -11,6 +11,7 @@ func Default() Config {
 			FallbackModels:         []FallbackModel{},
 			SessionScope:           ScopePerChat,
 			MaxRepliesPerMinute:    20,
+			Queue:                  DefaultQueue(),
 			MaxTokens:              8192,
 			ContextWindowTokens:    65536,
 			Temperature:            0.1,

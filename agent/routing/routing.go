@@ -26,6 +26,8 @@ type Decision struct {
 	ModelPreset string
 	// DenyTools are the tools the matching binding withholds.
 	DenyTools []string
+	// QueueMode is the matching binding's queue mode ("" = the agent's).
+	QueueMode string
 	// Binding is the index of the matching binding, -1 for none.
 	Binding int
 }
@@ -57,12 +59,12 @@ func (r *Router) Route(m bus.Inbound) Decision {
 	d := Decision{Agent: configs.DefaultAgent, SessionKey: m.Key(), Binding: -1}
 	if m.Agent != "" {
 		d.Agent = m.Agent
-		d.ModelPreset, d.DenyTools = m.ModelPreset, m.DenyTools
+		d.ModelPreset, d.DenyTools, d.QueueMode = m.ModelPreset, m.DenyTools, m.QueueMode
 		return d
 	}
 	for i, b := range r.bindings {
 		if matches(b.Match, m) {
-			d.Agent, d.ModelPreset, d.Binding = b.Agent, b.ModelPreset, i
+			d.Agent, d.ModelPreset, d.QueueMode, d.Binding = b.Agent, b.ModelPreset, b.Queue, i
 			if b.Tools != nil {
 				d.DenyTools = b.Tools.Deny
 			}
@@ -85,6 +87,7 @@ func (d Decision) Apply(m *bus.Inbound) {
 	}
 	m.ModelPreset = d.ModelPreset
 	m.DenyTools = d.DenyTools
+	m.QueueMode = d.QueueMode
 }
 
 // identity finds the linked identity of a sender; a Telegram sender

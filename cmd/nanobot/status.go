@@ -239,6 +239,9 @@ func printAgents(w io.Writer, a *app) {
 		if b.Tools != nil && len(b.Tools.Deny) > 0 {
 			line += fmt.Sprintf(", deny %v", b.Tools.Deny)
 		}
+		if b.Queue != "" {
+			line += ", queue " + b.Queue
+		}
 		fmt.Fprintln(w, line)
 	}
 }

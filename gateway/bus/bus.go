@@ -132,6 +132,10 @@ type Inbound struct {
 	// transcription in Content): with voice replies configured the answer
 	// is spoken too.
 	Voice bool `json:"voice,omitempty"`
+	// QueueMode is the queue mode a binding picks for this chat ("" = the
+	// agent's default for direct or group chats); a /queue choice in the
+	// chat wins over it.
+	QueueMode string `json:"queueMode,omitempty"`
 }
 
 // Turn is one message of a conversation the sender supplies (see
