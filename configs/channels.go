@@ -37,6 +37,10 @@ type ChannelCommon struct {
 	// must also be allowed. Empty: senders named explicitly in allowFrom
 	// (not via "*") are admins.
 	Admins []string `json:"admins,omitempty"`
+	// SendProgress and SendToolHints override channels.sendProgress and
+	// channels.sendToolHints for this platform (unset: the shared value).
+	SendProgress  *bool `json:"sendProgress,omitempty"`
+	SendToolHints *bool `json:"sendToolHints,omitempty"`
 }
 
 var channelsSharedKeys = []string{"sendProgress", "sendToolHints", "sendMaxRetries", "outboxMaxAgeH"}

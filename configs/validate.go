@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -51,6 +52,14 @@ func (c *Config) Validate() []FieldError {
 		if pc.APIBase != "" && !strings.HasPrefix(pc.APIBase, "http://") && !strings.HasPrefix(pc.APIBase, "https://") {
 			v.add("providers."+name+".apiBase", "want an http:// or https:// URL, got %q", pc.APIBase)
 		}
+		if pc.Proxy != "" {
+			u, err := url.Parse(pc.Proxy)
+			if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5" && u.Scheme != "socks5h") {
+				v.add("providers."+name+".proxy", "want an http://, https:// or socks5:// URL with a host, got %q", redactURL(pc.Proxy))
+			}
+		}
+		v.oneOf("providers."+name+".apiType", pc.APIType, "", "auto", "chat_completions", "responses")
+		v.oneOf("providers."+name+".thinkingStyle", pc.ThinkingStyle, "", "thinking_type", "enable_thinking", "reasoning_split")
 		for _, model := range sortedKeys(pc.Prices) {
 			mp := pc.Prices[model]
 			at := fmt.Sprintf("providers.%s.prices[%q].", name, model)
@@ -99,7 +108,7 @@ func (c *Config) Validate() []FieldError {
 	}
 	v.patterns("tools.exec.denyPatterns", t.Exec.DenyPatterns)
 	v.patterns("tools.exec.allowPatterns", t.Exec.AllowPatterns)
-	v.oneOf("tools.web.search.provider", t.Web.Search.Provider, "duckduckgo", "brave", "tavily", "searxng")
+	v.oneOf("tools.web.search.provider", t.Web.Search.Provider, "duckduckgo", "brave", "tavily", "searxng", "jina", "kagi", "olostep", "bocha", "volcengine", "keenable", "serper")
 	if t.Web.Search.Provider == "searxng" {
 		v.require(t.Web.Search.BaseURL != "", "tools.web.search.baseUrl", "required for searxng")
 	}

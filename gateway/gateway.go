@@ -196,7 +196,7 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 		Out:     g.dl.publisher(g.be), Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
 		Observer: g.metrics, OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Log: g.log,
 		Presets: g.presetsFor(g.cfg.AgentList()[0]),
-		Usage: g.usage, ProviderName: g.o.ProviderName,
+		Usage:   g.usage, ProviderName: g.o.ProviderName,
 	})
 }
 
@@ -259,6 +259,12 @@ func (g *Gateway) buildChannels() error {
 	dcfg := channels.DispatcherConfig{
 		SendProgress: g.cfg.Channels.SendProgress, SendToolHints: g.cfg.Channels.SendToolHints,
 		MaxRetries: g.cfg.Channels.SendMaxRetries, Observer: g.metrics, Log: g.log,
+		PerChannel: map[string]channels.ProgressPolicy{},
+	}
+	for _, name := range g.cfg.Channels.Names() {
+		if cc := g.cfg.Channels.Common(name); cc.SendProgress != nil || cc.SendToolHints != nil {
+			dcfg.PerChannel[name] = channels.ProgressPolicy{SendProgress: cc.SendProgress, SendToolHints: cc.SendToolHints}
+		}
 	}
 	if c, ok := g.be.(*clusterBackend); ok {
 		dcfg.Handled = c.Delivered // acknowledged once the platform took it
