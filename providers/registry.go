@@ -48,6 +48,9 @@ type ProviderSpec struct {
 	NoReasoningReplay bool
 	// MaxCompletionTokens: send max_completion_tokens instead of max_tokens.
 	MaxCompletionTokens bool
+	// custom marks a config-named OpenAI-compatible endpoint (see
+	// customNamed); its "name/" model prefix is always removed.
+	custom bool
 }
 
 // Settings is what the config holds for one provider (providers.<name>).
@@ -57,6 +60,11 @@ type Settings struct {
 	ExtraHeaders map[string]string
 	// APIVersion is the Azure OpenAI api-version (azure_openai only).
 	APIVersion string
+	// ExtraBody is merged into every request body (top-level keys win).
+	ExtraBody map[string]any
+	// Proxy is an http://, https:// or socks5:// proxy URL for this
+	// provider's requests ("": the environment's proxy settings).
+	Proxy string
 }
 
 // specs is the registry, in matching order: gateways, then vendors, then

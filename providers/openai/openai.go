@@ -15,6 +15,8 @@
 package openai
 
 import (
+	"slices"
+	"maps"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +51,9 @@ type Options struct {
 	// ExtraHeaders are added to every request (OpenRouter's HTTP-Referer,
 	// a gateway's tenant header).
 	ExtraHeaders map[string]string
+	// ExtraBody is merged into every request body; its top-level keys
+	// replace what the provider would send (config extraBody).
+	ExtraBody map[string]any
 	// HTTPClient overrides the HTTP client. nil means a client with sane
 	// transport defaults.
 	HTTPClient *http.Client
@@ -126,6 +131,9 @@ func New(opts Options) (*Provider, error) {
 	}
 	for k, v := range opts.ExtraHeaders {
 		reqOpts = append(reqOpts, option.WithHeader(k, v))
+	}
+	for _, k := range slices.Sorted(maps.Keys(opts.ExtraBody)) {
+		reqOpts = append(reqOpts, option.WithJSONSet(providers.JSONPathKey(k), opts.ExtraBody[k]))
 	}
 	dialect := opts.SchemaDialect
 	if dialect == "" {
