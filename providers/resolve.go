@@ -1,8 +1,8 @@
 package providers
 
 import (
-	"sort"
 	"fmt"
+	"sort"
 	"strings"
 )
 

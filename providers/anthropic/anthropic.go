@@ -22,13 +22,13 @@
 package anthropic
 
 import (
-	"slices"
-	"maps"
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 

@@ -15,15 +15,15 @@
 package openai
 
 import (
-	"slices"
-	"maps"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
