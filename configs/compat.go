@@ -3,6 +3,8 @@ package configs
 import (
 	"fmt"
 	"net/url"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -109,6 +111,8 @@ var compatNotes = []compatNote{
 	{path: "api.host", status: CompatChanged, msg: "the API is served by the gateway's HTTP server under /v1 (gateway.host:gateway.port); see docs/api.md"},
 	{path: "api.port", status: CompatChanged, msg: "the API is served by the gateway's HTTP server under /v1 (gateway.host:gateway.port); see docs/api.md"},
 
+	{path: "api.timeout", status: CompatChanged, msg: "an API request is bounded by agents.defaults.requestTimeoutS per model call, not by one overall timeout"},
+
 	// Tools.
 	{path: "tools.web.fetch.useJinaReader", status: CompatChanged, when: isNotFalse, msg: "pages are always converted to Markdown locally; no fetched URL is sent to Jina Reader"},
 	{path: "tools.exec.pathPrepend", status: CompatUnsupported, msg: "PATH is not rewritten; commands see the gateway's PATH (add folders to it, or tools.exec.allowedEnvKeys)", when: notEmpty},
@@ -188,15 +192,20 @@ type CompatFinding struct {
 func (f CompatFinding) String() string { return f.Path + ": " + f.Msg }
 
 // applyCompat applies the notes to tree: each matching key yields a
-// finding, and keys without a field here are removed. Findings are sorted
-// by path.
-func applyCompat(tree map[string]any) []CompatFinding {
+// finding, and keys without a field here are removed. A note whose key has
+// become a real field (a channel package grew the option, or a platform of
+// that name was registered) no longer applies. platforms is as in Options.
+// Findings are sorted by path.
+func applyCompat(tree map[string]any, platforms map[string]any) []CompatFinding {
 	// Translations first: they read keys (mode, postAction) the notes
 	// then remove.
 	out := translateCompat(tree)
 	for _, n := range compatNotes {
 		segs := strings.Split(n.path, ".")
 		walkCompat(tree, segs, "", func(parent map[string]any, key, path string) {
+			if !n.keep && knownKey(strings.Split(path, "."), platforms) {
+				return
+			}
 			v := parent[key]
 			if n.when != nil && !n.when(v) {
 				if !n.keep {
@@ -238,6 +247,43 @@ func walkCompat(node map[string]any, segs []string, prefix string, fn func(paren
 			walkCompat(child, segs[1:], path, fn)
 		}
 	}
+}
+
+// knownKey reports whether path names a field of the typed config (the
+// channel platforms' types included).
+func knownKey(path []string, platforms map[string]any) bool {
+	t := reflect.TypeFor[Config]()
+	for i, seg := range path {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch {
+		case t == channelsType:
+			if i == len(path)-1 {
+				_, ok := platforms[seg]
+				return ok || slices.Contains(channelsSharedKeys, seg)
+			}
+			typed, ok := platforms[seg]
+			if !ok {
+				return false
+			}
+			t = reflect.TypeOf(typed)
+		case t.Kind() == reflect.Struct:
+			f, ok := structFields(t)[normKey(seg)]
+			if !ok {
+				return false
+			}
+			t = f.typ
+		case t.Kind() == reflect.Map:
+			if i == len(path)-1 {
+				return false // an entry, not a field: notes about names apply
+			}
+			t = t.Elem()
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func canonSeg(pattern, key string) string {

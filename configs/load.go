@@ -156,7 +156,7 @@ func (l *Loaded) loadFile(k *koanf.Koanf, opts Options) ([]FieldError, error) {
 		return nil, err
 	}
 	l.Migrated = migrate(tree)
-	l.Compat = applyCompat(tree)
+	l.Compat = applyCompat(tree, opts.Platforms)
 	for _, f := range l.Compat {
 		if f.Status == CompatSame {
 			l.Migrated = append(l.Migrated, f.String())
