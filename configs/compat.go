@@ -209,7 +209,9 @@ func applyCompat(tree map[string]any, platforms map[string]any) []CompatFinding 
 			v := parent[key]
 			if n.when != nil && !n.when(v) {
 				if !n.keep {
-					delete(parent, key) // means what it means here: nothing to carry
+					// This value is what happens here anyway.
+					out = append(out, CompatFinding{Path: path, Status: CompatSame, Msg: "what happens here anyway; the key is not needed"})
+					delete(parent, key)
 				}
 				return
 			}

@@ -58,6 +58,7 @@ func newRootCmd() *cobra.Command {
 		newCronCmd(a),
 		newDoctorCmd(a),
 		newChannelsCmd(a),
+		newMigrateCmd(a),
 	)
 	return root
 }
