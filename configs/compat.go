@@ -328,6 +328,59 @@ func translateCompat(tree map[string]any) []CompatFinding {
 			delete(em, k)
 		}
 	}
+	out = append(out, translateValues(tree)...)
+	return out
+}
+
+// translateValues maps Python nanobot values this program's validation
+// would refuse onto their nearest meaning here.
+func translateValues(tree map[string]any) []CompatFinding {
+	var out []CompatFinding
+	effort := func(m map[string]any, at string) {
+		k, ok := findKey(m, "reasoningEffort")
+		if !ok {
+			return
+		}
+		s, _ := m[k].(string)
+		switch strings.ToLower(s) {
+		case "xhigh", "max":
+			m[k] = "high"
+			out = append(out, CompatFinding{Path: at + ".reasoningEffort", Status: CompatChanged, Msg: fmt.Sprintf("%q is sent as \"high\", the most this program asks for", s)})
+		case "adaptive":
+			delete(m, k)
+			out = append(out, CompatFinding{Path: at + ".reasoningEffort", Status: CompatChanged, Msg: "\"adaptive\" leaves the effort to the provider's default"})
+		}
+	}
+	if d := lookupMap(tree, []string{"agents", "defaults"}, false); d != nil {
+		effort(d, "agents.defaults")
+	}
+	if presets := lookupMap(tree, []string{"modelPresets"}, false); presets != nil {
+		for name, v := range presets {
+			if p, ok := v.(map[string]any); ok {
+				effort(p, "modelPresets."+name)
+			}
+		}
+	}
+	if ex := lookupMap(tree, []string{"tools", "exec"}, false); ex != nil {
+		if k, ok := findKey(ex, "timeout"); ok {
+			if n, isNum := ex[k].(float64); isNum && (n <= 0 || n > 600) {
+				ex[k] = float64(600)
+				out = append(out, CompatFinding{Path: "tools.exec.timeout", Status: CompatChanged, Msg: fmt.Sprintf("%v means %s in nanobot; commands here are limited to 600 seconds at most", n, map[bool]string{true: "no limit", false: "more than 600 s"}[n <= 0])})
+			}
+		}
+		if k, ok := findKey(ex, "sandbox"); ok && ex[k] == "" {
+			delete(ex, k)
+			out = append(out, CompatFinding{Path: "tools.exec.sandbox", Status: CompatChanged, Msg: "\"\" runs commands unconfined in nanobot; here the default \"auto\" confines them with the strongest sandbox available (set \"none\" for nanobot's behaviour)"})
+		}
+	}
+	if se := lookupMap(tree, []string{"tools", "web", "search"}, false); se != nil {
+		if k, ok := findKey(se, "maxResults"); ok {
+			if n, isNum := se[k].(float64); isNum && n > 10 {
+				se[k] = float64(10)
+				out = append(out, CompatFinding{Path: "tools.web.search.maxResults", Status: CompatChanged, Msg: "at most 10 results per search here"})
+			}
+		}
+	}
 	return out
 }
 

@@ -82,3 +82,36 @@ func TestMigratePythonRefusesBrokenFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestPythonValuesThatWouldNotValidate(t *testing.T) {
+	in := `{"agents": {"defaults": {"model": "m", "reasoningEffort": "xhigh"}},
+	  "modelPresets": {"p": {"model": "m", "reasoningEffort": "adaptive"}},
+	  "tools": {"exec": {"timeout": 0, "sandbox": ""}, "web": {"search": {"maxResults": 20}}}}`
+	m, err := MigratePython([]byte(in), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := 0
+	for _, k := range m.Keys {
+		if k.Status == CompatChanged {
+			changed++
+		}
+	}
+	if changed != 5 {
+		t.Errorf("%d keys change meaning, want 5: %+v", changed, m.Keys)
+	}
+	var out map[string]any
+	json.Unmarshal(m.Output, &out)
+	c := Default()
+	b, _ := json.Marshal(out)
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	applyEntryDefaults(&c)
+	if probs := c.Validate(); len(probs) != 0 {
+		t.Errorf("translated values do not validate: %v", probs)
+	}
+	if c.Agents.Defaults.ReasoningEffort != "high" || c.Tools.Exec.Timeout != 600 || c.Tools.Exec.Sandbox != "auto" || c.Tools.Web.Search.MaxResults != 10 {
+		t.Errorf("got effort %q timeout %d sandbox %q maxResults %d", c.Agents.Defaults.ReasoningEffort, c.Tools.Exec.Timeout, c.Tools.Exec.Sandbox, c.Tools.Web.Search.MaxResults)
+	}
+}
