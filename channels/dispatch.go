@@ -61,6 +61,16 @@ type DispatcherConfig struct {
 type ProgressPolicy struct {
 	SendProgress  *bool
 	SendToolHints *bool
+	// ToolHintPrefix replaces the "🔧 " before tool hints.
+	ToolHintPrefix *string
+}
+
+// hintPrefix is what precedes a tool hint on channel.
+func (c DispatcherConfig) hintPrefix(channel string) string {
+	if p, ok := c.PerChannel[channel]; ok && p.ToolHintPrefix != nil {
+		return *p.ToolHintPrefix
+	}
+	return "🔧 "
 }
 
 // progressFor returns whether channel gets intermediate text and tool hints.
@@ -345,7 +355,7 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 		}
 	case bus.KindToolHint:
 		if sendHints {
-			return w.sendText(ctx, m, "🔧 "+m.Content)
+			return w.sendText(ctx, m, cfg.hintPrefix(w.ch.Name())+m.Content)
 		}
 	case bus.KindProgress:
 		if sendProgress {

@@ -41,6 +41,10 @@ type ChannelCommon struct {
 	// channels.sendToolHints for this platform (unset: the shared value).
 	SendProgress  *bool `json:"sendProgress,omitempty"`
 	SendToolHints *bool `json:"sendToolHints,omitempty"`
+	// ToolHintPrefix replaces the "🔧 " before this platform's tool hints
+	// (a trailing space is added to a prefix that ends in neither space
+	// nor newline).
+	ToolHintPrefix *string `json:"toolHintPrefix,omitempty"`
 }
 
 var channelsSharedKeys = []string{"sendProgress", "sendToolHints", "sendMaxRetries", "outboxMaxAgeH"}

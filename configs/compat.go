@@ -140,7 +140,6 @@ var compatNotes = []compatNote{
 	{path: "channels.discord.streaming", status: CompatChanged, msg: "replies stream by editing the message whenever the model streams; the switch is not needed"},
 	{path: "channels.slack.dm", status: CompatChanged, msg: "direct messages follow allowFrom (and pairing); a separate dm policy is not supported — put the allowed user ids in allowFrom"},
 	{path: "channels.feishu.doneEmoji", status: CompatUnsupported, msg: "only reactEmoji is used: it is put on the message once the gateway has taken it; no reaction marks the reply as done"},
-	{path: "channels.feishu.toolHintPrefix", status: CompatChanged, msg: "tool hints start with 🔧; the prefix is not configurable"},
 	{path: "channels.email.postAction", status: CompatChanged, when: equals("delete"), msg: "processed mail is never deleted here; it is marked seen (or moved with moveTo)"},
 	{path: "channels.email.postActionIgnoreSkipped", status: CompatChanged, msg: "mail from senders not on allowFrom is always left unread and never moved"},
 	{path: "channels.email.postActionExpunge", status: CompatChanged, msg: "there is no switch for it: moves use the IMAP MOVE command (the client library falls back for servers without it)", when: isTrue},

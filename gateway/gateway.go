@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -262,8 +263,16 @@ func (g *Gateway) buildChannels() error {
 		PerChannel: map[string]channels.ProgressPolicy{},
 	}
 	for _, name := range g.cfg.Channels.Names() {
-		if cc := g.cfg.Channels.Common(name); cc.SendProgress != nil || cc.SendToolHints != nil {
-			dcfg.PerChannel[name] = channels.ProgressPolicy{SendProgress: cc.SendProgress, SendToolHints: cc.SendToolHints}
+		if cc := g.cfg.Channels.Common(name); cc.SendProgress != nil || cc.SendToolHints != nil || cc.ToolHintPrefix != nil {
+			p := channels.ProgressPolicy{SendProgress: cc.SendProgress, SendToolHints: cc.SendToolHints}
+			if cc.ToolHintPrefix != nil {
+				prefix := *cc.ToolHintPrefix
+				if prefix != "" && !strings.HasSuffix(prefix, " ") && !strings.HasSuffix(prefix, "\n") {
+					prefix += " "
+				}
+				p.ToolHintPrefix = &prefix
+			}
+			dcfg.PerChannel[name] = p
 		}
 	}
 	if c, ok := g.be.(*clusterBackend); ok {

@@ -134,6 +134,12 @@ func TestNanobotOptionsMeanWhatTheySay(t *testing.T) {
 			t.Errorf("telegram sendProgress/sendToolHints = %v/%v", cc.SendProgress, cc.SendToolHints)
 		}
 	})
+	t.Run("feishu tool hint prefix", func(t *testing.T) {
+		l := load(t, "feishu")
+		if p := l.Config.Channels.Common("feishu").ToolHintPrefix; p == nil || *p != ">>" {
+			t.Errorf("toolHintPrefix = %v", p)
+		}
+	})
 	t.Run("matrix e2ee", func(t *testing.T) {
 		l := load(t, "matrix-e2ee")
 		if !hasWarning(l, "channels.matrix.e2eeEnabled: end-to-end encryption is not supported yet; encrypted rooms are ignored") {
