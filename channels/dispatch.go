@@ -27,6 +27,9 @@ type DispatcherConfig struct {
 	SendProgress bool
 	// SendToolHints delivers one-line tool call notes.
 	SendToolHints bool
+	// PerChannel overrides SendProgress and SendToolHints for the channels
+	// it names (a nil field keeps the shared value).
+	PerChannel map[string]ProgressPolicy
 	// MaxRetries is how often a failed send is retried (default 3).
 	MaxRetries int
 	// RetryBase is the first retry delay, doubled each time (default 1 s).
@@ -52,6 +55,36 @@ type DispatcherConfig struct {
 	// (DefaultRetryMax); the wait doubles from RetryBase, with jitter.
 	RetryMax time.Duration
 	Log      *slog.Logger
+}
+
+// ProgressPolicy is one channel's choice of intermediate output.
+type ProgressPolicy struct {
+	SendProgress  *bool
+	SendToolHints *bool
+	// ToolHintPrefix replaces the "🔧 " before tool hints.
+	ToolHintPrefix *string
+}
+
+// hintPrefix is what precedes a tool hint on channel.
+func (c DispatcherConfig) hintPrefix(channel string) string {
+	if p, ok := c.PerChannel[channel]; ok && p.ToolHintPrefix != nil {
+		return *p.ToolHintPrefix
+	}
+	return "🔧 "
+}
+
+// progressFor returns whether channel gets intermediate text and tool hints.
+func (c DispatcherConfig) progressFor(channel string) (progress, hints bool) {
+	progress, hints = c.SendProgress, c.SendToolHints
+	if p, ok := c.PerChannel[channel]; ok {
+		if p.SendProgress != nil {
+			progress = *p.SendProgress
+		}
+		if p.SendToolHints != nil {
+			hints = *p.SendToolHints
+		}
+	}
+	return progress, hints
 }
 
 // Dispatcher drains the outbound queue and delivers to channels. Each chat
@@ -312,6 +345,7 @@ var errSkipped = errors.New("not sent")
 // sent, errSkipped when there was nothing to send, else why it failed.
 func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 	cfg := w.d.cfg
+	sendProgress, sendHints := cfg.progressFor(w.ch.Name())
 	switch m.Kind {
 	case bus.KindTyping:
 		if t, ok := w.ch.(Typer); ok {
@@ -320,11 +354,11 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 			}
 		}
 	case bus.KindToolHint:
-		if cfg.SendToolHints {
-			return w.sendText(ctx, m, "🔧 "+m.Content)
+		if sendHints {
+			return w.sendText(ctx, m, cfg.hintPrefix(w.ch.Name())+m.Content)
 		}
 	case bus.KindProgress:
-		if cfg.SendProgress {
+		if sendProgress {
 			return w.sendText(ctx, m, m.Content)
 		}
 	case bus.KindMessage:
@@ -356,7 +390,7 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 		if st == nil || (st.ref.MessageID == "" && st.done == 0) {
 			// Nothing was shown yet: send the text like a message, unless it
 			// is intermediate text the user did not ask for.
-			if m.Final || cfg.SendProgress {
+			if m.Final || sendProgress {
 				return w.sendText(ctx, m, m.Content)
 			}
 			return errSkipped

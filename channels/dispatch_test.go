@@ -201,6 +201,30 @@ func TestProgressAndHintsSwitches(t *testing.T) {
 	}
 }
 
+func TestProgressAndHintsPerChannel(t *testing.T) {
+	on, off := true, false
+	quiet := &fakeChannel{name: "quiet", limit: 4096}
+	chatty := &fakeChannel{name: "chatty", limit: 4096}
+	prefix := "> "
+	out := startDispatcher(t, DispatcherConfig{SendProgress: true, SendToolHints: true, PerChannel: map[string]ProgressPolicy{
+		"quiet":  {SendProgress: &off, SendToolHints: &off},
+		"chatty": {SendToolHints: &on, ToolHintPrefix: &prefix},
+	}}, quiet, chatty)
+	for _, ch := range []string{"quiet", "chatty"} {
+		out <- bus.Outbound{Channel: ch, ChatID: "1", Kind: bus.KindProgress, Content: "working"}
+		out <- bus.Outbound{Channel: ch, ChatID: "1", Kind: bus.KindToolHint, Content: "exec: ls"}
+		out <- bus.Outbound{Channel: ch, ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "b", Content: "answer", Final: true}
+	}
+	waitFor(t, "chatty's three sends", func() bool { s, _ := chatty.snapshot(); return len(s) == 3 })
+	waitFor(t, "quiet's final answer", func() bool { s, _ := quiet.snapshot(); return len(s) >= 1 })
+	if s, _ := quiet.snapshot(); len(s) != 1 || s[0].Content != "answer" {
+		t.Errorf("quiet channel got %d sends, want only the answer: %+v", len(s), s)
+	}
+	if s, _ := chatty.snapshot(); s[0].Content != "working" || s[1].Content != "> exec: ls" {
+		t.Errorf("chatty channel got %q, %q; want the progress and the hint", s[0].Content, s[1].Content)
+	}
+}
+
 func TestLongStreamContinuesInNewMessage(t *testing.T) {
 	fc := &fakeChannel{name: "d", interval: time.Millisecond, limit: 100}
 	out := startDispatcher(t, DispatcherConfig{}, editChannel{fc})

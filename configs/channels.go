@@ -37,6 +37,14 @@ type ChannelCommon struct {
 	// must also be allowed. Empty: senders named explicitly in allowFrom
 	// (not via "*") are admins.
 	Admins []string `json:"admins,omitempty"`
+	// SendProgress and SendToolHints override channels.sendProgress and
+	// channels.sendToolHints for this platform (unset: the shared value).
+	SendProgress  *bool `json:"sendProgress,omitempty"`
+	SendToolHints *bool `json:"sendToolHints,omitempty"`
+	// ToolHintPrefix replaces the "🔧 " before this platform's tool hints
+	// (a trailing space is added to a prefix that ends in neither space
+	// nor newline).
+	ToolHintPrefix *string `json:"toolHintPrefix,omitempty"`
 }
 
 var channelsSharedKeys = []string{"sendProgress", "sendToolHints", "sendMaxRetries", "outboxMaxAgeH"}

@@ -51,6 +51,25 @@ type Config struct {
 	// Limits are usage budgets per sender, chat, agent and instance
 	// (docs/usage.md).
 	Limits LimitsConfig `json:"limits,omitzero"`
+	// Transcription is the Python nanobot's speech-to-text section; it
+	// fills in the transcription of channels that have none of their own
+	// (see ApplyTranscription and docs/migrating.md).
+	Transcription TranscriptionConfig `json:"transcription"`
+}
+
+// TranscriptionConfig picks the speech-to-text service by provider name,
+// the way the Python nanobot does: the key and endpoint come from
+// providers.<provider>.
+type TranscriptionConfig struct {
+	// Enabled turns transcription on (default true when a provider is set).
+	Enabled *bool `json:"enabled,omitempty"`
+	// Provider names a providers entry with a Whisper-compatible
+	// /audio/transcriptions endpoint ("groq", "openai", or a custom name
+	// with an apiBase).
+	Provider string `json:"provider,omitempty"`
+	// Model is the transcription model (default: whisper-large-v3 on Groq,
+	// whisper-1 elsewhere).
+	Model string `json:"model,omitempty"`
 }
 
 // AgentsConfig holds the agents: the default agent (defaults) and more
@@ -155,6 +174,16 @@ type ProviderConfig struct {
 	// Prices override the built-in price table for this provider's models
 	// (model name -> US dollars per million tokens); see docs/usage.md.
 	Prices map[string]ModelPrice `json:"prices,omitempty"`
+	// ExtraBody is merged into every request body, top-level keys
+	// replacing what nanobot would send (e.g. {"enable_thinking": false}).
+	ExtraBody map[string]any `json:"extraBody,omitempty"`
+	// Proxy is an http://, https:// or socks5:// proxy for this provider's
+	// requests (empty: the environment's HTTPS_PROXY, if any).
+	Proxy string `json:"proxy,omitempty"`
+	// ThinkingStyle is how a custom endpoint switches reasoning on:
+	// "thinking_type", "enable_thinking" or "reasoning_split"; the agent's
+	// reasoningEffort ("none" = off) sets it. extraBody still wins.
+	ThinkingStyle string `json:"thinkingStyle,omitempty"`
 	// RateLimit holds calls to this provider back to rpm / tpm
 	// (docs/usage.md); nil: only the vendor's rate-limit headers.
 	RateLimit *RateLimitConfig `json:"rateLimit,omitempty"`
@@ -187,7 +216,7 @@ func (p ProviderConfig) WireAPI() string {
 		api = p.APIType
 	}
 	switch a := strings.ToLower(strings.TrimSpace(api)); a {
-	case "chat_completions", "chat-completions", "completions", "openai":
+	case "auto", "chat_completions", "chat-completions", "completions", "openai":
 		return "chat"
 	default:
 		return a
@@ -394,8 +423,12 @@ func (e ExecConfig) NetworkAllowed() bool { return e.Network == nil || *e.Networ
 
 // WebConfig configures the web tools.
 type WebConfig struct {
+	// Enable offers web_search and web_fetch to the model (default true).
+	Enable *bool `json:"enable,omitempty"`
 	// Proxy is an HTTP(S) proxy URL for web requests.
 	Proxy string `json:"proxy"`
+	// UserAgent overrides the User-Agent header of web requests.
+	UserAgent string `json:"userAgent,omitempty"`
 	// Search configures web_search.
 	Search WebSearchConfig `json:"search"`
 	// Fetch configures web_fetch.
@@ -404,7 +437,9 @@ type WebConfig struct {
 
 // WebSearchConfig configures web_search.
 type WebSearchConfig struct {
-	// Provider is "duckduckgo" (no key), "brave", "tavily" or "searxng".
+	// Provider is "duckduckgo" (no key), "searxng" (baseUrl), "keenable"
+	// (key optional), or a keyed API: "brave", "tavily", "jina", "kagi",
+	// "olostep", "bocha", "volcengine", "serper".
 	Provider string `json:"provider"`
 	// APIKey is the search provider's key.
 	APIKey string `json:"apiKey"`
@@ -412,6 +447,8 @@ type WebSearchConfig struct {
 	BaseURL string `json:"baseUrl"`
 	// MaxResults is the default number of results (1-10).
 	MaxResults int `json:"maxResults"`
+	// Timeout bounds one search in seconds (default 20).
+	Timeout int `json:"timeout,omitempty"`
 }
 
 // WebFetchConfig configures web_fetch.
@@ -419,6 +456,9 @@ type WebFetchConfig struct {
 	// MaxChars caps the text returned by one fetch.
 	MaxChars int `json:"maxChars"`
 }
+
+// WebEnabled reports whether the web tools are offered.
+func (w WebConfig) WebEnabled() bool { return w.Enable == nil || *w.Enable }
 
 // MCPServerConfig is one MCP server connection.
 type MCPServerConfig struct {

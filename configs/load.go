@@ -50,6 +50,9 @@ type Loaded struct {
 	Warnings []string
 	// Migrated describes keys moved from older locations (in memory only).
 	Migrated []string
+	// Compat lists the Python nanobot options the file uses that are not
+	// simply carried over (their warnings are in Warnings too).
+	Compat []CompatFinding
 	// Paths are the instance folders derived from Path.
 	Paths Paths
 
@@ -127,6 +130,7 @@ func Load(opts Options) (*Loaded, error) {
 		return fail(nil, err)
 	}
 	applyEntryDefaults(&l.Config)
+	l.Warnings = append(l.Warnings, applyTranscription(&l.Config)...)
 	if probs := l.Config.Validate(); len(probs) > 0 {
 		return fail(probs, nil)
 	}
@@ -152,6 +156,14 @@ func (l *Loaded) loadFile(k *koanf.Koanf, opts Options) ([]FieldError, error) {
 		return nil, err
 	}
 	l.Migrated = migrate(tree)
+	l.Compat = applyCompat(tree, opts.Platforms)
+	for _, f := range l.Compat {
+		if f.Status == CompatSame {
+			l.Migrated = append(l.Migrated, f.String())
+		} else {
+			l.Warnings = append(l.Warnings, f.String())
+		}
+	}
 	orig, probs := expandEnv(tree, envLookup(opts.Environ))
 	if len(probs) > 0 {
 		return probs, nil
@@ -193,6 +205,7 @@ func (l *Loaded) loadEnv(k *koanf.Koanf, opts Options) ([]FieldError, error) {
 	if err := k.Load(ep, nil); err != nil {
 		return nil, err
 	}
+	l.Warnings = append(l.Warnings, compatEnvWarnings(envLookup(environ))...)
 	return probs, nil
 }
 
@@ -318,6 +331,13 @@ const envDelim = "\x1f"
 // and converts the value to the field's type. Map keys (provider names,
 // server names) are lowercased.
 func envToKey(name, value string, platforms map[string]any) (string, any, string, *FieldError) {
+	if path, ok := compatEnv[name]; ok {
+		val, err := parseEnvValue(value, reflect.TypeFor[int]())
+		if err != nil {
+			return "", nil, "", &FieldError{Path: name, Msg: err.Error()}
+		}
+		return path, val, "", nil
+	}
 	rest := strings.TrimPrefix(name, EnvPrefix)
 	if !strings.Contains(rest, "__") {
 		return "", nil, "", nil

@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -58,6 +59,13 @@ func (c *Config) Validate() []FieldError {
 			}
 			v.add("providers."+name+"."+field, "want \"chat\" or \"responses\", got %q", api)
 		}
+		if pc.Proxy != "" {
+			u, err := url.Parse(pc.Proxy)
+			if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5" && u.Scheme != "socks5h") {
+				v.add("providers."+name+".proxy", "want an http://, https:// or socks5:// URL with a host, got %q", redactURL(pc.Proxy))
+			}
+		}
+		v.oneOf("providers."+name+".thinkingStyle", pc.ThinkingStyle, "", "thinking_type", "enable_thinking", "reasoning_split")
 		for _, model := range sortedKeys(pc.Prices) {
 			mp := pc.Prices[model]
 			at := fmt.Sprintf("providers.%s.prices[%q].", name, model)
@@ -120,7 +128,7 @@ func (c *Config) Validate() []FieldError {
 	}
 	v.patterns("tools.exec.denyPatterns", t.Exec.DenyPatterns)
 	v.patterns("tools.exec.allowPatterns", t.Exec.AllowPatterns)
-	v.oneOf("tools.web.search.provider", t.Web.Search.Provider, "duckduckgo", "brave", "tavily", "searxng")
+	v.oneOf("tools.web.search.provider", t.Web.Search.Provider, "duckduckgo", "brave", "tavily", "searxng", "jina", "kagi", "olostep", "bocha", "volcengine", "keenable", "serper")
 	if t.Web.Search.Provider == "searxng" {
 		v.require(t.Web.Search.BaseURL != "", "tools.web.search.baseUrl", "required for searxng")
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -279,6 +280,20 @@ func (g *Gateway) buildChannels() error {
 	dcfg := channels.DispatcherConfig{
 		SendProgress: g.cfg.Channels.SendProgress, SendToolHints: g.cfg.Channels.SendToolHints,
 		MaxRetries: g.cfg.Channels.SendMaxRetries, Observer: g.metrics, Log: g.log,
+		PerChannel: map[string]channels.ProgressPolicy{},
+	}
+	for _, name := range g.cfg.Channels.Names() {
+		if cc := g.cfg.Channels.Common(name); cc.SendProgress != nil || cc.SendToolHints != nil || cc.ToolHintPrefix != nil {
+			p := channels.ProgressPolicy{SendProgress: cc.SendProgress, SendToolHints: cc.SendToolHints}
+			if cc.ToolHintPrefix != nil {
+				prefix := *cc.ToolHintPrefix
+				if prefix != "" && !strings.HasSuffix(prefix, " ") && !strings.HasSuffix(prefix, "\n") {
+					prefix += " "
+				}
+				p.ToolHintPrefix = &prefix
+			}
+			dcfg.PerChannel[name] = p
+		}
 	}
 	if c, ok := g.be.(*clusterBackend); ok {
 		dcfg.Handled = c.Delivered // acknowledged once the platform took it

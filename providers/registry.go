@@ -61,6 +61,9 @@ type ProviderSpec struct {
 	// (nanobot provider login NAME), not an API key; Options.SignIn adds the
 	// short-lived credentials to each request.
 	SignIn bool
+	// custom marks a config-named OpenAI-compatible endpoint (see
+	// customNamed); its "name/" model prefix is always removed.
+	custom bool
 }
 
 // Settings is what the config holds for one provider (providers.<name>).
@@ -76,6 +79,11 @@ type Settings struct {
 	// SignedIn: a sign-in provider has stored credentials (filled by cmd from
 	// the token store; Resolve never reads files).
 	SignedIn bool
+	// ExtraBody is merged into every request body (top-level keys win).
+	ExtraBody map[string]any
+	// Proxy is an http://, https:// or socks5:// proxy URL for this
+	// provider's requests ("": the environment's proxy settings).
+	Proxy string
 }
 
 // specs is the registry, in matching order: gateways, then vendors, then

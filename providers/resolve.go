@@ -2,6 +2,7 @@ package providers
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -50,7 +51,9 @@ type Resolution struct {
 	ExtraHeaders map[string]string
 	APIVersion   string
 	// API is Settings.API (APIResponses switches the backend).
-	API string
+	API       string
+	ExtraBody map[string]any
+	Proxy     string
 }
 
 // Resolve picks the provider for a model. The rules, first match wins:
@@ -79,15 +82,39 @@ func Resolve(model, forced string, configuredMap map[string]Settings) (Resolutio
 		return Resolution{}, fmt.Errorf("resolve provider: model name is empty")
 	}
 	cfg := make(map[string]Settings, len(configuredMap))
+	var named []string
 	for name, st := range configuredMap {
 		if spec, ok := Lookup(name); ok {
 			cfg[spec.Name] = st
+		} else if st.APIBase != "" {
+			named = append(named, name)
 		}
+	}
+	// Any other name with an apiBase is an OpenAI-compatible endpoint of
+	// that name (the Python nanobot's custom-named providers), matched
+	// after the registry's own.
+	sort.Strings(named)
+	all := specs[:len(specs):len(specs)]
+	for _, name := range named {
+		spec := customNamed(name)
+		all = append(all, spec)
+		cfg[spec.Name] = configuredMap[name]
+	}
+	lookup := func(n string) (ProviderSpec, bool) {
+		if spec, ok := Lookup(n); ok {
+			return spec, true
+		}
+		for _, spec := range all[len(specs):] {
+			if flatName(spec.Name) == flatName(n) {
+				return spec, true
+			}
+		}
+		return ProviderSpec{}, false
 	}
 	lower := strings.ToLower(model)
 
 	if f := normalizeName(forced); f != "" && f != "auto" {
-		spec, ok := Lookup(f)
+		spec, ok := lookup(forced)
 		if !ok {
 			return Resolution{}, fmt.Errorf("resolve provider: unknown provider %q (known: %s)", forced, knownNames())
 		}
@@ -98,13 +125,17 @@ func Resolve(model, forced string, configuredMap map[string]Settings) (Resolutio
 		return resolution(spec, st, model, MatchForced, fmt.Sprintf("provider %q set in config", spec.Name)), nil
 	}
 
-	if prefix, _, ok := strings.Cut(lower, "/"); ok {
-		if spec, ok := Lookup(prefix); ok && configured(spec, cfg[spec.Name]) {
-			return resolution(spec, cfg[spec.Name], model, MatchPrefix, fmt.Sprintf("model prefix %q", prefix+"/")), nil
+	if prefix, rest, ok := strings.Cut(model, "/"); ok {
+		if spec, ok := lookup(prefix); ok && configured(spec, cfg[spec.Name]) {
+			res := resolution(spec, cfg[spec.Name], model, MatchPrefix, fmt.Sprintf("model prefix %q", prefix+"/"))
+			if spec.custom && rest != "" {
+				res.Model = rest
+			}
+			return res, nil
 		}
 	}
 
-	for _, spec := range specs {
+	for _, spec := range all {
 		st := cfg[spec.Name]
 		if !configured(spec, st) {
 			continue
@@ -116,13 +147,13 @@ func Resolve(model, forced string, configuredMap map[string]Settings) (Resolutio
 		}
 	}
 
-	for _, spec := range specs {
+	for _, spec := range all {
 		if st := cfg[spec.Name]; spec.KeyOptional && st.APIBase != "" {
 			return resolution(spec, st, model, MatchLocal, "local endpoint "+st.APIBase), nil
 		}
 	}
 
-	for _, spec := range specs {
+	for _, spec := range all {
 		if st := cfg[spec.Name]; st.APIKey != "" && configured(spec, st) {
 			return resolution(spec, st, model, MatchFallback, "first provider with an API key"), nil
 		}
@@ -166,9 +197,23 @@ func resolution(spec ProviderSpec, st Settings, model string, level MatchLevel, 
 		Spec: spec, Provider: spec.Name, Level: level, Reason: reason,
 		RequestedModel: model, Model: WireModel(spec, model),
 		APIKey: st.APIKey, APIBase: base, ExtraHeaders: st.ExtraHeaders, APIVersion: st.APIVersion,
-		API: st.API,
+		API:       st.API,
+		ExtraBody: st.ExtraBody, Proxy: st.Proxy,
 	}
 }
+
+// customNamed is the spec of a provider the registry does not know, named
+// in the config and configured by its apiBase: an OpenAI-compatible
+// endpoint like "custom", under the config's name.
+func customNamed(name string) ProviderSpec {
+	spec, _ := Lookup("custom")
+	spec.Name, spec.DisplayName, spec.EnvKey, spec.custom = name, name, "", true
+	return spec
+}
+
+// flatName folds case and separators: "companyProxy", "company_proxy" and
+// "company-proxy" are one name.
+func flatName(s string) string { return strings.ReplaceAll(normalizeName(s), "_", "") }
 
 // WireModel is the model name spec expects for a configured model name.
 func WireModel(spec ProviderSpec, model string) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -217,6 +218,7 @@ func TestWebhook(t *testing.T) {
 	}), nil))
 	ch := newChannel(t, fake, log, t.TempDir(), func(c *Config) {
 		c.WebhookURL, c.WebhookSecret = "https://bot.example.com/hooks/telegram", "s3cret_token-1"
+		c.WebhookMaxConnections = 4
 	})
 	if got := ch.WebhookPath(); got != "/hooks/telegram" {
 		t.Errorf("WebhookPath = %q", got)
@@ -245,7 +247,7 @@ func TestWebhook(t *testing.T) {
 
 	in := run(t, ch)
 	calls := fake.Calls("setWebhook")
-	if len(calls) != 1 || calls[0].Params["url"] != "https://bot.example.com/hooks/telegram" || calls[0].Params["secret_token"] != "s3cret_token-1" {
+	if len(calls) != 1 || calls[0].Params["url"] != "https://bot.example.com/hooks/telegram" || calls[0].Params["secret_token"] != "s3cret_token-1" || fmt.Sprint(calls[0].Params["max_connections"]) != "4" {
 		t.Fatalf("setWebhook calls %+v", calls)
 	}
 	if n := len(fake.Calls("getUpdates")); n != 0 {

@@ -64,6 +64,9 @@ type Config struct {
 	// X-Telegram-Bot-Api-Secret-Token header (1-256 of A-Z a-z 0-9 _ -);
 	// required with WebhookURL.
 	WebhookSecret string `json:"webhookSecret"`
+	// WebhookMaxConnections caps the connections Telegram opens to the
+	// webhook at once (1-100; 0: Telegram's default of 40).
+	WebhookMaxConnections int `json:"webhookMaxConnections"`
 	// MaxMediaBytes caps one downloaded attachment (default 20 MB, the Bot
 	// API's own download limit); bigger ones become a note in the text.
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
@@ -109,6 +112,9 @@ func (c Config) Validate() error {
 		if u, err := url.Parse(c.Proxy); err != nil || u.Host == "" {
 			errs = append(errs, fmt.Errorf("proxy: %q is not a URL", c.Proxy))
 		}
+	}
+	if c.WebhookMaxConnections < 0 || c.WebhookMaxConnections > 100 {
+		errs = append(errs, fmt.Errorf("webhookMaxConnections: want 1 to 100 (0: Telegram's default), got %d", c.WebhookMaxConnections))
 	}
 	if c.WebhookURL != "" {
 		if err := channels.CheckURL("webhookUrl", c.WebhookURL); err != nil {
@@ -340,7 +346,7 @@ func (c *Channel) connect(ctx context.Context, register bool) error {
 		}
 	}
 	if c.cfg.WebhookURL != "" {
-		_, err = c.api.SetWebhook(ctx, &bot.SetWebhookParams{URL: c.cfg.WebhookURL, SecretToken: c.cfg.WebhookSecret, AllowedUpdates: allowedUpdates})
+		_, err = c.api.SetWebhook(ctx, &bot.SetWebhookParams{URL: c.cfg.WebhookURL, SecretToken: c.cfg.WebhookSecret, MaxConnections: c.cfg.WebhookMaxConnections, AllowedUpdates: allowedUpdates})
 	} else {
 		// getUpdates fails while a webhook is set.
 		_, err = c.api.DeleteWebhook(ctx, &bot.DeleteWebhookParams{})

@@ -19,7 +19,8 @@ import (
 func providerSettings(c *configs.Config, si *auth.Manager) map[string]providers.Settings {
 	out := map[string]providers.Settings{}
 	for name, p := range c.Providers {
-		out[name] = providers.Settings{APIKey: p.APIKey, APIBase: p.APIBase, APIVersion: p.APIVersion, ExtraHeaders: p.ExtraHeaders, API: p.WireAPI()}
+		out[name] = providers.Settings{APIKey: p.APIKey, APIBase: p.APIBase, APIVersion: p.APIVersion, ExtraHeaders: p.ExtraHeaders, API: p.WireAPI(),
+			ExtraBody: extraBody(p, c.Agents.Defaults.ReasoningEffort), Proxy: p.Proxy}
 	}
 	if si == nil {
 		return out
@@ -41,6 +42,35 @@ func providerSettings(c *configs.Config, si *auth.Manager) map[string]providers.
 		st := out[key]
 		st.SignedIn = true
 		out[key] = st
+	}
+	return out
+}
+
+// extraBody is what a provider adds to every request body: the switch its
+// thinkingStyle names, set from the agent's reasoningEffort ("none" turns
+// thinking off, "" leaves the endpoint's default), then extraBody, which
+// wins.
+func extraBody(p configs.ProviderConfig, effort string) map[string]any {
+	if p.ThinkingStyle == "" && len(p.ExtraBody) == 0 {
+		return nil
+	}
+	out := map[string]any{}
+	if effort != "" {
+		on := effort != "none"
+		switch p.ThinkingStyle {
+		case "thinking_type":
+			out["thinking"] = map[string]any{"type": map[bool]string{true: "enabled", false: "disabled"}[on]}
+		case "enable_thinking":
+			out["enable_thinking"] = on
+		case "reasoning_split":
+			out["reasoning_split"] = on
+		}
+	}
+	for k, v := range p.ExtraBody {
+		out[k] = v
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

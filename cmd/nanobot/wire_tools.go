@@ -44,8 +44,12 @@ func builtinToolsIn(a *app, ws, sb string) ([]tools.Tool, error) {
 	}
 	out = append(out, files...)
 
+	if !c.Tools.Web.WebEnabled() {
+		return out, nil
+	}
 	s := c.Tools.Web.Search
-	search, err := web.NewSearch(web.SearchOptions{Provider: s.Provider, APIKey: s.APIKey, BaseURL: s.BaseURL, MaxResults: s.MaxResults, Proxy: c.Tools.Web.Proxy, Logger: a.log})
+	search, err := web.NewSearch(web.SearchOptions{Provider: s.Provider, APIKey: s.APIKey, BaseURL: s.BaseURL, MaxResults: s.MaxResults,
+		Proxy: c.Tools.Web.Proxy, UserAgent: c.Tools.Web.UserAgent, Timeout: time.Duration(s.Timeout) * time.Second, Logger: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("tools.web.search: %w", err)
 	}
@@ -55,7 +59,7 @@ func builtinToolsIn(a *app, ws, sb string) ([]tools.Tool, error) {
 			allow = append(allow, p)
 		}
 	}
-	fetch, err := web.NewFetch(web.FetchOptions{MaxChars: c.Tools.Web.Fetch.MaxChars, Proxy: c.Tools.Web.Proxy, SSRFAllowlist: allow, Logger: a.log})
+	fetch, err := web.NewFetch(web.FetchOptions{MaxChars: c.Tools.Web.Fetch.MaxChars, Proxy: c.Tools.Web.Proxy, UserAgent: c.Tools.Web.UserAgent, SSRFAllowlist: allow, Logger: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("tools.web.fetch: %w", err)
 	}

@@ -25,8 +25,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +57,9 @@ type Options struct {
 	// ExtraHeaders are added to every request (anthropic-beta, a gateway's
 	// header).
 	ExtraHeaders map[string]string
+	// ExtraBody is merged into every request body; its top-level keys
+	// replace what the provider would send (config extraBody).
+	ExtraBody map[string]any
 	// HTTPClient overrides the HTTP client.
 	HTTPClient *http.Client
 	// RequestTimeout bounds a call, and a stream's wait for its first
@@ -113,6 +118,9 @@ func New(opts Options) (*Provider, error) {
 	}
 	for k, v := range opts.ExtraHeaders {
 		reqOpts = append(reqOpts, option.WithHeader(k, v))
+	}
+	for _, k := range slices.Sorted(maps.Keys(opts.ExtraBody)) {
+		reqOpts = append(reqOpts, option.WithJSONSet(providers.JSONPathKey(k), opts.ExtraBody[k]))
 	}
 	// The SDK refuses large non-streaming max_tokens unless a timeout is
 	// given; ours (calltimer) fires first, this one only lifts the check.

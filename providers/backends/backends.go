@@ -30,12 +30,32 @@ func All() map[string]providers.BackendFunc {
 
 // OpenAICompat builds the OpenAI-compatible backend for res.
 func OpenAICompat(res providers.Resolution, opts providers.Options) (providers.Provider, error) {
+	if err := withProxy(res, &opts); err != nil {
+		return nil, err
+	}
 	return openai.New(openAIOptions(res, opts))
 }
 
 // OpenAIResponses builds the Responses API backend for res.
 func OpenAIResponses(res providers.Resolution, opts providers.Options) (providers.Provider, error) {
+	if err := withProxy(res, &opts); err != nil {
+		return nil, err
+	}
 	return openai.NewResponses(openAIOptions(res, opts))
+}
+
+// withProxy gives opts a client that uses the provider's proxy, unless a
+// client was injected.
+func withProxy(res providers.Resolution, opts *providers.Options) error {
+	if res.Proxy == "" || opts.HTTPClient != nil {
+		return nil
+	}
+	c, err := providers.ProxyClient(res.Proxy)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	opts.HTTPClient = c
+	return nil
 }
 
 // AzureOpenAI builds the Azure OpenAI backend for res; the model is the
@@ -43,6 +63,9 @@ func OpenAIResponses(res providers.Resolution, opts providers.Options) (provider
 func AzureOpenAI(res providers.Resolution, opts providers.Options) (providers.Provider, error) {
 	if res.APIKey == "" || res.APIBase == "" {
 		return nil, fmt.Errorf("azure_openai needs apiKey and apiBase (https://NAME.openai.azure.com)")
+	}
+	if err := withProxy(res, &opts); err != nil {
+		return nil, err
 	}
 	o := openAIOptions(res, opts)
 	o.AzureAPIVersion = res.APIVersion
@@ -54,9 +77,12 @@ func AzureOpenAI(res providers.Resolution, opts providers.Options) (providers.Pr
 
 // Anthropic builds the Messages API backend for res.
 func Anthropic(res providers.Resolution, opts providers.Options) (providers.Provider, error) {
+	if err := withProxy(res, &opts); err != nil {
+		return nil, err
+	}
 	request, idle := opts.EffectiveTimeouts()
 	return anthropic.New(anthropic.Options{
-		Name: res.Provider, APIKey: res.APIKey, APIBase: res.APIBase, ExtraHeaders: res.ExtraHeaders,
+		Name: res.Provider, APIKey: res.APIKey, APIBase: res.APIBase, ExtraHeaders: res.ExtraHeaders, ExtraBody: res.ExtraBody,
 		HTTPClient: opts.HTTPClient, RequestTimeout: request, StreamIdleTimeout: idle, Logger: opts.Logger,
 	})
 }
@@ -64,7 +90,7 @@ func Anthropic(res providers.Resolution, opts providers.Options) (providers.Prov
 func openAIOptions(res providers.Resolution, opts providers.Options) openai.Options {
 	request, idle := opts.EffectiveTimeouts()
 	return openai.Options{
-		Name: res.Provider, APIKey: res.APIKey, APIBase: res.APIBase, ExtraHeaders: res.ExtraHeaders,
+		Name: res.Provider, APIKey: res.APIKey, APIBase: res.APIBase, ExtraHeaders: res.ExtraHeaders, ExtraBody: res.ExtraBody,
 		HTTPClient: opts.HTTPClient, RequestTimeout: request, StreamIdleTimeout: idle,
 		SchemaDialect: res.Spec.SchemaDialect, NoReasoningReplay: res.Spec.NoReasoningReplay,
 		MaxCompletionTokens: res.Spec.MaxCompletionTokens, Logger: opts.Logger,

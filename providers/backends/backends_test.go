@@ -1,7 +1,11 @@
 package backends_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nanobot-go/nanobot/providers"
@@ -141,5 +145,146 @@ func TestResponsesAPIOnlyForOpenAICompatible(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s with api %q: err = %v, want %q", tt.provider, tt.api, err, tt.want)
 		}
+	}
+}
+
+func TestExtraBodyIsMergedIntoRequests(t *testing.T) {
+	srv := providertest.New(t)
+	extra := map[string]any{"enable_thinking": false, "chat_template_kwargs": map[string]any{"thinking": true}, "max_tokens": 77, "a.b": "dotted"}
+	for _, tt := range []struct{ provider, base, model string }{
+		{"deepseek", srv.OpenAIBase(), "deepseek-chat"},
+		{"anthropic", srv.AnthropicBase(), "claude-sonnet-4"},
+	} {
+		t.Run(tt.provider, func(t *testing.T) {
+			srv.Push(providertest.Reply{Text: "ok"})
+			res, err := providers.Resolve(tt.model, tt.provider, map[string]providers.Settings{
+				tt.provider: {APIKey: "sk-123456", APIBase: tt.base, ExtraBody: extra},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := providers.New(res, options(srv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Chat(t.Context(), providers.ChatRequest{Messages: []providers.Message{{Role: "user", Content: "hi"}}, MaxTokens: 10}); err != nil {
+				t.Fatal(err)
+			}
+			reqs := srv.Requests()
+			body := reqs[len(reqs)-1].Body
+			if body["enable_thinking"] != false || body["a.b"] != "dotted" {
+				t.Errorf("extraBody keys missing from the request: %v", body)
+			}
+			if kw, _ := body["chat_template_kwargs"].(map[string]any); kw["thinking"] != true {
+				t.Errorf("chat_template_kwargs = %v", body["chat_template_kwargs"])
+			}
+			if body["max_tokens"] != float64(77) {
+				t.Errorf("max_tokens = %v, want extraBody's 77 to win", body["max_tokens"])
+			}
+			if body["model"] != tt.model {
+				t.Errorf("model = %v: extraBody must not disturb the rest of the body", body["model"])
+			}
+		})
+	}
+}
+
+// forwardProxy is a plain-HTTP forward proxy that counts what it carried.
+func forwardProxy(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !r.URL.IsAbs() {
+			http.Error(w, "not a proxy request", http.StatusBadRequest)
+			return
+		}
+		n.Add(1)
+		out := r.Clone(r.Context())
+		out.RequestURI = ""
+		resp, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func TestProviderProxy(t *testing.T) {
+	srv := providertest.New(t)
+	proxy, carried := forwardProxy(t)
+	for _, tt := range []struct{ provider, base, model string }{
+		{"deepseek", srv.OpenAIBase(), "deepseek-chat"},
+		{"anthropic", srv.AnthropicBase(), "claude-sonnet-4"},
+	} {
+		t.Run(tt.provider, func(t *testing.T) {
+			before := carried.Load()
+			srv.Push(providertest.Reply{Text: "via proxy"})
+			res, err := providers.Resolve(tt.model, tt.provider, map[string]providers.Settings{
+				tt.provider: {APIKey: "sk-123456", APIBase: tt.base, Proxy: proxy.URL},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// No injected client: the backend builds its own, with the proxy.
+			p, err := providers.New(res, providers.Options{Backends: backends.All(), NoRetry: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := p.Chat(t.Context(), providers.ChatRequest{Messages: []providers.Message{{Role: "user", Content: "hi"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Content != "via proxy" || carried.Load() != before+1 {
+				t.Errorf("reply %q, proxy carried %d request(s); want the reply through the proxy", r.Content, carried.Load()-before)
+			}
+		})
+	}
+	res, _ := providers.Resolve("deepseek-chat", "deepseek", map[string]providers.Settings{"deepseek": {APIKey: "sk-123456", Proxy: "ftp://user:secret@proxy"}})
+	_, err := providers.New(res, providers.Options{Backends: backends.All(), NoRetry: true})
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("bad proxy scheme: err = %v, want an error that does not show the password", err)
+	}
+}
+
+func TestConfigNamedProvider(t *testing.T) {
+	srv := providertest.New(t)
+	cfg := map[string]providers.Settings{
+		"companyProxy": {APIKey: "sk-company", APIBase: srv.OpenAIBase()},
+		"openrouter":   {APIKey: "sk-or-123456", APIBase: "http://127.0.0.1:1/unused"},
+	}
+	for _, tt := range []struct{ model, forced, wantModel, wantReason string }{
+		{"companyProxy/qwen3-coder", "", "qwen3-coder", "model prefix"},
+		{"qwen3-coder", "companyProxy", "qwen3-coder", "set in config"},
+		{"qwen3-coder", "company-proxy", "qwen3-coder", "set in config"},
+	} {
+		res, err := providers.Resolve(tt.model, tt.forced, cfg)
+		if err != nil {
+			t.Fatalf("%s/%s: %v", tt.forced, tt.model, err)
+		}
+		if res.Provider != "companyProxy" || res.Model != tt.wantModel || !strings.Contains(res.Reason, tt.wantReason) {
+			t.Errorf("%s/%s: provider %q model %q (%s), want companyProxy %q", tt.forced, tt.model, res.Provider, res.Model, res.Reason, tt.wantModel)
+		}
+		srv.Push(providertest.Reply{Text: "hi"})
+		p, err := providers.New(res, options(srv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Chat(t.Context(), providers.ChatRequest{Messages: []providers.Message{{Role: "user", Content: "hi"}}}); err != nil {
+			t.Fatal(err)
+		}
+		reqs := srv.Requests()
+		if got := reqs[len(reqs)-1]; got.Header.Get("Authorization") != "Bearer sk-company" || got.Model != tt.wantModel {
+			t.Errorf("request went with %q for model %q", got.Header.Get("Authorization"), got.Model)
+		}
+	}
+	// A name without an apiBase is not a provider.
+	if _, err := providers.Resolve("x", "stepfun", map[string]providers.Settings{"stepfun": {APIKey: "k"}}); err == nil {
+		t.Error("a custom name without apiBase resolved")
 	}
 }

@@ -23,9 +23,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +55,9 @@ type Options struct {
 	// ExtraHeaders are added to every request (OpenRouter's HTTP-Referer,
 	// a gateway's tenant header).
 	ExtraHeaders map[string]string
+	// ExtraBody is merged into every request body; its top-level keys
+	// replace what the provider would send (config extraBody).
+	ExtraBody map[string]any
 	// HTTPClient overrides the HTTP client. nil means a client with sane
 	// transport defaults.
 	HTTPClient *http.Client
@@ -139,6 +144,9 @@ func New(opts Options) (*Provider, error) {
 	}
 	for k, v := range opts.ExtraHeaders {
 		reqOpts = append(reqOpts, option.WithHeader(k, v))
+	}
+	for _, k := range slices.Sorted(maps.Keys(opts.ExtraBody)) {
+		reqOpts = append(reqOpts, option.WithJSONSet(providers.JSONPathKey(k), opts.ExtraBody[k]))
 	}
 	reqOpts = append(reqOpts, opts.RequestOptions...)
 	dialect := opts.SchemaDialect

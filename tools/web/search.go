@@ -17,7 +17,18 @@ const (
 	ProviderBrave      = "brave"
 	ProviderTavily     = "tavily"
 	ProviderSearXNG    = "searxng"
+	ProviderJina       = "jina"
+	ProviderKagi       = "kagi"
+	ProviderOlostep    = "olostep"
+	ProviderBocha      = "bocha"
+	ProviderVolcengine = "volcengine"
+	ProviderKeenable   = "keenable"
+	ProviderSerper     = "serper"
 )
+
+// Providers lists every search provider name NewSearch accepts.
+var Providers = []string{ProviderDuckDuckGo, ProviderBrave, ProviderTavily, ProviderSearXNG,
+	ProviderJina, ProviderKagi, ProviderOlostep, ProviderBocha, ProviderVolcengine, ProviderKeenable, ProviderSerper}
 
 // Default endpoints; SearchOptions overrides them.
 const (
@@ -31,11 +42,12 @@ const maxResults = 10
 
 // SearchOptions configures web_search. Zero values mean the defaults.
 type SearchOptions struct {
-	// Provider is "duckduckgo" (default, no key), "brave", "tavily" or
-	// "searxng".
+	// Provider is one of Providers: "duckduckgo" (default, no key),
+	// "searxng" (needs BaseURL), "keenable" (key optional), or a keyed API
+	// (brave, tavily, jina, kagi, olostep, bocha, volcengine, serper).
 	Provider string
-	// APIKey is the Brave or Tavily key. Without one those providers fall
-	// back to DuckDuckGo.
+	// APIKey is the keyed provider's key. Without one those providers fall
+	// back to DuckDuckGo (keenable uses its public endpoint).
 	APIKey string
 	// BaseURL overrides the provider's endpoint; SearXNG needs it (the
 	// instance URL, e.g. http://localhost:8888) and falls back to
@@ -115,18 +127,14 @@ func NewSearch(opts SearchOptions) (*Search, error) {
 			ddg.endpoint = opts.BaseURL
 		}
 		b = ddg
-	case ProviderBrave:
-		b = &brave{endpoint: orDefault(DefaultBraveURL), key: opts.APIKey}
+	case ProviderBrave, ProviderTavily, ProviderJina, ProviderKagi, ProviderOlostep, ProviderBocha, ProviderVolcengine, ProviderSerper:
+		b = keyedBackend(strings.ToLower(strings.TrimSpace(opts.Provider)), opts.BaseURL, opts.APIKey)
 		if opts.APIKey == "" {
-			log.Info("brave search has no API key; using DuckDuckGo")
+			log.Info(b.name() + " search has no API key; using DuckDuckGo")
 			b = ddg
 		}
-	case ProviderTavily:
-		b = &tavily{endpoint: orDefault(DefaultTavilyURL), key: opts.APIKey}
-		if opts.APIKey == "" {
-			log.Info("tavily search has no API key; using DuckDuckGo")
-			b = ddg
-		}
+	case ProviderKeenable:
+		b = &keenable{endpoint: orDefault(DefaultKeenableURL), key: opts.APIKey}
 	case ProviderSearXNG:
 		b = &searxng{base: opts.BaseURL, key: opts.APIKey}
 		if opts.BaseURL == "" {
@@ -134,9 +142,38 @@ func NewSearch(opts SearchOptions) (*Search, error) {
 			b = ddg
 		}
 	default:
-		return nil, fmt.Errorf("web: unknown search provider %q (want duckduckgo, brave, tavily or searxng)", opts.Provider)
+		return nil, fmt.Errorf("web: unknown search provider %q (want one of %s)", opts.Provider, strings.Join(Providers, ", "))
 	}
 	return &Search{backend: b, client: client, maxResults: min(opts.MaxResults, maxResults), log: log}, nil
+}
+
+// keyedBackend builds the backend of a provider that needs an API key;
+// base overrides its endpoint.
+func keyedBackend(provider, base, key string) backend {
+	orDefault := func(def string) string {
+		if base != "" {
+			return base
+		}
+		return def
+	}
+	switch provider {
+	case ProviderBrave:
+		return &brave{endpoint: orDefault(DefaultBraveURL), key: key}
+	case ProviderTavily:
+		return &tavily{endpoint: orDefault(DefaultTavilyURL), key: key}
+	case ProviderJina:
+		return &jina{endpoint: orDefault(DefaultJinaURL), key: key}
+	case ProviderKagi:
+		return &kagi{endpoint: orDefault(DefaultKagiURL), key: key}
+	case ProviderOlostep:
+		return &olostep{endpoint: orDefault(DefaultOlostepURL), key: key}
+	case ProviderBocha:
+		return &bocha{endpoint: orDefault(DefaultBochaURL), key: key}
+	case ProviderVolcengine:
+		return &volcengine{endpoint: orDefault(DefaultVolcengineURL), key: key}
+	default:
+		return &serper{endpoint: orDefault(DefaultSerperURL), key: key}
+	}
 }
 
 // Provider names the backend in use (after any fallback).

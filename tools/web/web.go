@@ -1,4 +1,5 @@
-// Package web holds the web tools: web_search (Brave, Tavily, SearXNG, or
+// Package web holds the web tools: web_search (Brave, Tavily, SearXNG,
+// Jina, Kagi, Olostep, Bocha, Volcengine, Keenable, Serper, or
 // key-less DuckDuckGo, which is also the fallback when a keyed backend has
 // no key) and web_fetch (a page as readable Markdown, JSON and text as
 // they are, images as image parts).

@@ -1,0 +1,471 @@
+package configs
+
+import (
+	"fmt"
+	"net/url"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Compatibility with the Python nanobot's config.json. Every option its
+// docs describe either has a field here with the same meaning, or a
+// compatNote below that says what this program does instead. Notes are
+// applied to the file's tree before type-checking: a key with no field here
+// is removed from the tree with its specific warning, so no documented
+// nanobot option ever meets the generic "unknown key" warning.
+
+// CompatStatus classifies a Python nanobot option.
+type CompatStatus string
+
+const (
+	// CompatSame: carried over with the same meaning.
+	CompatSame CompatStatus = "carried over"
+	// CompatChanged: accepted, but it works differently here.
+	CompatChanged CompatStatus = "changes meaning"
+	// CompatUnsupported: accepted and ignored; the message says what
+	// happens instead.
+	CompatUnsupported CompatStatus = "unsupported"
+)
+
+// compatNote describes one Python nanobot option that is not carried over
+// as it is.
+type compatNote struct {
+	// path is dotted; "*" matches any one key. Keys match in any spelling
+	// (camelCase, snake_case).
+	path   string
+	status CompatStatus
+	// msg says what this program does instead.
+	msg string
+	// when, if set, limits the note to the values it accepts; other
+	// values are carried over silently (they mean what they mean here).
+	when func(v any) bool
+	// keep leaves the key in the tree (it has a field here); otherwise it
+	// is removed after the warning.
+	keep bool
+}
+
+func isTrue(v any) bool     { b, ok := v.(bool); return ok && b }
+func isNotFalse(v any) bool { b, ok := v.(bool); return !ok || b }
+func isFalse(v any) bool    { b, ok := v.(bool); return ok && !b }
+func notEmpty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
+}
+func equals(want string) func(any) bool {
+	return func(v any) bool { s, ok := v.(string); return ok && strings.EqualFold(s, want) }
+}
+
+// compatNotes lists every documented Python nanobot option that is not
+// simply carried over. Keep docs/migrating.md in step.
+var compatNotes = []compatNote{
+	// Agents.
+	{path: "agents.defaults.contextBlockLimit", status: CompatUnsupported, msg: "not supported; contextWindowTokens bounds the prompt and memory consolidation keeps it inside"},
+	{path: "agents.defaults.failOnToolError", status: CompatChanged, msg: "a failed tool call is always reported back to the model as the tool's result, which lets it recover; there is no switch to end the turn instead"},
+	{path: "agents.defaults.providerRetryMode", status: CompatChanged, msg: "retries follow the built-in policy (backoff with jitter, Retry-After honoured) and then fallbackModels; there is no persistent mode", when: equals("persistent")},
+	{path: "agents.defaults.toolHintMaxLength", status: CompatChanged, msg: "tool hints are a short line per tool call; their length is not configurable"},
+	{path: "agents.defaults.timezoneMode", status: CompatChanged, msg: "timezone \"\" means the machine's zone and a set timezone is used as given; timezoneMode is not needed"},
+	{path: "agents.defaults.botName", status: CompatUnsupported, msg: "the CLI prompt name is not configurable; name the bot in the workspace's SOUL.md"},
+	{path: "agents.defaults.botIcon", status: CompatUnsupported, msg: "the CLI prompt icon is not configurable"},
+	{path: "agents.defaults.unifiedSession", status: CompatChanged, msg: "use sessionScope \"per-identity\" with identityLinks to share one conversation across platforms (docs/agents.md)", when: isTrue},
+	{path: "agents.defaults.disabledSkills", status: CompatUnsupported, msg: "skills cannot be switched off by name; remove the skill's folder from the workspace's skills/ instead", when: notEmpty},
+	{path: "agents.defaults.sessionTtlMinutes", status: CompatChanged, msg: "sessions do not expire; memory consolidation keeps them inside contextWindowTokens"},
+	{path: "agents.defaults.idleCompactAfterMinutes", status: CompatChanged, msg: "history is consolidated when the context fills up, not after idle time"},
+	{path: "agents.defaults.idleCompactCheckIntervalSeconds", status: CompatChanged, msg: "history is consolidated when the context fills up, not on a timer"},
+	{path: "agents.defaults.consolidationRatio", status: CompatChanged, msg: "memory consolidation uses a fixed share of contextWindowTokens"},
+	{path: "agents.defaults.dream", status: CompatUnsupported, msg: "the periodic Dream consolidation job is not supported; memory is consolidated during conversations (schedule a cron job for periodic reflection)"},
+
+	// Providers.
+	{path: "providers.*.extraQuery", status: CompatUnsupported, msg: "extra query parameters are not sent; put an Azure api-version in apiVersion, or the parameters in apiBase", when: notEmpty},
+	{path: "providers.*.displayName", status: CompatChanged, msg: "providers are shown by their config name"},
+	{path: "providers.*.defaultModel", status: CompatChanged, msg: "not a provider setting here; set agents.defaults.model (for azure_openai, the deployment name)"},
+	{path: "providers.bedrock", status: CompatUnsupported, msg: "AWS Bedrock is not supported yet; the bedrock provider is ignored — use Anthropic, OpenRouter or an OpenAI-compatible gateway in front of Bedrock (apiBase)"},
+	{path: "providers.openaiCodex", status: CompatChanged, keep: true, msg: "signed in with `nanobot provider login codex` (tokens in the instance state folder, not in config; docs/providers.md)"},
+	{path: "providers.githubCopilot", status: CompatChanged, keep: true, msg: "signed in with `nanobot provider login copilot` (tokens in the instance state folder, not in config; docs/providers.md)"},
+	{path: "providers.xaiGrok", status: CompatUnsupported, msg: "xAI Grok OAuth login is not supported; use providers.xai-style custom provider with an apiKey and apiBase https://api.x.ai/v1"},
+
+	// Transcription.
+	{path: "transcription.language", status: CompatUnsupported, msg: "the language hint is not sent; the service detects the language", when: notEmpty},
+	{path: "transcription.maxDurationSec", status: CompatChanged, msg: "voice notes are bounded by the channel's maxMediaBytes, not by duration"},
+	{path: "transcription.maxUploadMb", status: CompatChanged, msg: "voice notes are bounded by the channel's maxMediaBytes"},
+	{path: "channels.transcriptionProvider", status: CompatChanged, msg: "use the top-level transcription.provider (nanobot deprecated this key too)"},
+	{path: "channels.transcriptionLanguage", status: CompatUnsupported, msg: "the language hint is not sent; the service detects the language"},
+	{path: "channels.showReasoning", status: CompatUnsupported, msg: "model reasoning is never shown in chats", when: isTrue},
+	{path: "channels.extractDocumentText", status: CompatUnsupported, msg: "ignored (deprecated in nanobot as well); documents are read on demand"},
+
+	// Gateway and API.
+	{path: "gateway.heartbeat.keepRecentMessages", status: CompatChanged, msg: "heartbeat turns run in the target chat's own session, which memory consolidation keeps bounded; there is no separate heartbeat session to trim"},
+	{path: "gateway.restartMode", status: CompatChanged, msg: "the gateway reloads channels on SIGHUP and is restarted by its supervisor (systemd, Docker); restartMode is not needed"},
+	{path: "api.host", status: CompatChanged, msg: "the API is served by the gateway's HTTP server under /v1 (gateway.host:gateway.port); see docs/api.md"},
+	{path: "api.port", status: CompatChanged, msg: "the API is served by the gateway's HTTP server under /v1 (gateway.host:gateway.port); see docs/api.md"},
+
+	{path: "api.timeout", status: CompatChanged, msg: "an API request is bounded by agents.defaults.requestTimeoutS per model call, not by one overall timeout"},
+
+	// Tools.
+	{path: "tools.web.fetch.useJinaReader", status: CompatChanged, when: isNotFalse, msg: "pages are always converted to Markdown locally; no fetched URL is sent to Jina Reader"},
+	{path: "tools.exec.pathPrepend", status: CompatUnsupported, msg: "PATH is not rewritten; commands see the gateway's PATH (add folders to it, or tools.exec.allowedEnvKeys)", when: notEmpty},
+	{path: "tools.exec.pathAppend", status: CompatUnsupported, msg: "PATH is not rewritten; commands see the gateway's PATH (add folders to it, or tools.exec.allowedEnvKeys)", when: notEmpty},
+	{path: "tools.exec.sandboxRoBinds", status: CompatChanged, msg: "use tools.exec.allowPaths.readOnly"},
+	{path: "tools.exec.sandboxRwBinds", status: CompatChanged, msg: "use tools.exec.allowPaths.readWrite"},
+	{path: "tools.file", status: CompatChanged, msg: "the file tools are always offered; list names in tools.disabled to remove some"},
+	{path: "tools.cliApps", status: CompatUnsupported, msg: "CLI app tools are not supported; use the exec tool or an MCP server"},
+	{path: "tools.my", status: CompatUnsupported, msg: "the self-configuration tool is not supported"},
+	{path: "tools.imageGeneration", status: CompatUnsupported, msg: "image generation is not supported yet; use an MCP server that generates images"},
+	{path: "tools.maxSessionMessagesPerMinute", status: CompatChanged, msg: "use agents.defaults.maxRepliesPerMinute"},
+	{path: "tools.webuiAllowLocalServiceAccess", status: CompatUnsupported, msg: "there is no nanobot web UI here; the gateway's web chat has no such switch"},
+	{path: "tools.webuiAllowRemotePackageInstall", status: CompatUnsupported, msg: "there is no nanobot web UI here"},
+	{path: "tools.mcpServers.*.auth", status: CompatUnsupported, when: notEmpty,
+		msg: "OAuth for remote MCP servers is not supported yet; the server is connected without it — put a token in headers (\"Authorization\": \"Bearer ${TOKEN}\")"},
+
+	// Channels (keys of platforms that exist here).
+	{path: "channels.telegram.mode", status: CompatChanged, when: equals("webhook"),
+		msg: "webhook mode is on whenever webhookUrl is set; the mode key is not needed"},
+	{path: "channels.telegram.webhookListenHost", status: CompatChanged, msg: "the webhook is served by the gateway's HTTP server (gateway.host:gateway.port) at the path of webhookUrl; point the reverse proxy there"},
+	{path: "channels.telegram.webhookListenPort", status: CompatChanged, msg: "the webhook is served by the gateway's HTTP server (gateway.host:gateway.port) at the path of webhookUrl; point the reverse proxy there"},
+	{path: "channels.telegram.webhookPath", status: CompatChanged, msg: "the webhook is served at the path of webhookUrl on the gateway's HTTP server; a proxy that rewrites paths must forward to that path"},
+	{path: "channels.telegram.richMessages", status: CompatUnsupported, msg: "replies use Telegram's HTML formatting; rich messages are not sent", when: isTrue},
+	{path: "channels.telegram.streaming", status: CompatChanged, msg: "replies stream by editing the message whenever the model streams; the switch is not needed"},
+	{path: "channels.discord.streaming", status: CompatChanged, msg: "replies stream by editing the message whenever the model streams; the switch is not needed"},
+	{path: "channels.slack.dm", status: CompatChanged, msg: "direct messages follow allowFrom (and pairing); a separate dm policy is not supported — put the allowed user ids in allowFrom"},
+	{path: "channels.feishu.doneEmoji", status: CompatUnsupported, msg: "only reactEmoji is used: it is put on the message once the gateway has taken it; no reaction marks the reply as done"},
+	{path: "channels.email.postAction", status: CompatChanged, when: equals("delete"), msg: "processed mail is never deleted here; it is marked seen (or moved with moveTo)"},
+	{path: "channels.email.postActionIgnoreSkipped", status: CompatChanged, msg: "mail from senders not on allowFrom is always left unread and never moved"},
+	{path: "channels.email.postActionExpunge", status: CompatChanged, msg: "there is no switch for it: moves use the IMAP MOVE command (the client library falls back for servers without it)", when: isTrue},
+	{path: "channels.email.allowedAttachmentTypes", status: CompatChanged, msg: "attachments are switched on with attachments.enabled (all types, bounded by attachments.maxBytes and maxCount); MIME filters are not supported", when: notEmpty},
+	{path: "channels.whatsapp.databasePath", status: CompatChanged, msg: "the WhatsApp device store is whatsapp.db in the instance's state folder; the path is not configurable"},
+	{path: "channels.whatsapp.lidMappings", status: CompatChanged, msg: "senders known only by their LID are mapped to their phone number through the WhatsApp device store; allowFrom lists numbers (with or without +) or JIDs"},
+	{path: "channels.matrix.e2eeEnabled", status: CompatUnsupported, when: isTrue,
+		msg: "end-to-end encryption is not supported yet; encrypted rooms are ignored — use unencrypted rooms for the bot"},
+	{path: "channels.matrix.sasVerification", status: CompatUnsupported, when: isTrue, msg: "device verification is not supported (encryption is not either)"},
+	{path: "channels.matrix.allowRoomMentions", status: CompatChanged, msg: "with groupPolicy \"mention\" the bot answers mentions of its user id; @room mentions never trigger it"},
+	{path: "channels.mochat.socketUrl", status: CompatChanged, msg: "Mochat is reached over HTTP long polling (baseUrl); Socket.IO is not used"},
+	{path: "channels.mochat.socketPath", status: CompatChanged, msg: "Mochat is reached over HTTP long polling (baseUrl); Socket.IO is not used"},
+	{path: "channels.mochat.replyDelayMode", status: CompatUnsupported, msg: "replies are sent as soon as they are ready; reply delays are not supported"},
+	{path: "channels.mochat.replyDelayMs", status: CompatUnsupported, msg: "replies are sent as soon as they are ready; reply delays are not supported"},
+	{path: "channels.signal.phoneNumber", status: CompatChanged, msg: "use account (the bot's number) with httpUrl or tcpAddr of signal-cli's JSON-RPC daemon (docs/configuration.md)"},
+	{path: "channels.signal.daemonHost", status: CompatChanged, msg: "use httpUrl (\"http://host:port\") or tcpAddr of signal-cli's JSON-RPC daemon"},
+	{path: "channels.signal.daemonPort", status: CompatChanged, msg: "use httpUrl (\"http://host:port\") or tcpAddr of signal-cli's JSON-RPC daemon"},
+	{path: "channels.signal.dm", status: CompatChanged, msg: "direct messages follow allowFrom (and pairing); a separate dm policy is not supported"},
+	{path: "channels.signal.group", status: CompatChanged, msg: "use groupPolicy (\"mention\", \"open\" or \"allowlist\") and groupAllowFrom"},
+
+	// Channels that do not exist here.
+	{path: "channels.websocket", status: CompatChanged, msg: "the gateway's built-in web chat and the OpenAI-compatible API (/v1) replace nanobot's WebSocket channel; see docs/gateway.md and docs/api.md"},
+	{path: "channels.napcat", status: CompatChanged, msg: "use channels.onebot (NapCat speaks OneBot v11) with its websocket URL"},
+	{path: "channels.msteams", status: CompatChanged, msg: "use channels.teams (Bot Framework) — see docs/configuration.md"},
+}
+
+// Compat env variables of the Python nanobot, mapped onto config paths.
+var compatEnv = map[string]string{
+	"NANOBOT_LLM_TIMEOUT_S":           "agents" + envDelim + "defaults" + envDelim + "requestTimeoutS",
+	"NANOBOT_STREAM_IDLE_TIMEOUT_S":   "agents" + envDelim + "defaults" + envDelim + "streamIdleTimeoutS",
+	"NANOBOT_MAX_CONCURRENT_REQUESTS": "agents" + envDelim + "defaults" + envDelim + "maxConcurrentTurns",
+}
+
+// compatEnvNotes are Python nanobot variables with no counterpart.
+var compatEnvNotes = map[string]string{
+	"LANGFUSE_SECRET_KEY": "Langfuse tracing is not supported; token use and cost are in the usage ledger (nanobot usage) and /metrics",
+	"LANGFUSE_PUBLIC_KEY": "Langfuse tracing is not supported; token use and cost are in the usage ledger (nanobot usage) and /metrics",
+	"LANGFUSE_HOST":       "Langfuse tracing is not supported; token use and cost are in the usage ledger (nanobot usage) and /metrics",
+	"LANGFUSE_BASE_URL":   "Langfuse tracing is not supported; token use and cost are in the usage ledger (nanobot usage) and /metrics",
+}
+
+// CompatFinding is what loading found about one Python nanobot option.
+type CompatFinding struct {
+	Path   string
+	Status CompatStatus
+	Msg    string
+}
+
+func (f CompatFinding) String() string { return f.Path + ": " + f.Msg }
+
+// applyCompat applies the notes to tree: each matching key yields a
+// finding, and keys without a field here are removed. A note whose key has
+// become a real field (a channel package grew the option, or a platform of
+// that name was registered) no longer applies. platforms is as in Options.
+// Findings are sorted by path.
+func applyCompat(tree map[string]any, platforms map[string]any) []CompatFinding {
+	// Translations first: they read keys (mode, postAction) the notes
+	// then remove.
+	out := translateCompat(tree)
+	for _, n := range compatNotes {
+		segs := strings.Split(n.path, ".")
+		walkCompat(tree, segs, "", func(parent map[string]any, key, path string) {
+			if !n.keep && knownKey(strings.Split(path, "."), platforms) {
+				return
+			}
+			v := parent[key]
+			if n.when != nil && !n.when(v) {
+				if !n.keep {
+					// This value is what happens here anyway.
+					out = append(out, CompatFinding{Path: path, Status: CompatSame, Msg: "what happens here anyway; the key is not needed"})
+					delete(parent, key)
+				}
+				return
+			}
+			out = append(out, CompatFinding{Path: path, Status: n.status, Msg: n.msg})
+			if !n.keep {
+				delete(parent, key)
+			}
+		})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// walkCompat calls fn for every key of tree at the path segs.
+func walkCompat(node map[string]any, segs []string, prefix string, fn func(parent map[string]any, key, path string)) {
+	if len(segs) == 0 {
+		return
+	}
+	var keys []string
+	if segs[0] == "*" {
+		for k := range node {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+	} else if k, ok := findKey(node, segs[0]); ok {
+		keys = []string{k}
+	}
+	for _, k := range keys {
+		path := join(prefix, k)
+		if len(segs) == 1 {
+			fn(node, k, join(prefix, canonSeg(segs[0], k)))
+			continue
+		}
+		if child, ok := node[k].(map[string]any); ok {
+			walkCompat(child, segs[1:], path, fn)
+		}
+	}
+}
+
+// knownKey reports whether path names a field of the typed config (the
+// channel platforms' types included).
+func knownKey(path []string, platforms map[string]any) bool {
+	t := reflect.TypeFor[Config]()
+	for i, seg := range path {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch {
+		case t == channelsType:
+			if i == len(path)-1 {
+				_, ok := platforms[seg]
+				return ok || slices.Contains(channelsSharedKeys, seg)
+			}
+			typed, ok := platforms[seg]
+			if !ok {
+				return false
+			}
+			t = reflect.TypeOf(typed)
+		case t.Kind() == reflect.Struct:
+			f, ok := structFields(t)[normKey(seg)]
+			if !ok {
+				return false
+			}
+			t = f.typ
+		case t.Kind() == reflect.Map:
+			if i == len(path)-1 {
+				return false // an entry, not a field: notes about names apply
+			}
+			t = t.Elem()
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func canonSeg(pattern, key string) string {
+	if pattern == "*" {
+		return key
+	}
+	return pattern
+}
+
+// translateCompat rewrites Python nanobot options that have a counterpart
+// under another name or shape here, and reports each rewrite.
+func translateCompat(tree map[string]any) []CompatFinding {
+	var out []CompatFinding
+	ch := lookupMap(tree, []string{"channels"}, false)
+	if tg := lookupMap(ch, []string{"telegram"}, false); tg != nil {
+		if k, ok := findKey(tg, "webhookSecretToken"); ok {
+			if _, has := findKey(tg, "webhookSecret"); !has {
+				tg["webhookSecret"] = tg[k]
+			}
+			delete(tg, k)
+			out = append(out, CompatFinding{Path: "channels.telegram.webhookSecretToken", Status: CompatSame, Msg: "carried over as webhookSecret"})
+		}
+		if k, ok := findKey(tg, "mode"); ok && equals("polling")(tg[k]) {
+			if u, has := findKey(tg, "webhookUrl"); has && notEmpty(tg[u]) {
+				delete(tg, u)
+				out = append(out, CompatFinding{Path: "channels.telegram.webhookUrl", Status: CompatChanged, Msg: "ignored because mode is \"polling\" (webhook mode is on whenever webhookUrl is set)"})
+			}
+		}
+	}
+	if em := lookupMap(ch, []string{"email"}, false); em != nil {
+		k, ok := findKey(em, "postActionMoveMailbox")
+		if ok {
+			act, _ := findKey(em, "postAction")
+			if equals("move")(em[act]) || act == "" {
+				if _, has := findKey(em, "moveTo"); !has && notEmpty(em[k]) {
+					em["moveTo"] = em[k]
+				}
+				out = append(out, CompatFinding{Path: "channels.email.postActionMoveMailbox", Status: CompatSame, Msg: "carried over as moveTo"})
+			}
+			delete(em, k)
+		}
+	}
+	out = append(out, translateValues(tree)...)
+	return out
+}
+
+// translateValues maps Python nanobot values this program's validation
+// would refuse onto their nearest meaning here.
+func translateValues(tree map[string]any) []CompatFinding {
+	var out []CompatFinding
+	effort := func(m map[string]any, at string) {
+		k, ok := findKey(m, "reasoningEffort")
+		if !ok {
+			return
+		}
+		s, _ := m[k].(string)
+		switch strings.ToLower(s) {
+		case "xhigh", "max":
+			m[k] = "high"
+			out = append(out, CompatFinding{Path: at + ".reasoningEffort", Status: CompatChanged, Msg: fmt.Sprintf("%q is sent as \"high\", the most this program asks for", s)})
+		case "adaptive":
+			delete(m, k)
+			out = append(out, CompatFinding{Path: at + ".reasoningEffort", Status: CompatChanged, Msg: "\"adaptive\" leaves the effort to the provider's default"})
+		}
+	}
+	if d := lookupMap(tree, []string{"agents", "defaults"}, false); d != nil {
+		effort(d, "agents.defaults")
+	}
+	if presets := lookupMap(tree, []string{"modelPresets"}, false); presets != nil {
+		for name, v := range presets {
+			if p, ok := v.(map[string]any); ok {
+				effort(p, "modelPresets."+name)
+			}
+		}
+	}
+	if ex := lookupMap(tree, []string{"tools", "exec"}, false); ex != nil {
+		if k, ok := findKey(ex, "timeout"); ok {
+			if n, isNum := ex[k].(float64); isNum && (n <= 0 || n > 600) {
+				ex[k] = float64(600)
+				out = append(out, CompatFinding{Path: "tools.exec.timeout", Status: CompatChanged, Msg: fmt.Sprintf("%v means %s in nanobot; commands here are limited to 600 seconds at most", n, map[bool]string{true: "no limit", false: "more than 600 s"}[n <= 0])})
+			}
+		}
+		if k, ok := findKey(ex, "sandbox"); ok && ex[k] == "" {
+			delete(ex, k)
+			out = append(out, CompatFinding{Path: "tools.exec.sandbox", Status: CompatChanged, Msg: "\"\" runs commands unconfined in nanobot; here the default \"auto\" confines them with the strongest sandbox available (set \"none\" for nanobot's behaviour)"})
+		}
+	}
+	if se := lookupMap(tree, []string{"tools", "web", "search"}, false); se != nil {
+		if k, ok := findKey(se, "maxResults"); ok {
+			if n, isNum := se[k].(float64); isNum && n > 10 {
+				se[k] = float64(10)
+				out = append(out, CompatFinding{Path: "tools.web.search.maxResults", Status: CompatChanged, Msg: "at most 10 results per search here"})
+			}
+		}
+	}
+	return out
+}
+
+// redactURL drops the user info (a proxy's password) from a URL.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		if i := strings.LastIndex(s, "@"); i >= 0 {
+			return "…" + s[i:]
+		}
+		return s
+	}
+	u.User = url.User("…")
+	return u.String()
+}
+
+// compatEnvWarnings reports Python nanobot variables with no counterpart.
+func compatEnvWarnings(lookup func(string) (string, bool)) []string {
+	names := make([]string, 0, len(compatEnvNotes))
+	for n := range compatEnvNotes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		if _, ok := lookup(n); ok && !seen[compatEnvNotes[n]] {
+			seen[compatEnvNotes[n]] = true
+			out = append(out, fmt.Sprintf("%s: %s", n, compatEnvNotes[n]))
+		}
+	}
+	return out
+}
+
+// Default Whisper-compatible endpoints of the transcription providers
+// nanobot names without an apiBase.
+var transcriptionBases = map[string]string{
+	"groq":   "https://api.groq.com/openai/v1",
+	"openai": "https://api.openai.com/v1",
+}
+
+// transcriptionChannels are the platforms with a transcription object.
+var transcriptionChannels = []string{"telegram"}
+
+// applyTranscription fills the transcription object of channels that have
+// none from the top-level transcription section (the Python nanobot's
+// shape: a provider name whose key and endpoint are in providers). It
+// returns why it could not, if it could not.
+func applyTranscription(c *Config) []string {
+	t := c.Transcription
+	if t.Provider == "" || (t.Enabled != nil && !*t.Enabled) {
+		return nil
+	}
+	name := t.Provider
+	p, ok := c.Providers[name]
+	if !ok {
+		for k, v := range c.Providers {
+			if normKey(k) == normKey(name) {
+				p, ok = v, true
+			}
+		}
+	}
+	base := p.APIBase
+	if base == "" {
+		base = transcriptionBases[strings.ToLower(name)]
+	}
+	if base == "" {
+		return []string{fmt.Sprintf("transcription.provider: %q has no Whisper-compatible endpoint known here; set providers.%s.apiBase", name, name)}
+	}
+	if !ok || p.APIKey == "" {
+		return []string{fmt.Sprintf("transcription.provider: providers.%s.apiKey is not set; voice notes are not transcribed", name)}
+	}
+	model := t.Model
+	if model == "" {
+		model = "whisper-1"
+		if strings.EqualFold(name, "groq") {
+			model = "whisper-large-v3"
+		}
+	}
+	for _, ch := range transcriptionChannels {
+		raw, ok := c.Channels.Platforms[ch]
+		if !ok {
+			continue
+		}
+		if cur, ok := raw["transcription"].(map[string]any); ok && notEmpty(cur["apiBase"]) {
+			continue // the channel's own setting wins
+		}
+		raw["transcription"] = map[string]any{"apiBase": base, "apiKey": p.APIKey, "model": model}
+	}
+	return nil
+}
