@@ -79,6 +79,15 @@ func New(res Resolution, opts Options) (Provider, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if res.Proxy != "" && opts.HTTPClient == nil {
+		// First, so the sign-in and rate-limit layers below wrap the
+		// proxied client rather than replace it.
+		c, err := ProxyClient(res.Proxy)
+		if err != nil {
+			return nil, fmt.Errorf("provider %s: proxy: %w", res.Provider, err)
+		}
+		opts.HTTPClient = c
+	}
 	if res.Spec.SignIn {
 		if opts.SignIn == nil {
 			return nil, fmt.Errorf("provider %s: sign-in providers are not available here", res.Provider)
