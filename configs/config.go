@@ -174,6 +174,11 @@ type GatewayConfig struct {
 	// Pprof serves Go's runtime profiles (heap, goroutines, CPU) under
 	// /debug/pprof/ to loopback clients, for diagnosing memory or CPU use.
 	Pprof bool `json:"pprof"`
+	// TrimCodePages unmaps the executable's read-only pages from the process
+	// 30 s after each busy spell (start-up included), so idle RSS counts only
+	// what is used again; they fault back from the page cache when needed.
+	// Set false to measure what the gateway touches without it. Default true.
+	TrimCodePages bool `json:"trimCodePages"`
 }
 
 // HeartbeatConfig configures the heartbeat service.
