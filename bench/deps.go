@@ -47,7 +47,7 @@ func measureDeps(r *report, work string) error {
 	if err != nil {
 		return err
 	}
-	r.Deps = d
+	r.Deps, r.symBin, r.mods = d, bin, mods
 	return nil
 }
 

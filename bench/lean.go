@@ -85,6 +85,9 @@ func measureLean(r *report, fx *fakes, bin, work string, quick bool) error {
 		return err
 	}
 	l.EarlyRSS, l.EarlyAnon = m["Rss:"], m["Anonymous:"]
+	if r.Resident, err = residentSections(off.cmd.Process.Pid, bin, r.symBin, r.mods); err != nil {
+		return fmt.Errorf("resident pages: %w", err)
+	}
 	if profiles != "" {
 		if err := saveEarly(off, profiles); err != nil {
 			return err

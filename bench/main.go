@@ -32,7 +32,7 @@ func main() {
 	idle := flag.Duration("idle", 60*time.Second, "how long the gateway idles before its memory is read")
 	flag.IntVar(&growthTurns, "growth-turns", 6, "turns per session in the memory-growth run (20 reproduces the issue's full load, ~15 min here)")
 	flag.StringVar(&profiles, "profiles", "", "save the gateway's heap profile at each memory reading of the growth run into this folder")
-	flag.StringVar(&only, "only", "", "run only these sections, comma-separated (lean, deps, startup, load, growth, prefix, micro); prints the page instead of writing it")
+	flag.StringVar(&only, "only", "", "run only these sections, comma-separated (deps, lean, startup, load, growth, prefix, micro); prints the page instead of writing it")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
@@ -72,8 +72,8 @@ func run(quick bool, out string, idle time.Duration) error {
 		name, title string
 		run         func() error
 	}{
-		{"lean", "issue 28: size, spawn to /healthz, early and idle memory, a burst", func() error { return measureLean(r, fx, bin, work, quick) }},
 		{"deps", "bytes per module", func() error { return measureDeps(r, work) }},
+		{"lean", "issue 28: size, spawn to /healthz, early and idle memory, a burst", func() error { return measureLean(r, fx, bin, work, quick) }},
 		{"startup", "time to ready and idle memory, 4 channels", func() error { return measureStartup(r, fx, bin, work, idle) }},
 		{"load", "throughput and latency", func() error { return measureLoad(r, fx, bin, work, quick) }},
 		{"growth", "memory growth over sessions", func() error { return measureGrowth(r, fx, bin, work, quick) }},
@@ -96,6 +96,7 @@ func run(quick bool, out string, idle time.Duration) error {
 		w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 		r.leanMarkdown(w)
 		r.depsMarkdown(w)
+		r.residentMarkdown(w)
 		fmt.Print(b.String())
 		log.Printf("sections %s done in %s (page not checked or written)", only, r.Took.Round(time.Second))
 		return nil
