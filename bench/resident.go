@@ -97,6 +97,9 @@ func residentSections(pid int, bin, symBin string, mods []string) ([]residentSec
 	}
 	defer sf.Close()
 	for _, sec := range f.Sections {
+		if sec.Addr == 0 {
+			continue // not loaded (.shstrtab)
+		}
 		twin := sf.Section(sec.Name)
 		if twin == nil || twin.Addr != sec.Addr || twin.Size != sec.Size {
 			return out, nil // different layout: no attribution
