@@ -57,7 +57,7 @@ func run(quick bool, out string, idle time.Duration) error {
 	}
 	defer os.RemoveAll(work)
 
-	r := &report{Quick: quick, Started: time.Now(), Machine: describeMachine()}
+	r := &report{Quick: quick, Started: time.Now(), Machine: describeMachine(), LoadBefore: loadAverage()}
 	fx := startFakes()
 	defer fx.close()
 
@@ -90,6 +90,7 @@ func run(quick bool, out string, idle time.Duration) error {
 		}
 	}
 	r.Took = time.Since(r.Started)
+	r.LoadAfter = loadAverage()
 
 	if only != "" {
 		var b strings.Builder

@@ -16,6 +16,10 @@ type report struct {
 	Started time.Time
 	Took    time.Duration
 	Machine string
+	// LoadBefore and LoadAfter are the machine's 1-minute load average when
+	// the run started and ended: other work on the cores shows in every
+	// timing.
+	LoadBefore, LoadAfter string
 
 	BinaryBytes int64
 
@@ -67,6 +71,18 @@ func describeMachine() string {
 	}
 	kernel, _ := exec.Command("uname", "-r").Output()
 	return fmt.Sprintf("%d cores (%s), %s memory, Linux %s, %s", runtime.NumCPU(), model, mem, strings.TrimSpace(string(kernel)), runtime.Version())
+}
+
+// loadAverage is the 1-minute load average, or "?".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 // target is one published goal and whether this run met it.
@@ -168,7 +184,7 @@ func (r *report) markdown() string {
 	if r.Quick {
 		w("> Smoke run (`-quick`): tiny loads, the figures mean nothing.\n\n")
 	}
-	w("Run on %s, %s; the whole run took %s.\n\n", r.Started.UTC().Format("2006-01-02"), r.Machine, r.Took.Round(time.Second))
+	w("Run on %s, %s; the whole run took %s. Load average (1 min) at the start %s, at the end %s: other work on these cores slows every timing.\n\n", r.Started.UTC().Format("2006-01-02"), r.Machine, r.Took.Round(time.Second), r.LoadBefore, r.LoadAfter)
 	w("## How\n\n")
 	w("`go run ./bench` builds the stripped binary (`go build -trimpath -ldflags \"-s -w\"`, `CGO_ENABLED=0`) and runs `nanobot gateway` as a child process with its config and HOME in a temporary folder. ")
 	w("The platforms and the model are local fakes inside the driver: the Telegram Bot API, Slack (Web API and Socket Mode) and Discord (REST and gateway websocket) fakes the adapters' tests use, and a scripted LLM speaking the OpenAI wire format with streaming, whose latency the driver sets. ")
