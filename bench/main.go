@@ -86,13 +86,23 @@ func run(quick bool, out string, idle time.Duration) error {
 		}
 		log.Print(s.title)
 		if err := s.run(); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
+			// The other sections still run and the page is still written,
+			// saying which failed: one failure does not discard the rest.
+			log.Printf("section %s failed: %v", s.name, err)
+			r.Failed = append(r.Failed, fmt.Sprintf("%s: %v", s.name, err))
 		}
 	}
 	r.Took = time.Since(r.Started)
 	r.LoadAfter = loadAverage()
 
+	var failed error
+	if len(r.Failed) > 0 {
+		failed = fmt.Errorf("sections failed: %s", strings.Join(r.Failed, "; "))
+	}
 	if only != "" {
+		if failed != nil {
+			return failed
+		}
 		var b strings.Builder
 		w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 		r.leanMarkdown(w)
@@ -105,12 +115,18 @@ func run(quick bool, out string, idle time.Duration) error {
 	page := r.markdown()
 	if out == "" {
 		fmt.Print(page)
+		if failed != nil {
+			return failed
+		}
 		return r.check(quick)
 	}
 	if err := os.WriteFile(out, []byte(page), 0o644); err != nil {
 		return err
 	}
 	log.Printf("wrote %s (%s)", out, r.Took.Round(time.Second))
+	if failed != nil {
+		return failed
+	}
 	return r.check(quick)
 }
 

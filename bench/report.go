@@ -20,6 +20,8 @@ type report struct {
 	// the run started and ended: other work on the cores shows in every
 	// timing.
 	LoadBefore, LoadAfter string
+	// Failed lists the sections that failed, with why.
+	Failed []string
 
 	BinaryBytes int64
 
@@ -183,6 +185,9 @@ func (r *report) markdown() string {
 	w("<!-- Written by `go run ./bench`; edit bench/report.go, not this file. -->\n\n")
 	if r.Quick {
 		w("> Smoke run (`-quick`): tiny loads, the figures mean nothing.\n\n")
+	}
+	for _, f := range r.Failed {
+		w("> **Failed in this run:** %s. Its figures below are missing or zero.\n\n", f)
 	}
 	w("Run on %s, %s; the whole run took %s. Load average (1 min) at the start %s, at the end %s: other work on these cores slows every timing.\n\n", r.Started.UTC().Format("2006-01-02"), r.Machine, r.Took.Round(time.Second), r.LoadBefore, r.LoadAfter)
 	w("## How\n\n")
