@@ -43,6 +43,13 @@ type gwOptions struct {
 	Channels bool
 	// Cap is agents.defaults.maxConcurrentTurns (0 = the default).
 	Cap int
+	// Telegram, when set, enables only Telegram (and the web chat), on this
+	// fake instead of the shared one.
+	Telegram *telegramtest.Server
+	// NoTrim sets gateway.trimCodePages to false.
+	NoTrim bool
+	// Probe is the endpoint startGateway waits for (default /readyz).
+	Probe string
 }
 
 // gateway is a running `nanobot gateway` child.
@@ -52,6 +59,8 @@ type gateway struct {
 	dir  string
 	logf *os.File
 	done chan error
+	// started is when the process was spawned.
+	started time.Time
 }
 
 // writeConfig writes a config.json in dir for the fakes.
@@ -66,11 +75,18 @@ func writeConfig(dir string, fx *fakes, port int, o gwOptions) (string, error) {
 		chans["slack"] = map[string]any{"enabled": true, "appToken": slacktest.AppToken, "botToken": slacktest.BotToken, "apiBase": fx.slack.APIBase(), "allowFrom": []string{"*"}}
 		chans["discord"] = map[string]any{"enabled": true, "token": discordtest.Token, "apiBase": fx.discord.URL, "allowFrom": []string{"*"}}
 	}
+	if o.Telegram != nil {
+		chans["telegram"] = map[string]any{"enabled": true, "token": telegramtest.Token, "apiBase": o.Telegram.URL, "allowFrom": []string{"*"}}
+	}
+	gw := map[string]any{"host": "127.0.0.1", "port": port, "heartbeat": map[string]any{"enabled": false}, "pprof": true}
+	if o.NoTrim {
+		gw["trimCodePages"] = false
+	}
 	cfg := map[string]any{
 		"agents":    map[string]any{"defaults": defaults},
 		"providers": map[string]any{"vllm": map[string]any{"apiBase": fx.llm.OpenAIBase()}},
 		"channels":  chans,
-		"gateway":   map[string]any{"host": "127.0.0.1", "port": port, "heartbeat": map[string]any{"enabled": false}, "pprof": true},
+		"gateway":   gw,
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -90,7 +106,8 @@ func freePort() (int, error) {
 }
 
 // startGateway starts the binary on a config in dir (created if needed)
-// and returns once /readyz answers 200, with the time that took.
+// and returns once /readyz (or o.Probe) answers 200, with the time from
+// the spawn to that answer.
 func startGateway(bin, dir string, fx *fakes, o gwOptions) (*gateway, time.Duration, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, 0, err
@@ -111,8 +128,13 @@ func startGateway(bin, dir string, fx *fakes, o gwOptions) (*gateway, time.Durat
 	g.cmd = exec.Command(bin, "gateway", "--config", cfg)
 	g.cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
 	g.cmd.Stdout, g.cmd.Stderr = logf, logf
+	probe := o.Probe
+	if probe == "" {
+		probe = "/readyz"
+	}
 	client := &http.Client{Timeout: time.Second}
 	start := time.Now()
+	g.started = start
 	if err := g.cmd.Start(); err != nil {
 		logf.Close()
 		return nil, 0, err
@@ -120,7 +142,7 @@ func startGateway(bin, dir string, fx *fakes, o gwOptions) (*gateway, time.Durat
 	go func() { g.done <- g.cmd.Wait() }()
 	deadline := start.Add(30 * time.Second)
 	for {
-		resp, err := client.Get("http://" + g.addr + "/readyz")
+		resp, err := client.Get("http://" + g.addr + probe)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()

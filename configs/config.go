@@ -287,6 +287,11 @@ type GatewayConfig struct {
 	Pprof bool `json:"pprof"`
 	// WebUI is the web workbench served at / (see docs/webui.md).
 	WebUI WebUIConfig `json:"webui"`
+	// TrimCodePages unmaps the executable's read-only pages from the process
+	// 30 s after each busy spell (start-up included), so idle RSS counts only
+	// what is used again; they fault back from the page cache when needed.
+	// Set false to measure what the gateway touches without it. Default true.
+	TrimCodePages bool `json:"trimCodePages"`
 }
 
 // WebUIConfig configures the web workbench.

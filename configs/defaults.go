@@ -34,10 +34,11 @@ func Default() Config {
 		},
 		Cluster: ClusterConfig{Role: "all", Prefix: "nanobot", Partitions: 16, LeaseTTLS: 10, AckWaitS: 30},
 		Gateway: GatewayConfig{
-			Host:         "127.0.0.1",
-			Port:         18790,
-			AllowedHosts: []string{},
-			Heartbeat:    HeartbeatConfig{Enabled: true, IntervalS: 1800},
+			Host:          "127.0.0.1",
+			Port:          18790,
+			AllowedHosts:  []string{},
+			Heartbeat:     HeartbeatConfig{Enabled: true, IntervalS: 1800},
+			TrimCodePages: true,
 		},
 		API: APIConfig{Enabled: true, APIKeys: []string{}, CORSOrigins: []string{}, MaxBodyBytes: DefaultAPIMaxBodyBytes, MaxUploadBytes: DefaultAPIMaxUploadBytes},
 		Tools: ToolsConfig{

@@ -17,13 +17,18 @@ const idleRelease = 30 * time.Second
 // collects garbage only as it allocates and returns freed pages slowly, so
 // without this a daemon that served a burst would keep its peak RSS for
 // minutes while doing nothing. It costs one garbage collection per burst.
-func releaseWhenIdle(ctx context.Context, idle func() bool, log *slog.Logger) {
+// With trimCode it also unmaps the executable's read-only pages
+// (gateway.trimCodePages).
+func releaseWhenIdle(ctx context.Context, idle func() bool, trimCode bool, log *slog.Logger) {
 	whenIdle(ctx, idle, idleRelease, func() {
 		start := time.Now()
 		debug.FreeOSMemory()
-		code, err := dropCodePages()
-		if err != nil {
-			log.Debug("idle: code pages not released", "err", err)
+		var code int64
+		if trimCode {
+			var err error
+			if code, err = dropCodePages(); err != nil {
+				log.Debug("idle: code pages not released", "err", err)
+			}
 		}
 		log.Debug("idle: memory returned to the OS", "code_mapped_bytes", code, "took", time.Since(start).Round(time.Microsecond))
 	})

@@ -50,8 +50,12 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("tool %s failed with an internal error: %v", e.Tool, e.Value)
 }
 
-// namePattern is the function-name rule every provider accepts.
-var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// nameRule is the function-name rule every provider accepts; nameChars and
+// a length check implement it (a bounded repeat in the pattern would
+// compile to 64 copies of the class, held from start-up).
+const nameRule = `^[a-zA-Z0-9_-]{1,64}$`
+
+var nameChars = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
 // Registry holds the tools offered to the model, in registration order. It
 // is safe for concurrent use: tools may be registered (MCP servers connect
@@ -119,8 +123,8 @@ func NewRegistry(opts ...Option) *Registry {
 // without error.
 func (r *Registry) Register(t Tool) error {
 	name := t.Name()
-	if !namePattern.MatchString(name) {
-		return fmt.Errorf("tools: register %q: name must match %s", name, namePattern)
+	if len(name) > 64 || !nameChars.MatchString(name) {
+		return fmt.Errorf("tools: register %q: name must match %s", name, nameRule)
 	}
 	params := t.Parameters()
 	if params == nil {

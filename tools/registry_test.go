@@ -103,6 +103,7 @@ func TestRegisterErrors(t *testing.T) {
 		{"duplicate", newFake("a"), "already registered"},
 		{"bad name", newFake("has space"), "name must match"},
 		{"empty name", newFake(""), "name must match"},
+		{"name of 65", newFake(strings.Repeat("n", 65)), "name must match"},
 		{"bad schema", &fakeTool{name: "b", params: map[string]any{"type": "objekt"}}, "compile schema"},
 	}
 	for _, tt := range tests {
@@ -112,6 +113,9 @@ func TestRegisterErrors(t *testing.T) {
 				t.Errorf("Register() error = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+	if err := r.Register(newFake(strings.Repeat("n", 64))); err != nil {
+		t.Errorf("name of 64: %v", err)
 	}
 	if err := r.Register(&fakeTool{name: "noparams"}); err != nil {
 		t.Errorf("nil Parameters: %v", err)

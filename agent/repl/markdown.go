@@ -3,6 +3,7 @@ package repl
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ANSI styles used by the renderer.
@@ -26,12 +27,15 @@ type Renderer struct {
 }
 
 var (
-	reBold       = regexp.MustCompile(`\*\*([^*]+)\*\*|__([^_]+)__`)
-	reItalic     = regexp.MustCompile(`(^|[^*\w])\*([^*\s][^*]*)\*|(^|[^_\w])_([^_\s][^_]*)_`)
-	reInlineCode = regexp.MustCompile("`([^`]+)`")
-	reLink       = regexp.MustCompile(`\[([^\]]+)\]\(([^)\s]+)\)`)
-	reHeading    = regexp.MustCompile(`^(#{1,6})\s+(.*)$`)
-	reBullet     = regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`)
+	// Compiled on first use: a process without the CLI never builds them.
+	reBold   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\*\*([^*]+)\*\*|__([^_]+)__`) })
+	reItalic = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(^|[^*\w])\*([^*\s][^*]*)\*|(^|[^_\w])_([^_\s][^_]*)_`)
+	})
+	reInlineCode = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([^`]+)`") })
+	reLink       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[([^\]]+)\]\(([^)\s]+)\)`) })
+	reHeading    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(#{1,6})\s+(.*)$`) })
+	reBullet     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`) })
 )
 
 // Write adds streamed text and returns the rendered complete lines.
@@ -85,10 +89,10 @@ func (r *Renderer) line(l string) string {
 	if r.inCode {
 		return ansiCode + "  " + l + ansiReset
 	}
-	if m := reHeading.FindStringSubmatch(l); m != nil {
+	if m := reHeading().FindStringSubmatch(l); m != nil {
 		return ansiHeading + inline(m[2]) + ansiReset
 	}
-	if m := reBullet.FindStringSubmatch(l); m != nil {
+	if m := reBullet().FindStringSubmatch(l); m != nil {
 		return m[1] + "• " + inline(m[2])
 	}
 	if strings.HasPrefix(trimmed, ">") {
@@ -102,7 +106,7 @@ func (r *Renderer) line(l string) string {
 func inline(s string) string {
 	var out strings.Builder
 	last := 0
-	for _, loc := range reInlineCode.FindAllStringSubmatchIndex(s, -1) {
+	for _, loc := range reInlineCode().FindAllStringSubmatchIndex(s, -1) {
 		out.WriteString(styleText(s[last:loc[0]]))
 		out.WriteString(ansiCode + s[loc[2]:loc[3]] + ansiReset)
 		last = loc[1]
@@ -112,10 +116,10 @@ func inline(s string) string {
 }
 
 func styleText(s string) string {
-	s = reLink.ReplaceAllString(s, "$1 ("+ansiLink+"$2"+ansiReset+")")
-	s = reBold.ReplaceAllStringFunc(s, func(m string) string {
+	s = reLink().ReplaceAllString(s, "$1 ("+ansiLink+"$2"+ansiReset+")")
+	s = reBold().ReplaceAllStringFunc(s, func(m string) string {
 		return ansiBold + m[2:len(m)-2] + ansiReset
 	})
-	s = reItalic.ReplaceAllString(s, "$1$3"+ansiItalic+"$2$4"+ansiReset)
+	s = reItalic().ReplaceAllString(s, "$1$3"+ansiItalic+"$2$4"+ansiReset)
 	return s
 }

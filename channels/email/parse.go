@@ -9,6 +9,7 @@ import (
 	"net/mail"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/emersion/go-message"
 	_ "github.com/emersion/go-message/charset" // decode common charsets
@@ -112,12 +113,13 @@ func parse(raw []byte, keep bool, maxBytes int64, maxCount int) (parsed, error) 
 	return p, nil
 }
 
-var quoteHeader = regexp.MustCompile(`(?m)^On .{1,200} wrote:\s*$`)
+// Compiled on first use: a process without this channel never builds it.
+var quoteHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^On .{1,200} wrote:\s*$`) })
 
 // stripQuoted drops the quoted history below a reply ("> ..." lines and
 // the "On ... wrote:" line before them), which the session already has.
 func stripQuoted(s string) string {
-	if loc := quoteHeader.FindStringIndex(s); loc != nil {
+	if loc := quoteHeader().FindStringIndex(s); loc != nil {
 		rest := strings.TrimSpace(s[loc[1]:])
 		if rest == "" || strings.HasPrefix(rest, ">") {
 			s = s[:loc[0]]
@@ -165,14 +167,15 @@ func htmlToText(s string) string {
 	}
 }
 
-var blankLines = regexp.MustCompile(`\n[ \t]*\n(\s*\n)+`)
+// Compiled on first use: a process without this channel never builds it.
+var blankLines = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\n[ \t]*\n(\s*\n)+`) })
 
 func collapseBlank(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimSpace(l)
 	}
-	return blankLines.ReplaceAllString(strings.Join(lines, "\n"), "\n\n")
+	return blankLines().ReplaceAllString(strings.Join(lines, "\n"), "\n\n")
 }
 
 // replySubject is "Re: subject" without piling up prefixes.

@@ -3,6 +3,7 @@ package feishu
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Feishu renders a subset of Markdown: the "md" element of post messages
@@ -12,9 +13,10 @@ import (
 // rewrites what would show as raw syntax; code blocks stay untouched.
 
 var (
-	headingRe = regexp.MustCompile(`^(#{1,6})\s+(.+?)\s*#*\s*$`)
-	imageRe   = regexp.MustCompile(`!\[([^\]]*)\]\(([^)\s]+)[^)]*\)`)
-	tableSep  = regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
+	// Compiled on first use: a process without this channel never builds them.
+	headingRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(#{1,6})\s+(.+?)\s*#*\s*$`) })
+	imageRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`!\[([^\]]*)\]\(([^)\s]+)[^)]*\)`) })
+	tableSep  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`) })
 )
 
 // toPost converts Markdown for the md element of a post message.
@@ -45,7 +47,7 @@ func rewrite(md string, keepHeadings bool) string {
 			out = append(out, line)
 			continue
 		}
-		if isTableRow(trimmed) && i+1 < len(lines) && tableSep.MatchString(lines[i+1]) {
+		if isTableRow(trimmed) && i+1 < len(lines) && tableSep().MatchString(lines[i+1]) {
 			out = append(out, "```")
 			for ; i < len(lines) && isTableRow(strings.TrimSpace(lines[i])); i++ {
 				out = append(out, strings.TrimSpace(lines[i]))
@@ -54,11 +56,11 @@ func rewrite(md string, keepHeadings bool) string {
 			out = append(out, "```")
 			continue
 		}
-		if m := headingRe.FindStringSubmatch(trimmed); m != nil && !keepHeadings {
+		if m := headingRe().FindStringSubmatch(trimmed); m != nil && !keepHeadings {
 			line = "**" + strings.ReplaceAll(m[2], "**", "") + "**"
 		}
-		line = imageRe.ReplaceAllStringFunc(line, func(s string) string {
-			sm := imageRe.FindStringSubmatch(s)
+		line = imageRe().ReplaceAllStringFunc(line, func(s string) string {
+			sm := imageRe().FindStringSubmatch(s)
 			alt := sm[1]
 			if alt == "" {
 				alt = "image"

@@ -3,6 +3,7 @@ package qq
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/nanobot-go/nanobot/channels/markdown"
 )
@@ -49,13 +50,14 @@ var markdownRules = markdown.Rules{
 // toMarkdown adapts Markdown for QQ's native Markdown messages.
 func toMarkdown(md string) string { return markdown.Render(md, markdownRules) }
 
-var separatorRe = regexp.MustCompile(`^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$`)
+// Compiled on first use: a process without this channel never builds it.
+var separatorRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$`) })
 
 // plainTable drops the separator rows ("|---|:-:|") and flattens the rest.
 func plainTable(rows []string) string {
 	out := make([]string, 0, len(rows))
 	for _, r := range rows {
-		if separatorRe.MatchString(r) {
+		if separatorRe().MatchString(r) {
 			continue
 		}
 		out = append(out, markdown.Render(r, cellRules))

@@ -3,6 +3,7 @@ package slack
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // toMrkdwn converts the agent's Markdown to Slack's mrkdwn: **bold** and
@@ -45,12 +46,13 @@ func fenceStart(line string) (string, bool) {
 }
 
 var (
-	headingRE = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*$`)
-	bulletRE  = regexp.MustCompile(`^(\s*)[-*+]\s+`)
-	linkRE    = regexp.MustCompile(`\[([^\]]+)\]\(((?:https?|mailto):[^\s)]+)\)`)
-	boldRE    = regexp.MustCompile(`\*\*(\S(?:.*?\S)?)\*\*|__(\S(?:.*?\S)?)__`)
-	italicRE  = regexp.MustCompile(`(^|[^\w*])\*(\S(?:[^*]*?\S)?)\*($|[^\w*])`)
-	strikeRE  = regexp.MustCompile(`~~(\S(?:.*?\S)?)~~`)
+	// Compiled on first use: a process without this channel never builds them.
+	headingRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*$`) })
+	bulletRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)[-*+]\s+`) })
+	linkRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[([^\]]+)\]\(((?:https?|mailto):[^\s)]+)\)`) })
+	boldRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\*\*(\S(?:.*?\S)?)\*\*|__(\S(?:.*?\S)?)__`) })
+	italicRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[^\w*])\*(\S(?:[^*]*?\S)?)\*($|[^\w*])`) })
+	strikeRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`~~(\S(?:.*?\S)?)~~`) })
 	// placeholders for converted bold, kept away from the italic pass.
 	boldOpen, boldClose = "\x00B", "\x00b"
 )
@@ -58,10 +60,10 @@ var (
 // convertLine converts one line outside code blocks.
 func convertLine(line string) string {
 	heading := false
-	if m := headingRE.FindStringSubmatch(line); m != nil {
+	if m := headingRE().FindStringSubmatch(line); m != nil {
 		line, heading = m[1], true
 	}
-	if m := bulletRE.FindStringSubmatch(line); m != nil && !heading {
+	if m := bulletRE().FindStringSubmatch(line); m != nil && !heading {
 		line = m[1] + "• " + line[len(m[0]):]
 	}
 	// Split around code spans: their text is escaped, nothing else.
@@ -98,18 +100,18 @@ func convertLine(line string) string {
 func inline(s string) string {
 	type link struct{ text, url string }
 	var links []link
-	s = linkRE.ReplaceAllStringFunc(s, func(m string) string {
-		p := linkRE.FindStringSubmatch(m)
+	s = linkRE().ReplaceAllStringFunc(s, func(m string) string {
+		p := linkRE().FindStringSubmatch(m)
 		links = append(links, link{p[1], p[2]})
 		return "\x00L" + string(rune('0'+len(links)-1)) + "\x00"
 	})
 	s = escape(s)
-	s = boldRE.ReplaceAllStringFunc(s, func(m string) string {
-		p := boldRE.FindStringSubmatch(m)
+	s = boldRE().ReplaceAllStringFunc(s, func(m string) string {
+		p := boldRE().FindStringSubmatch(m)
 		return boldOpen + p[1] + p[2] + boldClose
 	})
-	s = italicRE.ReplaceAllString(s, "${1}_${2}_${3}")
-	s = strikeRE.ReplaceAllString(s, "~$1~")
+	s = italicRE().ReplaceAllString(s, "${1}_${2}_${3}")
+	s = strikeRE().ReplaceAllString(s, "~$1~")
 	s = strings.NewReplacer(boldOpen, "*", boldClose, "*").Replace(s)
 	for i, l := range links {
 		text := strings.NewReplacer("|", "¦").Replace(inline(l.text))
@@ -127,14 +129,14 @@ var (
 // escape escapes the three characters mrkdwn reserves.
 func escape(s string) string { return mrkdwnEscaper.Replace(s) }
 
-var slackLinkRE = regexp.MustCompile(`<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>`)
+var slackLinkRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>`) })
 
 // fromMrkdwn turns what Slack sends into plain Markdown for the agent:
 // links become [text](url) or the bare URL, entities are unescaped. User
 // mentions (<@U123>) stay as they are.
 func fromMrkdwn(s string) string {
-	s = slackLinkRE.ReplaceAllStringFunc(s, func(m string) string {
-		p := slackLinkRE.FindStringSubmatch(m)
+	s = slackLinkRE().ReplaceAllStringFunc(s, func(m string) string {
+		p := slackLinkRE().FindStringSubmatch(m)
 		if p[2] == "" || p[2] == p[1] {
 			return p[1]
 		}

@@ -4,6 +4,7 @@ import (
 	"html"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -64,29 +65,33 @@ func toHTML(md string) string {
 }
 
 var (
-	headingRe = regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$`)
-	bulletRe  = regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`)
-	orderedRe = regexp.MustCompile(`^(\s*)(\d{1,9})([.)])\s+(.*)$`)
-	ruleRe    = regexp.MustCompile(`^\s{0,3}(?:(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,})$`)
-	langRe    = regexp.MustCompile(`^[A-Za-z0-9_+#.-]{1,32}$`)
+	// Compiled on first use: a gateway that has not formatted a reply yet
+	// (or runs without Telegram) has not built them.
+	headingRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$`) })
+	bulletRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`) })
+	orderedRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)(\d{1,9})([.)])\s+(.*)$`) })
+	ruleRe    = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s{0,3}(?:(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,})$`)
+	})
+	langRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_+#.-]{1,32}$`) })
 )
 
 // blockLine converts one line outside code blocks, quotes and tables.
 func blockLine(line string) string {
 	switch {
-	case ruleRe.MatchString(line):
+	case ruleRe().MatchString(line):
 		return "――――――――"
-	case headingRe.MatchString(line):
-		text := headingRe.FindStringSubmatch(line)[1]
+	case headingRe().MatchString(line):
+		text := headingRe().FindStringSubmatch(line)[1]
 		if text == "" {
 			return ""
 		}
 		return "<b>" + inline(text, 0) + "</b>"
-	case bulletRe.MatchString(line):
-		m := bulletRe.FindStringSubmatch(line)
+	case bulletRe().MatchString(line):
+		m := bulletRe().FindStringSubmatch(line)
 		return m[1] + "• " + inline(m[2], 0)
-	case orderedRe.MatchString(line):
-		m := orderedRe.FindStringSubmatch(line)
+	case orderedRe().MatchString(line):
+		m := orderedRe().FindStringSubmatch(line)
 		return m[1] + m[2] + m[3] + " " + inline(m[4], 0)
 	}
 	return inline(line, 0)
@@ -113,7 +118,7 @@ func openingFence(line string) (fence, lang string, ok bool) {
 }
 
 func preBlock(code, lang string) string {
-	if langRe.MatchString(lang) {
+	if langRe().MatchString(lang) {
 		return `<pre><code class="language-` + html.EscapeString(lang) + `">` + escape(code) + "</code></pre>"
 	}
 	return "<pre>" + escape(code) + "</pre>"
@@ -123,9 +128,10 @@ func isTableRow(line string) bool {
 	return len(line) >= 2 && strings.HasPrefix(line, "|") && strings.Count(line, "|") >= 2
 }
 
-var separatorRe = regexp.MustCompile(`^\|?(\s*:?-{2,}:?\s*\|)+\s*(:?-{2,}:?\s*)?\|?$`)
+// Compiled on first use: a process without this channel never builds it.
+var separatorRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\|?(\s*:?-{2,}:?\s*\|)+\s*(:?-{2,}:?\s*)?\|?$`) })
 
-func isTableSeparator(line string) bool { return separatorRe.MatchString(line) }
+func isTableSeparator(line string) bool { return separatorRe().MatchString(line) }
 
 func tableCells(line string) []string {
 	line = strings.TrimSuffix(strings.TrimPrefix(line, "|"), "|")

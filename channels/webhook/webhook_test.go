@@ -385,6 +385,7 @@ func TestConfig(t *testing.T) {
 		{"nowhere to answer", func(c *webhook.Config) { c.Hooks["ha"] = webhook.Hook{Secret: secret} }, "replyUrl, or sync"},
 		{"bad url", func(c *webhook.Config) { c.Hooks["ha"] = webhook.Hook{Secret: secret, ReplyURL: "ftp://x"} }, "hooks.ha.replyUrl"},
 		{"bad name", func(c *webhook.Config) { c.Hooks["a/b"] = webhook.Hook{Secret: secret, Sync: true} }, "hooks.a/b"},
+		{"long name", func(c *webhook.Config) { c.Hooks[strings.Repeat("h", 65)] = webhook.Hook{Secret: secret, Sync: true} }, "hooks." + strings.Repeat("h", 65)},
 		{"channel allowFrom", func(c *webhook.Config) { c.AllowFrom = []string{"*"} }, "hooks.<name>.allowFrom"},
 	} {
 		c := webhook.DefaultConfig()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/bus"
@@ -42,8 +43,8 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 }
 
 var (
-	mdHeading = regexp.MustCompile(`(?m)^#{1,6}\s+`)
-	mdLink    = regexp.MustCompile(`\[([^\]]+)\]\((\S+?)\)`)
+	mdHeading = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^#{1,6}\s+`) })
+	mdLink    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[([^\]]+)\]\((\S+?)\)`) })
 	mdEmph    = strings.NewReplacer("**", "", "__", "", "~~", "")
 )
 
@@ -51,7 +52,7 @@ var (
 // marks go, links become "text (url)"; code blocks and lists stay as they
 // read fine.
 func plain(md string) string {
-	s := mdHeading.ReplaceAllString(md, "")
-	s = mdLink.ReplaceAllString(s, "$1 ($2)")
+	s := mdHeading().ReplaceAllString(md, "")
+	s = mdLink().ReplaceAllString(s, "$1 ($2)")
 	return strings.TrimSpace(mdEmph.Replace(s))
 }

@@ -3,15 +3,17 @@ package whatsapp
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 var (
-	reBold    = regexp.MustCompile(`\*\*(.+?)\*\*|__(.+?)__`)
-	reItalic  = regexp.MustCompile(`(^|[^*\w])\*([^*\n]+?)\*([^*\w]|$)`)
-	reStrike  = regexp.MustCompile(`~~(.+?)~~`)
-	reHeading = regexp.MustCompile(`(?m)^#{1,6}\s+(.+?)\s*#*$`)
-	reLink    = regexp.MustCompile(`\[([^\]]+)\]\((https?://[^)\s]+)\)`)
-	reBullet  = regexp.MustCompile(`(?m)^(\s*)[*+]\s+`)
+	// Compiled on first use: a process without this channel never builds them.
+	reBold    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\*\*(.+?)\*\*|__(.+?)__`) })
+	reItalic  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[^*\w])\*([^*\n]+?)\*([^*\w]|$)`) })
+	reStrike  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`~~(.+?)~~`) })
+	reHeading = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^#{1,6}\s+(.+?)\s*#*$`) })
+	reLink    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[([^\]]+)\]\((https?://[^)\s]+)\)`) })
+	reBullet  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^(\s*)[*+]\s+`) })
 )
 
 // ToWhatsApp converts Markdown to WhatsApp's formatting: *bold*, _italic_,
@@ -41,14 +43,14 @@ func inline(s string) string {
 	segs := strings.Split(s, "`")
 	for i := 0; i < len(segs); i += 2 {
 		t := segs[i]
-		t = reHeading.ReplaceAllString(t, "**$1**")
-		t = reBullet.ReplaceAllString(t, "${1}• ")
-		t = reItalic.ReplaceAllString(t, "${1}_${2}_${3}")
-		t = reBold.ReplaceAllStringFunc(t, func(m string) string {
+		t = reHeading().ReplaceAllString(t, "**$1**")
+		t = reBullet().ReplaceAllString(t, "${1}• ")
+		t = reItalic().ReplaceAllString(t, "${1}_${2}_${3}")
+		t = reBold().ReplaceAllStringFunc(t, func(m string) string {
 			return "*" + m[2:len(m)-2] + "*"
 		})
-		t = reStrike.ReplaceAllString(t, "~$1~")
-		t = reLink.ReplaceAllString(t, "$1 ($2)")
+		t = reStrike().ReplaceAllString(t, "~$1~")
+		t = reLink().ReplaceAllString(t, "$1 ($2)")
 		segs[i] = t
 	}
 	return strings.Join(segs, "`")

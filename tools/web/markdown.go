@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -16,14 +17,14 @@ import (
 func markdown(n *html.Node, base *url.URL) string {
 	c := &mdConv{base: base}
 	out := strings.Join(c.blocks(n, 0), "\n\n")
-	return strings.TrimSpace(blankRuns.ReplaceAllString(out, "\n\n"))
+	return strings.TrimSpace(blankRuns().ReplaceAllString(out, "\n\n"))
 }
 
 var (
-	blankRuns  = regexp.MustCompile(`\n{3,}`)
-	spaceRuns  = regexp.MustCompile(`[ \t\r\n\f]+`)
-	lineSpaces = regexp.MustCompile(` *\n *`)
-	multiSpace = regexp.MustCompile(` {2,}`)
+	blankRuns  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\n{3,}`) })
+	spaceRuns  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[ \t\r\n\f]+`) })
+	lineSpaces = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(` *\n *`) })
+	multiSpace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(` {2,}`) })
 )
 
 type mdConv struct{ base *url.URL }
@@ -131,7 +132,7 @@ func (c *mdConv) inline(n *html.Node, depth int) string {
 	}
 	switch n.Type {
 	case html.TextNode:
-		return spaceRuns.ReplaceAllString(n.Data, " ")
+		return spaceRuns().ReplaceAllString(n.Data, " ")
 	case html.ElementNode:
 	default:
 		return ""
@@ -166,7 +167,7 @@ func (c *mdConv) inline(n *html.Node, depth int) string {
 	case atom.Del, atom.S:
 		return wrapInline(c.inlineChildren(n, depth), "~~")
 	case atom.Code, atom.Kbd, atom.Samp:
-		t := spaceRuns.ReplaceAllString(textContent(n), " ")
+		t := spaceRuns().ReplaceAllString(textContent(n), " ")
 		if strings.TrimSpace(t) == "" {
 			return t
 		}
@@ -282,7 +283,7 @@ func (c *mdConv) resolve(ref string) string {
 
 // tidyInline trims spaces around line breaks and at the ends.
 func tidyInline(s string) string {
-	return strings.TrimSpace(lineSpaces.ReplaceAllString(multiSpace.ReplaceAllString(s, " "), "\n"))
+	return strings.TrimSpace(lineSpaces().ReplaceAllString(multiSpace().ReplaceAllString(s, " "), "\n"))
 }
 
 func attr(n *html.Node, key string) string {

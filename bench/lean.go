@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+)
+
+// leanFigures are the rows of issue 28's table: how big the binary is, how
+// fast a gateway with Telegram answers /healthz, and how much memory it
+// holds from the first seconds on.
+type leanFigures struct {
+	Spawns                  int
+	HealthMedian, HealthMax time.Duration
+
+	// At EarlyAt after the spawn, page trim off; Telegram connected.
+	EarlyAt             time.Duration
+	EarlyRSS, EarlyAnon int64
+	// At LateAt after the spawn, idle, with the trim off and on.
+	LateAt                  time.Duration
+	LateRSSOff, LateAnonOff int64
+	LateRSSOn, LateAnonOn   int64
+	BurstChats              int
+	BurstLatency, BurstTook time.Duration
+	BurstRSS, BurstAnon     int64
+	BurstFailed             int
+}
+
+// measureLean measures the issue-28 rows on gateways with only Telegram
+// (and the always-on web chat) enabled, on the defaults otherwise:
+//
+//   - spawn → /healthz 200, the median of several spawns;
+//   - two gateways started together, one with gateway.trimCodePages off
+//     and one on the defaults: RSS and anonymous RSS of the first at 10 s
+//     (long before any trim could run), of both at 60 s;
+//   - then 20 chats at once on the default gateway with 1 s model latency:
+//     the time until every reply is in, and RSS right after.
+func measureLean(r *report, fx *fakes, bin, work string, quick bool) error {
+	l := &r.Lean
+	l.Spawns, l.EarlyAt, l.LateAt, l.BurstChats, l.BurstLatency = 9, 10*time.Second, 60*time.Second, 20, time.Second
+	if quick {
+		l.Spawns, l.EarlyAt, l.LateAt, l.BurstChats, l.BurstLatency = 3, 2*time.Second, 4*time.Second, 5, 50*time.Millisecond
+	}
+	dir := filepath.Join(work, "lean")
+
+	// The gateway with the trim off has a Telegram fake of its own, so the
+	// two never poll the same bot.
+	tgOff := telegramtest.New(fx.t)
+	var times []time.Duration
+	for range l.Spawns {
+		g, took, err := startGateway(bin, filepath.Join(dir, "spawn"), fx, gwOptions{Telegram: tgOff, Probe: "/healthz"})
+		if err != nil {
+			return err
+		}
+		g.stop()
+		times = append(times, took)
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	l.HealthMedian, l.HealthMax = times[len(times)/2], times[len(times)-1]
+
+	polls := len(tgOff.Calls("getUpdates"))
+	off, _, err := startGateway(bin, filepath.Join(dir, "trim-off"), fx, gwOptions{Telegram: tgOff, NoTrim: true})
+	if err != nil {
+		return err
+	}
+	defer off.stop()
+	on, _, err := startGateway(bin, filepath.Join(dir, "trim-on"), fx, gwOptions{Telegram: fx.telegram})
+	if err != nil {
+		return err
+	}
+	defer on.stop()
+
+	time.Sleep(time.Until(off.started.Add(l.EarlyAt)))
+	if len(tgOff.Calls("getUpdates")) == polls {
+		return fmt.Errorf("telegram not connected %s after the spawn (log: %s)", l.EarlyAt, filepath.Join(off.dir, "gateway.log"))
+	}
+	m, err := off.smaps()
+	if err != nil {
+		return err
+	}
+	l.EarlyRSS, l.EarlyAnon = m["Rss:"], m["Anonymous:"]
+	if r.Resident, err = residentSections(off.cmd.Process.Pid, bin, r.symBin, r.mods); err != nil {
+		return fmt.Errorf("resident pages: %w", err)
+	}
+	if profiles != "" {
+		if err := saveEarly(off, profiles); err != nil {
+			return err
+		}
+	}
+
+	time.Sleep(time.Until(off.started.Add(l.LateAt)))
+	if m, err = off.smaps(); err != nil {
+		return err
+	}
+	l.LateRSSOff, l.LateAnonOff = m["Rss:"], m["Anonymous:"]
+	time.Sleep(time.Until(on.started.Add(l.LateAt)))
+	if m, err = on.smaps(); err != nil {
+		return err
+	}
+	l.LateRSSOn, l.LateAnonOn = m["Rss:"], m["Anonymous:"]
+
+	fx.llm.SetRecording(false)
+	defer fx.llm.SetRecording(true)
+	fx.llm.SetLatency(l.BurstLatency)
+	defer fx.llm.SetLatency(0)
+	fol := newFollower(fx.telegram)
+	_, took, failed := runChats(fx, fol, l.BurstChats, 1, time.Minute)
+	fol.close()
+	l.BurstTook, l.BurstFailed = took, failed
+	if m, err = on.smaps(); err != nil {
+		return err
+	}
+	l.BurstRSS, l.BurstAnon = m["Rss:"], m["Anonymous:"]
+
+	log.Printf("  spawn → /healthz median %s; at %s RSS %.1f MB (anonymous %.1f MB); at %s RSS %.1f MB trim off, %.1f MB trim on; %d chats × %s: %s, RSS after %.1f MB",
+		l.HealthMedian.Round(100*time.Microsecond), l.EarlyAt, float64(l.EarlyRSS)/1e6, float64(l.EarlyAnon)/1e6,
+		l.LateAt, float64(l.LateRSSOff)/1e6, float64(l.LateRSSOn)/1e6, l.BurstChats, l.BurstLatency, l.BurstTook.Round(10*time.Millisecond), float64(l.BurstRSS)/1e6)
+	return nil
+}
+
+// saveEarly keeps, for finding what start-up touches, the gateway's heap
+// profile and its /proc/<pid>/smaps (RSS per mapping: the executable's
+// text, read-only data and data segments, the heap arenas).
+func saveEarly(g *gateway, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", g.cmd.Process.Pid))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lean-early.smaps"), smaps, 0o644); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return g.saveHeap(ctx, filepath.Join(dir, "lean-early.heap"))
+}
+
+// leanMarkdown writes the issue-28 table: this run beside the figures
+// issue 28 measured for the gateway before the work and for PicoClaw.
+func (r *report) leanMarkdown(w func(string, ...any)) {
+	l := r.Lean
+	if l.EarlyRSS == 0 {
+		return
+	}
+	mb := func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+	yes := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "**no**"
+	}
+	w("\n## Size and the first minute (issue 28)\n\n")
+	w("Gateways with only Telegram (and the always-on web chat) enabled, on the defaults otherwise, against the Telegram and LLM fakes. ")
+	w("*Spawn → `/healthz`*: from `exec` of the binary to the first 200 on `/healthz`, polled every millisecond; median and max of %d spawns. ", l.Spawns)
+	w("*Memory*: two gateways are started together, one with `gateway.trimCodePages` off; RSS and anonymous memory (`Rss:` and `Anonymous:` in `/proc/<pid>/smaps_rollup`; anonymous is the Go heap, stacks and runtime, the rest is the executable's pages) of the first at %s (long before any trim could run) and of both at %s. ", l.EarlyAt, l.LateAt)
+	w("*Burst*: then %d chats each send one message at once to the default gateway, the model taking %s per reply; the time until every reply is on the fake, and RSS right after. ", l.BurstChats, l.BurstLatency)
+	w("The issue's figures were measured once on the same kind of machine: the gateway at commit 14d5d5d and PicoClaw at cf67dd3, built with its release flags.\n\n")
+	w("| | this run | issue 28: ours before | PicoClaw | target | met |\n|---|---|---|---|---|---|\n")
+	w("| stripped static binary | %.1f MiB | 55.7 MiB | 35.2 MiB | ≤ 30 MiB | %s |\n", float64(r.BinaryBytes)/(1<<20), yes(r.BinaryBytes <= 30<<20))
+	w("| spawn → `/healthz` 200 (median / max) | %s / %s | 148 ms | 66 ms | ≤ 50 ms | %s |\n", round(l.HealthMedian), round(l.HealthMax), yes(l.HealthMedian <= 50*time.Millisecond))
+	w("| RSS %s after start, Telegram connected, trim off | %s | 40.7 MB | 31.2 MB | ≤ 24 MB | %s |\n", l.EarlyAt, mb(l.EarlyRSS), yes(l.EarlyRSS <= 24e6))
+	w("| anonymous RSS %s after start | %s | 9.8 MB | 6.0 MB | ≤ 6 MB | %s |\n", l.EarlyAt, mb(l.EarlyAnon), yes(l.EarlyAnon <= 6e6))
+	w("| RSS after %s idle, trim off (anonymous) | %s (%s) | — | 31.2 MB | | |\n", l.LateAt, mb(l.LateRSSOff), mb(l.LateAnonOff))
+	w("| RSS after %s idle, trim on, the default (anonymous) | %s (%s) | 19.3 MB | — | | |\n", l.LateAt, mb(l.LateRSSOn), mb(l.LateAnonOn))
+	w("| %d chats at once, %s model latency, default cap of 8 turns | %s | 3.2 s | 21.2 s (1.7 s with 20 parallel turns) | | |\n", l.BurstChats, l.BurstLatency, l.BurstTook.Round(10*time.Millisecond))
+	w("| RSS right after that burst (anonymous) | %s (%s) | 37.7 MB | 36.1 MB | | |\n", mb(l.BurstRSS), mb(l.BurstAnon))
+}
+
+// gapMarkdown explains the issue-28 figures: what was changed, why the
+// mapped executable dominates RSS, and what would close the rest. The
+// figures in it were measured by hand with the tools this driver uses
+// (inittrace, heap profiles with GODEBUG=memprofilerate=1, pagemap).
+func (r *report) gapMarkdown(w func(string, ...any)) {
+	if r.Lean.EarlyRSS == 0 {
+		return
+	}
+	w("\n## Where the first-minute figures come from (issue 28)\n\n")
+	w("- **The executable's own pages are most of RSS.** Linux maps file pages in fault-around windows (64 KiB, sometimes a whole large folio), so the first touch of any spot brings its neighbours in. Package initialisers run in every package linked, spread over the whole text, and the runtime reads type data and the function table as it goes; two thirds of `.text` and nearly all of `.rodata` are mapped 10 s after start (table above). Lazy construction cannot change this much: the mapped bytes follow the binary's size. `gateway.trimCodePages` (on by default) unmaps them 30 s after start-up; that is the trim-on row.\n")
+	w("- **Anonymous memory** is the Go heap (about 5 MB live at ready, plus the garbage of start-up until the heap goal of about twice that is reached), goroutine stacks and the runtime's metadata. The largest live items at ready: the bus queues, 1.1 MB from the first second (1,024 inbound and 4,096 outbound message slots, scanned by the GC; pointer slots would take 40 KB but change the `bus.Queue` channel types every consumer uses); compiled tool schemas, 0.35 MB (compiled at registration so a bad schema fails there); compiled regexps; protobuf descriptors of WhatsApp's messages.\n")
+	w("- **Spawn to `/healthz`** is mostly package initialisers, run whatever is enabled (table in the dependency section). The largest is `github.com/santhosh-tekuri/jsonschema/v6`, which compiles the meta-schemas of five JSON Schema drafts at init: 1.7 MB in 21,000 allocations and a third to a half of all initialiser time, on every start. Our own code then needs about 40 ms from config to listening. On this shared machine (2 cores, 8 other builds and tests) every timing here is 2–3× what an idle machine shows.\n")
+	w("- **Done for issue 28** (each measured before and after): format regexps of channels and of the CLI compile on first use (`sync.OnceValue`), and length checks replaced bounded repeats such as `{1,128}` (one pattern compiled to 1,880 allocations and 137 KB held): our initialisers went from 834 KB in 8,537 allocations to 246 KB in 1,912 (all initialisers: 6.1 MB in 46,600 to 5.5 MB in 39,900); the config check built a string replacer per key, about 1 MB of garbage per start; the journal's de-duplication set no longer presizes 10,000 slots (0.3 MB). Anonymous RSS at 10 s went from 11.0 MB to about 10 MB; the rest of RSS is the mapped binary.\n")
+	w("- **What would close the gap.** Bytes (symbols from the dependency table, plus their share of the 21.7 MiB function table, which grows roughly with code): openai-go about 6.3 + 5 MiB, anthropic-sdk-go about 1.8 + 1.4 MiB, modernc SQLite (only WhatsApp's device store) about 1.9 + 1.5 MiB. A lean client for the OpenAI-compatible wire (a few hundred KB; `providers/providertest` pins the protocol) with the SDKs kept only where their weight buys something, plus a WhatsApp device store without SQLite, would take the binary to about 40 MiB and RSS at 10 s down by a similar amount, since mapped pages follow size; 30 MiB also needs the standard library's and x/text's legacy encodings, whatsmeow's protobufs and the SDK-shaped parts of the channels weighed the same way. The JSON Schema initialiser needs either an upstream change (meta-schemas compiled on first use) or validation through `github.com/google/jsonschema-go`, already linked for MCP, with our per-problem messages re-derived from its errors.\n")
+}
