@@ -106,7 +106,8 @@ func splitLines(text string, budget int) []string {
 			}
 			// Cut before a space: servers drop trailing spaces, a
 			// leading one arrives.
-			if i := strings.LastIndexByte(line[:cut], ' '); i >= cut/2 {
+			// (Never at the very start: that cut would make no progress.)
+			if i := strings.LastIndexByte(line[:cut], ' '); i > 0 && i >= cut/2 {
 				cut = i
 			}
 			out = append(out, line[:cut])
