@@ -29,9 +29,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nanobot-go/nanobot/internal/testproc"
 )
 
 // Operator credentials of every test server (for KILL).
@@ -143,32 +144,14 @@ func (s *Server) start() {
 		close(done)
 	}()
 	s.cmd, s.out, s.done = cmd, out, done
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ok := true
-		for _, p := range []int{s.Port, s.TLSPort} {
-			if p == 0 {
-				continue
-			}
-			c, err := net.DialTimeout("tcp", net.JoinHostPort(s.Host, strconv.Itoa(p)), time.Second)
-			if err != nil {
-				ok = false
-				break
-			}
-			c.Close()
+	var addrs []string
+	for _, p := range []int{s.Port, s.TLSPort} {
+		if p != 0 {
+			addrs = append(addrs, net.JoinHostPort(s.Host, strconv.Itoa(p)))
 		}
-		if ok {
-			return
-		}
-		select {
-		case <-done:
-			s.t.Fatalf("ngircd exited while starting:\n%s", s.out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("ngircd did not listen within 15 s:\n%s", s.out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	if err := testproc.WaitListening(addrs, done, 15*time.Second); err != nil {
+		s.t.Fatalf("ngircd: %v:\n%s", err, s.out.String())
 	}
 }
 
@@ -182,13 +165,7 @@ func (s *Server) Stop() {
 	if cmd == nil {
 		return
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
+	testproc.Stop(cmd, done, 5*time.Second)
 }
 
 // Restart starts the server again on the same ports after Stop.
@@ -221,12 +198,11 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := testproc.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // writeCert writes a self-signed certificate for 127.0.0.1 and its key,

@@ -18,15 +18,15 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nanobot-go/nanobot/internal/testproc"
 )
 
 // Domain and MUC are the server's host and its multi-user chat component.
@@ -86,7 +86,7 @@ func Launch(dir string) (*Server, error) {
 	if err := writeCert(dir); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := testproc.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -177,24 +177,11 @@ func (s *Server) start() error {
 	s.mu.Lock()
 	s.cmd, s.out, s.waitExit = cmd, out, exited
 	s.mu.Unlock()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
-		if err == nil {
-			_ = c.Close()
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("prosody exited at start: %s", s.Log())
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			return fmt.Errorf("prosody did not listen on %s within 15 s: %s", s.Addr, s.Log())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := testproc.WaitListening([]string{s.Addr}, exited, 15*time.Second); err != nil {
+		s.Stop()
+		return fmt.Errorf("prosody: %w: %s", err, s.Log())
 	}
+	return nil
 }
 
 // Stop ends the server and waits for it.
@@ -206,13 +193,7 @@ func (s *Server) Stop() {
 	if cmd == nil {
 		return
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
-	}
+	testproc.Stop(cmd, exited, 10*time.Second)
 }
 
 // Restart stops the server and starts it again on the same ports and data.
@@ -240,26 +221,6 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.w.Write(p)
-}
-
-// freePorts finds n free loopback ports.
-func freePorts(n int) ([]int, error) {
-	var out []int
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
 
 // writeCert writes a self-signed ECDSA certificate for the server and its
