@@ -65,7 +65,9 @@ type gateway struct {
 
 // writeConfig writes a config.json in dir for the fakes.
 func writeConfig(dir string, fx *fakes, port int, o gwOptions) (string, error) {
-	defaults := map[string]any{"model": "bench-model", "provider": "vllm"}
+	// No reply cap: the bench sends far more than 20 messages a minute
+	// into one chat.
+	defaults := map[string]any{"model": "bench-model", "provider": "vllm", "maxRepliesPerMinute": 0}
 	if o.Cap > 0 {
 		defaults["maxConcurrentTurns"] = o.Cap
 	}

@@ -286,15 +286,17 @@ func (r *replyLimiter) allow(chat string, now time.Time) (ok, warn bool) {
 
 // screen drops what the agents must not answer: messages other bots sent
 // (unless allowed) and messages beyond a chat's reply cap. It reports
-// whether m may go on.
-func (g *Gateway) screen(m bus.Inbound) bool {
+// whether m may go on, and whether the chat should be told, once a
+// window, that its messages are being skipped (never a bot: that would
+// feed the loop the cap is there to stop).
+func (g *Gateway) screen(m bus.Inbound) (ok, tell bool) {
 	if m.Source != bus.SourceUser {
-		return true
+		return true, false
 	}
 	if m.FromBot && !g.cfg.Agents.Defaults.AllowBotMessages {
 		g.metrics.Inbound(m.Channel, "bot")
 		g.log.Debug("message from a bot ignored", "channel", m.Channel, "chat_id", m.ChatID)
-		return false
+		return false, false
 	}
 	ok, warn := g.limiter.allow(m.Channel+":"+m.ChatID, m.ReceivedAt)
 	if !ok {
@@ -304,7 +306,19 @@ func (g *Gateway) screen(m bus.Inbound) bool {
 				"channel", m.Channel, "chat_id", m.ChatID, "max", g.limiter.max)
 		}
 	}
-	return ok
+	return ok, warn && !m.FromBot
+}
+
+// rateNotice tells a chat over its reply cap that its messages are being
+// skipped, so the bot never goes quiet without a word.
+func (g *Gateway) rateNotice(ctx context.Context, m bus.Inbound) {
+	text := fmt.Sprintf("⏸️ This chat sent more than %d messages in a minute, so I'm skipping new ones until the minute is over. "+
+		"Please send again after that what you still want answered.", g.limiter.max)
+	notice := bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text,
+		ReplyTo: m.MessageID, Metadata: m.Metadata, SessionKey: m.Key(), IsError: true}
+	if err := g.dl.notify(ctx, notice); err != nil {
+		g.log.Warn("rate notice not sent", "channel", m.Channel, "err", err)
+	}
 }
 
 func mkdirPrivate(dir string) error { return os.MkdirAll(dir, 0o700) }

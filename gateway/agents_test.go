@@ -2,8 +2,12 @@ package gateway
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 func TestReplyLimiterCapsAChatPerMinute(t *testing.T) {
@@ -51,5 +55,41 @@ func BenchmarkReplyLimiter(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		r.allow("telegram:12345", now)
+	}
+}
+
+// A chat over its reply cap is told once that it is being skipped, the
+// skipped messages never reach the model, and other chats go on.
+func TestReplyCapTellsTheChatOnce(t *testing.T) {
+	fc := newFake("fake")
+	cfg := testConfig(map[string][]any{"fake": {"*"}})
+	cfg.Agents.Defaults.MaxRepliesPerMinute = 3
+	llm := &echoLLM{}
+	startGateway(t, cfg, llm, fc)
+	for i := range 5 {
+		fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: fmt.Sprint("m", i), MessageID: fmt.Sprint(i)}
+	}
+	// The fake delivers in order, so once c2 is answered every message of
+	// c1 has been screened.
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c2", SenderID: "u2", Content: "other", MessageID: "9"}
+	waitFor(t, "c2 answered and c1's three replies and notice", func() bool {
+		return slices.Contains(fc.texts("c2"), "echo: other") && len(fc.texts("c1")) >= 4
+	})
+	var echoes, notices int
+	for _, s := range fc.texts("c1") {
+		switch {
+		case strings.HasPrefix(s, "echo: "):
+			echoes++
+		case strings.Contains(s, "more than 3 messages in a minute"):
+			notices++
+		default:
+			t.Errorf("unexpected message %q", s)
+		}
+	}
+	if echoes != 3 || notices != 1 {
+		t.Errorf("c1 got %d replies and %d notices, want 3 and 1: %q", echoes, notices, fc.texts("c1"))
+	}
+	if n := llm.calls.Load(); n != 4 {
+		t.Errorf("model called %d times, want 4 (3 for c1, 1 for c2)", n)
 	}
 }

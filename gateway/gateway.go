@@ -308,7 +308,10 @@ func (g *Gateway) accept(ctx context.Context, m bus.Inbound) error {
 	if m.ReceivedAt.IsZero() {
 		m.ReceivedAt = time.Now()
 	}
-	if !g.screen(m) {
+	if ok, tell := g.screen(m); !ok {
+		if tell {
+			g.rateNotice(ctx, m)
+		}
 		return nil
 	}
 	err := g.dl.accept(ctx, g.be, m)
