@@ -122,6 +122,12 @@ func (p *probe) check(t *testing.T) {
 type cluster struct {
 	t   testing.TB
 	srv *natstest.Server
+	// ttl is cluster.leaseTtlS: 1 s by default, so that tests of a dead
+	// instance's hand-over are quick. Under -race on a loaded machine a
+	// worker can miss renewals for 2/3 s and rightly give its partitions
+	// up mid-turn (a replayed turn re-streams what the user already saw),
+	// so tests that count replies exactly and kill nobody use more.
+	ttl int
 }
 
 func newCluster(t testing.TB) *cluster { return &cluster{t: t, srv: natstest.Start(t)} }
@@ -130,7 +136,7 @@ func (c *cluster) config() configs.Config {
 	cfg := testConfig(map[string][]any{"fake": {"*"}})
 	cfg.Channels.Platforms["web"] = map[string]any{"enabled": false}
 	cfg.Cluster.NATS.URL = c.srv.URL()
-	cfg.Cluster.LeaseTTLS, cfg.Cluster.AckWaitS, cfg.Cluster.Partitions = 1, 2, 12
+	cfg.Cluster.LeaseTTLS, cfg.Cluster.AckWaitS, cfg.Cluster.Partitions = max(c.ttl, 1), 2, 12
 	return cfg
 }
 
@@ -190,6 +196,7 @@ func wantReplies(chat string, n int) []string {
 // partitions among themselves.
 func TestClusterThreeWorkers(t *testing.T) {
 	c := newCluster(t)
+	c.ttl = 5
 	llm := newProbe(5 * time.Millisecond)
 	fc := platform("fake")
 	c.start(RoleChannels, "channels-1", llm.worker("channels-1"), fc)

@@ -234,11 +234,19 @@ func (b *Bus) renewAll(ctx context.Context) {
 func (b *Bus) renewOne(ctx context.Context, p int, rev uint64) {
 	{
 		next, err := b.renew(ctx, partKey(p), rev)
-		if err != nil && ctx.Err() == nil {
-			// A renewal whose reply was lost may have landed: the key still
-			// names us, at a newer revision.
-			if e, gerr := b.leases.Get(ctx, partKey(p)); gerr == nil && string(e.Value()) == b.opts.Instance {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			// A renewal whose reply was lost (or came after its deadline) may
+			// have landed: the key still names us, at a newer revision. Look
+			// with a context of its own: the round's may be nearly spent, and
+			// a lookup that cannot finish must not pass for a lost lease.
+			gctx, cancel := context.WithTimeout(context.Background(), b.renewEvery())
+			e, gerr := b.leases.Get(gctx, partKey(p))
+			cancel()
+			switch {
+			case gerr == nil && string(e.Value()) == b.opts.Instance:
 				next, err = e.Revision(), nil
+			case gerr != nil && !errors.Is(gerr, jetstream.ErrKeyNotFound):
+				err = fmt.Errorf("lease check: %w", gerr) // unknown: lost only once stale
 			}
 		}
 		b.mu.Lock()
