@@ -249,17 +249,14 @@ func TestBatteryIgnoresSIGTERM(t *testing.T) {
 	forModes(t, func(t *testing.T, mode sandbox.Mode) {
 		in := newInstance(t)
 		tool := in.tool(t, mode, nil)
-		m := sandboxtest.Marker()
-		done := make(chan error, 1)
-		go func() {
+		_, m, err := sandboxtest.TimeoutAfterStart(t, "sleep", func(ts int, m string) error {
 			_, err := run(t, tool, map[string]any{
 				"command": "trap '' TERM; (trap '' TERM; sleep " + m + ") & sleep 1000",
-				"timeout": 1,
+				"timeout": ts,
 			})
-			done <- err
-		}()
-		sandboxtest.WaitProcs(t, "sleep", m, 10*time.Second)
-		if err := <-done; err == nil || !strings.Contains(err.Error(), "timed out") {
+			return err
+		})
+		if err == nil || !strings.Contains(err.Error(), "timed out") {
 			t.Fatalf("want a timeout, got %v", err)
 		}
 		sandboxtest.WaitNoProcs(t, m, 10*time.Second)

@@ -117,22 +117,20 @@ func TestTruncateMultibyte(t *testing.T) {
 
 func TestExecTimeoutKillsGrandchildren(t *testing.T) {
 	tool, _ := newTool(t, Options{})
-	m := sandboxtest.Marker()
-	start := time.Now()
-	done := make(chan error, 1)
-	go func() {
+	var start time.Time
+	ts, m, err := sandboxtest.TimeoutAfterStart(t, "sleep", func(ts int, m string) error {
+		start = time.Now()
 		_, err := run(t, tool, map[string]any{
 			"command": "sh -c 'sleep " + m + " & wait' ; echo never",
-			"timeout": 1,
+			"timeout": ts,
 		})
-		done <- err
-	}()
-	sandboxtest.WaitProcs(t, "sleep", m, 10*time.Second)
-	if err := <-done; err == nil || !strings.Contains(err.Error(), "timed out after 1s") {
-		t.Fatalf("error = %v, want a timeout", err)
+		return err
+	})
+	if want := fmt.Sprintf("timed out after %ds", ts); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error = %v, want %q", err, want)
 	}
-	if elapsed := time.Since(start); elapsed > 8*time.Second {
-		t.Errorf("took %s to time out", elapsed)
+	if elapsed := time.Since(start); elapsed > time.Duration(ts+7)*time.Second {
+		t.Errorf("took %s to time out after %d s", elapsed, ts)
 	}
 	sandboxtest.WaitNoProcs(t, m, 10*time.Second)
 }

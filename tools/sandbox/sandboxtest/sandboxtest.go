@@ -96,14 +96,7 @@ func WaitProcs(t testing.TB, argv0, marker string, timeout time.Duration) []int 
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		var found []int
-		for _, pid := range FindProcs(marker) {
-			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-			if first, _, _ := bytes.Cut(b, []byte{0}); filepath.Base(string(first)) == argv0 {
-				found = append(found, pid)
-			}
-		}
-		if len(found) > 0 {
+		if found := procsNamed(argv0, marker); len(found) > 0 {
 			return found
 		}
 		if time.Now().After(deadline) {
@@ -111,6 +104,53 @@ func WaitProcs(t testing.TB, argv0, marker string, timeout time.Duration) []int 
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// procsNamed lists the processes whose argv[0] has base name argv0 and
+// whose command line contains marker.
+func procsNamed(argv0, marker string) []int {
+	var found []int
+	for _, pid := range FindProcs(marker) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if first, _, _ := bytes.Cut(b, []byte{0}); filepath.Base(string(first)) == argv0 {
+			found = append(found, pid)
+		}
+	}
+	return found
+}
+
+// TimeoutAfterStart is for tests of what a command's timeout kills. It
+// calls run(timeoutS, marker) with timeouts of 1, 2, 4 and 8 seconds until
+// a process argv0 carrying the marker is seen running before run returns,
+// and returns the timeout and the marker of that attempt and run's error. On
+// a loaded machine a command can time out before it starts what the test
+// looks for, which proves nothing; then it is tried with more time.
+func TimeoutAfterStart(t testing.TB, argv0 string, run func(timeoutS int, marker string) error) (timeoutS int, marker string, err error) {
+	t.Helper()
+	for _, ts := range []int{1, 2, 4, 8} {
+		m := Marker()
+		done := make(chan error, 1)
+		go func() { done <- run(ts, m) }()
+		deadline := time.Now().Add(time.Duration(ts)*time.Second + 20*time.Second)
+		for {
+			if len(procsNamed(argv0, m)) > 0 {
+				return ts, m, <-done
+			}
+			select {
+			case <-done:
+				WaitNoProcs(t, m, 10*time.Second)
+			case <-time.After(10 * time.Millisecond):
+				if time.Now().After(deadline) {
+					t.Fatalf("%s %s neither started nor timed out within %s", argv0, m, time.Duration(ts)*time.Second+20*time.Second)
+				}
+				continue
+			}
+			t.Logf("the command timed out after %d s before %s started; trying with more time", ts, argv0)
+			break
+		}
+	}
+	t.Fatalf("%s never started before its command timed out, even with 8 s", argv0)
+	return 0, "", nil
 }
 
 // WaitNoProcs polls until no process with marker in its command line is
