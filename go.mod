@@ -49,7 +49,6 @@ require (
 )
 
 require (
-	github.com/alecthomas/chroma/v2 v2.27.0
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/line/line-bot-sdk-go/v8 v8.14.0
 	github.com/microcosm-cc/bluemonday v1.0.27
@@ -57,7 +56,6 @@ require (
 
 require (
 	github.com/aymerick/douceur v0.2.0 // indirect
-	github.com/dlclark/regexp2/v2 v2.2.1 // indirect
 	github.com/gorilla/css v1.0.1 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/tools v0.52.1-0.20261106145633-d407941a339a // indirect

@@ -176,7 +176,7 @@ func TestWorkbenchInBrowser(t *testing.T) {
 
 	err = chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`.session[data-key="telegram:4242"]`)),
-		until("the rendered history", `!!document.querySelector("#history .msg.user strong") && !!document.querySelector("#history pre.chroma")`),
+		until("the rendered history", `!!document.querySelector("#history .msg.user strong") && !!document.querySelector("#history pre.hl")`),
 		until("read-only", `!document.getElementById("readonly").hidden && document.getElementById("composer").hidden`),
 	)
 	if err != nil {
@@ -186,7 +186,7 @@ func TestWorkbenchInBrowser(t *testing.T) {
 	if err != nil || table != 3 {
 		t.Errorf("the Markdown table has %d cells (%v), want 3", table, err)
 	}
-	screenshots(t, ctx, "history", `!!document.querySelector("#history pre.chroma")`)
+	screenshots(t, ctx, "history", `!!document.querySelector("#history pre.hl")`)
 	// The theme switch: auto -> dark (kept in localStorage) -> light -> auto.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("theme"))); err != nil {
 		t.Fatal(err)

@@ -2,14 +2,9 @@ package webui
 
 import (
 	"bytes"
-	"fmt"
 	"html"
 	"regexp"
 
-	"github.com/alecthomas/chroma/v2"
-	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
-	"github.com/alecthomas/chroma/v2/lexers"
-	"github.com/alecthomas/chroma/v2/styles"
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -19,7 +14,7 @@ import (
 )
 
 // markdown turns the Markdown of stored messages into safe HTML: goldmark
-// parses (raw HTML in the source is dropped), chroma highlights fenced
+// parses (raw HTML in the source is dropped), highlight colours fenced
 // code by class, and bluemonday sanitises the result, so neither a model
 // nor a chat partner can inject markup into the workbench. It is safe for
 // concurrent use.
@@ -29,46 +24,18 @@ type markdown struct {
 	css    []byte // the highlight classes, light and dark
 }
 
-var (
-	chromaClass = regexp.MustCompile(`^[a-zA-Z0-9 _-]{1,64}$`)
-	// cssRule finds the selector of each rule chroma writes, after its
-	// comment: "/* Keyword */ .chroma .k { ... }".
-	cssRule = regexp.MustCompile(`(?m)^(\s*(?:/\*[^*]*\*/\s*)?)(\.)`)
-)
+var codeClass = regexp.MustCompile(`^(hl|c|s|n|k|language-[a-zA-Z0-9+#_-]{1,32})$`)
 
 func newMarkdown() (*markdown, error) {
-	f := chromahtml.New(chromahtml.WithClasses(true))
 	md := goldmark.New(
 		goldmark.WithExtensions(extension.GFM),
-		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(&codeRenderer{f: f, style: styles.Get("github")}, 100))),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(codeRenderer{}, 100))),
 	)
 	p := bluemonday.UGCPolicy()
-	p.AllowAttrs("class").Matching(chromaClass).OnElements("span", "pre", "code", "div")
+	p.AllowAttrs("class").Matching(codeClass).OnElements("span", "pre", "code")
 	p.RequireNoReferrerOnLinks(true)
 	p.AddTargetBlankToFullyQualifiedLinks(true)
-
-	// Light by default; dark when the page is dark: by the system's
-	// setting unless the page forces light, or forced by the theme switch.
-	var css bytes.Buffer
-	for _, v := range []struct{ style, open, scope, close string }{
-		{"github", "", "", ""},
-		{"github-dark", "@media (prefers-color-scheme: dark) {\n", ":root:not([data-theme=light]) ", "}\n"},
-		{"github-dark", "", ":root[data-theme=dark] ", ""},
-	} {
-		var b bytes.Buffer
-		if err := f.WriteCSS(&b, styles.Get(v.style)); err != nil {
-			return nil, fmt.Errorf("webui: highlight css: %w", err)
-		}
-		css.WriteString(v.open)
-		if v.scope != "" {
-			// Tokens the dark style leaves to the block's colour would
-			// keep the light style's: reset them first.
-			css.WriteString(v.scope + ".chroma span { color: inherit; background-color: transparent }\n")
-		}
-		css.Write(cssRule.ReplaceAll(b.Bytes(), []byte("${1}"+v.scope+"${2}")))
-		css.WriteString(v.close)
-	}
-	return &markdown{md: md, policy: p, css: css.Bytes()}, nil
+	return &markdown{md: md, policy: p, css: []byte(highlightCSS)}, nil
 }
 
 // HTML renders Markdown to sanitised HTML.
@@ -80,17 +47,14 @@ func (r *markdown) HTML(src string) string {
 	return r.policy.Sanitize(buf.String())
 }
 
-// codeRenderer renders fenced code blocks through chroma.
-type codeRenderer struct {
-	f     *chromahtml.Formatter
-	style *chroma.Style
-}
+// codeRenderer renders fenced code blocks through highlight.
+type codeRenderer struct{}
 
-func (c *codeRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+func (c codeRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 	reg.Register(ast.KindFencedCodeBlock, c.render)
 }
 
-func (c *codeRenderer) render(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+func (codeRenderer) render(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
 	if !entering {
 		return ast.WalkContinue, nil
 	}
@@ -100,19 +64,8 @@ func (c *codeRenderer) render(w util.BufWriter, src []byte, n ast.Node, entering
 		seg := fb.Lines().At(i)
 		code.Write(seg.Value(src))
 	}
-	lexer := lexers.Get(string(fb.Language(src)))
-	if lexer == nil {
-		lexer = lexers.Analyse(code.String())
-	}
-	if lexer == nil {
-		lexer = lexers.Fallback
-	}
-	it, err := chroma.Coalesce(lexer).Tokenise(nil, code.String())
-	if err == nil {
-		err = c.f.Format(w, c.style, it)
-	}
-	if err != nil {
-		_, _ = w.WriteString("<pre><code>" + html.EscapeString(code.String()) + "</code></pre>")
-	}
+	_, _ = w.WriteString(`<pre class="hl"><code>`)
+	_, _ = w.WriteString(highlight(string(fb.Language(src)), code.String()))
+	_, _ = w.WriteString("</code></pre>\n")
 	return ast.WalkSkipChildren, nil
 }

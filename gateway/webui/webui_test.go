@@ -339,8 +339,8 @@ func TestConversations(t *testing.T) {
 		t.Errorf("show all: %d, %d chars, want %d", code, len(got["text"].(string)), full)
 	}
 	answer := msgs[3].(map[string]any)["html"].(string)
-	if !strings.Contains(answer, `class="chroma"`) || strings.Contains(answer, "javascript:") {
-		t.Errorf("answer html %q: want chroma-highlighted code and no javascript: link", answer)
+	if !strings.Contains(answer, `class="hl"`) || strings.Contains(answer, "javascript:") {
+		t.Errorf("answer html %q: want highlighted code and no javascript: link", answer)
 	}
 	if body["session"].(map[string]any)["chatable"] != false {
 		t.Error("a telegram session is chatable")
