@@ -345,7 +345,8 @@ type ImageToolConfig struct {
 	// APIBase and APIKey override the provider's.
 	APIBase string `json:"apiBase,omitempty"`
 	APIKey  string `json:"apiKey,omitempty"`
-	// Model is the image model (default "gpt-image-1"; "dall-e-3").
+	// Model is the image model (default "gpt-image-1"; "dall-e-3";
+	// required for gemini and openrouter: "gemini-2.5-flash-image").
 	Model string `json:"model"`
 	// PricePerImage is the cost of one image in US dollars for the usage
 	// ledger; 0 uses the built-in prices of OpenAI's models.
