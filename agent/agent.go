@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/memory"
@@ -75,10 +76,18 @@ type Deps struct {
 }
 
 // imageTool builds generate_image from tools.image, with the endpoint of
-// the provider it names (default openai) unless it sets its own.
+// the provider it names (default openai; a model written
+// "<provider>/<model>" names it too) unless it sets its own. The
+// provider picks the wire format: gemini's native API, OpenRouter's chat
+// completions with image output, else OpenAI's /images/generations.
 func imageTool(cfg *configs.Config, paths configs.Paths, deps Deps, log *slog.Logger) (*image.Tool, error) {
 	ic := cfg.Tools.Image
-	name := ic.Provider
+	name, model := ic.Provider, ic.Model
+	if prefix, rest, ok := strings.Cut(model, "/"); ok && name == "" {
+		if _, known := providers.Lookup(prefix); known {
+			name, model = prefix, rest
+		}
+	}
 	if name == "" {
 		name = "openai"
 	}
@@ -89,14 +98,24 @@ func imageTool(cfg *configs.Config, paths configs.Paths, deps Deps, log *slog.Lo
 	if ic.APIKey != "" {
 		key = ic.APIKey
 	}
-	if spec, ok := providers.Lookup(name); ok && base == "" {
-		base = spec.DefaultAPIBase
+	api := image.APIOpenAI
+	spec, known := providers.Lookup(name)
+	if known {
+		if base == "" {
+			base = spec.DefaultAPIBase
+		}
+		switch spec.Name {
+		case "gemini":
+			api = image.APIGemini
+		case "openrouter":
+			api = image.APIOpenRouter
+		}
 	}
 	if base == "" {
 		return nil, fmt.Errorf("provider %q has no apiBase: set tools.image.apiBase", name)
 	}
 	return image.New(image.Options{
-		APIBase: base, APIKey: key, Provider: name, Model: ic.Model, MediaDir: paths.Media,
+		APIBase: base, APIKey: key, API: api, Provider: name, Model: model, MediaDir: paths.Media,
 		PricePerImage: ic.PricePerImage, Ledger: deps.Usage, Logger: log,
 	})
 }

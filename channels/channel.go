@@ -137,11 +137,21 @@ type VoiceSender interface {
 // CanSpeak reports whether c can deliver a spoken reply: as a voice
 // message, or as an audio file through MediaSender.
 func CanSpeak(c Channel) bool {
+	if _, ok := c.(Voiceless); ok {
+		return false
+	}
 	if _, ok := c.(VoiceSender); ok {
 		return true
 	}
 	_, ok := c.(MediaSender)
 	return ok
+}
+
+// Voiceless is a MediaSender that cannot deliver a spoken reply, not even
+// as an audio file (QQ: voice only as SILK, other files not open to bots).
+// CanSpeak is false for it, so no speech is made for its chats.
+type Voiceless interface {
+	Voiceless()
 }
 
 // MediaSender is a channel that can send files.

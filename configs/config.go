@@ -333,17 +333,20 @@ type ToolsConfig struct {
 }
 
 // ImageToolConfig configures generate_image (OpenAI-compatible
-// /images/generations; see docs/providers.md).
+// /images/generations, Gemini's generateContent/predict, OpenRouter's
+// image output; see docs/providers.md).
 type ImageToolConfig struct {
 	// Enabled offers the tool to the model.
 	Enabled bool `json:"enabled"`
 	// Provider names the providers.<name> entry whose apiKey and apiBase
-	// are used (default "openai").
+	// are used, and picks the wire format: gemini, openrouter, else
+	// OpenAI's (default "openai", or the prefix of a "<provider>/<model>").
 	Provider string `json:"provider"`
 	// APIBase and APIKey override the provider's.
 	APIBase string `json:"apiBase,omitempty"`
 	APIKey  string `json:"apiKey,omitempty"`
-	// Model is the image model (default "gpt-image-1"; "dall-e-3").
+	// Model is the image model (default "gpt-image-1"; "dall-e-3";
+	// required for gemini and openrouter: "gemini-2.5-flash-image").
 	Model string `json:"model"`
 	// PricePerImage is the cost of one image in US dollars for the usage
 	// ledger; 0 uses the built-in prices of OpenAI's models.

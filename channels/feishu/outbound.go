@@ -166,49 +166,15 @@ func (c *Channel) sendFile(ctx context.Context, m bus.Outbound, f bus.Media) (st
 	if !isImage && len(data) > 30<<20 {
 		return "", &channels.PermanentError{Err: fmt.Errorf("feishu: send file %s: %s is over the 30 MB upload limit", name, media.Size(int64(len(data))))}
 	}
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
 	path, field := "/open-apis/im/v1/files", "file"
+	fields := [][2]string{{"file_type", fileType(name)}, {"file_name", name}}
 	if isImage {
 		path, field = "/open-apis/im/v1/images", "image"
-		_ = w.WriteField("image_type", "message")
-	} else {
-		_ = w.WriteField("file_type", fileType(name))
-		_ = w.WriteField("file_name", name)
+		fields = [][2]string{{"image_type", "message"}}
 	}
-	part, err := w.CreateFormFile(field, name)
-	if err == nil {
-		_, err = part.Write(data)
-	}
-	if err == nil {
-		err = w.Close()
-	}
+	out, err := c.upload(ctx, path, field, name, fields, data)
 	if err != nil {
-		return "", fmt.Errorf("feishu: send file %s: %w", name, err)
-	}
-	var out struct {
-		Data struct {
-			ImageKey string `json:"image_key"`
-			FileKey  string `json:"file_key"`
-		} `json:"data"`
-	}
-	upload := func() error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.base()+path, bytes.NewReader(buf.Bytes()))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", w.FormDataContentType())
-		return c.api.Send(req, &out)
-	}
-	err = upload()
-	if stale(err) {
-		if tok, terr := c.tokens.Get(ctx); terr == nil {
-			c.tokens.Invalidate(tok)
-		}
-		err = upload()
-	}
-	if err != nil {
-		return "", fmt.Errorf("feishu: upload %s: %w", name, err)
+		return "", err
 	}
 	if isImage {
 		if out.Data.ImageKey == "" {
@@ -220,6 +186,54 @@ func (c *Channel) sendFile(ctx context.Context, m bus.Outbound, f bus.Media) (st
 		return "", fmt.Errorf("feishu: upload %s: no file_key in the answer", name)
 	}
 	return c.post(ctx, m, "file", map[string]string{"file_key": out.Data.FileKey})
+}
+
+// uploaded is the answer of the image and file upload APIs.
+type uploaded struct {
+	Data struct {
+		ImageKey string `json:"image_key"`
+		FileKey  string `json:"file_key"`
+	} `json:"data"`
+}
+
+// upload posts data as the multipart part field (named name) with the
+// form fields to path, renewing a stale token once.
+func (c *Channel) upload(ctx context.Context, path, field, name string, fields [][2]string, data []byte) (uploaded, error) {
+	var out uploaded
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for _, f := range fields {
+		_ = w.WriteField(f[0], f[1])
+	}
+	part, err := w.CreateFormFile(field, name)
+	if err == nil {
+		_, err = part.Write(data)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		return out, fmt.Errorf("feishu: send file %s: %w", name, err)
+	}
+	send := func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.base()+path, bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", w.FormDataContentType())
+		return c.api.Send(req, &out)
+	}
+	err = send()
+	if stale(err) {
+		if tok, terr := c.tokens.Get(ctx); terr == nil {
+			c.tokens.Invalidate(tok)
+		}
+		err = send()
+	}
+	if err != nil {
+		return out, fmt.Errorf("feishu: upload %s: %w", name, err)
+	}
+	return out, nil
 }
 
 // fileType is the upload API's file_type for a name.

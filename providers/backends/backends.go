@@ -41,7 +41,14 @@ func OpenAIResponses(res providers.Resolution, opts providers.Options) (provider
 	if err := withProxy(res, &opts); err != nil {
 		return nil, err
 	}
-	return openai.NewResponses(openAIOptions(res, opts))
+	p, err := openai.NewResponses(openAIOptions(res, opts))
+	if err != nil {
+		return nil, err
+	}
+	if res.Spec.Name == codexProvider {
+		return codex{p: p}, nil
+	}
+	return p, nil
 }
 
 // withProxy gives opts a client that uses the provider's proxy, unless a

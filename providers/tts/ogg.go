@@ -18,6 +18,10 @@ type OggOpusInfo struct {
 	// Samples is the last page's granule position less the pre-skip: the
 	// playable length at 48 kHz.
 	Samples int64
+	// AudioSizes are the byte sizes of the audio packets in order (one
+	// per 2.5–120 ms frame; louder, busier frames are bigger), for a
+	// rough waveform without decoding.
+	AudioSizes []int
 }
 
 // ErrNotOggOpus is returned by CheckOggOpus for data that is not an
@@ -152,6 +156,7 @@ func (info *OggOpusInfo) packet(p []byte) error {
 		if len(p) == 0 {
 			return fmt.Errorf("ogg/opus: empty audio packet %d", info.Packets)
 		}
+		info.AudioSizes = append(info.AudioSizes, len(p))
 	}
 	info.Packets++
 	return nil

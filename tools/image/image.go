@@ -1,9 +1,17 @@
-// Package image is the generate_image tool: it asks an OpenAI-compatible
-// POST {apiBase}/images/generations endpoint for images (base64 in the
-// answer, never URLs to fetch), saves each 0600 under the media folder's
-// "generated" folder, and tells the model the paths so it can send them
-// with the message tool. Each call is recorded in the usage ledger as a
-// record of kind "image" with its cost when the price is known.
+// Package image is the generate_image tool: it asks an image service for
+// pictures (base64 in the answer, never URLs to fetch), saves each 0600
+// under the media folder's "generated" folder, and tells the model the
+// paths so it can send them with the message tool. Each call is recorded
+// in the usage ledger as a record of kind "image" with its cost when the
+// price is known. Three wire formats (Options.API):
+//
+//   - "openai": POST {apiBase}/images/generations (OpenAI and compatible
+//     servers);
+//   - "gemini": Gemini's native API, POST {apiBase}/models/{model}:generateContent
+//     with responseModalities IMAGE (gemini-2.5-flash-image; the image is an
+//     inlineData part), or {apiBase}/models/{model}:predict for Imagen models;
+//   - "openrouter": POST {apiBase}/chat/completions with modalities
+//     ["image","text"]; the images are data URLs in message.images.
 //
 // The tool is safe for concurrent use; it does no IO until Execute.
 package image
@@ -43,10 +51,21 @@ const (
 // Sizes the tool offers; the server decides which its model takes.
 var Sizes = []string{"auto", "1024x1024", "1536x1024", "1024x1536", "1792x1024", "1024x1792", "512x512", "256x256"}
 
+// Wire formats of Options.API.
+const (
+	APIOpenAI     = "openai"
+	APIGemini     = "gemini"
+	APIOpenRouter = "openrouter"
+)
+
 // Options configures the tool.
 type Options struct {
-	// APIBase is the endpoint up to /v1; APIKey its bearer token.
+	// APIBase is the endpoint up to /v1 (Gemini: up to /v1beta); APIKey
+	// its key.
 	APIBase, APIKey string
+	// API is the wire format: APIOpenAI (default), APIGemini or
+	// APIOpenRouter.
+	API string
 	// Provider is the provider config name, for the ledger.
 	Provider string
 	// Model is the image model (default gpt-image-1; dall-e-3, dall-e-2).
@@ -79,7 +98,17 @@ func New(opts Options) (*Tool, error) {
 	if opts.MediaDir == "" {
 		return nil, errors.New("generate_image: no media folder")
 	}
+	switch opts.API {
+	case "":
+		opts.API = APIOpenAI
+	case APIOpenAI, APIGemini, APIOpenRouter:
+	default:
+		return nil, fmt.Errorf("generate_image: unknown api %q (want openai, gemini or openrouter)", opts.API)
+	}
 	if opts.Model == "" {
+		if opts.API != APIOpenAI {
+			return nil, fmt.Errorf("generate_image: the %s api needs a model (tools.image.model)", opts.API)
+		}
 		opts.Model = DefaultModel
 	}
 	if opts.HTTPClient == nil {
@@ -117,16 +146,21 @@ func (t *Tool) Parameters() map[string]any {
 	}
 }
 
-type answer struct {
-	Data []struct {
-		B64JSON       string `json:"b64_json"`
-		URL           string `json:"url"`
-		RevisedPrompt string `json:"revised_prompt"`
-	} `json:"data"`
-	Usage *struct {
-		InputTokens  int64 `json:"input_tokens"`
-		OutputTokens int64 `json:"output_tokens"`
-	} `json:"usage"`
+// batch is what the service returned for one tool call.
+type batch struct {
+	images []picture
+	// input and output are the tokens the service reported (usage: whether
+	// it reported any).
+	input, output int64
+	usage         bool
+	// cost is the service's own figure for the call (OpenRouter), if any.
+	cost *float64
+}
+
+// picture is one image as base64 (without a data: prefix), with the
+// prompt as the model revised it, or the text it said about the image.
+type picture struct {
+	b64, note string
 }
 
 // Execute implements tools.Tool.
@@ -151,7 +185,16 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 	n = min(max(n, 1), MaxImages)
 
 	start := time.Now()
-	ans, err := t.call(ctx, prompt, size, n)
+	var ans *batch
+	var err error
+	switch t.opts.API {
+	case APIGemini:
+		ans, err = t.gemini(ctx, prompt, size, n)
+	case APIOpenRouter:
+		ans, err = t.openRouter(ctx, prompt, size, n)
+	default:
+		ans, err = t.openAI(ctx, prompt, size, n)
+	}
 	rec := usage.Record{Kind: usage.KindImage, Provider: t.opts.Provider, Model: t.opts.Model, Latency: time.Since(start), Outcome: usage.OutcomeOK}
 	if cc, ok := tools.CallContextFrom(ctx); ok {
 		rec.Channel, rec.Chat, rec.Session, rec.Sender, rec.Source = cc.Channel, cc.ChatID, cc.SessionKey, cc.SenderID, cc.Source
@@ -161,18 +204,16 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 		t.record(rec)
 		return tools.Result{}, err
 	}
-	if ans.Usage != nil {
-		rec.Input, rec.Output = ans.Usage.InputTokens, ans.Usage.OutputTokens
-	}
-	rec.CostUSD = t.cost(size, len(ans.Data), ans.Usage)
+	rec.Input, rec.Output = ans.input, ans.output
+	rec.CostUSD = t.cost(size, ans)
 	t.record(rec)
 
 	var paths, notes []string
-	for i, d := range ans.Data {
-		if d.B64JSON == "" {
-			return tools.Result{}, fmt.Errorf("image %d: the server sent no b64_json (a URL instead?): this tool needs base64 images", i+1)
+	for i, d := range ans.images {
+		if d.b64 == "" {
+			return tools.Result{}, fmt.Errorf("image %d: the server sent no base64 image (a URL instead?): this tool needs base64 images", i+1)
 		}
-		data, err := base64.StdEncoding.DecodeString(d.B64JSON)
+		data, err := base64.StdEncoding.DecodeString(d.b64)
 		if err != nil {
 			return tools.Result{}, fmt.Errorf("image %d: bad base64: %w", i+1, err)
 		}
@@ -181,8 +222,8 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 			return tools.Result{}, err
 		}
 		paths = append(paths, p)
-		if d.RevisedPrompt != "" {
-			notes = append(notes, fmt.Sprintf("image %d prompt as revised by the model: %s", i+1, d.RevisedPrompt))
+		if d.note != "" {
+			notes = append(notes, fmt.Sprintf("image %d: %s", i+1, d.note))
 		}
 	}
 	if len(paths) == 0 {
@@ -200,7 +241,20 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 	return tools.Result{Content: b.String()}, nil
 }
 
-func (t *Tool) call(ctx context.Context, prompt, size string, n int) (*answer, error) {
+// openAIAnswer is the answer of /images/generations.
+type openAIAnswer struct {
+	Data []struct {
+		B64JSON       string `json:"b64_json"`
+		URL           string `json:"url"`
+		RevisedPrompt string `json:"revised_prompt"`
+	} `json:"data"`
+	Usage *struct {
+		InputTokens  int64 `json:"input_tokens"`
+		OutputTokens int64 `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+func (t *Tool) openAI(ctx context.Context, prompt, size string, n int) (*batch, error) {
 	body := map[string]any{"model": t.opts.Model, "prompt": prompt, "n": n}
 	if size != "auto" || strings.HasPrefix(t.opts.Model, "gpt-image") {
 		body["size"] = size
@@ -209,34 +263,84 @@ func (t *Tool) call(ctx context.Context, prompt, size string, n int) (*answer, e
 		// gpt-image models always answer in base64 and reject the field.
 		body["response_format"] = "b64_json"
 	}
-	b, _ := json.Marshal(body)
-	endpoint := strings.TrimRight(t.opts.APIBase, "/") + "/images/generations"
+	var ans openAIAnswer
+	if err := t.post(ctx, t.base()+"/images/generations", body, bearer(t.opts.APIKey), &ans); err != nil {
+		return nil, err
+	}
+	b := &batch{}
+	for _, d := range ans.Data {
+		p := picture{b64: d.B64JSON}
+		if d.RevisedPrompt != "" {
+			p.note = "prompt as revised by the model: " + d.RevisedPrompt
+		}
+		b.images = append(b.images, p)
+	}
+	if ans.Usage != nil {
+		b.usage, b.input, b.output = true, ans.Usage.InputTokens, ans.Usage.OutputTokens
+	}
+	return b, nil
+}
+
+func (t *Tool) base() string { return strings.TrimRight(t.opts.APIBase, "/") }
+
+func bearer(key string) map[string]string {
+	if key == "" {
+		return nil
+	}
+	return map[string]string{"Authorization": "Bearer " + key}
+}
+
+// post sends body as JSON to endpoint with headers and decodes a 200
+// answer into out; any other status is a *providers.Error with the
+// vendor's message and no key.
+func (t *Tool) post(ctx context.Context, endpoint string, body any, headers map[string]string, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("generate_image: %w", err)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("generate_image: %w", err)
+		return fmt.Errorf("generate_image: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if t.opts.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+t.opts.APIKey)
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := t.opts.HTTPClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("generate_image: %s", providers.Redact(err.Error(), t.opts.APIKey))
+		return fmt.Errorf("generate_image: %s", providers.Redact(err.Error(), t.opts.APIKey))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerSize))
 	if err != nil {
-		return nil, fmt.Errorf("generate_image: read answer: %w", err)
+		return fmt.Errorf("generate_image: read answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		pe := providers.HTTPError(t.opts.Provider, resp.StatusCode, resp.Header, raw, t.opts.APIKey)
-		return nil, fmt.Errorf("generate_image: %w", pe)
+		return fmt.Errorf("generate_image: %w", pe)
 	}
-	var ans answer
-	if err := json.Unmarshal(raw, &ans); err != nil {
-		return nil, fmt.Errorf("generate_image: answer is not JSON: %w", err)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("generate_image: answer is not JSON: %w", err)
 	}
-	return &ans, nil
+	return nil
+}
+
+// aspectRatio maps a size to the aspect ratio Gemini and OpenRouter take
+// instead ("" leaves it to the model).
+func aspectRatio(size string) string {
+	switch size {
+	case "1024x1024", "512x512", "256x256":
+		return "1:1"
+	case "1536x1024":
+		return "3:2"
+	case "1024x1536":
+		return "2:3"
+	case "1792x1024":
+		return "16:9"
+	case "1024x1792":
+		return "9:16"
+	}
+	return ""
 }
 
 // save writes one image 0600 under MediaDir/generated.

@@ -68,8 +68,23 @@ type Sent struct {
 	Content   string
 	ReplyTo   string
 	Files     []File // uploaded with the message (multipart)
-	At        time.Time
+	// Flags are the message flags sent (8192: a voice message), and
+	// Attachments the attachment metadata of payload_json.
+	Flags       int
+	Attachments []Attachment
+	At          time.Time
 }
+
+// Attachment is an entry of a message's payload_json "attachments".
+type Attachment struct {
+	ID           json.RawMessage `json:"id"`
+	Filename     string          `json:"filename"`
+	DurationSecs float64         `json:"duration_secs"`
+	Waveform     string          `json:"waveform"`
+}
+
+// flagVoiceMessage is Discord's IS_VOICE_MESSAGE message flag.
+const flagVoiceMessage = 1 << 13
 
 // Server is the fake.
 type Server struct {
@@ -174,6 +189,25 @@ type messageBody struct {
 	Reference *struct {
 		MessageID string `json:"message_id"`
 	} `json:"message_reference"`
+	Flags       int          `json:"flags"`
+	Attachments []Attachment `json:"attachments"`
+}
+
+// voiceError is why Discord refuses a voice message ("" when it is
+// well formed): no other content, one audio/ogg file, with its duration
+// and waveform.
+func voiceError(b messageBody, files []File) string {
+	switch {
+	case strings.TrimSpace(b.Content) != "":
+		return `{"message":"Voice messages do not support additional content.","code":50161}`
+	case len(files) != 1 || len(b.Attachments) != 1:
+		return `{"message":"Voice messages must have a single audio attachment.","code":50159}`
+	case !strings.HasPrefix(files[0].ContentType, "audio/ogg"):
+		return `{"message":"Voice messages must be audio/ogg.","code":50160}`
+	case b.Attachments[0].DurationSecs <= 0 || b.Attachments[0].Waveform == "":
+		return `{"message":"Invalid Form Body: attachments.0.duration_secs, attachments.0.waveform required","code":50035}`
+	}
+	return ""
 }
 
 func (f *Server) create(w http.ResponseWriter, r *http.Request) {
@@ -189,11 +223,17 @@ func (f *Server) create(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"message":"Cannot send an empty message","code":50006}`, http.StatusBadRequest)
 		return
 	}
+	if b.Flags&flagVoiceMessage != 0 {
+		if msg := voiceError(b, files); msg != "" {
+			http.Error(w, msg, http.StatusBadRequest)
+			return
+		}
+	}
 	ch := r.PathValue("ch")
 	f.mu.Lock()
 	f.nextID++
 	id := strconv.FormatInt(f.nextID, 10)
-	s := Sent{ChannelID: ch, MessageID: id, Content: b.Content, Files: files, At: time.Now()}
+	s := Sent{ChannelID: ch, MessageID: id, Content: b.Content, Files: files, Flags: b.Flags, Attachments: b.Attachments, At: time.Now()}
 	if b.Reference != nil {
 		s.ReplyTo = b.Reference.MessageID
 	}

@@ -50,7 +50,7 @@ const MinEditGap = 500 * time.Millisecond
 type Sent struct {
 	ChatID    string
 	MessageID string
-	MsgType   string // post, text, interactive, image, file
+	MsgType   string // post, text, interactive, image, file, audio
 	// Text is what the user sees: the Markdown of a post's md elements, a
 	// text's text, a card's markdown content.
 	Text string
@@ -79,7 +79,11 @@ type Reaction struct{ MessageID, Emoji string }
 // Upload is one uploaded image or file.
 type Upload struct {
 	Kind, Name, FileType string
-	Data                 []byte
+	// Duration is the duration field (milliseconds, audio and video).
+	Duration string
+	// Key is the image_key or file_key the upload was answered with.
+	Key  string
+	Data []byte
 }
 
 // Server is the fake.
@@ -552,6 +556,23 @@ func (s *Server) visible(msgType, content string) (string, error) {
 			return "", fmt.Errorf("file content %q", content)
 		}
 		return "[file " + c.FileKey + "]", nil
+	case "audio":
+		// An audio message plays a file uploaded as opus.
+		var c struct {
+			FileKey string `json:"file_key"`
+		}
+		if err := json.Unmarshal([]byte(content), &c); err != nil || c.FileKey == "" {
+			return "", fmt.Errorf("audio content %q", content)
+		}
+		for _, up := range s.uploads {
+			if up.Key == c.FileKey {
+				if up.FileType != "opus" {
+					return "", fmt.Errorf("audio file %s was uploaded as %q, not opus", c.FileKey, up.FileType)
+				}
+				return "[audio " + c.FileKey + "]", nil
+			}
+		}
+		return "", fmt.Errorf("unknown audio file_key %q", c.FileKey)
 	}
 	return "", fmt.Errorf("unknown msg_type %q", msgType)
 }
@@ -665,7 +686,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if up.Kind == "file" {
-		up.FileType, up.Name = fields["file_type"], fields["file_name"]
+		up.FileType, up.Name, up.Duration = fields["file_type"], fields["file_name"], fields["duration"]
 		if up.FileType == "" || up.Name == "" {
 			fail(w, http.StatusBadRequest, 234001, "file_type and file_name are required")
 			return
@@ -675,12 +696,15 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, 234001, "empty file")
 		return
 	}
-	s.uploads = append(s.uploads, up)
 	if up.Kind == "image" {
-		reply(w, http.StatusOK, map[string]any{"data": map[string]any{"image_key": s.id("img_")}})
+		up.Key = s.id("img_")
+		s.uploads = append(s.uploads, up)
+		reply(w, http.StatusOK, map[string]any{"data": map[string]any{"image_key": up.Key}})
 		return
 	}
-	reply(w, http.StatusOK, map[string]any{"data": map[string]any{"file_key": s.id("file_")}})
+	up.Key = s.id("file_")
+	s.uploads = append(s.uploads, up)
+	reply(w, http.StatusOK, map[string]any{"data": map[string]any{"file_key": up.Key}})
 }
 
 // Uploads returns the uploaded files.

@@ -41,7 +41,9 @@ type Sent struct {
 // File is one completed upload.
 type File struct {
 	Channel, ThreadTS, Name string
-	Data                    []byte
+	// Title is the title given at files.completeUploadExternal.
+	Title string
+	Data  []byte
 }
 
 // Reaction is one reactions.add.
@@ -165,6 +167,7 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		for _, f := range files {
 			if i, err := strconv.Atoi(strings.TrimPrefix(f.ID, "F")); err == nil && i >= 1 && i <= len(s.files) {
 				s.files[i-1].Channel, s.files[i-1].ThreadTS = r.FormValue("channel_id"), r.FormValue("thread_ts")
+				s.files[i-1].Title = f.Title
 			}
 		}
 		reply(map[string]any{"files": files})

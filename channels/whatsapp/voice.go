@@ -1,0 +1,50 @@
+package whatsapp
+
+import (
+	"context"
+	"fmt"
+
+	"go.mau.fi/whatsmeow"
+	"go.mau.fi/whatsmeow/proto/waE2E"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/media"
+	"github.com/nanobot-go/nanobot/gateway/bus"
+)
+
+var _ channels.VoiceSender = (*Channel)(nil)
+
+// SendVoice sends m.Media[0] (Ogg/Opus) as a voice note: uploaded as
+// audio media and sent as an AudioMessage with PTT set, the
+// "audio/ogg; codecs=opus" type WhatsApp plays inline, and its length.
+func (c *Channel) SendVoice(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
+	cli, err := c.current()
+	if err != nil {
+		return channels.MessageRef{}, err
+	}
+	to, err := chatJID(m.ChatID)
+	if err != nil {
+		return channels.MessageRef{}, err
+	}
+	v, err := media.ReadVoice(m, c.cfg.MaxMediaBytes)
+	if err != nil {
+		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("whatsapp: send voice: %w", err)}
+	}
+	up, err := cli.Upload(ctx, v.Data, whatsmeow.MediaAudio)
+	if err != nil {
+		return channels.MessageRef{}, fmt.Errorf("whatsapp: upload voice note: %w", err)
+	}
+	n := uint64(len(v.Data))
+	msg := &waE2E.Message{AudioMessage: &waE2E.AudioMessage{
+		URL: proto.String(up.URL), DirectPath: proto.String(up.DirectPath), MediaKey: up.MediaKey,
+		FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: &n,
+		Mimetype: proto.String(media.MIMEOggOpus), PTT: proto.Bool(true),
+		Seconds: proto.Uint32(uint32(media.Seconds(v.Duration))),
+	}}
+	resp, err := cli.SendMessage(ctx, to, msg)
+	if err != nil {
+		return channels.MessageRef{}, fmt.Errorf("whatsapp: send voice note to %s: %w", to, err)
+	}
+	return channels.MessageRef{ChatID: m.ChatID, MessageID: resp.ID}, nil
+}
