@@ -52,6 +52,11 @@ type Options struct {
 	// Sessions is the conversation store the agent writes (nil: the
 	// conversations pages answer 503).
 	Sessions session.Store
+	// Reset sets a conversation aside the way the /new chat command does
+	// (consolidated into memory, then archived); the workbench's delete
+	// calls it. It returns an error wrapping ErrBusy while the
+	// conversation is answering. Nil: delete only archives.
+	Reset func(ctx context.Context, key string) error
 	// Health reports each channel's connection state (nil: none).
 	Health func() map[string]channels.Health
 	// Pairing is the pairing store the access gate consults (nil: the
