@@ -51,5 +51,18 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 		g.log.Warn(off.Error())
 	}
 	w.Mount(mux)
+	// A browser signed in to the workbench may also chat (the web chat's
+	// WebSocket would otherwise want the token beyond loopback).
+	for _, c := range g.chans {
+		if l, ok := c.(loginAware); ok {
+			l.SetLogin(w.SignedIn)
+		}
+	}
 	return nil
+}
+
+// loginAware is a channel that admits browsers signed in to the workbench
+// (the web chat).
+type loginAware interface {
+	SetLogin(loggedIn func(r *http.Request) bool)
 }

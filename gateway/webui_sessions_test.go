@@ -10,7 +10,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+
+	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -101,5 +106,95 @@ func TestWorkbenchDeleteConsolidatesFirst(t *testing.T) {
 	_, list := workbenchCall(t, base, http.MethodGet, "/api/sessions")
 	if n := len(list["sessions"].([]any)); n != 0 {
 		t.Errorf("%d conversations listed after the delete, want 0", n)
+	}
+}
+
+// webTab is a Go client of the web chat's WebSocket on a loopback bind.
+type webTab struct {
+	t  *testing.T
+	ws *websocket.Conn
+}
+
+func openTab(t *testing.T, addr, chat string, temporary bool) *webTab {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	tab := &webTab{t: t, ws: ws}
+	if err := wsjson.Write(ctx, ws, web.Frame{Type: "auth", Chat: chat, Temporary: temporary}); err != nil {
+		t.Fatal(err)
+	}
+	if f := tab.until(func(f web.Frame) bool { return true }); f.Type != "hello" {
+		t.Fatalf("auth answered %+v", f)
+	}
+	return tab
+}
+
+// say sends text and returns the first final frame that contains want.
+func (tab *webTab) say(text, want string) web.Frame {
+	tab.t.Helper()
+	if err := wsjson.Write(context.Background(), tab.ws, web.Frame{Type: "message", Text: text}); err != nil {
+		tab.t.Fatal(err)
+	}
+	return tab.until(func(f web.Frame) bool { return f.Final && strings.Contains(f.Text, want) })
+}
+
+func (tab *webTab) until(ok func(web.Frame) bool) web.Frame {
+	tab.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		var f web.Frame
+		if err := wsjson.Read(ctx, tab.ws, &f); err != nil {
+			tab.t.Fatalf("reading the chat: %v", err)
+		}
+		if ok(f) {
+			return f
+		}
+	}
+}
+
+// TestTemporaryChatStoresNothing: a temporary web chat is answered as
+// usual but leaves no session behind; an ordinary one is stored.
+func TestTemporaryChatStoresNothing(t *testing.T) {
+	var sessions string
+	r := startGatewayOpts(t, testConfig(nil), &echoLLM{}, func(o *Options) {
+		o.Channels = webOnly()
+		sessions = o.Paths.Sessions
+	})
+	base := "http://" + r.addr
+
+	temp := openTab(t, r.addr, "temporarytab0001", true)
+	temp.say("hello from a temporary chat", "echo: hello from a temporary chat")
+	temp.say("and once more", "echo: and once more")
+	// A session's messages run in order: once /help is answered, both
+	// turns before it are over (saved, had they been stored).
+	temp.say("/help", "Commands:")
+
+	stored := openTab(t, r.addr, "storedtab0000001", false)
+	stored.say("hello from a stored chat", "echo: hello from a stored chat")
+	stored.say("/help", "Commands:")
+
+	code, body := workbenchCall(t, base, http.MethodGet, "/api/sessions/web:storedtab0000001")
+	if code != http.StatusOK || len(body["messages"].([]any)) != 2 {
+		t.Fatalf("the stored chat: HTTP %d %v, want its two messages", code, body)
+	}
+	if code, body := workbenchCall(t, base, http.MethodGet, "/api/sessions/web:temporarytab0001"); code != http.StatusNotFound {
+		t.Errorf("the temporary chat: HTTP %d %v, want 404 (never stored)", code, body)
+	}
+	if _, ok := natsURL.Load(t); !ok {
+		files, _ := filepath.Glob(filepath.Join(sessions, "*"))
+		for _, f := range files {
+			if strings.Contains(f, "temporarytab0001") {
+				t.Errorf("the temporary chat left %s", f)
+			}
+		}
+		if len(files) == 0 {
+			t.Error("no session files at all: the stored chat's is missing")
+		}
 	}
 }

@@ -10,7 +10,7 @@ import { showLogs } from "./logs.js";
 const $ = (id) => document.getElementById(id);
 // Channel badges are letters, not emoji: they render on every system.
 const BADGES = { web: "W", telegram: "TG", slack: "SL", discord: "DC", matrix: "MX", email: "@", whatsapp: "WA", feishu: "FS", dingtalk: "DT", qq: "QQ", wecom: "WC", weixin: "WX", mochat: "MC", api: "API", cli: "CLI", cron: "⏱" };
-const state = { key: "", chat: null, info: null, streaming: new Map(), activity: null, reloadTimer: 0 };
+const state = { key: "", chat: null, info: null, streaming: new Map(), activity: null, reloadTimer: 0, temporary: false };
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -137,6 +137,10 @@ $("back").addEventListener("click", () => {
 async function openSession(key, fresh) {
   if (state.key !== key) closeChat();
   state.key = key;
+  state.temporary = false;
+  $("pane").classList.remove("temporary");
+  $("temp-toggle").hidden = !fresh;
+  $("temporary").checked = false;
   $("rename-form").hidden = true;
   $("delete").textContent = "Delete";
   for (const b of document.querySelectorAll(".session")) b.classList.toggle("active", b.dataset.key === key);
@@ -153,12 +157,29 @@ async function openSession(key, fresh) {
   const chatable = data.session.chatable;
   $("composer").hidden = !chatable;
   $("readonly").hidden = chatable;
-  if (chatable && !state.chat) {
-    state.chat = new Chat(data.session.chatId, { status: (s) => { $("conn").textContent = s; }, frame: onFrame });
-  }
+  if (chatable && !state.chat) connectChat(data.session.chatId);
+}
+
+function connectChat(chatId) {
+  state.chat = new Chat(chatId, { status: (s) => { $("conn").textContent = s; }, frame: onFrame }, state.temporary);
 }
 
 $("new-topic").addEventListener("click", () => openSession("web:" + newChatId(), true));
+
+// A new chat may be made temporary until its first message: the socket is
+// opened again as a temporary chat under a new id.
+$("temporary").addEventListener("change", () => {
+  closeChat();
+  state.temporary = $("temporary").checked;
+  const chatId = newChatId();
+  state.key = "web:" + chatId;
+  $("pane-title").textContent = state.temporary ? "Temporary chat" : "New conversation";
+  $("pane").classList.toggle("temporary", state.temporary);
+  $("history").replaceChildren(el("p", "muted pad", state.temporary
+    ? "Temporary chat: the agent answers with its tools as usual, but nothing of this chat is stored, and it is gone when you close or reload the page."
+    : ""));
+  connectChat(chatId);
+});
 
 // ---- history --------------------------------------------------------------
 function bubble(role, html) {
@@ -230,7 +251,7 @@ function onFrame(f) {
       if (!b) { b = el("div", "msg bot streaming"); state.streaming.set(f.id, b); h.append(b); }
       b.textContent = f.text;
     }
-    if (f.final) scheduleReload();
+    if (f.final && !state.temporary) scheduleReload();
   } else if (f.type === "error") {
     h.append(el("div", "msg error", f.text));
   }
@@ -257,8 +278,8 @@ $("composer").addEventListener("submit", (e) => {
   b.textContent = text;
   $("history").append(b);
   $("input").value = "";
-  $("rename").hidden = false;
-  $("delete").hidden = false;
+  $("temp-toggle").hidden = true; // the kind of chat is fixed once it started
+  if (!state.temporary) { $("rename").hidden = false; $("delete").hidden = false; }
 });
 $("input").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit(); }
