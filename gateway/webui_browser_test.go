@@ -299,4 +299,46 @@ func TestWorkbenchLoginInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// The login also lets the browser chat: the web chat's WebSocket takes
+	// the login cookie instead of the token (which this page never saw).
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("new-topic")),
+		until("connected", `document.getElementById("conn").textContent === "connected"`),
+		chromedp.SendKeys(chromedp.ID("input"), "hello from afar"),
+		chromedp.Click(chromedp.ID("send")),
+		until("the answer", `Array.from(document.querySelectorAll("#history .msg.bot")).some(e => e.textContent.includes("echo: hello from afar"))`),
+		until("the stored conversation in the sidebar", `!!document.querySelector('.session[data-key^="web:"]')`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A temporary chat: answered, never listed, gone after a reload.
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("new-topic")),
+		until("the temporary toggle", `!document.getElementById("temp-toggle").hidden`),
+		click("#temporary"),
+		until("connected as a temporary chat", `document.getElementById("conn").textContent === "connected" && document.getElementById("pane").classList.contains("temporary")`),
+		chromedp.SendKeys(chromedp.ID("input"), "off the record"),
+		chromedp.Click(chromedp.ID("send")),
+		until("the temporary answer", `Array.from(document.querySelectorAll("#history .msg.bot")).some(e => e.textContent.includes("echo: off the record"))`),
+		chromedp.SendKeys(chromedp.ID("input"), "still here?"),
+		chromedp.Click(chromedp.ID("send")),
+		until("the second temporary answer", `Array.from(document.querySelectorAll("#history .msg.bot")).some(e => e.textContent.includes("echo: still here?"))`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshots(t, ctx, "temporary", `document.getElementById("pane").classList.contains("temporary")`)
+	err = chromedp.Do(ctx,
+		chromedp.Reload(),
+		until("the conversations after the reload", `document.querySelectorAll(".session").length === 2`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('.session[data-key^="web:"]').length`)); err != nil || n != 1 {
+		t.Errorf("%d web conversations listed after the temporary chat (%v), want 1 (only the stored one)", n, err)
+	}
 }
