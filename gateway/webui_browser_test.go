@@ -93,16 +93,22 @@ func click(sel string) chromedp.Action[chromedp.Void] {
 
 // screenshots captures the page at 1280 px and at 390 px (a phone), into
 // docs/webui/<name>-<width>.png when NANOBOT_UPDATE_SCREENSHOTS=1. ready is
-// the condition the page must meet at each width before the capture.
+// the condition the page must meet at each width before the capture. At
+// each width, and at 360 px (the narrowest phone the workbench supports),
+// the page must not scroll sideways.
 func screenshots(t *testing.T, ctx context.Context, name, ready string) {
 	t.Helper()
-	for _, w := range []int64{1280, 390} {
+	for _, w := range []int64{1280, 390, 360} {
 		h := int64(860)
 		if w < 600 {
 			h = 844
 		}
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, h), until(fmt.Sprintf("%s at %d px", name, w), ready)); err != nil {
 			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		noSideScroll(t, ctx, name, w)
+		if w == 360 {
+			continue // checked, not pictured
 		}
 		shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 		if err != nil {
@@ -120,6 +126,38 @@ func screenshots(t *testing.T, ctx context.Context, name, ready string) {
 	}
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 860)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// noSideScroll fails the test when the page is wider than the viewport
+// (it would scroll sideways), naming the widest elements.
+func noSideScroll(t *testing.T, ctx context.Context, name string, width int64) {
+	t.Helper()
+	type report struct {
+		Scroll int      `json:"scroll"`
+		Inner  int      `json:"inner"`
+		Wide   []string `json:"wide"`
+		// Nav is how far the page menu scrolls inside itself (it must
+		// not: a page would hide behind the edge).
+		Nav int `json:"nav"`
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[report](`(() => {
+		const inner = window.innerWidth, wide = [];
+		for (const e of document.querySelectorAll("body *")) {
+			const r = e.getBoundingClientRect();
+			if (r.width > 0 && r.right > inner + 0.5) wide.push((e.id ? "#" + e.id : e.tagName.toLowerCase() + "." + e.className) + " right=" + Math.round(r.right));
+		}
+		const nav = document.getElementById("nav");
+		return {scroll: document.scrollingElement.scrollWidth, inner, wide: wide.slice(0, 8), nav: nav.scrollWidth - nav.clientWidth};
+	})()`))
+	if err != nil {
+		t.Fatalf("%s at %d px: %v", name, width, err)
+	}
+	if got.Scroll > got.Inner {
+		t.Errorf("%s at %d px scrolls sideways: scrollWidth %d > innerWidth %d; too wide: %v", name, width, got.Scroll, got.Inner, got.Wide)
+	}
+	if got.Nav > 0 {
+		t.Errorf("%s at %d px: the page menu scrolls sideways by %d px", name, width, got.Nav)
 	}
 }
 
@@ -173,6 +211,35 @@ func TestWorkbenchInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshots(t, ctx, "conversations", `document.querySelectorAll(".session").length > 0`)
+
+	// At 360 px the pages are behind one menu button: every page fits on
+	// screen when it opens, and picking one closes it.
+	err = chromedp.Do(ctx,
+		chromedp.EmulateViewport(360, 780),
+		until("the menu button", `getComputedStyle(document.getElementById("menu")).display !== "none" && getComputedStyle(document.getElementById("nav")).display === "none"`),
+		click("#menu"),
+		until("every page inside the screen", `(() => {
+			const bs = Array.from(document.querySelectorAll("#nav button"));
+			return bs.length >= 6 && bs.every(b => { const r = b.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= innerWidth && r.bottom <= innerHeight; });
+		})()`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSideScroll(t, ctx, "menu", 360)
+	screenshots(t, ctx, "menu", `document.getElementById("nav").classList.contains("open")`)
+	err = chromedp.Do(ctx,
+		chromedp.EmulateViewport(360, 780),
+		click(`#nav button[data-view="memory-view"]`),
+		until("the memory page, the menu closed and named", `!document.getElementById("memory-view").hidden && !document.getElementById("nav").classList.contains("open") && document.getElementById("menu-label").textContent === "Memory"`),
+		click("#menu"),
+		click(`#nav button[data-view="app"]`),
+		until("the chats again", `!document.getElementById("app").hidden && document.getElementById("menu-label").textContent === "Chats"`),
+		chromedp.EmulateViewport(1280, 860),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	err = chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`.session[data-key="telegram:4242"]`)),

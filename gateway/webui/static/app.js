@@ -88,6 +88,20 @@ $("login-form").addEventListener("submit", async (e) => {
 });
 $("logout").addEventListener("click", async () => { await API.logout().catch(() => {}); closeChat(); boot(); });
 
+// ---- phone menu -----------------------------------------------------------
+// Below 720 px the pages are a drop-down behind one button that names the
+// page shown (the CSS hides it on wider screens and with the nav).
+function setMenu(open) {
+  $("nav").classList.toggle("open", open);
+  $("menu").setAttribute("aria-expanded", String(open));
+}
+$("menu").addEventListener("click", () => setMenu(!$("nav").classList.contains("open")));
+$("nav").addEventListener("click", (e) => { if (e.target.closest("button")) setMenu(false); });
+document.addEventListener("keydown", (e) => { if (e.key === "Escape") setMenu(false); });
+document.addEventListener("click", (e) => { if (!e.target.closest("#nav, #menu")) setMenu(false); });
+const syncMenu = () => { $("menu-label").textContent = $("nav").querySelector("button.active")?.textContent || "Menu"; };
+new MutationObserver(syncMenu).observe($("nav"), { subtree: true, attributes: true, attributeFilter: ["class"] });
+
 // ---- conversations --------------------------------------------------------
 let searchTimer = 0;
 $("search").addEventListener("input", () => {
