@@ -107,25 +107,31 @@ func screenshots(t *testing.T, ctx context.Context, name, ready string) {
 			t.Fatalf("screenshot %s: %v", name, err)
 		}
 		noSideScroll(t, ctx, name, w)
-		if w == 360 {
-			continue // checked, not pictured
-		}
-		shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		if os.Getenv("NANOBOT_UPDATE_SCREENSHOTS") == "1" {
-			out := filepath.Join("..", "docs", "webui", fmt.Sprintf("%s-%d.png", name, w))
-			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(out, shot, 0o644); err != nil {
-				t.Fatal(err)
-			}
+		if w != 360 { // 360 is checked, not pictured
+			capture(t, ctx, name, w)
 		}
 	}
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 860)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// capture saves the viewport as docs/webui/<name>-<width>.png when
+// NANOBOT_UPDATE_SCREENSHOTS=1.
+func capture(t *testing.T, ctx context.Context, name string, width int64) {
+	t.Helper()
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if os.Getenv("NANOBOT_UPDATE_SCREENSHOTS") == "1" {
+		out := filepath.Join("..", "docs", "webui", fmt.Sprintf("%s-%d.png", name, width))
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(out, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -227,7 +233,10 @@ func TestWorkbenchInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	noSideScroll(t, ctx, "menu", 360)
-	screenshots(t, ctx, "menu", `document.getElementById("nav").classList.contains("open")`)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	capture(t, ctx, "menu", 390) // a phone only: wider screens show the pages in a row
 	err = chromedp.Do(ctx,
 		chromedp.EmulateViewport(360, 780),
 		click(`#nav button[data-view="memory-view"]`),

@@ -247,7 +247,9 @@ function onFrame(f) {
   const h = $("history");
   $("typing")?.remove();
   if (f.type === "typing") {
-    h.append(el("div", "msg bot typing", "…")).id = "typing";
+    const dots = el("div", "msg bot typing", "…");
+    dots.id = "typing";
+    h.append(dots);
   } else if (f.type === "message" || f.type === "edit") {
     if (f.text.startsWith("🔧 ")) {
       // A tool call as it happens: its line in the activity view.
