@@ -324,6 +324,24 @@ func TestWorkbenchInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// Search over the messages' text finds the Telegram conversation (and
+	// not the web one), which opens read-only.
+	err = chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.ID("search"), "adds two numbers"),
+		until("only the telegram conversation", `(() => {
+			const s = Array.from(document.querySelectorAll(".session"));
+			return s.length === 1 && s[0].dataset.key === "telegram:4242";
+		})()`),
+		click(`.session[data-key="telegram:4242"]`),
+		until("its history, read-only", `document.getElementById("pane-title").textContent.startsWith("Can you write me") && !!document.querySelector("#history pre.chroma") && document.getElementById("composer").hidden`),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("search").value = ""; 0`),
+		chromedp.SendKeys(chromedp.ID("search"), "no conversation says this"),
+		until("nothing found", `document.querySelectorAll(".session").length === 0 && !document.getElementById("sessions-empty").hidden`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestWorkbenchLoginInBrowser: beyond loopback the workbench asks for the
@@ -388,6 +406,13 @@ func TestWorkbenchLoginInBrowser(t *testing.T) {
 	)
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	// A state change without the CSRF token is refused, login or not.
+	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](`fetch("/api/sessions/" + encodeURIComponent("telegram:4242"),
+		{method: "PATCH", headers: {"Content-Type": "application/json"}, body: JSON.stringify({title: "hijacked"})}).then(r => r.status)`, chromedp.EvalAwaitPromise))
+	if err != nil || status != 403 {
+		t.Errorf("PATCH without the CSRF token: HTTP %d (%v), want 403", status, err)
 	}
 
 	// A temporary chat: answered, never listed, gone after a reload.

@@ -324,7 +324,13 @@ $("rename-form").addEventListener("submit", async (e) => {
 $("delete").addEventListener("click", async () => {
   // Two steps instead of confirm(): the second click deletes.
   if ($("delete").textContent === "Delete") { $("delete").textContent = "Confirm delete"; return; }
-  await API.deleteSession(state.key);
+  try {
+    await API.deleteSession(state.key);
+  } catch (err) {
+    $("delete").textContent = "Delete";
+    $("history").append(el("div", "msg error", err.message));
+    return;
+  }
   closeChat();
   state.key = "";
   $("pane-title").textContent = "Pick a conversation";
