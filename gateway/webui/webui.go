@@ -10,7 +10,9 @@
 // non-loopback bind without one. A login is an HttpOnly, SameSite=Strict
 // cookie (Secure over TLS); every state-changing request also carries the
 // CSRF token GET /api/me hands out, in the X-CSRF-Token header. Failed
-// logins lock the client's address out with a doubling delay.
+// logins lock the client's address out with a doubling delay. The gateway
+// hands SignedIn to the web chat, so a login also opens the chat's
+// WebSocket (which checks the Origin itself).
 //
 // A Server is safe for concurrent use by any number of requests.
 package webui
