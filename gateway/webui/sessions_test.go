@@ -110,3 +110,55 @@ func TestSignedIn(t *testing.T) {
 		t.Error("a workbench that is off signed somebody in")
 	}
 }
+
+// TestEveryEndpointNeedsLoginAndCSRF: beyond loopback, every endpoint of
+// the API answers 401 without a login, and after it every state change
+// without the CSRF token answers 403 and changes nothing.
+func TestEveryEndpointNeedsLoginAndCSRF(t *testing.T) {
+	b := newBench(t, false, true)
+	b.seed(t)
+	endpoints := []struct{ method, path, body string }{
+		{"POST", "/api/logout", ""},
+		{"GET", "/api/sessions", ""},
+		{"GET", "/api/sessions/telegram%3A42", ""},
+		{"PATCH", "/api/sessions/telegram%3A42", `{"title":"x"}`},
+		{"DELETE", "/api/sessions/telegram%3A42", ""},
+		{"GET", "/api/channels", ""},
+		{"POST", "/api/pairing/ABCD1234/approve", ""},
+		{"POST", "/api/pairing/ABCD1234/deny", ""},
+		{"DELETE", "/api/pairing/approved/telegram/42", ""},
+		{"GET", "/api/cron", ""},
+		{"POST", "/api/cron", `{}`},
+		{"PATCH", "/api/cron/job1", `{"enabled":false}`},
+		{"POST", "/api/cron/job1/run", ""},
+		{"DELETE", "/api/cron/job1", ""},
+		{"GET", "/api/heartbeat", ""},
+		{"PUT", "/api/heartbeat", `{"content":"x"}`},
+		{"GET", "/api/settings", ""},
+		{"PATCH", "/api/settings", `{"changes":[]}`},
+		{"GET", "/api/memory", ""},
+		{"PUT", "/api/memory", `{"content":"x"}`},
+		{"GET", "/api/skills", ""},
+		{"GET", "/api/logs", ""},
+		{"GET", "/api/no-such-endpoint", ""},
+	}
+	for _, e := range endpoints {
+		if code, body, _ := b.do(e.method, e.path, e.body, nil); code != http.StatusUnauthorized {
+			t.Errorf("%s %s before login: %d %v, want 401", e.method, e.path, code, body)
+		}
+	}
+	if code, _, _ := b.login(testPassword); code != 200 {
+		t.Fatalf("login: %d", code)
+	}
+	for _, e := range endpoints {
+		if e.method == "GET" {
+			continue
+		}
+		if code, body, _ := b.do(e.method, e.path, e.body, nil); code != http.StatusForbidden {
+			t.Errorf("%s %s without the CSRF token: %d %v, want 403", e.method, e.path, code, body)
+		}
+	}
+	if code, body, _ := b.do("GET", "/api/sessions/telegram%3A42", "", nil); code != 200 || body["session"].(map[string]any)["title"] == "x" {
+		t.Errorf("the conversation after the refused changes: %d %v, want it unchanged", code, body)
+	}
+}
