@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
@@ -196,5 +197,39 @@ func TestTemporaryChatStoresNothing(t *testing.T) {
 		if len(files) == 0 {
 			t.Error("no session files at all: the stored chat's is missing")
 		}
+	}
+}
+
+// TestWorkbenchDeleteInBrowser: the Delete button (two clicks) takes the
+// same path: the conversation is consolidated into memory, then leaves the
+// sidebar.
+func TestWorkbenchDeleteInBrowser(t *testing.T) {
+	ctx := browser(t)
+	llm := &memoryLLM{}
+	var ws string
+	r := startGatewayOpts(t, testConfig(nil), llm, func(o *Options) {
+		o.Channels = webOnly()
+		ws = o.Paths.Workspace
+		seedTelegram(t, o.Paths.Sessions)
+	})
+	err := chromedp.Do(ctx,
+		chromedp.Navigate("http://"+r.addr+"/"),
+		until("the telegram conversation", `!!document.querySelector('.session[data-key="telegram:4242"]')`),
+		click(`.session[data-key="telegram:4242"]`),
+		until("its history", `!!document.querySelector("#history pre.chroma") && !document.getElementById("delete").hidden`),
+		click("#delete"),
+		until("the confirmation", `document.getElementById("delete").textContent === "Confirm delete"`),
+		click("#delete"),
+		until("the sidebar empty", `document.querySelectorAll(".session").length === 0 && !document.getElementById("sessions-empty").hidden`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(llm.prompts()); n != 1 {
+		t.Errorf("%d consolidation requests, want 1", n)
+	}
+	mem, err := os.ReadFile(filepath.Join(ws, "memory", "MEMORY.md"))
+	if err != nil || !strings.Contains(string(mem), "the user writes Go") {
+		t.Errorf("MEMORY.md = %q (%v), want the consolidated fact", mem, err)
 	}
 }
