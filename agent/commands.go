@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -53,12 +54,7 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 			l.reply(ctx, m, "Sorry, I could not load this conversation.")
 			return true, err
 		}
-		if c := l.cfg.Consolidator; c != nil {
-			if err := c.ArchiveAll(ctx, sess); err != nil {
-				l.log.Warn("archiving to memory before /new failed", "session", sess.Key, "err", err)
-			}
-		}
-		if err := l.cfg.Store.Archive(ctx, sess); err != nil {
+		if err := l.archive(ctx, sess); err != nil {
 			l.reply(ctx, m, "Sorry, I could not start a new conversation.")
 			return true, err
 		}
@@ -118,4 +114,44 @@ func (l *Loop) estimateTokens(sess *session.Session) int {
 		}
 	}
 	return chars / 4
+}
+
+// ErrSessionBusy is Reset's error for a conversation with a turn running
+// or messages waiting.
+var ErrSessionBusy = errors.New("agent: the conversation is answering or has messages waiting; stop it or try again when it is done")
+
+// Reset sets the conversation key aside the way /new does (everything not
+// yet consolidated goes into memory first, then the session is archived),
+// for callers outside the chat such as the web workbench's delete. It
+// refuses with ErrSessionBusy while the session has work in the loop; a
+// message arriving while Reset runs is answered in the fresh session.
+func (l *Loop) Reset(ctx context.Context, key string) error {
+	l.mu.Lock()
+	_, busy := l.workers[key]
+	l.mu.Unlock()
+	if busy {
+		return ErrSessionBusy
+	}
+	sess, err := l.cfg.Store.Load(ctx, key)
+	if err != nil {
+		return fmt.Errorf("agent: load %s: %w", key, err)
+	}
+	if err := l.archive(ctx, sess); err != nil {
+		return fmt.Errorf("agent: archive %s: %w", key, err)
+	}
+	l.mu.Lock()
+	delete(l.queueChoices, key)
+	l.mu.Unlock()
+	return nil
+}
+
+// archive is /new: consolidate into memory (a failure there is logged, not
+// fatal: the archive keeps the messages), then archive the session.
+func (l *Loop) archive(ctx context.Context, sess *session.Session) error {
+	if c := l.cfg.Consolidator; c != nil {
+		if err := c.ArchiveAll(ctx, sess); err != nil {
+			l.log.Warn("archiving to memory before /new failed", "session", sess.Key, "err", err)
+		}
+	}
+	return l.cfg.Store.Archive(ctx, sess)
 }

@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/nanobot-go/nanobot/agent"
 
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/webui"
@@ -16,7 +20,7 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 	if !g.runsChannels() {
 		return nil // a worker serves health and metrics only
 	}
-	w, err := webui.New(webui.Options{
+	o := webui.Options{
 		PasswordHash: g.cfg.Gateway.WebUI.Password, Loopback: g.loopback(),
 		Sessions: g.be.sessions(), Health: g.mgr.Health, Pairing: g.gate.Pairing,
 		Cron: g.be.cronStore(), Workspace: g.o.Paths.Workspace, Heartbeat: g.cfg.Gateway.Heartbeat,
@@ -29,7 +33,17 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 			g.log.Info("config changed in the workbench: allow-lists updated")
 		},
 		Log: g.log.With("component", "webui"),
-	})
+	}
+	if g.agent != nil {
+		o.Reset = func(ctx context.Context, key string) error {
+			err := g.agent.Reset(ctx, key)
+			if errors.Is(err, agent.ErrSessionBusy) {
+				return fmt.Errorf("%w: %w", webui.ErrBusy, err)
+			}
+			return err
+		}
+	}
+	w, err := webui.New(o)
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
@@ -37,5 +51,18 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 		g.log.Warn(off.Error())
 	}
 	w.Mount(mux)
+	// A browser signed in to the workbench may also chat (the web chat's
+	// WebSocket would otherwise want the token beyond loopback).
+	for _, c := range g.chans {
+		if l, ok := c.(loginAware); ok {
+			l.SetLogin(w.SignedIn)
+		}
+	}
 	return nil
+}
+
+// loginAware is a channel that admits browsers signed in to the workbench
+// (the web chat).
+type loginAware interface {
+	SetLogin(loggedIn func(r *http.Request) bool)
 }

@@ -93,10 +93,12 @@ func click(sel string) chromedp.Action[chromedp.Void] {
 
 // screenshots captures the page at 1280 px and at 390 px (a phone), into
 // docs/webui/<name>-<width>.png when NANOBOT_UPDATE_SCREENSHOTS=1. ready is
-// the condition the page must meet at each width before the capture.
+// the condition the page must meet at each width before the capture. At
+// each width, and at 360 px (the narrowest phone the workbench supports),
+// the page must not scroll sideways.
 func screenshots(t *testing.T, ctx context.Context, name, ready string) {
 	t.Helper()
-	for _, w := range []int64{1280, 390} {
+	for _, w := range []int64{1280, 390, 360} {
 		h := int64(860)
 		if w < 600 {
 			h = 844
@@ -104,22 +106,64 @@ func screenshots(t *testing.T, ctx context.Context, name, ready string) {
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, h), until(fmt.Sprintf("%s at %d px", name, w), ready)); err != nil {
 			t.Fatalf("screenshot %s: %v", name, err)
 		}
-		shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		if os.Getenv("NANOBOT_UPDATE_SCREENSHOTS") == "1" {
-			out := filepath.Join("..", "docs", "webui", fmt.Sprintf("%s-%d.png", name, w))
-			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(out, shot, 0o644); err != nil {
-				t.Fatal(err)
-			}
+		noSideScroll(t, ctx, name, w)
+		if w != 360 { // 360 is checked, not pictured
+			capture(t, ctx, name, w)
 		}
 	}
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 860)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// capture saves the viewport as docs/webui/<name>-<width>.png when
+// NANOBOT_UPDATE_SCREENSHOTS=1.
+func capture(t *testing.T, ctx context.Context, name string, width int64) {
+	t.Helper()
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if os.Getenv("NANOBOT_UPDATE_SCREENSHOTS") == "1" {
+		out := filepath.Join("..", "docs", "webui", fmt.Sprintf("%s-%d.png", name, width))
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(out, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// noSideScroll fails the test when the page is wider than the viewport
+// (it would scroll sideways), naming the widest elements.
+func noSideScroll(t *testing.T, ctx context.Context, name string, width int64) {
+	t.Helper()
+	type report struct {
+		Scroll int      `json:"scroll"`
+		Inner  int      `json:"inner"`
+		Wide   []string `json:"wide"`
+		// Nav is how far the page menu scrolls inside itself (it must
+		// not: a page would hide behind the edge).
+		Nav int `json:"nav"`
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[report](`(() => {
+		const inner = window.innerWidth, wide = [];
+		for (const e of document.querySelectorAll("body *")) {
+			const r = e.getBoundingClientRect();
+			if (r.width > 0 && r.right > inner + 0.5) wide.push((e.id ? "#" + e.id : e.tagName.toLowerCase() + "." + e.className) + " right=" + Math.round(r.right));
+		}
+		const nav = document.getElementById("nav");
+		return {scroll: document.scrollingElement.scrollWidth, inner, wide: wide.slice(0, 8), nav: nav.scrollWidth - nav.clientWidth};
+	})()`))
+	if err != nil {
+		t.Fatalf("%s at %d px: %v", name, width, err)
+	}
+	if got.Scroll > got.Inner {
+		t.Errorf("%s at %d px scrolls sideways: scrollWidth %d > innerWidth %d; too wide: %v", name, width, got.Scroll, got.Inner, got.Wide)
+	}
+	if got.Nav > 0 {
+		t.Errorf("%s at %d px: the page menu scrolls sideways by %d px", name, width, got.Nav)
 	}
 }
 
@@ -173,6 +217,38 @@ func TestWorkbenchInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshots(t, ctx, "conversations", `document.querySelectorAll(".session").length > 0`)
+
+	// At 360 px the pages are behind one menu button: every page fits on
+	// screen when it opens, and picking one closes it.
+	err = chromedp.Do(ctx,
+		chromedp.EmulateViewport(360, 780),
+		until("the menu button", `getComputedStyle(document.getElementById("menu")).display !== "none" && getComputedStyle(document.getElementById("nav")).display === "none"`),
+		click("#menu"),
+		until("every page inside the screen", `(() => {
+			const bs = Array.from(document.querySelectorAll("#nav button"));
+			return bs.length >= 6 && bs.every(b => { const r = b.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= innerWidth && r.bottom <= innerHeight; });
+		})()`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSideScroll(t, ctx, "menu", 360)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	capture(t, ctx, "menu", 390) // a phone only: wider screens show the pages in a row
+	err = chromedp.Do(ctx,
+		chromedp.EmulateViewport(360, 780),
+		click(`#nav button[data-view="memory-view"]`),
+		until("the memory page, the menu closed and named", `!document.getElementById("memory-view").hidden && !document.getElementById("nav").classList.contains("open") && document.getElementById("menu-label").textContent === "Memory"`),
+		click("#menu"),
+		click(`#nav button[data-view="app"]`),
+		until("the chats again", `!document.getElementById("app").hidden && document.getElementById("menu-label").textContent === "Chats"`),
+		chromedp.EmulateViewport(1280, 860),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	err = chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`.session[data-key="telegram:4242"]`)),
@@ -248,6 +324,24 @@ func TestWorkbenchInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// Search over the messages' text finds the Telegram conversation (and
+	// not the web one), which opens read-only.
+	err = chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.ID("search"), "adds two numbers"),
+		until("only the telegram conversation", `(() => {
+			const s = Array.from(document.querySelectorAll(".session"));
+			return s.length === 1 && s[0].dataset.key === "telegram:4242";
+		})()`),
+		click(`.session[data-key="telegram:4242"]`),
+		until("its history, read-only", `document.getElementById("pane-title").textContent.startsWith("Can you write me") && !!document.querySelector("#history pre.chroma") && document.getElementById("composer").hidden`),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("search").value = ""; 0`),
+		chromedp.SendKeys(chromedp.ID("search"), "no conversation says this"),
+		until("nothing found", `document.querySelectorAll(".session").length === 0 && !document.getElementById("sessions-empty").hidden`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestWorkbenchLoginInBrowser: beyond loopback the workbench asks for the
@@ -298,5 +392,54 @@ func TestWorkbenchLoginInBrowser(t *testing.T) {
 	)
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	// The login also lets the browser chat: the web chat's WebSocket takes
+	// the login cookie instead of the token (which this page never saw).
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("new-topic")),
+		until("connected", `document.getElementById("conn").textContent === "connected"`),
+		chromedp.SendKeys(chromedp.ID("input"), "hello from afar"),
+		chromedp.Click(chromedp.ID("send")),
+		until("the answer", `Array.from(document.querySelectorAll("#history .msg.bot")).some(e => e.textContent.includes("echo: hello from afar"))`),
+		until("the stored conversation in the sidebar", `!!document.querySelector('.session[data-key^="web:"]')`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A state change without the CSRF token is refused, login or not.
+	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](`fetch("/api/sessions/" + encodeURIComponent("telegram:4242"),
+		{method: "PATCH", headers: {"Content-Type": "application/json"}, body: JSON.stringify({title: "hijacked"})}).then(r => r.status)`, chromedp.EvalAwaitPromise))
+	if err != nil || status != 403 {
+		t.Errorf("PATCH without the CSRF token: HTTP %d (%v), want 403", status, err)
+	}
+
+	// A temporary chat: answered, never listed, gone after a reload.
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("new-topic")),
+		until("the temporary toggle", `!document.getElementById("temp-toggle").hidden`),
+		click("#temporary"),
+		until("connected as a temporary chat", `document.getElementById("conn").textContent === "connected" && document.getElementById("pane").classList.contains("temporary")`),
+		chromedp.SendKeys(chromedp.ID("input"), "off the record"),
+		chromedp.Click(chromedp.ID("send")),
+		until("the temporary answer", `Array.from(document.querySelectorAll("#history .msg.bot")).some(e => e.textContent.includes("echo: off the record"))`),
+		chromedp.SendKeys(chromedp.ID("input"), "still here?"),
+		chromedp.Click(chromedp.ID("send")),
+		until("the second temporary answer", `Array.from(document.querySelectorAll("#history .msg.bot")).some(e => e.textContent.includes("echo: still here?"))`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshots(t, ctx, "temporary", `document.getElementById("pane").classList.contains("temporary")`)
+	err = chromedp.Do(ctx,
+		chromedp.Reload(),
+		until("the conversations after the reload", `document.querySelectorAll(".session").length === 2`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('.session[data-key^="web:"]').length`)); err != nil || n != 1 {
+		t.Errorf("%d web conversations listed after the temporary chat (%v), want 1 (only the stored one)", n, err)
 	}
 }

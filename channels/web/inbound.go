@@ -21,6 +21,10 @@ import (
 
 func (c *Channel) serveWS(w http.ResponseWriter, r *http.Request) {
 	genuine := c.genuineLoopback(r)
+	c.mu.Lock()
+	loggedIn := c.loggedIn
+	c.mu.Unlock()
+	signedIn := loggedIn != nil && loggedIn(r)
 	// Accept verifies that Origin matches the Host (no cross-site sockets).
 	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
@@ -41,32 +45,44 @@ func (c *Channel) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tokenOK := c.token != "" && subtle.ConstantTimeCompare([]byte(hello.Token), []byte(c.token)) == 1
-	if !tokenOK && (c.tokenAlways || !genuine) {
+	if !tokenOK && !signedIn && (c.tokenAlways || !genuine) {
 		_ = wsjson.Write(ctx, ws, Frame{Type: "error", Text: "wrong or missing access token"})
 		ws.Close(websocket.StatusPolicyViolation, "unauthorized")
 		c.log.Warn("web chat: wrong or missing token", "remote", r.RemoteAddr, "host", truncate(r.Host, 100), "genuine_loopback", genuine)
 		return
 	}
-	// Both ways in (this machine's own browser, or the token) are the
-	// owner's: such a connection may approve pairing codes.
-	admin := genuine || tokenOK
+	// Every way in (this machine's own browser, the token, a workbench
+	// login) is the owner's: such a connection may approve pairing codes.
+	admin := genuine || tokenOK || signedIn
 	chat := sanitizeChat(hello.Chat)
 	cn := &conn{ws: ws, chat: chat}
 	c.mu.Lock()
+	if len(c.conns[chat]) > 0 && (c.temps[chat] != nil) != hello.Temporary {
+		// One chat id is either stored or temporary, never both: a reply
+		// must not land in a tab that expects the other kind.
+		c.mu.Unlock()
+		_ = wsjson.Write(ctx, ws, Frame{Type: "error", Text: "this chat id is open in another tab as a different kind of chat (temporary or stored)"})
+		ws.Close(websocket.StatusPolicyViolation, "chat kind mismatch")
+		return
+	}
 	if c.conns[chat] == nil {
 		c.conns[chat] = map[*conn]bool{}
 	}
 	c.conns[chat][cn] = true
+	if hello.Temporary && c.temps[chat] == nil {
+		c.temps[chat] = &tempChat{answers: map[string]int{}}
+	}
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		delete(c.conns[chat], cn)
 		if len(c.conns[chat]) == 0 {
 			delete(c.conns, chat)
+			delete(c.temps, chat) // a temporary chat ends with its last tab
 		}
 		c.mu.Unlock()
 	}()
-	_ = cn.write(ctx, Frame{Type: "hello", Chat: chat})
+	_ = cn.write(ctx, Frame{Type: "hello", Chat: chat, Temporary: hello.Temporary})
 
 	for {
 		typ, data, err := ws.Read(ctx)
@@ -90,24 +106,36 @@ func (c *Channel) serveWS(w http.ResponseWriter, r *http.Request) {
 			_ = cn.write(ctx, Frame{Type: "error", Text: fmt.Sprintf("message too long (max %d characters)", c.cfg.MaxMessageChars)})
 			continue
 		}
+		m := bus.Inbound{Channel: "web", SenderID: chat, ChatID: chat, Content: text, ReceivedAt: time.Now(), Admin: admin}
 		c.mu.Lock()
 		in := c.inbox
 		c.seq++
-		msgID := fmt.Sprintf("u%d-%d", time.Now().UnixNano(), c.seq)
+		m.MessageID = fmt.Sprintf("u%d-%d", time.Now().UnixNano(), c.seq)
+		tc := c.temps[chat]
 		c.mu.Unlock()
 		if id := sanitizeID(f.ID); id != "" {
 			// The browser's own id: a resend after a dropped socket is then
 			// recognised as the same message.
-			msgID = id
+			m.MessageID = id
 		}
 		if in == nil {
 			_ = cn.write(ctx, Frame{Type: "error", Text: "the gateway is not ready yet"})
 			continue
 		}
-		err = in.Deliver(ctx, bus.Inbound{
-			Channel: "web", SenderID: chat, ChatID: chat, Content: text,
-			MessageID: msgID, ReceivedAt: time.Now(), Admin: admin,
-		})
+		if tc != nil {
+			allowed, command := tempCommand(text)
+			if !allowed {
+				_ = cn.write(ctx, Frame{Type: "error", Text: "a temporary chat takes no commands but /stop and /help (nothing of it is stored)"})
+				continue
+			}
+			if !command {
+				c.mu.Lock()
+				m.Ephemeral, m.History = true, tc.history()
+				tc.add(bus.Turn{Role: "user", Content: text})
+				c.mu.Unlock()
+			}
+		}
+		err = in.Deliver(ctx, m)
 		if err != nil && !errors.Is(err, channels.ErrDenied) {
 			_ = cn.write(ctx, Frame{Type: "error", Text: "could not queue the message; please retry"})
 		}

@@ -27,12 +27,21 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	if err := c.broadcast(ctx, m.ChatID, Frame{Type: typ, ID: id, Text: m.Content, Final: m.Final}); err != nil {
 		return channels.MessageRef{}, err
 	}
+	if m.Final && !m.IsError {
+		c.answered(m.ChatID, id, m.Content)
+	}
 	return channels.MessageRef{ChatID: m.ChatID, MessageID: id}, nil
 }
 
 // Edit implements channels.Editor.
 func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m bus.Outbound) error {
-	return c.broadcast(ctx, ref.ChatID, Frame{Type: "edit", ID: ref.MessageID, Text: m.Content, Final: m.Final})
+	if err := c.broadcast(ctx, ref.ChatID, Frame{Type: "edit", ID: ref.MessageID, Text: m.Content, Final: m.Final}); err != nil {
+		return err
+	}
+	if m.Final && !m.IsError {
+		c.answered(ref.ChatID, ref.MessageID, m.Content)
+	}
+	return nil
 }
 
 // Typing implements channels.Typer.

@@ -11,9 +11,15 @@
 // connection (a DNS-rebinding page whose name resolves to 127.0.0.1, a
 // reverse proxy on the same machine, any non-loopback bind) must present
 // the token stored in the state folder (compared in constant time, sent in
-// the first WebSocket frame, never in a URL). The WebSocket handshake also
-// requires the Origin to match the Host. Connections admitted either way
-// are admin connections: their messages carry bus.Inbound.Admin.
+// the first WebSocket frame, never in a URL), or come from a browser signed
+// in to the web workbench (SetLogin: its HttpOnly, SameSite=Strict cookie
+// on the handshake). The WebSocket handshake also requires the Origin to
+// match the Host. Connections admitted any of these ways are admin
+// connections: their messages carry bus.Inbound.Admin.
+//
+// A tab may open a temporary chat (temporary.go): its turns run with the
+// agent's tools as usual but are never stored, and the conversation is
+// forgotten when its last tab closes.
 //
 // Send, Edit and Typing may be called concurrently with each other and with
 // the HTTP handlers.
@@ -73,7 +79,12 @@ type Channel struct {
 	mu    sync.Mutex
 	inbox channels.Inbox
 	conns map[string]map[*conn]bool // chat id -> connections
+	// temps are the open temporary chats (see temporary.go).
+	temps map[string]*tempChat
 	seq   int
+	// loggedIn, when set, admits a WebSocket whose handshake carries a
+	// workbench login (SetLogin).
+	loggedIn func(r *http.Request) bool
 }
 
 var (
@@ -99,7 +110,7 @@ func New(cfg Config, o Options) (*Channel, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Channel{cfg: cfg, log: log, conns: map[string]map[*conn]bool{}, loopbackBind: o.Loopback}
+	c := &Channel{cfg: cfg, log: log, conns: map[string]map[*conn]bool{}, temps: map[string]*tempChat{}, loopbackBind: o.Loopback}
 	if cfg.MaxMessageChars <= 0 {
 		c.cfg.MaxMessageChars = 32000
 	}
@@ -125,6 +136,17 @@ func (c *Channel) Token() string {
 		return c.token
 	}
 	return ""
+}
+
+// SetLogin makes the channel admit a WebSocket whose handshake request
+// loggedIn accepts (the web workbench's login cookie) as it admits one
+// that presents the token: a browser signed in to the workbench beyond
+// loopback can then chat without ever seeing the token. Call it before
+// the HTTP server serves; the Origin check stays.
+func (c *Channel) SetLogin(loggedIn func(r *http.Request) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.loggedIn = loggedIn
 }
 
 // genuineLoopback reports whether r comes from a browser on this machine
@@ -201,6 +223,9 @@ type Frame struct {
 	Final bool   `json:"final,omitempty"`
 	Chat  string `json:"chat,omitempty"`
 	Token string `json:"token,omitempty"`
+	// Temporary, in the auth frame, opens a chat that is never stored
+	// (see temporary.go); hello repeats it.
+	Temporary bool `json:"temporary,omitempty"`
 }
 
 // Handler serves the UI at / (and /chat) and the WebSocket at /ws.

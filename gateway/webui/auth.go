@@ -103,6 +103,24 @@ func (a *auth) principal(r *http.Request) (csrf string, ok bool) {
 	return l.csrf, true
 }
 
+// SignedIn reports whether r carries a live workbench login (the cookie
+// POST /api/login set). The web chat admits such a browser's WebSocket as
+// it admits one that shows the token (see web.Channel.SetLogin); its own
+// Origin check still applies. A workbench that is off signs in nobody.
+func (s *Server) SignedIn(r *http.Request) bool {
+	if s.off != nil {
+		return false
+	}
+	c, err := r.Cookie(cookieName)
+	if err != nil || c.Value == "" {
+		return false
+	}
+	s.auth.mu.Lock()
+	defer s.auth.mu.Unlock()
+	l, found := s.auth.logins[c.Value]
+	return found && !s.auth.now().After(l.expires)
+}
+
 // sameOrigin reports whether a browser-sent Origin (when present) names
 // the host the request was sent to.
 func sameOrigin(r *http.Request) bool {

@@ -2,6 +2,7 @@ package webui
 
 import (
 	"cmp"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -230,14 +231,31 @@ func (s *Server) renameSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"session": describe(sess, sess.Tail(sess.Len()))})
 }
 
+// ErrBusy is what Options.Reset returns (wrapped) for a conversation that
+// is answering or has messages waiting.
+var ErrBusy = errors.New("the conversation is answering or has messages waiting")
+
 // deleteSession is DELETE /api/sessions/{key}: the conversation is set
-// aside the way /new does it (the archive stays on disk).
+// aside by the path /new takes (Options.Reset: consolidated into memory,
+// then archived; the archive stays on disk).
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	st, sess := s.loadExisting(w, r)
 	if sess == nil {
 		return
 	}
-	if err := st.Archive(r.Context(), sess); err != nil {
+	var err error
+	if s.o.Reset != nil {
+		err = s.o.Reset(r.Context(), sess.Key)
+	} else {
+		// No agent in this process (a channels-only cluster role): archive
+		// without consolidating; the worker's memory never saw this chat.
+		err = st.Archive(r.Context(), sess)
+	}
+	switch {
+	case errors.Is(err, ErrBusy):
+		writeError(w, http.StatusConflict, "key", "cannot delete "+truncate(sess.Key, 100)+" now: "+ErrBusy.Error()+" (press Stop, or try again when it is done)")
+		return
+	case err != nil:
 		s.log.Error("workbench: archive session", "session", sess.Key, "err", err)
 		writeError(w, http.StatusInternalServerError, "", "could not archive the conversation")
 		return

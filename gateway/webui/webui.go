@@ -10,7 +10,9 @@
 // non-loopback bind without one. A login is an HttpOnly, SameSite=Strict
 // cookie (Secure over TLS); every state-changing request also carries the
 // CSRF token GET /api/me hands out, in the X-CSRF-Token header. Failed
-// logins lock the client's address out with a doubling delay.
+// logins lock the client's address out with a doubling delay. The gateway
+// hands SignedIn to the web chat, so a login also opens the chat's
+// WebSocket (which checks the Origin itself).
 //
 // A Server is safe for concurrent use by any number of requests.
 package webui
@@ -52,6 +54,11 @@ type Options struct {
 	// Sessions is the conversation store the agent writes (nil: the
 	// conversations pages answer 503).
 	Sessions session.Store
+	// Reset sets a conversation aside the way the /new chat command does
+	// (consolidated into memory, then archived); the workbench's delete
+	// calls it. It returns an error wrapping ErrBusy while the
+	// conversation is answering. Nil: delete only archives.
+	Reset func(ctx context.Context, key string) error
 	// Health reports each channel's connection state (nil: none).
 	Health func() map[string]channels.Health
 	// Pairing is the pairing store the access gate consults (nil: the

@@ -35,12 +35,13 @@ func (c *fakeClock) Add(d time.Duration) {
 }
 
 type bench struct {
-	t     *testing.T
-	srv   *httptest.Server
-	hc    *http.Client
-	store *session.FileStore
-	clock *fakeClock
-	hash  string
+	t      *testing.T
+	server *Server
+	srv    *httptest.Server
+	hc     *http.Client
+	store  *session.FileStore
+	clock  *fakeClock
+	hash   string
 	// bodies are every response body, for the secrets check.
 	mu     sync.Mutex
 	bodies []string
@@ -70,6 +71,7 @@ func newBench(t *testing.T, loopback bool, withPassword bool, tweak ...func(*Opt
 	}
 	mux := http.NewServeMux()
 	s.Mount(mux)
+	b.server = s
 	b.srv = httptest.NewServer(mux)
 	t.Cleanup(b.srv.Close)
 	jar, _ := cookiejar.New(nil)

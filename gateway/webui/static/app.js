@@ -10,7 +10,7 @@ import { showLogs } from "./logs.js";
 const $ = (id) => document.getElementById(id);
 // Channel badges are letters, not emoji: they render on every system.
 const BADGES = { web: "W", telegram: "TG", slack: "SL", discord: "DC", matrix: "MX", email: "@", whatsapp: "WA", feishu: "FS", dingtalk: "DT", qq: "QQ", wecom: "WC", weixin: "WX", mochat: "MC", api: "API", cli: "CLI", cron: "⏱" };
-const state = { key: "", chat: null, info: null, streaming: new Map(), activity: null, reloadTimer: 0 };
+const state = { key: "", chat: null, info: null, streaming: new Map(), activity: null, reloadTimer: 0, temporary: false };
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -88,6 +88,20 @@ $("login-form").addEventListener("submit", async (e) => {
 });
 $("logout").addEventListener("click", async () => { await API.logout().catch(() => {}); closeChat(); boot(); });
 
+// ---- phone menu -----------------------------------------------------------
+// Below 720 px the pages are a drop-down behind one button that names the
+// page shown (the CSS hides it on wider screens and with the nav).
+function setMenu(open) {
+  $("nav").classList.toggle("open", open);
+  $("menu").setAttribute("aria-expanded", String(open));
+}
+$("menu").addEventListener("click", () => setMenu(!$("nav").classList.contains("open")));
+$("nav").addEventListener("click", (e) => { if (e.target.closest("button")) setMenu(false); });
+document.addEventListener("keydown", (e) => { if (e.key === "Escape") setMenu(false); });
+document.addEventListener("click", (e) => { if (!e.target.closest("#nav, #menu")) setMenu(false); });
+const syncMenu = () => { $("menu-label").textContent = $("nav").querySelector("button.active")?.textContent || "Menu"; };
+new MutationObserver(syncMenu).observe($("nav"), { subtree: true, attributes: true, attributeFilter: ["class"] });
+
 // ---- conversations --------------------------------------------------------
 let searchTimer = 0;
 $("search").addEventListener("input", () => {
@@ -137,6 +151,10 @@ $("back").addEventListener("click", () => {
 async function openSession(key, fresh) {
   if (state.key !== key) closeChat();
   state.key = key;
+  state.temporary = false;
+  $("pane").classList.remove("temporary");
+  $("temp-toggle").hidden = !fresh;
+  $("temporary").checked = false;
   $("rename-form").hidden = true;
   $("delete").textContent = "Delete";
   for (const b of document.querySelectorAll(".session")) b.classList.toggle("active", b.dataset.key === key);
@@ -153,12 +171,29 @@ async function openSession(key, fresh) {
   const chatable = data.session.chatable;
   $("composer").hidden = !chatable;
   $("readonly").hidden = chatable;
-  if (chatable && !state.chat) {
-    state.chat = new Chat(data.session.chatId, { status: (s) => { $("conn").textContent = s; }, frame: onFrame });
-  }
+  if (chatable && !state.chat) connectChat(data.session.chatId);
+}
+
+function connectChat(chatId) {
+  state.chat = new Chat(chatId, { status: (s) => { $("conn").textContent = s; }, frame: onFrame }, state.temporary);
 }
 
 $("new-topic").addEventListener("click", () => openSession("web:" + newChatId(), true));
+
+// A new chat may be made temporary until its first message: the socket is
+// opened again as a temporary chat under a new id.
+$("temporary").addEventListener("change", () => {
+  closeChat();
+  state.temporary = $("temporary").checked;
+  const chatId = newChatId();
+  state.key = "web:" + chatId;
+  $("pane-title").textContent = state.temporary ? "Temporary chat" : "New conversation";
+  $("pane").classList.toggle("temporary", state.temporary);
+  $("history").replaceChildren(el("p", "muted pad", state.temporary
+    ? "Temporary chat: the agent answers with its tools as usual, but nothing of this chat is stored, and it is gone when you close or reload the page."
+    : ""));
+  connectChat(chatId);
+});
 
 // ---- history --------------------------------------------------------------
 function bubble(role, html) {
@@ -212,7 +247,9 @@ function onFrame(f) {
   const h = $("history");
   $("typing")?.remove();
   if (f.type === "typing") {
-    h.append(el("div", "msg bot typing", "…")).id = "typing";
+    const dots = el("div", "msg bot typing", "…");
+    dots.id = "typing";
+    h.append(dots);
   } else if (f.type === "message" || f.type === "edit") {
     if (f.text.startsWith("🔧 ")) {
       // A tool call as it happens: its line in the activity view.
@@ -230,7 +267,7 @@ function onFrame(f) {
       if (!b) { b = el("div", "msg bot streaming"); state.streaming.set(f.id, b); h.append(b); }
       b.textContent = f.text;
     }
-    if (f.final) scheduleReload();
+    if (f.final && !state.temporary) scheduleReload();
   } else if (f.type === "error") {
     h.append(el("div", "msg error", f.text));
   }
@@ -257,8 +294,8 @@ $("composer").addEventListener("submit", (e) => {
   b.textContent = text;
   $("history").append(b);
   $("input").value = "";
-  $("rename").hidden = false;
-  $("delete").hidden = false;
+  $("temp-toggle").hidden = true; // the kind of chat is fixed once it started
+  if (!state.temporary) { $("rename").hidden = false; $("delete").hidden = false; }
 });
 $("input").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit(); }
@@ -287,7 +324,13 @@ $("rename-form").addEventListener("submit", async (e) => {
 $("delete").addEventListener("click", async () => {
   // Two steps instead of confirm(): the second click deletes.
   if ($("delete").textContent === "Delete") { $("delete").textContent = "Confirm delete"; return; }
-  await API.deleteSession(state.key);
+  try {
+    await API.deleteSession(state.key);
+  } catch (err) {
+    $("delete").textContent = "Delete";
+    $("history").append(el("div", "msg error", err.message));
+    return;
+  }
   closeChat();
   state.key = "";
   $("pane-title").textContent = "Pick a conversation";

@@ -1,10 +1,13 @@
 // The live chat: the web channel's WebSocket (/ws), one chat id per web
 // conversation. Replies stream as "message" then "edit" frames; tool calls
 // arrive as one-line hints ("🔧 name: args").
+// A temporary chat is never stored: the gateway keeps its conversation in
+// memory while the tab is open.
 export class Chat {
-  constructor(chatId, handlers) {
+  constructor(chatId, handlers, temporary = false) {
     this.chatId = chatId;
     this.h = handlers;
+    this.temporary = temporary;
     this.retry = 500;
     this.closed = false;
     this.connect();
@@ -14,7 +17,7 @@ export class Chat {
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
     const ws = new WebSocket(`${proto}//${location.host}/ws`);
     this.ws = ws;
-    ws.onopen = () => ws.send(JSON.stringify({ type: "auth", chat: this.chatId, token: localStorage.getItem("nanobot.token") || "" }));
+    ws.onopen = () => ws.send(JSON.stringify({ type: "auth", chat: this.chatId, token: localStorage.getItem("nanobot.token") || "", temporary: this.temporary }));
     ws.onmessage = (ev) => {
       let f;
       try { f = JSON.parse(ev.data); } catch { return; }

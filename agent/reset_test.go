@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/providers"
+)
+
+// archiveRecorder is a Consolidator that records what ArchiveAll saw.
+type archiveRecorder struct {
+	mu       sync.Mutex
+	archived map[string]int // session key -> messages it held
+}
+
+func (a *archiveRecorder) MaybeConsolidate(context.Context, *session.Session) error { return nil }
+func (a *archiveRecorder) ArchiveAll(_ context.Context, s *session.Session) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.archived[s.Key] = s.Len()
+	return nil
+}
+
+// TestReset: Reset is /new from outside the chat: refused while the
+// session's turn runs, then consolidation sees the whole conversation
+// before the session is archived.
+func TestReset(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		started <- struct{}{}
+		<-release
+		return text("answer")
+	}}
+	rec := &archiveRecorder{archived: map[string]int{}}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Consolidator = rec })
+	ctx := context.Background()
+
+	h.send("c", "hello")
+	<-started
+	if err := h.loop.Reset(ctx, "test:c"); !errors.Is(err, ErrSessionBusy) {
+		t.Fatalf("Reset during a turn: %v, want ErrSessionBusy", err)
+	}
+	close(release)
+	waitUntil(t, "the turn", func() bool { return h.doneCount() == 1 })
+	waitUntil(t, "the worker gone", func() bool {
+		h.loop.mu.Lock()
+		defer h.loop.mu.Unlock()
+		return len(h.loop.workers) == 0
+	})
+
+	if err := h.loop.Reset(ctx, "test:c"); err != nil {
+		t.Fatalf("Reset: %v", err)
+	}
+	rec.mu.Lock()
+	n, ok := rec.archived["test:c"]
+	rec.mu.Unlock()
+	if !ok || n != 2 {
+		t.Errorf("ArchiveAll saw %d messages (called %v), want the turn's 2", n, ok)
+	}
+	s, err := h.store.Load(ctx, "test:c")
+	if err != nil || s.Len() != 0 {
+		t.Errorf("after Reset the session holds %d messages (%v), want 0", s.Len(), err)
+	}
+}
