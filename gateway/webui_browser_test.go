@@ -334,7 +334,7 @@ func TestWorkbenchInBrowser(t *testing.T) {
 			return s.length === 1 && s[0].dataset.key === "telegram:4242";
 		})()`),
 		click(`.session[data-key="telegram:4242"]`),
-		until("its history, read-only", `document.getElementById("pane-title").textContent.startsWith("Can you write me") && !!document.querySelector("#history pre.chroma") && document.getElementById("composer").hidden`),
+		until("its history, read-only", `document.getElementById("pane-title").textContent.startsWith("Can you write me") && !!document.querySelector("#history pre.hl") && document.getElementById("composer").hidden`),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("search").value = ""; 0`),
 		chromedp.SendKeys(chromedp.ID("search"), "no conversation says this"),
 		until("nothing found", `document.querySelectorAll(".session").length === 0 && !document.getElementById("sessions-empty").hidden`),

@@ -216,7 +216,7 @@ func TestWorkbenchDeleteInBrowser(t *testing.T) {
 		chromedp.Navigate("http://"+r.addr+"/"),
 		until("the telegram conversation", `!!document.querySelector('.session[data-key="telegram:4242"]')`),
 		click(`.session[data-key="telegram:4242"]`),
-		until("its history", `!!document.querySelector("#history pre.chroma") && !document.getElementById("delete").hidden`),
+		until("its history", `!!document.querySelector("#history pre.hl") && !document.getElementById("delete").hidden`),
 		click("#delete"),
 		until("the confirmation", `document.getElementById("delete").textContent === "Confirm delete"`),
 		click("#delete"),
