@@ -152,10 +152,10 @@ func Summarize(ctx context.Context, dir string, loc *time.Location, f Filter, by
 			}
 			dst.merge(r)
 		}
-		for k, t := range a.sources {
-			s := out.Sources[k]
-			s.merge(&t)
-			out.Sources[k] = s
+		for _, src := range a.sources {
+			s := out.Sources[string(src.name)]
+			s.merge(&src.Totals)
+			out.Sources[string(src.name)] = s
 		}
 		out.Total.merge(&a.total)
 	}
@@ -200,17 +200,18 @@ type aggregator struct {
 	until    int64
 	match    [nStrFields][]byte // required field values (nil: any)
 	rows     map[string]*Row
-	sources  map[string]Totals
+	sources  []sourceTotals
 	total    Row
 	skipped  int64
 	key      []byte
 	dayStart int64 // the cached day: [dayStart, dayEnd) in unix ms
 	dayEnd   int64
 	dayKey   string
+	dayRow   *Row // the row of dayKey (GroupDay)
 }
 
 func newAggregator(f Filter, by GroupBy, loc *time.Location) *aggregator {
-	a := &aggregator{by: by, loc: loc, until: 1<<63 - 1, rows: map[string]*Row{}, sources: map[string]Totals{}}
+	a := &aggregator{by: by, loc: loc, until: 1<<63 - 1, rows: map[string]*Row{}}
 	if !f.Since.IsZero() {
 		a.since = f.Since.UnixMilli()
 	}
@@ -240,14 +241,12 @@ func (a *aggregator) add(r *rawRecord) {
 		}
 	}
 	a.total.addRaw(r)
-	src := r.str[fSource]
-	if len(src) == 0 {
-		src = []byte("user")
-	}
-	s := a.sources[string(src)]
-	s.addRaw(r)
-	a.sources[string(src)] = s
+	a.source(r.str[fSource]).addRaw(r)
 	if a.by == GroupNone {
+		return
+	}
+	if a.by == GroupDay && a.dayRow != nil && r.ts >= a.dayStart && r.ts < a.dayEnd {
+		a.dayRow.addRaw(r) // lines come in time order: mostly the same day
 		return
 	}
 	k := a.groupKey(r)
@@ -256,7 +255,32 @@ func (a *aggregator) add(r *rawRecord) {
 		row = &Row{Key: string(k)}
 		a.rows[row.Key] = row
 	}
+	if a.by == GroupDay {
+		a.dayRow = row
+	}
 	row.addRaw(r)
+}
+
+// source returns the totals of a source; there are a handful, so a list
+// beats a map (and its hashing) on every record.
+func (a *aggregator) source(src []byte) *Totals {
+	if len(src) == 0 {
+		src = userSource
+	}
+	for i := range a.sources {
+		if bytes.Equal(a.sources[i].name, src) {
+			return &a.sources[i].Totals
+		}
+	}
+	a.sources = append(a.sources, sourceTotals{name: bytes.Clone(src)})
+	return &a.sources[len(a.sources)-1].Totals
+}
+
+var userSource = []byte("user")
+
+type sourceTotals struct {
+	name []byte
+	Totals
 }
 
 func (a *aggregator) groupKey(r *rawRecord) []byte {
@@ -357,7 +381,7 @@ func scan(ctx context.Context, dir string, loc *time.Location, since, until time
 	for _, path := range files {
 		err := readChunks(ctx, path, func(chunk []byte) {
 			eachLine(chunk, func(line []byte) {
-				if parseLine(line, &rec) == nil {
+				if parseFast(line, &rec) || parseLine(line, &rec) == nil {
 					fn(&rec)
 				}
 			})
@@ -393,7 +417,7 @@ func scanParallel(ctx context.Context, dir string, loc *time.Location, since, un
 			rec := new(rawRecord)
 			for c := range chunks {
 				eachLine(c, func(line []byte) {
-					if parseLine(line, rec) != nil {
+					if !parseFast(line, rec) && parseLine(line, rec) != nil {
 						a.skipped++
 						return
 					}
