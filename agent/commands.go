@@ -54,7 +54,8 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 			return true, err
 		}
 		if c := l.cfg.Consolidator; c != nil {
-			if err := c.ArchiveAll(ctx, sess); err != nil {
+			consCtx := consolidationContext(ctx, m.Channel, m.ChatID, m.SenderID, sess.Key, m.Admin)
+			if err := c.ArchiveAll(consCtx, sess); err != nil {
 				l.log.Warn("archiving to memory before /new failed", "session", sess.Key, "err", err)
 			}
 		}

@@ -27,7 +27,8 @@ type Filter struct {
 	Session string
 	// Sender is matched with Channel (sender ids are per platform).
 	Sender string
-	// Source is "user", "cron", "heartbeat", "subagent" or "api".
+	// Source is "user", "cron", "heartbeat", "subagent", "api" or
+	// "consolidation".
 	Source string
 }
 
