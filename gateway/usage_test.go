@@ -11,8 +11,8 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 	"github.com/nanobot-go/nanobot/tools"
