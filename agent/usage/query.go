@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,25 @@ func ParseGroupBy(s string) (GroupBy, error) {
 	return "", fmt.Errorf("unknown grouping %q (want day, model, channel, agent, sender or source)", s)
 }
 
+// ParseSince reads the start of a period: a duration back from now
+// ("7d" for days, "36h"), or a date ("2026-12-01", midnight in now's
+// location).
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			return now.AddDate(0, 0, -n), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.ParseInLocation(time.DateOnly, s, now.Location()); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("want a duration such as 7d or 12h, or a date such as 2026-12-01, got %q", s)
+}
+
 // Row is the totals of one group.
 type Row struct {
 	// Key is the group's value: a date (YYYY-MM-DD), a model ("provider/model"),
@@ -65,6 +85,11 @@ type Row struct {
 	Errors int64 `json:"errors"`
 	// Latency sums the calls' durations.
 	Latency time.Duration `json:"-"`
+	// Sources splits the group's totals by source (for charts that show
+	// what the bot did on its own apart); nil for Summary.Total.
+	Sources map[string]Totals `json:"sources,omitempty"`
+
+	src []sourceTotals // Sources while the query runs
 }
 
 // Summary is the answer of a query.
@@ -108,8 +133,9 @@ func (r Row) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Key string `json:"key"`
 		totalsJSON
-		Errors int64 `json:"errors"`
-	}{r.Key, r.Totals.json(), r.Errors})
+		Errors  int64             `json:"errors"`
+		Sources map[string]Totals `json:"sources,omitempty"`
+	}{r.Key, r.Totals.json(), r.Errors, r.Sources})
 }
 
 // Cost is the summed cost, nil when no call was priced.
@@ -160,9 +186,14 @@ func Summarize(ctx context.Context, dir string, loc *time.Location, f Filter, by
 		}
 		out.Total.merge(&a.total)
 	}
-	out.Total.Key = "total"
+	out.Total.Key, out.Total.src = "total", nil
 	if by != GroupNone {
 		for _, r := range rows {
+			r.Sources = make(map[string]Totals, len(r.src))
+			for _, src := range r.src {
+				r.Sources[string(src.name)] = src.Totals
+			}
+			r.src = nil
 			out.Rows = append(out.Rows, *r)
 		}
 		slices.SortFunc(out.Rows, func(a, b Row) int {
@@ -191,6 +222,9 @@ func (r *Row) merge(o *Row) {
 	r.Totals.merge(&o.Totals)
 	r.Errors += o.Errors
 	r.Latency += o.Latency
+	for _, src := range o.src {
+		sourceIn(&r.src, src.name).merge(&src.Totals)
+	}
 }
 
 // aggregator sums the records one scanning goroutine sees.
@@ -242,7 +276,7 @@ func (a *aggregator) add(r *rawRecord) {
 		}
 	}
 	a.total.addRaw(r)
-	a.source(r.str[fSource]).addRaw(r)
+	sourceIn(&a.sources, r.str[fSource]).addRaw(r)
 	if a.by == GroupNone {
 		return
 	}
@@ -262,19 +296,21 @@ func (a *aggregator) add(r *rawRecord) {
 	row.addRaw(r)
 }
 
-// source returns the totals of a source; there are a handful, so a list
-// beats a map (and its hashing) on every record.
-func (a *aggregator) source(src []byte) *Totals {
+// sourceIn returns the totals of a source in list, added if missing;
+// there are a handful of sources, so a list beats a map (and its hashing)
+// on every record.
+func sourceIn(list *[]sourceTotals, src []byte) *Totals {
 	if len(src) == 0 {
 		src = userSource
 	}
-	for i := range a.sources {
-		if bytes.Equal(a.sources[i].name, src) {
-			return &a.sources[i].Totals
+	l := *list
+	for i := range l {
+		if bytes.Equal(l[i].name, src) {
+			return &l[i].Totals
 		}
 	}
-	a.sources = append(a.sources, sourceTotals{name: bytes.Clone(src)})
-	return &a.sources[len(a.sources)-1].Totals
+	*list = append(l, sourceTotals{name: bytes.Clone(src)})
+	return &(*list)[len(*list)-1].Totals
 }
 
 var userSource = []byte("user")
@@ -335,6 +371,7 @@ func (t *Totals) addRaw(r *rawRecord) {
 
 func (r *Row) addRaw(raw *rawRecord) {
 	r.Totals.addRaw(raw)
+	sourceIn(&r.src, raw.str[fSource]).addRaw(raw)
 	if o := raw.str[fOutcome]; string(o) != OutcomeOK {
 		r.Errors++
 	}
