@@ -82,12 +82,16 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) {
 	if rows == nil {
 		rows = []usage.Row{}
 	}
+	zone := loc.String()
+	if loc == time.Local {
+		zone = now.Format("MST")
+	}
 	bg := map[string]usage.Totals{}
 	for _, src := range []string{"heartbeat", "cron"} {
 		bg[src] = sum.Sources[src]
 	}
 	writeJSON(w, http.StatusOK, usageReply{
-		Since: since, Until: now, By: byArg, Timezone: loc.String(), PricesAsOf: usage.PricesAsOf,
+		Since: since, Until: now, By: byArg, Timezone: zone, PricesAsOf: usage.PricesAsOf,
 		Total: sum.Total, Rows: rows, Sources: sum.Sources, Background: bg, Skipped: sum.Skipped,
 	})
 }
