@@ -152,11 +152,6 @@ func (t Totals) Cost() *float64 {
 // The files are read in parallel chunks; lines that do not parse are
 // counted in Skipped.
 func Summarize(ctx context.Context, dir string, loc *time.Location, f Filter, by GroupBy) (*Summary, error) {
-	return summarize(ctx, dir, loc, f, by, true)
-}
-
-// summarize is Summarize, with or without the files' indexes.
-func summarize(ctx context.Context, dir string, loc *time.Location, f Filter, by GroupBy, useIndex bool) (*Summary, error) {
 	if loc == nil {
 		loc = time.Local
 	}
@@ -168,7 +163,7 @@ func summarize(ctx context.Context, dir string, loc *time.Location, f Filter, by
 	for i := range aggs {
 		aggs[i] = newAggregator(f, by, loc)
 	}
-	skipped, err := scanParallel(ctx, dir, loc, f.Since, f.Until, aggs, useIndex)
+	skipped, err := scanParallel(ctx, dir, loc, f.Since, f.Until, aggs)
 	if err != nil {
 		return nil, err
 	}
@@ -439,129 +434,61 @@ func scan(ctx context.Context, dir string, loc *time.Location, since, until time
 // chunkSize is how much of a file one goroutine parses at a time.
 const chunkSize = 4 << 20
 
-// work is what a scanning goroutine is handed: a chunk of whole lines of
-// file files[file] starting at byte from (from the free list), or a block
-// of that file's index.
-type work struct {
-	chunk []byte
-	block *indexBlock
-	file  int
-	from  int64
-}
-
 // scanParallel feeds the files' chunks (whole lines) to one goroutine per
 // aggregator, through a fixed set of buffers (memory stays bounded and the
-// garbage collector idle). With useIndex, what a file's index covers is
-// decoded from it instead, and the chunks parsed are indexed for the next
-// query (see index.go). It returns the number of torn last lines it left
-// out.
-func scanParallel(ctx context.Context, dir string, loc *time.Location, since, until time.Time, aggs []*aggregator, useIndex bool) (int64, error) {
+// garbage collector idle). It returns the number of torn last lines it
+// left out.
+func scanParallel(ctx context.Context, dir string, loc *time.Location, since, until time.Time, aggs []*aggregator) (int64, error) {
 	files, err := ledgerFiles(dir, loc, since, until)
 	if err != nil {
 		return 0, err
 	}
 	nbuf := 2*len(aggs) + 1
-	todo := make(chan work, nbuf)
+	chunks := make(chan []byte, nbuf)
 	free := make(chan []byte, nbuf)
 	for range nbuf {
 		free <- make([]byte, 0, chunkSize)
 	}
-	var mu sync.Mutex
-	built := make([][]newBlock, len(files))
-	var damaged error
 	var wg sync.WaitGroup
 	for _, a := range aggs {
 		wg.Go(func() {
 			rec := new(rawRecord)
-			var enc blockEncoder
-			for w := range todo {
-				if w.block != nil {
-					a.skipped += w.block.skipped
-					if !w.block.each(rec, a.add) {
-						mu.Lock()
-						damaged = fmt.Errorf("usage: the index %s does not decode; delete it (it is rebuilt from the ledger)", files[w.file]+indexSuffix)
-						mu.Unlock()
-					}
-					continue
-				}
-				index := useIndex && len(w.chunk) >= minBlockBytes
-				if index {
-					enc.reset(len(w.chunk))
-				}
-				eachLine(w.chunk, func(line []byte) {
+			for c := range chunks {
+				eachLine(c, func(line []byte) {
 					if !parseFast(line, rec) && parseLine(line, rec) != nil {
 						a.skipped++
-						if index {
-							enc.skipped++
-						}
 						return
 					}
 					a.add(rec)
-					if index {
-						enc.add(rec)
-					}
 				})
-				if index {
-					b := newBlock{from: w.from, to: w.from + int64(len(w.chunk)), data: enc.finish(w.chunk, w.from)}
-					mu.Lock()
-					built[w.file] = append(built[w.file], b)
-					mu.Unlock()
-				}
-				free <- w.chunk[:0]
+				free <- c[:0]
 			}
 		})
 	}
 	var torn int64
-	type indexState struct{ covered, goodLen int64 }
-	states := make([]indexState, len(files))
-	for i, path := range files {
-		err = func() error {
-			f, err := os.Open(path)
-			if errors.Is(err, os.ErrNotExist) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("usage: %w", err)
-			}
-			defer f.Close()
-			var covered int64
-			if useIndex {
-				st, err := f.Stat()
-				if err != nil {
-					return fmt.Errorf("usage: %w", err)
-				}
-				var blocks []indexBlock
-				blocks, covered, states[i].goodLen = loadIndex(f, path, st.Size())
-				states[i].covered = covered
-				for j := range blocks {
-					select {
-					case todo <- work{block: &blocks[j], file: i}:
-					case <-ctx.Done():
-						return ctx.Err()
-					}
-				}
-			}
-			return readChunksInto(ctx, f, covered, free, func(c []byte, off int64) { todo <- work{chunk: c, file: i, from: off} }, func() { torn++ })
-		}()
+	for _, path := range files {
+		err = readChunksInto(ctx, path, free, func(c []byte) { chunks <- c }, func() { torn++ })
 		if err != nil {
 			break
 		}
 	}
-	close(todo)
+	close(chunks)
 	wg.Wait()
-	if err == nil {
-		err = damaged
-	}
-	if err == nil && useIndex {
-		for i, path := range files {
-			appendIndex(path, states[i].covered, states[i].goodLen, built[i])
-		}
-	}
 	return torn, err
 }
 
 // readChunks calls fn with the file's complete lines, a chunk at a time.
 func readChunks(ctx context.Context, path string, fn func([]byte)) error {
+	free := make(chan []byte, 1)
+	free <- make([]byte, 0, chunkSize)
+	return readChunksInto(ctx, path, free, func(c []byte) { fn(c); free <- c[:0] }, func() {})
+}
+
+// readChunksInto reads path in chunks that end at a line end, into buffers
+// taken from free, and hands each to fn (which owns it from then on and
+// puts it back in free when done). A last line without its newline is torn: it is left
+// out and reported to torn.
+func readChunksInto(ctx context.Context, path string, free chan []byte, fn func([]byte), torn func()) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -570,20 +497,6 @@ func readChunks(ctx context.Context, path string, fn func([]byte)) error {
 		return fmt.Errorf("usage: %w", err)
 	}
 	defer f.Close()
-	free := make(chan []byte, 1)
-	free <- make([]byte, 0, chunkSize)
-	return readChunksInto(ctx, f, 0, free, func(c []byte, _ int64) { fn(c); free <- c[:0] }, func() {})
-}
-
-// readChunksInto reads f from byte start in chunks that end at a line end,
-// into buffers taken from free, and hands each with its offset to fn
-// (which owns it from then on and puts it back in free when done). A last
-// line without its newline is torn: it is left out and reported to torn.
-func readChunksInto(ctx context.Context, f *os.File, start int64, free chan []byte, fn func([]byte, int64), torn func()) error {
-	if _, err := f.Seek(start, io.SeekStart); err != nil {
-		return fmt.Errorf("usage: %w", err)
-	}
-	off := start // where the next chunk (carry included) begins
 	var carry []byte
 	for {
 		if err := ctx.Err(); err != nil {
@@ -603,13 +516,12 @@ func readChunksInto(ctx context.Context, f *os.File, start int64, free chan []by
 		buf = buf[:len(buf)+n]
 		eof := errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF)
 		if rerr != nil && !eof {
-			return fmt.Errorf("usage: read %s: %w", f.Name(), rerr)
+			return fmt.Errorf("usage: read %s: %w", path, rerr)
 		}
 		cut := bytes.LastIndexByte(buf, '\n') + 1
 		carry = append(carry[:0], buf[cut:]...)
 		if cut > 0 {
-			fn(buf[:cut], off)
-			off += int64(cut)
+			fn(buf[:cut])
 		} else {
 			free <- buf[:0] // no whole line yet: the buffer goes back
 		}
