@@ -78,9 +78,9 @@ type Options struct {
 	Apply func(next *configs.Config)
 	// Logs are the process's last log lines, redacted (nil: none).
 	Logs *logging.Ring
-	// UsageDir is the usage ledger's folder, read by GET /api/usage (""
-	// : that endpoint answers 503); UsageLocation is where its days begin
-	// (default Local).
+	// UsageDir is the usage ledger's folder, read by GET /api/usage
+	// (empty: that endpoint answers 503); UsageLocation is where its days
+	// begin (default Local).
 	UsageDir      string
 	UsageLocation *time.Location
 	// Log receives the workbench's own events (logins, lock-outs).
