@@ -54,7 +54,7 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 			l.reply(ctx, m, "Sorry, I could not load this conversation.")
 			return true, err
 		}
-		if err := l.archive(ctx, sess); err != nil {
+		if err := l.archive(consolidationContext(ctx, m.Channel, m.ChatID, m.SenderID, sess.Key, m.Admin), sess); err != nil {
 			l.reply(ctx, m, "Sorry, I could not start a new conversation.")
 			return true, err
 		}
@@ -136,7 +136,8 @@ func (l *Loop) Reset(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("agent: load %s: %w", key, err)
 	}
-	if err := l.archive(ctx, sess); err != nil {
+	channel, chat, _ := strings.Cut(key, ":")
+	if err := l.archive(consolidationContext(ctx, channel, chat, "", key, false), sess); err != nil {
 		return fmt.Errorf("agent: archive %s: %w", key, err)
 	}
 	l.mu.Lock()
@@ -146,7 +147,9 @@ func (l *Loop) Reset(ctx context.Context, key string) error {
 }
 
 // archive is /new: consolidate into memory (a failure there is logged, not
-// fatal: the archive keeps the messages), then archive the session.
+// fatal: the archive keeps the messages), then archive the session. ctx
+// carries the consolidation's call context (consolidationContext), so the
+// calls are charged to the conversation.
 func (l *Loop) archive(ctx context.Context, sess *session.Session) error {
 	if c := l.cfg.Consolidator; c != nil {
 		if err := c.ArchiveAll(ctx, sess); err != nil {

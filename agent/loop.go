@@ -505,7 +505,8 @@ func (l *Loop) turnOf(ctx context.Context, ts *turnState) error {
 		return nil
 	}
 	if c := l.cfg.Consolidator; c != nil {
-		if err := c.MaybeConsolidate(ctx, sess); err != nil {
+		consCtx := consolidationContext(ctx, m.Channel, m.ChatID, m.SenderID, sess.Key, m.Admin)
+		if err := c.MaybeConsolidate(consCtx, sess); err != nil {
 			l.log.Warn("memory consolidation failed; continuing", "session", sess.Key, "err", err)
 		}
 	}

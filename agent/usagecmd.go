@@ -58,7 +58,7 @@ func (l *Loop) usageAll(ctx context.Context, led *usage.Ledger) (string, error) 
 	for _, r := range s.Rows {
 		fmt.Fprintf(&b, "  %s: %s\n", r.Key, usage.Line(r.Totals))
 	}
-	for _, src := range []string{"heartbeat", "cron", "subagent", "api"} {
+	for _, src := range []string{"heartbeat", "cron", "subagent", "api", usage.SourceConsolidation} {
 		if t, ok := s.Sources[src]; ok {
 			fmt.Fprintf(&b, "  of which %s: %s\n", src, usage.Line(t))
 		}

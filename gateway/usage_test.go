@@ -2,13 +2,17 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/usage"
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 	"github.com/nanobot-go/nanobot/tools"
@@ -81,3 +85,49 @@ func TestUsageLedgerAndMetricsAfterTurn(t *testing.T) {
 		t.Errorf("first record = %+v", got)
 	}
 }
+
+// Prices are keyed the way the ledger names providers: an override under
+// a config spelling ("azureOpenai") prices the calls recorded under the
+// registry name the resolver gives ("azure_openai"); a config-named
+// endpoint ("companyProxy") is priced by its model when the model is
+// known, and stays unknown (never 0) when it is not.
+func TestPricesKeyedLikeTheLedger(t *testing.T) {
+	var cfg configs.Config
+	err := json.Unmarshal([]byte(`{"providers": {
+		"azureOpenai": {"apiKey": "k", "apiBase": "https://x.openai.azure.com", "apiVersion": "2024-10-21",
+			"prices": {"my-gpt4o-deployment": {"input": 2, "output": 8}}},
+		"companyProxy": {"apiKey": "k", "apiBase": "https://llm.example.com/v1"}
+	}}`), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]providers.Settings{}
+	for name, pc := range cfg.Providers {
+		settings[name] = providers.Settings{APIKey: pc.APIKey, APIBase: pc.APIBase, APIVersion: pc.APIVersion}
+	}
+	prices := Prices(&cfg)
+	for _, c := range []struct {
+		model, forced string
+		want          *float64 // nil: unknown
+	}{
+		{"my-gpt4o-deployment", "azure-openai", ptrTo(2.0 + 8.0/10)},
+		{"gpt-4o-mini", "companyProxy", ptrTo(0.15 + 0.60/10)},
+		{"companyProxy/gpt-4o-mini", "", ptrTo(0.15 + 0.60/10)},
+		{"in-house-7b", "companyProxy", nil},
+	} {
+		res, err := providers.Resolve(c.model, c.forced, settings)
+		if err != nil {
+			t.Fatalf("resolve %s: %v", c.model, err)
+		}
+		rec := usage.Record{Provider: res.Provider, Model: res.Model, Input: 1_000_000, Output: 100_000}
+		got := prices.Cost(&rec)
+		switch {
+		case c.want == nil && got != nil:
+			t.Errorf("%s on %s: cost %g, want unknown", res.Model, res.Provider, *got)
+		case c.want != nil && (got == nil || math.Abs(*got-*c.want) > 1e-9):
+			t.Errorf("%s on %s: cost %v, want %g", res.Model, res.Provider, got, *c.want)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -26,6 +26,7 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 		Cron: g.be.cronStore(), Workspace: g.o.Paths.Workspace, Heartbeat: g.cfg.Gateway.Heartbeat,
 		MemoryLock: g.be.memoryLock(),
 		ConfigFile: g.o.Paths.ConfigFile, Platforms: g.o.Platforms, Logs: g.o.Logs,
+		UsageDir: UsageDir(g.o.Paths), UsageLocation: g.cfg.Agents.Defaults.Location(),
 		Apply: func(next *configs.Config) {
 			// What SIGHUP applies: the allow-lists and admins.
 			g.gate.SetAllowFrom(allowLists(next, g.chans))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -25,7 +26,10 @@ type CursorStore interface {
 type Options struct {
 	// Workspace is the folder holding memory/MEMORY.md and memory/HISTORY.md.
 	Workspace string
-	// Provider answers the consolidation calls.
+	// Provider answers the consolidation calls. The agent passes one that
+	// checks budgets and records each call in the usage ledger; when it
+	// refuses a call with a *usage.BudgetError, MaybeConsolidate leaves
+	// the history for a later turn and ArchiveAll archives it raw.
 	Provider providers.Provider
 	// Model is the model of the consolidation calls ("" = provider default).
 	Model string
@@ -198,6 +202,9 @@ func (c *Consolidator) EstimatePrompt(s *session.Session) int {
 // (the turn goes on; the next turn tries again); the MaxFailures-th
 // consecutive failure archives the raw messages instead, for this and the
 // remaining rounds, so the session gets under budget without the model.
+// A call refused by a used-up usage budget is not a failure: consolidation
+// waits (logged, nil returned, nothing archived) until the budget allows
+// it again.
 func (c *Consolidator) MaybeConsolidate(ctx context.Context, s *session.Session) error {
 	budget := c.Budget()
 	est := c.EstimatePrompt(s)
@@ -222,6 +229,12 @@ func (c *Consolidator) MaybeConsolidate(ctx context.Context, s *session.Session)
 		} else if err := c.consolidateChunk(ctx, s, end); err != nil {
 			if ctx.Err() != nil {
 				return err // the turn was cancelled: not the model's failure
+			}
+			if be, ok := errors.AsType[*usage.BudgetError](err); ok {
+				// Not the model's failure either: the history stays as it
+				// is, and a turn after the budget resets folds it.
+				log.Info("budget used up; consolidation waits until it resets", "budget", be.Error())
+				return nil
 			}
 			n := c.failed(s.Key)
 			if n < c.opts.MaxFailures {
@@ -264,7 +277,13 @@ func (c *Consolidator) ArchiveAll(ctx context.Context, s *session.Session) error
 			if ctx.Err() != nil {
 				return err
 			}
-			c.log.Warn("consolidation failed on /new; archiving raw messages", "session", s.Key, "err", err)
+			if be, ok := errors.AsType[*usage.BudgetError](err); ok {
+				// The conversation is put aside now: keep it word for word
+				// rather than wait for the budget.
+				c.log.Info("budget used up on /new; archiving raw messages", "session", s.Key, "budget", be.Error())
+			} else {
+				c.log.Warn("consolidation failed on /new; archiving raw messages", "session", s.Key, "err", err)
+			}
 			raw = true
 			continue
 		}

@@ -307,6 +307,9 @@ func (l *Ledger) Summary(ctx context.Context, f Filter, by GroupBy) (*Summary, e
 	return Summarize(ctx, l.dir, l.opts.Location, f, by)
 }
 
+// Dir is the ledger's folder.
+func (l *Ledger) Dir() string { return l.dir }
+
 // Location is where the ledger's days begin.
 func (l *Ledger) Location() *time.Location { return l.opts.Location }
 

@@ -265,6 +265,23 @@ func TestFilterAndGroupings(t *testing.T) {
 	if len(s.Rows) != 1 || s.Rows[0].Key != "telegram:u-1" || s.Rows[0].Calls != 2 {
 		t.Errorf("by sender = %+v, want telegram:u-1 with 2 calls", s.Rows)
 	}
+	// Each day's row splits by source, for the workbench's charts.
+	s, err = l.Summary(ctx, Filter{}, GroupDay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Rows) != 2 || s.Rows[0].Key != "2026-05-02" || s.Rows[1].Key != "2026-05-04" {
+		t.Fatalf("by day = %+v, want 2026-05-02 and 2026-05-04", s.Rows)
+	}
+	if d := s.Rows[0].Sources; len(d) != 2 || d["user"].Calls != 2 || d["heartbeat"].Calls != 1 || d["heartbeat"].Input != 500 {
+		t.Errorf("sources of 2026-05-02 = %+v, want 2 user calls and 1 heartbeat call of 500", d)
+	}
+	if d := s.Rows[1].Sources; len(d) != 1 || d["user"].Calls != 1 {
+		t.Errorf("sources of 2026-05-04 = %+v, want 1 user call", d)
+	}
+	if s.Total.Sources != nil {
+		t.Errorf("the total carries sources %+v; they are in Summary.Sources", s.Total.Sources)
+	}
 	if _, err := ParseGroupBy("week"); err == nil {
 		t.Error("grouping by week accepted")
 	}

@@ -112,21 +112,46 @@ var datedSuffix = regexp.MustCompile(`^-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$`)
 
 // Prices looks prices up: the config's overrides first, then local
 // providers (free), then the built-in table.
+//
+// Provider names are matched as the provider registry matches them, so an
+// override under "azureOpenai" or "azure-openai" prices the calls the
+// ledger records under "azure_openai". A provider the registry does not
+// know (a config-named OpenAI-compatible endpoint such as "companyProxy",
+// or "custom") is priced by its model when the model is in the built-in
+// table ("gpt-4o", "anthropic/claude-sonnet-4"); otherwise its price is
+// unknown, never 0.
 type Prices struct {
-	overrides map[string]map[string]Price
+	overrides map[string]map[string]Price // by foldName(provider)
 }
 
-// NewPrices returns the price list with overrides (provider name -> model
-// name -> price) over the built-in table. overrides may be nil.
+// NewPrices returns the price list with overrides (provider config name ->
+// model name -> price) over the built-in table. overrides may be nil.
 func NewPrices(overrides map[string]map[string]Price) *Prices {
-	return &Prices{overrides: overrides}
+	p := &Prices{overrides: map[string]map[string]Price{}}
+	for name, models := range overrides {
+		key := foldName(name)
+		if p.overrides[key] == nil {
+			p.overrides[key] = map[string]Price{}
+		}
+		for m, pr := range models {
+			p.overrides[key][m] = pr
+		}
+	}
+	return p
+}
+
+// foldName is the provider name with case and separators folded, as
+// providers.Lookup compares them: "azureOpenai", "azure-openai" and
+// "azure_openai" are one provider, "companyProxy" and "company_proxy" too.
+func foldName(s string) string {
+	return strings.NewReplacer("_", "", "-", "", " ", "").Replace(strings.ToLower(strings.TrimSpace(s)))
 }
 
 // Lookup returns the price of model on provider, and false when it is not
 // known.
 func (p *Prices) Lookup(provider, model string) (Price, bool) {
 	if p != nil {
-		if m, ok := p.overrides[provider]; ok {
+		if m, ok := p.overrides[foldName(provider)]; ok {
 			if pr, ok := m[model]; ok {
 				return pr, true
 			}
@@ -137,12 +162,18 @@ func (p *Prices) Lookup(provider, model string) (Price, bool) {
 			}
 		}
 	}
+	if provider == "" {
+		return Price{}, false
+	}
 	spec, known := providers.Lookup(provider)
 	if known && spec.IsLocal {
 		return Price{}, true
 	}
-	vendor := spec.Name
 	name := strings.ToLower(model)
+	if !known || spec.Name == "custom" {
+		return lookupByModel(name)
+	}
+	vendor := spec.Name
 	if prefix, rest, ok := strings.Cut(name, "/"); ok {
 		switch {
 		case prefix == vendor:
@@ -154,6 +185,25 @@ func (p *Prices) Lookup(provider, model string) (Price, bool) {
 		}
 	}
 	return lookupBuiltin(vendor, name)
+}
+
+// lookupByModel prices a model served by an endpoint the registry does not
+// know: "vendor/model" from that vendor's table, a bare name from the one
+// table that lists it (model names do not repeat across vendors).
+func lookupByModel(model string) (Price, bool) {
+	if prefix, rest, ok := strings.Cut(model, "/"); ok {
+		vendor, ok := passThrough[prefix]
+		if !ok {
+			return Price{}, false
+		}
+		return lookupBuiltin(vendor, rest)
+	}
+	for vendor := range builtin {
+		if pr, ok := lookupBuiltin(vendor, model); ok {
+			return pr, true
+		}
+	}
+	return Price{}, false
 }
 
 func lookupBuiltin(vendor, model string) (Price, bool) {

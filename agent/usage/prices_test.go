@@ -8,8 +8,9 @@ import (
 func TestPrices(t *testing.T) {
 	override := Price{Input: 1, Output: 2, CachedInput: usd(0.5)}
 	p := NewPrices(map[string]map[string]Price{
-		"openai": {"gpt-4o": override},
-		"custom": {"my-model": {Input: 3, Output: 4}},
+		"openai":      {"gpt-4o": override},
+		"custom":      {"my-model": {Input: 3, Output: 4}},
+		"azureOpenai": {"gpt-4o": override},
 	})
 	r := Record{Input: 1_000_000, CacheRead: 400_000, Output: 100_000}
 	cases := []struct {
@@ -26,7 +27,17 @@ func TestPrices(t *testing.T) {
 		{"openrouter", "meta-llama/llama-3.3-70b-instruct", nil},
 		{"custom", "my-model", usd(1*3 + 0.1*4)}, // no cached price: cached tokens cost input
 		{"custom", "other", nil},
-		{"ollama", "llama3.2", usd(0)}, // local: free
+		{"custom", "gpt-4o-mini", usd(0.6*0.15 + 0.4*0.075 + 0.1*0.60)},                  // an endpoint the registry does not know: priced by model
+		{"companyProxy", "gpt-4o-mini-2024-07-18", usd(0.6*0.15 + 0.4*0.075 + 0.1*0.60)}, // a config-named endpoint, dated model
+		{"companyProxy", "anthropic/claude-sonnet-4", usd(0.6*3 + 0.4*0.30 + 0.1*15)},
+		{"companyProxy", "acme/gpt-4o", nil},                     // a vendor prefix we do not know
+		{"companyProxy", "in-house-7b", nil},                     // unknown stays unknown, not 0
+		{"Azure-OpenAI", "gpt-4o", usd(0.6*1 + 0.4*0.5 + 0.1*2)}, // the override under "azureOpenai", found by the ledger's spelling
+		{"azure_openai", "gpt-4o", usd(0.6*1 + 0.4*0.5 + 0.1*2)},
+		{"azure_openai", "gpt-4.1", nil},                   // a registry provider without a table: unknown
+		{"lm_studio", "qwen3", usd(0)},                     // an alias of a local provider: free
+		{"OpenAI", "gpt-4o", usd(0.6*1 + 0.4*0.5 + 0.1*2)}, // case folded for overrides too
+		{"ollama", "llama3.2", usd(0)},                     // local: free
 		{"vllm", "whatever", usd(0)},
 		{"siliconflow", "deepseek-ai/DeepSeek-V3", nil},
 		{"", "gpt-4o", nil},

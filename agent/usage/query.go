@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,7 +28,8 @@ type Filter struct {
 	Session string
 	// Sender is matched with Channel (sender ids are per platform).
 	Sender string
-	// Source is "user", "cron", "heartbeat", "subagent" or "api".
+	// Source is "user", "cron", "heartbeat", "subagent", "api" or
+	// "consolidation".
 	Source string
 }
 
@@ -54,6 +56,25 @@ func ParseGroupBy(s string) (GroupBy, error) {
 	return "", fmt.Errorf("unknown grouping %q (want day, model, channel, agent, sender or source)", s)
 }
 
+// ParseSince reads the start of a period: a duration back from now
+// ("7d" for days, "36h"), or a date ("2026-12-01", midnight in now's
+// location).
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			return now.AddDate(0, 0, -n), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.ParseInLocation(time.DateOnly, s, now.Location()); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("want a duration such as 7d or 12h, or a date such as 2026-12-01, got %q", s)
+}
+
 // Row is the totals of one group.
 type Row struct {
 	// Key is the group's value: a date (YYYY-MM-DD), a model ("provider/model"),
@@ -64,6 +85,11 @@ type Row struct {
 	Errors int64 `json:"errors"`
 	// Latency sums the calls' durations.
 	Latency time.Duration `json:"-"`
+	// Sources splits the group's totals by source (for charts that show
+	// what the bot did on its own apart); nil for Summary.Total.
+	Sources map[string]Totals `json:"sources,omitempty"`
+
+	src []sourceTotals // Sources while the query runs
 }
 
 // Summary is the answer of a query.
@@ -107,8 +133,9 @@ func (r Row) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Key string `json:"key"`
 		totalsJSON
-		Errors int64 `json:"errors"`
-	}{r.Key, r.Totals.json(), r.Errors})
+		Errors  int64             `json:"errors"`
+		Sources map[string]Totals `json:"sources,omitempty"`
+	}{r.Key, r.Totals.json(), r.Errors, r.Sources})
 }
 
 // Cost is the summed cost, nil when no call was priced.
@@ -152,16 +179,21 @@ func Summarize(ctx context.Context, dir string, loc *time.Location, f Filter, by
 			}
 			dst.merge(r)
 		}
-		for k, t := range a.sources {
-			s := out.Sources[k]
-			s.merge(&t)
-			out.Sources[k] = s
+		for _, src := range a.sources {
+			s := out.Sources[string(src.name)]
+			s.merge(&src.Totals)
+			out.Sources[string(src.name)] = s
 		}
 		out.Total.merge(&a.total)
 	}
-	out.Total.Key = "total"
+	out.Total.Key, out.Total.src = "total", nil
 	if by != GroupNone {
 		for _, r := range rows {
+			r.Sources = make(map[string]Totals, len(r.src))
+			for _, src := range r.src {
+				r.Sources[string(src.name)] = src.Totals
+			}
+			r.src = nil
 			out.Rows = append(out.Rows, *r)
 		}
 		slices.SortFunc(out.Rows, func(a, b Row) int {
@@ -190,6 +222,9 @@ func (r *Row) merge(o *Row) {
 	r.Totals.merge(&o.Totals)
 	r.Errors += o.Errors
 	r.Latency += o.Latency
+	for _, src := range o.src {
+		sourceIn(&r.src, src.name).merge(&src.Totals)
+	}
 }
 
 // aggregator sums the records one scanning goroutine sees.
@@ -200,17 +235,18 @@ type aggregator struct {
 	until    int64
 	match    [nStrFields][]byte // required field values (nil: any)
 	rows     map[string]*Row
-	sources  map[string]Totals
+	sources  []sourceTotals
 	total    Row
 	skipped  int64
 	key      []byte
 	dayStart int64 // the cached day: [dayStart, dayEnd) in unix ms
 	dayEnd   int64
 	dayKey   string
+	dayRow   *Row // the row of dayKey (GroupDay)
 }
 
 func newAggregator(f Filter, by GroupBy, loc *time.Location) *aggregator {
-	a := &aggregator{by: by, loc: loc, until: 1<<63 - 1, rows: map[string]*Row{}, sources: map[string]Totals{}}
+	a := &aggregator{by: by, loc: loc, until: 1<<63 - 1, rows: map[string]*Row{}}
 	if !f.Since.IsZero() {
 		a.since = f.Since.UnixMilli()
 	}
@@ -240,14 +276,12 @@ func (a *aggregator) add(r *rawRecord) {
 		}
 	}
 	a.total.addRaw(r)
-	src := r.str[fSource]
-	if len(src) == 0 {
-		src = []byte("user")
-	}
-	s := a.sources[string(src)]
-	s.addRaw(r)
-	a.sources[string(src)] = s
+	sourceIn(&a.sources, r.str[fSource]).addRaw(r)
 	if a.by == GroupNone {
+		return
+	}
+	if a.by == GroupDay && a.dayRow != nil && r.ts >= a.dayStart && r.ts < a.dayEnd {
+		a.dayRow.addRaw(r) // lines come in time order: mostly the same day
 		return
 	}
 	k := a.groupKey(r)
@@ -256,7 +290,34 @@ func (a *aggregator) add(r *rawRecord) {
 		row = &Row{Key: string(k)}
 		a.rows[row.Key] = row
 	}
+	if a.by == GroupDay {
+		a.dayRow = row
+	}
 	row.addRaw(r)
+}
+
+// sourceIn returns the totals of a source in list, added if missing;
+// there are a handful of sources, so a list beats a map (and its hashing)
+// on every record.
+func sourceIn(list *[]sourceTotals, src []byte) *Totals {
+	if len(src) == 0 {
+		src = userSource
+	}
+	l := *list
+	for i := range l {
+		if bytes.Equal(l[i].name, src) {
+			return &l[i].Totals
+		}
+	}
+	*list = append(l, sourceTotals{name: bytes.Clone(src)})
+	return &(*list)[len(*list)-1].Totals
+}
+
+var userSource = []byte("user")
+
+type sourceTotals struct {
+	name []byte
+	Totals
 }
 
 func (a *aggregator) groupKey(r *rawRecord) []byte {
@@ -310,6 +371,7 @@ func (t *Totals) addRaw(r *rawRecord) {
 
 func (r *Row) addRaw(raw *rawRecord) {
 	r.Totals.addRaw(raw)
+	sourceIn(&r.src, raw.str[fSource]).addRaw(raw)
 	if o := raw.str[fOutcome]; string(o) != OutcomeOK {
 		r.Errors++
 	}
@@ -357,7 +419,7 @@ func scan(ctx context.Context, dir string, loc *time.Location, since, until time
 	for _, path := range files {
 		err := readChunks(ctx, path, func(chunk []byte) {
 			eachLine(chunk, func(line []byte) {
-				if parseLine(line, &rec) == nil {
+				if parseFast(line, &rec) || parseLine(line, &rec) == nil {
 					fn(&rec)
 				}
 			})
@@ -393,7 +455,7 @@ func scanParallel(ctx context.Context, dir string, loc *time.Location, since, un
 			rec := new(rawRecord)
 			for c := range chunks {
 				eachLine(c, func(line []byte) {
-					if parseLine(line, rec) != nil {
+					if !parseFast(line, rec) && parseLine(line, rec) != nil {
 						a.skipped++
 						return
 					}

@@ -19,7 +19,8 @@ type Record struct {
 	// Channel, Chat, Sender and Session say whose turn it was.
 	Channel, Chat, Sender, Session string
 	// Source is who produced the message: user, cron, heartbeat, subagent,
-	// api (bus.Source.String()).
+	// api (bus.Source.String()), or SourceConsolidation for the calls that
+	// fold a conversation's old messages into memory.
 	Source string
 	// Provider and Model are the provider config name and the model sent.
 	Provider, Model string
@@ -40,6 +41,10 @@ type Record struct {
 	// is unknown (never 0 for unknown).
 	CostUSD *float64
 }
+
+// SourceConsolidation is the Source of memory consolidation calls: they
+// are charged to the conversation whose history they fold into memory.
+const SourceConsolidation = "consolidation"
 
 // KindImage marks a record of generated images (the generate_image tool).
 const KindImage = "image"

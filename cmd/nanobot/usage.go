@@ -50,21 +50,13 @@ func newUsageCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// parseSince reads "7d", "36h" or "2026-12-01" (midnight in now's zone).
+// parseSince reads --since (see usage.ParseSince).
 func parseSince(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
-			return now.AddDate(0, 0, -n), nil
-		}
+	t, err := usage.ParseSince(s, now)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--since: %w", err)
 	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	if t, err := time.ParseInLocation(time.DateOnly, s, now.Location()); err == nil {
-		return t, nil
-	}
-	return time.Time{}, fmt.Errorf("--since: want a duration such as 7d or 12h, or a date such as 2026-12-01, got %q", s)
+	return t, nil
 }
 
 func writeUsageJSON(w io.Writer, since time.Time, by usage.GroupBy, s *usage.Summary) error {

@@ -85,6 +85,11 @@ type Options struct {
 	Apply func(next *configs.Config)
 	// Logs are the process's last log lines, redacted (nil: none).
 	Logs *logging.Ring
+	// UsageDir is the usage ledger's folder, read by GET /api/usage
+	// (empty: that endpoint answers 503); UsageLocation is where its days
+	// begin (default Local).
+	UsageDir      string
+	UsageLocation *time.Location
 	// Log receives the workbench's own events (logins, lock-outs).
 	Log *slog.Logger
 	// Now is the clock (default time.Now); tests move it.
@@ -181,6 +186,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /api/memory", s.guard(s.putMemory))
 	mux.HandleFunc("GET /api/skills", s.guard(s.listSkills))
 	mux.HandleFunc("GET /api/logs", s.guard(s.getLogs))
+	mux.HandleFunc("GET /api/usage", s.guard(s.getUsage))
 	mux.HandleFunc("/api/", s.guard(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", "no such API endpoint: "+r.Method+" "+r.URL.Path)
 	}))

@@ -6,6 +6,7 @@ import { showAutomations } from "./automations.js";
 import { showSettings } from "./settings.js";
 import { showMemory } from "./memory.js";
 import { showLogs } from "./logs.js";
+import { showUsage } from "./usage.js";
 
 const $ = (id) => document.getElementById(id);
 // Channel badges are letters, not emoji: they render on every system.
@@ -51,6 +52,7 @@ async function boot() {
     $("settings-view").hidden = true;
     $("memory-view").hidden = true;
     $("logs-view").hidden = true;
+    $("usage-view").hidden = true;
     $("nav").hidden = true;
     $("login-view").hidden = false;
     $("password").focus();
@@ -64,7 +66,7 @@ async function boot() {
 }
 
 // ---- pages ----------------------------------------------------------------
-const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations, "memory-view": showMemory, "settings-view": showSettings, "logs-view": showLogs };
+const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations, "memory-view": showMemory, "settings-view": showSettings, "logs-view": showLogs, "usage-view": showUsage };
 async function show(view) {
   for (const id of Object.keys(PAGES)) $(id).hidden = id !== view;
   $("back").hidden = view !== "app" || !$("app").classList.contains("show-pane");

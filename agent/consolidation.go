@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/nanobot-go/nanobot/agent/usage"
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
+)
+
+// meteredProvider is the provider memory consolidation calls: the
+// runner's provider, with every call held against the budgets first and
+// recorded in the usage ledger (and told to the observer) afterwards,
+// under source "consolidation" and charged to the conversation named by
+// the call context (the session whose history is folded). A used-up
+// budget fails the call with a *usage.BudgetError before the provider is
+// reached; the memory package then leaves the history for later.
+type meteredProvider struct {
+	r *Runner
+}
+
+var _ providers.Provider = meteredProvider{}
+
+// consolidationContext names the conversation m belongs to on ctx, so the
+// consolidation calls made for sess are charged to it.
+func consolidationContext(ctx context.Context, channel, chatID, senderID, sessionKey string, admin bool) context.Context {
+	return tools.WithCallContext(ctx, tools.CallContext{
+		Channel: channel, ChatID: chatID, SenderID: senderID, SessionKey: sessionKey,
+		Source: usage.SourceConsolidation, Admin: admin,
+	})
+}
+
+func (p meteredProvider) Chat(ctx context.Context, req providers.ChatRequest) (*providers.LLMResponse, error) {
+	return p.call(ctx, req, func(ctx context.Context) (*providers.LLMResponse, error) {
+		return p.r.Provider.Chat(ctx, req)
+	})
+}
+
+func (p meteredProvider) Stream(ctx context.Context, req providers.ChatRequest, onDelta func(providers.Delta)) (*providers.LLMResponse, error) {
+	return p.call(ctx, req, func(ctx context.Context) (*providers.LLMResponse, error) {
+		return p.r.Provider.Stream(ctx, req, onDelta)
+	})
+}
+
+func (p meteredProvider) call(ctx context.Context, req providers.ChatRequest, do func(context.Context) (*providers.LLMResponse, error)) (*providers.LLMResponse, error) {
+	cc, _ := tools.CallContextFrom(ctx)
+	cc.Source = usage.SourceConsolidation
+	ctx = tools.WithCallContext(ctx, cc)
+	rsv, err := p.r.reserveBudget(ctx, req.Messages, req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	defer rsv.Release() // after observeLLM put the real usage in the ledger
+	start := time.Now()
+	resp, err := do(ctx)
+	p.r.observeLLM(ctx, start, req.Messages, req.Tools, resp, err)
+	return resp, err
+}
