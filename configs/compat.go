@@ -89,7 +89,6 @@ var compatNotes = []compatNote{
 	{path: "providers.*.extraQuery", status: CompatUnsupported, msg: "extra query parameters are not sent; put an Azure api-version in apiVersion, or the parameters in apiBase", when: notEmpty},
 	{path: "providers.*.displayName", status: CompatChanged, msg: "providers are shown by their config name"},
 	{path: "providers.*.defaultModel", status: CompatChanged, msg: "not a provider setting here; set agents.defaults.model (for azure_openai, the deployment name)"},
-	{path: "providers.bedrock", status: CompatUnsupported, msg: "AWS Bedrock is not supported yet; the bedrock provider is ignored — use Anthropic, OpenRouter or an OpenAI-compatible gateway in front of Bedrock (apiBase)"},
 	{path: "providers.openaiCodex", status: CompatChanged, keep: true, msg: "signed in with `nanobot provider login codex` (tokens in the instance state folder, not in config; docs/providers.md)"},
 	{path: "providers.githubCopilot", status: CompatChanged, keep: true, msg: "signed in with `nanobot provider login copilot` (tokens in the instance state folder, not in config; docs/providers.md)"},
 	{path: "providers.xaiGrok", status: CompatUnsupported, msg: "xAI Grok OAuth login is not supported; use providers.xai-style custom provider with an apiKey and apiBase https://api.x.ai/v1"},
