@@ -51,6 +51,8 @@ type Server struct {
 	next     int64
 	failFor  time.Time
 	badCalls []string // calls the adapter made wrongly
+	// push, set by StartSocketIO, emits an event to a Socket.IO room.
+	push func(room, event string, payload any)
 }
 
 // New starts a server with the given sessions and panels (panel id ->
@@ -296,22 +298,33 @@ func (s *Server) payload(id string, m Message) json.RawMessage {
 // Say adds a message to a session and returns its id.
 func (s *Server) Say(session string, m Message) string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.next++
 	id := fmt.Sprintf("msg-%d", s.next)
-	s.events[session] = append(s.events[session], event{Seq: s.next, Type: "message.add", Timestamp: m.at().Format(time.RFC3339Nano), Payload: s.payload(id, m)})
+	ev := event{Seq: s.next, Type: "message.add", Timestamp: m.at().Format(time.RFC3339Nano), Payload: s.payload(id, m)}
+	s.events[session] = append(s.events[session], ev)
 	close(s.changed)
 	s.changed = make(chan struct{})
+	push := s.push
+	s.mu.Unlock()
+	if push != nil {
+		push("session:"+session, "claw.session.events", map[string]any{"sessionId": session, "cursor": ev.Seq, "events": []event{ev}})
+	}
 	return id
 }
 
 // Post adds a message to a panel and returns its id.
 func (s *Server) Post(panel string, m Message) string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.next++
 	id := fmt.Sprintf("msg-%d", s.next)
-	s.panels[panel] = append(s.panels[panel], s.payload(id, m))
+	p := s.payload(id, m)
+	s.panels[panel] = append(s.panels[panel], p)
+	ev := event{Seq: s.next, Type: "message.add", Timestamp: m.at().Format(time.RFC3339Nano), Payload: p}
+	push := s.push
+	s.mu.Unlock()
+	if push != nil {
+		push("panel:"+panel, "claw.panel.events", map[string]any{"sessionId": panel, "panelId": panel, "events": []event{ev}})
+	}
 	return id
 }
 
