@@ -52,7 +52,8 @@ type Server struct {
 	failFor  time.Time
 	badCalls []string // calls the adapter made wrongly
 	// push, set by StartSocketIO, emits an event to a Socket.IO room.
-	push func(room, event string, payload any)
+	push      func(room, event string, payload any)
+	longPolls int // watch calls that waited (timeoutMs > 0)
 }
 
 // New starts a server with the given sessions and panels (panel id ->
@@ -166,6 +167,11 @@ func (s *Server) watch(ctx context.Context, body map[string]any) (any, int, stri
 		return nil, 400, "bad request"
 	}
 	deadline := time.After(min(time.Duration(timeout)*time.Millisecond, 2*time.Second))
+	if timeout > 0 {
+		s.mu.Lock()
+		s.longPolls++
+		s.mu.Unlock()
+	}
 	for {
 		s.mu.Lock()
 		evs, known := s.events[id]
@@ -360,6 +366,14 @@ func (s *Server) Fail(d time.Duration) {
 	s.failFor = time.Now().Add(d)
 	close(s.changed)
 	s.changed = make(chan struct{})
+}
+
+// LongPolls counts the session watches that asked to wait (the HTTP
+// receive path; Socket.IO mode makes none).
+func (s *Server) LongPolls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.longPolls
 }
 
 // Sent returns what the bot sent, in order.

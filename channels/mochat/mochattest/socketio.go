@@ -31,10 +31,11 @@ type SocketIO struct {
 	wmu   sync.Mutex
 }
 
-// StartSocketIO starts the server for s with the given Socket.IO path and
+// StartSocketIO starts the server for s with the given Socket.IO path,
+// accepting clients whose auth token is token (normally Token), and
 // attaches it. It skips the test when node or the socket.io package
 // (NANOBOT_TEST_NODE_MODULES) is missing, and fails instead under CI.
-func StartSocketIO(t testing.TB, s *Server, path string) *SocketIO {
+func StartSocketIO(t testing.TB, s *Server, path, token string) *SocketIO {
 	t.Helper()
 	mods := os.Getenv("NANOBOT_TEST_NODE_MODULES")
 	if mods == "" {
@@ -51,7 +52,7 @@ func StartSocketIO(t testing.TB, s *Server, path string) *SocketIO {
 	}
 	_, here, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(here), "testdata", "sioserver.js")
-	cmd := exec.Command(node, script, Token, s.URL, path)
+	cmd := exec.Command(node, script, token, s.URL, path)
 	cmd.Env = append(os.Environ(), "NODE_MODULES="+mods)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
