@@ -123,8 +123,6 @@ var compatNotes = []compatNote{
 	{path: "tools.maxSessionMessagesPerMinute", status: CompatChanged, msg: "use agents.defaults.maxRepliesPerMinute"},
 	{path: "tools.webuiAllowLocalServiceAccess", status: CompatUnsupported, msg: "there is no nanobot web UI here; the gateway's web chat has no such switch"},
 	{path: "tools.webuiAllowRemotePackageInstall", status: CompatUnsupported, msg: "there is no nanobot web UI here"},
-	{path: "tools.mcpServers.*.auth", status: CompatUnsupported, when: notEmpty,
-		msg: "OAuth for remote MCP servers is not supported yet; the server is connected without it — put a token in headers (\"Authorization\": \"Bearer ${TOKEN}\")"},
 
 	// Channels (keys of platforms that exist here).
 	{path: "channels.telegram.mode", status: CompatChanged, when: equals("webhook"),

@@ -495,6 +495,9 @@ type MCPServerConfig struct {
 	URL string `json:"url"`
 	// Headers are sent to an HTTP server.
 	Headers map[string]string `json:"headers"`
+	// Auth is "oauth" for an HTTP server that needs an OAuth sign-in
+	// (`nanobot mcp login <name>`; tokens in the state folder), or empty.
+	Auth string `json:"auth,omitempty"`
 	// ToolTimeout is the per-call timeout in seconds.
 	ToolTimeout int `json:"toolTimeout"`
 	// EnabledTools lists the tools to register: ["*"] for all, [] for none,
