@@ -167,13 +167,9 @@ var compatEnv = map[string]string{
 	"NANOBOT_MAX_CONCURRENT_REQUESTS": "agents" + envDelim + "defaults" + envDelim + "maxConcurrentTurns",
 }
 
-// compatEnvNotes are Python nanobot variables with no counterpart.
-var compatEnvNotes = map[string]string{
-	"LANGFUSE_SECRET_KEY": "Langfuse tracing is not supported; token use and cost are in the usage ledger (nanobot usage) and /metrics",
-	"LANGFUSE_PUBLIC_KEY": "Langfuse tracing is not supported; token use and cost are in the usage ledger (nanobot usage) and /metrics",
-	"LANGFUSE_HOST":       "Langfuse tracing is not supported; token use and cost are in the usage ledger (nanobot usage) and /metrics",
-	"LANGFUSE_BASE_URL":   "Langfuse tracing is not supported; token use and cost are in the usage ledger (nanobot usage) and /metrics",
-}
+// compatEnvNotes are Python nanobot variables with no counterpart (none
+// left: the LANGFUSE_* variables turn on agent/langfuse).
+var compatEnvNotes = map[string]string{}
 
 // CompatFinding is what loading found about one Python nanobot option.
 type CompatFinding struct {
