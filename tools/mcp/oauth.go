@@ -119,17 +119,21 @@ var ErrSignInNeeded = errors.New("OAuth sign-in needed")
 // stored again after each refresh. Token is safe for concurrent use
 // (oauth2.ReuseTokenSource single-flights the refresh).
 type storedTokens struct {
-	name  string
-	store TokenStore
-	hc    *http.Client
+	name   string
+	store  TokenStore
+	hc     *http.Client
+	secret func(...string) // may be nil
 
 	mu   sync.Mutex
 	cred OAuthCredential
 	src  oauth2.TokenSource
 }
 
-func newStoredTokens(name string, store TokenStore, hc *http.Client, cred OAuthCredential) *storedTokens {
-	st := &storedTokens{name: name, store: store, hc: hc, cred: cred}
+func newStoredTokens(name string, store TokenStore, hc *http.Client, cred OAuthCredential, secret func(...string)) *storedTokens {
+	st := &storedTokens{name: name, store: store, hc: hc, cred: cred, secret: secret}
+	if secret != nil {
+		secret(cred.AccessToken, cred.RefreshToken, cred.ClientSecret)
+	}
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
 	st.src = oauth2.ReuseTokenSource(cred.token(), cred.config().TokenSource(ctx, cred.token()))
 	return st
@@ -143,6 +147,9 @@ func (st *storedTokens) Token() (*oauth2.Token, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if t.AccessToken != st.cred.AccessToken {
+		if st.secret != nil {
+			st.secret(t.AccessToken, t.RefreshToken)
+		}
 		st.cred.AccessToken, st.cred.TokenType, st.cred.Expiry = t.AccessToken, t.TokenType, t.Expiry
 		if t.RefreshToken != "" {
 			st.cred.RefreshToken = t.RefreshToken
@@ -186,7 +193,7 @@ func (s *server) oauthClient(next http.RoundTripper) (*http.Client, error) {
 	if cred.ServerURL != "" && cred.ServerURL != s.cfg.URL {
 		return nil, fmt.Errorf("%w: the stored sign-in is for %s, the config says %s: run `nanobot mcp login %s`", ErrSignInNeeded, cred.ServerURL, s.cfg.URL, s.name)
 	}
-	tokens := newStoredTokens(s.name, s.m.opts.OAuth, &http.Client{Transport: next, Timeout: 30 * time.Second}, cred)
+	tokens := newStoredTokens(s.name, s.m.opts.OAuth, &http.Client{Transport: next, Timeout: 30 * time.Second}, cred, s.m.opts.AddSecret)
 	return &http.Client{Transport: oauthTransport{tokens: tokens, next: next}}, nil
 }
 

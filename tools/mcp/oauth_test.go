@@ -204,8 +204,17 @@ func TestOAuthLoginThenGatewayUsesAndRenewsTheToken(t *testing.T) {
 		t.Fatalf("stored %+v %v %v", cred, ok, err)
 	}
 
+	var (
+		secretsMu sync.Mutex
+		secrets   []string
+	)
+	addSecret := func(s ...string) {
+		secretsMu.Lock()
+		secrets = append(secrets, s...)
+		secretsMu.Unlock()
+	}
 	reg := tools.NewRegistry()
-	m := New(map[string]configs.MCPServerConfig{"notes": f.serverConfig()}, reg, Options{OAuth: store, BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond})
+	m := New(map[string]configs.MCPServerConfig{"notes": f.serverConfig()}, reg, Options{OAuth: store, AddSecret: addSecret, BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond})
 	m.Start(context.Background(), 20*time.Second)
 	t.Cleanup(m.Close)
 	res, err := reg.Execute(ctx, "mcp_notes_whoami", map[string]any{})
@@ -219,6 +228,13 @@ func TestOAuthLoginThenGatewayUsesAndRenewsTheToken(t *testing.T) {
 	cred, _, _ = store.Get("notes")
 	if cred.AccessToken != seen[len(seen)-1] || cred.RefreshToken == "refresh-1" {
 		t.Errorf("the renewed token was not stored: %+v", cred)
+	}
+	secretsMu.Lock()
+	defer secretsMu.Unlock()
+	for _, tok := range []string{"access-1", "refresh-1", cred.AccessToken, cred.RefreshToken} {
+		if !slices.Contains(secrets, tok) {
+			t.Errorf("token %s was not given to the redactor (got %q)", tok, secrets)
+		}
 	}
 }
 
