@@ -222,6 +222,10 @@ func Login(ctx context.Context, name string, cfg configs.MCPServerConfig, opts L
 	if cfg.URL == "" || cfg.Type == "stdio" {
 		return 0, fmt.Errorf("mcp login %s: OAuth needs an HTTP server (url)", name)
 	}
+	if cfg.Type == "sse" {
+		// The SDK's SSE transport has no OAuth hook for the discovery.
+		return 0, fmt.Errorf("mcp login %s: the OAuth sign-in is for streamableHttp servers; this one is sse", name)
+	}
 	if opts.Store == nil || opts.Open == nil {
 		return 0, errors.New("mcp login: Store and Open are required")
 	}
