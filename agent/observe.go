@@ -25,6 +25,38 @@ type RunObserver interface {
 	ObserveTool(ctx context.Context, t ToolCall)
 }
 
+// Observers tells every non-nil observer, in order; nil when there are
+// none.
+func Observers(obs ...RunObserver) RunObserver {
+	var out multiObserver
+	for _, o := range obs {
+		if o != nil {
+			out = append(out, o)
+		}
+	}
+	switch len(out) {
+	case 0:
+		return nil
+	case 1:
+		return out[0]
+	}
+	return out
+}
+
+type multiObserver []RunObserver
+
+func (m multiObserver) ObserveLLM(ctx context.Context, c LLMCall) {
+	for _, o := range m {
+		o.ObserveLLM(ctx, c)
+	}
+}
+
+func (m multiObserver) ObserveTool(ctx context.Context, t ToolCall) {
+	for _, o := range m {
+		o.ObserveTool(ctx, t)
+	}
+}
+
 // LLMCall is one provider call of a run.
 type LLMCall struct {
 	// Agent is the agent that made the call; Provider and Model what it

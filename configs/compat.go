@@ -89,7 +89,6 @@ var compatNotes = []compatNote{
 	{path: "providers.*.extraQuery", status: CompatUnsupported, msg: "extra query parameters are not sent; put an Azure api-version in apiVersion, or the parameters in apiBase", when: notEmpty},
 	{path: "providers.*.displayName", status: CompatChanged, msg: "providers are shown by their config name"},
 	{path: "providers.*.defaultModel", status: CompatChanged, msg: "not a provider setting here; set agents.defaults.model (for azure_openai, the deployment name)"},
-	{path: "providers.bedrock", status: CompatUnsupported, msg: "AWS Bedrock is not supported yet; the bedrock provider is ignored — use Anthropic, OpenRouter or an OpenAI-compatible gateway in front of Bedrock (apiBase)"},
 	{path: "providers.openaiCodex", status: CompatChanged, keep: true, msg: "signed in with `nanobot provider login codex` (tokens in the instance state folder, not in config; docs/providers.md)"},
 	{path: "providers.githubCopilot", status: CompatChanged, keep: true, msg: "signed in with `nanobot provider login copilot` (tokens in the instance state folder, not in config; docs/providers.md)"},
 	{path: "providers.xaiGrok", status: CompatUnsupported, msg: "xAI Grok OAuth login is not supported; use providers.xai-style custom provider with an apiKey and apiBase https://api.x.ai/v1"},
@@ -124,8 +123,6 @@ var compatNotes = []compatNote{
 	{path: "tools.maxSessionMessagesPerMinute", status: CompatChanged, msg: "use agents.defaults.maxRepliesPerMinute"},
 	{path: "tools.webuiAllowLocalServiceAccess", status: CompatUnsupported, msg: "there is no nanobot web UI here; the gateway's web chat has no such switch"},
 	{path: "tools.webuiAllowRemotePackageInstall", status: CompatUnsupported, msg: "there is no nanobot web UI here"},
-	{path: "tools.mcpServers.*.auth", status: CompatUnsupported, when: notEmpty,
-		msg: "OAuth for remote MCP servers is not supported yet; the server is connected without it — put a token in headers (\"Authorization\": \"Bearer ${TOKEN}\")"},
 
 	// Channels (keys of platforms that exist here).
 	{path: "channels.telegram.mode", status: CompatChanged, when: equals("webhook"),
@@ -148,10 +145,9 @@ var compatNotes = []compatNote{
 		msg: "end-to-end encryption is not supported yet; encrypted rooms are ignored — use unencrypted rooms for the bot"},
 	{path: "channels.matrix.sasVerification", status: CompatUnsupported, when: isTrue, msg: "device verification is not supported (encryption is not either)"},
 	{path: "channels.matrix.allowRoomMentions", status: CompatChanged, msg: "with groupPolicy \"mention\" the bot answers mentions of its user id; @room mentions never trigger it"},
-	{path: "channels.mochat.socketUrl", status: CompatChanged, msg: "Mochat is reached over HTTP long polling (baseUrl); Socket.IO is not used"},
-	{path: "channels.mochat.socketPath", status: CompatChanged, msg: "Mochat is reached over HTTP long polling (baseUrl); Socket.IO is not used"},
-	{path: "channels.mochat.replyDelayMode", status: CompatUnsupported, msg: "replies are sent as soon as they are ready; reply delays are not supported"},
-	{path: "channels.mochat.replyDelayMs", status: CompatUnsupported, msg: "replies are sent as soon as they are ready; reply delays are not supported"},
+	{path: "channels.mochat.socketDisableMsgpack", status: CompatChanged, msg: "Socket.IO frames are always JSON (socket.io's default parser); msgpack is not spoken"},
+	{path: "channels.mochat.socketReconnectDelayMs", status: CompatChanged, msg: "reconnects back off from 1 s to 1 min, like every channel"},
+	{path: "channels.mochat.socketMaxReconnectDelayMs", status: CompatChanged, msg: "reconnects back off from 1 s to 1 min, like every channel"},
 	{path: "channels.signal.phoneNumber", status: CompatChanged, msg: "use account (the bot's number) with httpUrl or tcpAddr of signal-cli's JSON-RPC daemon (docs/configuration.md)"},
 	{path: "channels.signal.daemonHost", status: CompatChanged, msg: "use httpUrl (\"http://host:port\") or tcpAddr of signal-cli's JSON-RPC daemon"},
 	{path: "channels.signal.daemonPort", status: CompatChanged, msg: "use httpUrl (\"http://host:port\") or tcpAddr of signal-cli's JSON-RPC daemon"},
@@ -171,13 +167,9 @@ var compatEnv = map[string]string{
 	"NANOBOT_MAX_CONCURRENT_REQUESTS": "agents" + envDelim + "defaults" + envDelim + "maxConcurrentTurns",
 }
 
-// compatEnvNotes are Python nanobot variables with no counterpart.
-var compatEnvNotes = map[string]string{
-	"LANGFUSE_SECRET_KEY": "Langfuse tracing is not supported; token use and cost are in the usage ledger (nanobot usage) and /metrics",
-	"LANGFUSE_PUBLIC_KEY": "Langfuse tracing is not supported; token use and cost are in the usage ledger (nanobot usage) and /metrics",
-	"LANGFUSE_HOST":       "Langfuse tracing is not supported; token use and cost are in the usage ledger (nanobot usage) and /metrics",
-	"LANGFUSE_BASE_URL":   "Langfuse tracing is not supported; token use and cost are in the usage ledger (nanobot usage) and /metrics",
-}
+// compatEnvNotes are Python nanobot variables with no counterpart (none
+// left: the LANGFUSE_* variables turn on agent/langfuse).
+var compatEnvNotes = map[string]string{}
 
 // CompatFinding is what loading found about one Python nanobot option.
 type CompatFinding struct {

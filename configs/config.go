@@ -187,6 +187,12 @@ type ProviderConfig struct {
 	// RateLimit holds calls to this provider back to rpm / tpm
 	// (docs/usage.md); nil: only the vendor's rate-limit headers.
 	RateLimit *RateLimitConfig `json:"rateLimit,omitempty"`
+	// Region is the AWS region of the bedrock provider (us-east-1, ...);
+	// empty: AWS_REGION, AWS_DEFAULT_REGION, then the profile's region.
+	Region string `json:"region,omitempty"`
+	// Profile is the AWS shared config/credentials profile of the bedrock
+	// provider; empty: AWS_PROFILE, then "default".
+	Profile string `json:"profile,omitempty"`
 	// SignIn overrides the sign-in endpoints of the subscription providers
 	// (github-copilot, openai-codex): GitHub Enterprise hosts, test fakes.
 	SignIn *SignInConfig `json:"signIn,omitempty"`
@@ -492,6 +498,9 @@ type MCPServerConfig struct {
 	URL string `json:"url"`
 	// Headers are sent to an HTTP server.
 	Headers map[string]string `json:"headers"`
+	// Auth is "oauth" for an HTTP server that needs an OAuth sign-in
+	// (`nanobot mcp login <name>`; tokens in the state folder), or empty.
+	Auth string `json:"auth,omitempty"`
 	// ToolTimeout is the per-call timeout in seconds.
 	ToolTimeout int `json:"toolTimeout"`
 	// EnabledTools lists the tools to register: ["*"] for all, [] for none,

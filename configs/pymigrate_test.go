@@ -30,7 +30,7 @@ func TestMigratePythonReportsEveryKey(t *testing.T) {
 		"agents.defaults.workspace":                  CompatSame,
 		"providers.deepseek.api_key":                 CompatSame,
 		"providers.deepseek.extraBody.thinking.type": CompatSame,
-		"providers.bedrock.region":                   CompatUnsupported,
+		"providers.bedrock.region":                   CompatSame,
 		"tools.exec.restrictToWorkspace":             CompatSame,
 		"tools.web.fetch.useJinaReader":              CompatSame,
 		"tools.madeUp":                               CompatUnsupported,
@@ -63,7 +63,7 @@ func TestMigratePythonReportsEveryKey(t *testing.T) {
 		"tools.restrictToWorkspace":            true,
 		"channels.telegram.webhookSecret":      "s3cret",
 		"channels.telegram.webhookSecretToken": nil,
-		"providers.bedrock":                    nil,
+		"providers.bedrock.region":             "us-east-1",
 		"agents.defaults.botName":              nil,
 	} {
 		if got := valueAt(out, path); got != want {

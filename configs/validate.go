@@ -152,6 +152,10 @@ func (c *Config) Validate() []FieldError {
 			v.add(sp, "needs a command (stdio) or a url (sse, streamableHttp)")
 		}
 		v.positive(sp+".toolTimeout", s.ToolTimeout)
+		if s.Auth != "" {
+			v.oneOf(sp+".auth", s.Auth, "oauth")
+			v.require(s.Type != "stdio", sp+".auth", "OAuth is for HTTP servers (sse, streamableHttp), not stdio")
+		}
 	}
 
 	v.api(c.API)

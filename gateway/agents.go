@@ -95,7 +95,7 @@ func (g *Gateway) profileAgent(prof configs.Agent) (*agent.Agent, error) {
 			m.Agent = name
 			return g.be.PublishInbound(ctx, m)
 		},
-		Observer: g.metrics, OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Presets: g.presetsFor(prof), Log: g.log,
+		Observer: agent.Observers(g.metrics, g.o.Observer), OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Presets: g.presetsFor(prof), Log: g.log,
 		Usage: g.usage, ProviderName: providerName, Budgets: g.budgets,
 		Voice: agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
 	})

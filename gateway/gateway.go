@@ -198,7 +198,7 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 		// The gate is built next; the agent runs only after New.
 		Targets: admitterFunc(func(ch, id string) bool { return g.gate != nil && g.gate.Admits(ch, id) }),
 		Out:     g.dl.publisher(g.be), Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
-		Observer: g.metrics, OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Log: g.log,
+		Observer: agent.Observers(g.metrics, g.o.Observer), OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Log: g.log,
 		Presets: g.presetsFor(g.cfg.AgentList()[0]),
 		Usage:   g.usage, ProviderName: g.o.ProviderName,
 		Voice:   agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},

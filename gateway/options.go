@@ -44,6 +44,10 @@ type Options struct {
 	// Speaker speaks final answers as voice messages (tts.enabled); nil:
 	// no voice replies.
 	Speaker agent.Speaker
+	// Observer is told about every provider call and tool execution of
+	// every agent, after the gateway's metrics (tracing: Langfuse). Nil:
+	// only the metrics. It must not block.
+	Observer agent.RunObserver
 	// MCP reports the MCP servers in /api/status (nil: none).
 	MCP interface{ Status() []mcp.Status }
 	// Tools are offered to the agent. The gateway adds the tools that need

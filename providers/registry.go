@@ -13,6 +13,8 @@ const (
 	// BackendOpenAIResponses is OpenAI's Responses API, chosen per
 	// provider with api: "responses" (Settings.API).
 	BackendOpenAIResponses = "openai_responses"
+	// BackendBedrock is AWS Bedrock Runtime's Converse API.
+	BackendBedrock = "bedrock"
 )
 
 // APIs a provider can be switched to (providers.<name>.api).
@@ -61,6 +63,11 @@ type ProviderSpec struct {
 	// (nanobot provider login NAME), not an API key; Options.SignIn adds the
 	// short-lived credentials to each request.
 	SignIn bool
+	// AWSCredentials: the provider signs with AWS credentials from the
+	// environment or shared files, and derives its endpoint from the
+	// region; a region, profile, apiKey or apiBase in the config marks it
+	// configured.
+	AWSCredentials bool
 	// custom marks a config-named OpenAI-compatible endpoint (see
 	// customNamed); its "name/" model prefix is always removed.
 	custom bool
@@ -84,6 +91,9 @@ type Settings struct {
 	// Proxy is an http://, https:// or socks5:// proxy URL for this
 	// provider's requests ("": the environment's proxy settings).
 	Proxy string
+	// Region and Profile are AWS settings (bedrock only): the region, and
+	// the shared config/credentials profile.
+	Region, Profile string
 }
 
 // specs is the registry, in matching order: gateways, then vendors, then
@@ -99,6 +109,13 @@ var specs = []ProviderSpec{
 	{Name: "volcengine", DisplayName: "VolcEngine Ark", Keywords: []string{"volcengine", "volces", "doubao"}, EnvKey: "ARK_API_KEY",
 		DefaultAPIBase: "https://ark.cn-beijing.volces.com/api/v3", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
 
+	// Before anthropic, so Bedrock's "anthropic.claude-..." model ids route
+	// here when both are configured (a bare "claude-..." still goes to
+	// Anthropic: no keyword below matches it).
+	{Name: "bedrock", DisplayName: "AWS Bedrock", EnvKey: "AWS_BEARER_TOKEN_BEDROCK",
+		Keywords: []string{"bedrock", "anthropic.claude", "amazon.nova", "amazon.titan", "meta.llama", "mistral.", "cohere.", "qwen.",
+			"deepseek.", "openai.gpt-oss", "ai21.", "moonshot.", "writer.", "zai."},
+		Backend: BackendBedrock, StripModelPrefix: true, SchemaDialect: DialectAnthropic, AWSCredentials: true},
 	{Name: "anthropic", DisplayName: "Anthropic", Keywords: []string{"anthropic", "claude"}, EnvKey: "ANTHROPIC_API_KEY",
 		DefaultAPIBase: "https://api.anthropic.com", Backend: BackendAnthropic, StripModelPrefix: true, SchemaDialect: DialectAnthropic},
 	{Name: "openai", DisplayName: "OpenAI", Keywords: []string{"openai", "gpt", "chatgpt", "o1", "o3", "o4"}, EnvKey: "OPENAI_API_KEY",
@@ -183,6 +200,9 @@ func normalizeName(s string) string {
 // configured reports whether the provider can be called with these
 // settings: a key, or for KeyOptional providers an apiBase; and an endpoint.
 func configured(spec ProviderSpec, st Settings) bool {
+	if spec.AWSCredentials {
+		return st.Region != "" || st.Profile != "" || st.APIKey != "" || st.APIBase != ""
+	}
 	if spec.DefaultAPIBase == "" && st.APIBase == "" {
 		return false
 	}
@@ -197,6 +217,8 @@ func howToConfigure(spec ProviderSpec) string {
 	switch {
 	case spec.SignIn:
 		return fmt.Sprintf("run `nanobot provider login %s`", spec.Name)
+	case spec.AWSCredentials:
+		return fmt.Sprintf("set providers.%s.region (and profile, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the environment)", spec.Name)
 	case spec.Backend == BackendAzureOpenAI:
 		return fmt.Sprintf("set providers.%s.apiKey and apiBase (https://NAME.openai.azure.com)", spec.Name)
 	case spec.IsDirect || spec.IsLocal && spec.DefaultAPIBase == "":

@@ -54,6 +54,8 @@ type Resolution struct {
 	API       string
 	ExtraBody map[string]any
 	Proxy     string
+	// Region and Profile are the AWS settings (bedrock).
+	Region, Profile string
 }
 
 // Resolve picks the provider for a model. The rules, first match wins:
@@ -119,7 +121,8 @@ func Resolve(model, forced string, configuredMap map[string]Settings) (Resolutio
 			return Resolution{}, fmt.Errorf("resolve provider: unknown provider %q (known: %s)", forced, knownNames())
 		}
 		st := cfg[spec.Name]
-		if spec.SignIn && !st.SignedIn || spec.DefaultAPIBase == "" && st.APIBase == "" || !spec.SignIn && !spec.KeyOptional && st.APIKey == "" && !spec.IsLocal {
+		// An AWS provider may take everything from the environment.
+		if !spec.AWSCredentials && (spec.SignIn && !st.SignedIn || spec.DefaultAPIBase == "" && st.APIBase == "" || !spec.SignIn && !spec.KeyOptional && st.APIKey == "" && !spec.IsLocal) {
 			return Resolution{}, fmt.Errorf("resolve provider: provider %q is forced but not configured: %s", spec.Name, howToConfigure(spec))
 		}
 		return resolution(spec, st, model, MatchForced, fmt.Sprintf("provider %q set in config", spec.Name)), nil
@@ -148,7 +151,7 @@ func Resolve(model, forced string, configuredMap map[string]Settings) (Resolutio
 	}
 
 	for _, spec := range all {
-		if st := cfg[spec.Name]; spec.KeyOptional && st.APIBase != "" {
+		if st := cfg[spec.Name]; spec.KeyOptional && !spec.AWSCredentials && st.APIBase != "" {
 			return resolution(spec, st, model, MatchLocal, "local endpoint "+st.APIBase), nil
 		}
 	}
@@ -199,6 +202,7 @@ func resolution(spec ProviderSpec, st Settings, model string, level MatchLevel, 
 		APIKey: st.APIKey, APIBase: base, ExtraHeaders: st.ExtraHeaders, APIVersion: st.APIVersion,
 		API:       st.API,
 		ExtraBody: st.ExtraBody, Proxy: st.Proxy,
+		Region: st.Region, Profile: st.Profile,
 	}
 }
 

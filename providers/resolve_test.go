@@ -154,3 +154,46 @@ func TestMatchLevelString(t *testing.T) {
 		t.Errorf("MatchKeyword = %q", got)
 	}
 }
+
+func TestResolveBedrock(t *testing.T) {
+	region := providers.Settings{Region: "us-east-1"}
+	both := map[string]providers.Settings{"anthropic": {APIKey: "a"}, "bedrock": region}
+	tests := []struct {
+		name, model, forced string
+		configured          map[string]providers.Settings
+		want, wantModel     string
+		wantLevel           providers.MatchLevel
+	}{
+		{name: "inference profile id by keyword, over anthropic", model: "us.anthropic.claude-sonnet-4-20250514-v1:0", configured: both,
+			want: "bedrock", wantModel: "us.anthropic.claude-sonnet-4-20250514-v1:0", wantLevel: providers.MatchKeyword},
+		{name: "bare claude still goes to anthropic", model: "claude-sonnet-4", configured: both,
+			want: "anthropic", wantModel: "claude-sonnet-4", wantLevel: providers.MatchKeyword},
+		{name: "prefix removed", model: "bedrock/amazon.nova-pro-v1:0", configured: map[string]providers.Settings{"bedrock": {Profile: "work"}},
+			want: "bedrock", wantModel: "amazon.nova-pro-v1:0", wantLevel: providers.MatchPrefix},
+		{name: "forced with an empty entry (all from the environment)", model: "meta.llama3-70b-instruct-v1:0", forced: "bedrock",
+			configured: map[string]providers.Settings{"bedrock": {}},
+			want:       "bedrock", wantModel: "meta.llama3-70b-instruct-v1:0", wantLevel: providers.MatchForced},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := providers.Resolve(tc.model, tc.forced, tc.configured)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Provider != tc.want || res.Model != tc.wantModel || res.Level != tc.wantLevel {
+				t.Errorf("got %s %q %s, want %s %q %s", res.Provider, res.Model, res.Level, tc.want, tc.wantModel, tc.wantLevel)
+			}
+			if tc.want == "bedrock" && res.Spec.Backend != providers.BackendBedrock {
+				t.Errorf("backend %q", res.Spec.Backend)
+			}
+		})
+	}
+	// An empty bedrock entry does not claim Bedrock model ids by keyword.
+	if _, err := providers.Resolve("amazon.nova-pro-v1:0", "", map[string]providers.Settings{"bedrock": {}}); err == nil {
+		t.Error("an unconfigured bedrock entry matched by keyword")
+	}
+	res, err := providers.Resolve("us.anthropic.claude-sonnet-4", "", map[string]providers.Settings{"bedrock": {Region: "eu-west-1", Profile: "p"}})
+	if err != nil || res.Region != "eu-west-1" || res.Profile != "p" {
+		t.Errorf("region/profile not carried: %+v %v", res, err)
+	}
+}

@@ -1,17 +1,28 @@
 // Package mochat is the Mochat channel: an agent account on a Mochat
 // (claw) server that answers in the sessions (one-to-one conversations)
-// and panels (group channels) it is given, over Mochat's HTTP API.
+// and panels (group channels) it is given, over Mochat's HTTP API and,
+// with socketUrl set, its Socket.IO push.
 //
-// Receiving: every session is watched with a long poll
+// Receiving over HTTP (socketUrl unset, or the Socket.IO server not
+// reachable): every session is watched with a long poll
 // (POST /api/claw/sessions/watch with the session's cursor); panels are
 // polled (POST /api/claw/groups/panels/messages) every pollIntervalMs.
-// "*" in sessions or panels watches every session or panel the account
+// Over Socket.IO (socketio.go: Engine.IO v4 on a WebSocket, auth
+// {"token": clawToken}): the channel subscribes its sessions, from their
+// saved cursors (com.claw.im.subscribeSessions; the acknowledgement
+// carries what was missed), and its panels (com.claw.im.subscribePanels),
+// then handles claw.session.events and claw.panel.events as they come.
+// "*" in sessions or panels takes every session or panel the account
 // can see, found again every refreshIntervalMs. A session's cursor moves
 // on, and is saved in the state folder, only after its messages were
 // handed to the gateway, so a restart resumes where it stopped. The history
 // of a session or panel never seen before is not answered, only what was
-// written after the channel started (by the messages' timestamps). Socket.IO push (the platform's optional
-// real-time mode) is not used.
+// written after the channel started (by the messages' timestamps); it is
+// read over HTTP in both modes.
+//
+// Reply delay (replyDelayMode "non-mention", delay.go): panel messages
+// that do not mention the bot are held and answered together once the
+// panel is quiet for replyDelayMs, or at once with the next mention.
 //
 // Sending: POST /api/claw/sessions/send or /api/claw/groups/panels/send
 // with the text (Mochat renders Markdown) and the message it answers.
@@ -36,6 +47,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
@@ -71,6 +83,21 @@ type Config struct {
 	// RefreshIntervalMs is how often "*" looks for new sessions and
 	// panels (60000).
 	RefreshIntervalMs int `json:"refreshIntervalMs"`
+	// SocketURL, when set, receives over Socket.IO at this server
+	// (https://mochat.io); empty: HTTP long polling only.
+	SocketURL string `json:"socketUrl"`
+	// SocketPath is the Socket.IO path ("/socket.io").
+	SocketPath string `json:"socketPath"`
+	// SocketConnectTimeoutMs bounds the Socket.IO connect (10000); past
+	// it the round falls back to HTTP polling.
+	SocketConnectTimeoutMs int `json:"socketConnectTimeoutMs"`
+	// ReplyDelayMode is "off" (default) or "non-mention": in panels,
+	// messages that do not mention the bot are held and answered together
+	// after ReplyDelayMs of quiet, or with the next mention. Other values
+	// mean "off", as in the Python nanobot.
+	ReplyDelayMode string `json:"replyDelayMode"`
+	// ReplyDelayMs is the quiet period of the non-mention mode (120000).
+	ReplyDelayMs int `json:"replyDelayMs"`
 }
 
 // DefaultBaseURL is the public Mochat server.
@@ -81,6 +108,7 @@ func DefaultConfig() Config {
 	return Config{
 		BaseURL: DefaultBaseURL, GroupPolicy: channels.GroupMention,
 		WatchTimeoutMs: 25000, WatchLimit: 100, PanelLimit: 50, PollIntervalMs: 3000, RefreshIntervalMs: 60000,
+		SocketPath: "/socket.io", SocketConnectTimeoutMs: 10000, ReplyDelayMode: DelayOff, ReplyDelayMs: 120000,
 	}
 }
 
@@ -100,10 +128,18 @@ func (c Config) Validate() error {
 	if len(c.Panels) > 0 && c.GroupPolicy == channels.GroupMention && strings.TrimSpace(c.AgentUserID) == "" {
 		errs = append(errs, errors.New("agentUserId is required with panels and groupPolicy \"mention\" (it is how a mention of the bot is recognised)"))
 	}
+	if c.SocketURL != "" {
+		if _, err := sioURL(c.SocketURL, c.SocketPath); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.ReplyDelayMs < 0 {
+		errs = append(errs, fmt.Errorf("replyDelayMs: want 0 or more, got %d", c.ReplyDelayMs))
+	}
 	if len(c.Sessions) == 0 && len(c.Panels) == 0 {
 		errs = append(errs, errors.New("sessions or panels: list at least one id, or [\"*\"] for all"))
 	}
-	for key, v := range map[string]int{"watchTimeoutMs": c.WatchTimeoutMs, "watchLimit": c.WatchLimit, "panelLimit": c.PanelLimit, "pollIntervalMs": c.PollIntervalMs, "refreshIntervalMs": c.RefreshIntervalMs} {
+	for key, v := range map[string]int{"watchTimeoutMs": c.WatchTimeoutMs, "watchLimit": c.WatchLimit, "panelLimit": c.PanelLimit, "pollIntervalMs": c.PollIntervalMs, "refreshIntervalMs": c.RefreshIntervalMs, "socketConnectTimeoutMs": c.SocketConnectTimeoutMs} {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s: want a positive number, got %d", key, v))
 		}
@@ -131,8 +167,11 @@ type Channel struct {
 
 	started time.Time // set by New: messages before it are history
 
-	mu   sync.Mutex
-	seen map[string]*kit.Dedup // per session or panel
+	delay *delayer // nil unless replyDelayMode is "non-mention"
+
+	mu     sync.Mutex
+	seen   map[string]*kit.Dedup // per session or panel
+	groups map[string]string     // panel id -> group id, learnt from panel reads
 }
 
 var (
@@ -156,6 +195,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	}{
 		{&cfg.WatchTimeoutMs, def.WatchTimeoutMs}, {&cfg.WatchLimit, def.WatchLimit}, {&cfg.PanelLimit, def.PanelLimit},
 		{&cfg.PollIntervalMs, def.PollIntervalMs}, {&cfg.RefreshIntervalMs, def.RefreshIntervalMs},
+		{&cfg.SocketConnectTimeoutMs, def.SocketConnectTimeoutMs},
 	} {
 		if *f.v == 0 {
 			*f.v = f.d
@@ -163,6 +203,9 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	}
 	cfg.ClawToken, cfg.AgentUserID = strings.TrimSpace(cfg.ClawToken), strings.TrimSpace(cfg.AgentUserID)
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if cfg.SocketPath == "" {
+		cfg.SocketPath = def.SocketPath
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -170,11 +213,20 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var delay *delayer
+	switch mode := strings.TrimSpace(cfg.ReplyDelayMode); mode {
+	case DelayNonMention:
+		delay = newDelayer(time.Duration(cfg.ReplyDelayMs) * time.Millisecond)
+	case "", DelayOff:
+	default:
+		log.Warn("mochat: unknown replyDelayMode; replies are not delayed", "reply_delay_mode", mode, "known", DelayOff+", "+DelayNonMention)
+	}
 	// A long poll may take watchTimeoutMs; the client allows that and more.
 	hc := &http.Client{Timeout: time.Duration(cfg.WatchTimeoutMs)*time.Millisecond + 30*time.Second}
 	c := &Channel{
 		cfg: cfg, log: log, redact: deps.Redactor(cfg.ClawToken), http: hc,
-		backoffMin: time.Second, backoffMax: time.Minute, seen: map[string]*kit.Dedup{}, started: time.Now(),
+		backoffMin: time.Second, backoffMax: time.Minute, seen: map[string]*kit.Dedup{}, groups: map[string]string{},
+		started: time.Now(), delay: delay,
 	}
 	statePath := ""
 	if deps.Paths.State != "" {
@@ -203,8 +255,28 @@ func (c *Channel) Health() channels.Health { return c.health.Get() }
 // until ctx ends; it returns nil then. A failed request restarts every
 // watcher after a backoff; a rejected token ends Run.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	var wg sync.WaitGroup
+	dctx, stop := context.WithCancel(ctx)
+	if c.delay != nil {
+		wg.Go(func() {
+			if n := c.delay.run(dctx, func(m bus.Inbound) { c.deliverHeld(dctx, in, m) }); n > 0 {
+				c.log.Warn("mochat: stopping with held panel messages unanswered", "messages", n)
+			}
+		})
+	}
 	loop := &channels.Loop{Name: "mochat", Log: c.log, Health: &c.health, Redact: c.redact.Error, Min: c.backoffMin, Max: c.backoffMax}
-	err := loop.Run(ctx, func(ctx context.Context, up func()) error { return c.serve(ctx, in, up) })
+	err := loop.Run(ctx, func(ctx context.Context, up func()) error {
+		if c.cfg.SocketURL != "" {
+			err := c.servePush(ctx, in, up)
+			if !errors.Is(err, errNoSocket) {
+				return err
+			}
+			c.log.Warn("mochat: Socket.IO not reachable; receiving over HTTP polling until the next reconnect", "err", c.redact.Error(err))
+		}
+		return c.serve(ctx, in, up)
+	})
+	stop()
+	wg.Wait()
 	c.http.CloseIdleConnections()
 	return err
 }
@@ -238,6 +310,13 @@ func isForbidden(err error) bool {
 	}
 	var pe *channels.PermanentError
 	return errors.As(err, &pe) && errors.As(pe.Err, &ae) && ae.Status == http.StatusForbidden
+}
+
+// groupOf is the group of a panel, as its last read said.
+func (c *Channel) groupOf(panel string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groups[panel]
 }
 
 func (c *Channel) dedup(key string) *kit.Dedup {

@@ -318,6 +318,11 @@ func (c *Channel) panelMessages(ctx context.Context, id string) ([]message, stri
 		}
 		out = append(out, m)
 	}
+	if data.GroupID != "" {
+		c.mu.Lock()
+		c.groups[id] = data.GroupID
+		c.mu.Unlock()
+	}
 	return out, data.GroupID, nil
 }
 
@@ -431,7 +436,14 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, kind, target st
 		return nil
 	case sender == c.cfg.AgentUserID:
 		return nil
-	case !c.cfg.GroupPolicy.Admits(kind == "panel", m.mentions(c.cfg.AgentUserID), target, c.cfg.GroupAllowFrom):
+	}
+	isPanel := kind == "panel"
+	mentioned := m.mentions(c.cfg.AgentUserID)
+	// Under the non-mention reply delay, a panel message that does not
+	// mention the bot is held instead of following the mention rule; the
+	// allowlist still applies.
+	hold := isPanel && c.delay != nil && !mentioned
+	if !c.cfg.GroupPolicy.Admits(isPanel, mentioned || hold, target, c.cfg.GroupAllowFrom) {
 		return nil
 	}
 	text := m.text()
@@ -452,6 +464,15 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, kind, target st
 	msg := bus.Inbound{
 		Channel: c.Name(), SenderID: sender, ChatID: chatID, MessageID: id, IsGroup: kind == "panel",
 		Content: text, Metadata: meta, ReceivedAt: time.Now(),
+	}
+	if hold {
+		c.delay.hold(msg)
+		return nil
+	}
+	if isPanel && c.delay != nil {
+		if held := c.delay.take(chatID); len(held) > 0 {
+			msg = merge(append(held, msg))
+		}
 	}
 	err := in.Deliver(ctx, msg)
 	if err == nil || errors.Is(err, channels.ErrDenied) || ctx.Err() != nil ||

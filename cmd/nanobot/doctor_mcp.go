@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -29,6 +30,7 @@ func diagnoseMCP(ctx context.Context, l *configs.Loaded) []finding {
 		Writable: append([]string{ws}, expandAll(l.Config.Tools.Exec.AllowPaths.ReadWrite)...), Readable: expandAll(l.Config.Tools.Exec.AllowPaths.ReadOnly),
 		DenyNetwork: !l.Config.Tools.Exec.NetworkAllowed(), AllowUnixSockets: l.Config.Tools.Exec.AllowUnixSockets, Limits: execLimits(l.Config.Tools.Exec.Limits),
 		ConnectTimeout: doctorMCPWait,
+		OAuth:          mcp.FileTokenStore{Path: filepath.Join(l.Paths.State, "mcp-auth.json")},
 	})
 	m.Start(ctx, doctorMCPWait)
 	defer m.Close()

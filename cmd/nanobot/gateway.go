@@ -95,6 +95,9 @@ func runGateway(ctx context.Context, a *app) error {
 		a.log.Warn("voice replies are off", "err", err)
 	}
 	opts.Speaker = speaker
+	obs, stopTracing := a.startLangfuse()
+	defer stopTracing()
+	opts.Observer = obs
 	return gateway.Run(ctx, opts)
 }
 

@@ -38,7 +38,7 @@ func TestMigrateFromPythonWrites(t *testing.T) {
 	}
 	for _, want := range []string{
 		"agents.defaults.idleCompactAfterMinutes — history is consolidated when the context fills up",
-		"tools.mcpServers.notion.auth — OAuth for remote MCP servers is not supported yet",
+		"  tools.mcpServers.notion.auth\n", // carried over: nanobot mcp login
 		"channels.email.postActionMoveMailbox — carried over as moveTo",
 		"SOUL.md", "used as it is", filepath.Join("memory", "MEMORY.md"),
 		"nothing written",

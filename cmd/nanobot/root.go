@@ -65,6 +65,7 @@ func newRootCmd() *cobra.Command {
 		newChannelsCmd(a),
 		newWebUICmd(a),
 		newProviderCmd(a),
+		newMCPCmd(a),
 		newMigrateCmd(a),
 	)
 	return root

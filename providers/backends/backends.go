@@ -12,6 +12,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/anthropic"
+	"github.com/nanobot-go/nanobot/providers/bedrock"
 	"github.com/nanobot-go/nanobot/providers/openai"
 )
 
@@ -25,6 +26,7 @@ func All() map[string]providers.BackendFunc {
 		providers.BackendAzureOpenAI:     AzureOpenAI,
 		providers.BackendAnthropic:       Anthropic,
 		providers.BackendOpenAIResponses: OpenAIResponses,
+		providers.BackendBedrock:         Bedrock,
 	}
 }
 
@@ -90,6 +92,19 @@ func Anthropic(res providers.Resolution, opts providers.Options) (providers.Prov
 	request, idle := opts.EffectiveTimeouts()
 	return anthropic.New(anthropic.Options{
 		Name: res.Provider, APIKey: res.APIKey, APIBase: res.APIBase, ExtraHeaders: res.ExtraHeaders, ExtraBody: res.ExtraBody,
+		HTTPClient: opts.HTTPClient, RequestTimeout: request, StreamIdleTimeout: idle, Logger: opts.Logger,
+	})
+}
+
+// Bedrock builds the AWS Bedrock Converse backend for res.
+func Bedrock(res providers.Resolution, opts providers.Options) (providers.Provider, error) {
+	if err := withProxy(res, &opts); err != nil {
+		return nil, err
+	}
+	request, idle := opts.EffectiveTimeouts()
+	return bedrock.New(bedrock.Options{
+		Name: res.Provider, Region: res.Region, Profile: res.Profile, APIKey: res.APIKey, APIBase: res.APIBase,
+		ExtraHeaders: res.ExtraHeaders, ExtraBody: res.ExtraBody,
 		HTTPClient: opts.HTTPClient, RequestTimeout: request, StreamIdleTimeout: idle, Logger: opts.Logger,
 	})
 }

@@ -61,6 +61,12 @@ type Options struct {
 	BackoffMin, BackoffMax time.Duration
 	// ConnectTimeout bounds one connection attempt (30 s when zero).
 	ConnectTimeout time.Duration
+	// OAuth holds the sign-ins of servers with auth "oauth" (see
+	// oauth.go); nil: such servers fail with the command to sign in.
+	OAuth TokenStore
+	// AddSecret, when set, is given every OAuth token as it is loaded or
+	// renewed, before it is used (the log redactor's Add).
+	AddSecret func(secrets ...string)
 }
 
 // State of a server connection.

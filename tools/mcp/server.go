@@ -256,20 +256,28 @@ func (s *server) transport(ctx context.Context) (sdk.Transport, error) {
 		s.cmd = cmd
 		s.mu.Unlock()
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
-	case "sse":
-		return &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient()}, nil
-	case "streamableHttp":
-		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient(), MaxRetries: 2}, nil
+	case "sse", "streamableHttp":
+		hc, err := s.httpClient()
+		if err != nil {
+			return nil, err
+		}
+		if s.cfg.Type == "sse" {
+			return &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil
+		}
+		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxRetries: 2}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", s.cfg.Type)
 }
 
-func (s *server) httpClient() *http.Client {
+func (s *server) httpClient() (*http.Client, error) {
 	rt := http.DefaultTransport
 	if len(s.cfg.Headers) > 0 {
 		rt = headerTransport{headers: s.cfg.Headers, next: rt}
 	}
-	return &http.Client{Transport: rt}
+	if IsOAuth(s.cfg) {
+		return s.oauthClient(rt)
+	}
+	return &http.Client{Transport: rt}, nil
 }
 
 // headerTransport adds the configured headers (tokens) to every request.

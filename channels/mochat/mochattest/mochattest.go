@@ -51,6 +51,9 @@ type Server struct {
 	next     int64
 	failFor  time.Time
 	badCalls []string // calls the adapter made wrongly
+	// push, set by StartSocketIO, emits an event to a Socket.IO room.
+	push      func(room, event string, payload any)
+	longPolls int // watch calls that waited (timeoutMs > 0)
 }
 
 // New starts a server with the given sessions and panels (panel id ->
@@ -164,6 +167,11 @@ func (s *Server) watch(ctx context.Context, body map[string]any) (any, int, stri
 		return nil, 400, "bad request"
 	}
 	deadline := time.After(min(time.Duration(timeout)*time.Millisecond, 2*time.Second))
+	if timeout > 0 {
+		s.mu.Lock()
+		s.longPolls++
+		s.mu.Unlock()
+	}
 	for {
 		s.mu.Lock()
 		evs, known := s.events[id]
@@ -296,22 +304,33 @@ func (s *Server) payload(id string, m Message) json.RawMessage {
 // Say adds a message to a session and returns its id.
 func (s *Server) Say(session string, m Message) string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.next++
 	id := fmt.Sprintf("msg-%d", s.next)
-	s.events[session] = append(s.events[session], event{Seq: s.next, Type: "message.add", Timestamp: m.at().Format(time.RFC3339Nano), Payload: s.payload(id, m)})
+	ev := event{Seq: s.next, Type: "message.add", Timestamp: m.at().Format(time.RFC3339Nano), Payload: s.payload(id, m)}
+	s.events[session] = append(s.events[session], ev)
 	close(s.changed)
 	s.changed = make(chan struct{})
+	push := s.push
+	s.mu.Unlock()
+	if push != nil {
+		push("session:"+session, "claw.session.events", map[string]any{"sessionId": session, "cursor": ev.Seq, "events": []event{ev}})
+	}
 	return id
 }
 
 // Post adds a message to a panel and returns its id.
 func (s *Server) Post(panel string, m Message) string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.next++
 	id := fmt.Sprintf("msg-%d", s.next)
-	s.panels[panel] = append(s.panels[panel], s.payload(id, m))
+	p := s.payload(id, m)
+	s.panels[panel] = append(s.panels[panel], p)
+	ev := event{Seq: s.next, Type: "message.add", Timestamp: m.at().Format(time.RFC3339Nano), Payload: p}
+	push := s.push
+	s.mu.Unlock()
+	if push != nil {
+		push("panel:"+panel, "claw.panel.events", map[string]any{"sessionId": panel, "panelId": panel, "events": []event{ev}})
+	}
 	return id
 }
 
@@ -347,6 +366,14 @@ func (s *Server) Fail(d time.Duration) {
 	s.failFor = time.Now().Add(d)
 	close(s.changed)
 	s.changed = make(chan struct{})
+}
+
+// LongPolls counts the session watches that asked to wait (the HTTP
+// receive path; Socket.IO mode makes none).
+func (s *Server) LongPolls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.longPolls
 }
 
 // Sent returns what the bot sent, in order.
