@@ -30,6 +30,9 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	if strings.TrimSpace(m.Content) == "" {
 		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("matrix: send to %s: empty message", m.ChatID)}
 	}
+	if err := c.prepareSend(ctx, id.RoomID(m.ChatID)); err != nil {
+		return channels.MessageRef{}, c.sendError("send to "+m.ChatID, err)
+	}
 	content := render(m.Content)
 	c.relate(&content, m)
 	resp, err := c.cli.SendMessageEvent(ctx, id.RoomID(m.ChatID), event.EventMessage, &content)
@@ -43,6 +46,9 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 func (c *Channel) Edit(ctx context.Context, r channels.MessageRef, m bus.Outbound) error {
 	if strings.TrimSpace(m.Content) == "" {
 		return nil
+	}
+	if err := c.prepareSend(ctx, id.RoomID(r.ChatID)); err != nil {
+		return c.sendError(fmt.Sprintf("edit %s in %s", r.MessageID, r.ChatID), err)
 	}
 	content := render(m.Content)
 	content.SetEdit(id.EventID(r.MessageID))
