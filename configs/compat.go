@@ -144,9 +144,9 @@ var compatNotes = []compatNote{
 	{path: "channels.email.allowedAttachmentTypes", status: CompatChanged, msg: "attachments are switched on with attachments.enabled (all types, bounded by attachments.maxBytes and maxCount); MIME filters are not supported", when: notEmpty},
 	{path: "channels.whatsapp.databasePath", status: CompatChanged, msg: "the WhatsApp device store is whatsapp.db in the instance's state folder; the path is not configurable"},
 	{path: "channels.whatsapp.lidMappings", status: CompatChanged, msg: "senders known only by their LID are mapped to their phone number through the WhatsApp device store; allowFrom lists numbers (with or without +) or JIDs"},
-	{path: "channels.matrix.e2eeEnabled", status: CompatUnsupported, when: isTrue,
-		msg: "end-to-end encryption is not supported yet; encrypted rooms are ignored — use unencrypted rooms for the bot"},
-	{path: "channels.matrix.sasVerification", status: CompatUnsupported, when: isTrue, msg: "device verification is not supported (encryption is not either)"},
+	// channels.matrix.e2eeEnabled is a field of the Matrix channel (end-to-end encryption).
+	{path: "channels.matrix.sasVerification", status: CompatUnsupported, when: isTrue,
+		msg: "interactive (emoji) verification of the bot's device is not supported; encryption works without it (e2eeEnabled) and clients show the bot's device as unverified — compare the fingerprint the gateway logs at start (\"end-to-end encryption ready\") with the one your client shows for the bot's session"},
 	{path: "channels.matrix.allowRoomMentions", status: CompatChanged, msg: "with groupPolicy \"mention\" the bot answers mentions of its user id; @room mentions never trigger it"},
 	{path: "channels.mochat.socketUrl", status: CompatChanged, msg: "Mochat is reached over HTTP long polling (baseUrl); Socket.IO is not used"},
 	{path: "channels.mochat.socketPath", status: CompatChanged, msg: "Mochat is reached over HTTP long polling (baseUrl); Socket.IO is not used"},

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nanobot-go/nanobot/channels/email"
+	"github.com/nanobot-go/nanobot/channels/matrix"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/configs"
 )
@@ -142,8 +143,18 @@ func TestNanobotOptionsMeanWhatTheySay(t *testing.T) {
 	})
 	t.Run("matrix e2ee", func(t *testing.T) {
 		l := load(t, "matrix-e2ee")
-		if !hasWarning(l, "channels.matrix.e2eeEnabled: end-to-end encryption is not supported yet; encrypted rooms are ignored") {
-			t.Errorf("warnings %q", l.Warnings)
+		if hasWarning(l, "channels.matrix.e2eeEnabled") {
+			t.Errorf("e2eeEnabled is supported, yet warned about: %q", l.Warnings)
+		}
+		if !hasWarning(l, "channels.matrix.sasVerification: interactive (emoji) verification of the bot's device is not supported") {
+			t.Errorf("no specific warning for sasVerification: %q", l.Warnings)
+		}
+		mx := matrix.DefaultConfig()
+		if err := l.Config.Channels.Decode("matrix", &mx); err != nil {
+			t.Fatal(err)
+		}
+		if !mx.E2EEEnabled {
+			t.Error("e2eeEnabled true did not reach the Matrix channel's config")
 		}
 	})
 	t.Run("provider settings", func(t *testing.T) {
