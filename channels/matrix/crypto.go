@@ -93,8 +93,54 @@ func openCrypto(c *Channel) (cryptoEngine, error) {
 		return nil, fmt.Errorf("matrix: crypto store %s: %w", dbPath, err)
 	}
 	c.cli.StateStore = e.state
+	c.cli.Crypto = cryptoGate{e}
 	return e, nil
 }
+
+// cryptoGate is the client's CryptoHelper from the moment the store is
+// open (before any send can look at it): it passes calls on to mautrix's
+// helper once start has set that up, and refuses to encrypt before, so
+// nothing goes into an encrypted room in plain text.
+type cryptoGate struct{ e *olmCrypto }
+
+var _ mautrix.CryptoHelper = cryptoGate{}
+
+var errCryptoNotReady = errors.New("matrix: end-to-end encryption is not set up yet (the channel is connecting)")
+
+func (g cryptoGate) current() *cryptohelper.CryptoHelper {
+	g.e.mu.Lock()
+	defer g.e.mu.Unlock()
+	return g.e.helper
+}
+
+func (g cryptoGate) Encrypt(ctx context.Context, room id.RoomID, typ event.Type, content any) (*event.EncryptedEventContent, error) {
+	h := g.current()
+	if h == nil {
+		return nil, errCryptoNotReady
+	}
+	return h.Encrypt(ctx, room, typ, content)
+}
+
+func (g cryptoGate) Decrypt(ctx context.Context, evt *event.Event) (*event.Event, error) {
+	h := g.current()
+	if h == nil {
+		return nil, errCryptoNotReady
+	}
+	return h.Decrypt(ctx, evt)
+}
+
+func (g cryptoGate) WaitForSession(ctx context.Context, room id.RoomID, sender id.SenderKey, session id.SessionID, timeout time.Duration) bool {
+	h := g.current()
+	return h != nil && h.WaitForSession(ctx, room, sender, session, timeout)
+}
+
+func (g cryptoGate) RequestSession(ctx context.Context, room id.RoomID, sender id.SenderKey, session id.SessionID, user id.UserID, device id.DeviceID) {
+	if h := g.current(); h != nil {
+		h.RequestSession(ctx, room, sender, session, user, device)
+	}
+}
+
+func (g cryptoGate) Init(context.Context) error { return nil }
 
 func (e *olmCrypto) storedDevice(ctx context.Context) (id.DeviceID, error) {
 	return e.store.FindDeviceID(ctx)
@@ -129,7 +175,6 @@ func (e *olmCrypto) start(ctx context.Context) error {
 	mach := helper.Machine()
 	mach.SetBackgroundCtx(context.WithoutCancel(ctx))
 	e.helper = helper
-	cli.Crypto = helper
 	e.c.log.Info("matrix: end-to-end encryption ready", "device", cli.DeviceID, "fingerprint", mach.Fingerprint())
 	return nil
 }

@@ -187,3 +187,16 @@ func (c *Channel) prepareSend(ctx context.Context, room id.RoomID) error {
 	c.mu.Unlock()
 	return nil
 }
+
+// encryptedRoom reports whether what is sent into room must be encrypted
+// (never true without encryption: the client then sends in plain text).
+func (c *Channel) encryptedRoom(ctx context.Context, room id.RoomID) (bool, error) {
+	if c.engine() == nil || c.cli.StateStore == nil {
+		return false, nil
+	}
+	enc, err := c.cli.StateStore.IsEncrypted(ctx, room)
+	if err != nil {
+		return false, fmt.Errorf("matrix: room state of %s: %w", room, err)
+	}
+	return enc, nil
+}

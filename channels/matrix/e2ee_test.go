@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/crypto/attachment"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
@@ -46,7 +48,7 @@ func encryptedBot(t *testing.T, s *matrixtest.Server, bot *matrixtest.User, stat
 	t.Helper()
 	ch = newChannel(t, s, bot, channels.Deps{
 		Log:   slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Paths: configs.Paths{State: stateDir},
+		Paths: configs.Paths{State: stateDir, Media: t.TempDir()},
 	}, func(c *Config) { c.E2EEEnabled = true })
 	in = newInbox("")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -209,5 +211,74 @@ func TestEncryptedRoomWithEncryptionOffIsReported(t *testing.T) {
 	})
 	if n := len(in.All()); n != 0 {
 		t.Errorf("%d messages delivered from an encrypted room the bot cannot read", n)
+	}
+}
+
+func TestEncryptedFilesBothWays(t *testing.T) {
+	s := homeserver(t)
+	ctx := context.Background()
+	bot, ann := s.Register(t, "bot"), s.Register(t, "ann")
+	ch, in, _ := encryptedBot(t, s, bot, t.TempDir(), &syncBuffer{})
+	dev := s.NewDevice(t, ann)
+	room := dev.CreateEncryptedDM(t, bot.ID)
+	dev.WaitJoined(t, room, bot.ID)
+	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte("secret pixels "), 8)...)
+
+	// From the user: an encrypted attachment, as clients send it.
+	file := attachment.NewEncryptedFile()
+	up, err := ann.UploadMedia(ctx, mautrix.ReqUploadMedia{ContentBytes: file.Encrypt(png), ContentType: "application/octet-stream"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ann.SendMessageEvent(ctx, room, event.EventMessage, &event.MessageEventContent{
+		MsgType: event.MsgImage, Body: "my secret chart", FileName: "chart.png",
+		File: &event.EncryptedFileInfo{EncryptedFile: *file, URL: up.ContentURI.CUString()},
+		Info: &event.FileInfo{MimeType: "image/png", Size: len(png)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := in.Wait(t, "my secret chart")
+	if len(got.Media) != 1 {
+		t.Fatalf("media %+v, content %q", got.Media, got.Content)
+	}
+	if data, err := os.ReadFile(got.Media[0].Path); err != nil || !bytes.Equal(data, png) {
+		t.Errorf("the saved attachment is not the decrypted file (%v)", err)
+	}
+
+	// From the bot: the file is uploaded encrypted and the key sent in the
+	// encrypted event.
+	out := filepath.Join(t.TempDir(), "answer.png")
+	if err := os.WriteFile(out, png, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.SendMedia(ctx, bus.Outbound{ChatID: string(room), Media: []bus.Media{{Path: out, MIMEType: "image/png"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var r matrixtest.Received
+	waitFor(t, "the encrypted file", func() bool {
+		for _, m := range dev.Seen() {
+			if m.Sender == bot.ID && m.Body == "answer.png" {
+				r = m
+				return true
+			}
+		}
+		return false
+	})
+	if !r.Encrypted || r.File == nil || r.URL != "" {
+		t.Fatalf("the file arrived as %+v, want an encrypted event with an encrypted attachment", r)
+	}
+	uri, err := r.File.URL.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := ann.DownloadBytes(ctx, uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(stored, []byte("secret pixels")) {
+		t.Error("the homeserver holds the file in plain text")
+	}
+	if err := r.File.DecryptInPlace(stored); err != nil || !bytes.Equal(stored, png) {
+		t.Errorf("the user's device cannot decrypt the file (%v)", err)
 	}
 }

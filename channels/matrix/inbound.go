@@ -187,9 +187,6 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, evt *event.Ev
 		name = string(content.MsgType)
 	}
 	label := "attachment " + name
-	if content.File != nil {
-		return bus.Media{}, "[" + label + ": encrypted, not supported]"
-	}
 	if c.mediaDir == "" || !channels.Admits(in, c.Name(), string(evt.Sender)) {
 		return bus.Media{}, "[" + label + ": not downloaded]"
 	}
@@ -202,7 +199,13 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, evt *event.Ev
 	if size > c.cfg.MaxMediaBytes {
 		return bus.Media{}, tooBig
 	}
-	uri, err := content.URL.Parse()
+	mxc := content.URL
+	if content.File != nil {
+		// An attachment of an encrypted room: AES-CTR with the key in the
+		// (already decrypted) event.
+		mxc = content.File.URL
+	}
+	uri, err := mxc.Parse()
 	if err != nil || uri.IsEmpty() {
 		c.log.Warn("matrix: attachment without a valid mxc URL skipped", "event", evt.ID)
 		return bus.Media{}, "[" + label + ": no file]"
@@ -220,6 +223,12 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, evt *event.Ev
 	if err != nil {
 		c.log.Warn("matrix: attachment download failed", "event", evt.ID, "err", c.redact(err.Error()))
 		return bus.Media{}, "[" + label + ": download failed]"
+	}
+	if content.File != nil {
+		if err := content.File.DecryptInPlace(data); err != nil {
+			c.log.Warn("matrix: an encrypted attachment could not be decrypted", "event", evt.ID, "err", err)
+			return bus.Media{}, "[" + label + ": could not be decrypted]"
+		}
 	}
 	if mime == "" {
 		mime = http.DetectContentType(data)

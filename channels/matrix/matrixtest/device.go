@@ -41,6 +41,9 @@ type Received struct {
 	// Encrypted is true when the message arrived as m.room.encrypted and
 	// this device decrypted it.
 	Encrypted bool
+	// URL is a plain attachment's; File an encrypted attachment's.
+	URL  id.ContentURIString
+	File *event.EncryptedFileInfo
 }
 
 // NewDevice gives u an encryption capable client and starts its sync.
@@ -66,7 +69,7 @@ func (s *Server) NewDevice(tb testing.TB, u *User) *Device {
 	syncer.OnEventType(event.EventMessage, func(_ context.Context, evt *event.Event) {
 		c := evt.Content.AsMessage()
 		r := Received{Room: evt.RoomID, ID: evt.ID, Sender: evt.Sender, Body: c.Body, Relates: c.RelatesTo,
-			Encrypted: evt.Mautrix.EventSource&event.SourceDecrypted != 0}
+			Encrypted: evt.Mautrix.EventSource&event.SourceDecrypted != 0, URL: c.URL, File: c.File}
 		if c.RelatesTo != nil && c.RelatesTo.Type == event.RelReplace && c.NewContent != nil {
 			r.Edit, r.Body = true, c.NewContent.Body
 		}
