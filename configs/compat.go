@@ -145,8 +145,8 @@ var compatNotes = []compatNote{
 	{path: "channels.whatsapp.databasePath", status: CompatChanged, msg: "the WhatsApp device store is whatsapp.db in the instance's state folder; the path is not configurable"},
 	{path: "channels.whatsapp.lidMappings", status: CompatChanged, msg: "senders known only by their LID are mapped to their phone number through the WhatsApp device store; allowFrom lists numbers (with or without +) or JIDs"},
 	// channels.matrix.e2eeEnabled is a field of the Matrix channel (end-to-end encryption).
-	{path: "channels.matrix.sasVerification", status: CompatUnsupported, when: isTrue,
-		msg: "interactive (emoji) verification of the bot's device is not supported; encryption works without it (e2eeEnabled) and clients show the bot's device as unverified — compare the fingerprint the gateway logs at start (\"end-to-end encryption ready\") with the one your client shows for the bot's session"},
+	{path: "channels.matrix.sasVerification", status: CompatChanged, when: isTrue, keep: true,
+		msg: "emoji (SAS) verification of the bot's device works when started from the bot's session in your client (to-device); verifying the bot as a user in a direct chat (in-room) is not supported and is logged instead. The bot confirms its side; compare the emoji or numbers it logs with your screen"},
 	{path: "channels.matrix.allowRoomMentions", status: CompatChanged, msg: "with groupPolicy \"mention\" the bot answers mentions of its user id; @room mentions never trigger it"},
 	{path: "channels.mochat.socketUrl", status: CompatChanged, msg: "Mochat is reached over HTTP long polling (baseUrl); Socket.IO is not used"},
 	{path: "channels.mochat.socketPath", status: CompatChanged, msg: "Mochat is reached over HTTP long polling (baseUrl); Socket.IO is not used"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
@@ -26,7 +27,7 @@ type cryptoEngine interface {
 	// start loads (or creates) the device's keys and uploads them when
 	// the homeserver lacks them; from then on the client encrypts what it
 	// sends into encrypted rooms. Called after every login; idempotent.
-	start(ctx context.Context) error
+	start(ctx context.Context, in channels.Inbox) error
 	// sync feeds one sync batch's room state, to-device messages (room
 	// keys), device list changes and one-time key counts, before the
 	// batch's room events are handled.
@@ -41,6 +42,9 @@ type cryptoEngine interface {
 	// prepare makes sure the room's encryption state and members are
 	// known before the first message is sent into it by this process.
 	prepare(ctx context.Context, room id.RoomID) error
+	// verification takes a device verification event (a request in a
+	// room, an m.key.verification.* step), for sasVerification.
+	verification(ctx context.Context, evt *event.Event)
 	close() error
 }
 
@@ -164,10 +168,24 @@ func (c *Channel) handleEncrypted(ctx context.Context, in channels.Inbox, evt *e
 }
 
 func (c *Channel) handleDecrypted(ctx context.Context, in channels.Inbox, dec *event.Event) {
-	if dec.Type != event.EventMessage || dec.Sender == c.me {
+	if dec.Sender == c.me {
 		return
 	}
-	c.handle(ctx, in, dec)
+	if dec.Type.Type == event.EventMessage.Type {
+		c.handle(ctx, in, dec)
+		return
+	}
+	if strings.HasPrefix(dec.Type.Type, "m.key.verification.") {
+		c.verificationEvent(ctx, dec)
+	}
+}
+
+// verificationEvent passes a device verification event on to the
+// encryption, which answers it with sasVerification on.
+func (c *Channel) verificationEvent(ctx context.Context, evt *event.Event) {
+	if eng := c.engine(); eng != nil {
+		eng.verification(ctx, evt)
+	}
 }
 
 // prepareSend readies an encrypted room for the first message this process

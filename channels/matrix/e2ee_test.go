@@ -5,6 +5,7 @@ package matrix
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -280,5 +281,62 @@ func TestEncryptedFilesBothWays(t *testing.T) {
 	}
 	if err := r.File.DecryptInPlace(stored); err != nil || !bytes.Equal(stored, png) {
 		t.Errorf("the user's device cannot decrypt the file (%v)", err)
+	}
+}
+
+func TestSASVerification(t *testing.T) {
+	s := homeserver(t)
+	bot, ann, mallory := s.Register(t, "bot"), s.Register(t, "ann"), s.Register(t, "mallory")
+	logs := &syncBuffer{}
+	ch := newChannel(t, s, bot, channels.Deps{
+		Log:   slog.New(slog.NewTextHandler(logs, nil)),
+		Paths: configs.Paths{State: t.TempDir()},
+	}, func(c *Config) { c.E2EEEnabled, c.SASVerification = true, true })
+	in := newInbox(string(mallory.ID))
+	run(t, ch, in)
+	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
+	dev := s.NewDevice(t, ann)
+	room := dev.CreateEncryptedDM(t, bot.ID)
+	dev.WaitJoined(t, room, bot.ID)
+
+	sas, err := dev.Verify(t, bot.ID)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	if len(sas.Decimals) != 3 || len(sas.Emoji) != 7 {
+		t.Fatalf("the user's device showed %+v", sas)
+	}
+	// The operator compares what the log shows with the user's screen:
+	// the same numbers.
+	want := fmt.Sprintf("decimals=\"%d %d %d\"", sas.Decimals[0], sas.Decimals[1], sas.Decimals[2])
+	waitFor(t, "the bot to log "+want, func() bool { return strings.Contains(logs.String(), want) })
+	trust, err := dev.DeviceTrust(context.Background(), bot.ID, ch.cli.DeviceID)
+	if err != nil || trust != id.TrustStateVerified {
+		t.Errorf("the user's device regards the bot's as %v (%v), want verified", trust, err)
+	}
+	waitFor(t, "the bot to finish", func() bool { return strings.Contains(logs.String(), "device verification done") })
+
+	// An in-room request (what mautrix cannot finish) is answered with a
+	// log line, not a half-done verification, and never reaches the agent.
+	if _, err := ann.SendMessageEvent(context.Background(), room, event.EventMessage, &event.MessageEventContent{
+		MsgType: event.MsgVerificationRequest, Body: "verification request", FromDevice: ann.DeviceID,
+		Methods: []event.VerificationMethod{event.VerificationMethodSAS}, To: bot.ID,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the in-room request to be declined in the log", func() bool {
+		return strings.Contains(logs.String(), "in-room device verification is not supported")
+	})
+	if n := len(in.All()); n != 0 {
+		t.Errorf("%d verification messages reached the agent", n)
+	}
+
+	// Someone not on allowFrom is turned away.
+	stranger := s.NewDevice(t, mallory)
+	if _, err := stranger.Verify(t, bot.ID); err == nil || !strings.Contains(err.Error(), "allow list") {
+		t.Errorf("a stranger's verification ended with %v, want a cancellation", err)
+	}
+	if !strings.Contains(logs.String(), "device verification request declined") {
+		t.Error("the declined request is not in the log")
 	}
 }

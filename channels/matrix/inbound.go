@@ -24,6 +24,11 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, evt *event.Even
 		c.log.Warn("matrix: malformed message event skipped", "room", evt.RoomID, "event", evt.ID, "err", err)
 		return
 	}
+	if evt.Content.AsMessage().MsgType == event.MsgVerificationRequest {
+		// A device verification request, not words for the agent.
+		c.verificationEvent(ctx, evt)
+		return
+	}
 	msg, ok := c.toInbound(ctx, in, evt)
 	if !ok {
 		return

@@ -10,8 +10,9 @@
 // With e2eeEnabled it is also a Matrix device with end-to-end encryption
 // (mautrix's crypto with the pure-Go goolm, selected by the goolm build tag;
 // see crypto.go): it decrypts and answers in encrypted rooms and encrypts its
-// replies there. The crypto state lives in the instance's state folder and
-// survives restarts.
+// replies there, and with sasVerification it answers emoji verification of
+// its device (verify.go). The crypto state lives in the instance's state
+// folder and survives restarts.
 //
 // Concurrency: Run owns the sync loop and the crypto machine; Send, Edit,
 // Typing and SendMedia may be called from any goroutine while Run runs.
@@ -70,6 +71,11 @@ type Config struct {
 	// E2EE is the spelling this program used before e2eeEnabled; either
 	// switches encryption on.
 	E2EE bool `json:"e2ee"`
+	// SASVerification accepts interactive (emoji) verification of the
+	// bot's device from users on allowFrom (with e2eeEnabled): the emoji
+	// and numbers are logged for the operator to compare, and the bot
+	// confirms its side (default false: requests are ignored).
+	SASVerification bool `json:"sasVerification"`
 }
 
 func (c Config) e2ee() bool { return c.E2EEEnabled || c.E2EE }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"maunium.net/go/mautrix"
@@ -59,7 +60,7 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 			return err
 		}
 		if eng := c.engine(); eng != nil {
-			if err := eng.start(ctx); err != nil {
+			if err := eng.start(ctx, in); err != nil {
 				return err
 			}
 		}
@@ -183,6 +184,10 @@ func (c *Channel) process(ctx context.Context, in channels.Inbox, resp *mautrix.
 			case event.EventEncrypted:
 				if c.markSeen(evt.ID) {
 					c.handleEncrypted(ctx, in, evt)
+				}
+			default:
+				if strings.HasPrefix(evt.Type.Type, "m.key.verification.") && c.markSeen(evt.ID) {
+					c.verificationEvent(ctx, evt)
 				}
 			}
 		}

@@ -146,15 +146,15 @@ func TestNanobotOptionsMeanWhatTheySay(t *testing.T) {
 		if hasWarning(l, "channels.matrix.e2eeEnabled") {
 			t.Errorf("e2eeEnabled is supported, yet warned about: %q", l.Warnings)
 		}
-		if !hasWarning(l, "channels.matrix.sasVerification: interactive (emoji) verification of the bot's device is not supported") {
-			t.Errorf("no specific warning for sasVerification: %q", l.Warnings)
+		if !hasWarning(l, "channels.matrix.sasVerification: emoji (SAS) verification of the bot's device works when started from the bot's session") {
+			t.Errorf("no specific note for sasVerification: %q", l.Warnings)
 		}
 		mx := matrix.DefaultConfig()
 		if err := l.Config.Channels.Decode("matrix", &mx); err != nil {
 			t.Fatal(err)
 		}
-		if !mx.E2EEEnabled {
-			t.Error("e2eeEnabled true did not reach the Matrix channel's config")
+		if !mx.E2EEEnabled || !mx.SASVerification {
+			t.Errorf("e2eeEnabled/sasVerification = %v/%v, want both true in the Matrix channel's config", mx.E2EEEnabled, mx.SASVerification)
 		}
 	})
 	t.Run("provider settings", func(t *testing.T) {

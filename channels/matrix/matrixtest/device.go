@@ -5,6 +5,7 @@ package matrixtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/crypto"
 	"maunium.net/go/mautrix/crypto/cryptohelper"
+	"maunium.net/go/mautrix/crypto/verificationhelper"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 )
@@ -25,9 +27,13 @@ import (
 type Device struct {
 	*User
 	helper *cryptohelper.CryptoHelper
+	vh     *verificationhelper.VerificationHelper
+	ctx    context.Context
+	sas    chan sasResult
 
-	mu   sync.Mutex
-	seen []Received
+	mu    sync.Mutex
+	seen  []Received
+	shown SAS
 }
 
 // Received is a message a Device saw in a room.
@@ -63,7 +69,12 @@ func (s *Server) NewDevice(tb testing.TB, u *User) *Device {
 		tb.Fatalf("matrixtest: device keys of %s: %v", u.ID, err)
 	}
 	cli.Crypto = helper
-	d.helper = helper
+	d.helper, d.ctx, d.sas = helper, ctx, make(chan sasResult, 4)
+	d.vh = verificationhelper.NewVerificationHelper(cli, helper.Machine(), nil, (*deviceVerifier)(d), false, false, true)
+	if err := d.vh.Init(ctx); err != nil {
+		cancel()
+		tb.Fatalf("matrixtest: verification of %s: %v", u.ID, err)
+	}
 	syncer := cli.Syncer.(*mautrix.DefaultSyncer)
 	syncer.OnEvent(cli.StateStoreSyncHandler)
 	syncer.OnEventType(event.EventMessage, func(_ context.Context, evt *event.Event) {
@@ -161,4 +172,77 @@ func (d *Device) RawType(ctx context.Context, room id.RoomID, eid id.EventID) (s
 		return "", errors.New("matrixtest: event without a type")
 	}
 	return raw.Type, nil
+}
+
+// SAS is what a finished interactive verification showed and how it ended.
+type SAS struct {
+	Emoji    []rune
+	Decimals []int
+}
+
+type sasResult struct {
+	sas SAS
+	err error
+}
+
+// deviceVerifier is the Device's side of interactive verification: it
+// starts the emoji comparison once the other device is ready and confirms
+// what it shows (the test compares it with the bot's log).
+type deviceVerifier Device
+
+func (v *deviceVerifier) VerificationRequested(context.Context, id.VerificationTransactionID, id.UserID, id.DeviceID) {
+}
+
+func (v *deviceVerifier) VerificationReady(ctx context.Context, txn id.VerificationTransactionID, _ id.DeviceID, _, _ bool, _ *verificationhelper.QRCode) {
+	go func() {
+		if err := v.vh.StartSAS(v.ctx, txn); err != nil {
+			v.sas <- sasResult{err: fmt.Errorf("start SAS: %w", err)}
+		}
+	}()
+}
+
+func (v *deviceVerifier) ShowSAS(ctx context.Context, txn id.VerificationTransactionID, emojis []rune, _ []string, decimals []int) {
+	v.mu.Lock()
+	v.shown = SAS{Emoji: emojis, Decimals: decimals}
+	v.mu.Unlock()
+	go func() {
+		if err := v.vh.ConfirmSAS(v.ctx, txn); err != nil {
+			v.sas <- sasResult{err: fmt.Errorf("confirm SAS: %w", err)}
+		}
+	}()
+}
+
+func (v *deviceVerifier) VerificationCancelled(_ context.Context, _ id.VerificationTransactionID, code event.VerificationCancelCode, reason string) {
+	v.sas <- sasResult{err: fmt.Errorf("verification cancelled: %s: %s", code, reason)}
+}
+
+func (v *deviceVerifier) VerificationDone(context.Context, id.VerificationTransactionID, event.VerificationMethod) {
+	v.mu.Lock()
+	shown := v.shown
+	v.mu.Unlock()
+	v.sas <- sasResult{sas: shown}
+}
+
+// Verify asks peer's devices to verify this one by emoji (to-device
+// messages) and waits for the end: what was shown, or why it failed.
+func (d *Device) Verify(tb testing.TB, peer id.UserID) (SAS, error) {
+	tb.Helper()
+	if _, err := d.vh.StartVerification(d.ctx, peer); err != nil {
+		return SAS{}, err
+	}
+	select {
+	case r := <-d.sas:
+		return r.sas, r.err
+	case <-time.After(30 * time.Second):
+		return SAS{}, errors.New("matrixtest: verification did not finish in 30 s")
+	}
+}
+
+// DeviceTrust is how this device regards another device.
+func (d *Device) DeviceTrust(ctx context.Context, user id.UserID, device id.DeviceID) (id.TrustState, error) {
+	dev, err := d.helper.Machine().CryptoStore.GetDevice(ctx, user, device)
+	if err != nil || dev == nil {
+		return 0, fmt.Errorf("matrixtest: device %s of %s unknown: %v", device, user, err)
+	}
+	return dev.Trust, nil
 }
