@@ -9,7 +9,7 @@ RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
 COPY . .
 ARG VERSION=dev
 RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/nanobot ./cmd/nanobot
+    CGO_ENABLED=0 go build -tags goolm -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/nanobot ./cmd/nanobot
 
 # The agent runs shell commands, so the runtime image keeps a small Debian
 # userland (sh, coreutils, git, curl) rather than scratch.

@@ -36,7 +36,7 @@ type depReport struct {
 // data (.bss) is left out: it costs address space, not file bytes.
 func measureDeps(r *report, work string) error {
 	bin := filepath.Join(work, "nanobot-symbols")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-w", "-o", bin, "./cmd/nanobot")
+	cmd := exec.Command("go", "build", "-tags", "goolm", "-trimpath", "-ldflags", "-w", "-o", bin, "./cmd/nanobot")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)

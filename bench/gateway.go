@@ -25,7 +25,7 @@ import (
 // buildBinary builds the stripped binary the way a release would.
 func buildBinary(work string) (string, int64, error) {
 	bin := filepath.Join(work, "nanobot")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/nanobot")
+	cmd := exec.Command("go", "build", "-tags", "goolm", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/nanobot")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", 0, fmt.Errorf("go build: %v\n%s", err, out)

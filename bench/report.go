@@ -191,13 +191,13 @@ func (r *report) markdown() string {
 	}
 	w("Run on %s, %s; the whole run took %s. Load average (1 min) at the start %s, at the end %s: other work on these cores slows every timing.\n\n", r.Started.UTC().Format("2006-01-02"), r.Machine, r.Took.Round(time.Second), r.LoadBefore, r.LoadAfter)
 	w("## How\n\n")
-	w("`go run ./bench` builds the stripped binary (`go build -trimpath -ldflags \"-s -w\"`, `CGO_ENABLED=0`) and runs `nanobot gateway` as a child process with its config and HOME in a temporary folder. ")
+	w("`go run ./bench` builds the stripped binary (`go build -tags goolm -trimpath -ldflags \"-s -w\"`, `CGO_ENABLED=0`) and runs `nanobot gateway` as a child process with its config and HOME in a temporary folder. ")
 	w("The platforms and the model are local fakes inside the driver: the Telegram Bot API, Slack (Web API and Socket Mode) and Discord (REST and gateway websocket) fakes the adapters' tests use, and a scripted LLM speaking the OpenAI wire format with streaming, whose latency the driver sets. ")
 	w("Every user message carries a marker the LLM echoes back, so the driver measures end-to-end latency from the update being queued on the Telegram fake to the final reply text (after streaming edits) arriving there. ")
 	w("A chat sends its next message when the previous one is answered, and all chats run at once. Nothing leaves loopback. ")
 	w("Memory is read from `/proc/<pid>/smaps_rollup` (RSS and PSS) and the Go heap in use from the gateway's `/metrics`. ")
 	w("RSS counts two kinds of page: anonymous memory (the Go heap, goroutine stacks, the runtime) and the pages of the executable itself that are mapped in. ")
-	w("Starting up touches far more of the executable (package initialisers, type data, every adapter's setup) than an idle gateway uses, so 30 s after each busy spell, start-up included, the gateway returns freed heap to the OS and unmaps its read-only code and data pages (`gateway.trimCodePages`, on by default); the ones it still needs fault back in from the page cache. The release flags are the Dockerfile's (`CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w -X main.version=…\"`; the version string adds a few bytes).\n\n")
+	w("Starting up touches far more of the executable (package initialisers, type data, every adapter's setup) than an idle gateway uses, so 30 s after each busy spell, start-up included, the gateway returns freed heap to the OS and unmaps its read-only code and data pages (`gateway.trimCodePages`, on by default); the ones it still needs fault back in from the page cache. The release flags are the Dockerfile's (`CGO_ENABLED=0 go build -tags goolm -trimpath -ldflags \"-s -w -X main.version=…\"`; the version string adds a few bytes).\n\n")
 
 	w("## Targets\n\n| figure | goal | this run | met |\n|---|---|---|---|\n")
 	for _, t := range r.targets() {

@@ -141,9 +141,9 @@ var compatNotes = []compatNote{
 	{path: "channels.email.allowedAttachmentTypes", status: CompatChanged, msg: "attachments are switched on with attachments.enabled (all types, bounded by attachments.maxBytes and maxCount); MIME filters are not supported", when: notEmpty},
 	{path: "channels.whatsapp.databasePath", status: CompatChanged, msg: "the WhatsApp device store is whatsapp.db in the instance's state folder; the path is not configurable"},
 	{path: "channels.whatsapp.lidMappings", status: CompatChanged, msg: "senders known only by their LID are mapped to their phone number through the WhatsApp device store; allowFrom lists numbers (with or without +) or JIDs"},
-	{path: "channels.matrix.e2eeEnabled", status: CompatUnsupported, when: isTrue,
-		msg: "end-to-end encryption is not supported yet; encrypted rooms are ignored — use unencrypted rooms for the bot"},
-	{path: "channels.matrix.sasVerification", status: CompatUnsupported, when: isTrue, msg: "device verification is not supported (encryption is not either)"},
+	// channels.matrix.e2eeEnabled is a field of the Matrix channel (end-to-end encryption).
+	{path: "channels.matrix.sasVerification", status: CompatChanged, when: isTrue, keep: true,
+		msg: "emoji (SAS) verification of the bot's device works when started from the bot's session in your client (to-device); verifying the bot as a user in a direct chat (in-room) is not supported and is logged instead. The bot confirms its side; compare the emoji or numbers it logs with your screen"},
 	{path: "channels.matrix.allowRoomMentions", status: CompatChanged, msg: "with groupPolicy \"mention\" the bot answers mentions of its user id; @room mentions never trigger it"},
 	{path: "channels.mochat.socketDisableMsgpack", status: CompatChanged, msg: "Socket.IO frames are always JSON (socket.io's default parser); msgpack is not spoken"},
 	{path: "channels.mochat.socketReconnectDelayMs", status: CompatChanged, msg: "reconnects back off from 1 s to 1 min, like every channel"},

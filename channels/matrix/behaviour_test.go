@@ -318,7 +318,6 @@ func TestConfigValidation(t *testing.T) {
 		"accessToken":    func(c *Config) { c.AccessToken = "" },
 		"groupPolicy":    func(c *Config) { c.GroupPolicy = "sometimes" },
 		"groupAllowFrom": func(c *Config) { c.GroupPolicy = channels.GroupAllowlist },
-		"e2ee":           func(c *Config) { c.E2EE = true },
 	} {
 		c := good
 		edit(&c)

@@ -24,6 +24,11 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, evt *event.Even
 		c.log.Warn("matrix: malformed message event skipped", "room", evt.RoomID, "event", evt.ID, "err", err)
 		return
 	}
+	if evt.Content.AsMessage().MsgType == event.MsgVerificationRequest {
+		// A device verification request, not words for the agent.
+		c.verificationEvent(ctx, evt)
+		return
+	}
 	msg, ok := c.toInbound(ctx, in, evt)
 	if !ok {
 		return
@@ -187,9 +192,6 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, evt *event.Ev
 		name = string(content.MsgType)
 	}
 	label := "attachment " + name
-	if content.File != nil {
-		return bus.Media{}, "[" + label + ": encrypted, not supported]"
-	}
 	if c.mediaDir == "" || !channels.Admits(in, c.Name(), string(evt.Sender)) {
 		return bus.Media{}, "[" + label + ": not downloaded]"
 	}
@@ -202,7 +204,13 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, evt *event.Ev
 	if size > c.cfg.MaxMediaBytes {
 		return bus.Media{}, tooBig
 	}
-	uri, err := content.URL.Parse()
+	mxc := content.URL
+	if content.File != nil {
+		// An attachment of an encrypted room: AES-CTR with the key in the
+		// (already decrypted) event.
+		mxc = content.File.URL
+	}
+	uri, err := mxc.Parse()
 	if err != nil || uri.IsEmpty() {
 		c.log.Warn("matrix: attachment without a valid mxc URL skipped", "event", evt.ID)
 		return bus.Media{}, "[" + label + ": no file]"
@@ -220,6 +228,12 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, evt *event.Ev
 	if err != nil {
 		c.log.Warn("matrix: attachment download failed", "event", evt.ID, "err", c.redact(err.Error()))
 		return bus.Media{}, "[" + label + ": download failed]"
+	}
+	if content.File != nil {
+		if err := content.File.DecryptInPlace(data); err != nil {
+			c.log.Warn("matrix: an encrypted attachment could not be decrypted", "event", evt.ID, "err", err)
+			return bus.Media{}, "[" + label + ": could not be decrypted]"
+		}
 	}
 	if mime == "" {
 		mime = http.DetectContentType(data)

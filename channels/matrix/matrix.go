@@ -7,8 +7,17 @@
 // sends Markdown as HTML formatted_body, streams by m.replace edits, shows
 // typing, and carries media both ways.
 //
-// End-to-end encrypted rooms are not supported yet: the bot cannot read
-// them (see README.md).
+// With e2eeEnabled it is also a Matrix device with end-to-end encryption
+// (mautrix's crypto with the pure-Go goolm, selected by the goolm build tag;
+// see crypto.go): it decrypts and answers in encrypted rooms and encrypts its
+// replies there, and with sasVerification it answers emoji verification of
+// its device (verify.go). The crypto state lives in the instance's state
+// folder and survives restarts.
+//
+// Concurrency: Run owns the sync loop and the crypto machine; Send, Edit,
+// Typing and SendMedia may be called from any goroutine while Run runs.
+// Messages whose room key arrives late are decrypted by a goroutine Run
+// starts and waits for before it returns.
 package matrix
 
 import (
@@ -54,10 +63,22 @@ type Config struct {
 	AutoJoin *bool `json:"autoJoin"`
 	// MaxMediaBytes caps one attachment, both ways (default 20 MB).
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
-	// E2EE would enable end-to-end encryption; not supported yet, so true
-	// is a config error rather than a bot that silently cannot read.
+	// E2EEEnabled makes the bot an end-to-end encryption capable device:
+	// it reads encrypted rooms and encrypts its replies there (default
+	// false: encrypted rooms are not read). Needs the state folder and a
+	// binary built with the goolm tag (the release builds are).
+	E2EEEnabled bool `json:"e2eeEnabled"`
+	// E2EE is the spelling this program used before e2eeEnabled; either
+	// switches encryption on.
 	E2EE bool `json:"e2ee"`
+	// SASVerification accepts interactive (emoji) verification of the
+	// bot's device from users on allowFrom (with e2eeEnabled): the emoji
+	// and numbers are logged for the operator to compare, and the bot
+	// confirms its side (default false: requests are ignored).
+	SASVerification bool `json:"sasVerification"`
 }
+
+func (c Config) e2ee() bool { return c.E2EEEnabled || c.E2EE }
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
@@ -84,9 +105,6 @@ func (c Config) Validate() error {
 	if c.MaxMediaBytes < 0 {
 		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
 	}
-	if c.E2EE {
-		errs = append(errs, errors.New("e2ee: end-to-end encryption is not supported yet; use unencrypted rooms and set e2ee to false"))
-	}
 	return errors.Join(errs...)
 }
 
@@ -104,6 +122,8 @@ type Channel struct {
 	nameRE   *regexp.Regexp // the bot's localpart as a word ("nanobot: hi")
 	mediaDir string         // "" = attachments are not downloaded
 	state    string         // file holding the sync token
+	stateDir string         // the instance's state folder ("" = none)
+	pending  sync.WaitGroup // decryptions waiting for a late room key
 
 	// Timing, fixed by New; tests in this package shorten them.
 	editInterval time.Duration
@@ -117,6 +137,12 @@ type Channel struct {
 	members map[id.RoomID]int   // joined member count per room (DM = 2)
 	seen    map[id.EventID]bool // events handled by this process
 	seenQ   []id.EventID        // oldest first, to bound seen
+	// plainWarned: rooms whose encrypted messages were reported as
+	// unreadable (encryption off); prepared: encrypted rooms made ready
+	// for sending by this process.
+	plainWarned map[id.RoomID]bool
+	prepared    map[id.RoomID]bool
+	crypto      cryptoEngine // nil = no end-to-end encryption; Run sets it
 }
 
 var (
@@ -158,12 +184,14 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		editInterval: time.Second, backoffMin: 500 * time.Millisecond, backoffMax: time.Minute,
 		pollTimeout: 30 * time.Second,
 		members:     map[id.RoomID]int{}, seen: map[id.EventID]bool{},
+		plainWarned: map[id.RoomID]bool{}, prepared: map[id.RoomID]bool{},
 	}
 	if deps.Paths.Media != "" {
 		c.mediaDir = filepath.Join(deps.Paths.Media, "matrix")
 	}
 	if deps.Paths.State != "" {
 		c.state = filepath.Join(deps.Paths.State, "matrix-sync.json")
+		c.stateDir = deps.Paths.State
 	}
 	return c, nil
 }

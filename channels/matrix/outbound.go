@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/crypto/attachment"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/format"
 	"maunium.net/go/mautrix/id"
@@ -30,6 +31,9 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	if strings.TrimSpace(m.Content) == "" {
 		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("matrix: send to %s: empty message", m.ChatID)}
 	}
+	if err := c.prepareSend(ctx, id.RoomID(m.ChatID)); err != nil {
+		return channels.MessageRef{}, c.sendError("send to "+m.ChatID, err)
+	}
 	content := render(m.Content)
 	c.relate(&content, m)
 	resp, err := c.cli.SendMessageEvent(ctx, id.RoomID(m.ChatID), event.EventMessage, &content)
@@ -43,6 +47,9 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 func (c *Channel) Edit(ctx context.Context, r channels.MessageRef, m bus.Outbound) error {
 	if strings.TrimSpace(m.Content) == "" {
 		return nil
+	}
+	if err := c.prepareSend(ctx, id.RoomID(r.ChatID)); err != nil {
+		return c.sendError(fmt.Sprintf("edit %s in %s", r.MessageID, r.ChatID), err)
 	}
 	content := render(m.Content)
 	content.SetEdit(id.EventID(r.MessageID))
@@ -113,13 +120,34 @@ func (c *Channel) sendFile(ctx context.Context, m bus.Outbound, md bus.Media) (c
 	if name == "" {
 		name = filepath.Base(md.Path)
 	}
-	up, err := c.cli.UploadMedia(ctx, mautrix.ReqUploadMedia{ContentBytes: data, ContentType: mime, FileName: name})
+	room := id.RoomID(m.ChatID)
+	if err := c.prepareSend(ctx, room); err != nil {
+		return channels.MessageRef{}, c.sendError("send file to "+m.ChatID, err)
+	}
+	encrypted, err := c.encryptedRoom(ctx, room)
+	if err != nil {
+		return channels.MessageRef{}, c.sendError("send file to "+m.ChatID, err)
+	}
+	upload := mautrix.ReqUploadMedia{ContentBytes: data, ContentType: mime, FileName: name}
+	var file *attachment.EncryptedFile
+	if encrypted {
+		// The homeserver keeps only ciphertext; the key travels in the
+		// (encrypted) event.
+		file = attachment.NewEncryptedFile()
+		upload.ContentBytes = file.Encrypt(data)
+		upload.ContentType, upload.FileName = "application/octet-stream", ""
+	}
+	up, err := c.cli.UploadMedia(ctx, upload)
 	if err != nil {
 		return channels.MessageRef{}, c.sendError("upload "+name, err)
 	}
 	content := event.MessageEventContent{
 		MsgType: msgTypeFor(mime), Body: name, FileName: name, URL: up.ContentURI.CUString(),
 		Info: &event.FileInfo{MimeType: mime, Size: len(data)}, Mentions: &event.Mentions{},
+	}
+	if file != nil {
+		content.URL = ""
+		content.File = &event.EncryptedFileInfo{EncryptedFile: *file, URL: up.ContentURI.CUString()}
 	}
 	c.relate(&content, m)
 	resp, err := c.cli.SendMessageEvent(ctx, id.RoomID(m.ChatID), event.EventMessage, &content)

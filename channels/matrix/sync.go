@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"maunium.net/go/mautrix"
@@ -29,6 +30,22 @@ var ErrUnauthorized = errors.New("matrix: the homeserver rejected the credential
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	started := time.Now()
 	defer c.cli.Client.CloseIdleConnections()
+	if err := c.openEncryption(); err != nil {
+		return err
+	}
+	if eng := c.engine(); eng != nil {
+		defer func() {
+			c.mu.Lock()
+			c.crypto = nil
+			c.mu.Unlock()
+			if err := eng.close(); err != nil {
+				c.log.Warn("matrix: closing the crypto store failed", "err", err)
+			}
+		}()
+	}
+	// Decryptions waiting for a key end with ctx; wait for them before
+	// the crypto store closes.
+	defer c.pending.Wait()
 	since, err := c.loadSince()
 	if err != nil {
 		c.log.Warn("matrix: sync state unreadable; starting from now", "err", err)
@@ -41,6 +58,11 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	return loop.Run(ctx, func(ctx context.Context, up func()) error {
 		if err := c.login(ctx); err != nil {
 			return err
+		}
+		if eng := c.engine(); eng != nil {
+			if err := eng.start(ctx, in); err != nil {
+				return err
+			}
 		}
 		up()
 		// The first sync of a session does not wait: it shows at once
@@ -58,6 +80,9 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 			backlog := time.Time{}
 			if first {
 				backlog = started
+			}
+			if eng := c.engine(); eng != nil {
+				eng.sync(ctx, resp, since)
 			}
 			c.process(ctx, in, resp, backlog)
 			if ctx.Err() != nil {
@@ -85,10 +110,19 @@ func credentialError(what string, err error) error {
 // the credentials once it returns nil.
 func (c *Channel) login(ctx context.Context) error {
 	if c.cli.AccessToken == "" {
+		device := id.DeviceID(c.cfg.DeviceID)
+		if eng := c.engine(); device == "" && eng != nil {
+			// The device whose keys the crypto store holds.
+			stored, err := eng.storedDevice(ctx)
+			if err != nil {
+				return channels.Fatal(fmt.Errorf("matrix: crypto store: %w", err))
+			}
+			device = stored
+		}
 		resp, err := c.cli.Login(ctx, &mautrix.ReqLogin{
 			Type:       mautrix.AuthTypePassword,
 			Identifier: mautrix.UserIdentifier{Type: mautrix.IdentifierTypeUser, User: c.cfg.UserID},
-			Password:   c.cfg.Password, DeviceID: id.DeviceID(c.cfg.DeviceID),
+			Password:   c.cfg.Password, DeviceID: device,
 			InitialDeviceDisplayName: "nanobot", StoreCredentials: true,
 		})
 		if err != nil {
@@ -139,8 +173,22 @@ func (c *Channel) process(ctx context.Context, in channels.Inbox, resp *mautrix.
 			if !backlog.IsZero() && time.UnixMilli(evt.Timestamp).Before(backlog) {
 				continue
 			}
-			if evt.Type == event.EventMessage && evt.Sender != c.me && c.markSeen(evt.ID) {
-				c.handle(ctx, in, evt)
+			if evt.Sender == c.me {
+				continue
+			}
+			switch evt.Type {
+			case event.EventMessage:
+				if c.markSeen(evt.ID) {
+					c.handle(ctx, in, evt)
+				}
+			case event.EventEncrypted:
+				if c.markSeen(evt.ID) {
+					c.handleEncrypted(ctx, in, evt)
+				}
+			default:
+				if strings.HasPrefix(evt.Type.Type, "m.key.verification.") && c.markSeen(evt.ID) {
+					c.verificationEvent(ctx, evt)
+				}
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nanobot-go/nanobot/channels/email"
+	"github.com/nanobot-go/nanobot/channels/matrix"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/configs"
 )
@@ -142,8 +143,18 @@ func TestNanobotOptionsMeanWhatTheySay(t *testing.T) {
 	})
 	t.Run("matrix e2ee", func(t *testing.T) {
 		l := load(t, "matrix-e2ee")
-		if !hasWarning(l, "channels.matrix.e2eeEnabled: end-to-end encryption is not supported yet; encrypted rooms are ignored") {
-			t.Errorf("warnings %q", l.Warnings)
+		if hasWarning(l, "channels.matrix.e2eeEnabled") {
+			t.Errorf("e2eeEnabled is supported, yet warned about: %q", l.Warnings)
+		}
+		if !hasWarning(l, "channels.matrix.sasVerification: emoji (SAS) verification of the bot's device works when started from the bot's session") {
+			t.Errorf("no specific note for sasVerification: %q", l.Warnings)
+		}
+		mx := matrix.DefaultConfig()
+		if err := l.Config.Channels.Decode("matrix", &mx); err != nil {
+			t.Fatal(err)
+		}
+		if !mx.E2EEEnabled || !mx.SASVerification {
+			t.Errorf("e2eeEnabled/sasVerification = %v/%v, want both true in the Matrix channel's config", mx.E2EEEnabled, mx.SASVerification)
 		}
 	})
 	t.Run("provider settings", func(t *testing.T) {
