@@ -69,6 +69,14 @@ func (p *Problems) NonNegative(key string, n int64) {
 	}
 }
 
+// Path records a problem when key's value is not a URL path the gateway's
+// HTTP server can mount (it starts with / and holds no space or brace).
+func (p *Problems) Path(key, value string) {
+	if !strings.HasPrefix(value, "/") || strings.ContainsAny(value, " {}") {
+		p.Addf("%s: %q must be a path starting with /", key, value)
+	}
+}
+
 // Err is every recorded problem joined (errors.Join), or nil.
 func (p *Problems) Err() error { return errors.Join(p.errs...) }
 

@@ -73,12 +73,15 @@ func TestProblems(t *testing.T) {
 	p.URL("wsUrl", "wss://h", "ws", "wss")
 	p.NonNegative("maxMediaBytes", -1)
 	p.NonNegative("other", 0)
+	p.Path("webhookPath", "/ok")
+	p.Path("webhookPath", "x")
 	p.Add(nil)
 	p.Addf("msgFormat: %q is not known", "x")
 	got := p.Err().Error()
 	want := "appId is required (console)\n" +
 		`apiBase: "ftp://h" is not an http(s) URL` + "\n" +
 		"maxMediaBytes: must not be negative\n" +
+		`webhookPath: "x" must be a path starting with /` + "\n" +
 		`msgFormat: "x" is not known`
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)

@@ -89,9 +89,7 @@ func (c Config) Validate() error {
 	var p channels.Problems
 	p.Required(c.ChannelSecret, "channelSecret is required (LINE Developers console > your channel > Basic settings > Channel secret)")
 	p.Required(c.ChannelAccessToken, "channelAccessToken is required (LINE Developers console > your channel > Messaging API > Channel access token)")
-	if !strings.HasPrefix(c.WebhookPath, "/") || strings.ContainsAny(c.WebhookPath, " {}") {
-		p.Addf("webhookPath: %q must be a path starting with /", c.WebhookPath)
-	}
+	p.Path("webhookPath", c.WebhookPath)
 	p.URL("apiBase", c.APIBase)
 	p.URL("dataApiBase", c.DataAPIBase)
 	p.Add(c.GroupConfig.Check())
