@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -67,6 +68,23 @@ func (p *Problems) NonNegative(key string, n int64) {
 	if n < 0 {
 		p.errs = append(p.errs, fmt.Errorf("%s: must not be negative", key))
 	}
+}
+
+// OneOf records a problem when key's value is none of allowed
+// (`mode: "x" is not "forward" or "reverse"`).
+func (p *Problems) OneOf(key, value string, allowed ...string) {
+	if slices.Contains(allowed, value) {
+		return
+	}
+	quoted := make([]string, len(allowed))
+	for i, a := range allowed {
+		quoted[i] = strconv.Quote(a)
+	}
+	list := quoted[len(quoted)-1]
+	if len(quoted) > 1 {
+		list = strings.Join(quoted[:len(quoted)-1], ", ") + " or " + list
+	}
+	p.Addf("%s: %q is not %s", key, value, list)
 }
 
 // Path records a problem when key's value is not a URL path the gateway's

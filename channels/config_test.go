@@ -75,6 +75,9 @@ func TestProblems(t *testing.T) {
 	p.NonNegative("other", 0)
 	p.Path("webhookPath", "/ok")
 	p.Path("webhookPath", "x")
+	p.OneOf("mode", "forward", "forward", "reverse")
+	p.OneOf("mode", "x", "forward", "reverse")
+	p.OneOf("kind", "x", "a", "b", "c")
 	p.Add(nil)
 	p.Addf("msgFormat: %q is not known", "x")
 	got := p.Err().Error()
@@ -82,6 +85,8 @@ func TestProblems(t *testing.T) {
 		`apiBase: "ftp://h" is not an http(s) URL` + "\n" +
 		"maxMediaBytes: must not be negative\n" +
 		`webhookPath: "x" must be a path starting with /` + "\n" +
+		`mode: "x" is not "forward" or "reverse"` + "\n" +
+		`kind: "x" is not "a", "b" or "c"` + "\n" +
 		`msgFormat: "x" is not known`
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)

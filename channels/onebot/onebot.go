@@ -124,9 +124,7 @@ func (c Config) Validate() error {
 	default:
 		p.Addf("mode: %q is not %q or %q", c.Mode, ModeForward, ModeReverse)
 	}
-	if c.ImageMode != ImageBase64 && c.ImageMode != ImageFile {
-		p.Addf("imageMode: %q is not %q or %q", c.ImageMode, ImageBase64, ImageFile)
-	}
+	p.OneOf("imageMode", c.ImageMode, ImageBase64, ImageFile)
 	p.Add(c.GroupConfig.Check())
 	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
 	return p.Err()

@@ -100,9 +100,7 @@ func (c Config) Validate() error {
 	var p channels.Problems
 	p.Required(c.AppID, "appId is required (q.qq.com > your bot > 开发设置 > AppID)")
 	p.Required(c.Secret, "secret is required (q.qq.com > your bot > 开发设置 > AppSecret)")
-	if c.MsgFormat != FormatPlain && c.MsgFormat != FormatMarkdown {
-		p.Addf("msgFormat: %q is not %q or %q", c.MsgFormat, FormatPlain, FormatMarkdown)
-	}
+	p.OneOf("msgFormat", c.MsgFormat, FormatPlain, FormatMarkdown)
 	p.Add(c.GroupConfig.Check())
 	p.URL("apiBase", c.APIBase)
 	p.URL("authBase", c.AuthBase)
