@@ -185,3 +185,21 @@ func TestClient(t *testing.T) {
 		t.Fatalf("transport error leaks the query: %v", err)
 	}
 }
+
+func TestDedupHas(t *testing.T) {
+	d := NewDedup(2)
+	if d.Has("a") {
+		t.Fatal("Has(a) on an empty cache = true")
+	}
+	if d.Has("a") || d.Seen("a") {
+		t.Fatal("Has must not record: Seen(a) after Has(a) = true, want false")
+	}
+	if !d.Has("a") {
+		t.Fatal("Has(a) after Seen(a) = false")
+	}
+	d.Seen("b")
+	d.Seen("c") // evicts a
+	if d.Has("a") || !d.Has("b") || !d.Has("c") {
+		t.Errorf("after evicting a: Has(a,b,c) = %v %v %v, want false true true", d.Has("a"), d.Has("b"), d.Has("c"))
+	}
+}

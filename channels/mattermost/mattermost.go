@@ -120,7 +120,7 @@ type Channel struct {
 	me      user
 	conn    *wsConn // the live socket, for typing
 	resume  resumePoint
-	threads *recentSet // root ids of threads the bot posted in
+	threads *kit.Dedup // root ids of threads the bot posted in
 }
 
 // user is the bot account.
@@ -172,7 +172,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		pingEvery:    30 * time.Second,
 		backoffMin:   time.Second,
 		backoffMax:   time.Minute,
-		threads:      newRecentSet(maxThreads),
+		threads:      kit.NewDedup(maxThreads),
 	}
 	c.api = &kit.Client{Base: cfg.URL + "/api/v4", HTTP: hc, Redact: rd, Check: checkError, Auth: c.authorize}
 	return c, nil
@@ -258,43 +258,14 @@ func (c *Channel) fetchMe(ctx context.Context) error {
 // replies in them need no @mention.
 const maxThreads = 1000
 
-// recentSet remembers the last max strings added. Not safe for concurrent
-// use: the Channel's mu guards it.
-type recentSet struct {
-	max   int
-	order []string
-	set   map[string]struct{}
-}
-
-func newRecentSet(max int) *recentSet { return &recentSet{max: max, set: map[string]struct{}{}} }
-
-func (r *recentSet) add(s string) {
-	if _, ok := r.set[s]; ok || s == "" {
-		return
-	}
-	if len(r.order) >= r.max {
-		delete(r.set, r.order[0])
-		r.order = r.order[1:]
-	}
-	r.order = append(r.order, s)
-	r.set[s] = struct{}{}
-}
-
-func (r *recentSet) has(s string) bool {
-	_, ok := r.set[s]
-	return ok
-}
-
 // answeredIn records that the bot posted in thread root.
 func (c *Channel) answeredIn(root string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.threads.add(root)
+	if root != "" {
+		c.threads.Seen(root)
+	}
 }
 
 // inThread reports whether the bot posted in thread root.
 func (c *Channel) inThread(root string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return root != "" && c.threads.has(root)
+	return root != "" && c.threads.Has(root)
 }

@@ -57,6 +57,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/redact"
 )
@@ -153,7 +154,7 @@ type Channel struct {
 	live   *conn      // the connection actions go through, nil while down
 	incom  chan *conn // reverse connections offered to Run; nil while Run is not running
 	selfID string     // the bot's QQ number
-	mine   *recentSet // ids of messages the bot sent (replies to them address it)
+	mine   *kit.Dedup // ids of messages the bot sent (replies to them address it)
 }
 
 var (
@@ -176,7 +177,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		http:        &http.Client{Timeout: time.Minute},
 		callTimeout: 30 * time.Second, watchEvery: time.Second,
 		backoffMin: time.Second, backoffMax: time.Minute,
-		mine: newRecentSet(500),
+		mine: kit.NewDedup(500),
 	}
 	return c, nil
 }
@@ -217,38 +218,7 @@ func (c *Channel) tokenMatches(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(c.cfg.AccessToken)) == 1
 }
 
-// recentSet remembers the last max strings added. Not safe for concurrent
-// use: the Channel's mu guards it.
-type recentSet struct {
-	max   int
-	order []string
-	set   map[string]struct{}
-}
-
-func newRecentSet(max int) *recentSet { return &recentSet{max: max, set: map[string]struct{}{}} }
-
-func (r *recentSet) add(s string) {
-	if _, ok := r.set[s]; ok || s == "" {
-		return
-	}
-	if len(r.order) >= r.max {
-		delete(r.set, r.order[0])
-		r.order = r.order[1:]
-	}
-	r.order = append(r.order, s)
-	r.set[s] = struct{}{}
-}
-
-func (r *recentSet) has(s string) bool {
-	_, ok := r.set[s]
-	return ok
-}
-
-func (c *Channel) sentByMe(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.mine.has(id)
-}
+func (c *Channel) sentByMe(id string) bool { return c.mine.Has(id) }
 
 func (c *Channel) self() string {
 	c.mu.Lock()

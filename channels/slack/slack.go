@@ -30,6 +30,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
 )
 
@@ -109,10 +110,13 @@ type Channel struct {
 	backoffMax   time.Duration
 	pingInterval time.Duration
 
+	// seen are recent message keys: Slack sends a mention in a channel
+	// twice (message and app_mention) and redelivers unacked events.
+	seen *kit.Dedup
+
 	mu     sync.Mutex
 	health channels.HealthState
-	botID  string // the bot's user id ("U..."), from auth.test
-	seen   *seenSet
+	botID  string          // the bot's user id ("U..."), from auth.test
 	done   map[string]bool // user messages already given ✅
 }
 
@@ -142,7 +146,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		backoffMin:   500 * time.Millisecond,
 		backoffMax:   30 * time.Second,
 		pingInterval: 30 * time.Second,
-		seen:         newSeenSet(512),
+		seen:         kit.NewDedup(512),
 		done:         map[string]bool{},
 	}
 	if u, err := url.Parse(cfg.APIBase); err == nil {
@@ -225,30 +229,3 @@ func authError(err error) string {
 	}
 	return ""
 }
-
-// seenSet remembers recent message keys: Slack sends a mention in a
-// channel twice (message and app_mention), and redelivers unacked events.
-type seenSet struct {
-	max   int
-	order []string
-	keys  map[string]bool
-}
-
-func newSeenSet(n int) *seenSet { return &seenSet{max: n, keys: map[string]bool{}} }
-
-// add reports whether key is new, and remembers it.
-func (s *seenSet) add(key string) bool {
-	if s.keys[key] {
-		return false
-	}
-	s.keys[key] = true
-	s.order = append(s.order, key)
-	if len(s.order) > s.max {
-		delete(s.keys, s.order[0])
-		s.order = s.order[1:]
-	}
-	return true
-}
-
-// forget drops key, so a redelivery is handled again (delivery failed).
-func (s *seenSet) forget(key string) { delete(s.keys, key) }
