@@ -2,11 +2,13 @@ package channels
 
 import (
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 type fillTestConfig struct {
@@ -104,5 +106,29 @@ func TestDepsHelpers(t *testing.T) {
 	d.Paths.Media = t.TempDir()
 	if got, want := d.MediaDir("qq"), filepath.Join(d.Paths.Media, "qq"); got != want {
 		t.Errorf("MediaDir = %q, want %q", got, want)
+	}
+}
+
+func TestCheckSend(t *testing.T) {
+	tests := []struct {
+		m    bus.Outbound
+		want string
+	}{
+		{bus.Outbound{ChatID: "c1", Content: "hi"}, ""},
+		{bus.Outbound{Content: "hi"}, "slack: send: empty chat id"},
+		{bus.Outbound{ChatID: "c1", Content: " \n"}, "slack: send to c1: empty message"},
+	}
+	for _, tt := range tests {
+		err := CheckSend("slack", tt.m)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("CheckSend(%+v) = %v, want nil", tt.m, err)
+			}
+			continue
+		}
+		var perm *PermanentError
+		if !errors.As(err, &perm) || err.Error() != tt.want {
+			t.Errorf("CheckSend(%+v) = %v, want the PermanentError %q", tt.m, err, tt.want)
+		}
 	}
 }
