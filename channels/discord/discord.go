@@ -279,25 +279,14 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 		c.mu.Unlock()
 		c.transport.CloseIdleConnections()
 	}()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case e := <-c.events:
-				c.handle(wctx, in, e)
-			}
-		}
-	}()
+	stop := channels.Work(wctx, c.events, func(ctx context.Context, e *discordgo.Event) { c.handle(ctx, in, e) })
 	loop := &channels.Loop{
 		Name: "discord", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
 		Redact: func(err error) string { return c.redact(err.Error()) },
 	}
 	err := loop.Run(ctx, c.session)
-	stopWorker()
-	<-done
+	stopWorker() // first: a reader waiting to queue an event gives up
+	stop()
 	if cerr := c.s.Close(); cerr != nil {
 		c.log.Debug("discord: close", "err", cerr)
 	}

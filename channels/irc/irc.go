@@ -313,27 +313,13 @@ func (c *Channel) setCurrent(cn *conn) {
 // Reconnecting is a channels.Loop's; a rejected SASL login, a rejected
 // server password or a ban ends it with a channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
-	wctx, stopWorker := context.WithCancel(ctx)
-	defer stopWorker()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case e := <-c.events:
-				c.handle(wctx, in, e)
-			}
-		}
-	}()
+	stop := channels.Work(ctx, c.events, func(ctx context.Context, e event) { c.handle(ctx, in, e) })
 	loop := &channels.Loop{
 		Name: "irc", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
 		Redact: c.redact.Error,
 	}
 	err := loop.Run(ctx, c.session)
-	stopWorker()
-	<-done
+	stop()
 	return err
 }
 

@@ -215,23 +215,10 @@ const eventQueue = 256
 // then. A rejected token ends it early with a channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	events := make(chan []byte, eventQueue)
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case data := <-events:
-				c.handle(wctx, in, data)
-			}
-		}
-	}()
+	stop := channels.Work(ctx, events, func(ctx context.Context, data []byte) { c.handle(ctx, in, data) })
 	loop := &channels.Loop{Name: "mattermost", Log: c.log, Health: &c.health, Redact: c.redact.Error, Min: c.backoffMin, Max: c.backoffMax}
 	err := loop.Run(ctx, func(ctx context.Context, up func()) error { return c.connect(ctx, up, events) })
 	stop()
-	<-done
 	c.http.CloseIdleConnections()
 	return err
 }

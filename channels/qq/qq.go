@@ -194,36 +194,24 @@ const eventQueue = 256
 // platform rejects end it early.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	events := make(chan event, eventQueue)
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.work(wctx, in, events)
-	}()
+	stop := channels.Work(ctx, events, func(ctx context.Context, ev event) { c.work(ctx, in, ev) })
 	loop := &channels.Loop{Name: "qq", Log: c.log, Health: &c.health, Redact: c.redact.Error, Min: c.backoffMin, Max: c.backoffMax}
 	err := loop.Run(ctx, func(ctx context.Context, up func()) error { return c.connect(ctx, up, events) })
 	stop()
-	<-done
 	c.http.CloseIdleConnections()
 	return err
 }
 
-// work handles the queued dispatches one after another, in order.
-func (c *Channel) work(ctx context.Context, in channels.Inbox, events <-chan event) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev := <-events:
-			if c.abandonedConn(ev.conn) {
-				continue // QQ replays it after the Resume
-			}
-			switch c.handle(ctx, in, ev) {
-			case done:
-				c.handled(ev)
-			case retry:
-				c.redeliver(ev.conn)
-			}
-		}
+// work handles one queued dispatch; Run's worker calls it for each, in
+// order.
+func (c *Channel) work(ctx context.Context, in channels.Inbox, ev event) {
+	if c.abandonedConn(ev.conn) {
+		return // QQ replays it after the Resume
+	}
+	switch c.handle(ctx, in, ev) {
+	case done:
+		c.handled(ev)
+	case retry:
+		c.redeliver(ev.conn)
 	}
 }
