@@ -1,6 +1,9 @@
 package channels
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 // Work handles the items of queue one after another, in order, on a
 // goroutine of its own, until ctx ends or stop is called. stop ends the
@@ -26,5 +29,24 @@ func Work[T any](ctx context.Context, queue <-chan T, handle func(context.Contex
 	return func() {
 		cancel()
 		<-done
+	}
+}
+
+// Publish sets *slot to v while holding mu, so that Send and Run's other
+// goroutines see the connection a session just made, and returns withdraw,
+// which clears *slot again, under mu, unless a later session replaced v
+// meanwhile. A session calls it as `defer channels.Publish(&c.mu, &c.conn,
+// k)()`.
+func Publish[T comparable](mu *sync.Mutex, slot *T, v T) (withdraw func()) {
+	mu.Lock()
+	*slot = v
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if *slot == v {
+			var zero T
+			*slot = zero
+		}
 	}
 }

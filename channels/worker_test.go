@@ -38,3 +38,22 @@ func TestWorkStopsWithCtx(t *testing.T) {
 	cancel()
 	stop() // must not block: the goroutine ended with ctx
 }
+
+func TestPublish(t *testing.T) {
+	var mu sync.Mutex
+	var live *int
+	a, b := new(int), new(int)
+	withdrawA := Publish(&mu, &live, a)
+	if live != a {
+		t.Fatal("Publish did not set the slot")
+	}
+	withdrawB := Publish(&mu, &live, b) // a later session took over
+	withdrawA()
+	if live != b {
+		t.Fatal("withdrawing an older value cleared the newer one")
+	}
+	withdrawB()
+	if live != nil {
+		t.Fatal("withdraw did not clear its own value")
+	}
+}

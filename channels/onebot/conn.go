@@ -297,16 +297,7 @@ func (c *Channel) session(ctx context.Context, up func(), incom chan *conn, even
 	}()
 	// Actions may use the connection at once: the events read meanwhile
 	// name the bot themselves (self_id).
-	c.mu.Lock()
-	c.live = cn
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		if c.live == cn {
-			c.live = nil
-		}
-		c.mu.Unlock()
-	}()
+	defer channels.Publish(&c.mu, &c.live, cn)()
 	data, err := cn.call(sctx, "get_login_info", nil, c.callTimeout)
 	if err != nil {
 		return fmt.Errorf("onebot: get_login_info: %w", err)
