@@ -128,14 +128,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	c.open = &kit.Client{Base: cfg.APIBase, HTTP: c.http, Redact: c.redact, Check: check}
 	c.tokens = kit.NewTokenCache(c.fetchToken)
 	c.api = &kit.Client{Base: cfg.APIBase, HTTP: c.http, Redact: c.redact, Check: check,
-		Auth: func(ctx context.Context, r *http.Request) error {
-			tok, err := c.tokens.Get(ctx)
-			if err != nil {
-				return err
-			}
-			r.Header.Set("x-acs-dingtalk-access-token", tok)
-			return nil
-		}}
+		Auth: c.tokens.Header("x-acs-dingtalk-access-token", "")}
 	return c, nil
 }
 

@@ -189,7 +189,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	check := kit.Envelope("code", "msg")
 	c.open = &kit.Client{Base: cfg.base(), HTTP: rest, Check: check, Redact: red}
 	c.tokens = kit.NewTokenCache(c.fetchToken)
-	c.api = &kit.Client{Base: cfg.base(), HTTP: rest, Check: check, Redact: red, Auth: c.auth}
+	c.api = &kit.Client{Base: cfg.base(), HTTP: rest, Check: check, Redact: red, Auth: c.tokens.Header("Authorization", "Bearer ")}
 	return c, nil
 }
 

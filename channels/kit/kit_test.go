@@ -203,3 +203,18 @@ func TestDedupHas(t *testing.T) {
 		t.Errorf("after evicting a: Has(a,b,c) = %v %v %v, want false true true", d.Has("a"), d.Has("b"), d.Has("c"))
 	}
 }
+
+func TestTokenCacheHeader(t *testing.T) {
+	tc := NewTokenCache(func(context.Context) (string, time.Duration, error) { return "tok-1", time.Hour, nil })
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	if err := tc.Header("Authorization", "QQBot ")(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := req.Header.Get("Authorization"); got != "QQBot tok-1" {
+		t.Errorf("Authorization = %q, want %q", got, "QQBot tok-1")
+	}
+	failing := NewTokenCache(func(context.Context) (string, time.Duration, error) { return "", 0, errors.New("refused") })
+	if err := failing.Header("X-Token", "")(t.Context(), httptest.NewRequest(http.MethodGet, "/", nil)); err == nil {
+		t.Error("a token that cannot be fetched: want the error")
+	}
+}

@@ -168,7 +168,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	c.tokens = kit.NewTokenCache(c.fetchToken)
 	check := kit.Envelope("code", "message")
 	c.auth = &kit.Client{Base: cfg.AuthBase, HTTP: c.http, Check: check, Redact: c.redact}
-	c.api = &kit.Client{Base: cfg.APIBase, HTTP: c.http, Check: check, Redact: c.redact, Auth: c.authorize}
+	c.api = &kit.Client{Base: cfg.APIBase, HTTP: c.http, Check: check, Redact: c.redact, Auth: c.tokens.Header("Authorization", "QQBot ")}
 	return c, nil
 }
 

@@ -179,7 +179,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	}
 	c.keys = &keySet{metadataURL: cfg.OpenIDMetadataURL, http: hc, maxAge: 24 * time.Hour, minRefresh: time.Minute}
 	c.tokens = kit.NewTokenCache(c.fetchToken)
-	c.api = &kit.Client{HTTP: hc, Redact: rd, Auth: c.authorize}
+	c.api = &kit.Client{HTTP: hc, Redact: rd, Auth: c.tokens.Header("Authorization", "Bearer ")}
 	return c, nil
 }
 
