@@ -3,6 +3,7 @@ package channels
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -130,5 +131,39 @@ func TestCheckSend(t *testing.T) {
 		if !errors.As(err, &perm) || err.Error() != tt.want {
 			t.Errorf("CheckSend(%+v) = %v, want the PermanentError %q", tt.m, err, tt.want)
 		}
+	}
+}
+
+// TestGroupConfigLoads loads a config.json whose platform embeds
+// GroupConfig: the flattened keys are typed and checked like the platform's
+// own (a wrong type is an error naming the key, a typo a warning), the
+// environment can set them, and they decode into the embedded struct.
+func TestGroupConfigLoads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	file := `{"channels": {"acme": {"enabled": true, "groupAllowFrom": ["g1"], "apiBase": "https://x.test", "groupAlowFrom": ["typo"]}}}`
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	platforms := map[string]any{"acme": fillTestConfig{}}
+	l, err := configs.Load(configs.Options{Path: path, Platforms: platforms, Environ: []string{"NANOBOT_CHANNELS__ACME__GROUPPOLICY=allowlist"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(l.Warnings, "\n"), "groupAlowFrom") {
+		t.Errorf("warnings %q, want one about the typo groupAlowFrom", l.Warnings)
+	}
+	var cfg fillTestConfig
+	if err := l.Config.Channels.Decode("acme", &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GroupPolicy != GroupAllowlist || len(cfg.GroupAllowFrom) != 1 || cfg.GroupAllowFrom[0] != "g1" {
+		t.Errorf("decoded %+v, want allowlist with g1", cfg.GroupConfig)
+	}
+	bad := `{"channels": {"acme": {"groupPolicy": 7}}}`
+	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := configs.Load(configs.Options{Path: path, Platforms: platforms, Environ: []string{}}); err == nil || !strings.Contains(err.Error(), "channels.acme.groupPolicy") {
+		t.Errorf("groupPolicy: 7: Load = %v, want an error naming channels.acme.groupPolicy", err)
 	}
 }
