@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
@@ -231,3 +232,16 @@ type PermanentError struct{ Err error }
 
 func (e *PermanentError) Error() string { return e.Err.Error() }
 func (e *PermanentError) Unwrap() error { return e.Err }
+
+// CheckSend is the PermanentError a Send gives for a message no platform
+// can send: one without a chat id, or without text. platform prefixes the
+// error ("discord: send: empty chat id"); nil means m may be sent.
+func CheckSend(platform string, m bus.Outbound) error {
+	if m.ChatID == "" {
+		return &PermanentError{Err: fmt.Errorf("%s: send: empty chat id", platform)}
+	}
+	if strings.TrimSpace(m.Content) == "" {
+		return &PermanentError{Err: fmt.Errorf("%s: send to %s: empty message", platform, m.ChatID)}
+	}
+	return nil
+}

@@ -1,6 +1,9 @@
 package channels
 
-import "net/http"
+import (
+	"io"
+	"net/http"
+)
 
 // WebhookHandler is a channel that receives over the gateway's HTTP server
 // (Telegram in webhook mode, the web chat). The gateway mounts
@@ -19,4 +22,26 @@ type WebhookHandler interface {
 // terminal, not to the log, which is kept and shipped.
 type Noticer interface {
 	Notice(base string) string
+}
+
+// AllowPost answers 405 (with an Allow header) to a webhook request that is
+// not a POST and reports whether the handler may go on.
+func AllowPost(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodPost {
+		return true
+	}
+	w.Header().Set("Allow", http.MethodPost)
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
+// ReadBody reads a webhook request's body of at most limit bytes; a larger
+// or broken one is answered 413 and ok is false.
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, ok bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	return body, true
 }

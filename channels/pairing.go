@@ -99,27 +99,15 @@ func (p *PairingStore) Request(channel, sender, chat string) (code string, creat
 }
 
 // Approve approves the sender behind code and returns its request.
-func (p *PairingStore) Approve(code string) (PendingPairing, error) {
-	code = normalizeCode(code)
-	var found PendingPairing
-	err := p.update(func(d *pairingFile, _ time.Time) error {
-		i := slices.IndexFunc(d.Pending, func(pp PendingPairing) bool { return pp.Code == code })
-		if i < 0 {
-			return ErrUnknownCode
-		}
-		found = d.Pending[i]
-		d.Pending = slices.Delete(d.Pending, i, i+1)
-		if !slices.Contains(d.Approved[found.Channel], found.SenderID) {
-			d.Approved[found.Channel] = append(d.Approved[found.Channel], found.SenderID)
-		}
-		return nil
-	})
-	return found, err
-}
+func (p *PairingStore) Approve(code string) (PendingPairing, error) { return p.resolve(code, true) }
 
 // Deny drops the request behind code without approving its sender (who
 // may ask again).
-func (p *PairingStore) Deny(code string) (PendingPairing, error) {
+func (p *PairingStore) Deny(code string) (PendingPairing, error) { return p.resolve(code, false) }
+
+// resolve removes the request behind code and returns it; approve also
+// adds its sender to the channel's approved senders.
+func (p *PairingStore) resolve(code string, approve bool) (PendingPairing, error) {
 	code = normalizeCode(code)
 	var found PendingPairing
 	err := p.update(func(d *pairingFile, _ time.Time) error {
@@ -129,6 +117,9 @@ func (p *PairingStore) Deny(code string) (PendingPairing, error) {
 		}
 		found = d.Pending[i]
 		d.Pending = slices.Delete(d.Pending, i, i+1)
+		if approve && !slices.Contains(d.Approved[found.Channel], found.SenderID) {
+			d.Approved[found.Channel] = append(d.Approved[found.Channel], found.SenderID)
+		}
 		return nil
 	})
 	return found, err

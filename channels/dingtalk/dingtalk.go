@@ -21,11 +21,9 @@ package dingtalk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -51,13 +49,10 @@ type Config struct {
 	GroupUserIsolation bool `json:"groupUserIsolation"`
 	// DisablePrivateChat ignores one-to-one chats (groups only).
 	DisablePrivateChat bool `json:"disablePrivateChat"`
-	// GroupPolicy is "mention" (default: group messages that @-mention the
-	// robot), "open" (every group message DingTalk delivers) or
-	// "allowlist" (every message of the GroupAllowFrom groups, none
-	// elsewhere).
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the conversation ids ("cid...") of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom"`
+	// GroupConfig: "mention" (default) takes group messages that
+	// @-mention the robot, "open" every group message DingTalk delivers;
+	// the allowlist lists conversation ids ("cid...").
+	channels.GroupConfig
 	// APIBase replaces https://api.dingtalk.com (tests, proxies).
 	APIBase string `json:"apiBase"`
 	// MaxMediaBytes caps one attachment downloaded for the agent (20 MB).
@@ -69,29 +64,19 @@ const DefaultAPIBase = "https://api.dingtalk.com"
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupPolicy: channels.GroupMention, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20}
+	return Config{GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20}
 }
 
 // Validate checks the config; errors name the key under channels.dingtalk
 // and never contain the secret.
 func (c Config) Validate() error {
-	var errs []error
-	if strings.TrimSpace(c.ClientID) == "" {
-		errs = append(errs, errors.New("clientId is required (developer console > your app > 凭证与基础信息 > Client ID)"))
-	}
-	if strings.TrimSpace(c.ClientSecret) == "" {
-		errs = append(errs, errors.New("clientSecret is required (same page, Client Secret)"))
-	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
-	if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes must not be negative"))
-	}
-	return errors.Join(errs...)
+	var p channels.Problems
+	p.Required(c.ClientID, "clientId is required (developer console > your app > 凭证与基础信息 > Client ID)")
+	p.Required(c.ClientSecret, "clientSecret is required (same page, Client Secret)")
+	p.Add(c.GroupConfig.Check())
+	p.URL("apiBase", c.APIBase)
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("dingtalk", dingtalk.Factory()).
@@ -125,16 +110,7 @@ var (
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	def := DefaultConfig()
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = def.GroupPolicy
-	}
-	if cfg.APIBase == "" {
-		cfg.APIBase = def.APIBase
-	}
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = def.MaxMediaBytes
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	cfg.ClientID, cfg.ClientSecret = strings.TrimSpace(cfg.ClientID), strings.TrimSpace(cfg.ClientSecret)
 	if cfg.RobotCode == "" {
 		cfg.RobotCode = cfg.ClientID
@@ -143,30 +119,16 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	c := &Channel{
-		cfg: cfg, log: log, redact: deps.Redactor(cfg.ClientSecret),
+		cfg: cfg, log: deps.Logger(), redact: deps.Redactor(cfg.ClientSecret), mediaDir: deps.MediaDir("dingtalk"),
 		http:  &http.Client{Timeout: 2 * time.Minute},
 		dedup: kit.NewDedup(0), backoffMin: time.Second, backoffMax: time.Minute, idle: 3 * time.Minute,
-	}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "dingtalk")
 	}
 	check := kit.Envelope("code", "message")
 	c.open = &kit.Client{Base: cfg.APIBase, HTTP: c.http, Redact: c.redact, Check: check}
 	c.tokens = kit.NewTokenCache(c.fetchToken)
 	c.api = &kit.Client{Base: cfg.APIBase, HTTP: c.http, Redact: c.redact, Check: check,
-		Auth: func(ctx context.Context, r *http.Request) error {
-			tok, err := c.tokens.Get(ctx)
-			if err != nil {
-				return err
-			}
-			r.Header.Set("x-acs-dingtalk-access-token", tok)
-			return nil
-		}}
+		Auth: c.tokens.Header("x-acs-dingtalk-access-token", "")}
 	return c, nil
 }
 

@@ -37,7 +37,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -56,13 +55,10 @@ type Config struct {
 	// Token is the bot token from the developer portal (Bot > Reset Token),
 	// without the "Bot " prefix.
 	Token string `json:"token"`
-	// GroupPolicy is "mention" (default: in guild channels answer only when
-	// @mentioned or replied to), "open" (every message) or "allowlist"
-	// (every message in the GroupAllowFrom channels, none elsewhere).
-	// Direct messages are always answered.
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the channel ids of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom"`
+	// GroupConfig: "mention" (default) answers in guild channels only when
+	// @mentioned or replied to; the allowlist lists channel ids. Direct
+	// messages are always answered.
+	channels.GroupConfig
 	// AllowChannels lists the guild channel (or thread) ids the bot listens
 	// in; empty means all. Direct messages are not affected.
 	AllowChannels []string `json:"allowChannels"`
@@ -80,27 +76,20 @@ const DefaultAPIBase = "https://discord.com"
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupPolicy: channels.GroupMention, APIBase: DefaultAPIBase, MaxMediaBytes: 25 << 20}
+	return Config{GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, APIBase: DefaultAPIBase, MaxMediaBytes: 25 << 20}
 }
 
 // Validate checks the config; errors name the key under channels.discord.
 func (c Config) Validate() error {
-	var errs []error
-	if strings.TrimSpace(c.Token) == "" {
-		errs = append(errs, errors.New("token: required (developer portal > your app > Bot > Reset Token)"))
-	} else if strings.HasPrefix(c.Token, "Bot ") {
-		errs = append(errs, errors.New(`token: leave out the "Bot " prefix`))
+	var p channels.Problems
+	p.Required(c.Token, "token: required (developer portal > your app > Bot > Reset Token)")
+	if strings.HasPrefix(c.Token, "Bot ") {
+		p.Addf(`token: leave out the "Bot " prefix`)
 	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
-	if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
-	}
-	return errors.Join(errs...)
+	p.Add(c.GroupConfig.Check())
+	p.URL("apiBase", c.APIBase)
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("discord", discord.Factory()).
@@ -145,22 +134,10 @@ var (
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = channels.GroupMention
-	}
-	if cfg.APIBase == "" {
-		cfg.APIBase = DefaultAPIBase
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	cfg.APIBase = strings.TrimRight(cfg.APIBase, "/")
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = 25 << 20
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	s, err := discordgo.New("Bot " + cfg.Token)
 	if err != nil {
@@ -168,7 +145,8 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	}
 	c := &Channel{
 		cfg:          cfg,
-		log:          log,
+		log:          deps.Logger(),
+		mediaDir:     deps.MediaDir("discord"),
 		transport:    http.DefaultTransport.(*http.Transport).Clone(),
 		s:            s,
 		allow:        map[string]bool{},
@@ -178,9 +156,6 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		events:       make(chan *discordgo.Event, 256),
 	}
 	c.files = &http.Client{Transport: c.transport, Timeout: 2 * time.Minute}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "discord")
-	}
 	for _, id := range cfg.AllowChannels {
 		c.allow[strings.TrimSpace(id)] = true
 	}
@@ -304,25 +279,14 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 		c.mu.Unlock()
 		c.transport.CloseIdleConnections()
 	}()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case e := <-c.events:
-				c.handle(wctx, in, e)
-			}
-		}
-	}()
+	stop := channels.Work(wctx, c.events, func(ctx context.Context, e *discordgo.Event) { c.handle(ctx, in, e) })
 	loop := &channels.Loop{
 		Name: "discord", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
 		Redact: func(err error) string { return c.redact(err.Error()) },
 	}
 	err := loop.Run(ctx, c.session)
-	stopWorker()
-	<-done
+	stopWorker() // first: a reader waiting to queue an event gives up
+	stop()
 	if cerr := c.s.Close(); cerr != nil {
 		c.log.Debug("discord: close", "err", cerr)
 	}

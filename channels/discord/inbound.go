@@ -37,13 +37,7 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, e *discordgo.Ev
 // sender the gate would refuse are not fetched; a failed download leaves a
 // note in the text instead of the file.
 func (c *Channel) download(ctx context.Context, in channels.Inbox, m *bus.Inbound) {
-	items := make([]media.Item, 0, len(m.Media))
-	for _, md := range m.Media {
-		items = append(items, media.Item{Name: md.Name, MIMEType: md.MIMEType, URL: md.URL, Fetch: func(ctx context.Context) ([]byte, error) {
-			return media.Fetch(ctx, c.files, md.URL, nil, c.cfg.MaxMediaBytes)
-		}})
-	}
-	m.Media = nil
+	items := media.TakeURLs(m, c.files, c.cfg.MaxMediaBytes)
 	c.collector().Collect(ctx, m, channels.Admits(in, c.Name(), m.SenderID), items)
 }
 

@@ -21,11 +21,8 @@ import (
 // split it to MessageLimit), replying to the user's message when
 // replyToMessage is on. Mentions in the text do not ping anyone.
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
-	if m.ChatID == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("discord: send: empty chat id")}
-	}
-	if strings.TrimSpace(m.Content) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send to channel %s: empty message", m.ChatID)}
+	if err := channels.CheckSend("discord", m); err != nil {
+		return channels.MessageRef{}, err
 	}
 	data := &discordgo.MessageSend{
 		Content:         toDiscord(m.Content),

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/mail"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -152,14 +151,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	c := &Channel{cfg: cfg, log: log, backoffMin: time.Second, backoffMax: 5 * time.Minute, idleRestart: 25 * time.Minute}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "email")
-	}
+	c := &Channel{cfg: cfg, log: deps.Logger(), mediaDir: deps.MediaDir("email"), backoffMin: time.Second, backoffMax: 5 * time.Minute, idleRestart: 25 * time.Minute}
 	return c, nil
 }
 

@@ -29,16 +29,6 @@ func (c *Channel) fetchToken(ctx context.Context) (string, time.Duration, error)
 	return out.Token, ttl, nil
 }
 
-// auth adds the tenant token to a request.
-func (c *Channel) auth(ctx context.Context, req *http.Request) error {
-	tok, err := c.tokens.Get(ctx)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	return nil
-}
-
 // Codes by which the platform says the token is invalid or expired.
 var tokenCodes = map[string]bool{"99991661": true, "99991663": true, "99991668": true, "99991671": true}
 

@@ -27,11 +27,8 @@
 package feishu
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -56,12 +53,9 @@ type Config struct {
 	// VerificationToken, when set, drops events whose header carries
 	// another token.
 	VerificationToken string `json:"verificationToken"`
-	// GroupPolicy is "mention" (default: in groups answer only when the
-	// bot is @mentioned), "open" (every group message) or "allowlist"
-	// (every message of the GroupAllowFrom chats, none elsewhere).
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the chat ids ("oc_...") of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom"`
+	// GroupConfig: "mention" (default) answers in groups only when the
+	// bot is @mentioned; the allowlist lists chat ids ("oc_...").
+	channels.GroupConfig
 	// Domain is "feishu" (default, open.feishu.cn) or "lark"
 	// (open.larksuite.com, the international edition).
 	Domain string `json:"domain"`
@@ -91,38 +85,26 @@ const (
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
 	return Config{
-		GroupPolicy: channels.GroupMention, Domain: DomainFeishu, TopicIsolation: true,
+		GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, Domain: DomainFeishu, TopicIsolation: true,
 		ReactEmoji: "THUMBSUP", Streaming: true, MaxMediaBytes: 20 << 20,
 	}
 }
 
 // Validate checks the config; errors name the key under channels.feishu.
 func (c Config) Validate() error {
-	var errs []error
-	if strings.TrimSpace(c.AppID) == "" {
-		errs = append(errs, errors.New("appId is required (developer console > your app > Credentials & Basic Info)"))
-	}
-	if strings.TrimSpace(c.AppSecret) == "" {
-		errs = append(errs, errors.New("appSecret is required (developer console > your app > Credentials & Basic Info)"))
-	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
-	if c.Domain != DomainFeishu && c.Domain != DomainLark {
-		errs = append(errs, fmt.Errorf("domain: %q is not %q or %q", c.Domain, DomainFeishu, DomainLark))
-	}
+	var p channels.Problems
+	p.Required(c.AppID, "appId is required (developer console > your app > Credentials & Basic Info)")
+	p.Required(c.AppSecret, "appSecret is required (developer console > your app > Credentials & Basic Info)")
+	p.Add(c.GroupConfig.Check())
+	p.OneOf("domain", c.Domain, DomainFeishu, DomainLark)
 	if c.APIBase != "" {
-		if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
-			errs = append(errs, err)
-		}
+		p.URL("apiBase", c.APIBase)
 	}
 	if strings.ContainsAny(c.ReactEmoji, " /?#") {
-		errs = append(errs, fmt.Errorf("reactEmoji: %q is not an emoji type such as THUMBSUP", c.ReactEmoji))
+		p.Addf("reactEmoji: %q is not an emoji type such as THUMBSUP", c.ReactEmoji)
 	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes must not be negative"))
-	}
-	return errors.Join(errs...)
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	return p.Err()
 }
 
 // base is the API root the channel talks to.
@@ -181,28 +163,18 @@ var (
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = channels.GroupMention
-	}
-	if cfg.Domain == "" {
-		cfg.Domain = DomainFeishu
-	}
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = 20 << 20
-	}
+	// An empty reactEmoji turns the reaction off.
+	channels.FillDefaults(&cfg, DefaultConfig(), "ReactEmoji")
 	cfg.Domain = strings.ToLower(strings.TrimSpace(cfg.Domain))
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	red := deps.Redactor(cfg.AppSecret, cfg.EncryptKey, cfg.VerificationToken)
 	c := &Channel{
 		cfg:          cfg,
-		log:          log,
+		log:          deps.Logger(),
 		redact:       red,
+		mediaDir:     deps.MediaDir("feishu"),
 		dedup:        kit.NewDedup(0),
 		tr:           http.DefaultTransport.(*http.Transport).Clone(),
 		editInterval: 500 * time.Millisecond,
@@ -217,10 +189,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	check := kit.Envelope("code", "msg")
 	c.open = &kit.Client{Base: cfg.base(), HTTP: rest, Check: check, Redact: red}
 	c.tokens = kit.NewTokenCache(c.fetchToken)
-	c.api = &kit.Client{Base: cfg.base(), HTTP: rest, Check: check, Redact: red, Auth: c.auth}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "feishu")
-	}
+	c.api = &kit.Client{Base: cfg.base(), HTTP: rest, Check: check, Redact: red, Auth: c.tokens.Header("Authorization", "Bearer ")}
 	return c, nil
 }
 

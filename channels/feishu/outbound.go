@@ -25,11 +25,8 @@ import (
 // streaming card; everything else a post message with Markdown. In a topic
 // (topicIsolation) it is a reply in the topic.
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
-	if m.ChatID == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("feishu: send: empty chat id")}
-	}
-	if strings.TrimSpace(m.Content) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("feishu: send to chat %s: empty message", m.ChatID)}
+	if err := channels.CheckSend("feishu", m); err != nil {
+		return channels.MessageRef{}, err
 	}
 	if c.cfg.Streaming && m.StreamID != "" && !m.Final && m.Kind != bus.KindStreamEnd {
 		return c.sendCard(ctx, m)

@@ -85,13 +85,10 @@ type Config struct {
 	NickservPassword string `json:"nickservPassword"`
 	// Channels are joined after connecting.
 	Channels []ChannelConfig `json:"channels"`
-	// GroupPolicy is "mention" (default: in channels answer only messages
-	// that name the bot), "open" (every message) or "allowlist" (every
-	// message in the GroupAllowFrom channels, none elsewhere). Private
+	// GroupConfig: "mention" (default) answers in channels only messages
+	// that name the bot; the allowlist lists channel names. Private
 	// messages are always answered.
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the channel names of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom"`
+	channels.GroupConfig
 	// FloodBurst is how many lines may be sent back to back (default 4).
 	FloodBurst int `json:"floodBurst"`
 	// FloodIntervalMs is the time per line once the burst is spent
@@ -125,7 +122,7 @@ const (
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
 	return Config{
-		TLS: true, Realname: DefaultRealname, GroupPolicy: channels.GroupMention,
+		TLS: true, Realname: DefaultRealname, GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention},
 		FloodBurst: DefaultFloodBurst, FloodIntervalMs: DefaultFloodIntervalMs,
 	}
 }
@@ -167,9 +164,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("channels[%d].key: must not contain spaces, commas or line breaks", i))
 		}
 	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, c.GroupConfig.Check())
 	if c.FloodBurst < 1 {
 		errs = append(errs, fmt.Errorf("floodBurst: %d, want at least 1", c.FloodBurst))
 	}
@@ -268,13 +263,9 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	c := &Channel{
 		cfg:             cfg,
-		log:             log,
+		log:             deps.Logger(),
 		redact:          deps.Redactor(cfg.Password, cfg.SASL.Password, cfg.NickservPassword, saslBlob(cfg.SASL)),
 		flood:           newBucket(cfg.FloodBurst, time.Duration(cfg.FloodIntervalMs)*time.Millisecond),
 		backoffMin:      time.Second,
@@ -322,27 +313,13 @@ func (c *Channel) setCurrent(cn *conn) {
 // Reconnecting is a channels.Loop's; a rejected SASL login, a rejected
 // server password or a ban ends it with a channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
-	wctx, stopWorker := context.WithCancel(ctx)
-	defer stopWorker()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case e := <-c.events:
-				c.handle(wctx, in, e)
-			}
-		}
-	}()
+	stop := channels.Work(ctx, c.events, func(ctx context.Context, e event) { c.handle(ctx, in, e) })
 	loop := &channels.Loop{
 		Name: "irc", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
 		Redact: c.redact.Error,
 	}
 	err := loop.Run(ctx, c.session)
-	stopWorker()
-	<-done
+	stop()
 	return err
 }
 

@@ -48,6 +48,14 @@ func (d *Dedup) Seen(id string) bool {
 	return false
 }
 
+// Has reports whether id is recorded, without recording it.
+func (d *Dedup) Has(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.set[id]
+	return ok
+}
+
 // Forget removes id, so that a message whose delivery failed is taken
 // again when the platform redelivers it.
 func (d *Dedup) Forget(id string) {

@@ -185,3 +185,36 @@ func TestClient(t *testing.T) {
 		t.Fatalf("transport error leaks the query: %v", err)
 	}
 }
+
+func TestDedupHas(t *testing.T) {
+	d := NewDedup(2)
+	if d.Has("a") {
+		t.Fatal("Has(a) on an empty cache = true")
+	}
+	if d.Has("a") || d.Seen("a") {
+		t.Fatal("Has must not record: Seen(a) after Has(a) = true, want false")
+	}
+	if !d.Has("a") {
+		t.Fatal("Has(a) after Seen(a) = false")
+	}
+	d.Seen("b")
+	d.Seen("c") // evicts a
+	if d.Has("a") || !d.Has("b") || !d.Has("c") {
+		t.Errorf("after evicting a: Has(a,b,c) = %v %v %v, want false true true", d.Has("a"), d.Has("b"), d.Has("c"))
+	}
+}
+
+func TestTokenCacheHeader(t *testing.T) {
+	tc := NewTokenCache(func(context.Context) (string, time.Duration, error) { return "tok-1", time.Hour, nil })
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	if err := tc.Header("Authorization", "QQBot ")(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := req.Header.Get("Authorization"); got != "QQBot tok-1" {
+		t.Errorf("Authorization = %q, want %q", got, "QQBot tok-1")
+	}
+	failing := NewTokenCache(func(context.Context) (string, time.Duration, error) { return "", 0, errors.New("refused") })
+	if err := failing.Header("X-Token", "")(t.Context(), httptest.NewRequest(http.MethodGet, "/", nil)); err == nil {
+		t.Error("a token that cannot be fetched: want the error")
+	}
+}

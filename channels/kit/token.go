@@ -3,6 +3,7 @@ package kit
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -83,6 +84,19 @@ func (c *TokenCache) run(f *flight) {
 	}
 	f.token, f.err = tok, err
 	close(f.done)
+}
+
+// Header is a Client.Auth that sets header name to prefix and a token from
+// the cache ("Authorization", "Bearer ").
+func (c *TokenCache) Header(name, prefix string) func(context.Context, *http.Request) error {
+	return func(ctx context.Context, req *http.Request) error {
+		tok, err := c.Get(ctx)
+		if err != nil {
+			return err
+		}
+		req.Header.Set(name, prefix+tok)
+		return nil
+	}
 }
 
 // Invalidate drops token if it is still the cached one, so that the next

@@ -33,10 +33,8 @@
 package line
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -60,12 +58,9 @@ type Config struct {
 	// webhook (default /line/webhook); the Webhook URL in the console is
 	// the gateway's public HTTPS address plus this path.
 	WebhookPath string `json:"webhookPath"`
-	// GroupPolicy is "mention" (default: in groups and rooms answer only
-	// messages that @mention the bot), "open" or "allowlist" (every
-	// message in the GroupAllowFrom groups, none elsewhere).
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the group or room ids of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom,omitempty"`
+	// GroupConfig: "mention" (default) answers in groups and rooms only
+	// messages that @mention the bot; the allowlist lists group or room ids.
+	channels.GroupConfig
 	// APIBase replaces https://api.line.me (tests, proxies).
 	APIBase string `json:"apiBase"`
 	// DataAPIBase replaces https://api-data.line.me, where message
@@ -84,36 +79,22 @@ const (
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{WebhookPath: DefaultWebhookPath, GroupPolicy: channels.GroupMention, APIBase: DefaultAPIBase,
+	return Config{WebhookPath: DefaultWebhookPath, GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, APIBase: DefaultAPIBase,
 		DataAPIBase: DefaultDataAPIBase, MaxMediaBytes: 20 << 20}
 }
 
 // Validate checks the config; errors name the key under channels.line and
 // never contain the secrets.
 func (c Config) Validate() error {
-	var errs []error
-	if strings.TrimSpace(c.ChannelSecret) == "" {
-		errs = append(errs, errors.New("channelSecret is required (LINE Developers console > your channel > Basic settings > Channel secret)"))
-	}
-	if strings.TrimSpace(c.ChannelAccessToken) == "" {
-		errs = append(errs, errors.New("channelAccessToken is required (LINE Developers console > your channel > Messaging API > Channel access token)"))
-	}
-	if !strings.HasPrefix(c.WebhookPath, "/") || strings.ContainsAny(c.WebhookPath, " {}") {
-		errs = append(errs, errors.New("webhookPath: "+`"`+c.WebhookPath+`"`+" must be a path starting with /"))
-	}
-	if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
-		errs = append(errs, err)
-	}
-	if err := channels.CheckURL("dataApiBase", c.DataAPIBase); err != nil {
-		errs = append(errs, err)
-	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes must not be negative"))
-	}
-	return errors.Join(errs...)
+	var p channels.Problems
+	p.Required(c.ChannelSecret, "channelSecret is required (LINE Developers console > your channel > Basic settings > Channel secret)")
+	p.Required(c.ChannelAccessToken, "channelAccessToken is required (LINE Developers console > your channel > Messaging API > Channel access token)")
+	p.Path("webhookPath", c.WebhookPath)
+	p.URL("apiBase", c.APIBase)
+	p.URL("dataApiBase", c.DataAPIBase)
+	p.Add(c.GroupConfig.Check())
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("line", line.Factory()).
@@ -156,39 +137,17 @@ var (
 
 // New builds the channel. It does no IO: Run checks the token.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	def := DefaultConfig()
+	channels.FillDefaults(&cfg, DefaultConfig())
 	cfg.ChannelSecret, cfg.ChannelAccessToken = strings.TrimSpace(cfg.ChannelSecret), strings.TrimSpace(cfg.ChannelAccessToken)
-	if cfg.WebhookPath == "" {
-		cfg.WebhookPath = def.WebhookPath
-	}
-	if cfg.APIBase == "" {
-		cfg.APIBase = def.APIBase
-	}
-	if cfg.DataAPIBase == "" {
-		cfg.DataAPIBase = def.DataAPIBase
-	}
 	cfg.APIBase, cfg.DataAPIBase = strings.TrimRight(cfg.APIBase, "/"), strings.TrimRight(cfg.DataAPIBase, "/")
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = def.GroupPolicy
-	}
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = def.MaxMediaBytes
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	c := &Channel{
-		cfg: cfg, log: log, redact: deps.Redactor(cfg.ChannelSecret, cfg.ChannelAccessToken),
+		cfg: cfg, log: deps.Logger(), redact: deps.Redactor(cfg.ChannelSecret, cfg.ChannelAccessToken), mediaDir: deps.MediaDir("line"),
 		http: &http.Client{Timeout: time.Minute}, dedup: kit.NewDedup(0),
 		replyTTL: 50 * time.Second, backoffMin: time.Second, backoffMax: time.Minute,
 		replies: map[string]replyWindow{},
-	}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "line")
 	}
 	return c, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -29,14 +28,11 @@ const maxBodyBytes = 4 << 20
 // 500, so LINE redelivers the request when redelivery is on.
 func (c *Channel) WebhookHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		if !channels.AllowPost(w, r) {
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-		if err != nil {
-			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		body, ok := channels.ReadBody(w, r, maxBodyBytes)
+		if !ok {
 			return
 		}
 		if !webhook.ValidateSignature(c.cfg.ChannelSecret, r.Header.Get("X-Line-Signature"), body) {

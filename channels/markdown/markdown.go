@@ -562,3 +562,31 @@ func (w *walker) linkSpan(n ast.Node, open int) (start, end int, ok bool) {
 	}
 	return 0, 0, false
 }
+
+// Plain writes Markdown as plain text, for platforms that render none of
+// it (LINE, Signal, OneBot/QQ): emphasis markers go, links and images show
+// their address, headings lose their hashes; code blocks, lists, quotes and
+// tables stay as written (they read well as text).
+var Plain = Rules{
+	Heading: func(_ int, text, _ string) string { return text },
+	Bold:    keepInner,
+	Italic:  keepInner,
+	Strike:  keepInner,
+	Link: func(text, url string) string {
+		if text == "" || text == url || strings.TrimPrefix(url, "mailto:") == text {
+			return url
+		}
+		return text + " (" + url + ")"
+	},
+	Image: func(alt, url string) string {
+		if alt == "" {
+			return url
+		}
+		return alt + " (" + url + ")"
+	},
+}
+
+func keepInner(inner string) string { return inner }
+
+// PlainText renders md with Plain and trims the white space around it.
+func PlainText(md string) string { return strings.TrimSpace(Render(md, Plain)) }

@@ -103,3 +103,18 @@ func FuzzRender(f *testing.F) {
 		_ = Render(md, tagged)
 	})
 }
+
+func TestPlainText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"## Plan\n**bold** *it* ~~gone~~", "Plan\nbold it gone"},
+		{"[docs](https://x.test/d) and [https://x.test](https://x.test)", "docs (https://x.test/d) and https://x.test"},
+		{"[a@b.test](mailto:a@b.test)", "mailto:a@b.test"},
+		{"![chart](https://x.test/c.png)", "chart (https://x.test/c.png)"},
+		{"  - item\n\n```go\nx := **1**\n```  ", "- item\n\n```go\nx := **1**\n```"},
+	}
+	for _, tt := range tests {
+		if got := PlainText(tt.in); got != tt.want {
+			t.Errorf("PlainText(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -46,7 +46,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -65,12 +64,10 @@ type Config struct {
 	// Token is the bot account's access token (System Console >
 	// Integrations > Bot Accounts > Create New Token).
 	Token string `json:"token"`
-	// GroupPolicy is "mention" (default: in channels answer only posts that
-	// @mention the bot), "open" (every post) or "allowlist" (every post in
-	// the GroupAllowFrom channels, none elsewhere). DMs are always answered.
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the channel ids of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom"`
+	// GroupConfig: "mention" (default) answers in channels only posts that
+	// @mention the bot; the allowlist lists channel ids. DMs are always
+	// answered.
+	channels.GroupConfig
 	// ReplyInThread answers a top-level post in a channel in a thread under
 	// it (default true); posts already in a thread are always answered there.
 	ReplyInThread bool `json:"replyInThread"`
@@ -81,28 +78,21 @@ type Config struct {
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupPolicy: channels.GroupMention, ReplyInThread: true, MaxMediaBytes: 50 << 20}
+	return Config{GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, ReplyInThread: true, MaxMediaBytes: 50 << 20}
 }
 
 // Validate checks the config; errors name the key under
 // channels.mattermost and never contain the token.
 func (c Config) Validate() error {
-	var errs []error
-	if strings.TrimSpace(c.URL) == "" {
-		errs = append(errs, errors.New("url: required (the server's address, https://chat.example.com)"))
-	} else if err := channels.CheckURL("url", c.URL); err != nil {
-		errs = append(errs, err)
+	var p channels.Problems
+	p.Required(c.URL, "url: required (the server's address, https://chat.example.com)")
+	if strings.TrimSpace(c.URL) != "" {
+		p.URL("url", c.URL)
 	}
-	if strings.TrimSpace(c.Token) == "" {
-		errs = append(errs, errors.New("token: required (System Console > Integrations > Bot Accounts > Create New Token)"))
-	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
-	}
-	return errors.Join(errs...)
+	p.Required(c.Token, "token: required (System Console > Integrations > Bot Accounts > Create New Token)")
+	p.Add(c.GroupConfig.Check())
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("mattermost", mattermost.Factory()).
@@ -130,7 +120,7 @@ type Channel struct {
 	me      user
 	conn    *wsConn // the live socket, for typing
 	resume  resumePoint
-	threads *recentSet // root ids of threads the bot posted in
+	threads *kit.Dedup // root ids of threads the bot posted in
 }
 
 // user is the bot account.
@@ -156,13 +146,7 @@ var (
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	def := DefaultConfig()
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = def.GroupPolicy
-	}
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = def.MaxMediaBytes
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	cfg.URL, cfg.Token = strings.TrimRight(strings.TrimSpace(cfg.URL), "/"), strings.TrimSpace(cfg.Token)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -175,28 +159,22 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		u.Scheme = "ws"
 	}
 	u.Path = strings.TrimRight(u.Path, "/") + "/api/v4/websocket"
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	rd := deps.Redactor(cfg.Token)
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 2 * time.Minute}
 	c := &Channel{
 		cfg:          cfg,
-		log:          log,
+		log:          deps.Logger(),
 		redact:       rd,
+		mediaDir:     deps.MediaDir("mattermost"),
 		http:         hc,
 		wsURL:        u.String(),
 		editInterval: time.Second,
 		pingEvery:    30 * time.Second,
 		backoffMin:   time.Second,
 		backoffMax:   time.Minute,
-		threads:      newRecentSet(maxThreads),
+		threads:      kit.NewDedup(maxThreads),
 	}
 	c.api = &kit.Client{Base: cfg.URL + "/api/v4", HTTP: hc, Redact: rd, Check: checkError, Auth: c.authorize}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "mattermost")
-	}
 	return c, nil
 }
 
@@ -237,23 +215,10 @@ const eventQueue = 256
 // then. A rejected token ends it early with a channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	events := make(chan []byte, eventQueue)
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case data := <-events:
-				c.handle(wctx, in, data)
-			}
-		}
-	}()
+	stop := channels.Work(ctx, events, func(ctx context.Context, data []byte) { c.handle(ctx, in, data) })
 	loop := &channels.Loop{Name: "mattermost", Log: c.log, Health: &c.health, Redact: c.redact.Error, Min: c.backoffMin, Max: c.backoffMax}
 	err := loop.Run(ctx, func(ctx context.Context, up func()) error { return c.connect(ctx, up, events) })
 	stop()
-	<-done
 	c.http.CloseIdleConnections()
 	return err
 }
@@ -280,43 +245,14 @@ func (c *Channel) fetchMe(ctx context.Context) error {
 // replies in them need no @mention.
 const maxThreads = 1000
 
-// recentSet remembers the last max strings added. Not safe for concurrent
-// use: the Channel's mu guards it.
-type recentSet struct {
-	max   int
-	order []string
-	set   map[string]struct{}
-}
-
-func newRecentSet(max int) *recentSet { return &recentSet{max: max, set: map[string]struct{}{}} }
-
-func (r *recentSet) add(s string) {
-	if _, ok := r.set[s]; ok || s == "" {
-		return
-	}
-	if len(r.order) >= r.max {
-		delete(r.set, r.order[0])
-		r.order = r.order[1:]
-	}
-	r.order = append(r.order, s)
-	r.set[s] = struct{}{}
-}
-
-func (r *recentSet) has(s string) bool {
-	_, ok := r.set[s]
-	return ok
-}
-
 // answeredIn records that the bot posted in thread root.
 func (c *Channel) answeredIn(root string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.threads.add(root)
+	if root != "" {
+		c.threads.Seen(root)
+	}
 }
 
 // inThread reports whether the bot posted in thread root.
 func (c *Channel) inThread(root string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return root != "" && c.threads.has(root)
+	return root != "" && c.threads.Has(root)
 }

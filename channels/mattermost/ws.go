@@ -92,16 +92,7 @@ func (c *Channel) connect(ctx context.Context, up func(), events chan<- []byte) 
 	if err := c.awaitAuth(sctx, ws, authSeq, events); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	c.conn = ws
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		if c.conn == ws {
-			c.conn = nil
-		}
-		c.mu.Unlock()
-	}()
+	defer channels.Publish(&c.mu, &c.conn, ws)()
 	c.log.Info("mattermost: connected", "bot", c.self().Username, "resumed", rp.connID != "")
 	up()
 

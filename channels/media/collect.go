@@ -106,3 +106,17 @@ func (c Collector) redact(s string) string {
 	}
 	return c.Redact(s)
 }
+
+// TakeURLs turns the attachments an adapter listed on m by URL (Name,
+// MIMEType, URL) into Items fetched with client, at most limit bytes each,
+// and clears m.Media for Collect to fill in again.
+func TakeURLs(m *bus.Inbound, client *http.Client, limit int64) []Item {
+	items := make([]Item, 0, len(m.Media))
+	for _, md := range m.Media {
+		items = append(items, Item{Name: md.Name, MIMEType: md.MIMEType, URL: md.URL, Fetch: func(ctx context.Context) ([]byte, error) {
+			return Fetch(ctx, client, md.URL, nil, limit)
+		}})
+	}
+	m.Media = nil
+	return items
+}

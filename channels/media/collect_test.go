@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -64,4 +66,28 @@ func TestCollector(t *testing.T) {
 
 func testLogger(w *strings.Builder) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+func TestTakeURLs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("bytes of " + r.URL.Path))
+	}))
+	defer srv.Close()
+	m := &bus.Inbound{Media: []bus.Media{{Name: "a.txt", MIMEType: "text/plain", URL: srv.URL + "/a"}, {Name: "b.txt", URL: srv.URL + "/b"}}}
+	items := TakeURLs(m, srv.Client(), 1<<10)
+	if m.Media != nil {
+		t.Errorf("m.Media = %v, want it cleared for Collect", m.Media)
+	}
+	if len(items) != 2 || items[0].Name != "a.txt" || items[0].MIMEType != "text/plain" || items[1].URL != srv.URL+"/b" {
+		t.Fatalf("items = %+v", items)
+	}
+	for i, want := range []string{"bytes of /a", "bytes of /b"} {
+		got, err := items[i].Fetch(t.Context())
+		if err != nil || string(got) != want {
+			t.Errorf("item %d: Fetch = %q, %v; want %q (each item fetches its own URL)", i, got, err, want)
+		}
+	}
+	if _, err := TakeURLs(&bus.Inbound{Media: []bus.Media{{URL: srv.URL + "/big"}}}, srv.Client(), 4)[0].Fetch(t.Context()); err == nil {
+		t.Error("Fetch over the limit: want an error")
+	}
 }

@@ -254,19 +254,7 @@ func (c *Channel) dial(ctx context.Context) (*conn, error) {
 // then. A rejected access token ends it early with a channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	events := make(chan []byte, eventQueue)
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case b := <-events:
-				c.handle(wctx, in, b)
-			}
-		}
-	}()
+	stop := channels.Work(ctx, events, func(ctx context.Context, b []byte) { c.handle(ctx, in, b) })
 	var incom chan *conn
 	if c.cfg.Mode == ModeReverse {
 		incom = make(chan *conn)
@@ -280,7 +268,6 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	c.incom = nil
 	c.mu.Unlock()
 	stop()
-	<-done
 	c.http.CloseIdleConnections()
 	return err
 }
@@ -310,16 +297,7 @@ func (c *Channel) session(ctx context.Context, up func(), incom chan *conn, even
 	}()
 	// Actions may use the connection at once: the events read meanwhile
 	// name the bot themselves (self_id).
-	c.mu.Lock()
-	c.live = cn
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		if c.live == cn {
-			c.live = nil
-		}
-		c.mu.Unlock()
-	}()
+	defer channels.Publish(&c.mu, &c.live, cn)()
 	data, err := cn.call(sctx, "get_login_info", nil, c.callTimeout)
 	if err != nil {
 		return fmt.Errorf("onebot: get_login_info: %w", err)

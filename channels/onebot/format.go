@@ -92,27 +92,5 @@ var cqUnescaper = strings.NewReplacer("&#91;", "[", "&#93;", "]", "&#44;", ",", 
 
 func unescapeCQ(s string) string { return cqUnescaper.Replace(s) }
 
-// plain writes Markdown as the plain text QQ shows: emphasis markers go,
-// links show their address, headings lose their hashes; code blocks, lists
-// and tables stay as written.
-var plain = markdown.Rules{
-	Heading: func(_ int, text, _ string) string { return text },
-	Bold:    func(inner string) string { return inner },
-	Italic:  func(inner string) string { return inner },
-	Strike:  func(inner string) string { return inner },
-	Link: func(text, url string) string {
-		if text == "" || text == url || strings.TrimPrefix(url, "mailto:") == text {
-			return url
-		}
-		return text + " (" + url + ")"
-	},
-	Image: func(alt, url string) string {
-		if alt == "" {
-			return url
-		}
-		return alt + " (" + url + ")"
-	},
-}
-
-// Format renders the agent's Markdown for QQ.
-func Format(md string) string { return strings.TrimSpace(markdown.Render(md, plain)) }
+// Format renders the agent's Markdown for QQ, which shows plain text.
+func Format(md string) string { return markdown.PlainText(md) }

@@ -50,15 +50,14 @@ package onebot
 import (
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/redact"
 )
@@ -93,12 +92,10 @@ type Config struct {
 	// WebhookPath is where reverse connections are taken (default
 	// /onebot/ws).
 	WebhookPath string `json:"webhookPath"`
-	// GroupPolicy is "mention" (default: in groups answer only messages that
-	// @mention the bot or reply to it), "open" or "allowlist" (every message
-	// in the GroupAllowFrom groups, none elsewhere).
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the group numbers of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom,omitempty"`
+	// GroupConfig: "mention" (default) answers in groups only messages
+	// that @mention the bot or reply to it; the allowlist lists group
+	// numbers.
+	channels.GroupConfig
 	// ImageMode is how images are sent: "base64" (default, works across
 	// machines) or "file" (a file:// path the implementation reads itself).
 	ImageMode string `json:"imageMode"`
@@ -108,40 +105,30 @@ type Config struct {
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{Mode: ModeForward, WebhookPath: DefaultWebhookPath, GroupPolicy: channels.GroupMention, ImageMode: ImageBase64, MaxMediaBytes: 10 << 20}
+	return Config{Mode: ModeForward, WebhookPath: DefaultWebhookPath, GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, ImageMode: ImageBase64, MaxMediaBytes: 10 << 20}
 }
 
 // Validate checks the config; errors name the key under channels.onebot
 // and never contain the token.
 func (c Config) Validate() error {
-	var errs []error
+	var p channels.Problems
 	switch c.Mode {
 	case ModeForward:
 		if strings.TrimSpace(c.URL) == "" {
-			errs = append(errs, errors.New("url: required in forward mode (the implementation's websocket server, ws://127.0.0.1:3001)"))
+			p.Addf("url: required in forward mode (the implementation's websocket server, ws://127.0.0.1:3001)")
 		} else if !strings.HasPrefix(c.URL, "ws://") && !strings.HasPrefix(c.URL, "wss://") {
-			errs = append(errs, fmt.Errorf("url: %q must start with ws:// or wss://", c.URL))
+			p.Addf("url: %q must start with ws:// or wss://", c.URL)
 		}
 	case ModeReverse:
-		if strings.TrimSpace(c.AccessToken) == "" {
-			errs = append(errs, errors.New("accessToken: required in reverse mode (set the same access_token in the implementation's reverse websocket settings)"))
-		}
-		if !strings.HasPrefix(c.WebhookPath, "/") || strings.ContainsAny(c.WebhookPath, " {}") {
-			errs = append(errs, fmt.Errorf("webhookPath: %q must be a path starting with /", c.WebhookPath))
-		}
+		p.Required(c.AccessToken, "accessToken: required in reverse mode (set the same access_token in the implementation's reverse websocket settings)")
+		p.Path("webhookPath", c.WebhookPath)
 	default:
-		errs = append(errs, fmt.Errorf("mode: %q is not %q or %q", c.Mode, ModeForward, ModeReverse))
+		p.Addf("mode: %q is not %q or %q", c.Mode, ModeForward, ModeReverse)
 	}
-	if c.ImageMode != ImageBase64 && c.ImageMode != ImageFile {
-		errs = append(errs, fmt.Errorf("imageMode: %q is not %q or %q", c.ImageMode, ImageBase64, ImageFile))
-	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
-	}
-	return errors.Join(errs...)
+	p.OneOf("imageMode", c.ImageMode, ImageBase64, ImageFile)
+	p.Add(c.GroupConfig.Check())
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("onebot", onebot.Factory()).
@@ -167,7 +154,7 @@ type Channel struct {
 	live   *conn      // the connection actions go through, nil while down
 	incom  chan *conn // reverse connections offered to Run; nil while Run is not running
 	selfID string     // the bot's QQ number
-	mine   *recentSet // ids of messages the bot sent (replies to them address it)
+	mine   *kit.Dedup // ids of messages the bot sent (replies to them address it)
 }
 
 var (
@@ -180,39 +167,17 @@ var (
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	def := DefaultConfig()
-	if cfg.Mode == "" {
-		cfg.Mode = def.Mode
-	}
-	if cfg.WebhookPath == "" {
-		cfg.WebhookPath = def.WebhookPath
-	}
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = def.GroupPolicy
-	}
-	if cfg.ImageMode == "" {
-		cfg.ImageMode = def.ImageMode
-	}
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = def.MaxMediaBytes
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	cfg.URL, cfg.AccessToken = strings.TrimSpace(cfg.URL), strings.TrimSpace(cfg.AccessToken)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	c := &Channel{
-		cfg: cfg, log: log, redact: deps.Redactor(cfg.AccessToken),
+		cfg: cfg, log: deps.Logger(), redact: deps.Redactor(cfg.AccessToken), mediaDir: deps.MediaDir("onebot"),
 		http:        &http.Client{Timeout: time.Minute},
 		callTimeout: 30 * time.Second, watchEvery: time.Second,
 		backoffMin: time.Second, backoffMax: time.Minute,
-		mine: newRecentSet(500),
-	}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "onebot")
+		mine: kit.NewDedup(500),
 	}
 	return c, nil
 }
@@ -253,38 +218,7 @@ func (c *Channel) tokenMatches(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(c.cfg.AccessToken)) == 1
 }
 
-// recentSet remembers the last max strings added. Not safe for concurrent
-// use: the Channel's mu guards it.
-type recentSet struct {
-	max   int
-	order []string
-	set   map[string]struct{}
-}
-
-func newRecentSet(max int) *recentSet { return &recentSet{max: max, set: map[string]struct{}{}} }
-
-func (r *recentSet) add(s string) {
-	if _, ok := r.set[s]; ok || s == "" {
-		return
-	}
-	if len(r.order) >= r.max {
-		delete(r.set, r.order[0])
-		r.order = r.order[1:]
-	}
-	r.order = append(r.order, s)
-	r.set[s] = struct{}{}
-}
-
-func (r *recentSet) has(s string) bool {
-	_, ok := r.set[s]
-	return ok
-}
-
-func (c *Channel) sentByMe(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.mine.has(id)
-}
+func (c *Channel) sentByMe(id string) bool { return c.mine.Has(id) }
 
 func (c *Channel) self() string {
 	c.mu.Lock()

@@ -76,9 +76,7 @@ func (c *Channel) send(ctx context.Context, m bus.Outbound, segs []outSeg) (chan
 		return channels.MessageRef{}, fmt.Errorf("onebot: send to %s: the answer has no message_id", m.ChatID)
 	}
 	mid := idOf(out.MessageID)
-	c.mu.Lock()
-	c.mine.add(mid)
-	c.mu.Unlock()
+	c.mine.Seen(mid)
 	return channels.MessageRef{ChatID: m.ChatID, MessageID: mid}, nil
 }
 

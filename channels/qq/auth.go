@@ -43,16 +43,6 @@ func (c *Channel) fetchToken(ctx context.Context) (string, time.Duration, error)
 	return out.AccessToken, ttl, nil
 }
 
-// authorize adds "Authorization: QQBot <token>" to a REST request.
-func (c *Channel) authorize(ctx context.Context, req *http.Request) error {
-	tok, err := c.tokens.Get(ctx)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "QQBot "+tok)
-	return nil
-}
-
 // credentialsRejected reports whether err is the token endpoint refusing
 // the appId/secret (an error envelope or a 4xx other than 429): retrying
 // cannot help until the config changes.

@@ -25,7 +25,7 @@ func FuzzEvent(f *testing.F) {
 			f.Add(kind, seed)
 		}
 	}
-	ch, err := New(Config{AppID: "1", Secret: "secret", GroupPolicy: channels.GroupOpen}, channels.Deps{})
+	ch, err := New(Config{AppID: "1", Secret: "secret", GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupOpen}}, channels.Deps{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -246,13 +246,7 @@ func attachmentURL(u string) string {
 // agent gets local files. Files from a sender the gate would refuse are not
 // fetched; a failed download leaves a note in the text instead.
 func (c *Channel) download(ctx context.Context, in channels.Inbox, m *bus.Inbound) {
-	items := make([]media.Item, 0, len(m.Media))
-	for _, md := range m.Media {
-		items = append(items, media.Item{Name: md.Name, MIMEType: md.MIMEType, URL: md.URL, Fetch: func(ctx context.Context) ([]byte, error) {
-			return media.Fetch(ctx, c.http, md.URL, nil, c.cfg.MaxMediaBytes)
-		}})
-	}
-	m.Media = nil
+	items := media.TakeURLs(m, c.http, c.cfg.MaxMediaBytes)
 	media.Collector{Dir: c.mediaDir, Max: c.cfg.MaxMediaBytes, Platform: "qq", Log: c.log, Redact: c.redact.String}.
 		Collect(ctx, m, channels.Admits(in, c.Name(), m.SenderID), items)
 }

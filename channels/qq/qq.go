@@ -31,11 +31,8 @@ package qq
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -61,14 +58,11 @@ type Config struct {
 	// (for example "收到，思考中…"), before the agent's reply. It uses one
 	// of the five passive replies QQ allows per message.
 	AckMessage string `json:"ackMessage"`
-	// GroupPolicy is "mention" (default: group messages the bot is
-	// @-mentioned in, the only ones QQ delivers to ordinary bots), "open"
-	// (also GROUP_MESSAGE_CREATE, which QQ sends only to bots granted
-	// every group message) or "allowlist" (every message of the
-	// GroupAllowFrom groups, none elsewhere).
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the group openids of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom"`
+	// GroupConfig: "mention" (default) takes group messages the bot is
+	// @-mentioned in, the only ones QQ delivers to ordinary bots; "open"
+	// also takes GROUP_MESSAGE_CREATE, which QQ sends only to bots granted
+	// every group message; the allowlist lists group openids.
+	channels.GroupConfig
 	// APIBase replaces https://api.sgroup.qq.com (the sandbox is
 	// https://sandbox.api.sgroup.qq.com; tests use a local fake).
 	APIBase string `json:"apiBase"`
@@ -95,7 +89,7 @@ const (
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
 	return Config{
-		MsgFormat: FormatPlain, GroupPolicy: channels.GroupMention,
+		MsgFormat: FormatPlain, GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention},
 		APIBase: DefaultAPIBase, AuthBase: DefaultAuthBase, MaxMediaBytes: 20 << 20,
 	}
 }
@@ -103,28 +97,15 @@ func DefaultConfig() Config {
 // Validate checks the config; errors name the key under channels.qq and
 // never contain the secret.
 func (c Config) Validate() error {
-	var errs []error
-	if strings.TrimSpace(c.AppID) == "" {
-		errs = append(errs, errors.New("appId is required (q.qq.com > your bot > 开发设置 > AppID)"))
-	}
-	if strings.TrimSpace(c.Secret) == "" {
-		errs = append(errs, errors.New("secret is required (q.qq.com > your bot > 开发设置 > AppSecret)"))
-	}
-	if c.MsgFormat != FormatPlain && c.MsgFormat != FormatMarkdown {
-		errs = append(errs, fmt.Errorf("msgFormat: %q is not %q or %q", c.MsgFormat, FormatPlain, FormatMarkdown))
-	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
-	for key, v := range map[string]string{"apiBase": c.APIBase, "authBase": c.AuthBase} {
-		if err := channels.CheckURL(key, v); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes must not be negative"))
-	}
-	return errors.Join(errs...)
+	var p channels.Problems
+	p.Required(c.AppID, "appId is required (q.qq.com > your bot > 开发设置 > AppID)")
+	p.Required(c.Secret, "secret is required (q.qq.com > your bot > 开发设置 > AppSecret)")
+	p.OneOf("msgFormat", c.MsgFormat, FormatPlain, FormatMarkdown)
+	p.Add(c.GroupConfig.Check())
+	p.URL("apiBase", c.APIBase)
+	p.URL("authBase", c.AuthBase)
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("qq", qq.Factory()).
@@ -166,35 +147,17 @@ var (
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	def := DefaultConfig()
-	if cfg.MsgFormat == "" {
-		cfg.MsgFormat = def.MsgFormat
-	}
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = def.GroupPolicy
-	}
-	if cfg.APIBase == "" {
-		cfg.APIBase = def.APIBase
-	}
-	if cfg.AuthBase == "" {
-		cfg.AuthBase = def.AuthBase
-	}
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = def.MaxMediaBytes
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	cfg.AppID, cfg.Secret = strings.TrimSpace(cfg.AppID), strings.TrimSpace(cfg.Secret)
 	cfg.APIBase, cfg.AuthBase = strings.TrimRight(cfg.APIBase, "/"), strings.TrimRight(cfg.AuthBase, "/")
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	c := &Channel{
 		cfg:        cfg,
-		log:        log,
+		log:        deps.Logger(),
+		mediaDir:   deps.MediaDir("qq"),
 		redact:     deps.Redactor(cfg.Secret),
 		http:       &http.Client{Transport: transport, Timeout: 2 * time.Minute},
 		dedup:      kit.NewDedup(0),
@@ -202,13 +165,10 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		backoffMin: time.Second,
 		backoffMax: time.Minute,
 	}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "qq")
-	}
 	c.tokens = kit.NewTokenCache(c.fetchToken)
 	check := kit.Envelope("code", "message")
 	c.auth = &kit.Client{Base: cfg.AuthBase, HTTP: c.http, Check: check, Redact: c.redact}
-	c.api = &kit.Client{Base: cfg.APIBase, HTTP: c.http, Check: check, Redact: c.redact, Auth: c.authorize}
+	c.api = &kit.Client{Base: cfg.APIBase, HTTP: c.http, Check: check, Redact: c.redact, Auth: c.tokens.Header("Authorization", "QQBot ")}
 	return c, nil
 }
 
@@ -234,36 +194,24 @@ const eventQueue = 256
 // platform rejects end it early.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	events := make(chan event, eventQueue)
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.work(wctx, in, events)
-	}()
+	stop := channels.Work(ctx, events, func(ctx context.Context, ev event) { c.work(ctx, in, ev) })
 	loop := &channels.Loop{Name: "qq", Log: c.log, Health: &c.health, Redact: c.redact.Error, Min: c.backoffMin, Max: c.backoffMax}
 	err := loop.Run(ctx, func(ctx context.Context, up func()) error { return c.connect(ctx, up, events) })
 	stop()
-	<-done
 	c.http.CloseIdleConnections()
 	return err
 }
 
-// work handles the queued dispatches one after another, in order.
-func (c *Channel) work(ctx context.Context, in channels.Inbox, events <-chan event) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev := <-events:
-			if c.abandonedConn(ev.conn) {
-				continue // QQ replays it after the Resume
-			}
-			switch c.handle(ctx, in, ev) {
-			case done:
-				c.handled(ev)
-			case retry:
-				c.redeliver(ev.conn)
-			}
-		}
+// work handles one queued dispatch; Run's worker calls it for each, in
+// order.
+func (c *Channel) work(ctx context.Context, in channels.Inbox, ev event) {
+	if c.abandonedConn(ev.conn) {
+		return // QQ replays it after the Resume
+	}
+	switch c.handle(ctx, in, ev) {
+	case done:
+		c.handled(ev)
+	case retry:
+		c.redeliver(ev.conn)
 	}
 }

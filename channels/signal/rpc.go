@@ -420,16 +420,7 @@ func (c *Channel) sessionTCP(ctx context.Context, in channels.Inbox, up func()) 
 		_ = conn.Close()
 		<-k.closed
 	}()
-	c.mu.Lock()
-	c.tcpConn = k
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		if c.tcpConn == k {
-			c.tcpConn = nil
-		}
-		c.mu.Unlock()
-	}()
+	defer channels.Publish(&c.mu, &c.tcpConn, k)()
 	// The probe's answer comes through the reader; notifications read
 	// before it wait in notes until the loop below.
 	if err := c.probe(ctx); err != nil {

@@ -45,7 +45,6 @@
 package signal
 
 import (
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -76,14 +75,10 @@ type Config struct {
 	// TCPAddr, when set ("127.0.0.1:7583"), uses a daemon started with
 	// --tcp instead of HTTP.
 	TCPAddr string `json:"tcpAddr,omitempty"`
-	// GroupPolicy is "mention" (default: in groups answer only messages
-	// that @mention the bot or quote it), "open" (every group message) or
-	// "allowlist" (every message in the GroupAllowFrom groups, none
-	// elsewhere).
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the group ids (base64, as signal-cli listGroups
-	// shows them) of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom,omitempty"`
+	// GroupConfig: "mention" (default) answers in groups only messages
+	// that @mention the bot or quote it; the allowlist lists group ids
+	// (base64, as signal-cli listGroups shows them).
+	channels.GroupConfig
 	// MaxMediaBytes caps one attachment taken in or sent (default 20 MB).
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
 }
@@ -93,34 +88,28 @@ const DefaultHTTPURL = "http://127.0.0.1:8080"
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{HTTPURL: DefaultHTTPURL, GroupPolicy: channels.GroupMention, MaxMediaBytes: 20 << 20}
+	return Config{HTTPURL: DefaultHTTPURL, GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, MaxMediaBytes: 20 << 20}
 }
 
 var e164 = regexp.MustCompile(`^\+[1-9][0-9]{5,14}$`)
 
 // Validate checks the config; errors name the key under channels.signal.
 func (c Config) Validate() error {
-	var errs []error
-	switch {
-	case strings.TrimSpace(c.Account) == "":
-		errs = append(errs, errors.New("account is required: the phone number signal-cli is registered as, e.g. \"+4915112345678\""))
-	case !e164.MatchString(c.Account):
-		errs = append(errs, errors.New("account: "+quote(c.Account)+" is not a phone number in international format (\"+\" and digits)"))
+	var p channels.Problems
+	p.Required(c.Account, "account is required: the phone number signal-cli is registered as, e.g. \"+4915112345678\"")
+	if strings.TrimSpace(c.Account) != "" && !e164.MatchString(c.Account) {
+		p.Addf("account: %s is not a phone number in international format (\"+\" and digits)", quote(c.Account))
 	}
 	if c.TCPAddr != "" {
 		if _, _, err := net.SplitHostPort(c.TCPAddr); err != nil {
-			errs = append(errs, errors.New("tcpAddr: "+quote(c.TCPAddr)+" is not host:port"))
+			p.Addf("tcpAddr: %s is not host:port", quote(c.TCPAddr))
 		}
-	} else if err := channels.CheckURL("httpUrl", c.HTTPURL); err != nil {
-		errs = append(errs, err)
+	} else {
+		p.URL("httpUrl", c.HTTPURL)
 	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes must not be negative"))
-	}
-	return errors.Join(errs...)
+	p.Add(c.GroupConfig.Check())
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	return p.Err()
 }
 
 func quote(s string) string { return "\"" + s + "\"" }
@@ -168,32 +157,16 @@ var (
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	def := DefaultConfig()
 	cfg.Account, cfg.TCPAddr = strings.TrimSpace(cfg.Account), strings.TrimSpace(cfg.TCPAddr)
 	cfg.HTTPURL = strings.TrimRight(strings.TrimSpace(cfg.HTTPURL), "/")
-	if cfg.HTTPURL == "" {
-		cfg.HTTPURL = def.HTTPURL
-	}
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = def.GroupPolicy
-	}
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = def.MaxMediaBytes
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	c := &Channel{
-		cfg: cfg, log: log, redact: deps.Redactor(),
+		cfg: cfg, log: deps.Logger(), redact: deps.Redactor(), mediaDir: deps.MediaDir("signal"),
 		http: &http.Client{Timeout: 2 * time.Minute}, stream: &http.Client{},
 		dedup: kit.NewDedup(0), backoffMin: time.Second, backoffMax: time.Minute, idle: 45 * time.Second,
-	}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "signal")
 	}
 	if deps.Paths.State != "" {
 		c.cursorFile = filepath.Join(deps.Paths.State, "signal-events.cursor")

@@ -140,19 +140,14 @@ func (c *Channel) handleEventsAPI(ctx context.Context, in channels.Inbox, api sl
 		return
 	}
 	key := inb.ChatID + "/" + inb.MessageID
-	c.mu.Lock()
-	fresh := c.seen.add(key)
-	c.mu.Unlock()
-	if !fresh {
+	if c.seen.Seen(key) {
 		return
 	}
 	if len(m.files) > 0 {
 		c.download(ctx, in, &inb, m.files)
 	}
 	if !c.deliver(ctx, in, inb) {
-		c.mu.Lock()
-		c.seen.forget(key)
-		c.mu.Unlock()
+		c.seen.Forget(key)
 		return
 	}
 	if c.cfg.reactions() {

@@ -20,11 +20,8 @@ import (
 // (Metadata["thread_ts"]) when replyInThread is on. A final answer marks
 // the user's message ✅.
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
-	if m.ChatID == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("slack: send: no channel id")}
-	}
-	if strings.TrimSpace(m.Content) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("slack: send to %s: empty message", m.ChatID)}
+	if err := channels.CheckSend("slack", m); err != nil {
+		return channels.MessageRef{}, err
 	}
 	opts := []slack.MsgOption{slack.MsgOptionText(toMrkdwn(m.Content), false)}
 	thread := ""

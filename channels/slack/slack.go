@@ -23,7 +23,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +30,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
 )
 
@@ -75,23 +75,17 @@ func (c Config) reactions() bool { return c.Reactions == nil || *c.Reactions }
 
 // Validate checks the config; errors name the key under channels.slack.
 func (c Config) Validate() error {
-	var errs []error
+	var p channels.Problems
 	if !strings.HasPrefix(c.AppToken, "xapp-") {
-		errs = append(errs, errors.New(`appToken: required, an app-level token ("xapp-...") with connections:write`))
+		p.Addf(`appToken: required, an app-level token ("xapp-...") with connections:write`)
 	}
 	if !strings.HasPrefix(c.BotToken, "xoxb-") {
-		errs = append(errs, errors.New(`botToken: required, a bot token ("xoxb-...")`))
+		p.Addf(`botToken: required, a bot token ("xoxb-...")`)
 	}
-	if err := c.GroupPolicy.Check("allowChannels", c.AllowChannels); err != nil {
-		errs = append(errs, err)
-	}
-	if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
-	}
-	return errors.Join(errs...)
+	p.Add(c.GroupPolicy.Check("allowChannels", c.AllowChannels))
+	p.URL("apiBase", c.APIBase)
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("slack", slack.Factory()).
@@ -116,10 +110,13 @@ type Channel struct {
 	backoffMax   time.Duration
 	pingInterval time.Duration
 
+	// seen are recent message keys: Slack sends a mention in a channel
+	// twice (message and app_mention) and redelivers unacked events.
+	seen *kit.Dedup
+
 	mu     sync.Mutex
 	health channels.HealthState
-	botID  string // the bot's user id ("U..."), from auth.test
-	seen   *seenSet
+	botID  string          // the bot's user id ("U..."), from auth.test
 	done   map[string]bool // user messages already given ✅
 }
 
@@ -133,38 +130,24 @@ var (
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = channels.GroupMention
-	}
-	if cfg.APIBase == "" {
-		cfg.APIBase = DefaultAPIBase
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	if !strings.HasSuffix(cfg.APIBase, "/") {
 		cfg.APIBase += "/"
-	}
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = 20 << 20
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	c := &Channel{
 		cfg:          cfg,
-		log:          log,
+		log:          deps.Logger(),
+		mediaDir:     deps.MediaDir("slack"),
 		http:         &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: time.Minute},
 		editInterval: time.Second,
 		backoffMin:   500 * time.Millisecond,
 		backoffMax:   30 * time.Second,
 		pingInterval: 30 * time.Second,
-		seen:         newSeenSet(512),
+		seen:         kit.NewDedup(512),
 		done:         map[string]bool{},
-	}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "slack")
 	}
 	if u, err := url.Parse(cfg.APIBase); err == nil {
 		c.fileHost = u.Host
@@ -246,30 +229,3 @@ func authError(err error) string {
 	}
 	return ""
 }
-
-// seenSet remembers recent message keys: Slack sends a mention in a
-// channel twice (message and app_mention), and redelivers unacked events.
-type seenSet struct {
-	max   int
-	order []string
-	keys  map[string]bool
-}
-
-func newSeenSet(n int) *seenSet { return &seenSet{max: n, keys: map[string]bool{}} }
-
-// add reports whether key is new, and remembers it.
-func (s *seenSet) add(key string) bool {
-	if s.keys[key] {
-		return false
-	}
-	s.keys[key] = true
-	s.order = append(s.order, key)
-	if len(s.order) > s.max {
-		delete(s.keys, s.order[0])
-		s.order = s.order[1:]
-	}
-	return true
-}
-
-// forget drops key, so a redelivery is handled again (delivery failed).
-func (s *seenSet) forget(key string) { delete(s.keys, key) }

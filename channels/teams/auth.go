@@ -206,13 +206,3 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
 }
-
-// authorize adds the bot's token to a Connector call.
-func (c *Channel) authorize(ctx context.Context, req *http.Request) error {
-	tok, err := c.tokens.Get(ctx)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	return nil
-}

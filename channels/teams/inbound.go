@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -57,9 +56,7 @@ type activity struct {
 // 500 so the Connector may send it again.
 func (c *Channel) WebhookHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		if !channels.AllowPost(w, r) {
 			return
 		}
 		c.mu.Lock()
@@ -75,9 +72,8 @@ func (c *Channel) WebhookHandler() http.Handler {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-		if err != nil {
-			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		body, ok := channels.ReadBody(w, r, maxBodyBytes)
+		if !ok {
 			return
 		}
 		var a activity

@@ -76,12 +76,10 @@ type Config struct {
 	// /teams/messages); the messaging endpoint in Azure is the gateway's
 	// public HTTPS address plus this path.
 	WebhookPath string `json:"webhookPath"`
-	// GroupPolicy is "mention" (default: in group chats and channels answer
-	// only messages that @mention the bot), "open" or "allowlist" (every
-	// message in the GroupAllowFrom conversations, none elsewhere).
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the conversation ids of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom,omitempty"`
+	// GroupConfig: "mention" (default) answers in group chats and
+	// channels only messages that @mention the bot; the allowlist lists
+	// conversation ids.
+	channels.GroupConfig
 	// Streaming edits the answer in place while it is written (default
 	// true).
 	Streaming bool `json:"streaming"`
@@ -93,7 +91,7 @@ type Config struct {
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{WebhookPath: DefaultWebhookPath, GroupPolicy: channels.GroupMention, Streaming: true, OpenIDMetadataURL: DefaultOpenIDMetadataURL}
+	return Config{WebhookPath: DefaultWebhookPath, GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, Streaming: true, OpenIDMetadataURL: DefaultOpenIDMetadataURL}
 }
 
 // loginURL is the token endpoint for the config.
@@ -111,28 +109,16 @@ func (c Config) loginURL() string {
 // Validate checks the config; errors name the key under channels.teams
 // and never contain the password.
 func (c Config) Validate() error {
-	var errs []error
-	if strings.TrimSpace(c.AppID) == "" {
-		errs = append(errs, errors.New("appId: required (Azure Bot > Configuration > Microsoft App ID)"))
-	}
-	if strings.TrimSpace(c.AppPassword) == "" {
-		errs = append(errs, errors.New("appPassword: required (a client secret of the bot's app registration)"))
-	}
-	if !strings.HasPrefix(c.WebhookPath, "/") || strings.ContainsAny(c.WebhookPath, " {}") {
-		errs = append(errs, fmt.Errorf("webhookPath: %q must be a path starting with /", c.WebhookPath))
-	}
-	if err := channels.CheckURL("openIdMetadataUrl", c.OpenIDMetadataURL); err != nil {
-		errs = append(errs, err)
-	}
+	var p channels.Problems
+	p.Required(c.AppID, "appId: required (Azure Bot > Configuration > Microsoft App ID)")
+	p.Required(c.AppPassword, "appPassword: required (a client secret of the bot's app registration)")
+	p.Path("webhookPath", c.WebhookPath)
+	p.URL("openIdMetadataUrl", c.OpenIDMetadataURL)
 	if c.LoginURL != "" {
-		if err := channels.CheckURL("loginUrl", c.LoginURL); err != nil {
-			errs = append(errs, err)
-		}
+		p.URL("loginUrl", c.LoginURL)
 	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	p.Add(c.GroupConfig.Check())
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("teams", teams.Factory()).
@@ -179,34 +165,21 @@ var (
 
 // New builds the channel. It does no IO: Run fetches the keys and a token.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	def := DefaultConfig()
 	cfg.AppID, cfg.AppPassword, cfg.TenantID = strings.TrimSpace(cfg.AppID), strings.TrimSpace(cfg.AppPassword), strings.TrimSpace(cfg.TenantID)
-	if cfg.WebhookPath == "" {
-		cfg.WebhookPath = def.WebhookPath
-	}
-	if cfg.OpenIDMetadataURL == "" {
-		cfg.OpenIDMetadataURL = def.OpenIDMetadataURL
-	}
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = def.GroupPolicy
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	hc := &http.Client{Timeout: time.Minute}
 	rd := deps.Redactor(cfg.AppPassword)
 	c := &Channel{
-		cfg: cfg, log: log, redact: rd, http: hc,
+		cfg: cfg, log: deps.Logger(), redact: rd, http: hc,
 		editInterval: 1500 * time.Millisecond, backoffMin: time.Second, backoffMax: time.Minute,
 		services: map[string]string{}, bots: map[string]botMember{},
 	}
 	c.keys = &keySet{metadataURL: cfg.OpenIDMetadataURL, http: hc, maxAge: 24 * time.Hour, minRefresh: time.Minute}
 	c.tokens = kit.NewTokenCache(c.fetchToken)
-	c.api = &kit.Client{HTTP: hc, Redact: rd, Auth: c.authorize}
+	c.api = &kit.Client{HTTP: hc, Redact: rd, Auth: c.tokens.Header("Authorization", "Bearer ")}
 	return c, nil
 }
 

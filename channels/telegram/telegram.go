@@ -24,7 +24,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -46,13 +45,10 @@ type Config struct {
 	Proxy string `json:"proxy"`
 	// ReplyToMessage makes answers quote the user's message.
 	ReplyToMessage bool `json:"replyToMessage"`
-	// GroupPolicy is "mention" (default: in groups, answer only when
-	// @mentioned, replied to, or sent a command), "open" (every message)
-	// or "allowlist" (every message of the GroupAllowFrom groups, none
-	// elsewhere).
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the chat ids ("-1001234567890") of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom"`
+	// GroupConfig: "mention" (default) answers in groups only when
+	// @mentioned, replied to, or sent a command; the allowlist lists chat
+	// ids ("-1001234567890").
+	channels.GroupConfig
 	// APIBase is the Bot API server (default https://api.telegram.org; a
 	// self-hosted telegram-bot-api server also works).
 	APIBase string `json:"apiBase"`
@@ -91,48 +87,39 @@ const DefaultAPIBase = "https://api.telegram.org"
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupPolicy: channels.GroupMention, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20}
+	return Config{GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20}
 }
 
 // Validate checks the config; errors name the key under channels.telegram.
 func (c Config) Validate() error {
-	var errs []error
-	if strings.TrimSpace(c.Token) == "" {
-		errs = append(errs, errors.New("token: required (get one from @BotFather)"))
-	} else if !strings.Contains(c.Token, ":") {
-		errs = append(errs, errors.New(`token: not a bot token (want "123456:ABC...")`))
+	var p channels.Problems
+	p.Required(c.Token, "token: required (get one from @BotFather)")
+	if strings.TrimSpace(c.Token) != "" && !strings.Contains(c.Token, ":") {
+		p.Addf(`token: not a bot token (want "123456:ABC...")`)
 	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
-	if err := channels.CheckURL("apiBase", c.APIBase); err != nil {
-		errs = append(errs, err)
-	}
+	p.Add(c.GroupConfig.Check())
+	p.URL("apiBase", c.APIBase)
 	if c.Proxy != "" {
 		if u, err := url.Parse(c.Proxy); err != nil || u.Host == "" {
-			errs = append(errs, fmt.Errorf("proxy: %q is not a URL", c.Proxy))
+			p.Addf("proxy: %q is not a URL", c.Proxy)
 		}
 	}
 	if c.WebhookMaxConnections < 0 || c.WebhookMaxConnections > 100 {
-		errs = append(errs, fmt.Errorf("webhookMaxConnections: want 1 to 100 (0: Telegram's default), got %d", c.WebhookMaxConnections))
+		p.Addf("webhookMaxConnections: want 1 to 100 (0: Telegram's default), got %d", c.WebhookMaxConnections)
 	}
 	if c.WebhookURL != "" {
-		if err := channels.CheckURL("webhookUrl", c.WebhookURL); err != nil {
-			errs = append(errs, err)
-		}
+		p.URL("webhookUrl", c.WebhookURL)
 		if !validSecret(c.WebhookSecret) {
-			errs = append(errs, errors.New("webhookSecret: required with webhookUrl, 1-256 characters of A-Z a-z 0-9 _ -"))
+			p.Addf("webhookSecret: required with webhookUrl, 1-256 characters of A-Z a-z 0-9 _ -")
 		}
 	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
-	}
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
 	if c.Transcription.APIBase != "" {
 		if u, err := url.Parse(c.Transcription.APIBase); err != nil || u.Host == "" {
-			errs = append(errs, fmt.Errorf("transcription.apiBase: %q is not a URL", c.Transcription.APIBase))
+			p.Addf("transcription.apiBase: %q is not a URL", c.Transcription.APIBase)
 		}
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 func validSecret(s string) bool {
@@ -198,22 +185,10 @@ var (
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = channels.GroupMention
-	}
-	if cfg.APIBase == "" {
-		cfg.APIBase = DefaultAPIBase
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	cfg.APIBase = strings.TrimRight(cfg.APIBase, "/")
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = 20 << 20
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.Proxy != "" {
@@ -222,16 +197,14 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	}
 	c := &Channel{
 		cfg:          cfg,
-		log:          log,
+		log:          deps.Logger(),
+		mediaDir:     deps.MediaDir("telegram"),
 		pollTimeout:  time.Minute,
 		editInterval: time.Second,
 		backoffMin:   500 * time.Millisecond,
 		backoffMax:   30 * time.Second,
 		files:        &http.Client{Transport: transport, Timeout: 5 * time.Minute},
 		stt:          &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
-	}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "telegram")
 	}
 	c.http = &http.Client{Transport: transport}
 	api, err := c.newBot(&sender{c: c})

@@ -3,11 +3,12 @@ package telegram
 import (
 	"crypto/subtle"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 
 	"github.com/go-telegram/bot/models"
+
+	"github.com/nanobot-go/nanobot/channels"
 )
 
 // WebhookPath is the path of webhookUrl, where the gateway mounts
@@ -33,9 +34,7 @@ const maxUpdateBytes = 4 << 20
 // sent again and again. It answers 503 while the channel is not running.
 func (c *Channel) WebhookHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		if !channels.AllowPost(w, r) {
 			return
 		}
 		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
@@ -51,9 +50,8 @@ func (c *Channel) WebhookHandler() http.Handler {
 			http.Error(w, "not running", http.StatusServiceUnavailable)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxUpdateBytes))
-		if err != nil {
-			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		body, ok := channels.ReadBody(w, r, maxUpdateBytes)
+		if !ok {
 			return
 		}
 		var u models.Update

@@ -196,15 +196,11 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		secrets = append(secrets, h.Secret)
 	}
 	cfg.Hooks = hooks
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	rd := deps.Redactor(secrets...)
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	return &Channel{
 		cfg:     cfg,
-		log:     log,
+		log:     deps.Logger(),
 		redact:  rd,
 		hc:      hc,
 		out:     &kit.Client{HTTP: hc, Redact: rd, MaxBody: 1 << 20},

@@ -167,16 +167,7 @@ func (c *Channel) connect(ctx context.Context, in channels.Inbox, up func()) err
 		}
 		return err
 	}
-	c.mu.Lock()
-	c.conn = k
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		if c.conn == k {
-			c.conn = nil
-		}
-		c.mu.Unlock()
-	}()
+	defer channels.Publish(&c.mu, &c.conn, k)()
 	up()
 
 	beat := time.NewTicker(c.heartbeat)

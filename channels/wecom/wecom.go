@@ -27,7 +27,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -63,20 +62,12 @@ func DefaultConfig() Config { return Config{WSURL: DefaultWSURL, MaxMediaBytes: 
 // Validate checks the config; errors name the key under channels.wecom and
 // never contain the secret.
 func (c Config) Validate() error {
-	var errs []error
-	if strings.TrimSpace(c.BotID) == "" {
-		errs = append(errs, errors.New("botId is required (admin console > 智能机器人 > your bot > Bot ID)"))
-	}
-	if strings.TrimSpace(c.Secret) == "" {
-		errs = append(errs, errors.New("secret is required (same page, Secret)"))
-	}
-	if err := channels.CheckURL("wsUrl", c.WSURL, "ws", "wss"); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes must not be negative"))
-	}
-	return errors.Join(errs...)
+	var p channels.Problems
+	p.Required(c.BotID, "botId is required (admin console > 智能机器人 > your bot > Bot ID)")
+	p.Required(c.Secret, "secret is required (same page, Secret)")
+	p.URL("wsUrl", c.WSURL, "ws", "wss")
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("wecom", wecom.Factory()).
@@ -115,29 +106,16 @@ var (
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	def := DefaultConfig()
-	if cfg.WSURL == "" {
-		cfg.WSURL = def.WSURL
-	}
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = def.MaxMediaBytes
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	cfg.BotID, cfg.Secret = strings.TrimSpace(cfg.BotID), strings.TrimSpace(cfg.Secret)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	c := &Channel{
-		cfg: cfg, log: log, redact: deps.Redactor(cfg.Secret), http: &http.Client{Timeout: 2 * time.Minute},
+		cfg: cfg, log: deps.Logger(), mediaDir: deps.MediaDir("wecom"), redact: deps.Redactor(cfg.Secret), http: &http.Client{Timeout: 2 * time.Minute},
 		dedup: kit.NewDedup(0), backoffMin: time.Second, backoffMax: time.Minute,
 		heartbeat: 30 * time.Second, ackTimeout: 5 * time.Second,
 		replies: map[string]*replyState{}, streams: map[string]*stream{},
-	}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "wecom")
 	}
 	return c, nil
 }

@@ -73,19 +73,14 @@ func DefaultConfig() Config {
 
 // Validate checks the config; errors name the key under channels.weixin.
 func (c Config) Validate() error {
-	var errs []error
-	for key, v := range map[string]string{"baseUrl": c.BaseURL, "cdnBaseUrl": c.CDNBaseURL} {
-		if err := channels.CheckURL(key, v); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	var p channels.Problems
+	p.URL("baseUrl", c.BaseURL)
+	p.URL("cdnBaseUrl", c.CDNBaseURL)
 	if c.PollTimeout <= 0 || c.PollTimeout > 120 {
-		errs = append(errs, fmt.Errorf("pollTimeout: want 1 to 120 seconds, got %d", c.PollTimeout))
+		p.Addf("pollTimeout: want 1 to 120 seconds, got %d", c.PollTimeout)
 	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes must not be negative"))
-	}
-	return errors.Join(errs...)
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("weixin", weixin.Factory()).
@@ -118,26 +113,10 @@ var (
 
 // New builds the channel. It does no IO beyond reading the saved state.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	def := DefaultConfig()
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = def.BaseURL
-	}
-	if cfg.CDNBaseURL == "" {
-		cfg.CDNBaseURL = def.CDNBaseURL
-	}
-	if cfg.PollTimeout == 0 {
-		cfg.PollTimeout = def.PollTimeout
-	}
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = def.MaxMediaBytes
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	cfg.Token = strings.TrimSpace(cfg.Token)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	dir := cfg.StateDir
 	if dir == "" && deps.Paths.State != "" {
@@ -148,12 +127,9 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		return nil, err
 	}
 	c := &Channel{
-		cfg: cfg, log: log, redact: deps.Redactor(cfg.Token, st.token()), state: st,
+		cfg: cfg, log: deps.Logger(), mediaDir: deps.MediaDir("weixin"), redact: deps.Redactor(cfg.Token, st.token()), state: st,
 		http:  &http.Client{Timeout: time.Duration(cfg.PollTimeout)*time.Second + 20*time.Second},
 		dedup: kit.NewDedup(0), backoffMin: time.Second, backoffMax: time.Minute, qrPoll: time.Second,
-	}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "weixin")
 	}
 	return c, nil
 }

@@ -36,12 +36,9 @@ import (
 // Config is channels.whatsapp.
 type Config struct {
 	configs.ChannelCommon
-	// GroupPolicy is "mention" (default: in groups, answer when mentioned
-	// or replied to), "open" (every group message) or "allowlist" (every
-	// message of the GroupAllowFrom groups, none elsewhere).
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the group JIDs ("120363...@g.us") of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom"`
+	// GroupConfig: "mention" (default) answers in groups when mentioned
+	// or replied to; the allowlist lists group JIDs ("120363...@g.us").
+	channels.GroupConfig
 	// MaxMediaBytes caps one attachment, both ways (default 16 MB).
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
 	// PairPhone, when set, makes `nanobot channels login whatsapp` show a
@@ -52,22 +49,18 @@ type Config struct {
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupPolicy: channels.GroupMention, MaxMediaBytes: 16 << 20}
+	return Config{GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, MaxMediaBytes: 16 << 20}
 }
 
 // Validate checks the config; errors name the key under channels.whatsapp.
 func (c Config) Validate() error {
-	var errs []error
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
+	var p channels.Problems
+	p.Add(c.GroupConfig.Check())
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	if phone := strings.TrimPrefix(c.PairPhone, "+"); phone != "" && strings.Trim(phone, "0123456789") != "" {
+		p.Addf("pairPhone: %q is not a phone number in international format (digits only)", c.PairPhone)
 	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
-	}
-	if p := strings.TrimPrefix(c.PairPhone, "+"); p != "" && strings.Trim(p, "0123456789") != "" {
-		errs = append(errs, fmt.Errorf("pairPhone: %q is not a phone number in international format (digits only)", c.PairPhone))
-	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("whatsapp", whatsapp.Factory()).
@@ -124,25 +117,13 @@ var (
 
 // New builds the channel; nothing is opened until Run or Login.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = channels.GroupMention
-	}
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = 16 << 20
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	c := &Channel{cfg: cfg, log: log, backoffMin: time.Second, backoffMax: 2 * time.Minute}
+	c := &Channel{cfg: cfg, log: deps.Logger(), mediaDir: deps.MediaDir("whatsapp"), backoffMin: time.Second, backoffMax: 2 * time.Minute}
 	if deps.Paths.State != "" {
 		c.dbPath = filepath.Join(deps.Paths.State, "whatsapp.db")
-	}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "whatsapp")
 	}
 	c.open = c.openStore
 	return c, nil

@@ -461,9 +461,9 @@ func TestRunLifecycle(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	for name, c := range map[string]Config{
-		"groupPolicy":   {GroupPolicy: "sometimes"},
-		"maxMediaBytes": {GroupPolicy: channels.GroupOpen, MaxMediaBytes: -1},
-		"pairPhone":     {GroupPolicy: channels.GroupOpen, PairPhone: "+49 170 12"},
+		"groupPolicy":   {GroupConfig: channels.GroupConfig{GroupPolicy: "sometimes"}},
+		"maxMediaBytes": {GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupOpen}, MaxMediaBytes: -1},
+		"pairPhone":     {GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupOpen}, PairPhone: "+49 170 12"},
 	} {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), name+":") {
 			t.Errorf("%s: %v", name, err)

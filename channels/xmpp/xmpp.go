@@ -65,12 +65,10 @@ type Config struct {
 	Resource string `json:"resource"`
 	// Rooms are the multi-user chats the bot joins.
 	Rooms []Room `json:"rooms"`
-	// GroupPolicy decides which room messages are answered: "mention"
-	// (default: the message names the bot's nick), "open" (all),
-	// "allowlist" (all in GroupAllowFrom rooms, none elsewhere).
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are room JIDs for "allowlist".
-	GroupAllowFrom []string `json:"groupAllowFrom"`
+	// GroupConfig decides which room messages are answered: "mention"
+	// (default) those that name the bot's nick; the allowlist lists room
+	// JIDs.
+	channels.GroupConfig
 	// Corrections streams replies as one message plus corrections
 	// (XEP-0308); off, a reply is sent once it is complete (default true).
 	Corrections *bool `json:"corrections"`
@@ -92,7 +90,7 @@ type Room struct {
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupPolicy: channels.GroupMention, Resource: "nanobot"}
+	return Config{GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, Resource: "nanobot"}
 }
 
 func (c Config) corrections() bool { return c.Corrections == nil || *c.Corrections }
@@ -137,9 +135,7 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, c.GroupConfig.Check())
 	return errors.Join(errs...)
 }
 
@@ -209,12 +205,7 @@ var (
 
 // New builds the channel. It does no network IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = channels.GroupMention
-	}
-	if cfg.Resource == "" {
-		cfg.Resource = "nanobot"
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -229,10 +220,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 			return nil, fmt.Errorf("caFile: %w", err)
 		}
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := deps.Logger()
 	secrets := []string{cfg.Password}
 	for _, r := range cfg.Rooms {
 		if r.Password != "" {
