@@ -25,13 +25,15 @@
 // origins, and only with a JSON body (so a foreign page cannot post a
 // "simple" form request to a local gateway).
 //
-// Limits: an optional token bucket per key (429 with Retry-After), and 503
-// for every turn while no LLM provider is configured.
+// Limits: an optional token bucket per key (429 with Retry-After), a cap on
+// the turns in flight with a bounded wait for a free one (429
+// agent_saturated, admit.go), and 503 for every turn while no LLM provider
+// is configured.
 //
 // Concurrency: the handler, Send, Edit and StreamEnded are called
 // concurrently; all shared state is behind one mutex per channel and one
-// per request, the record of stored conversations behind its own, and each
-// key's rate limiter locks itself.
+// per request, the record of stored conversations behind its own, each
+// key's rate limiter locks itself, and the turn slots are a channel.
 package api
 
 import (
@@ -78,6 +80,11 @@ type Config struct {
 	// Model is the agent's model (agents.defaults.model), the model id the
 	// API lists; "nanobot" is accepted as well.
 	Model string
+	// MaxConcurrent caps the turns this API runs at once (default 8);
+	// QueueTimeout is how long a request waits for one of them to end
+	// before it is answered 429 (0: at once).
+	MaxConcurrent int
+	QueueTimeout  time.Duration
 	// StopTimeout bounds how long delivering a disconnected client's /stop
 	// may take (default 5 s).
 	StopTimeout time.Duration
@@ -98,6 +105,7 @@ type Channel struct {
 	startedOnce sync.Once
 
 	limits *limiters // nil: no rate limit
+	slots  *turnSlots
 	convs  *conversations
 
 	mu      sync.Mutex
@@ -134,6 +142,10 @@ func New(cfg Config) *Channel {
 		c.keys = append(c.keys, digest(k))
 	}
 	c.limits = newLimiters(cfg.RequestsPerMinute, c.keys)
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = 8
+	}
+	c.slots = newTurnSlots(cfg.MaxConcurrent, cfg.QueueTimeout)
 	c.convs = &conversations{}
 	if cfg.StateDir != "" {
 		c.convs.path = filepath.Join(cfg.StateDir, conversationsFile)
@@ -199,18 +211,23 @@ func (c *Channel) waiter(chatID string) *waiter {
 	return c.waiters[chatID]
 }
 
-func (c *Channel) register(chatID string) *waiter {
-	w := &waiter{wake: make(chan struct{}, 1), text: map[string]string{}}
+func (c *Channel) register(chatID string, release func()) *waiter {
+	w := &waiter{wake: make(chan struct{}, 1), text: map[string]string{}, release: release}
 	c.mu.Lock()
 	c.waiters[chatID] = w
 	c.mu.Unlock()
 	return w
 }
 
+// unregister forgets chatID's waiter and gives back its turn slot.
 func (c *Channel) unregister(chatID string) {
 	c.mu.Lock()
+	w := c.waiters[chatID]
 	delete(c.waiters, chatID)
 	c.mu.Unlock()
+	if w != nil && w.release != nil {
+		w.release()
+	}
 }
 
 // awaitInbox returns the inbox, waiting (bounded by startWait and ctx)
@@ -235,7 +252,8 @@ func (c *Channel) currentInbox() channels.Inbox {
 
 // waiter collects one request's answer from the dispatcher's calls.
 type waiter struct {
-	wake chan struct{} // one pending signal
+	wake    chan struct{} // one pending signal
+	release func()        // gives back the request's turn slot
 
 	mu      sync.Mutex
 	streams []string          // stream ids in the order they began
