@@ -41,6 +41,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -294,9 +295,16 @@ func (w *waiter) update(m bus.Outbound) {
 	}
 }
 
-// answer is the text so far (each message of the turn, in order, separated
-// by a blank line) and whether the turn is over.
-func (w *waiter) answer() (text string, done, failed bool, usage *bus.Usage) {
+// answer is a request's answer so far: the text (each message of the
+// turn, in order, separated by a blank line), whether the turn is over and
+// failed, and its usage once over.
+type answer struct {
+	text         string
+	done, failed bool
+	usage        *bus.Usage
+}
+
+func (w *waiter) answer() answer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var parts []string
@@ -305,7 +313,74 @@ func (w *waiter) answer() (text string, done, failed bool, usage *bus.Usage) {
 			parts = append(parts, t)
 		}
 	}
-	return strings.Join(parts, "\n\n"), w.done, w.failed, w.usage
+	return answer{text: strings.Join(parts, "\n\n"), done: w.done, failed: w.failed, usage: w.usage}
+}
+
+// next waits for the answer to change; false if ctx ended first.
+func (w *waiter) next(ctx context.Context) (answer, bool) {
+	select {
+	case <-ctx.Done():
+		return answer{}, false
+	case <-w.wake:
+	}
+	return w.answer(), true
+}
+
+// final waits for the turn to be over; false if ctx ended first.
+func (w *waiter) final(ctx context.Context) (answer, bool) {
+	for {
+		if a, ok := w.next(ctx); !ok || a.done {
+			return a, ok
+		}
+	}
+}
+
+// follow passes each growth of the answer's text to grow (a failed
+// turn's text only withFailure) until the turn is over, and returns the
+// final answer and the text grow was given. The text only grows; if a
+// message was rewritten (its final text differs from what streamed), what
+// was sent stands. ok is false if ctx ended or grow failed first.
+func (w *waiter) follow(ctx context.Context, withFailure bool, grow func(delta string) error) (a answer, sent string, ok bool) {
+	for {
+		if a, ok = w.next(ctx); !ok {
+			return a, sent, false
+		}
+		if strings.HasPrefix(a.text, sent) && len(a.text) > len(sent) && (withFailure || !a.failed) {
+			if grow(a.text[len(sent):]) != nil {
+				return a, sent, false
+			}
+			sent = a.text
+		}
+		if a.done {
+			return a, sent, true
+		}
+	}
+}
+
+// startEvents begins a server-sent event stream.
+func startEvents(w http.ResponseWriter) *http.ResponseController {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return http.NewResponseController(w)
+}
+
+// whole waits for the answer and writes body(answer) as one JSON object
+// (a failed turn is 502 with the agent's error text); false if the client
+// went away first.
+func whole(w http.ResponseWriter, r *http.Request, wt *waiter, body func(answer) any) bool {
+	a, ok := wt.final(r.Context())
+	if !ok {
+		return false
+	}
+	if a.failed {
+		writeError(w, http.StatusBadGateway, "server_error", "upstream_error", a.text)
+		return true
+	}
+	writeJSON(w, http.StatusOK, body(a))
+	return true
 }
 
 func newID() string {
