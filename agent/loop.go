@@ -320,26 +320,7 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 	for {
 		l.mu.Lock()
 		if len(w.queue) == 0 || ctx.Err() != nil {
-			delete(l.workers, key)
-			if len(l.workers) == 0 {
-				close(l.busy)
-				l.busy = nil
-			}
-			carried, rest := w.carried, w.queue
-			w.carried, w.queue = nil, nil
-			l.mu.Unlock()
-			for _, m := range carried {
-				// Interrupted, and the turn that was to answer them was
-				// handed back (cluster): they come again too.
-				err := ctx.Err()
-				if err == nil {
-					err = ErrHandedBack
-				}
-				l.done(m, err)
-			}
-			for _, m := range rest {
-				l.done(m, ctx.Err())
-			}
+			l.retire(ctx, key, w)
 			return
 		}
 		head := w.queue[0]
@@ -362,14 +343,7 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 		}
 		batch := w.queue[:n:n]
 		w.queue = w.queue[n:]
-		var members, refused []bus.Inbound
-		for _, m := range batch {
-			if l.cfg.Admit != nil && !l.cfg.Admit(m) {
-				refused = append(refused, m)
-			} else {
-				members = append(members, m)
-			}
-		}
+		members, refused := l.admitted(batch)
 		if len(members) == 0 {
 			l.mu.Unlock()
 			l.handBack(key, refused)
@@ -392,26 +366,7 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 		l.handBack(key, refused)
 
 		err := l.handle(turnCtx, ts)
-
-		l.mu.Lock()
-		w.cancel, w.steering, w.interruptible = nil, false, false
-		// Steered messages the turn did not pick up (it was giving its
-		// final answer) are the next turn.
-		w.queue = append(w.steered, w.queue...)
-		w.steered = nil
-		interrupted := w.interrupted && errors.Is(err, context.Canceled) && ctx.Err() == nil
-		w.interrupted = false
-		if interrupted {
-			// Answered by the next turn: the history holds what this one
-			// stored; a message it did not store joins the next turn.
-			if ts.saved {
-				w.carried = append(w.carried, ts.all()...)
-			} else {
-				w.carried = append(w.carried, ts.carried...)
-				w.queue = append(append(ts.members, ts.taken...), w.queue...)
-			}
-		}
-		l.mu.Unlock()
+		interrupted := l.turnOver(ctx, w, ts, err)
 		cancel()
 		if interrupted {
 			continue
@@ -423,18 +378,88 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 			l.done(m, err)
 		}
 		if name, _ := parseCommand(members[0].Content); name == "queue" || name == "new" {
-			// The chat's choice changed (or /new forgot it).
-			l.mu.Lock()
-			delete(l.queueChoices, key)
-			l.mu.Unlock()
-			probe := members[0]
-			probe.Content = ""
-			mode = l.resolveMode(ctx, probe)
-			l.mu.Lock()
-			w.mode = mode
-			l.mu.Unlock()
+			mode = l.modeChanged(ctx, key, w, members[0])
 		}
 	}
+}
+
+// retire removes the worker of a session whose queue ran out (or whose
+// loop is stopping) and reports what it still held. It is called with
+// l.mu held and releases it.
+func (l *Loop) retire(ctx context.Context, key string, w *worker) {
+	delete(l.workers, key)
+	if len(l.workers) == 0 {
+		close(l.busy)
+		l.busy = nil
+	}
+	carried, rest := w.carried, w.queue
+	w.carried, w.queue = nil, nil
+	l.mu.Unlock()
+	for _, m := range carried {
+		// Interrupted, and the turn that was to answer them was
+		// handed back (cluster): they come again too.
+		err := ctx.Err()
+		if err == nil {
+			err = ErrHandedBack
+		}
+		l.done(m, err)
+	}
+	for _, m := range rest {
+		l.done(m, ctx.Err())
+	}
+}
+
+// admitted splits a batch into the messages Admit lets run and those it
+// refuses.
+func (l *Loop) admitted(batch []bus.Inbound) (members, refused []bus.Inbound) {
+	for _, m := range batch {
+		if l.cfg.Admit != nil && !l.cfg.Admit(m) {
+			refused = append(refused, m)
+		} else {
+			members = append(members, m)
+		}
+	}
+	return members, refused
+}
+
+// turnOver updates w after the turn ts ended with err, and reports whether
+// a newer message interrupted it (its messages are then answered by the
+// next turn).
+func (l *Loop) turnOver(ctx context.Context, w *worker, ts *turnState, err error) (interrupted bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w.cancel, w.steering, w.interruptible = nil, false, false
+	// Steered messages the turn did not pick up (it was giving its
+	// final answer) are the next turn.
+	w.queue = append(w.steered, w.queue...)
+	w.steered = nil
+	interrupted = w.interrupted && errors.Is(err, context.Canceled) && ctx.Err() == nil
+	w.interrupted = false
+	if interrupted {
+		// Answered by the next turn: the history holds what this one
+		// stored; a message it did not store joins the next turn.
+		if ts.saved {
+			w.carried = append(w.carried, ts.all()...)
+		} else {
+			w.carried = append(w.carried, ts.carried...)
+			w.queue = append(append(ts.members, ts.taken...), w.queue...)
+		}
+	}
+	return interrupted
+}
+
+// modeChanged reads the session's queue mode again after m (/queue or
+// /new) changed the chat's choice (or forgot it).
+func (l *Loop) modeChanged(ctx context.Context, key string, w *worker, m bus.Inbound) string {
+	l.mu.Lock()
+	delete(l.queueChoices, key)
+	l.mu.Unlock()
+	m.Content = ""
+	mode := l.resolveMode(ctx, m)
+	l.mu.Lock()
+	w.mode = mode
+	l.mu.Unlock()
+	return mode
 }
 
 // handBack gives messages Admit refused back to the inbox.
@@ -560,87 +585,18 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 	if !background {
 		l.publish(ctx, m, bus.Outbound{Kind: bus.KindTyping})
 	}
-	streamID := newID()
 	turn := &tools.Turn{}
-	var usage bus.Usage
-	spoken := "" // the final answer as published, for a voice reply
-	emit := func(ev Event) {
-		switch ev.Kind {
-		case EventDelta:
-			// Once the message tool spoke, hold the stream: the final reply
-			// may repeat it and is then not sent at all.
-			if !background && !turn.SentAny() {
-				l.publish(ctx, m, bus.Outbound{Kind: bus.KindDelta, Content: ev.Text, StreamID: streamID})
-			}
-		case EventStreamEnd:
-			usage.PromptTokens += ev.Usage.PromptTokens
-			usage.CompletionTokens += ev.Usage.CompletionTokens
-			if background && (!ev.Final || bus.IsSilent(ev.Text)) {
-				break // background runs speak only when they have news
-			}
-			if ev.Final && turn.AlreadySent(ev.Text) && m.Source != bus.SourceAPI {
-				// The message tool already delivered this reply. An API
-				// caller still gets it: its answer is the final reply.
-				break
-			}
-			if ev.Text != "" || ev.Final {
-				text := ev.Text
-				if ev.Final && text == "" {
-					text = "I have no reply to that. Could you rephrase?"
-				}
-				out := bus.Outbound{Kind: bus.KindStreamEnd, Content: text, StreamID: streamID, Final: ev.Final}
-				if ev.Final {
-					u := usage
-					out.Usage = &u
-					if ev.Text != "" {
-						spoken = text
-					}
-				}
-				l.publish(ctx, m, out)
-			}
-			streamID = newID()
-		case EventToolHint:
-			if !background {
-				l.publish(ctx, m, bus.Outbound{Kind: bus.KindToolHint, Content: ev.Text})
-			}
-		case EventWaiting:
-			if !background {
-				l.publish(ctx, m, bus.Outbound{Kind: bus.KindTyping})
-			}
-		}
-	}
+	rp := &replies{l: l, m: m, turn: turn, streamID: newID()}
 	runCtx := tools.WithCallContext(tools.WithTurn(ctx, turn), tools.CallContext{
 		Channel: m.Channel, ChatID: m.ChatID, SessionKey: sess.Key, MessageID: m.MessageID,
 		FromCron: m.Source == bus.SourceCron, SubAgent: false,
 		SenderID: m.SenderID, Source: m.Source.String(), Admin: m.Admin,
 	})
-	res, runErr := l.runnerFor(m, sess).RunSteered(runCtx, msgs, emit, l.steerMessages(ts))
+	res, runErr := l.runnerFor(m, sess).RunSteered(runCtx, msgs, func(ev Event) { rp.emit(ctx, ev) }, l.steerMessages(ts))
 	release()
 
-	// Save whatever the turn produced, even when it was stopped or failed,
-	// so the conversation on disk matches what the user saw. Saving uses a
-	// context that survives /stop.
-	saveCtx := context.WithoutCancel(ctx)
-	var produced []providers.Message
-	var injected []int
-	if res != nil {
-		produced, injected = res.Messages, res.Injected
-	}
-	save := l.sanitizeTurn(m, msgs[len(msgs)-1], produced, ts, injected)
-	if rerun {
-		save = save[1:] // the user message is stored already
-	}
-	if m.Ephemeral {
-		save = nil
-	}
-	if err := l.saveTurn(saveCtx, sess, save); err != nil {
-		l.log.Error("saving turn failed", "session", sess.Key, "err", err)
-		if runErr == nil {
-			runErr = err
-		}
-	} else {
-		ts.saved = true
-	}
+	saveCtx := context.WithoutCancel(ctx) // saving and replying survive /stop
+	runErr = l.saveAfter(saveCtx, m, sess, msgs[len(msgs)-1], res, runErr, rerun, ts)
 	if runErr != nil {
 		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, session.ErrConflict) {
 			// Stopped, or the session moved to another worker (cluster
@@ -650,10 +606,96 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 		l.publish(saveCtx, m, bus.Outbound{Kind: bus.KindMessage, Content: failureReply(runErr), Final: true, IsError: true})
 		return runErr
 	}
-	if spoken != "" && l.wantsVoice(m, sess) {
-		l.speak(saveCtx, m, spoken)
+	if rp.spoken != "" && l.wantsVoice(m, sess) {
+		l.speak(saveCtx, m, rp.spoken)
 	}
 	return nil
+}
+
+// saveAfter saves whatever the turn produced, even when it was stopped
+// or failed, so the conversation on disk matches what the user saw; ctx
+// must survive /stop. It returns the turn's error, or the saving's.
+func (l *Loop) saveAfter(ctx context.Context, m bus.Inbound, sess *session.Session, user providers.Message, res *RunResult, runErr error, rerun bool, ts *turnState) error {
+	var produced []providers.Message
+	var injected []int
+	if res != nil {
+		produced, injected = res.Messages, res.Injected
+	}
+	save := l.sanitizeTurn(m, user, produced, ts, injected)
+	if rerun {
+		save = save[1:] // the user message is stored already
+	}
+	if m.Ephemeral {
+		save = nil
+	}
+	if err := l.saveTurn(ctx, sess, save); err != nil {
+		l.log.Error("saving turn failed", "session", sess.Key, "err", err)
+		if runErr == nil {
+			runErr = err
+		}
+	} else {
+		ts.saved = true
+	}
+	return runErr
+}
+
+// replies publishes what a turn's runner emits to the turn's chat:
+// streamed text, tool hints and typing (none for a background turn, which
+// speaks only when it has news), and the final reply with the turn's
+// usage.
+type replies struct {
+	l        *Loop
+	m        bus.Inbound
+	turn     *tools.Turn
+	streamID string
+	usage    bus.Usage
+	spoken   string // the final answer as published, for a voice reply
+}
+
+func (r *replies) emit(ctx context.Context, ev Event) {
+	switch ev.Kind {
+	case EventDelta:
+		// Once the message tool spoke, hold the stream: the final reply
+		// may repeat it and is then not sent at all.
+		if !r.m.Background && !r.turn.SentAny() {
+			r.l.publish(ctx, r.m, bus.Outbound{Kind: bus.KindDelta, Content: ev.Text, StreamID: r.streamID})
+		}
+	case EventStreamEnd:
+		r.usage.PromptTokens += ev.Usage.PromptTokens
+		r.usage.CompletionTokens += ev.Usage.CompletionTokens
+		if r.m.Background && (!ev.Final || bus.IsSilent(ev.Text)) {
+			break // background runs speak only when they have news
+		}
+		if ev.Final && r.turn.AlreadySent(ev.Text) && r.m.Source != bus.SourceAPI {
+			// The message tool already delivered this reply. An API
+			// caller still gets it: its answer is the final reply.
+			break
+		}
+		if ev.Text != "" || ev.Final {
+			text := ev.Text
+			if ev.Final && text == "" {
+				text = "I have no reply to that. Could you rephrase?"
+			}
+			out := bus.Outbound{Kind: bus.KindStreamEnd, Content: text, StreamID: r.streamID, Final: ev.Final}
+			if ev.Final {
+				u := r.usage
+				out.Usage = &u
+				if ev.Text != "" {
+					r.spoken = text
+				}
+			}
+			r.l.publish(ctx, r.m, out)
+		}
+		r.streamID = newID()
+	case EventToolHint:
+		if !r.m.Background {
+			r.l.publish(ctx, r.m, bus.Outbound{Kind: bus.KindToolHint, Content: ev.Text})
+		}
+	case EventWaiting:
+		if !r.m.Background {
+			r.l.publish(ctx, r.m, bus.Outbound{Kind: bus.KindTyping})
+		}
+	}
 }
 
 // saveTurn appends a turn's messages to its session; nothing to save

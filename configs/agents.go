@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -374,17 +375,11 @@ func (a AgentsConfig) MarshalJSON() ([]byte, error) {
 
 // checkAgents checks the agents object: defaults, list and named agents.
 func (c *checker) checkAgents(path string, v any) {
-	m, ok := v.(map[string]any)
+	m, ok := c.object(path, v)
 	if !ok {
-		c.errorf(path, "want object, got %s", jsonKind(v))
 		return
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		switch normKey(k) {
 		case "defaults":
 			c.check(join(path, k), m[k], reflect.TypeFor[AgentDefaults]())

@@ -31,6 +31,14 @@ type APIConfig struct {
 	MaxUploadBytes int64 `json:"maxUploadBytes"`
 	// RateLimit limits each key's requests.
 	RateLimit APIRateLimit `json:"rateLimit"`
+	// MaxConcurrent caps the API's turns in flight (counted by the process
+	// that takes the request, so also where the agent runs on other
+	// workers). Default 0: agents.defaults.maxConcurrentTurns.
+	MaxConcurrent int `json:"maxConcurrent"`
+	// QueueTimeoutMs is how long a request waits for one of those turns to
+	// end when all are taken before it is answered 429 (agent busy).
+	// Default 3000; 0 answers at once.
+	QueueTimeoutMs int `json:"queueTimeoutMs"`
 }
 
 // APIRateLimit is a per-key request limit (a token bucket: a key may send
@@ -49,6 +57,9 @@ const DefaultAPIMaxBodyBytes = 8 << 20
 
 // DefaultAPIMaxUploadBytes is APIConfig.MaxUploadBytes's default.
 const DefaultAPIMaxUploadBytes = 20 << 20
+
+// DefaultAPIQueueTimeoutMs is APIConfig.QueueTimeoutMs's default.
+const DefaultAPIQueueTimeoutMs = 3000
 
 // Keys returns every configured API key (APIKey first), without blanks.
 func (c APIConfig) Keys() []string {
@@ -84,5 +95,7 @@ func (v *validator) api(c APIConfig) {
 	}
 	v.require(c.MaxBodyBytes >= 1024 && c.MaxBodyBytes <= 1<<30, p+"maxBodyBytes", "want 1024 to 1073741824 bytes, got %d", c.MaxBodyBytes)
 	v.require(c.MaxUploadBytes >= 1024 && c.MaxUploadBytes <= 1<<30, p+"maxUploadBytes", "want 1024 to 1073741824 bytes, got %d", c.MaxUploadBytes)
+	v.require(c.MaxConcurrent >= 0 && c.MaxConcurrent <= 100_000, p+"maxConcurrent", "want 0 (agents.defaults.maxConcurrentTurns) to 100000, got %d", c.MaxConcurrent)
+	v.require(c.QueueTimeoutMs >= 0 && c.QueueTimeoutMs <= 600_000, p+"queueTimeoutMs", "want 0 to 600000 ms, got %d", c.QueueTimeoutMs)
 	v.require(c.RateLimit.RequestsPerMinute >= 0 && c.RateLimit.RequestsPerMinute <= 1_000_000, p+"rateLimit.requestsPerMinute", "want 0 (no limit) to 1000000, got %d", c.RateLimit.RequestsPerMinute)
 }

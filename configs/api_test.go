@@ -20,6 +20,9 @@ func TestAPIConfigValidation(t *testing.T) {
 		{"tiny body", func(c *APIConfig) { c.MaxBodyBytes = 10 }, "api.maxBodyBytes"},
 		{"tiny upload", func(c *APIConfig) { c.MaxUploadBytes = 10 }, "api.maxUploadBytes"},
 		{"rate limit", func(c *APIConfig) { c.RateLimit.RequestsPerMinute = 60 }, ""},
+		{"turn cap", func(c *APIConfig) { c.MaxConcurrent, c.QueueTimeoutMs = 4, 0 }, ""},
+		{"negative turn cap", func(c *APIConfig) { c.MaxConcurrent = -1 }, "api.maxConcurrent"},
+		{"negative queue timeout", func(c *APIConfig) { c.QueueTimeoutMs = -5 }, "api.queueTimeoutMs"},
 		{"negative rate limit", func(c *APIConfig) { c.RateLimit.RequestsPerMinute = -1 }, "api.rateLimit.requestsPerMinute"},
 	}
 	for _, tc := range cases {

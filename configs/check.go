@@ -3,9 +3,10 @@ package configs
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -90,24 +91,17 @@ func (c *checker) check(path string, v any, t reflect.Type) {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		m, ok := v.(map[string]any)
+		m, ok := c.object(path, v)
 		if !ok {
-			c.errorf(path, "want object, got %s", jsonKind(v))
 			return
 		}
 		c.checkStruct(path, m, t, true)
 	case reflect.Map:
-		m, ok := v.(map[string]any)
+		m, ok := c.object(path, v)
 		if !ok {
-			c.errorf(path, "want object, got %s", jsonKind(v))
 			return
 		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			c.check(join(path, k), m[k], t.Elem())
 		}
 	case reflect.Slice:
@@ -141,16 +135,20 @@ func (c *checker) check(path string, v any, t reflect.Type) {
 	}
 }
 
+// object is v as a JSON object; anything else is an error at path.
+func (c *checker) object(path string, v any) (map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		c.errorf(path, "want object, got %s", jsonKind(v))
+	}
+	return m, ok
+}
+
 // checkStruct checks an object against a struct type. warnUnknown is false
 // for platform configs whose full type is not known here.
 func (c *checker) checkStruct(path string, m map[string]any, t reflect.Type, warnUnknown bool) {
 	fields := structFields(t)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		f, ok := fields[k]
 		if !ok {
 			if canon, found := fields[normKey(k)]; found {
@@ -176,9 +174,8 @@ func (c *checker) checkStruct(path string, m map[string]any, t reflect.Type, war
 }
 
 func (c *checker) checkChannels(path string, v any) {
-	m, ok := v.(map[string]any)
+	m, ok := c.object(path, v)
 	if !ok {
-		c.errorf(path, "want object, got %s", jsonKind(v))
 		return
 	}
 	shared := map[string]reflect.Type{
@@ -187,12 +184,7 @@ func (c *checker) checkChannels(path string, v any) {
 		"sendMaxRetries": reflect.TypeFor[int](),
 		"outboxMaxAgeH":  reflect.TypeFor[int](),
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if t, ok := shared[k]; ok {
 			c.check(join(path, k), m[k], t)
 			continue

@@ -40,7 +40,8 @@ func Default() Config {
 			Heartbeat:     HeartbeatConfig{Enabled: true, IntervalS: 1800},
 			TrimCodePages: true,
 		},
-		API: APIConfig{Enabled: true, APIKeys: []string{}, CORSOrigins: []string{}, MaxBodyBytes: DefaultAPIMaxBodyBytes, MaxUploadBytes: DefaultAPIMaxUploadBytes},
+		API: APIConfig{Enabled: true, APIKeys: []string{}, CORSOrigins: []string{}, MaxBodyBytes: DefaultAPIMaxBodyBytes, MaxUploadBytes: DefaultAPIMaxUploadBytes,
+			QueueTimeoutMs: DefaultAPIQueueTimeoutMs},
 		Tools: ToolsConfig{
 			RestrictToWorkspace: true,
 			Exec: ExecConfig{

@@ -24,7 +24,24 @@ func (c *Config) AgentWarnings() []string {
 // values, out-of-range numbers, unparsable patterns.
 func (c *Config) Validate() []FieldError {
 	var v validator
-	d := c.Agents.Defaults
+	v.agentDefaults(c.Agents.Defaults)
+	c.validateAgents(&v)
+	v.providers(c.Providers)
+	v.media(c)
+	v.channels(c.Channels)
+	v.gateway(c.Gateway)
+	v.tools(c.Tools)
+	v.api(c.API)
+	v.cluster(c.Cluster)
+	v.limits(c)
+
+	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	v.oneOf("log.format", c.Log.Format, "text", "json")
+	return v.errs
+}
+
+// agentDefaults checks agents.defaults.
+func (v *validator) agentDefaults(d AgentDefaults) {
 	p := "agents.defaults."
 	v.require(d.Model != "", p+"model", "must not be empty")
 	v.positive(p+"maxTokens", d.MaxTokens)
@@ -45,10 +62,12 @@ func (c *Config) Validate() []FieldError {
 			v.add(p+"timezone", "unknown timezone %q", d.Timezone)
 		}
 	}
-	c.validateAgents(&v)
+}
 
-	for _, name := range sortedKeys(c.Providers) {
-		pc := c.Providers[name]
+// providers checks each providers.<name>.
+func (v *validator) providers(providers map[string]ProviderConfig) {
+	for _, name := range sortedKeys(providers) {
+		pc := providers[name]
 		if pc.APIBase != "" && !strings.HasPrefix(pc.APIBase, "http://") && !strings.HasPrefix(pc.APIBase, "https://") {
 			v.add("providers."+name+".apiBase", "want an http:// or https:// URL, got %q", pc.APIBase)
 		}
@@ -80,7 +99,10 @@ func (c *Config) Validate() []FieldError {
 			}
 		}
 	}
+}
 
+// media checks image generation and text to speech.
+func (v *validator) media(c *Config) {
 	v.require(c.Tools.Image.PricePerImage >= 0, "tools.image.pricePerImage", "want 0 (built-in prices) or more US dollars, got %v", c.Tools.Image.PricePerImage)
 	if b := c.Tools.Image.APIBase; b != "" && !strings.HasPrefix(b, "http://") && !strings.HasPrefix(b, "https://") {
 		v.add("tools.image.apiBase", "want an http:// or https:// URL, got %q", b)
@@ -90,18 +112,23 @@ func (c *Config) Validate() []FieldError {
 	if c.TTS.APIBase != "" && !strings.HasPrefix(c.TTS.APIBase, "http://") && !strings.HasPrefix(c.TTS.APIBase, "https://") {
 		v.add("tts.apiBase", "want an http:// or https:// URL, got %q", c.TTS.APIBase)
 	}
+}
 
-	v.require(c.Channels.OutboxMaxAgeH >= 1 && c.Channels.OutboxMaxAgeH <= 720, "channels.outboxMaxAgeH", "want 1 to 720 hours, got %d", c.Channels.OutboxMaxAgeH)
-	v.require(c.Channels.SendMaxRetries >= 0 && c.Channels.SendMaxRetries <= 10, "channels.sendMaxRetries", "want 0 to 10, got %d", c.Channels.SendMaxRetries)
+// channels checks what all channels share.
+func (v *validator) channels(ch ChannelsConfig) {
+	v.require(ch.OutboxMaxAgeH >= 1 && ch.OutboxMaxAgeH <= 720, "channels.outboxMaxAgeH", "want 1 to 720 hours, got %d", ch.OutboxMaxAgeH)
+	v.require(ch.SendMaxRetries >= 0 && ch.SendMaxRetries <= 10, "channels.sendMaxRetries", "want 0 to 10, got %d", ch.SendMaxRetries)
 
-	for _, name := range c.Channels.Names() {
-		for i, a := range c.Channels.Common(name).Admins {
+	for _, name := range ch.Names() {
+		for i, a := range ch.Common(name).Admins {
 			a = strings.TrimSpace(a)
 			v.require(a != "" && a != "*", fmt.Sprintf("channels.%s.admins[%d]", name, i), "want a sender id or username (admins must be named; \"*\" is not allowed), got %q", a)
 		}
 	}
+}
 
-	g := c.Gateway
+// gateway checks the gateway's bind, hosts, web UI and heartbeat.
+func (v *validator) gateway(g GatewayConfig) {
 	v.require(g.Host != "", "gateway.host", "must not be empty")
 	v.require(g.Port >= 1 && g.Port <= 65535, "gateway.port", "want 1 to 65535, got %d", g.Port)
 	for i, h := range g.AllowedHosts {
@@ -116,8 +143,10 @@ func (c *Config) Validate() []FieldError {
 	if g.Heartbeat.Enabled {
 		v.require(g.Heartbeat.IntervalS >= 10, "gateway.heartbeat.intervalS", "want at least 10 seconds, got %d", g.Heartbeat.IntervalS)
 	}
+}
 
-	t := c.Tools
+// tools checks exec, web, the SSRF allowlist and MCP servers.
+func (v *validator) tools(t ToolsConfig) {
 	v.require(t.Exec.Timeout >= 1 && t.Exec.Timeout <= 600, "tools.exec.timeout", "want 1 to 600 seconds, got %d", t.Exec.Timeout)
 	v.oneOf("tools.exec.sandbox", t.Exec.Sandbox, "auto", "landlock", "bwrap", "none")
 	for i, p := range append(append([]string{}, t.Exec.AllowPaths.ReadOnly...), t.Exec.AllowPaths.ReadWrite...) {
@@ -157,14 +186,6 @@ func (c *Config) Validate() []FieldError {
 			v.require(s.Type != "stdio", sp+".auth", "OAuth is for HTTP servers (sse, streamableHttp), not stdio")
 		}
 	}
-
-	v.api(c.API)
-	v.cluster(c.Cluster)
-	v.limits(c)
-
-	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
-	v.oneOf("log.format", c.Log.Format, "text", "json")
-	return v.errs
 }
 
 type validator struct{ errs []FieldError }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/nanobot-go/nanobot/gateway/api"
 	"github.com/nanobot-go/nanobot/providers"
@@ -31,10 +32,18 @@ func (g *Gateway) newAPI() (*api.Channel, error) {
 	if u, ok := g.o.Provider.(providers.Unconfigured); ok {
 		unconfigured = u.Message()
 	}
+	// The API counts its own turns: in a cluster the agent's cap is on
+	// other workers, and locally the default (the agent's cap) keeps API
+	// requests from queueing inside the agent behind each other.
+	maxTurns := c.MaxConcurrent
+	if maxTurns <= 0 {
+		maxTurns = g.cfg.Agents.Defaults.MaxConcurrentTurns
+	}
 	return api.New(api.Config{
 		Keys: keys, CORSOrigins: c.CORSOrigins, MaxBodyBytes: c.MaxBodyBytes,
 		MaxUploadBytes: c.MaxUploadBytes, RequestsPerMinute: c.RateLimit.RequestsPerMinute,
 		MediaDir: g.o.Paths.Media, StateDir: g.o.Paths.State, Unconfigured: unconfigured,
-		Model: g.cfg.Agents.Defaults.Model, Log: g.log,
+		Model: g.cfg.Agents.Defaults.Model, MaxConcurrent: maxTurns,
+		QueueTimeout: time.Duration(c.QueueTimeoutMs) * time.Millisecond, Log: g.log,
 	}), nil
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -375,36 +376,27 @@ func copyValue(v any, depth int) any {
 	return v
 }
 
-// numberOf reports v as a float64 if it is any Go or JSON number.
+// numberOf reports v as a float64 if it is any Go or JSON number (of a
+// built-in type: named number types are not numbers here).
 func numberOf(v any) (float64, bool) {
 	switch n := v.(type) {
 	case float64:
 		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int8:
-		return float64(n), true
-	case int16:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case uint:
-		return float64(n), true
-	case uint8:
-		return float64(n), true
-	case uint16:
-		return float64(n), true
-	case uint32:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
 	case json.Number:
 		f, err := n.Float64()
 		return f, err == nil
+	}
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() || rv.Type().PkgPath() != "" {
+		return 0, false
+	}
+	switch {
+	case rv.CanInt():
+		return float64(rv.Int()), true
+	case rv.CanUint():
+		return float64(rv.Uint()), true
+	case rv.CanFloat():
+		return rv.Float(), true
 	}
 	return 0, false
 }

@@ -145,3 +145,24 @@ func TestArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestNumberOfKinds(t *testing.T) {
+	type named int
+	tests := []struct {
+		v    any
+		want float64
+		ok   bool
+	}{
+		{float64(1.5), 1.5, true}, {float32(2.5), 2.5, true},
+		{int(-3), -3, true}, {int8(-4), -4, true}, {int16(5), 5, true}, {int32(6), 6, true}, {int64(-7), -7, true},
+		{uint(8), 8, true}, {uint8(9), 9, true}, {uint16(10), 10, true}, {uint32(11), 11, true}, {uint64(12), 12, true},
+		{json.Number("13.5"), 13.5, true}, {json.Number("x"), 0, false},
+		{named(14), 0, false}, {"15", 0, false}, {nil, 0, false}, {true, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := numberOf(tt.v)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("numberOf(%T %v) = %v, %v, want %v, %v", tt.v, tt.v, got, ok, tt.want, tt.ok)
+		}
+	}
+}

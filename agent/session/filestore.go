@@ -58,6 +58,7 @@ type FileStoreOptions struct {
 // writers. On case-insensitive file systems, keys that differ only in case
 // share a file.
 type FileStore struct {
+	metaWrites
 	dir          string
 	log          *slog.Logger
 	sync         bool
@@ -121,6 +122,7 @@ func NewFileStore(dir string, opts FileStoreOptions) (*FileStore, error) {
 		maxCached = 256
 	}
 	f.cache = newCache(maxCached)
+	f.metaWrites = metaWrites{f}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("session: read folder: %w", err)
@@ -251,34 +253,19 @@ func (f *FileStore) adoptLegacy(key, path string) ([]byte, error) {
 
 // own locks s's key and checks that s came from this store.
 func (f *FileStore) own(ctx context.Context, op string, s *Session) (unlock func(), err error) {
-	if s == nil || s.owner != f {
-		key := ""
-		if s != nil {
-			key = s.Key
-		}
-		return nil, fmt.Errorf("session: %s %q: %w", op, key, ErrForeignSession)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return f.locks.lock(s.Key), nil
+	return lockOwn(ctx, f, &f.locks, op, s)
 }
 
 // Append implements Store. It writes only the new lines.
 func (f *FileStore) Append(ctx context.Context, s *Session, msgs ...providers.Message) error {
-	unlock, err := f.own(ctx, "append to", s)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	defer f.cache.touch(s)
-	if len(msgs) == 0 {
+	return writeStamped(ctx, f, "append to", s, msgs, func(add []providers.Message, now time.Time) error {
+		return f.appendStamped(s, add, now)
+	})
+}
+
+func (f *FileStore) appendStamped(s *Session, add []providers.Message, now time.Time) error {
+	if len(add) == 0 {
 		return nil
-	}
-	now := f.now()
-	add, err := stamped(msgs, now)
-	if err != nil {
-		return fmt.Errorf("session: append to %q: %w", s.Key, err)
 	}
 	meta := f.metaOf(s, s.LastConsolidated, s.Metadata, now)
 	lines, err := appendMessageLines(nil, add)
@@ -305,63 +292,20 @@ func (f *FileStore) Append(ctx context.Context, s *Session, msgs ...providers.Me
 	return nil
 }
 
-// SetCursor implements Store.
-func (f *FileStore) SetCursor(ctx context.Context, s *Session, lastConsolidated int) error {
-	unlock, err := f.own(ctx, "set cursor of", s)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if lastConsolidated < 0 || lastConsolidated > len(s.Messages) {
-		return fmt.Errorf("session: set cursor of %q to %d of %d messages: %w",
-			s.Key, lastConsolidated, len(s.Messages), ErrInvalidCursor)
-	}
-	if lastConsolidated == s.LastConsolidated {
-		return nil
-	}
-	return f.updateMeta(s, lastConsolidated, s.Metadata)
-}
-
-// SetMetadata implements Store. The value is stored as its JSON decoding
-// (numbers become float64, structs maps), so it reads back the same after a
-// reload.
-func (f *FileStore) SetMetadata(ctx context.Context, s *Session, key string, value any) error {
-	unlock, err := f.own(ctx, "set metadata of", s)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	md, err := withMetadata(s, key, value)
-	if err != nil {
-		return err
-	}
-	return f.updateMeta(s, s.LastConsolidated, md)
-}
-
 // Rewrite implements Store.
 func (f *FileStore) Rewrite(ctx context.Context, s *Session, msgs []providers.Message, lastConsolidated int) error {
-	unlock, err := f.own(ctx, "rewrite", s)
-	if err != nil {
+	if err := checkRewriteCursor(s, lastConsolidated, len(msgs)); err != nil {
 		return err
 	}
-	defer unlock()
-	defer f.cache.touch(s)
-	if lastConsolidated < 0 || lastConsolidated > len(msgs) {
-		return fmt.Errorf("session: rewrite %q with cursor %d of %d messages: %w",
-			s.Key, lastConsolidated, len(msgs), ErrInvalidCursor)
-	}
-	now := f.now()
-	all, err := stamped(msgs, now)
-	if err == nil {
-		err = f.rewrite(s, all, f.metaOf(s, lastConsolidated, s.Metadata, now))
-	}
-	if err != nil {
-		return fmt.Errorf("session: rewrite %q: %w", s.Key, err)
-	}
-	s.mu.Lock()
-	s.Messages, s.LastConsolidated, s.UpdatedAt = all, lastConsolidated, now
-	s.mu.Unlock()
-	return nil
+	return writeStamped(ctx, f, "rewrite", s, msgs, func(all []providers.Message, now time.Time) error {
+		if err := f.rewrite(s, all, f.metaOf(s, lastConsolidated, s.Metadata, now)); err != nil {
+			return fmt.Errorf("session: rewrite %q: %w", s.Key, err)
+		}
+		s.mu.Lock()
+		s.Messages, s.LastConsolidated, s.UpdatedAt = all, lastConsolidated, now
+		s.mu.Unlock()
+		return nil
+	})
 }
 
 // stamped returns copies of msgs, timestamped with now where they have no
@@ -487,28 +431,24 @@ func (f *FileStore) rewrite(s *Session, msgs []providers.Message, meta metaLine)
 // "<name>@<UTC time>.jsonl" (kept, never listed or loaded) and s becomes an
 // empty session (no messages, cursor 0, no metadata) written to a new file.
 func (f *FileStore) Archive(ctx context.Context, s *Session) error {
-	unlock, err := f.own(ctx, "archive", s)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	now := f.now()
-	if s.file.exists {
-		if err := f.archiveFile(s.file.stem, now); err != nil {
-			return fmt.Errorf("session: archive %q: %w", s.Key, err)
+	return whileOwned(ctx, f, "archive", s, func(now time.Time) error {
+		if s.file.exists {
+			if err := f.archiveFile(s.file.stem, now); err != nil {
+				return fmt.Errorf("session: archive %q: %w", s.Key, err)
+			}
 		}
-	}
-	s.mu.Lock()
-	s.CreatedAt, s.UpdatedAt = now, now
-	s.LastConsolidated, s.Metadata, s.Messages = 0, map[string]any{}, nil
-	s.mu.Unlock()
-	s.file = fileState{stem: s.file.stem}
-	if err := f.rewrite(s, nil, f.metaOf(s, 0, s.Metadata, now)); err != nil {
-		// The old conversation is archived and s is empty; the file is
-		// written on the next successful write.
-		return fmt.Errorf("session: archive %q: start new file: %w", s.Key, err)
-	}
-	return nil
+		s.mu.Lock()
+		s.CreatedAt, s.UpdatedAt = now, now
+		s.LastConsolidated, s.Metadata, s.Messages = 0, map[string]any{}, nil
+		s.mu.Unlock()
+		s.file = fileState{stem: s.file.stem}
+		if err := f.rewrite(s, nil, f.metaOf(s, 0, s.Metadata, now)); err != nil {
+			// The old conversation is archived and s is empty; the file is
+			// written on the next successful write.
+			return fmt.Errorf("session: archive %q: start new file: %w", s.Key, err)
+		}
+		return nil
+	})
 }
 
 func (f *FileStore) archiveFile(stem string, now time.Time) error {
@@ -528,3 +468,11 @@ func (f *FileStore) archiveFile(stem string, now time.Time) error {
 	}
 	return nil
 }
+
+// writeMeta implements metaStore.
+func (f *FileStore) writeMeta(_ context.Context, s *Session, cursor int, md map[string]any) error {
+	return f.updateMeta(s, cursor, md)
+}
+
+func (f *FileStore) clock() time.Time { return f.now() }
+func (f *FileStore) recent() *cache   { return f.cache }

@@ -52,6 +52,7 @@ type KVStoreOptions struct {
 // cache. Archive keeps the old chunks in the bucket (listed in the head as
 // archived) like the archived files of FileStore; Rewrite deletes them.
 type KVStore struct {
+	metaWrites
 	kv         jetstream.KeyValue
 	log        *slog.Logger
 	now        func() time.Time
@@ -126,6 +127,7 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, opts KVStoreOptions
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.metaWrites = metaWrites{s}
 	return s, nil
 }
 
@@ -227,17 +229,7 @@ func (k *KVStore) getState(key string) kvState {
 }
 
 func (k *KVStore) own(ctx context.Context, op string, s *Session) (func(), error) {
-	if s == nil || s.owner != k {
-		key := ""
-		if s != nil {
-			key = s.Key
-		}
-		return nil, fmt.Errorf("session: %s %q: %w", op, key, ErrForeignSession)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return k.locks.lock(s.Key), nil
+	return lockOwn(ctx, k, &k.locks, op, s)
 }
 
 // writeChunks stores msgs in new chunks and returns their ids. Chunk ids
@@ -315,19 +307,14 @@ func (k *KVStore) head(s *Session, st kvState, cursor int, md map[string]any, co
 
 // Append implements Store.
 func (k *KVStore) Append(ctx context.Context, s *Session, msgs ...providers.Message) error {
-	unlock, err := k.own(ctx, "append to", s)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	defer k.cache.touch(s)
-	if len(msgs) == 0 {
+	return writeStamped(ctx, k, "append to", s, msgs, func(add []providers.Message, now time.Time) error {
+		return k.appendStamped(ctx, s, add, now)
+	})
+}
+
+func (k *KVStore) appendStamped(ctx context.Context, s *Session, add []providers.Message, now time.Time) error {
+	if len(add) == 0 {
 		return nil
-	}
-	now := k.now()
-	add, err := stamped(msgs, now)
-	if err != nil {
-		return fmt.Errorf("session: append to %q: %w", s.Key, err)
 	}
 	st := k.getState(s.Key)
 	ids, err := k.writeChunks(ctx, s.Key, add)
@@ -349,38 +336,8 @@ func (k *KVStore) Append(ctx context.Context, s *Session, msgs ...providers.Mess
 	return nil
 }
 
-// SetCursor implements Store.
-func (k *KVStore) SetCursor(ctx context.Context, s *Session, lastConsolidated int) error {
-	unlock, err := k.own(ctx, "set cursor of", s)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if lastConsolidated < 0 || lastConsolidated > len(s.Messages) {
-		return fmt.Errorf("session: set cursor of %q to %d of %d messages: %w",
-			s.Key, lastConsolidated, len(s.Messages), ErrInvalidCursor)
-	}
-	if lastConsolidated == s.LastConsolidated {
-		return nil
-	}
-	return k.updateHead(ctx, s, lastConsolidated, s.Metadata)
-}
-
-// SetMetadata implements Store.
-func (k *KVStore) SetMetadata(ctx context.Context, s *Session, key string, value any) error {
-	unlock, err := k.own(ctx, "set metadata of", s)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	md, err := withMetadata(s, key, value)
-	if err != nil {
-		return err
-	}
-	return k.updateHead(ctx, s, s.LastConsolidated, md)
-}
-
-func (k *KVStore) updateHead(ctx context.Context, s *Session, cursor int, md map[string]any) error {
+// writeMeta implements metaStore: a new head with the cursor and metadata.
+func (k *KVStore) writeMeta(ctx context.Context, s *Session, cursor int, md map[string]any) error {
 	now := k.now()
 	st := k.getState(s.Key)
 	rev, err := k.writeHead(ctx, s, st, k.head(s, st, cursor, md, len(s.Messages), now))
@@ -398,21 +355,16 @@ func (k *KVStore) updateHead(ctx context.Context, s *Session, cursor int, md map
 // Rewrite implements Store: the new history goes into new chunks,
 // then the head switches to it (the old chunks are deleted afterwards).
 func (k *KVStore) Rewrite(ctx context.Context, s *Session, msgs []providers.Message, lastConsolidated int) error {
-	unlock, err := k.own(ctx, "rewrite", s)
-	if err != nil {
+	if err := checkRewriteCursor(s, lastConsolidated, len(msgs)); err != nil {
 		return err
 	}
-	defer unlock()
-	defer k.cache.touch(s)
-	if lastConsolidated < 0 || lastConsolidated > len(msgs) {
-		return fmt.Errorf("session: rewrite %q with cursor %d of %d messages: %w",
-			s.Key, lastConsolidated, len(msgs), ErrInvalidCursor)
-	}
-	now := k.now()
-	all, err := stamped(msgs, now)
-	if err != nil {
-		return fmt.Errorf("session: rewrite %q: %w", s.Key, err)
-	}
+	return writeStamped(ctx, k, "rewrite", s, msgs, func(all []providers.Message, now time.Time) error {
+		return k.rewriteStamped(ctx, s, all, lastConsolidated, now)
+	})
+}
+
+func (k *KVStore) rewriteStamped(ctx context.Context, s *Session, all []providers.Message, lastConsolidated int, now time.Time) error {
+	var err error
 	st := k.getState(s.Key)
 	next := st
 	if next.chunks, err = k.writeChunks(ctx, s.Key, all); err != nil {
@@ -437,30 +389,26 @@ func (k *KVStore) Rewrite(ctx context.Context, s *Session, msgs []providers.Mess
 // Archive implements Store: the current generation is kept (listed in the
 // head as archived) and s starts empty in a new one.
 func (k *KVStore) Archive(ctx context.Context, s *Session) error {
-	unlock, err := k.own(ctx, "archive", s)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	now := k.now()
-	st := k.getState(s.Key)
-	next := kvState{rev: st.rev, arch: st.arch}
-	if len(st.chunks) > 0 {
-		next.arch = append(append([]kvArchive(nil), st.arch...), kvArchive{Chunks: st.chunks, At: formatTime(now)})
-	}
-	h := kvHead{Key: s.Key, CreatedAt: formatTime(now), UpdatedAt: formatTime(now), Metadata: map[string]any{},
-		Archived: next.arch}
-	rev, err := k.writeHead(ctx, s, st, h)
-	if err != nil {
-		return fmt.Errorf("session: archive %q: %w", s.Key, err)
-	}
-	next.rev = rev
-	k.setState(s.Key, next)
-	s.mu.Lock()
-	s.CreatedAt, s.UpdatedAt = now, now
-	s.LastConsolidated, s.Metadata, s.Messages = 0, map[string]any{}, nil
-	s.mu.Unlock()
-	return nil
+	return whileOwned(ctx, k, "archive", s, func(now time.Time) error {
+		st := k.getState(s.Key)
+		next := kvState{rev: st.rev, arch: st.arch}
+		if len(st.chunks) > 0 {
+			next.arch = append(append([]kvArchive(nil), st.arch...), kvArchive{Chunks: st.chunks, At: formatTime(now)})
+		}
+		h := kvHead{Key: s.Key, CreatedAt: formatTime(now), UpdatedAt: formatTime(now), Metadata: map[string]any{},
+			Archived: next.arch}
+		rev, err := k.writeHead(ctx, s, st, h)
+		if err != nil {
+			return fmt.Errorf("session: archive %q: %w", s.Key, err)
+		}
+		next.rev = rev
+		k.setState(s.Key, next)
+		s.mu.Lock()
+		s.CreatedAt, s.UpdatedAt = now, now
+		s.LastConsolidated, s.Metadata, s.Messages = 0, map[string]any{}, nil
+		s.mu.Unlock()
+		return nil
+	})
 }
 
 // List implements Store.
@@ -519,3 +467,6 @@ func retry(ctx context.Context, op func(ctx context.Context) error) error {
 		wait = min(wait*2, 2*time.Second)
 	}
 }
+
+func (k *KVStore) clock() time.Time { return k.now() }
+func (k *KVStore) recent() *cache   { return k.cache }

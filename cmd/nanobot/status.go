@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,6 +35,20 @@ func newStatusCmd(a *app) *cobra.Command {
 }
 
 func printStatus(w io.Writer, a *app) {
+	printSetup(w, a)
+	printAgents(w, a)
+	printProviders(w, &a.loaded.Config)
+	fmt.Fprintln(w, "sign-ins:")
+	if err := printSignIns(w, a.signIn(), time.Now(), "  "); err != nil {
+		fmt.Fprintf(w, "  (cannot read: %v)\n", err)
+	}
+	printChannels(w, &a.loaded.Config)
+	printGateway(w, &a.loaded.Config)
+}
+
+// printSetup prints where the config and workspace are, the model, the
+// provider and the sandbox.
+func printSetup(w io.Writer, a *app) {
 	l := a.loaded
 	c := &l.Config
 	if l.Exists {
@@ -55,19 +71,16 @@ func printStatus(w io.Writer, a *app) {
 		sb += " — WARNING: commands are not confined; see `nanobot doctor`"
 	}
 	fmt.Fprintf(w, "sandbox:    %s\n", sb)
+}
 
-	printAgents(w, a)
-
+// printProviders lists the configured providers: key set or not, and
+// their apiBase (never the key).
+func printProviders(w io.Writer, c *configs.Config) {
 	fmt.Fprintln(w, "providers:")
-	names := make([]string, 0, len(c.Providers))
-	for n := range c.Providers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	if len(names) == 0 {
+	if len(c.Providers) == 0 {
 		fmt.Fprintln(w, "  (none configured)")
 	}
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(c.Providers)) {
 		p := c.Providers[n]
 		key := "no key"
 		if p.APIKey != "" {
@@ -79,12 +92,10 @@ func printStatus(w io.Writer, a *app) {
 		}
 		fmt.Fprintf(w, "  %-12s %s%s\n", n, key, base)
 	}
+}
 
-	fmt.Fprintln(w, "sign-ins:")
-	if err := printSignIns(w, a.signIn(), time.Now(), "  "); err != nil {
-		fmt.Fprintf(w, "  (cannot read: %v)\n", err)
-	}
-
+// printChannels lists the enabled channels.
+func printChannels(w io.Writer, c *configs.Config) {
 	fmt.Fprintln(w, "channels:")
 	enabled := c.Channels.Enabled()
 	if len(enabled) == 0 {
@@ -93,6 +104,11 @@ func printStatus(w io.Writer, a *app) {
 	for _, n := range enabled {
 		fmt.Fprintf(w, "  %-12s enabled, %d allowed sender(s)\n", n, len(c.Channels.Common(n).AllowFrom))
 	}
+}
+
+// printGateway says whether the gateway runs and, if it does, how its
+// channels, queues, MCP servers and cluster are.
+func printGateway(w io.Writer, c *configs.Config) {
 	fmt.Fprintf(w, "gateway:    http://%s:%d", c.Gateway.Host, c.Gateway.Port)
 	st, err := fetchStatus(c.Gateway.Host, c.Gateway.Port)
 	if err != nil {
@@ -100,20 +116,9 @@ func printStatus(w io.Writer, a *app) {
 		return
 	}
 	fmt.Fprintf(w, " (running %s, up since %s, ready: %v)\n", st.Version, st.Started.Local().Format("2006-01-02 15:04"), st.Ready)
-	chNames := make([]string, 0, len(st.Channels))
-	for n := range st.Channels {
-		chNames = append(chNames, n)
-	}
-	sort.Strings(chNames)
-	for _, n := range chNames {
+	for _, n := range slices.Sorted(maps.Keys(st.Channels)) {
 		h := st.Channels[n]
-		line := fmt.Sprintf("  %-12s %s since %s", n, h.State, h.Since.Local().Format("15:04:05"))
-		if h.Restarts > 0 {
-			line += fmt.Sprintf(", %d restart(s)", h.Restarts)
-		}
-		if h.LastError != "" {
-			line += ", last error: " + h.LastError
-		}
+		line := fmt.Sprintf("  %-12s %s since %s", n, h.State, h.Since.Local().Format("15:04:05")) + troubles(h.Restarts, h.LastError)
 		if h.State == channels.StateFailed {
 			line += " (stopped for good: fix the cause, then reload with SIGHUP or restart the gateway)"
 		}
@@ -121,14 +126,8 @@ func printStatus(w io.Writer, a *app) {
 	}
 	fmt.Fprintf(w, "  queues: %d inbound, %d outbound, %d unfinished\n", st.Inbound, st.Outbound, st.Pending)
 	for _, m := range st.MCP {
-		line := fmt.Sprintf("  mcp %-8s %s (%s, %d tools) since %s", m.Name, m.State, m.Transport, m.Tools, m.Since.Local().Format("15:04:05"))
-		if m.Restarts > 0 {
-			line += fmt.Sprintf(", %d restart(s)", m.Restarts)
-		}
-		if m.LastError != "" {
-			line += ", last error: " + m.LastError
-		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintf(w, "  mcp %-8s %s (%s, %d tools) since %s%s\n", m.Name, m.State, m.Transport, m.Tools,
+			m.Since.Local().Format("15:04:05"), troubles(m.Restarts, m.LastError))
 	}
 	if cl := st.Cluster; cl != nil {
 		fmt.Fprintf(w, "cluster:    %s (role %s), %d message(s) waiting\n", cl.Instance, cl.Role, cl.Lag)
@@ -140,6 +139,19 @@ func printStatus(w io.Writer, a *app) {
 			fmt.Fprintln(w, line)
 		}
 	}
+}
+
+// troubles is the tail of a status line for a service's restarts and
+// last error ("" when it has neither).
+func troubles(restarts int, lastErr string) string {
+	s := ""
+	if restarts > 0 {
+		s += fmt.Sprintf(", %d restart(s)", restarts)
+	}
+	if lastErr != "" {
+		s += ", last error: " + lastErr
+	}
+	return s
 }
 
 // fetchStatus asks a running gateway for its health.

@@ -25,13 +25,15 @@
 // origins, and only with a JSON body (so a foreign page cannot post a
 // "simple" form request to a local gateway).
 //
-// Limits: an optional token bucket per key (429 with Retry-After), and 503
-// for every turn while no LLM provider is configured.
+// Limits: an optional token bucket per key (429 with Retry-After), a cap on
+// the turns in flight with a bounded wait for a free one (429
+// agent_saturated, admit.go), and 503 for every turn while no LLM provider
+// is configured.
 //
 // Concurrency: the handler, Send, Edit and StreamEnded are called
 // concurrently; all shared state is behind one mutex per channel and one
-// per request, the record of stored conversations behind its own, and each
-// key's rate limiter locks itself.
+// per request, the record of stored conversations behind its own, each
+// key's rate limiter locks itself, and the turn slots are a channel.
 package api
 
 import (
@@ -40,7 +42,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +79,11 @@ type Config struct {
 	// Model is the agent's model (agents.defaults.model), the model id the
 	// API lists; "nanobot" is accepted as well.
 	Model string
+	// MaxConcurrent caps the turns this API runs at once (default 8);
+	// QueueTimeout is how long a request waits for one of them to end
+	// before it is answered 429 (0: at once).
+	MaxConcurrent int
+	QueueTimeout  time.Duration
 	// StopTimeout bounds how long delivering a disconnected client's /stop
 	// may take (default 5 s).
 	StopTimeout time.Duration
@@ -98,6 +104,7 @@ type Channel struct {
 	startedOnce sync.Once
 
 	limits *limiters // nil: no rate limit
+	slots  *turnSlots
 	convs  *conversations
 
 	mu      sync.Mutex
@@ -134,6 +141,10 @@ func New(cfg Config) *Channel {
 		c.keys = append(c.keys, digest(k))
 	}
 	c.limits = newLimiters(cfg.RequestsPerMinute, c.keys)
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = 8
+	}
+	c.slots = newTurnSlots(cfg.MaxConcurrent, cfg.QueueTimeout)
 	c.convs = &conversations{}
 	if cfg.StateDir != "" {
 		c.convs.path = filepath.Join(cfg.StateDir, conversationsFile)
@@ -199,18 +210,23 @@ func (c *Channel) waiter(chatID string) *waiter {
 	return c.waiters[chatID]
 }
 
-func (c *Channel) register(chatID string) *waiter {
-	w := &waiter{wake: make(chan struct{}, 1), text: map[string]string{}}
+func (c *Channel) register(chatID string, release func()) *waiter {
+	w := &waiter{wake: make(chan struct{}, 1), text: map[string]string{}, release: release}
 	c.mu.Lock()
 	c.waiters[chatID] = w
 	c.mu.Unlock()
 	return w
 }
 
+// unregister forgets chatID's waiter and gives back its turn slot.
 func (c *Channel) unregister(chatID string) {
 	c.mu.Lock()
+	w := c.waiters[chatID]
 	delete(c.waiters, chatID)
 	c.mu.Unlock()
+	if w != nil && w.release != nil {
+		w.release()
+	}
 }
 
 // awaitInbox returns the inbox, waiting (bounded by startWait and ctx)
@@ -231,63 +247,6 @@ func (c *Channel) currentInbox() channels.Inbox {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.inbox
-}
-
-// waiter collects one request's answer from the dispatcher's calls.
-type waiter struct {
-	wake chan struct{} // one pending signal
-
-	mu      sync.Mutex
-	streams []string          // stream ids in the order they began
-	text    map[string]string // stream id -> its text so far
-	done    bool
-	failed  bool // the final message reports a failure
-	usage   *bus.Usage
-}
-
-// finalID keys a final message that was not streamed (an error, a command's
-// answer).
-const finalID = "\x00final"
-
-func (w *waiter) update(m bus.Outbound) {
-	if m.StreamID == "" && !m.Final {
-		return // a tool hint, progress note or message-tool note: not the answer
-	}
-	id := m.StreamID
-	if id == "" {
-		id = finalID
-	}
-	w.mu.Lock()
-	if _, ok := w.text[id]; !ok {
-		w.streams = append(w.streams, id)
-	}
-	w.text[id] = strings.TrimLeft(m.Content, "\n") // as the dispatcher shows it
-	if m.Final {
-		w.done, w.failed = true, m.IsError
-		if m.Usage != nil {
-			u := *m.Usage
-			w.usage = &u
-		}
-	}
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// answer is the text so far (each message of the turn, in order, separated
-// by a blank line) and whether the turn is over.
-func (w *waiter) answer() (text string, done, failed bool, usage *bus.Usage) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var parts []string
-	for _, id := range w.streams {
-		if t := w.text[id]; strings.TrimSpace(t) != "" {
-			parts = append(parts, t)
-		}
-	}
-	return strings.Join(parts, "\n\n"), w.done, w.failed, w.usage
 }
 
 func newID() string {

@@ -189,7 +189,7 @@ func (c *Channel) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if req.Stream {
 		finished = c.stream(w, r, wt, resp, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	} else {
-		finished = c.whole(w, r, wt, resp)
+		finished = whole(w, r, wt, func(a answer) any { return completionBody(resp, a) })
 	}
 	if !finished {
 		c.stop(m)
@@ -235,44 +235,22 @@ func usageOf(u *bus.Usage) usageObject {
 	return usageObject{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
 }
 
-// whole waits for the answer and writes one chat.completion; false if the
-// client went away first.
-func (c *Channel) whole(w http.ResponseWriter, r *http.Request, wt *waiter, resp completion) bool {
-	for {
-		select {
-		case <-r.Context().Done():
-			return false
-		case <-wt.wake:
-		}
-		text, done, failed, usage := wt.answer()
-		if !done {
-			continue
-		}
-		if failed {
-			writeError(w, http.StatusBadGateway, "server_error", "upstream_error", text)
-			return true
-		}
-		writeJSON(w, http.StatusOK, map[string]any{
-			"id": resp.id, "object": "chat.completion", "created": resp.created, "model": resp.model,
-			"choices": []any{map[string]any{
-				"index": 0, "message": map[string]any{"role": "assistant", "content": text},
-				"finish_reason": "stop", "logprobs": nil,
-			}},
-			"usage": usageOf(usage),
-		})
-		return true
+// completionBody is the chat.completion of a finished answer.
+func completionBody(resp completion, a answer) any {
+	return map[string]any{
+		"id": resp.id, "object": "chat.completion", "created": resp.created, "model": resp.model,
+		"choices": []any{map[string]any{
+			"index": 0, "message": map[string]any{"role": "assistant", "content": a.text},
+			"finish_reason": "stop", "logprobs": nil,
+		}},
+		"usage": usageOf(a.usage),
 	}
 }
 
 // stream writes the answer as server-sent chat.completion.chunk events as
 // it grows; false if the client went away first.
 func (c *Channel) stream(w http.ResponseWriter, r *http.Request, wt *waiter, resp completion, includeUsage bool) bool {
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	rc := startEvents(w)
 	chunk := func(delta map[string]any, finish any) error {
 		obj := map[string]any{
 			"id": resp.id, "object": "chat.completion.chunk", "created": resp.created, "model": resp.model,
@@ -283,40 +261,23 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, wt *waiter, res
 	if chunk(map[string]any{"role": "assistant", "content": ""}, nil) != nil {
 		return false
 	}
-	sent := ""
-	for {
-		select {
-		case <-r.Context().Done():
-			return false
-		case <-wt.wake:
-		}
-		text, done, _, usage := wt.answer()
-		// The text only grows; if a message was rewritten (its final text
-		// differs from what streamed), what was sent stands.
-		if strings.HasPrefix(text, sent) && len(text) > len(sent) {
-			if chunk(map[string]any{"content": text[len(sent):]}, nil) != nil {
-				return false
-			}
-			sent = text
-		}
-		if !done {
-			continue
-		}
-		if chunk(map[string]any{}, "stop") != nil {
-			return false
-		}
-		if includeUsage {
-			u := usageOf(usage)
-			obj := map[string]any{"id": resp.id, "object": "chat.completion.chunk", "created": resp.created,
-				"model": resp.model, "choices": []any{}, "usage": u}
-			if writeEvent(w, rc, obj) != nil {
-				return false
-			}
-		}
-		_, _ = io.WriteString(w, "data: [DONE]\n\n")
-		_ = rc.Flush()
-		return true
+	// A failed turn's error text ends the answer.
+	a, _, ok := wt.follow(r.Context(), true, func(delta string) error {
+		return chunk(map[string]any{"content": delta}, nil)
+	})
+	if !ok || chunk(map[string]any{}, "stop") != nil {
+		return false
 	}
+	if includeUsage {
+		obj := map[string]any{"id": resp.id, "object": "chat.completion.chunk", "created": resp.created,
+			"model": resp.model, "choices": []any{}, "usage": usageOf(a.usage)}
+		if writeEvent(w, rc, obj) != nil {
+			return false
+		}
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	_ = rc.Flush()
+	return true
 }
 
 func writeEvent(w io.Writer, rc *http.ResponseController, v any) error {

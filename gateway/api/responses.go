@@ -262,7 +262,10 @@ func (c *Channel) responses(w http.ResponseWriter, r *http.Request) {
 	if t.stream {
 		finished = c.streamResponse(w, r, wt, resp, "msg_"+own)
 	} else {
-		finished = c.wholeResponse(w, r, wt, resp, "msg_"+own)
+		finished = whole(w, r, wt, func(a answer) any {
+			resp.complete("msg_"+own, a.text, a.usage)
+			return resp
+		})
 	}
 	if !finished {
 		c.stop(m)
@@ -353,39 +356,11 @@ func (resp *responseObject) complete(msgID, text string, usage *bus.Usage) {
 	resp.Usage = responseUsageOf(usage)
 }
 
-// wholeResponse waits for the answer and writes one response object;
-// false if the client went away first.
-func (c *Channel) wholeResponse(w http.ResponseWriter, r *http.Request, wt *waiter, resp *responseObject, msgID string) bool {
-	for {
-		select {
-		case <-r.Context().Done():
-			return false
-		case <-wt.wake:
-		}
-		text, done, failed, usage := wt.answer()
-		if !done {
-			continue
-		}
-		if failed {
-			writeError(w, http.StatusBadGateway, "server_error", "upstream_error", text)
-			return true
-		}
-		resp.complete(msgID, text, usage)
-		writeJSON(w, http.StatusOK, resp)
-		return true
-	}
-}
-
 // streamResponse writes the answer as the documented sequence of
 // server-sent events (response.created ... response.completed), each
 // numbered; false if the client went away first.
 func (c *Channel) streamResponse(w http.ResponseWriter, r *http.Request, wt *waiter, resp *responseObject, msgID string) bool {
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	rc := startEvents(w)
 	seq := 0
 	emit := func(typ string, fields map[string]any) error {
 		fields["type"], fields["sequence_number"] = typ, seq
@@ -409,38 +384,22 @@ func (c *Channel) streamResponse(w http.ResponseWriter, r *http.Request, wt *wai
 		emit("response.content_part.added", at(map[string]any{"part": textPart("")})) != nil {
 		return false
 	}
-	sent := ""
-	for {
-		select {
-		case <-r.Context().Done():
-			return false
-		case <-wt.wake:
-		}
-		text, done, failed, usage := wt.answer()
-		// The text only grows; if a message was rewritten (its final text
-		// differs from what streamed), what was sent stands.
-		if strings.HasPrefix(text, sent) && len(text) > len(sent) && !failed {
-			if emit("response.output_text.delta", at(map[string]any{"delta": text[len(sent):], "logprobs": []any{}})) != nil {
-				return false
-			}
-			sent = text
-		}
-		if !done {
-			continue
-		}
-		if failed {
-			resp.Status = "failed"
-			resp.Error = &responseError{Code: "server_error", Message: text}
-			resp.Usage = responseUsageOf(usage)
-			return emit("response.failed", map[string]any{"response": resp}) == nil
-		}
-		resp.complete(msgID, sent, usage)
-		if emit("response.output_text.done", at(map[string]any{"text": sent, "logprobs": []any{}})) != nil ||
-			emit("response.content_part.done", at(map[string]any{"part": textPart(sent)})) != nil ||
-			emit("response.output_item.done", map[string]any{"output_index": 0, "item": resp.Output[0]}) != nil ||
-			emit("response.completed", map[string]any{"response": resp}) != nil {
-			return false
-		}
-		return true
+	// A failed turn's error text is the response's error, not its text.
+	a, sent, ok := wt.follow(r.Context(), false, func(delta string) error {
+		return emit("response.output_text.delta", at(map[string]any{"delta": delta, "logprobs": []any{}}))
+	})
+	if !ok {
+		return false
 	}
+	if a.failed {
+		resp.Status = "failed"
+		resp.Error = &responseError{Code: "server_error", Message: a.text}
+		resp.Usage = responseUsageOf(a.usage)
+		return emit("response.failed", map[string]any{"response": resp}) == nil
+	}
+	resp.complete(msgID, sent, a.usage)
+	return emit("response.output_text.done", at(map[string]any{"text": sent, "logprobs": []any{}})) == nil &&
+		emit("response.content_part.done", at(map[string]any{"part": textPart(sent)})) == nil &&
+		emit("response.output_item.done", map[string]any{"output_index": 0, "item": resp.Output[0]}) == nil &&
+		emit("response.completed", map[string]any{"response": resp}) == nil
 }

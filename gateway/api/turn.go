@@ -218,8 +218,8 @@ func (c *Channel) admitTurn(w http.ResponseWriter, model string) (string, bool) 
 	return model, true
 }
 
-// submit saves the uploads as m's media, registers m's waiter and delivers
-// m to the agent. It answers the client itself when it fails (false); on
+// submit takes a turn slot (429 when none frees in time), saves the
+// uploads as m's media, registers m's waiter and delivers m to the agent. It answers the client itself when it fails (false); on
 // success the caller unregisters m.ChatID when done.
 func (c *Channel) submit(w http.ResponseWriter, r *http.Request, m *bus.Inbound, ups []upload) (*waiter, bool) {
 	inbox := c.awaitInbox(r.Context())
@@ -227,14 +227,19 @@ func (c *Channel) submit(w http.ResponseWriter, r *http.Request, m *bus.Inbound,
 		writeError(w, http.StatusServiceUnavailable, "server_error", "unavailable", "the gateway is starting or stopping; try again")
 		return nil, false
 	}
+	release, ok := c.admitSlot(w, r)
+	if !ok {
+		return nil, false
+	}
 	media, err := c.save(m.ChatID, ups)
 	if err != nil {
+		release()
 		c.log.Warn("saving an upload failed", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "server_error", "unavailable", "the gateway could not store the uploaded files; try again later")
 		return nil, false
 	}
 	m.Media = media
-	wt := c.register(m.ChatID)
+	wt := c.register(m.ChatID, release)
 	if err := inbox.Deliver(r.Context(), *m); err != nil {
 		c.unregister(m.ChatID)
 		if r.Context().Err() != nil {

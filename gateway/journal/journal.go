@@ -84,15 +84,7 @@ func Open(path string, opts Options) (*Journal, []bus.Inbound, error) {
 		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
 	j.w = w
-	j.order = wal.Present(j.order, j.pending)
-	if err := j.compact(); err != nil {
-		// A full disk at start: keep going on the file as it is.
-		log.Warn("journal: compaction failed", "err", err)
-	}
-	var replay []bus.Inbound
-	for _, id := range j.order {
-		replay = append(replay, j.pending[id])
-	}
+	replay := wal.Recovered(log, "journal", &j.order, j.pending, j.compact, func(m bus.Inbound) bus.Inbound { return m })
 	return j, replay, nil
 }
 

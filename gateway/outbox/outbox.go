@@ -120,14 +120,7 @@ func Open(path string, opts Options) (*Outbox, []bus.Outbound, error) {
 		return nil, nil, fmt.Errorf("outbox: %w", err)
 	}
 	o.w = w
-	o.order = wal.Present(o.order, o.pending)
-	if err := o.compact(); err != nil {
-		log.Warn("outbox: compaction failed", "err", err)
-	}
-	var out []bus.Outbound
-	for _, id := range o.order {
-		out = append(out, o.pending[id].msg)
-	}
+	out := wal.Recovered(log, "outbox", &o.order, o.pending, o.compact, func(e *entry) bus.Outbound { return e.msg })
 	return o, out, nil
 }
 

@@ -287,6 +287,22 @@ func Present[V any](ids []string, m map[string]V) []string {
 	return kept
 }
 
+// Recovered finishes opening a store kept in a log: it trims *order to the
+// ids still pending (see Present), compacts the file (a failure, such as a
+// full disk at start, is only logged: the store keeps going on the file as
+// it is) and returns what each pending entry holds, oldest first.
+func Recovered[V, T any](log *slog.Logger, store string, order *[]string, pending map[string]V, compact func() error, value func(V) T) []T {
+	*order = Present(*order, pending)
+	if err := compact(); err != nil {
+		log.Warn(store+": compaction failed", "err", err)
+	}
+	var out []T
+	for _, id := range *order {
+		out = append(out, value(pending[id]))
+	}
+	return out
+}
+
 // AppendJSON appends r as one JSON record (see Append).
 func AppendJSON[T any](l *Log, r T, sync bool) error {
 	b, err := json.Marshal(r)

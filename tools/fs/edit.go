@@ -20,14 +20,8 @@ var _ tools.Tool = (*EditFile)(nil)
 
 // NewEditFile returns the edit_file tool.
 func NewEditFile(opts Options) (*EditFile, error) {
-	b, err := newBase(opts, "edit_file")
-	if err != nil {
-		return nil, err
-	}
-	return &EditFile{b}, nil
+	return newTool(opts, "edit_file", func(b *base) *EditFile { return &EditFile{b} })
 }
-
-func (t *EditFile) Name() string { return "edit_file" }
 
 func (t *EditFile) Description() string {
 	return "Replace old_text with new_text in a file. old_text should be copied from the file (without read_file's line-number prefixes) " +

@@ -59,6 +59,7 @@ type Options struct {
 
 // base is what every file tool shares.
 type base struct {
+	name  string // the tool's
 	opts  Options
 	paths *pathguard.Guard
 	log   *slog.Logger
@@ -88,8 +89,20 @@ func newBase(opts Options, tool string) (*base, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &base{opts: opts, paths: g, log: log.With("tool", tool)}, nil
+	return &base{name: tool, opts: opts, paths: g, log: log.With("tool", tool)}, nil
 }
+
+// newTool builds the file tool called name around its own base.
+func newTool[T any](opts Options, name string, wrap func(*base) *T) (*T, error) {
+	b, err := newBase(opts, name)
+	if err != nil {
+		return nil, err
+	}
+	return wrap(b), nil
+}
+
+// Name implements tools.Tool for every file tool.
+func (b *base) Name() string { return b.name }
 
 // open checks the model's path and returns the folder handle to work
 // through; the caller closes loc.Root.

@@ -35,14 +35,8 @@ var _ tools.Tool = (*ListDir)(nil)
 
 // NewListDir returns the list_dir tool.
 func NewListDir(opts Options) (*ListDir, error) {
-	b, err := newBase(opts, "list_dir")
-	if err != nil {
-		return nil, err
-	}
-	return &ListDir{b}, nil
+	return newTool(opts, "list_dir", func(b *base) *ListDir { return &ListDir{b} })
 }
-
-func (t *ListDir) Name() string { return "list_dir" }
 
 func (t *ListDir) Description() string {
 	return fmt.Sprintf("List a folder: sub-folders end with /, files show their size, symlinks their target. "+

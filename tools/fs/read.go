@@ -22,14 +22,8 @@ var _ tools.Tool = (*ReadFile)(nil)
 
 // NewReadFile returns the read_file tool.
 func NewReadFile(opts Options) (*ReadFile, error) {
-	b, err := newBase(opts, "read_file")
-	if err != nil {
-		return nil, err
-	}
-	return &ReadFile{b}, nil
+	return newTool(opts, "read_file", func(b *base) *ReadFile { return &ReadFile{b} })
 }
-
-func (t *ReadFile) Name() string { return "read_file" }
 
 func (t *ReadFile) Description() string {
 	return fmt.Sprintf("Read a text file, returned with line numbers (\"  12| text\"; the prefix is not part of the file). "+

@@ -21,14 +21,8 @@ var _ tools.Tool = (*WriteFile)(nil)
 
 // NewWriteFile returns the write_file tool.
 func NewWriteFile(opts Options) (*WriteFile, error) {
-	b, err := newBase(opts, "write_file")
-	if err != nil {
-		return nil, err
-	}
-	return &WriteFile{b}, nil
+	return newTool(opts, "write_file", func(b *base) *WriteFile { return &WriteFile{b} })
 }
-
-func (t *WriteFile) Name() string { return "write_file" }
 
 func (t *WriteFile) Description() string {
 	return "Create or overwrite a file with the given content, creating missing parent folders. " +

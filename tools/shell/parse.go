@@ -356,17 +356,7 @@ func lex(line string) []simpleCmd {
 	return cmds
 }
 
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
-}
+func isDigits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
 
 // skipHeredocs returns the index after the bodies of the pending
 // here-documents that start at from.

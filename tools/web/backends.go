@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -95,31 +94,30 @@ type tavily struct{ endpoint, key string }
 func (t *tavily) name() string { return "Tavily" }
 
 func (t *tavily) search(ctx context.Context, c *http.Client, query string, count int) ([]result, error) {
-	payload, err := json.Marshal(map[string]any{"query": query, "max_results": count, "search_depth": "basic"})
-	if err != nil {
+	var resp contentResults
+	if err := postJSON(ctx, c, t.endpoint, bearer(t.key),
+		map[string]any{"query": query, "max_results": count, "search_depth": "basic"}, &resp); err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.endpoint, bytes.NewReader(payload))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+t.key)
-	var resp struct {
-		Results []struct {
-			Title   string `json:"title"`
-			URL     string `json:"url"`
-			Content string `json:"content"`
-		} `json:"results"`
-	}
-	if err := doJSON(c, req, &resp); err != nil {
-		return nil, err
-	}
-	out := make([]result, 0, len(resp.Results))
-	for _, r := range resp.Results {
+	return resp.list(), nil
+}
+
+// contentResults is the answer of the APIs that list results as {title,
+// url, content}.
+type contentResults struct {
+	Results []struct {
+		Title   string `json:"title"`
+		URL     string `json:"url"`
+		Content string `json:"content"`
+	} `json:"results"`
+}
+
+func (cr *contentResults) list() []result {
+	out := make([]result, 0, len(cr.Results))
+	for _, r := range cr.Results {
 		out = append(out, result{Title: r.Title, URL: r.URL, Snippet: r.Content})
 	}
-	return out, nil
+	return out
 }
 
 // searxng is a SearXNG instance's JSON API (format=json must be enabled in
@@ -147,19 +145,9 @@ func (s *searxng) search(ctx context.Context, c *http.Client, query string, coun
 	if s.key != "" {
 		req.Header.Set("Authorization", "Bearer "+s.key)
 	}
-	var resp struct {
-		Results []struct {
-			Title   string `json:"title"`
-			URL     string `json:"url"`
-			Content string `json:"content"`
-		} `json:"results"`
-	}
+	var resp contentResults
 	if err := doJSON(c, req, &resp); err != nil {
 		return nil, err
 	}
-	out := make([]result, 0, min(len(resp.Results), count))
-	for _, r := range resp.Results {
-		out = append(out, result{Title: r.Title, URL: r.URL, Snippet: r.Content})
-	}
-	return out, nil
+	return resp.list(), nil
 }

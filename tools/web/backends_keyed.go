@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,6 +45,9 @@ func postJSON(ctx context.Context, c *http.Client, endpoint string, headers map[
 	return doJSON(c, req, out)
 }
 
+// bearer is the header of a key sent as a bearer token.
+func bearer(key string) map[string]string { return map[string]string{"Authorization": "Bearer " + key} }
+
 // jina is Jina's search endpoint (s.jina.ai): GET /<query>, JSON answer.
 type jina struct{ endpoint, key string }
 
@@ -70,11 +74,7 @@ func (j *jina) search(ctx context.Context, c *http.Client, query string, count i
 	}
 	out := make([]result, 0, len(resp.Data))
 	for _, d := range resp.Data {
-		s := d.Description
-		if s == "" {
-			s = truncateRunes(d.Content, 500)
-		}
-		out = append(out, result{Title: d.Title, URL: d.URL, Snippet: s})
+		out = append(out, result{Title: d.Title, URL: d.URL, Snippet: cmp.Or(d.Description, truncateRunes(d.Content, 500))})
 	}
 	return out, nil
 }
@@ -94,7 +94,7 @@ func (k *kagi) search(ctx context.Context, c *http.Client, query string, count i
 			} `json:"search"`
 		} `json:"data"`
 	}
-	if err := postJSON(ctx, c, k.endpoint, map[string]string{"Authorization": "Bearer " + k.key},
+	if err := postJSON(ctx, c, k.endpoint, bearer(k.key),
 		map[string]any{"query": query, "limit": count}, &resp); err != nil {
 		return nil, err
 	}
@@ -120,15 +120,12 @@ func (o *olostep) search(ctx context.Context, c *http.Client, query string, coun
 			Sources     []json.RawMessage `json:"sources"`
 		} `json:"result"`
 	}
-	if err := postJSON(ctx, c, o.endpoint, map[string]string{"Authorization": "Bearer " + o.key},
+	if err := postJSON(ctx, c, o.endpoint, bearer(o.key),
 		map[string]any{"task": query}, &resp); err != nil {
 		return nil, err
 	}
 	var out []result
-	answer := resp.Result.Answer
-	if answer == "" {
-		answer = resp.Result.JSONContent
-	}
+	answer := cmp.Or(resp.Result.Answer, resp.Result.JSONContent)
 	if answer != "" {
 		out = append(out, result{Title: "Olostep answer", Snippet: truncateRunes(answer, 1000)})
 	}
@@ -148,10 +145,7 @@ func (o *olostep) search(ctx context.Context, c *http.Client, query string, coun
 		if src.URL == "" {
 			continue
 		}
-		if src.Title == "" {
-			src.Title = src.URL
-		}
-		out = append(out, result{Title: src.Title, URL: src.URL})
+		out = append(out, result{Title: cmp.Or(src.Title, src.URL), URL: src.URL})
 	}
 	return out, nil
 }
@@ -176,7 +170,7 @@ func (b *bocha) search(ctx context.Context, c *http.Client, query string, count 
 			} `json:"webPages"`
 		} `json:"data"`
 	}
-	if err := postJSON(ctx, c, b.endpoint, map[string]string{"Authorization": "Bearer " + b.key},
+	if err := postJSON(ctx, c, b.endpoint, bearer(b.key),
 		map[string]any{"query": query, "count": count, "summary": true, "freshness": "noLimit"}, &resp); err != nil {
 		return nil, err
 	}
@@ -185,11 +179,7 @@ func (b *bocha) search(ctx context.Context, c *http.Client, query string, count 
 	}
 	out := make([]result, 0, len(resp.Data.WebPages.Value))
 	for _, v := range resp.Data.WebPages.Value {
-		s := v.Summary
-		if s == "" {
-			s = v.Snippet
-		}
-		out = append(out, result{Title: v.Name, URL: v.URL, Snippet: s})
+		out = append(out, result{Title: v.Name, URL: v.URL, Snippet: cmp.Or(v.Summary, v.Snippet)})
 	}
 	return out, nil
 }
@@ -217,7 +207,7 @@ func (v *volcengine) search(ctx context.Context, c *http.Client, query string, c
 			} `json:"WebResults"`
 		} `json:"Result"`
 	}
-	if err := postJSON(ctx, c, v.endpoint, map[string]string{"Authorization": "Bearer " + v.key},
+	if err := postJSON(ctx, c, v.endpoint, bearer(v.key),
 		map[string]any{"Query": query, "SearchType": "web", "Count": count, "NeedSummary": true}, &resp); err != nil {
 		return nil, err
 	}
@@ -226,11 +216,7 @@ func (v *volcengine) search(ctx context.Context, c *http.Client, query string, c
 	}
 	out := make([]result, 0, len(resp.Result.WebResults))
 	for _, r := range resp.Result.WebResults {
-		s := r.Summary
-		if s == "" {
-			s = r.Snippet
-		}
-		out = append(out, result{Title: r.Title, URL: r.URL, Snippet: s})
+		out = append(out, result{Title: r.Title, URL: r.URL, Snippet: cmp.Or(r.Summary, r.Snippet)})
 	}
 	return out, nil
 }
@@ -261,11 +247,7 @@ func (k *keenable) search(ctx context.Context, c *http.Client, query string, cou
 	}
 	out := make([]result, 0, len(resp.Results))
 	for _, r := range resp.Results {
-		s := r.Snippet
-		if s == "" {
-			s = r.Description
-		}
-		out = append(out, result{Title: r.Title, URL: r.URL, Snippet: s})
+		out = append(out, result{Title: r.Title, URL: r.URL, Snippet: cmp.Or(r.Snippet, r.Description)})
 	}
 	return out, nil
 }

@@ -148,22 +148,9 @@ func ParseHostIP(host string) (ip netip.Addr, ok bool, err error) {
 // isNumericLabel: decimal digits, or 0x followed by hex digits.
 func isNumericLabel(s string) bool {
 	if rest, ok := strings.CutPrefix(s, "0x"); ok {
-		for _, r := range rest {
-			if !strings.ContainsRune("0123456789abcdef", r) {
-				return false
-			}
-		}
-		return true
+		return strings.Trim(rest, "0123456789abcdef") == ""
 	}
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 func parseIPv4Part(p string) (uint64, error) {

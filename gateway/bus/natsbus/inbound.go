@@ -83,15 +83,8 @@ func (b *Bus) RunWorkerWith(ctx context.Context, hooks WorkerHooks) error {
 		return ErrClosed
 	}
 	defer b.wg.Done()
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := b.untilClosed(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-b.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	b.mu.Lock()
 	if b.owned == nil {
 		b.owned = map[int]*partState{}
@@ -118,18 +111,11 @@ func (b *Bus) RunWorkerWith(ctx context.Context, hooks WorkerHooks) error {
 // keepLeases renews the held leases after RunWorker returned, until Close,
 // so turns still running are not taken over.
 func (b *Bus) keepLeases() {
-	t := time.NewTicker(b.renewEvery())
-	defer t.Stop()
-	for {
-		select {
-		case <-b.closing:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), b.renewEvery())
-			b.renewAll(ctx)
-			cancel()
-		}
-	}
+	b.everyUntilClosed(b.renewEvery(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), b.renewEvery())
+		b.renewAll(ctx)
+		cancel()
+	})
 }
 
 // balance is one round of membership, renewal, release and acquisition.
@@ -426,55 +412,33 @@ func (b *Bus) consumePartition(pctx context.Context, p int, gen uint64) {
 }
 
 func (b *Bus) feed(pctx context.Context, cons jetstream.Consumer, p int, gen uint64) error {
-	it, err := cons.Messages(jetstream.PullMaxMessages(64))
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	for {
-		msg, err := it.Next(jetstream.NextContext(pctx))
-		if err != nil {
-			if pctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			_ = msg.Term()
-			continue
-		}
-		var m bus.Inbound
-		if err := json.Unmarshal(msg.Data(), &m); err != nil {
-			b.log.Error("worker: dropping undecodable inbound message", "partition", p, "seq", meta.Sequence.Stream, "err", err)
-			_ = msg.Term()
-			continue
-		}
+	return consume(pctx, cons, 64, b.log.With("partition", p), "worker: dropping undecodable inbound message", func(msg jetstream.Msg, seq uint64, m bus.Inbound) (bool, error) {
 		doneKey := inboundDedupKey(m)
 		if doneKey == "" {
-			doneKey = "seq-" + strconv.FormatUint(meta.Sequence.Stream, 10)
+			doneKey = "seq-" + strconv.FormatUint(seq, 10)
 		}
 		doneKey = "in." + doneKey
 		gctx, cancel := context.WithTimeout(pctx, 5*time.Second)
-		_, err = b.done.Get(gctx, doneKey)
+		_, err := b.done.Get(gctx, doneKey)
 		cancel()
 		switch {
 		case err == nil:
-			b.log.Info("worker: skipping a message already answered", "partition", p, "seq", meta.Sequence.Stream)
-			b.skipped(m.Key(), p, gen, meta.Sequence.Stream)
+			b.log.Info("worker: skipping a message already answered", "partition", p, "seq", seq)
+			b.skipped(m.Key(), p, gen, seq)
 			_ = msg.Ack()
-			continue
+			return true, nil
 		case !errors.Is(err, jetstream.ErrKeyNotFound):
 			_ = msg.Nak()
-			return fmt.Errorf("done check: %w", err)
+			return false, fmt.Errorf("done check: %w", err)
 		}
-		m.ID = strconv.Itoa(p) + "." + strconv.FormatUint(meta.Sequence.Stream, 10)
-		b.track(m.ID, &pending{msg: msg, part: p, gen: gen, key: doneKey, sess: m.Key(), seq: meta.Sequence.Stream})
+		m.ID = strconv.Itoa(p) + "." + strconv.FormatUint(seq, 10)
+		b.track(m.ID, &pending{msg: msg, part: p, gen: gen, key: doneKey, sess: m.Key(), seq: seq})
 		if !b.hand(pctx, m, p, gen) {
 			b.untrack(m.ID)
-			return nil
+			return false, nil
 		}
-	}
+		return true, nil
+	})
 }
 
 // Member describes an instance in the member list.

@@ -445,14 +445,7 @@ func (b *Bus) Delivered(m bus.Outbound) {
 // keepAlive sends progress acknowledgements for the messages being worked
 // on, so long turns are not redelivered while they run.
 func (b *Bus) keepAlive() {
-	t := time.NewTicker(b.opts.AckWait / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.closing:
-			return
-		case <-t.C:
-		}
+	b.everyUntilClosed(b.opts.AckWait/3, func() {
 		b.mu.Lock()
 		msgs := make([]jetstream.Msg, 0, len(b.inflight))
 		for _, p := range b.inflight {
@@ -461,6 +454,20 @@ func (b *Bus) keepAlive() {
 		b.mu.Unlock()
 		for _, m := range msgs {
 			_ = m.InProgress()
+		}
+	})
+}
+
+// everyUntilClosed calls fn every d until the bus closes.
+func (b *Bus) everyUntilClosed(d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-t.C:
+			fn()
 		}
 	}
 }

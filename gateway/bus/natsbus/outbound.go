@@ -3,6 +3,7 @@ package natsbus
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -21,15 +22,8 @@ func (b *Bus) RunDispatcherFeed(ctx context.Context) error {
 		return ErrClosed
 	}
 	defer b.wg.Done()
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := b.untilClosed(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-b.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	log := b.log.With("consumer", "dispatcher")
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -53,7 +47,40 @@ func (b *Bus) RunDispatcherFeed(ctx context.Context) error {
 }
 
 func (b *Bus) feedOutbound(ctx context.Context, cons jetstream.Consumer) error {
-	it, err := cons.Messages(jetstream.PullMaxMessages(256))
+	return consume(ctx, cons, 256, b.log, "dropping undecodable outbound message", func(msg jetstream.Msg, seq uint64, m bus.Outbound) (bool, error) {
+		m.ID = "out." + strconv.FormatUint(seq, 10)
+		b.track(m.ID, &pending{msg: msg, part: -1})
+		select {
+		case b.out <- m:
+			return true, nil
+		case <-ctx.Done():
+			b.untrack(m.ID)
+			return false, nil
+		}
+	})
+}
+
+// untilClosed returns a context that also ends when the bus closes.
+func (b *Bus) untilClosed(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-b.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// consume pulls cons's messages (batch at a time) until ctx ends (nil) or
+// the pull fails, decoding each as a T. A message without metadata or that
+// does not decode is terminated (logged as undecodable); the others go to
+// handle with their stream sequence, which stops the pull by returning
+// false or an error.
+func consume[T any](ctx context.Context, cons jetstream.Consumer, batch int, log *slog.Logger, undecodable string,
+	handle func(msg jetstream.Msg, seq uint64, m T) (bool, error)) error {
+	it, err := cons.Messages(jetstream.PullMaxMessages(batch))
 	if err != nil {
 		return err
 	}
@@ -71,19 +98,14 @@ func (b *Bus) feedOutbound(ctx context.Context, cons jetstream.Consumer) error {
 			_ = msg.Term()
 			continue
 		}
-		var m bus.Outbound
+		var m T
 		if err := json.Unmarshal(msg.Data(), &m); err != nil {
-			b.log.Error("dropping undecodable outbound message", "seq", meta.Sequence.Stream, "err", err)
+			log.Error(undecodable, "seq", meta.Sequence.Stream, "err", err)
 			_ = msg.Term()
 			continue
 		}
-		m.ID = "out." + strconv.FormatUint(meta.Sequence.Stream, 10)
-		b.track(m.ID, &pending{msg: msg, part: -1})
-		select {
-		case b.out <- m:
-		case <-ctx.Done():
-			b.untrack(m.ID)
-			return nil
+		if more, err := handle(msg, meta.Sequence.Stream, m); !more || err != nil {
+			return err
 		}
 	}
 }
