@@ -200,14 +200,24 @@ func TestClusterThreeWorkers(t *testing.T) {
 	llm := newProbe(5 * time.Millisecond)
 	fc := platform("fake")
 	c.start(RoleChannels, "channels-1", llm.worker("channels-1"), fc)
-	var w1 *running
+	var workers []*running
 	for i := range 3 {
 		name := fmt.Sprint("worker-", i+1)
-		r := c.start(RoleWorker, name, llm.worker(name))
-		if i == 0 {
-			w1 = r
-		}
+		workers = append(workers, c.start(RoleWorker, name, llm.worker(name)))
 	}
+	w1 := workers[0]
+	// The first worker takes every partition and hands some back as the
+	// others join (a round every leaseTtlS/3): send once each owns some,
+	// or the first may answer everything before the others have a share.
+	waitForLong(t, "every worker owns partitions", 30*time.Second, func() bool {
+		for _, w := range workers {
+			var st Status
+			if _, body := get(t, "http://"+w.addr+"/api/status"); json.Unmarshal([]byte(body), &st) != nil || st.Cluster == nil || len(st.Cluster.Owned) == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	const sessions, each = 50, 4
 	for i := range each {
 		for s := range sessions {
