@@ -327,14 +327,20 @@ func checkStreaming(t *testing.T, s *suite) {
 	if len(seq) < 2 {
 		t.Fatalf("an Editor got no edit while streaming for %s (%d calls)", 3*interval, len(seq))
 	}
-	const slack = 10 * time.Millisecond
 	for i := 1; i < len(seq); i++ {
 		if !seq[i].Edit || seq[i].MessageID != seq[0].MessageID {
 			t.Errorf("call %d: %+v, want an edit of message %s", i, seq[i], seq[0].MessageID)
 		}
-		if gap := seq[i].At.Sub(seq[i-1].At); gap < interval-slack {
-			t.Errorf("call %d came %s after the previous one, faster than EditInterval %s", i, gap, interval)
-		}
+	}
+	// The edits respect EditInterval. Judged by their number over the time
+	// they took, as the platform sees them, not gap by gap: a call held up
+	// on its way (a loaded machine) shortens the gap to the next one
+	// without the adapter having sent faster. Unthrottled, the 12 deltas
+	// would give about 13 calls in 3 intervals; throttled, at most one per
+	// interval plus the first message and the final edit.
+	span := seq[len(seq)-1].At.Sub(seq[0].At)
+	if most := int(span/interval) + 2; len(seq) > most {
+		t.Errorf("%d calls in %s, more than the %d that EditInterval %s allows: %+v", len(seq), span, most, interval, seq)
 	}
 }
 
