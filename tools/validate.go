@@ -1,20 +1,21 @@
 package tools
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
+	"maps"
+	"math"
+	"net/url"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // ValidationError is one problem with the arguments of a tool call.
@@ -37,16 +38,33 @@ func (e ValidationError) String() string {
 
 // Schema is a compiled JSON Schema for tool arguments. It is safe for
 // concurrent use.
+//
+// github.com/google/jsonschema-go decides whether arguments are valid; it
+// stops at the first problem and words it for programmers, so when the
+// arguments are invalid, Validate walks the schema beside them to name
+// every problem with its path, in words a model can act on, asking the
+// library about one location's keywords at a time.
 type Schema struct {
-	compiled *jsonschema.Schema
+	root     *jsonschema.Schema
+	resolved *jsonschema.Resolved
 }
 
-// schemaURL names the single in-memory resource each schema is compiled
-// from; nothing is ever loaded from it.
+// schemaURL is the base URI each schema is resolved against; nothing is
+// ever loaded from it.
 const schemaURL = "mem:///parameters.json"
 
+// Drafts whose keywords the validator knows; a tool schema naming another
+// draft is read as 2020-12, the keywords tools use being the same.
+var knownDrafts = map[string]bool{
+	"https://json-schema.org/draft/2020-12/schema": true,
+	"http://json-schema.org/draft-07/schema":       true,
+	"http://json-schema.org/draft-07/schema#":      true,
+}
+
+var typeNames = map[string]bool{"null": true, "boolean": true, "object": true, "array": true, "number": true, "string": true, "integer": true}
+
 // CompileSchema compiles a tool's parameter schema (draft 2020-12 unless the
-// schema says otherwise). A nil schema accepts any object. An invalid schema
+// schema says draft-07). A nil schema accepts any object. An invalid schema
 // is an error, never a panic, and no $ref is ever loaded from disk or network.
 func CompileSchema(schema map[string]any) (s *Schema, err error) {
 	defer func() {
@@ -57,32 +75,126 @@ func CompileSchema(schema map[string]any) (s *Schema, err error) {
 	if schema == nil {
 		schema = map[string]any{"type": "object"}
 	}
+	if d, ok := schema["$schema"].(string); ok && !knownDrafts[d] {
+		schema = maps.Clone(schema)
+		delete(schema, "$schema")
+	}
 	raw, err := json.Marshal(schema)
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: not JSON: %w", err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	var root jsonschema.Schema
+	if err := json.Unmarshal(raw, &root); err != nil {
+		return nil, fmt.Errorf("compile schema: %w", err)
+	}
+	if err := checkTypeNames(&root, 0); err != nil {
+		return nil, fmt.Errorf("compile schema: %w", err)
+	}
+	resolved, err := root.Resolve(&jsonschema.ResolveOptions{BaseURI: schemaURL, Loader: noLoader})
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noLoader{})
-	if err := c.AddResource(schemaURL, doc); err != nil {
+	if err := checkRefLoops(&root); err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
-	compiled, err := c.Compile(schemaURL)
-	if err != nil {
-		return nil, fmt.Errorf("compile schema: %w", err)
-	}
-	return &Schema{compiled: compiled}, nil
+	return &Schema{root: &root, resolved: resolved}, nil
 }
 
 // noLoader refuses every external $ref: tool schemas are self-contained.
-type noLoader struct{}
+func noLoader(u *url.URL) (*jsonschema.Schema, error) {
+	return nil, fmt.Errorf("external $ref %q is not allowed in tool schemas", u.String())
+}
 
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external $ref %q is not allowed in tool schemas", url)
+// checkTypeNames rejects a misspelt type ("integr"), which the library
+// would accept and then fail every value against.
+func checkTypeNames(s *jsonschema.Schema, depth int) error {
+	if s == nil || depth > maxDepth {
+		return nil
+	}
+	for _, t := range append([]string{s.Type}, s.Types...) {
+		if t != "" && !typeNames[t] {
+			return fmt.Errorf("unknown type %q", t)
+		}
+	}
+	for _, sub := range subschemas(s) {
+		if err := checkTypeNames(sub, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRefLoops rejects a $ref that leads back to itself without moving
+// into the value ({"$ref": "#"}): the library would recurse until the
+// stack overflows, which no recover can catch.
+func checkRefLoops(root *jsonschema.Schema) error {
+	e := explainer{root: root}
+	const (
+		visiting = 1
+		done     = 2
+	)
+	state := map[*jsonschema.Schema]int{}
+	var visit func(s *jsonschema.Schema, depth int) error
+	visit = func(s *jsonschema.Schema, depth int) error {
+		if s == nil || state[s] == done || depth > 10*maxDepth {
+			return nil
+		}
+		if state[s] == visiting {
+			return fmt.Errorf("$ref loop that never moves into the value")
+		}
+		state[s] = visiting
+		// Keywords that apply to the same value as s.
+		same := []*jsonschema.Schema{s.Not, s.If, s.Then, s.Else}
+		if s.Ref != "" {
+			same = append(same, e.ref(s.Ref))
+		}
+		same = append(same, s.AllOf...)
+		same = append(same, s.AnyOf...)
+		same = append(same, s.OneOf...)
+		for _, d := range s.DependentSchemas {
+			same = append(same, d)
+		}
+		for _, sub := range same {
+			if err := visit(sub, depth+1); err != nil {
+				return err
+			}
+		}
+		state[s] = done
+		return nil
+	}
+	var walk func(s *jsonschema.Schema, depth int) error
+	walk = func(s *jsonschema.Schema, depth int) error {
+		if s == nil || depth > maxDepth {
+			return nil
+		}
+		if err := visit(s, 0); err != nil {
+			return err
+		}
+		for _, sub := range subschemas(s) {
+			if err := walk(sub, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(root, 0)
+}
+
+// subschemas lists the direct subschemas of s.
+func subschemas(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.Items, s.AdditionalItems, s.Contains, s.UnevaluatedItems, s.AdditionalProperties,
+		s.PropertyNames, s.UnevaluatedProperties, s.Not, s.If, s.Then, s.Else, s.ContentSchema}
+	out = append(out, s.PrefixItems...)
+	out = append(out, s.ItemsArray...)
+	out = append(out, s.AllOf...)
+	out = append(out, s.AnyOf...)
+	out = append(out, s.OneOf...)
+	for _, m := range []map[string]*jsonschema.Schema{s.Defs, s.Definitions, s.Properties, s.PatternProperties, s.DependentSchemas, s.DependencySchemas} {
+		for _, sub := range m {
+			out = append(out, sub)
+		}
+	}
+	return out
 }
 
 // Validate checks args strictly against the schema and returns every problem
@@ -98,15 +210,18 @@ func (s *Schema) Validate(args map[string]any) (problems []ValidationError) {
 		instance = map[string]any{}
 	}
 	instance = jsonTree(instance)
-	err := s.compiled.Validate(instance)
+	err := s.resolved.Validate(instance)
 	if err == nil {
 		return nil
 	}
-	var verr *jsonschema.ValidationError
-	if !errors.As(err, &verr) {
-		return []ValidationError{{Message: err.Error()}}
+	ex := explainer{root: s.root, instance: instance, budget: maxExplain}
+	for _, p := range ex.explain(s.root, instance, nil, 0) {
+		problems = append(problems, p.ValidationError)
 	}
-	flatten(verr, instance, &problems)
+	if len(problems) == 0 {
+		// The walk found nothing the library did: report its own words.
+		problems = []ValidationError{{Message: innermost(err)}}
+	}
 	sort.SliceStable(problems, func(i, j int) bool {
 		if problems[i].Path != problems[j].Path {
 			return problems[i].Path < problems[j].Path
@@ -127,118 +242,461 @@ func Validate(schema, args map[string]any) []ValidationError {
 	return s.Validate(args)
 }
 
-var printer = message.NewPrinter(language.English)
+// maxExplain bounds the work of one explanation (schemas that refer to
+// themselves through several alternatives would otherwise multiply it).
+const maxExplain = 10000
 
-// flatten turns the validator's error tree into one problem per leaf.
-func flatten(e *jsonschema.ValidationError, root any, out *[]ValidationError) {
-	loc := e.InstanceLocation
-	switch k := e.ErrorKind.(type) {
-	case *kind.Schema, *kind.Group, *kind.Reference, *kind.AllOf:
-		for _, c := range e.Causes {
-			flatten(c, root, out)
-		}
-	case *kind.Required:
-		for _, m := range k.Missing {
-			*out = append(*out, ValidationError{Path: formatPath(root, append(loc[:len(loc):len(loc)], m)), Message: "missing required property"})
-		}
-	case *kind.AdditionalProperties:
-		for _, p := range k.Properties {
-			*out = append(*out, ValidationError{Path: formatPath(root, append(loc[:len(loc):len(loc)], p)), Message: "unknown property (not allowed here)"})
-		}
-	case *kind.AnyOf, *kind.OneOf:
-		*out = append(*out, ValidationError{Path: formatPath(root, loc), Message: alternativesMessage(e, root)})
-	default:
-		*out = append(*out, ValidationError{Path: formatPath(root, loc), Message: leafMessage(e.ErrorKind)})
-	}
+// explainer names the problems of an instance the library found invalid.
+type explainer struct {
+	root     *jsonschema.Schema
+	instance any
+	budget   int
 }
 
-// alternativesMessage explains a failed anyOf/oneOf: "want string or null,
-// got integer" when every branch failed on type alone.
-func alternativesMessage(e *jsonschema.ValidationError, root any) string {
-	if k, ok := e.ErrorKind.(*kind.OneOf); ok && len(k.Subschemas) > 1 {
-		return fmt.Sprintf("matches more than one of the allowed forms (%d and %d); want exactly one", k.Subschemas[0], k.Subschemas[1])
+// problem is a ValidationError and, for a type mismatch, its parts, so a
+// failed anyOf of types can say "want string or integer".
+type problem struct {
+	ValidationError
+	wantTypes []string
+	got       string
+}
+
+// explain lists the problems of v (at loc) against s. Structure
+// (properties, required, additionalProperties, items, $ref, allOf, anyOf,
+// oneOf) is walked here; every other keyword is put to the library.
+func (e *explainer) explain(s *jsonschema.Schema, v any, loc []string, depth int) []problem {
+	e.budget--
+	if s == nil || depth > maxDepth || e.budget < 0 {
+		return nil
 	}
+	var out []problem
+	if s.Ref != "" {
+		if target := e.ref(s.Ref); target != nil {
+			out = append(out, e.explain(target, v, loc, depth+1)...)
+		}
+	}
+	if p, ok := e.typeMismatch(s, v, loc); ok {
+		return append(out, p)
+	}
+	if s.UnevaluatedProperties != nil || s.UnevaluatedItems != nil {
+		// These depend on what the rest evaluated: judge the location whole.
+		return append(out, e.whole(s, v, loc)...)
+	}
+	switch val := v.(type) {
+	case map[string]any:
+		for _, name := range s.Required {
+			if _, ok := val[name]; !ok {
+				out = append(out, e.at(loc, name, "missing required property"))
+			}
+		}
+		for _, name := range sortedKeys(val) {
+			if sub, ok := s.Properties[name]; ok {
+				out = append(out, e.explain(sub, val[name], with(loc, name), depth+1)...)
+				continue
+			}
+			if s.AdditionalProperties == nil || len(s.PatternProperties) > 0 {
+				continue
+			}
+			if isFalse(s.AdditionalProperties) {
+				out = append(out, e.at(loc, name, "unknown property (not allowed here)"))
+			} else {
+				out = append(out, e.explain(s.AdditionalProperties, val[name], with(loc, name), depth+1)...)
+			}
+		}
+	case []any:
+		for i, item := range val {
+			switch {
+			case i < len(s.PrefixItems):
+				out = append(out, e.explain(s.PrefixItems[i], item, with(loc, strconv.Itoa(i)), depth+1)...)
+			case s.Items != nil && (s.ItemsArray == nil):
+				out = append(out, e.explain(s.Items, item, with(loc, strconv.Itoa(i)), depth+1)...)
+			}
+		}
+	}
+	for _, sub := range s.AllOf {
+		out = append(out, e.explain(sub, v, loc, depth+1)...)
+	}
+	if len(s.AnyOf) > 0 {
+		if branches, ok := e.alternatives(s.AnyOf, v, loc, depth); !ok {
+			out = append(out, e.noneMatched(branches, loc))
+		}
+	}
+	if len(s.OneOf) > 0 {
+		branches, _ := e.alternatives(s.OneOf, v, loc, depth)
+		var matched []int
+		for i, b := range branches {
+			if len(b) == 0 {
+				matched = append(matched, i)
+			}
+		}
+		switch {
+		case len(matched) == 0:
+			out = append(out, e.noneMatched(branches, loc))
+		case len(matched) > 1:
+			out = append(out, problem{ValidationError: ValidationError{Path: formatPath(e.instance, loc),
+				Message: fmt.Sprintf("matches more than one of the allowed forms (%d and %d); want exactly one", matched[0], matched[1])}})
+		}
+	}
+	return append(out, e.keywords(s, v, loc)...)
+}
+
+// alternatives explains v against each branch; ok reports that one matched.
+func (e *explainer) alternatives(branches []*jsonschema.Schema, v any, loc []string, depth int) ([][]problem, bool) {
+	out := make([][]problem, len(branches))
+	ok := false
+	for i, b := range branches {
+		out[i] = e.explain(b, v, loc, depth+1)
+		if len(out[i]) == 0 {
+			ok = true
+		}
+	}
+	return out, ok
+}
+
+// noneMatched explains a failed anyOf/oneOf: "want string or null, got
+// integer" when every branch failed on type alone.
+func (e *explainer) noneMatched(branches [][]problem, loc []string) problem {
 	var wants []string
 	got := ""
-	typesOnly := len(e.Causes) > 0
-	for _, c := range e.Causes {
-		t, ok := c.ErrorKind.(*kind.Type)
-		if !ok {
+	typesOnly := true
+	for _, b := range branches {
+		if len(b) != 1 || b[0].wantTypes == nil {
 			typesOnly = false
 			break
 		}
-		wants = append(wants, t.Want...)
-		got = t.Got
+		wants = append(wants, b[0].wantTypes...)
+		got = b[0].got
 	}
+	path := formatPath(e.instance, loc)
 	if typesOnly {
-		return "want " + strings.Join(wants, " or ") + ", got " + got
+		return problem{ValidationError: ValidationError{Path: path, Message: "want " + strings.Join(wants, " or ") + ", got " + got}}
 	}
-	var nested []ValidationError
-	for _, c := range e.Causes {
-		flatten(c, root, &nested)
+	var parts []string
+	for _, b := range branches {
+		for _, p := range b {
+			parts = append(parts, p.String())
+		}
 	}
-	parts := make([]string, 0, len(nested))
-	for _, n := range nested {
-		parts = append(parts, n.String())
-	}
-	return "does not match any of the allowed forms (" + strings.Join(parts, "; ") + ")"
+	return problem{ValidationError: ValidationError{Path: path, Message: "does not match any of the allowed forms (" + strings.Join(parts, "; ") + ")"}}
 }
 
-func leafMessage(k jsonschema.ErrorKind) string {
-	switch k := k.(type) {
-	case *kind.Type:
-		return "want " + strings.Join(k.Want, " or ") + ", got " + k.Got
-	case *kind.Enum:
-		want := make([]string, 0, len(k.Want))
-		for _, w := range k.Want {
+// typeMismatch checks the type keyword; the other keywords of a location
+// whose type is wrong are not worth reporting.
+func (e *explainer) typeMismatch(s *jsonschema.Schema, v any, loc []string) (problem, bool) {
+	want := s.Types
+	if s.Type != "" {
+		want = []string{s.Type}
+	}
+	if len(want) == 0 {
+		return problem{}, false
+	}
+	got := jsonKind(v)
+	for _, w := range want {
+		if w == got || w == "number" && got == "integer" || w == "integer" && got == "integer" {
+			return problem{}, false
+		}
+	}
+	if got == "integer" {
+		got = "number"
+	}
+	sorted := slices.Clone(want)
+	if len(sorted) > 1 {
+		sort.Strings(sorted)
+	}
+	return problem{
+		ValidationError: ValidationError{Path: formatPath(e.instance, loc), Message: "want " + strings.Join(sorted, " or ") + ", got " + got},
+		wantTypes:       want, got: got,
+	}, true
+}
+
+// keywords puts the location's own keywords (everything but structure and
+// type) to the library, one failure at a time, and words each.
+func (e *explainer) keywords(s *jsonschema.Schema, v any, loc []string) []problem {
+	shallow := *s
+	shallow.Ref, shallow.Type, shallow.Types = "", "", nil
+	shallow.Required, shallow.Properties = nil, nil
+	if len(s.PatternProperties) == 0 {
+		shallow.AdditionalProperties = nil
+	}
+	shallow.PrefixItems, shallow.Items = nil, nil
+	if s.ItemsArray == nil {
+		shallow.ItemsArray = nil
+	}
+	shallow.AllOf, shallow.AnyOf, shallow.OneOf = nil, nil, nil
+	var out []problem
+	for range 32 {
+		rs, err := shallow.Resolve(&jsonschema.ResolveOptions{BaseURI: schemaURL, Loader: noLoader})
+		if err != nil {
+			// A keyword refers elsewhere in the schema: judge the
+			// location whole.
+			return append(out, e.whole(s, v, loc)...)
+		}
+		err = rs.Validate(v)
+		if err == nil {
+			return out
+		}
+		msg := innermost(err)
+		kw, _, _ := strings.Cut(msg, ":")
+		if !clearKeyword(&shallow, kw) {
+			return append(out, problem{ValidationError: ValidationError{Path: formatPath(e.instance, loc), Message: msg}})
+		}
+		out = append(out, problem{ValidationError: ValidationError{Path: formatPath(e.instance, loc), Message: describe(kw, s, v, msg)}})
+	}
+	return out
+}
+
+// whole reports the library's verdict on a location as one problem.
+func (e *explainer) whole(s *jsonschema.Schema, v any, loc []string) []problem {
+	rs, err := s.Resolve(&jsonschema.ResolveOptions{BaseURI: schemaURL, Loader: noLoader})
+	if err != nil {
+		rs = nil
+	}
+	if rs != nil {
+		if err = rs.Validate(v); err == nil {
+			return nil
+		}
+	}
+	return []problem{{ValidationError: ValidationError{Path: formatPath(e.instance, loc), Message: innermost(err)}}}
+}
+
+// ref finds a $ref inside the root schema ("#", "#/$defs/x",
+// "#/properties/a/items"); nil if it points anywhere else.
+func (e *explainer) ref(ref string) *jsonschema.Schema {
+	ptr, ok := strings.CutPrefix(ref, "#")
+	if !ok || (ptr != "" && !strings.HasPrefix(ptr, "/")) {
+		return nil
+	}
+	cur := e.root
+	toks := strings.Split(ptr, "/")[1:]
+	unescape := strings.NewReplacer("~1", "/", "~0", "~")
+	for i := 0; i < len(toks) && cur != nil; i++ {
+		field := toks[i]
+		var next string
+		switch field {
+		case "$defs", "definitions", "properties", "patternProperties", "dependentSchemas", "allOf", "anyOf", "oneOf", "prefixItems":
+			if i+1 >= len(toks) {
+				return nil
+			}
+			i++
+			next = unescape.Replace(toks[i])
+		}
+		switch field {
+		case "$defs":
+			cur = cur.Defs[next]
+		case "definitions":
+			cur = cur.Definitions[next]
+		case "properties":
+			cur = cur.Properties[next]
+		case "patternProperties":
+			cur = cur.PatternProperties[next]
+		case "dependentSchemas":
+			cur = cur.DependentSchemas[next]
+		case "allOf", "anyOf", "oneOf", "prefixItems":
+			list := map[string][]*jsonschema.Schema{"allOf": cur.AllOf, "anyOf": cur.AnyOf, "oneOf": cur.OneOf, "prefixItems": cur.PrefixItems}[field]
+			n, err := strconv.Atoi(next)
+			if err != nil || n < 0 || n >= len(list) {
+				return nil
+			}
+			cur = list[n]
+		case "items":
+			cur = cur.Items
+		case "additionalProperties":
+			cur = cur.AdditionalProperties
+		case "not":
+			cur = cur.Not
+		default:
+			return nil
+		}
+	}
+	return cur
+}
+
+// clearKeyword removes the keyword the library failed on from s, so the
+// next round finds the next one; false when it is not one we know.
+func clearKeyword(s *jsonschema.Schema, kw string) bool {
+	switch kw {
+	case "enum":
+		s.Enum = nil
+	case "const":
+		s.Const = nil
+	case "multipleOf":
+		s.MultipleOf = nil
+	case "minimum":
+		s.Minimum = nil
+	case "maximum":
+		s.Maximum = nil
+	case "exclusiveMinimum":
+		s.ExclusiveMinimum = nil
+	case "exclusiveMaximum":
+		s.ExclusiveMaximum = nil
+	case "minLength":
+		s.MinLength = nil
+	case "maxLength":
+		s.MaxLength = nil
+	case "pattern":
+		s.Pattern = ""
+	case "minItems":
+		s.MinItems = nil
+	case "maxItems":
+		s.MaxItems = nil
+	case "uniqueItems":
+		s.UniqueItems = false
+	case "minProperties":
+		s.MinProperties = nil
+	case "maxProperties":
+		s.MaxProperties = nil
+	case "not":
+		s.Not = nil
+	case "contains", "minContains", "maxContains":
+		s.Contains, s.MinContains, s.MaxContains = nil, nil, nil
+	default:
+		return false
+	}
+	return true
+}
+
+// describe words a failed keyword for the model from the schema and the
+// value; msg is the library's wording, kept for what is not worded here.
+func describe(kw string, s *jsonschema.Schema, v any, msg string) string {
+	switch kw {
+	case "enum":
+		want := make([]string, 0, len(s.Enum))
+		for _, w := range s.Enum {
 			want = append(want, display(w))
 		}
-		return "want one of " + strings.Join(want, ", ") + ", got " + display(k.Got)
-	case *kind.Const:
-		return "want " + display(k.Want) + ", got " + display(k.Got)
-	case *kind.Minimum:
-		return "want >= " + ratString(k.Want) + ", got " + ratString(k.Got)
-	case *kind.Maximum:
-		return "want <= " + ratString(k.Want) + ", got " + ratString(k.Got)
-	case *kind.ExclusiveMinimum:
-		return "want > " + ratString(k.Want) + ", got " + ratString(k.Got)
-	case *kind.ExclusiveMaximum:
-		return "want < " + ratString(k.Want) + ", got " + ratString(k.Got)
-	case *kind.MultipleOf:
-		return "want a multiple of " + ratString(k.Want) + ", got " + ratString(k.Got)
-	case *kind.MinLength:
-		return fmt.Sprintf("want at least %d characters, got %d", k.Want, k.Got)
-	case *kind.MaxLength:
-		return fmt.Sprintf("want at most %d characters, got %d", k.Want, k.Got)
-	case *kind.MinItems:
-		return fmt.Sprintf("want at least %d items, got %d", k.Want, k.Got)
-	case *kind.MaxItems:
-		return fmt.Sprintf("want at most %d items, got %d", k.Want, k.Got)
-	case *kind.MinProperties:
-		return fmt.Sprintf("want at least %d properties, got %d", k.Want, k.Got)
-	case *kind.MaxProperties:
-		return fmt.Sprintf("want at most %d properties, got %d", k.Want, k.Got)
-	case *kind.Pattern:
-		return "want a string matching " + strconv.Quote(k.Want) + ", got " + strconv.Quote(k.Got)
-	case *kind.UniqueItems:
-		return fmt.Sprintf("want unique items, but [%d] and [%d] are equal", k.Duplicates[0], k.Duplicates[1])
-	case *kind.FalseSchema:
-		return "no value is allowed here"
-	case *kind.Format:
-		return "want format " + k.Want + ", got " + display(k.Got)
+		return "want one of " + strings.Join(want, ", ") + ", got " + display(v)
+	case "const":
+		return "want " + display(*s.Const) + ", got " + display(v)
+	case "minimum":
+		return "want >= " + num(*s.Minimum) + ", got " + numOf(v)
+	case "maximum":
+		return "want <= " + num(*s.Maximum) + ", got " + numOf(v)
+	case "exclusiveMinimum":
+		return "want > " + num(*s.ExclusiveMinimum) + ", got " + numOf(v)
+	case "exclusiveMaximum":
+		return "want < " + num(*s.ExclusiveMaximum) + ", got " + numOf(v)
+	case "multipleOf":
+		return "want a multiple of " + num(*s.MultipleOf) + ", got " + numOf(v)
+	case "minLength":
+		str, _ := v.(string)
+		return fmt.Sprintf("want at least %d characters, got %d", *s.MinLength, utf8.RuneCountInString(str))
+	case "maxLength":
+		str, _ := v.(string)
+		return fmt.Sprintf("want at most %d characters, got %d", *s.MaxLength, utf8.RuneCountInString(str))
+	case "pattern":
+		str, _ := v.(string)
+		return "want a string matching " + strconv.Quote(s.Pattern) + ", got " + strconv.Quote(str)
+	case "minItems":
+		return fmt.Sprintf("want at least %d items, got %d", *s.MinItems, lenOf(v))
+	case "maxItems":
+		return fmt.Sprintf("want at most %d items, got %d", *s.MaxItems, lenOf(v))
+	case "minProperties":
+		return fmt.Sprintf("want at least %d properties, got %d", *s.MinProperties, lenOf(v))
+	case "maxProperties":
+		return fmt.Sprintf("want at most %d properties, got %d", *s.MaxProperties, lenOf(v))
+	case "uniqueItems":
+		var i, j int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(msg, "uniqueItems: "), "array items %d and %d are equal", &i, &j); err == nil {
+			return fmt.Sprintf("want unique items, but [%d] and [%d] are equal", min(i, j), max(i, j))
+		}
+		return "want unique items"
+	case "not":
+		if isFalse(s) {
+			return "no value is allowed here"
+		}
+		return "matches a form that is not allowed here"
 	}
-	return k.LocalizedString(printer)
+	return msg
 }
 
-func ratString(r *big.Rat) string {
-	if r == nil {
-		return "?"
+// innermost is the library's message without its "validating <schema>:"
+// prefixes.
+func innermost(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
 	}
-	if r.IsInt() {
-		return r.Num().String()
+}
+
+func (e *explainer) at(loc []string, name, msg string) problem {
+	return problem{ValidationError: ValidationError{Path: formatPath(e.instance, with(loc, name)), Message: msg}}
+}
+
+func with(loc []string, tok string) []string { return append(loc[:len(loc):len(loc)], tok) }
+
+// isFalse reports the schema false, which the library reads as {"not": {}}.
+func isFalse(s *jsonschema.Schema) bool {
+	if s == nil || s.Not == nil || !reflect.ValueOf(*s.Not).IsZero() {
+		return false
 	}
-	f, _ := r.Float64()
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	c := *s
+	c.Not = nil
+	return reflect.ValueOf(c).IsZero()
+}
+
+// jsonKind names v's JSON type, "integer" for a whole number.
+func jsonKind(v any) string {
+	switch n := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case float64:
+		if n == math.Trunc(n) && !math.IsInf(n, 0) {
+			return "integer"
+		}
+		return "number"
+	case float32:
+		return jsonKind(float64(n))
+	case json.Number:
+		if _, err := n.Int64(); err == nil {
+			return "integer"
+		}
+		return "number"
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return "integer"
+	}
+	return "unknown"
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+func numOf(v any) string {
+	switch n := v.(type) {
+	case float64:
+		return num(n)
+	case json.Number:
+		return n.String()
+	}
+	return display(v)
+}
+
+func lenOf(v any) int {
+	switch c := v.(type) {
+	case []any:
+		return len(c)
+	case map[string]any:
+		return len(c)
+	}
+	return 0
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func display(v any) string {
