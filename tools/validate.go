@@ -417,6 +417,14 @@ func (e *explainer) keywords(s *jsonschema.Schema, v any, loc []string) []proble
 	shallow.Required, shallow.Properties = nil, nil
 	if len(s.PatternProperties) == 0 {
 		shallow.AdditionalProperties = nil
+	} else if s.AdditionalProperties != nil && len(s.Properties) > 0 {
+		// additionalProperties is judged here, beside patternProperties:
+		// the declared properties must still count as declared (their
+		// values are walked by explain).
+		shallow.Properties = make(map[string]*jsonschema.Schema, len(s.Properties))
+		for name := range s.Properties {
+			shallow.Properties[name] = &jsonschema.Schema{}
+		}
 	}
 	shallow.PrefixItems, shallow.Items = nil, nil
 	if s.ItemsArray == nil {
@@ -436,6 +444,11 @@ func (e *explainer) keywords(s *jsonschema.Schema, v any, loc []string) []proble
 			return out
 		}
 		msg := innermost(err)
+		if extra, ok := strings.CutPrefix(msg, "unexpected additional properties "); ok {
+			shallow.AdditionalProperties = nil
+			out = append(out, problem{ValidationError: ValidationError{Path: formatPath(e.instance, loc), Message: "unknown properties (not allowed here): " + extra}})
+			continue
+		}
 		kw, _, _ := strings.Cut(msg, ":")
 		if !clearKeyword(&shallow, kw) {
 			return append(out, problem{ValidationError: ValidationError{Path: formatPath(e.instance, loc), Message: msg}})
