@@ -132,7 +132,8 @@ type sseReader struct {
 
 func newSSEReader(r io.Reader) *sseReader {
 	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 0, 64<<10), maxEventSize)
+	// The scanner starts small and grows to the longest line seen.
+	s.Buffer(nil, maxEventSize)
 	return &sseReader{scan: s}
 }
 
