@@ -30,7 +30,8 @@ import (
 )
 
 // Gateway is an assembled gateway: New builds every part without starting
-// anything; Run starts the services in order and stops them in reverse.
+// anything but the early /healthz; Run starts the services in order and
+// stops them in reverse.
 type Gateway struct {
 	o       Options
 	cfg     *configs.Config
@@ -52,6 +53,12 @@ type Gateway struct {
 	budgets *usage.Budgets
 	srv     *http.Server
 	ln      net.Listener
+	// full is the whole HTTP handler, built by New and put in front by Run
+	// (active); until then the server answers as the early handler does.
+	full   http.Handler
+	active atomic.Pointer[http.Handler]
+	// served carries Serve's return when New started serving early.
+	served chan error
 	// stopping is set when shutdown begins: /readyz fails, and turns
 	// cancelled from then on are replayed at the next start.
 	stopping atomic.Bool
@@ -68,7 +75,11 @@ func Run(ctx context.Context, o Options) error {
 
 // New assembles the gateway: workspace, backend (local files, or NATS in
 // cluster mode), agent, channels, dispatcher and HTTP server. It connects
-// to NATS in cluster mode but starts nothing; ctx bounds that connection.
+// to NATS in cluster mode but starts nothing else; ctx bounds that
+// connection. When it opens the listener itself (Options.Listener nil) it
+// does so first and answers /healthz from then on, so a supervisor sees
+// the process up while the rest is assembled; /readyz and every other
+// path answer 503 until Run.
 func New(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -80,6 +91,14 @@ func New(ctx context.Context, o Options) (_ *Gateway, err error) {
 		o.Stderr = os.Stderr
 	}
 	g := &Gateway{o: o, cfg: o.Config, log: o.Log, started: time.Now()}
+	if err := g.listenEarly(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			g.closeEarly()
+		}
+	}()
 	if err := g.prepareWorkspace(); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}

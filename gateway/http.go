@@ -13,9 +13,59 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 )
 
-// buildHTTP builds the HTTP server: health, readiness, metrics, status,
+// listenEarly opens the HTTP listener, unless the caller brought one, and
+// serves the early handler on it at once. A port in use fails New before
+// anything else is done.
+func (g *Gateway) listenEarly() error {
+	g.ln = g.o.Listener
+	if g.ln != nil {
+		return nil
+	}
+	addr := net.JoinHostPort(g.cfg.Gateway.Host, fmt.Sprint(g.cfg.Gateway.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("gateway: listen on %s (gateway.host/gateway.port): %w", addr, err)
+	}
+	g.ln = ln
+	g.srv = g.newServer()
+	g.served = make(chan error, 1)
+	go func() { g.served <- g.srv.Serve(ln) }()
+	return nil
+}
+
+// closeEarly stops the early server when New fails; it closes the
+// listener New opened.
+func (g *Gateway) closeEarly() {
+	if g.served != nil {
+		_ = g.srv.Close()
+		<-g.served
+	}
+}
+
+func (g *Gateway) newServer() *http.Server {
+	return &http.Server{Handler: http.HandlerFunc(g.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
+}
+
+// serveHTTP hands a request to the full handler once Run has put it in
+// front; before that the process is up (/healthz) but not ready.
+func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := g.active.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		_, _ = w.Write([]byte("ok\n"))
+		return
+	}
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write([]byte("starting\n"))
+}
+
+// buildHTTP builds the HTTP handler: health, readiness, metrics, status,
 // profiles (opt-in), and the routes of channels that receive over HTTP
-// (webhooks, the web chat). It listens, so a port in use fails New.
+// (webhooks, the web chat). Run puts it in front.
 func (g *Gateway) buildHTTP() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -41,16 +91,10 @@ func (g *Gateway) buildHTTP() error {
 			g.log.Debug("mounted", "channel", c.Name(), "path", wh.WebhookPath())
 		}
 	}
-	g.ln = g.o.Listener
-	if g.ln == nil {
-		addr := net.JoinHostPort(g.cfg.Gateway.Host, fmt.Sprint(g.cfg.Gateway.Port))
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("gateway: listen on %s (gateway.host/gateway.port): %w", addr, err)
-		}
-		g.ln = ln
+	g.full = hostCheck(g.cfg.Gateway.AllowedHosts, isLoopbackAddr(g.ln.Addr()), g.log, mux)
+	if g.srv == nil {
+		g.srv = g.newServer()
 	}
-	g.srv = &http.Server{Handler: hostCheck(g.cfg.Gateway.AllowedHosts, isLoopbackAddr(g.ln.Addr()), g.log, mux), ReadHeaderTimeout: 10 * time.Second}
 	return nil
 }
 
@@ -74,8 +118,12 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 // answers "not ready" while the rest shuts down.
 func (g *Gateway) httpService() service {
 	return service{name: "http", run: func(ctx context.Context) error {
-		errc := make(chan error, 1)
-		go func() { errc <- g.srv.Serve(g.ln) }()
+		g.active.Store(&g.full)
+		errc := g.served
+		if errc == nil {
+			errc = make(chan error, 1)
+			go func() { errc <- g.srv.Serve(g.ln) }()
+		}
 		select {
 		case err := <-errc:
 			return fmt.Errorf("http server: %w", err)

@@ -1,20 +1,16 @@
 package tools
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/big"
+	"maps"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // ValidationError is one problem with the arguments of a tool call.
@@ -37,16 +33,33 @@ func (e ValidationError) String() string {
 
 // Schema is a compiled JSON Schema for tool arguments. It is safe for
 // concurrent use.
+//
+// github.com/google/jsonschema-go decides whether arguments are valid; it
+// stops at the first problem and words it for programmers, so when the
+// arguments are invalid, Validate walks the schema beside them to name
+// every problem with its path, in words a model can act on, asking the
+// library about one location's keywords at a time.
 type Schema struct {
-	compiled *jsonschema.Schema
+	root     *jsonschema.Schema
+	resolved *jsonschema.Resolved
 }
 
-// schemaURL names the single in-memory resource each schema is compiled
-// from; nothing is ever loaded from it.
+// schemaURL is the base URI each schema is resolved against; nothing is
+// ever loaded from it.
 const schemaURL = "mem:///parameters.json"
 
+// Drafts whose keywords the validator knows; a tool schema naming another
+// draft is read as 2020-12, the keywords tools use being the same.
+var knownDrafts = map[string]bool{
+	"https://json-schema.org/draft/2020-12/schema": true,
+	"http://json-schema.org/draft-07/schema":       true,
+	"http://json-schema.org/draft-07/schema#":      true,
+}
+
+var typeNames = map[string]bool{"null": true, "boolean": true, "object": true, "array": true, "number": true, "string": true, "integer": true}
+
 // CompileSchema compiles a tool's parameter schema (draft 2020-12 unless the
-// schema says otherwise). A nil schema accepts any object. An invalid schema
+// schema says draft-07). A nil schema accepts any object. An invalid schema
 // is an error, never a panic, and no $ref is ever loaded from disk or network.
 func CompileSchema(schema map[string]any) (s *Schema, err error) {
 	defer func() {
@@ -57,32 +70,126 @@ func CompileSchema(schema map[string]any) (s *Schema, err error) {
 	if schema == nil {
 		schema = map[string]any{"type": "object"}
 	}
+	if d, ok := schema["$schema"].(string); ok && !knownDrafts[d] {
+		schema = maps.Clone(schema)
+		delete(schema, "$schema")
+	}
 	raw, err := json.Marshal(schema)
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: not JSON: %w", err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	var root jsonschema.Schema
+	if err := json.Unmarshal(raw, &root); err != nil {
+		return nil, fmt.Errorf("compile schema: %w", err)
+	}
+	if err := checkTypeNames(&root, 0); err != nil {
+		return nil, fmt.Errorf("compile schema: %w", err)
+	}
+	resolved, err := root.Resolve(&jsonschema.ResolveOptions{BaseURI: schemaURL, Loader: noLoader})
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noLoader{})
-	if err := c.AddResource(schemaURL, doc); err != nil {
+	if err := checkRefLoops(&root); err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
-	compiled, err := c.Compile(schemaURL)
-	if err != nil {
-		return nil, fmt.Errorf("compile schema: %w", err)
-	}
-	return &Schema{compiled: compiled}, nil
+	return &Schema{root: &root, resolved: resolved}, nil
 }
 
 // noLoader refuses every external $ref: tool schemas are self-contained.
-type noLoader struct{}
+func noLoader(u *url.URL) (*jsonschema.Schema, error) {
+	return nil, fmt.Errorf("external $ref %q is not allowed in tool schemas", u.String())
+}
 
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external $ref %q is not allowed in tool schemas", url)
+// checkTypeNames rejects a misspelt type ("integr"), which the library
+// would accept and then fail every value against.
+func checkTypeNames(s *jsonschema.Schema, depth int) error {
+	if s == nil || depth > maxDepth {
+		return nil
+	}
+	for _, t := range append([]string{s.Type}, s.Types...) {
+		if t != "" && !typeNames[t] {
+			return fmt.Errorf("unknown type %q", t)
+		}
+	}
+	for _, sub := range subschemas(s) {
+		if err := checkTypeNames(sub, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRefLoops rejects a $ref that leads back to itself without moving
+// into the value ({"$ref": "#"}): the library would recurse until the
+// stack overflows, which no recover can catch.
+func checkRefLoops(root *jsonschema.Schema) error {
+	e := explainer{root: root}
+	const (
+		visiting = 1
+		done     = 2
+	)
+	state := map[*jsonschema.Schema]int{}
+	var visit func(s *jsonschema.Schema, depth int) error
+	visit = func(s *jsonschema.Schema, depth int) error {
+		if s == nil || state[s] == done || depth > 10*maxDepth {
+			return nil
+		}
+		if state[s] == visiting {
+			return fmt.Errorf("$ref loop that never moves into the value")
+		}
+		state[s] = visiting
+		// Keywords that apply to the same value as s.
+		same := []*jsonschema.Schema{s.Not, s.If, s.Then, s.Else}
+		if s.Ref != "" {
+			same = append(same, e.ref(s.Ref))
+		}
+		same = append(same, s.AllOf...)
+		same = append(same, s.AnyOf...)
+		same = append(same, s.OneOf...)
+		for _, d := range s.DependentSchemas {
+			same = append(same, d)
+		}
+		for _, sub := range same {
+			if err := visit(sub, depth+1); err != nil {
+				return err
+			}
+		}
+		state[s] = done
+		return nil
+	}
+	var walk func(s *jsonschema.Schema, depth int) error
+	walk = func(s *jsonschema.Schema, depth int) error {
+		if s == nil || depth > maxDepth {
+			return nil
+		}
+		if err := visit(s, 0); err != nil {
+			return err
+		}
+		for _, sub := range subschemas(s) {
+			if err := walk(sub, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(root, 0)
+}
+
+// subschemas lists the direct subschemas of s.
+func subschemas(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.Items, s.AdditionalItems, s.Contains, s.UnevaluatedItems, s.AdditionalProperties,
+		s.PropertyNames, s.UnevaluatedProperties, s.Not, s.If, s.Then, s.Else, s.ContentSchema}
+	out = append(out, s.PrefixItems...)
+	out = append(out, s.ItemsArray...)
+	out = append(out, s.AllOf...)
+	out = append(out, s.AnyOf...)
+	out = append(out, s.OneOf...)
+	for _, m := range []map[string]*jsonschema.Schema{s.Defs, s.Definitions, s.Properties, s.PatternProperties, s.DependentSchemas, s.DependencySchemas} {
+		for _, sub := range m {
+			out = append(out, sub)
+		}
+	}
+	return out
 }
 
 // Validate checks args strictly against the schema and returns every problem
@@ -98,15 +205,18 @@ func (s *Schema) Validate(args map[string]any) (problems []ValidationError) {
 		instance = map[string]any{}
 	}
 	instance = jsonTree(instance)
-	err := s.compiled.Validate(instance)
+	err := s.resolved.Validate(instance)
 	if err == nil {
 		return nil
 	}
-	var verr *jsonschema.ValidationError
-	if !errors.As(err, &verr) {
-		return []ValidationError{{Message: err.Error()}}
+	ex := explainer{root: s.root, instance: instance, budget: maxExplain}
+	for _, p := range ex.explain(s.root, instance, nil, 0) {
+		problems = append(problems, p.ValidationError)
 	}
-	flatten(verr, instance, &problems)
+	if len(problems) == 0 {
+		// The walk found nothing the library did: report its own words.
+		problems = []ValidationError{{Message: innermost(err)}}
+	}
 	sort.SliceStable(problems, func(i, j int) bool {
 		if problems[i].Path != problems[j].Path {
 			return problems[i].Path < problems[j].Path
@@ -125,120 +235,6 @@ func Validate(schema, args map[string]any) []ValidationError {
 		return []ValidationError{{Message: "invalid tool schema: " + err.Error()}}
 	}
 	return s.Validate(args)
-}
-
-var printer = message.NewPrinter(language.English)
-
-// flatten turns the validator's error tree into one problem per leaf.
-func flatten(e *jsonschema.ValidationError, root any, out *[]ValidationError) {
-	loc := e.InstanceLocation
-	switch k := e.ErrorKind.(type) {
-	case *kind.Schema, *kind.Group, *kind.Reference, *kind.AllOf:
-		for _, c := range e.Causes {
-			flatten(c, root, out)
-		}
-	case *kind.Required:
-		for _, m := range k.Missing {
-			*out = append(*out, ValidationError{Path: formatPath(root, append(loc[:len(loc):len(loc)], m)), Message: "missing required property"})
-		}
-	case *kind.AdditionalProperties:
-		for _, p := range k.Properties {
-			*out = append(*out, ValidationError{Path: formatPath(root, append(loc[:len(loc):len(loc)], p)), Message: "unknown property (not allowed here)"})
-		}
-	case *kind.AnyOf, *kind.OneOf:
-		*out = append(*out, ValidationError{Path: formatPath(root, loc), Message: alternativesMessage(e, root)})
-	default:
-		*out = append(*out, ValidationError{Path: formatPath(root, loc), Message: leafMessage(e.ErrorKind)})
-	}
-}
-
-// alternativesMessage explains a failed anyOf/oneOf: "want string or null,
-// got integer" when every branch failed on type alone.
-func alternativesMessage(e *jsonschema.ValidationError, root any) string {
-	if k, ok := e.ErrorKind.(*kind.OneOf); ok && len(k.Subschemas) > 1 {
-		return fmt.Sprintf("matches more than one of the allowed forms (%d and %d); want exactly one", k.Subschemas[0], k.Subschemas[1])
-	}
-	var wants []string
-	got := ""
-	typesOnly := len(e.Causes) > 0
-	for _, c := range e.Causes {
-		t, ok := c.ErrorKind.(*kind.Type)
-		if !ok {
-			typesOnly = false
-			break
-		}
-		wants = append(wants, t.Want...)
-		got = t.Got
-	}
-	if typesOnly {
-		return "want " + strings.Join(wants, " or ") + ", got " + got
-	}
-	var nested []ValidationError
-	for _, c := range e.Causes {
-		flatten(c, root, &nested)
-	}
-	parts := make([]string, 0, len(nested))
-	for _, n := range nested {
-		parts = append(parts, n.String())
-	}
-	return "does not match any of the allowed forms (" + strings.Join(parts, "; ") + ")"
-}
-
-func leafMessage(k jsonschema.ErrorKind) string {
-	switch k := k.(type) {
-	case *kind.Type:
-		return "want " + strings.Join(k.Want, " or ") + ", got " + k.Got
-	case *kind.Enum:
-		want := make([]string, 0, len(k.Want))
-		for _, w := range k.Want {
-			want = append(want, display(w))
-		}
-		return "want one of " + strings.Join(want, ", ") + ", got " + display(k.Got)
-	case *kind.Const:
-		return "want " + display(k.Want) + ", got " + display(k.Got)
-	case *kind.Minimum:
-		return "want >= " + ratString(k.Want) + ", got " + ratString(k.Got)
-	case *kind.Maximum:
-		return "want <= " + ratString(k.Want) + ", got " + ratString(k.Got)
-	case *kind.ExclusiveMinimum:
-		return "want > " + ratString(k.Want) + ", got " + ratString(k.Got)
-	case *kind.ExclusiveMaximum:
-		return "want < " + ratString(k.Want) + ", got " + ratString(k.Got)
-	case *kind.MultipleOf:
-		return "want a multiple of " + ratString(k.Want) + ", got " + ratString(k.Got)
-	case *kind.MinLength:
-		return fmt.Sprintf("want at least %d characters, got %d", k.Want, k.Got)
-	case *kind.MaxLength:
-		return fmt.Sprintf("want at most %d characters, got %d", k.Want, k.Got)
-	case *kind.MinItems:
-		return fmt.Sprintf("want at least %d items, got %d", k.Want, k.Got)
-	case *kind.MaxItems:
-		return fmt.Sprintf("want at most %d items, got %d", k.Want, k.Got)
-	case *kind.MinProperties:
-		return fmt.Sprintf("want at least %d properties, got %d", k.Want, k.Got)
-	case *kind.MaxProperties:
-		return fmt.Sprintf("want at most %d properties, got %d", k.Want, k.Got)
-	case *kind.Pattern:
-		return "want a string matching " + strconv.Quote(k.Want) + ", got " + strconv.Quote(k.Got)
-	case *kind.UniqueItems:
-		return fmt.Sprintf("want unique items, but [%d] and [%d] are equal", k.Duplicates[0], k.Duplicates[1])
-	case *kind.FalseSchema:
-		return "no value is allowed here"
-	case *kind.Format:
-		return "want format " + k.Want + ", got " + display(k.Got)
-	}
-	return k.LocalizedString(printer)
-}
-
-func ratString(r *big.Rat) string {
-	if r == nil {
-		return "?"
-	}
-	if r.IsInt() {
-		return r.Num().String()
-	}
-	f, _ := r.Float64()
-	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 func display(v any) string {

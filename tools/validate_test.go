@@ -128,3 +128,55 @@ func TestCastThenValidate(t *testing.T) {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// What the move to github.com/google/jsonschema-go must keep or adds:
+// recursion through $defs, the rarer keywords worded for the model, and
+// schemas the library cannot take refused at compile time, not crashing
+// the process at the first call.
+func TestValidateMore(t *testing.T) {
+	tree := map[string]any{
+		"$defs": map[string]any{"node": map[string]any{"type": "object", "properties": map[string]any{
+			"name":  map[string]any{"type": "string"},
+			"child": map[string]any{"$ref": "#/$defs/node"},
+		}}},
+		"$ref": "#/$defs/node",
+	}
+	tests := []struct {
+		name   string
+		schema map[string]any
+		args   map[string]any
+		want   []ValidationError
+	}{
+		{"recursive ref", tree, map[string]any{"child": map[string]any{"child": map[string]any{"name": 5}}}, []ValidationError{{"child.child.name", "want string, got number"}}},
+		{"recursive ref valid", tree, map[string]any{"child": map[string]any{"name": "x"}}, nil},
+		{"const", map[string]any{"properties": map[string]any{"k": map[string]any{"const": "v"}}}, map[string]any{"k": "w"}, []ValidationError{{"k", `want "v", got "w"`}}},
+		{"false schema", map[string]any{"properties": map[string]any{"k": false}}, map[string]any{"k": 1}, []ValidationError{{"k", "no value is allowed here"}}},
+		{"uniqueItems", map[string]any{"properties": map[string]any{"l": map[string]any{"uniqueItems": true}}}, map[string]any{"l": []any{1, 2, 1}}, []ValidationError{{"l", "want unique items, but [0] and [2] are equal"}}},
+		{"two keywords at one place", map[string]any{"properties": map[string]any{"s": map[string]any{"type": "string", "minLength": 5, "pattern": "^[a-z]+$"}}}, map[string]any{"s": "AB"},
+			[]ValidationError{{"s", `want a string matching "^[a-z]+$", got "AB"`}, {"s", "want at least 5 characters, got 2"}}},
+		{"oneOf matches two", map[string]any{"properties": map[string]any{"v": map[string]any{"oneOf": []any{map[string]any{"type": "integer"}, map[string]any{"type": "number"}}}}}, map[string]any{"v": 1},
+			[]ValidationError{{"v", "matches more than one of the allowed forms (0 and 1); want exactly one"}}},
+		{"patternProperties beside additionalProperties", map[string]any{"properties": map[string]any{"a": map[string]any{"type": "integer"}},
+			"patternProperties": map[string]any{"^x-": map[string]any{"type": "string"}}, "additionalProperties": false},
+			map[string]any{"a": 1, "x-ok": "s", "zz": 2}, []ValidationError{{"", `unknown properties (not allowed here): ["zz"]`}}},
+		{"draft-04 read as 2020-12", map[string]any{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "required": []any{"a"}}, map[string]any{}, []ValidationError{{"a", "missing required property"}}},
+		{"draft-07 items", map[string]any{"$schema": "http://json-schema.org/draft-07/schema#", "properties": map[string]any{"l": map[string]any{"items": map[string]any{"type": "string"}}}}, map[string]any{"l": []any{"a", 2}},
+			[]ValidationError{{"l[1]", "want string, got number"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Validate(tt.schema, tt.args)); diff != "" {
+				t.Errorf("Validate() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, loop := range []map[string]any{
+		{"$ref": "#"},
+		{"properties": map[string]any{"a": map[string]any{"$ref": "#/properties/a"}}},
+		{"anyOf": []any{map[string]any{"$ref": "#/$defs/x"}}, "$defs": map[string]any{"x": map[string]any{"allOf": []any{map[string]any{"$ref": "#"}}}}},
+	} {
+		if _, err := CompileSchema(loop); err == nil || !strings.Contains(err.Error(), "$ref loop") {
+			t.Errorf("CompileSchema(%v) = %v, want a $ref loop error", loop, err)
+		}
+	}
+}

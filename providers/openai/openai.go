@@ -1,15 +1,18 @@
-// Package openai is the OpenAI-compatible chat-completions backend, built on
-// the official SDK (github.com/openai/openai-go/v3). It serves OpenAI itself
-// and every server speaking the same wire format: DeepSeek, OpenRouter,
+// Package openai is the OpenAI-compatible chat-completions backend, a lean
+// client of the wire format (wire.go, client.go) on net/http and
+// encoding/json. It serves OpenAI itself and every server speaking the
+// same format: DeepSeek, OpenRouter,
 // Gemini's OpenAI endpoint, Groq, Moonshot, Zhipu, DashScope, SiliconFlow,
 // VolcEngine, vLLM, Ollama, LM Studio, and Azure OpenAI (AzureAPIVersion).
 //
-// It converts providers.ChatRequest to SDK parameters and the SDK's
-// responses back to providers.LLMResponse. DeepSeek-style reasoning_content
+// It converts providers.ChatRequest to the request body and the response
+// or server-sent event stream back to providers.LLMResponse. DeepSeek-style reasoning_content
 // is read from responses and stream deltas and sent back on replayed
 // assistant messages. Broken tool-argument JSON is repaired or reported on
 // the tool call, never a crash. Errors are *providers.Error, classified for
-// the retry policy in package providers; the SDK's own retries are off.
+// the retry policy in package providers; it never retries itself.
+// Authentication beyond an API key (a sign-in provider's token) plugs in
+// as Options.HTTPClient's transport.
 //
 // Responses (responses.go) is the Responses API backend beside it, sharing
 // Options and error handling; a provider configured with api: "responses"
@@ -19,21 +22,16 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
-	"strings"
 	"time"
-
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/azure"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
@@ -59,7 +57,8 @@ type Options struct {
 	// replace what the provider would send (config extraBody).
 	ExtraBody map[string]any
 	// HTTPClient overrides the HTTP client. nil means a client with sane
-	// transport defaults.
+	// transport defaults. A sign-in provider wraps its transport to add
+	// its credential (providers/auth).
 	HTTPClient *http.Client
 	// RequestTimeout bounds one call; 0 means none (the ctx decides).
 	RequestTimeout time.Duration
@@ -77,10 +76,6 @@ type Options struct {
 	// /openai/deployments/{model}/chat/completions?api-version=..., the model
 	// name being the deployment, and the key is sent as the api-key header.
 	AzureAPIVersion string
-	// RequestOptions are appended to the SDK options of every request,
-	// after the key and base URL: a sign-in provider adds its auth
-	// middleware or headers here.
-	RequestOptions []option.RequestOption
 	// AlwaysStream serves Chat through a stream too, for endpoints that
 	// accept only streaming requests (ChatGPT's Codex endpoint). Responses
 	// backend only.
@@ -93,8 +88,6 @@ type Options struct {
 type Provider struct {
 	opts    Options
 	name    string
-	reqOpts []option.RequestOption
-	svc     oai.ChatCompletionService
 	dialect providers.SchemaDialect
 	log     *slog.Logger
 }
@@ -122,33 +115,11 @@ func New(opts Options) (*Provider, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	reqOpts := []option.RequestOption{
-		option.WithHTTPClient(opts.HTTPClient),
-		// Package providers owns the retry policy; two layers would multiply.
-		option.WithMaxRetries(0),
+	if opts.AzureAPIVersion != "" && base.Scheme != "https" && !isLoopback(base.Hostname()) {
+		// Azure keys go over TLS only, except to loopback (local
+		// emulators, tests).
+		return nil, fmt.Errorf("openai: %s: azure apiBase %q must be https", opts.Name, opts.APIBase)
 	}
-	if opts.AzureAPIVersion != "" {
-		reqOpts = append(reqOpts,
-			azure.WithEndpoint(strings.TrimRight(opts.APIBase, "/"), opts.AzureAPIVersion),
-			azure.WithAPIKey(opts.APIKey))
-		if base.Scheme == "http" && isLoopback(base.Hostname()) {
-			// Plain HTTP is refused for Azure credentials except on loopback
-			// (local emulators, tests).
-			reqOpts = append(reqOpts, azure.WithUnsafeAllowHTTP())
-		}
-	} else {
-		reqOpts = append(reqOpts, option.WithBaseURL(opts.APIBase))
-		if opts.APIKey != "" {
-			reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
-		}
-	}
-	for k, v := range opts.ExtraHeaders {
-		reqOpts = append(reqOpts, option.WithHeader(k, v))
-	}
-	for _, k := range slices.Sorted(maps.Keys(opts.ExtraBody)) {
-		reqOpts = append(reqOpts, option.WithJSONSet(providers.JSONPathKey(k), opts.ExtraBody[k]))
-	}
-	reqOpts = append(reqOpts, opts.RequestOptions...)
 	dialect := opts.SchemaDialect
 	if dialect == "" {
 		dialect = providers.DialectOpenAI
@@ -156,8 +127,6 @@ func New(opts Options) (*Provider, error) {
 	return &Provider{
 		opts:    opts,
 		name:    opts.Name,
-		reqOpts: reqOpts,
-		svc:     oai.NewChatCompletionService(reqOpts...),
 		dialect: dialect,
 		log:     opts.Logger.With("provider", opts.Name),
 	}, nil
@@ -169,13 +138,17 @@ func (p *Provider) Chat(ctx context.Context, req providers.ChatRequest) (*provid
 	if err != nil {
 		return nil, err
 	}
+	body, err := p.encode(params, false)
+	if err != nil {
+		return nil, p.requestError(err)
+	}
 	t := calltimer.Start(ctx, p.opts.RequestTimeout, 0)
 	defer t.Stop()
-	cc, err := p.svc.New(t.Context(), params)
-	if err != nil {
+	var cc chatCompletion
+	if err := p.call(t.Context(), "chat/completions", req.Model, body, &cc); err != nil {
 		return nil, p.classify(t, err)
 	}
-	return p.parseCompletion(cc, req.Model)
+	return p.parseCompletion(&cc, req.Model)
 }
 
 // Stream sends a streaming request, calling onDelta (on this goroutine) for
@@ -185,22 +158,17 @@ func (p *Provider) Stream(ctx context.Context, req providers.ChatRequest, onDelt
 	if err != nil {
 		return nil, err
 	}
-	params.StreamOptions.IncludeUsage = oai.Bool(true)
+	params.Stream = true
+	params.StreamOptions = &streamOptions{IncludeUsage: true}
+	body, err := p.encode(params, true)
+	if err != nil {
+		return nil, p.requestError(err)
+	}
 
 	t := calltimer.Start(ctx, p.opts.RequestTimeout, p.opts.StreamIdleTimeout)
 	defer t.Stop()
-	stream := p.svc.NewStreaming(t.Context(), params)
-	defer stream.Close()
-
 	acc := newAccumulator(req.Model)
-	for stream.Next() {
-		t.Kick()
-		chunk := stream.Current()
-		if d := acc.add(&chunk); onDelta != nil && (d.Content != "" || d.Reasoning != "") {
-			onDelta(d)
-		}
-	}
-	if err := stream.Err(); err != nil {
+	if err := p.readStream(t, req.Model, body, acc, onDelta); err != nil {
 		if acc.finished && ctx.Err() == nil {
 			// The answer was complete; only the trailing usage chunk or
 			// [DONE] was lost. Keep the answer.
@@ -216,6 +184,40 @@ func (p *Provider) Stream(ctx context.Context, req providers.ChatRequest, onDelt
 		}
 	}
 	return acc.response(), nil
+}
+
+// readStream posts a streaming request and folds its chunks into acc until
+// [DONE] or the end of the body.
+func (p *Provider) readStream(t *calltimer.Timer, model string, body []byte, acc *accumulator, onDelta func(providers.Delta)) error {
+	res, err := p.post(t.Context(), "chat/completions", model, body, true)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	events := newSSEReader(res.Body)
+	for {
+		data, err := events.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		t.Kick()
+		if isDone(data) {
+			return nil
+		}
+		var chunk chatCompletion
+		if err := decodeLenient(data, &chunk); err != nil {
+			return fmt.Errorf("decode stream chunk: %w", err)
+		}
+		if present(chunk.Error) {
+			return &streamEventError{data: bytes.Clone(data)}
+		}
+		if d := acc.add(&chunk); onDelta != nil && (d.Content != "" || d.Reasoning != "") {
+			onDelta(d)
+		}
+	}
 }
 
 func defaultHTTPClient() *http.Client {

@@ -1,26 +1,22 @@
 package openai
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
-
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/respjson"
 
 	"github.com/nanobot-go/nanobot/providers"
 )
 
 // parseCompletion converts a non-streaming response.
-func (p *Provider) parseCompletion(cc *oai.ChatCompletion, model string) (*providers.LLMResponse, error) {
+func (p *Provider) parseCompletion(cc *chatCompletion, model string) (*providers.LLMResponse, error) {
 	if len(cc.Choices) == 0 {
 		return nil, &providers.Error{Provider: p.name, Message: "response has no choices"}
 	}
 	choice := cc.Choices[0]
 	msg := choice.Message
 	resp := &providers.LLMResponse{
-		Content:          msg.Content,
-		ReasoningContent: reasoningOf(msg.JSON.ExtraFields),
+		Content:          string(msg.Content),
+		ReasoningContent: reasoningOf(&msg),
 		Usage:            usageOf(cc.Usage),
 		Model:            firstNonEmpty(cc.Model, model),
 	}
@@ -28,7 +24,7 @@ func (p *Provider) parseCompletion(cc *oai.ChatCompletion, model string) (*provi
 		if tc.Type != "" && tc.Type != "function" {
 			continue
 		}
-		resp.ToolCalls = append(resp.ToolCalls, providers.NewToolCallRequest(tc.ID, tc.Function.Name, tc.Function.Arguments))
+		resp.ToolCalls = append(resp.ToolCalls, providers.NewToolCallRequest(tc.ID, tc.Function.Name, string(tc.Function.Arguments)))
 	}
 	if resp.Content == "" && msg.Refusal != "" {
 		resp.Content = msg.Refusal
@@ -39,39 +35,29 @@ func (p *Provider) parseCompletion(cc *oai.ChatCompletion, model string) (*provi
 
 // reasoningOf reads the reasoning text servers add beside content:
 // reasoning_content (DeepSeek, Qwen, Kimi, vLLM) or reasoning (OpenRouter).
-func reasoningOf(extra map[string]respjson.Field) string {
-	for _, key := range []string{"reasoning_content", "reasoning"} {
-		// The SDK marks fields it has no struct field for as not Valid,
-		// whatever they hold; read the raw JSON.
-		raw := extra[key].Raw()
-		if raw == "" || raw == "null" {
-			continue
-		}
-		var s string
-		if json.Unmarshal([]byte(raw), &s) == nil && s != "" {
-			return s
-		}
+func reasoningOf(m *responseMessage) string {
+	if r := rawString(m.ReasoningContent); r != "" {
+		return r
 	}
-	return ""
+	return rawString(m.Reasoning)
 }
 
-func usageOf(u oai.CompletionUsage) providers.Usage {
+// usageOf converts the usage object; nil (none sent) is zero usage.
+func usageOf(u *chatUsage) providers.Usage {
+	if u == nil {
+		return providers.Usage{}
+	}
 	out := providers.Usage{
-		PromptTokens:     int(u.PromptTokens),
-		CompletionTokens: int(u.CompletionTokens),
-		TotalTokens:      int(u.TotalTokens),
-		CacheReadTokens:  int(u.PromptTokensDetails.CachedTokens),
-		CacheWriteTokens: int(u.PromptTokensDetails.CacheWriteTokens),
-		ReasoningTokens:  int(u.CompletionTokensDetails.ReasoningTokens),
+		PromptTokens:     u.PromptTokens,
+		CompletionTokens: u.CompletionTokens,
+		TotalTokens:      u.TotalTokens,
+		CacheReadTokens:  u.PromptTokensDetails.CachedTokens,
+		CacheWriteTokens: u.PromptTokensDetails.CacheWriteTokens,
+		ReasoningTokens:  u.CompletionTokensDetails.ReasoningTokens,
 	}
 	if out.CacheReadTokens == 0 {
 		// DeepSeek reports its context cache this way.
-		if raw := u.JSON.ExtraFields["prompt_cache_hit_tokens"].Raw(); raw != "" {
-			var n int
-			if json.Unmarshal([]byte(raw), &n) == nil {
-				out.CacheReadTokens = n
-			}
-		}
+		out.CacheReadTokens = u.PromptCacheHitTokens
 	}
 	if out.TotalTokens == 0 {
 		out.TotalTokens = out.PromptTokens + out.CompletionTokens
@@ -118,7 +104,7 @@ type accumulator struct {
 }
 
 type partialCall struct {
-	index    int64
+	index    int
 	id, name string
 	args     strings.Builder
 }
@@ -126,11 +112,11 @@ type partialCall struct {
 func newAccumulator(model string) *accumulator { return &accumulator{model: model} }
 
 // add folds one chunk in and returns the text it contributed.
-func (a *accumulator) add(c *oai.ChatCompletionChunk) providers.Delta {
+func (a *accumulator) add(c *chatCompletion) providers.Delta {
 	if c.Model != "" {
 		a.model = c.Model
 	}
-	if c.JSON.Usage.Valid() {
+	if c.Usage != nil {
 		a.usage = usageOf(c.Usage)
 	}
 	var d providers.Delta
@@ -140,18 +126,18 @@ func (a *accumulator) add(c *oai.ChatCompletionChunk) providers.Delta {
 			continue // we never ask for n > 1
 		}
 		if ch.Delta.Content != "" {
-			a.content.WriteString(ch.Delta.Content)
-			d.Content += ch.Delta.Content
+			a.content.WriteString(string(ch.Delta.Content))
+			d.Content += string(ch.Delta.Content)
 		}
 		if ch.Delta.Refusal != "" {
 			a.refusal.WriteString(ch.Delta.Refusal)
 		}
-		if r := reasoningOf(ch.Delta.JSON.ExtraFields); r != "" {
+		if r := reasoningOf(&ch.Delta); r != "" {
 			a.reasoning.WriteString(r)
 			d.Reasoning += r
 		}
-		for _, tc := range ch.Delta.ToolCalls {
-			a.addToolCall(tc)
+		for i := range ch.Delta.ToolCalls {
+			a.addToolCall(&ch.Delta.ToolCalls[i])
 		}
 		if ch.FinishReason != "" {
 			a.finish = ch.FinishReason
@@ -161,7 +147,7 @@ func (a *accumulator) add(c *oai.ChatCompletionChunk) providers.Delta {
 	return d
 }
 
-func (a *accumulator) addToolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall) {
+func (a *accumulator) addToolCall(tc *responseToolCall) {
 	var pc *partialCall
 	for _, c := range a.calls {
 		if c.index == tc.Index {
@@ -180,7 +166,7 @@ func (a *accumulator) addToolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall)
 	if tc.Function.Name != "" {
 		pc.name = tc.Function.Name
 	}
-	pc.args.WriteString(tc.Function.Arguments)
+	pc.args.WriteString(string(tc.Function.Arguments))
 }
 
 func (a *accumulator) response() *providers.LLMResponse {
@@ -194,7 +180,7 @@ func (a *accumulator) response() *providers.LLMResponse {
 		resp.Content = a.refusal.String()
 	}
 	calls := slices.Clone(a.calls)
-	slices.SortStableFunc(calls, func(x, y *partialCall) int { return int(x.index - y.index) })
+	slices.SortStableFunc(calls, func(x, y *partialCall) int { return x.index - y.index })
 	for _, c := range calls {
 		resp.ToolCalls = append(resp.ToolCalls, providers.NewToolCallRequest(c.id, c.name, c.args.String()))
 	}

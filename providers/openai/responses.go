@@ -1,13 +1,11 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
-
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/responses"
-	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
@@ -25,14 +23,13 @@ import (
 // the chat-completions Provider. A Responses is safe for concurrent use.
 type Responses struct {
 	base *Provider
-	svc  responses.ResponseService
 }
 
 var _ providers.Provider = (*Responses)(nil)
 
 // NewResponses builds a Responses backend. It does no IO. Options.APIBase
 // is the endpoint up to /v1 (requests go to {APIBase}/responses);
-// Options.RequestOptions and HTTPClient let a sign-in provider add its auth.
+// Options.HTTPClient lets a sign-in provider add its auth (its transport).
 // Azure is not supported here.
 func NewResponses(opts Options) (*Responses, error) {
 	if opts.AzureAPIVersion != "" {
@@ -42,7 +39,7 @@ func NewResponses(opts Options) (*Responses, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Responses{base: p, svc: responses.NewResponseService(p.reqOpts...)}, nil
+	return &Responses{base: p}, nil
 }
 
 // Chat sends one request and waits for the whole response (through a
@@ -55,13 +52,17 @@ func (r *Responses) Chat(ctx context.Context, req providers.ChatRequest) (*provi
 	if err != nil {
 		return nil, err
 	}
+	body, err := r.base.encode(params, false)
+	if err != nil {
+		return nil, r.base.requestError(err)
+	}
 	t := calltimer.Start(ctx, r.base.opts.RequestTimeout, 0)
 	defer t.Stop()
-	res, err := r.svc.New(t.Context(), params)
-	if err != nil {
+	var res responseObject
+	if err := r.base.call(t.Context(), "responses", req.Model, body, &res); err != nil {
 		return nil, r.base.classify(t, err)
 	}
-	return r.parse(res.Output, res, req.Model)
+	return r.parse(res.Output, &res, req.Model)
 }
 
 // Stream sends a streaming request, calling onDelta (on this goroutine)
@@ -71,57 +72,87 @@ func (r *Responses) Stream(ctx context.Context, req providers.ChatRequest, onDel
 	if err != nil {
 		return nil, err
 	}
+	params.Stream = true
+	body, err := r.base.encode(params, true)
+	if err != nil {
+		return nil, r.base.requestError(err)
+	}
 	t := calltimer.Start(ctx, r.base.opts.RequestTimeout, r.base.opts.StreamIdleTimeout)
 	defer t.Stop()
-	stream := r.svc.NewStreaming(t.Context(), params)
-	defer stream.Close()
-
-	var (
-		items []responses.ResponseOutputItemUnion
-		final *responses.Response
-	)
-	for stream.Next() {
-		t.Kick()
-		ev := stream.Current()
-		switch ev.Type {
-		case "response.output_text.delta", "response.refusal.delta":
-			if onDelta != nil && ev.Delta != "" {
-				onDelta(providers.Delta{Content: ev.Delta})
-			}
-		case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-			if onDelta != nil && ev.Delta != "" {
-				onDelta(providers.Delta{Reasoning: ev.Delta})
-			}
-		case "response.output_item.done":
-			// The done item is complete: its encrypted_content and
-			// arguments are final, unlike the added one.
-			items = append(items, ev.Item)
-		case "response.completed", "response.incomplete":
-			res := ev.Response
-			final = &res
-		case "response.failed":
-			return nil, r.failed(string(ev.Response.Error.Code), ev.Response.Error.Message)
-		case "error":
-			return nil, r.failed(ev.Code, ev.Message)
-		}
-		if final != nil {
-			break
-		}
-	}
-	if final == nil {
-		if err := stream.Err(); err != nil {
-			return nil, r.base.classify(t, err)
-		}
-		return nil, &providers.Error{
-			Provider: r.base.name, Transient: true, Err: providers.ErrStreamTruncated,
-			Message: "stream ended before response.completed",
-		}
+	items, final, err := r.readStream(t, req.Model, body, onDelta)
+	if err != nil {
+		return nil, err
 	}
 	if len(final.Output) > 0 {
 		// The completed response repeats every item; it is the authority.
 		items = final.Output
 	}
 	return r.parse(items, final, req.Model)
+}
+
+// readStream posts a streaming request and reads events until the
+// response is complete, returning the done items and the final response.
+// Its errors are classified.
+func (r *Responses) readStream(t *calltimer.Timer, model string, body []byte, onDelta func(providers.Delta)) ([]outputItem, *responseObject, error) {
+	res, err := r.base.post(t.Context(), "responses", model, body, true)
+	if err != nil {
+		return nil, nil, r.base.classify(t, err)
+	}
+	defer res.Body.Close()
+	events := newSSEReader(res.Body)
+	var items []outputItem
+	for {
+		data, err := events.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, r.base.classify(t, err)
+		}
+		t.Kick()
+		if isDone(data) {
+			break
+		}
+		var ev streamEvent
+		if err := decodeLenient(data, &ev); err != nil {
+			return nil, nil, r.base.classify(t, fmt.Errorf("decode stream event: %w", err))
+		}
+		if present(ev.Error) {
+			return nil, nil, r.base.classify(t, &streamEventError{data: bytes.Clone(data)})
+		}
+		switch ev.Type {
+		case "response.output_text.delta", "response.refusal.delta":
+			if onDelta != nil && ev.Delta != "" {
+				onDelta(providers.Delta{Content: string(ev.Delta)})
+			}
+		case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+			if onDelta != nil && ev.Delta != "" {
+				onDelta(providers.Delta{Reasoning: string(ev.Delta)})
+			}
+		case "response.output_item.done":
+			// The done item is complete: its encrypted_content and
+			// arguments are final, unlike the added one.
+			if ev.Item != nil {
+				items = append(items, *ev.Item)
+			}
+		case "response.completed", "response.incomplete":
+			if ev.Response == nil {
+				ev.Response = &responseObject{}
+			}
+			return items, ev.Response, nil
+		case "response.failed":
+			if ev.Response == nil {
+				ev.Response = &responseObject{}
+			}
+			return nil, nil, r.failed(string(ev.Response.Error.Code), ev.Response.Error.Message)
+		case "error":
+			return nil, nil, r.failed(string(ev.Code), ev.Message)
+		}
+	}
+	return nil, nil, &providers.Error{
+		Provider: r.base.name, Transient: true, Err: providers.ErrStreamTruncated,
+		Message: "stream ended before response.completed",
+	}
 }
 
 // failed reports a response.failed or error event: the vendor's code and
@@ -138,8 +169,8 @@ func (r *Responses) failed(code, msg string) error {
 }
 
 // parse converts the output items and the response's status and usage.
-func (r *Responses) parse(items []responses.ResponseOutputItemUnion, res *responses.Response, model string) (*providers.LLMResponse, error) {
-	out := &providers.LLMResponse{Model: firstNonEmpty(res.Model, model), Usage: responsesUsage(res.Usage)}
+func (r *Responses) parse(items []outputItem, res *responseObject, model string) (*providers.LLMResponse, error) {
+	out := &providers.LLMResponse{Model: firstNonEmpty(res.Model, model), Usage: responsesUsage(res)}
 	var text, refusal, reasoning strings.Builder
 	for _, it := range items {
 		switch it.Type {
@@ -153,7 +184,7 @@ func (r *Responses) parse(items []responses.ResponseOutputItemUnion, res *respon
 				}
 			}
 		case "function_call":
-			out.ToolCalls = append(out.ToolCalls, providers.NewToolCallRequest(it.CallID, it.Name, it.Arguments.OfString))
+			out.ToolCalls = append(out.ToolCalls, providers.NewToolCallRequest(it.CallID, it.Name, string(it.Arguments)))
 		case "reasoning":
 			ri := providers.ReasoningItem{ID: it.ID, EncryptedContent: it.EncryptedContent}
 			for _, s := range it.Summary {
@@ -172,9 +203,9 @@ func (r *Responses) parse(items []responses.ResponseOutputItemUnion, res *respon
 	}
 	out.ReasoningContent = reasoning.String()
 	switch {
-	case res.Status == responses.ResponseStatusIncomplete && res.IncompleteDetails.Reason == "content_filter":
+	case res.Status == "incomplete" && res.IncompleteDetails.Reason == "content_filter":
 		out.FinishReason = providers.FinishContentFilter
-	case res.Status == responses.ResponseStatusIncomplete:
+	case res.Status == "incomplete":
 		out.FinishReason = providers.FinishLength
 	case len(out.ToolCalls) > 0:
 		out.FinishReason = providers.FinishToolCalls
@@ -186,13 +217,14 @@ func (r *Responses) parse(items []responses.ResponseOutputItemUnion, res *respon
 	return out, nil
 }
 
-func responsesUsage(u responses.ResponseUsage) providers.Usage {
+func responsesUsage(res *responseObject) providers.Usage {
+	u := &res.Usage
 	out := providers.Usage{
-		PromptTokens:     int(u.InputTokens),
-		CompletionTokens: int(u.OutputTokens),
-		TotalTokens:      int(u.TotalTokens),
-		CacheReadTokens:  int(u.InputTokensDetails.CachedTokens),
-		ReasoningTokens:  int(u.OutputTokensDetails.ReasoningTokens),
+		PromptTokens:     u.InputTokens,
+		CompletionTokens: u.OutputTokens,
+		TotalTokens:      u.TotalTokens,
+		CacheReadTokens:  u.InputTokensDetails.CachedTokens,
+		ReasoningTokens:  u.OutputTokensDetails.ReasoningTokens,
 	}
 	if out.TotalTokens == 0 {
 		out.TotalTokens = out.PromptTokens + out.CompletionTokens
@@ -203,16 +235,16 @@ func responsesUsage(u responses.ResponseUsage) providers.Usage {
 // params converts a ChatRequest. System messages become instructions;
 // everything else becomes input items in order, an assistant message
 // expanding to its reasoning items, its text and its function calls.
-func (r *Responses) params(req providers.ChatRequest) (responses.ResponseNewParams, error) {
+func (r *Responses) params(req providers.ChatRequest) (responsesRequest, error) {
 	if req.Model == "" {
-		return responses.ResponseNewParams{}, r.base.requestError(fmt.Errorf("request has no model"))
+		return responsesRequest{}, r.base.requestError(fmt.Errorf("request has no model"))
 	}
 	if len(req.Messages) == 0 {
-		return responses.ResponseNewParams{}, r.base.requestError(errNoMessages)
+		return responsesRequest{}, r.base.requestError(errNoMessages)
 	}
 	var (
 		instructions []string
-		input        responses.ResponseInputParam
+		input        []any
 	)
 	for i, m := range req.Messages {
 		switch m.Role {
@@ -224,112 +256,96 @@ func (r *Responses) params(req providers.ChatRequest) (responses.ResponseNewPara
 			input = append(input, responsesAssistantItems(m)...)
 		case providers.RoleTool:
 			if m.ToolCallID == "" {
-				return responses.ResponseNewParams{}, r.base.requestError(fmt.Errorf("message %d: tool result without tool_call_id", i))
+				return responsesRequest{}, r.base.requestError(fmt.Errorf("message %d: tool result without tool_call_id", i))
 			}
-			out := responses.ResponseInputItemParamOfFunctionCallOutput(m.Text())
-			out.OfFunctionCallOutput.CallID = oai.String(m.ToolCallID)
-			input = append(input, out)
+			input = append(input, inputFunctionCallOutput{Type: "function_call_output", CallID: m.ToolCallID, Output: m.Text()})
 		default:
-			return responses.ResponseNewParams{}, r.base.requestError(fmt.Errorf("message %d: unknown role %q", i, m.Role))
+			return responsesRequest{}, r.base.requestError(fmt.Errorf("message %d: unknown role %q", i, m.Role))
 		}
 	}
-	params := responses.ResponseNewParams{
-		Model:   shared.ResponsesModel(req.Model),
-		Input:   responses.ResponseNewParamsInputUnion{OfInputItemList: input},
-		Store:   oai.Bool(false),
-		Include: []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent},
-	}
-	if len(instructions) > 0 {
-		params.Instructions = oai.String(strings.Join(instructions, "\n\n"))
-	}
-	if req.CacheKey != "" {
-		params.PromptCacheKey = oai.String(req.CacheKey)
-	}
-	if req.MaxTokens > 0 {
-		params.MaxOutputTokens = oai.Int(int64(req.MaxTokens))
-	}
-	if req.Temperature != nil {
-		params.Temperature = oai.Float(*req.Temperature)
+	params := responsesRequest{
+		Model:           req.Model,
+		Input:           input,
+		Instructions:    strings.Join(instructions, "\n\n"),
+		Store:           false,
+		Include:         []string{"reasoning.encrypted_content"},
+		PromptCacheKey:  req.CacheKey,
+		MaxOutputTokens: max(req.MaxTokens, 0),
+		Temperature:     req.Temperature,
 	}
 	if effort := strings.ToLower(strings.TrimSpace(req.ReasoningEffort)); effort != "" {
-		params.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(effort), Summary: shared.ReasoningSummaryAuto}
+		params.Reasoning = &responsesReasoning{Effort: effort, Summary: "auto"}
 	}
 	if len(req.Tools) > 0 {
 		for _, t := range req.Tools {
-			ft := responses.FunctionToolParam{
-				Name:       t.Name,
-				Parameters: providers.NormalizeSchema(t.Parameters, r.base.dialect),
+			params.Tools = append(params.Tools, responsesTool{
+				Type:        "function",
+				Name:        t.Name,
+				Description: t.Description,
+				Parameters:  providers.NormalizeSchema(t.Parameters, r.base.dialect),
 				// Strict mode would demand every property be required.
-				Strict: oai.Bool(false),
-			}
-			if t.Description != "" {
-				ft.Description = oai.String(t.Description)
-			}
-			params.Tools = append(params.Tools, responses.ToolUnionParam{OfFunction: &ft})
+				Strict: false,
+			})
 		}
 		params.ToolChoice = responsesToolChoice(req.ToolChoice)
 	}
 	return params, nil
 }
 
-func responsesToolChoice(choice string) responses.ResponseNewParamsToolChoiceUnion {
+// responsesToolChoice maps "", auto, none, required or a tool name; nil
+// leaves the field out.
+func responsesToolChoice(choice string) any {
 	switch c := strings.TrimSpace(choice); c {
 	case "":
-		return responses.ResponseNewParamsToolChoiceUnion{}
+		return nil
 	case "auto", "none", "required":
-		return responses.ResponseNewParamsToolChoiceUnion{OfToolChoiceMode: oai.Opt(responses.ToolChoiceOptions(c))}
+		return c
 	default:
-		return responses.ResponseNewParamsToolChoiceUnion{OfFunctionTool: &responses.ToolChoiceFunctionParam{Name: c}}
+		return responsesNamedToolChoice{Type: "function", Name: c}
 	}
 }
 
-func responsesUserItem(m providers.Message) responses.ResponseInputItemUnionParam {
+func responsesUserItem(m providers.Message) inputMessage {
 	if len(m.Parts) == 0 {
-		return responses.ResponseInputItemParamOfMessage(m.Content, responses.EasyInputMessageRoleUser)
+		return inputMessage{Role: "user", Content: m.Content}
 	}
-	var content responses.ResponseInputMessageContentListParam
+	content := make([]any, 0, len(m.Parts))
 	for _, part := range m.Parts {
 		switch part.Type {
 		case "image_url":
 			if part.ImageURL == nil || part.ImageURL.URL == "" {
 				continue
 			}
-			detail := responses.ResponseInputImageDetail(part.ImageURL.Detail)
+			detail := part.ImageURL.Detail
 			if detail == "" {
-				detail = responses.ResponseInputImageDetailAuto
+				detail = "auto"
 			}
-			content = append(content, responses.ResponseInputContentUnionParam{
-				OfInputImage: &responses.ResponseInputImageParam{Detail: detail, ImageURL: oai.String(part.ImageURL.URL)},
-			})
+			content = append(content, inputImage{Type: "input_image", Detail: detail, ImageURL: part.ImageURL.URL})
 		default:
-			content = append(content, responses.ResponseInputContentParamOfInputText(part.Text))
+			content = append(content, inputText{Type: "input_text", Text: part.Text})
 		}
 	}
-	return responses.ResponseInputItemParamOfMessage(content, responses.EasyInputMessageRoleUser)
+	return inputMessage{Role: "user", Content: content}
 }
 
-func responsesAssistantItems(m providers.Message) []responses.ResponseInputItemUnionParam {
-	var items []responses.ResponseInputItemUnionParam
+func responsesAssistantItems(m providers.Message) []any {
+	var items []any
 	for _, ri := range m.ReasoningItems {
-		summary := make([]responses.ResponseReasoningItemSummaryParam, len(ri.Summary))
+		summary := make([]summaryText, len(ri.Summary))
 		for i, s := range ri.Summary {
-			summary[i] = responses.ResponseReasoningItemSummaryParam{Text: s}
+			summary[i] = summaryText{Type: "summary_text", Text: s}
 		}
-		item := responses.ResponseInputItemParamOfReasoning(ri.ID, summary)
-		if ri.EncryptedContent != "" {
-			item.OfReasoning.EncryptedContent = oai.String(ri.EncryptedContent)
-		}
-		items = append(items, item)
+		items = append(items, inputReasoning{Type: "reasoning", ID: ri.ID, EncryptedContent: ri.EncryptedContent, Summary: summary})
 	}
 	if text := m.Text(); text != "" {
-		items = append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleAssistant))
+		items = append(items, inputMessage{Role: "assistant", Content: text})
 	}
 	for _, tc := range m.ToolCalls {
 		args := tc.Function.Arguments
 		if strings.TrimSpace(args) == "" {
 			args = "{}"
 		}
-		items = append(items, responses.ResponseInputItemParamOfFunctionCall(args, tc.ID, tc.Function.Name))
+		items = append(items, inputFunctionCall{Type: "function_call", CallID: tc.ID, Name: tc.Function.Name, Arguments: args})
 	}
 	return items
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
@@ -217,15 +216,16 @@ func TestResponsesErrors(t *testing.T) {
 	})
 }
 
-// A sign-in provider (Codex) adds its auth through RequestOptions and
-// needs every call streamed.
-func TestResponsesRequestOptionsAndAlwaysStream(t *testing.T) {
+// A sign-in provider (Codex) adds its auth through the HTTP client's
+// transport (providers/auth) and needs every call streamed.
+func TestResponsesSignInTransportAndAlwaysStream(t *testing.T) {
 	srv := providertest.New(t)
 	srv.Push(providertest.Reply{Text: "ok"})
 	p := newResponses(t, srv, func(o *openai.Options) {
 		o.APIKey = ""
 		o.AlwaysStream = true
-		o.RequestOptions = []option.RequestOption{option.WithHeader("Authorization", "Bearer oauth-token"), option.WithHeader("ChatGPT-Account-ID", "acct")}
+		o.HTTPClient = &http.Client{Transport: headerTransport{base: srv.Client().Transport, set: map[string]string{
+			"Authorization": "Bearer oauth-token", "ChatGPT-Account-ID": "acct"}}}
 	})
 	resp, err := p.Chat(t.Context(), userReq("x"))
 	if err != nil || resp.Content != "ok" {
@@ -235,4 +235,18 @@ func TestResponsesRequestOptionsAndAlwaysStream(t *testing.T) {
 	if !r.Stream || r.Header.Get("Authorization") != "Bearer oauth-token" || r.Header.Get("ChatGPT-Account-ID") != "acct" {
 		t.Errorf("request stream=%v headers=%v, want streamed with the custom auth", r.Stream, r.Header)
 	}
+}
+
+// headerTransport sets headers on every request, as a sign-in transport does.
+type headerTransport struct {
+	base http.RoundTripper
+	set  map[string]string
+}
+
+func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range h.set {
+		req.Header.Set(k, v)
+	}
+	return h.base.RoundTrip(req)
 }

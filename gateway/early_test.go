@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/testproc"
+)
+
+// A gateway that opens its own port answers /healthz as soon as New has
+// the port, before the rest is assembled and Run starts it; readiness and
+// everything else wait for Run. A New that fails gives the port back.
+func TestHealthzBeforeRun(t *testing.T) {
+	ports, err := testproc.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(nil)
+	cfg.Gateway.Host, cfg.Gateway.Port = "127.0.0.1", ports[0]
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	dir := t.TempDir()
+	opts := Options{
+		Config: &cfg, Paths: configs.PathsFor(filepath.Join(dir, "config.json"), &cfg),
+		Provider: &echoLLM{}, Model: "test", Channels: webOnly(), DrainTimeout: 2 * time.Second, Stderr: io.Discard,
+	}
+
+	bad := opts
+	bad.Role = "bogus"
+	if _, err := New(t.Context(), bad); err == nil {
+		t.Fatal("New with an unknown role succeeded")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the port is still held after a failed New: %v", err)
+	}
+	ln.Close()
+
+	g, err := New(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	status := func(path string) (int, string) {
+		t.Helper()
+		resp, err := client.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := status("/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("before Run: /healthz %d %q, want 200 ok", code, body)
+	}
+	for _, path := range []string{"/readyz", "/api/status", "/"} {
+		if code, body := status(path); code != http.StatusServiceUnavailable || body != "starting\n" {
+			t.Errorf("before Run: %s %d %q, want 503 starting", path, code, body)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("gateway did not stop")
+		}
+	}()
+	waitFor(t, "ready after Run", func() bool {
+		code, _ := status("/readyz")
+		return code == 200
+	})
+	if code, _ := status("/api/status"); code != 200 {
+		t.Errorf("after Run: /api/status %d", code)
+	}
+}
