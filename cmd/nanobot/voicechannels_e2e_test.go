@@ -122,7 +122,12 @@ func TestVoiceRepliesOnMoreChannels(t *testing.T) {
 	t.Run("slack", func(t *testing.T) {
 		sl.Push(slacktest.Event{Channel: "D4242", ChannelType: "im", User: "U4242", Text: "/voice on"})
 		sl.Push(slacktest.Event{Channel: "D4242", ChannelType: "im", User: "U4242", Text: "say something"})
-		waitUntil(t, "the slack audio upload", 30*time.Second, func() bool { return len(sl.Files()) == 1 })
+		// A file is listed from files.getUploadURLExternal on; it is whole
+		// once files.completeUploadExternal gave it its channel.
+		waitUntil(t, "the slack audio upload", 30*time.Second, func() bool {
+			f := sl.Files()
+			return len(f) == 1 && f[0].Channel != ""
+		})
 		f := sl.Files()[0]
 		if f.Channel != "D4242" || !strings.HasSuffix(f.Name, ".ogg") || !strings.HasPrefix(f.Title, "Voice reply") {
 			t.Errorf("upload %+v", f)
