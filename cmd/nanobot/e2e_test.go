@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,15 +126,19 @@ func startBinaryGateway(t *testing.T, bin, cfg string, port int) *exec.Cmd {
 		}
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	// Not the port alone: the gateway holds it (and answers /healthz)
+	// before it is assembled; /readyz says 200 once it runs.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 100*time.Millisecond)
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
 		if err == nil {
-			c.Close()
-			return cmd
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return cmd
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("gateway did not start")
+			t.Fatal("gateway did not become ready")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
