@@ -164,9 +164,23 @@ func (d *Device) RawType(ctx context.Context, room id.RoomID, eid id.EventID) (s
 	var raw struct {
 		Type string `json:"type"`
 	}
+	start := time.Now()
 	url := d.BuildClientURL("v3", "rooms", room, "event", eid)
-	if _, err := d.MakeRequest(ctx, "GET", url, nil, &raw); err != nil {
-		return "", err
+	// Dendrite can answer 404 for an event it accepted a moment ago (its
+	// room server stores it asynchronously): ask again for a while.
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		_, err := d.MakeRequest(ctx, "GET", url, nil, &raw)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, mautrix.MNotFound) || time.Since(start) > 10*time.Second {
+			return "", err
+		}
+		select {
+		case <-ctx.Done():
+			return "", err
+		case <-time.After(wait):
+		}
 	}
 	if raw.Type == "" {
 		return "", errors.New("matrixtest: event without a type")
