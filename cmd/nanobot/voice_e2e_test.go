@@ -53,45 +53,7 @@ func TestVoiceNoteGetsVoiceAnswer(t *testing.T) {
 		"tts":       map[string]any{"enabled": true, "model": "gpt-4o-mini-tts", "voice": "nova"},
 		"gateway":   map[string]any{"heartbeat": map[string]any{"enabled": false}},
 	})
-	path := filepath.Join(dir, "config.json")
-	if err := os.WriteFile(path, body, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := configs.Load(configs.Options{Path: path, Environ: []string{}, Platforms: platformTypes()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	speaker, err := buildSpeaker(&loaded.Config, loaded.Paths, nil)
-	if err != nil || speaker == nil {
-		t.Fatalf("buildSpeaker = %v, %v", speaker, err)
-	}
-	provider, err := openai.New(openai.Options{APIBase: llm.OpenAIBase()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- gateway.Run(ctx, gateway.Options{
-			Config: &loaded.Config, Paths: loaded.Paths, Provider: provider, Model: "test-model", Speaker: speaker,
-			Channels: newChannelRegistry(), Listener: ln, DrainTimeout: 2 * time.Second, Stderr: io.Discard, Log: slog.New(slog.DiscardHandler),
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("gateway: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("gateway did not stop")
-		}
-	})
+	paths := runSpeakingGateway(t, filepath.Join(dir, "config.json"), body, llm)
 
 	ann := telegramtest.User{ID: 4242, Username: "ann", FirstName: "Ann"}
 	chat := telegramtest.Chat{ID: ann.ID, Type: "private"}
@@ -150,7 +112,7 @@ func TestVoiceNoteGetsVoiceAnswer(t *testing.T) {
 		reqs[0].Body["voice"] != "nova" || reqs[0].Authorization != "Bearer sk-speech-0123456789" {
 		t.Errorf("speech requests = %+v", reqs)
 	}
-	files, _ := filepath.Glob(filepath.Join(loaded.Paths.Media, "voice-*.ogg"))
+	files, _ := filepath.Glob(filepath.Join(paths.Media, "voice-*.ogg"))
 	if len(files) != 1 {
 		t.Fatalf("voice files in the media folder: %v", files)
 	}
@@ -183,4 +145,51 @@ func lastContent(msgs []map[string]any) string {
 	}
 	s, _ := msgs[len(msgs)-1]["content"].(string)
 	return s
+}
+
+// runSpeakingGateway writes body as the config at path and runs the real
+// gateway on it, with the speaker the CLI builds from its tts section and
+// the OpenAI backend pointed at llm; it stops when the test ends. It
+// returns the instance's paths.
+func runSpeakingGateway(t *testing.T, path string, body []byte, llm *providertest.Server) configs.Paths {
+	t.Helper()
+	if err := os.WriteFile(path, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := configs.Load(configs.Options{Path: path, Environ: []string{}, Platforms: platformTypes()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	speaker, err := buildSpeaker(&loaded.Config, loaded.Paths, nil)
+	if err != nil || speaker == nil {
+		t.Fatalf("buildSpeaker = %v, %v", speaker, err)
+	}
+	provider, err := openai.New(openai.Options{APIBase: llm.OpenAIBase()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- gateway.Run(ctx, gateway.Options{
+			Config: &loaded.Config, Paths: loaded.Paths, Provider: provider, Model: "test-model", Speaker: speaker,
+			Channels: newChannelRegistry(), Listener: ln, DrainTimeout: 2 * time.Second, Stderr: io.Discard, Log: slog.New(slog.DiscardHandler),
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("gateway: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("gateway did not stop")
+		}
+	})
+	return loaded.Paths
 }

@@ -1,12 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,9 +10,6 @@ import (
 	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
 	"github.com/nanobot-go/nanobot/channels/feishu/feishutest"
 	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
-	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway"
-	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 	"github.com/nanobot-go/nanobot/providers/tts"
 	"github.com/nanobot-go/nanobot/providers/tts/ttstest"
@@ -44,45 +36,7 @@ func TestVoiceRepliesOnMoreChannels(t *testing.T) {
 		"tts":       map[string]any{"enabled": true},
 		"gateway":   map[string]any{"heartbeat": map[string]any{"enabled": false}},
 	})
-	path := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(path, body, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := configs.Load(configs.Options{Path: path, Environ: []string{}, Platforms: platformTypes()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	speaker, err := buildSpeaker(&loaded.Config, loaded.Paths, nil)
-	if err != nil || speaker == nil {
-		t.Fatalf("buildSpeaker = %v, %v", speaker, err)
-	}
-	provider, err := openai.New(openai.Options{APIBase: llm.OpenAIBase()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- gateway.Run(ctx, gateway.Options{
-			Config: &loaded.Config, Paths: loaded.Paths, Provider: provider, Model: "test-model", Speaker: speaker,
-			Channels: newChannelRegistry(), Listener: ln, DrainTimeout: 2 * time.Second, Stderr: io.Discard, Log: slog.New(slog.DiscardHandler),
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("gateway: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("gateway did not stop")
-		}
-	})
+	runSpeakingGateway(t, filepath.Join(t.TempDir(), "config.json"), body, llm)
 	waitUntil(t, "feishu's long connection", 20*time.Second, fs.Connected)
 
 	checkOpus := func(t *testing.T, data []byte) {
