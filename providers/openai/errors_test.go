@@ -68,7 +68,7 @@ func TestErrorClassification(t *testing.T) {
 func TestStreamIdleTimeout(t *testing.T) {
 	srv := providertest.New(t)
 	srv.Push(providertest.Reply{Text: "this answer stalls halfway", Chunks: 4, StallAfter: 3})
-	p := newProvider(t, srv, func(o *openai.Options) { o.StreamIdleTimeout = 150 * time.Millisecond })
+	p := newProvider(t, srv, func(o *openai.Options) { o.StreamIdleTimeout = time.Second }) // long enough for the first chunks on a loaded machine
 	var got strings.Builder
 	start := time.Now()
 	_, err := p.Stream(t.Context(), userReq("x"), func(d providers.Delta) { got.WriteString(d.Content) })
