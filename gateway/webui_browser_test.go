@@ -405,6 +405,9 @@ func TestWorkbenchLoginInBrowser(t *testing.T) {
 		until("the stored conversation in the sidebar", `!!document.querySelector('.session[data-key^="web:"]')`),
 	)
 	if err != nil {
+		// What the server stored against what the page shows, for the log.
+		state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch("/api/sessions").then(r => r.text()).then(t => t + "\npage list: " + document.getElementById("sessions").innerHTML.slice(0, 500) + "\npage history: " + document.getElementById("history").innerHTML.slice(0, 800))`, chromedp.EvalAwaitPromise))
+		t.Logf("stored sessions: %s", state)
 		t.Fatal(err)
 	}
 

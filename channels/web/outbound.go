@@ -44,6 +44,21 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m bus.Outbo
 	return nil
 }
 
+// StreamEnded implements channels.StreamEnder. The dispatcher makes no
+// last edit when the stream's text is already on screen, so without this
+// the page would never learn that the answer is complete (the workbench
+// shows the stored turn then) and a temporary chat would not record it.
+// The frame repeats the whole text with Final set; a page that saw the
+// text already changes nothing.
+func (c *Channel) StreamEnded(ctx context.Context, ref channels.MessageRef, m bus.Outbound) {
+	if !m.Final || m.IsError || ref.MessageID == "" {
+		return
+	}
+	if err := c.Edit(ctx, ref, m); err != nil {
+		c.log.Debug("stream end not shown", "chat_id", ref.ChatID, "err", err)
+	}
+}
+
 // Typing implements channels.Typer.
 func (c *Channel) Typing(ctx context.Context, chatID string, _ bus.Metadata) error {
 	return c.broadcast(ctx, chatID, Frame{Type: "typing"})

@@ -92,6 +92,8 @@ var (
 	_ channels.Editor  = (*Channel)(nil)
 	_ channels.Typer   = (*Channel)(nil)
 	_ channels.Limiter = (*Channel)(nil)
+
+	_ channels.StreamEnder = (*Channel)(nil)
 )
 
 // Options are what the gateway knows that the config does not.

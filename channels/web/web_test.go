@@ -174,3 +174,33 @@ func TestUIServed(t *testing.T) {
 		t.Errorf("index: %d %v", resp.StatusCode, resp.Header)
 	}
 }
+
+// When the whole answer is on screen before its stream ends, the
+// dispatcher makes no last edit; the page still learns that the answer is
+// final (the workbench then shows the stored turn).
+func TestStreamEndTellsThePageTheAnswerIsFinal(t *testing.T) {
+	c, srv, _ := start(t, DefaultConfig(), Options{Loopback: true})
+	ws, hello := dial(t, srv, "browser-tab-2", "")
+	out := make(chan bus.Outbound, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	d := channels.NewDispatcher(channels.DispatcherConfig{}, []channels.Channel{c})
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx, out); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	base := bus.Outbound{Channel: "web", ChatID: hello.Chat, StreamID: "s1"}
+	delta := base
+	delta.Kind, delta.Content = bus.KindDelta, "the whole answer"
+	out <- delta
+	f := read(t, ws)
+	if f.Type != "message" || f.Text != "the whole answer" || f.Final {
+		t.Fatalf("first frame = %+v, want the streamed text, not final", f)
+	}
+	end := base
+	end.Kind, end.Content, end.Final = bus.KindStreamEnd, "the whole answer", true
+	out <- end
+	f = read(t, ws)
+	if f.Type != "edit" || f.Text != "the whole answer" || !f.Final {
+		t.Fatalf("frame after the stream's end = %+v, want the final edit", f)
+	}
+}

@@ -277,14 +277,29 @@ function onFrame(f) {
 }
 
 // Once an answer is complete, show the stored turn: Markdown rendered on
-// the server, tool calls with their results.
-function scheduleReload() {
+// the server, tool calls with their results. The gateway sends the answer
+// before it saves the turn, so on a busy gateway or a slow disk the turn
+// may not be stored yet: until the stored conversation holds every message
+// this page sent, keep the live view and look again later (0.4 s, doubling,
+// about 25 s in all).
+function scheduleReload(attempt = 0) {
   clearTimeout(state.reloadTimer);
+  const key = state.key;
   state.reloadTimer = setTimeout(async () => {
-    if (!state.key) return;
-    await openSession(state.key);
+    if (!key || state.key !== key) return;
+    const sent = document.querySelectorAll("#history .msg.user").length;
+    let stored = -1;
+    try {
+      const data = await API.getSession(key);
+      stored = data.messages.filter((m) => m.role === "user").length;
+    } catch (e) {
+      if (e.status !== 404) return;
+    }
+    if (state.key !== key) return;
+    if (stored < sent && attempt < 6) return scheduleReload(attempt + 1);
+    if (stored >= sent) await openSession(key);
     await loadSessions();
-  }, 400);
+  }, 400 * 2 ** attempt);
 }
 
 $("composer").addEventListener("submit", (e) => {
