@@ -146,7 +146,7 @@ func TestEncryptedDirectChat(t *testing.T) {
 	}
 
 	// The crypto store and its key are the instance's secrets: 0600.
-	for _, name := range []string{"matrix-crypto.db", "matrix-crypto.key"} {
+	for _, name := range []string{"matrix-crypto.json", "matrix-crypto.key"} {
 		st, err := os.Stat(filepath.Join(stateDir, name))
 		if err != nil {
 			t.Fatal(err)
