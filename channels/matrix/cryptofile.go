@@ -37,7 +37,7 @@ type cryptoFile struct {
 	Outbound []outboundRecord                                          `json:"outboundSessions,omitempty"`
 	Shared   []sharedMark                                              `json:"shared,omitempty"`
 	Indices  []indexRecord                                             `json:"messageIndices,omitempty"`
-	Devices  map[id.UserID]map[id.DeviceID]id.Device                   `json:"devices,omitempty"`
+	Devices  map[id.UserID]map[id.DeviceID]*id.Device                  `json:"devices,omitempty"`
 	Cross    map[id.UserID]map[id.CrossSigningUsage]id.CrossSigningKey `json:"crossSigningKeys,omitempty"`
 	Sigs     []signatureRecord                                         `json:"signatures,omitempty"`
 	Outdated []id.UserID                                               `json:"outdatedUsers,omitempty"`
@@ -177,7 +177,8 @@ func (s *cryptoStore) saveLocked() error {
 func (s *cryptoStore) snapshotLocked() (*cryptoFile, error) {
 	f := &cryptoFile{
 		Version: cryptoFileVersion, User: s.user, Device: s.device,
-		Devices: s.devices, Cross: s.crossKeys, Rooms: s.rooms.recordLocked(),
+		Devices: make(map[id.UserID]map[id.DeviceID]*id.Device, len(s.devices)),
+		Cross:   s.crossKeys, Rooms: s.rooms.recordLocked(),
 		Secrets: make(map[id.Secret][]byte, len(s.secrets)),
 		Hashes:  make(map[string]time.Time, len(s.olmHashes)),
 	}
@@ -201,6 +202,13 @@ func (s *cryptoStore) snapshotLocked() (*cryptoFile, error) {
 	}
 	for _, e := range s.outbound {
 		f.Outbound = append(f.Outbound, outboundRecord{outboundMeta: e.meta, Pickle: e.pickle})
+	}
+	for user, devs := range s.devices {
+		// Pointers: id.TrustState marshals as text only through one.
+		f.Devices[user] = make(map[id.DeviceID]*id.Device, len(devs))
+		for k, d := range devs {
+			f.Devices[user][k] = &d
+		}
 	}
 	for m := range s.shared {
 		f.Shared = append(f.Shared, m)
@@ -281,8 +289,13 @@ func (s *cryptoStore) restoreLocked(f *cryptoFile) error {
 	for _, u := range f.Outdated {
 		s.outdated[u] = struct{}{}
 	}
-	if f.Devices != nil {
-		s.devices = f.Devices
+	for user, devs := range f.Devices {
+		s.devices[user] = make(map[id.DeviceID]id.Device, len(devs))
+		for k, d := range devs {
+			if d != nil {
+				s.devices[user][k] = *d
+			}
+		}
 	}
 	if f.Cross != nil {
 		s.crossKeys = f.Cross

@@ -89,3 +89,53 @@ func (r *roomState) MarkMembersFetched(ctx context.Context, room id.RoomID) erro
 func (r *roomState) SetEncryptionEvent(ctx context.Context, room id.RoomID, content *event.EncryptionEventContent) error {
 	return r.change(func() error { return r.MemoryStateStore.SetEncryptionEvent(ctx, room, content) })
 }
+
+// The reads below hand out copies, under the crypto store's mutex:
+// mautrix's return its own maps and member structs, which SetMembership
+// then changes in place while the caller reads them.
+
+func (r *roomState) GetRoomMembers(_ context.Context, room id.RoomID) (map[id.UserID]*event.MemberEventContent, error) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	members := make(map[id.UserID]*event.MemberEventContent, len(r.MemoryStateStore.Members[room]))
+	for user, m := range r.MemoryStateStore.Members[room] {
+		c := *m
+		members[user] = &c
+	}
+	return members, nil
+}
+
+func (r *roomState) GetAllMembers(ctx context.Context, room id.RoomID) (map[id.UserID]*event.MemberEventContent, error) {
+	return r.GetRoomMembers(ctx, room)
+}
+
+func (r *roomState) TryGetMember(_ context.Context, room id.RoomID, user id.UserID) (*event.MemberEventContent, error) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	m := r.MemoryStateStore.Members[room][user]
+	if m == nil {
+		return nil, nil
+	}
+	c := *m
+	return &c, nil
+}
+
+func (r *roomState) GetMember(ctx context.Context, room id.RoomID, user id.UserID) (*event.MemberEventContent, error) {
+	m, err := r.TryGetMember(ctx, room, user)
+	if m == nil && err == nil {
+		m = &event.MemberEventContent{Membership: event.MembershipLeave}
+	}
+	return m, err
+}
+
+// GetRoomJoinedOrInvitedMembers lists who a room key goes to.
+func (r *roomState) GetRoomJoinedOrInvitedMembers(ctx context.Context, room id.RoomID) ([]id.UserID, error) {
+	members, _ := r.GetRoomMembers(ctx, room)
+	ids := make([]id.UserID, 0, len(members))
+	for user, m := range members {
+		if m.Membership == event.MembershipJoin || m.Membership == event.MembershipInvite {
+			ids = append(ids, user)
+		}
+	}
+	return ids, nil
+}
