@@ -141,7 +141,8 @@ func (s *cryptoStore) saveLater() {
 	}
 }
 
-// close writes what is pending; the store is not written after.
+// close writes what is pending and stops delayed saves (changes that
+// must not be lost are still written when they happen).
 func (s *cryptoStore) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -45,12 +45,17 @@ func (s *syncBuffer) String() string {
 
 // encryptedBot runs a channel with e2eeEnabled for bot with its state in
 // stateDir, until the test ends or stop is called.
-func encryptedBot(t *testing.T, s *matrixtest.Server, bot *matrixtest.User, stateDir string, logs *syncBuffer) (ch *Channel, in *inbox, stop func()) {
+func encryptedBot(t *testing.T, s *matrixtest.Server, bot *matrixtest.User, stateDir string, logs *syncBuffer, edits ...func(*Config)) (ch *Channel, in *inbox, stop func()) {
 	t.Helper()
 	ch = newChannel(t, s, bot, channels.Deps{
 		Log:   slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Paths: configs.Paths{State: stateDir, Media: t.TempDir()},
-	}, func(c *Config) { c.E2EEEnabled = true })
+	}, func(c *Config) {
+		c.E2EEEnabled = true
+		for _, edit := range edits {
+			edit(c)
+		}
+	})
 	in = newInbox("")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
