@@ -73,8 +73,11 @@ func TestEncryptedRestartKeepsSessionsAndVerification(t *testing.T) {
 		t.Errorf("after the restart device %s %s, want %s %s", ch2.cli.DeviceID, fp, ch.cli.DeviceID, fingerprint)
 	}
 	ogs2, _ := ch2.store(t).GetOutboundGroupSession(ctx, room)
-	if ogs2 == nil || ogs2.ID() != ogs.ID() || ogs2.MessageCount <= ogs.MessageCount {
-		t.Errorf("outbound room key after the restart %+v, want %s continued past %d messages", ogs2, ogs.ID(), ogs.MessageCount)
+	switch {
+	case ogs2 == nil:
+		t.Error("no outbound room key after the restart")
+	case ogs2.ID() != ogs.ID() || ogs2.MessageCount <= ogs.MessageCount:
+		t.Errorf("outbound room key after the restart %s at %d messages, want %s continued past %d", ogs2.ID(), ogs2.MessageCount, ogs.ID(), ogs.MessageCount)
 	}
 	if trust, err := dev.DeviceTrust(ctx, bot.ID, ch2.cli.DeviceID); err != nil || trust != id.TrustStateVerified {
 		t.Errorf("the user's device regards the bot's as %v (%v), want verified", trust, err)
