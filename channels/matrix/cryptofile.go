@@ -60,18 +60,18 @@ type olmRecord struct {
 
 // inboundMeta is what mautrix keeps beside an inbound Megolm session.
 type inboundMeta struct {
-	ID               id.SessionID         `json:"id"`
-	RoomID           id.RoomID            `json:"room"`
-	SenderKey        id.SenderKey         `json:"senderKey"`
-	SigningKey       id.Ed25519           `json:"signingKey"`
-	ForwardingChains []string             `json:"forwardingChains,omitempty"`
-	RatchetSafety    crypto.RatchetSafety `json:"ratchetSafety"`
-	ReceivedAt       time.Time            `json:"receivedAt"`
-	MaxAge           int64                `json:"maxAgeMs,omitempty"`
-	MaxMessages      int                  `json:"maxMessages,omitempty"`
-	IsScheduled      bool                 `json:"isScheduled,omitempty"`
-	KeyBackupVersion id.KeyBackupVersion  `json:"keyBackupVersion,omitempty"`
-	KeySource        id.KeySource         `json:"keySource,omitempty"`
+	ID               id.SessionID
+	RoomID           id.RoomID
+	SenderKey        id.SenderKey
+	SigningKey       id.Ed25519
+	ForwardingChains []string
+	RatchetSafety    crypto.RatchetSafety
+	ReceivedAt       time.Time
+	MaxAge           int64
+	MaxMessages      int
+	IsScheduled      bool
+	KeyBackupVersion id.KeyBackupVersion
+	KeySource        id.KeySource
 }
 
 type inboundRecord struct {

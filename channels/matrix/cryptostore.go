@@ -178,14 +178,7 @@ func (s *cryptoStore) GetAccount(context.Context) (*crypto.OlmAccount, error) {
 }
 
 func (s *cryptoStore) AddSession(ctx context.Context, key id.SenderKey, sess *crypto.OlmSession) error {
-	e, err := s.olmEntry(sess)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.olm[key] = append(s.olm[key], e)
-	return s.saveLocked()
+	return s.UpdateSession(ctx, key, sess)
 }
 
 func (s *cryptoStore) olmEntry(sess *crypto.OlmSession) (*olmEntry, error) {
@@ -196,6 +189,7 @@ func (s *cryptoStore) olmEntry(sess *crypto.OlmSession) (*olmEntry, error) {
 	return &olmEntry{s: sess, pickle: p, times: sess.ExpirationMixin}, nil
 }
 
+// UpdateSession stores sess's new state (adding it when new).
 func (s *cryptoStore) UpdateSession(ctx context.Context, key id.SenderKey, sess *crypto.OlmSession) error {
 	e, err := s.olmEntry(sess)
 	if err != nil {

@@ -181,25 +181,30 @@ func (s *cryptoStore) GetSignaturesForKeyBy(_ context.Context, user id.UserID, k
 	return out, nil
 }
 
-func (s *cryptoStore) PutSecret(_ context.Context, name id.Secret, value string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.secrets[name] = value
-	return s.saveLocked()
-}
-
 func (s *cryptoStore) GetSecret(_ context.Context, name id.Secret) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.secrets[name], nil
 }
 
+func (s *cryptoStore) PutSecret(_ context.Context, name id.Secret, value string) error {
+	return s.changeSecret(name, &value)
+}
+
 func (s *cryptoStore) DeleteSecret(_ context.Context, name id.Secret) error {
+	return s.changeSecret(name, nil)
+}
+
+// changeSecret sets (value nil: removes) a secret and saves at once.
+func (s *cryptoStore) changeSecret(name id.Secret, value *string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.secrets[name]; !ok {
+	if value != nil {
+		s.secrets[name] = *value
+	} else if _, ok := s.secrets[name]; ok {
+		delete(s.secrets, name)
+	} else {
 		return nil
 	}
-	delete(s.secrets, name)
 	return s.saveLocked()
 }
