@@ -338,3 +338,23 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkCryptoStoreMessage is the store's cost of one decrypted
+// message (its index is written at once) with n messages seen before.
+func BenchmarkCryptoStoreMessage(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ctx := context.Background()
+			s := newCryptoStore(filepath.Join(b.TempDir(), "matrix-crypto.json"), testKey(), testUser, slog.New(slog.DiscardHandler))
+			for i := range n {
+				s.indices[indexKey{"old", uint(i)}] = indexValue{id.EventID(fmt.Sprintf("$old%d", i)), int64(i)}
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := s.ValidateMessageIndex(ctx, "new", "$new", uint(i), int64(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
