@@ -36,7 +36,6 @@ type cryptoFile struct {
 	Withheld []*event.RoomKeyWithheldEventContent                      `json:"withheld,omitempty"`
 	Outbound []outboundRecord                                          `json:"outboundSessions,omitempty"`
 	Shared   []sharedMark                                              `json:"shared,omitempty"`
-	Indices  []indexRecord                                             `json:"messageIndices,omitempty"`
 	Devices  map[id.UserID]map[id.DeviceID]*id.Device                  `json:"devices,omitempty"`
 	Cross    map[id.UserID]map[id.CrossSigningUsage]id.CrossSigningKey `json:"crossSigningKeys,omitempty"`
 	Sigs     []signatureRecord                                         `json:"signatures,omitempty"`
@@ -155,7 +154,7 @@ func (s *cryptoStore) close() error {
 		err = s.saveLocked()
 	}
 	s.closed = true
-	return err
+	return errors.Join(err, s.journal.close())
 }
 
 // saveLocked writes the whole store now (0600, atomic replace).
@@ -214,9 +213,6 @@ func (s *cryptoStore) snapshotLocked() (*cryptoFile, error) {
 	for m := range s.shared {
 		f.Shared = append(f.Shared, m)
 	}
-	for k, v := range s.indices {
-		f.Indices = append(f.Indices, indexRecord{k, v})
-	}
 	for k, sig := range s.sigs {
 		f.Sigs = append(f.Sigs, signatureRecord{k, sig})
 	}
@@ -240,8 +236,18 @@ func (s *cryptoStore) snapshotLocked() (*cryptoFile, error) {
 // or a pickle the key does not open).
 var errCryptoFile = errors.New("matrix: crypto store is unreadable")
 
-// load reads the store file; a missing file is an empty store.
+// load reads the store file and the index journal; a missing file is an
+// empty store.
 func (s *cryptoStore) load() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.loadFileLocked(); err != nil {
+		return err
+	}
+	return s.journal.load(s.indices)
+}
+
+func (s *cryptoStore) loadFileLocked() error {
 	b, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -259,8 +265,6 @@ func (s *cryptoStore) load() error {
 	if f.User != "" && f.User != s.user {
 		return fmt.Errorf("matrix: crypto store %s belongs to %s, not userId %s (move it away to start a new encryption identity)", s.path, f.User, s.user)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.restoreLocked(&f); err != nil {
 		return fmt.Errorf("%w: %s: %w", errCryptoFile, s.path, err)
 	}
@@ -280,9 +284,6 @@ func (s *cryptoStore) restoreLocked(f *cryptoFile) error {
 	}
 	for _, m := range f.Shared {
 		s.shared[m] = struct{}{}
-	}
-	for _, r := range f.Indices {
-		s.indices[r.indexKey] = r.indexValue
 	}
 	for _, r := range f.Sigs {
 		s.sigs[r.signatureKey] = r.Signature

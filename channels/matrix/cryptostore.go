@@ -28,8 +28,9 @@ import (
 //
 // Save rule: whatever a restart must not roll back — the account, Olm
 // sessions, inbound and outbound Megolm sessions, withheld markers,
-// message indexes (replay protection) and secrets — is written before the
-// store method returns, so by the time a message is decrypted (and its
+// message indexes (replay protection, appended to their own journal,
+// cryptoindex.go) and secrets — is written before the store method
+// returns, so by the time a message is decrypted (and its
 // sync position acknowledged) its state is on disk. Device lists,
 // cross-signing keys and signatures, outdated users, shared-session
 // markers, Olm message hashes and room state can be fetched or recomputed
@@ -53,7 +54,8 @@ type cryptoStore struct {
 	withheld  map[id.RoomID]map[id.SessionID]*event.RoomKeyWithheldEventContent
 	outbound  map[id.RoomID]*outboundEntry
 	shared    map[sharedMark]struct{}
-	indices   map[indexKey]indexValue
+	indices   map[indexKey]indexValue // and in journal
+	journal   *indexJournal
 	devices   map[id.UserID]map[id.DeviceID]id.Device
 	crossKeys map[id.UserID]map[id.CrossSigningUsage]id.CrossSigningKey
 	sigs      map[signatureKey]string
@@ -123,6 +125,7 @@ func newCryptoStore(path string, key []byte, user id.UserID, log *slog.Logger) *
 		outbound:  map[id.RoomID]*outboundEntry{},
 		shared:    map[sharedMark]struct{}{},
 		indices:   map[indexKey]indexValue{},
+		journal:   newIndexJournal(path),
 		devices:   map[id.UserID]map[id.DeviceID]id.Device{},
 		crossKeys: map[id.UserID]map[id.CrossSigningUsage]id.CrossSigningKey{},
 		sigs:      map[signatureKey]string{},
@@ -498,6 +501,9 @@ func (s *cryptoStore) ValidateMessageIndex(_ context.Context, session id.Session
 	if evt == "" && ts == 0 {
 		return true, nil
 	}
+	if err := s.journal.append(indexRecord{k, v}); err != nil {
+		return false, err
+	}
 	s.indices[k] = v
-	return true, s.saveLocked()
+	return true, nil
 }

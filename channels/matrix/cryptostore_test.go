@@ -340,7 +340,8 @@ func must(t *testing.T, err error) {
 }
 
 // BenchmarkCryptoStoreMessage is the store's cost of one decrypted
-// message (its index is written at once) with n messages seen before.
+// message (its index is on disk before it returns) with n messages seen
+// before: one journal line, whatever n.
 func BenchmarkCryptoStoreMessage(b *testing.B) {
 	for _, n := range []int{100, 10000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
@@ -356,5 +357,44 @@ func BenchmarkCryptoStoreMessage(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestCryptoStoreIndexJournal: a line a crash cut short is dropped and the
+// journal goes on; a bad line inside it is an error naming the file.
+func TestCryptoStoreIndexJournal(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "matrix-crypto.json")
+	s := openTestStore(t, path, testKey())
+	if ok, err := s.ValidateMessageIndex(ctx, "sess", "$one", 1, 1); !ok || err != nil {
+		t.Fatalf("first index: %v %v", ok, err)
+	}
+	must(t, s.close())
+	journal := newIndexJournal(path).path
+	f, err := os.OpenFile(journal, os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	_, err = f.WriteString(`{"Session":"sess","Ind`)
+	must(t, err)
+	must(t, f.Close())
+
+	r := openTestStore(t, path, testKey())
+	if ok, _ := r.ValidateMessageIndex(ctx, "sess", "$replay", 1, 9); ok {
+		t.Error("index 1 forgotten after a torn line")
+	}
+	if ok, err := r.ValidateMessageIndex(ctx, "sess", "$two", 2, 2); !ok || err != nil {
+		t.Fatalf("index after the torn line: %v %v", ok, err)
+	}
+	r2 := reopen(t, r)
+	if ok, _ := r2.ValidateMessageIndex(ctx, "sess", "$replay", 2, 9); ok {
+		t.Error("index 2, written after the torn line, forgotten")
+	}
+	must(t, r2.close())
+	if st, _ := os.Stat(journal); st.Mode().Perm() != 0o600 {
+		t.Errorf("journal mode %v, want 0600", st.Mode().Perm())
+	}
+
+	must(t, os.WriteFile(journal, []byte("{\"Session\":\"sess\"}\nnot json\n{}\n"), 0o600))
+	if err := newCryptoStore(path, testKey(), testUser, slog.New(slog.DiscardHandler)).load(); !errors.Is(err, errCryptoFile) || !strings.Contains(err.Error(), journal+" line 2") {
+		t.Errorf("load with a bad journal line: %v", err)
 	}
 }
