@@ -154,7 +154,10 @@ func (s *cryptoStore) close() error {
 		err = s.saveLocked()
 	}
 	s.closed = true
-	return errors.Join(err, s.journal.close())
+	if s.journal != nil {
+		err = errors.Join(err, s.journal.Close())
+	}
+	return err
 }
 
 // saveLocked writes the whole store now (0600, atomic replace).
@@ -244,7 +247,12 @@ func (s *cryptoStore) load() error {
 	if err := s.loadFileLocked(); err != nil {
 		return err
 	}
-	return s.journal.load(s.indices)
+	j, err := openIndexJournal(indexJournalPath(s.path), s.log, s.indices)
+	if err != nil {
+		return err
+	}
+	s.journal = j
+	return nil
 }
 
 func (s *cryptoStore) loadFileLocked() error {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.mau.fi/util/dbutil"
+
+	"github.com/nanobot-go/nanobot/gateway/wal"
 	"maunium.net/go/mautrix/crypto"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -55,7 +57,7 @@ type cryptoStore struct {
 	outbound  map[id.RoomID]*outboundEntry
 	shared    map[sharedMark]struct{}
 	indices   map[indexKey]indexValue // and in journal
-	journal   *indexJournal
+	journal   *wal.Log                // nil until load
 	devices   map[id.UserID]map[id.DeviceID]id.Device
 	crossKeys map[id.UserID]map[id.CrossSigningUsage]id.CrossSigningKey
 	sigs      map[signatureKey]string
@@ -125,7 +127,6 @@ func newCryptoStore(path string, key []byte, user id.UserID, log *slog.Logger) *
 		outbound:  map[id.RoomID]*outboundEntry{},
 		shared:    map[sharedMark]struct{}{},
 		indices:   map[indexKey]indexValue{},
-		journal:   newIndexJournal(path),
 		devices:   map[id.UserID]map[id.DeviceID]id.Device{},
 		crossKeys: map[id.UserID]map[id.CrossSigningUsage]id.CrossSigningKey{},
 		sigs:      map[signatureKey]string{},
@@ -501,7 +502,7 @@ func (s *cryptoStore) ValidateMessageIndex(_ context.Context, session id.Session
 	if evt == "" && ts == 0 {
 		return true, nil
 	}
-	if err := s.journal.append(indexRecord{k, v}); err != nil {
+	if err := s.appendIndexLocked(indexRecord{k, v}); err != nil {
 		return false, err
 	}
 	s.indices[k] = v

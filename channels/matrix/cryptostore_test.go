@@ -347,6 +347,10 @@ func BenchmarkCryptoStoreMessage(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			ctx := context.Background()
 			s := newCryptoStore(filepath.Join(b.TempDir(), "matrix-crypto.json"), testKey(), testUser, slog.New(slog.DiscardHandler))
+			if err := s.load(); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.close() })
 			for i := range n {
 				s.indices[indexKey{"old", uint(i)}] = indexValue{id.EventID(fmt.Sprintf("$old%d", i)), int64(i)}
 			}
@@ -370,7 +374,7 @@ func TestCryptoStoreIndexJournal(t *testing.T) {
 		t.Fatalf("first index: %v %v", ok, err)
 	}
 	must(t, s.close())
-	journal := newIndexJournal(path).path
+	journal := indexJournalPath(path)
 	f, err := os.OpenFile(journal, os.O_WRONLY|os.O_APPEND, 0)
 	must(t, err)
 	_, err = f.WriteString(`{"Session":"sess","Ind`)
@@ -393,7 +397,7 @@ func TestCryptoStoreIndexJournal(t *testing.T) {
 		t.Errorf("journal mode %v, want 0600", st.Mode().Perm())
 	}
 
-	must(t, os.WriteFile(journal, []byte("{\"Session\":\"sess\"}\nnot json\n{}\n"), 0o600))
+	must(t, os.WriteFile(journal, []byte("{\"Session\":\"sess\"}\n{\"Index\":\"two\"}\n{}\n"), 0o600))
 	if err := newCryptoStore(path, testKey(), testUser, slog.New(slog.DiscardHandler)).load(); !errors.Is(err, errCryptoFile) || !strings.Contains(err.Error(), journal+" line 2") {
 		t.Errorf("load with a bad journal line: %v", err)
 	}
