@@ -55,8 +55,14 @@ var errNoRoomKey = errors.New("matrix: the room key of the message has not arriv
 var errNoCrypto = errors.New("matrix: this nanobot binary was built without end-to-end encryption (go build -tags goolm); encrypted rooms are not read")
 
 // cryptoFiles are the crypto store and its pickle key in the state folder.
-func cryptoFiles(stateDir string) (db, key string) {
-	return filepath.Join(stateDir, "matrix-crypto.db"), filepath.Join(stateDir, "matrix-crypto.key")
+func cryptoFiles(stateDir string) (store, key string) {
+	return filepath.Join(stateDir, "matrix-crypto.json"), filepath.Join(stateDir, "matrix-crypto.key")
+}
+
+// legacyCryptoFile is the SQLite crypto store of nanobot before
+// matrix-crypto.json; it is no longer read (and never touched).
+func legacyCryptoFile(stateDir string) string {
+	return filepath.Join(stateDir, "matrix-crypto.db")
 }
 
 // pickleKey returns the key that encrypts the Olm and Megolm state inside
@@ -66,15 +72,15 @@ func pickleKey(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
 		if len(b) != 32 {
-			return nil, fmt.Errorf("matrix: crypto key %s: %d bytes, want 32 (restore it from a backup, or delete it with matrix-crypto.db to start a new encryption identity)", path, len(b))
+			return nil, fmt.Errorf("matrix: crypto key %s: %d bytes, want 32 (restore it from a backup, or delete it with matrix-crypto.json to start a new encryption identity)", path, len(b))
 		}
 		return b, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("matrix: crypto key: %w", err)
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "matrix-crypto.db")); err == nil {
-		return nil, fmt.Errorf("matrix: crypto key %s is missing but its store matrix-crypto.db exists (restore the key, or delete the store to start a new encryption identity)", path)
+	if store, _ := cryptoFiles(filepath.Dir(path)); fileExists(store) {
+		return nil, fmt.Errorf("matrix: crypto key %s is missing but its store %s exists (restore the key, or delete the store to start a new encryption identity)", path, store)
 	}
 	b = make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
@@ -87,6 +93,11 @@ func pickleKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("matrix: crypto key: %w", err)
 	}
 	return b, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // openEncryption opens the crypto store when e2eeEnabled is set (no
