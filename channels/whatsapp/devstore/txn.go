@@ -1,0 +1,102 @@
+package devstore
+
+import "context"
+
+// txn is an open decryption transaction: the undo steps of the mutations
+// made with its context, newest last.
+type txn struct {
+	s    *Store
+	undo []func()
+}
+
+type txnKey struct{}
+
+// txnOf is the transaction of this store that ctx carries, if any.
+func (s *Store) txnOf(ctx context.Context) *txn {
+	t, _ := ctx.Value(txnKey{}).(*txn)
+	if t == nil || t.s != s {
+		return nil
+	}
+	return t
+}
+
+// DoDecryptionTxn implements store.EventBuffer: fn runs with a context
+// whose mutations are undone if fn fails and written once, durably, when
+// it succeeds. One transaction runs at a time; a nested call joins the
+// outer one.
+func (s *Store) DoDecryptionTxn(ctx context.Context, fn func(context.Context) error) error {
+	if s.txnOf(ctx) != nil {
+		return fn(ctx)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	t := &txn{s: s}
+	err := fn(context.WithValue(ctx, txnKey{}, t))
+	if err != nil {
+		s.mu.Lock()
+		for i := len(t.undo) - 1; i >= 0; i-- {
+			t.undo[i]()
+		}
+		s.mu.Unlock()
+	}
+	// Changes of other goroutines that waited for the transaction are
+	// written too, even after a rollback.
+	if werr := s.writeLocked(); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// set stores m[k] = v, recording the undo step in t (if any); the caller
+// holds s.mu and bumps the generation.
+func set[K comparable, V any](t *txn, m map[K]V, k K, v V) {
+	remember(t, m, k)
+	m[k] = v
+}
+
+// del deletes m[k] like set.
+func del[K comparable, V any](t *txn, m map[K]V, k K) {
+	if _, ok := m[k]; !ok {
+		return
+	}
+	remember(t, m, k)
+	delete(m, k)
+}
+
+// remember records how to restore m[k] to what it is now.
+func remember[K comparable, V any](t *txn, m map[K]V, k K) {
+	if t == nil {
+		return
+	}
+	old, existed := m[k]
+	t.undo = append(t.undo, func() {
+		if existed {
+			m[k] = old
+		} else {
+			delete(m, k)
+		}
+	})
+}
+
+// mutate runs fn under the state lock with the context's transaction;
+// when fn reports a change, the change is saved durably or debounced.
+func (s *Store) mutate(ctx context.Context, durable bool, fn func(t *txn) (changed bool)) error {
+	t := s.txnOf(ctx)
+	s.mu.Lock()
+	changed := fn(t)
+	if changed {
+		s.gen++
+	}
+	s.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	return s.saved(ctx, durable)
+}
+
+// read runs fn under the state lock.
+func (s *Store) read(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn()
+}
