@@ -1,7 +1,8 @@
 // Package whatsapp is the WhatsApp channel: a native multi-device client
 // on whatsmeow (the bot is a linked device of a WhatsApp account, paired
 // once with `nanobot channels login whatsapp` by QR code or pairing code),
-// with the device keys in SQLite on a pure-Go driver (no cgo). It answers
+// with the device keys in one file of the state folder (package devstore,
+// no database). It answers
 // in private chats and groups (groupPolicy open / mention), maps the
 // privacy ids WhatsApp now uses (LIDs) to phone numbers for allowFrom, and
 // carries text, images, voice notes and documents both ways.
@@ -14,10 +15,10 @@ package whatsapp
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,11 +26,10 @@ import (
 
 	"go.mau.fi/whatsmeow"
 	"go.mau.fi/whatsmeow/proto/waE2E"
-	"go.mau.fi/whatsmeow/store/sqlstore"
 	"go.mau.fi/whatsmeow/types"
-	_ "modernc.org/sqlite" // the "sqlite" driver, pure Go
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/whatsapp/devstore"
 	"github.com/nanobot-go/nanobot/configs"
 )
 
@@ -89,10 +89,12 @@ type client interface {
 
 // Channel is the WhatsApp adapter.
 type Channel struct {
-	cfg      Config
-	log      *slog.Logger
-	dbPath   string
-	mediaDir string
+	cfg Config
+	log *slog.Logger
+	// storePath is the device store (devstore); legacyPath the SQLite
+	// whatsapp.db of earlier versions, which this build cannot read.
+	storePath, legacyPath string
+	mediaDir              string
 	// open connects to the device store and builds the client; tests
 	// replace it with a fake.
 	open func(ctx context.Context) (client, func(), error)
@@ -123,7 +125,8 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	}
 	c := &Channel{cfg: cfg, log: deps.Logger(), mediaDir: deps.MediaDir("whatsapp"), backoffMin: time.Second, backoffMax: 2 * time.Minute}
 	if deps.Paths.State != "" {
-		c.dbPath = filepath.Join(deps.Paths.State, "whatsapp.db")
+		c.storePath = filepath.Join(deps.Paths.State, StoreFile)
+		c.legacyPath = filepath.Join(deps.Paths.State, LegacyStoreFile)
 	}
 	c.open = c.openStore
 	return c, nil
@@ -139,29 +142,53 @@ func (c *Channel) MessageLimit() int { return 4000 }
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }
 
-// openStore opens the device store (SQLite, pure Go) and a client for its
-// device.
-func (c *Channel) openStore(ctx context.Context) (client, func(), error) {
-	if c.dbPath == "" {
+// StoreFile is the device store's file in the state folder.
+const StoreFile = "whatsapp-device.gob"
+
+// LegacyStoreFile is the SQLite device store of versions before devstore.
+const LegacyStoreFile = "whatsapp.db"
+
+// ErrLegacyStore ends Run (as a channels.FatalError) when only the SQLite
+// device store of an earlier version exists: this build cannot read it,
+// so the bot has to be linked again.
+var ErrLegacyStore = errors.New("whatsapp: the device store format changed: this version keeps the device keys in " + StoreFile +
+	" and cannot read the old SQLite whatsapp.db (left untouched); link the bot again with `nanobot channels login whatsapp`, " +
+	"then remove the old linked device on the phone (Settings → Linked devices) and delete whatsapp.db")
+
+// legacyOnly reports whether the old SQLite store exists and the new one
+// does not.
+func (c *Channel) legacyOnly() bool {
+	if c.legacyPath == "" {
+		return false
+	}
+	if _, err := os.Stat(c.storePath); err == nil {
+		return false
+	}
+	_, err := os.Stat(c.legacyPath)
+	return err == nil
+}
+
+// openStore opens the device store and a client for its device.
+func (c *Channel) openStore(context.Context) (client, func(), error) {
+	if c.storePath == "" {
 		return nil, nil, errors.New("whatsapp: no state folder for the device store")
 	}
-	db, err := sql.Open("sqlite", "file:"+c.dbPath+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+	st, err := devstore.Open(c.storePath, devstore.Options{Log: c.log})
 	if err != nil {
-		return nil, nil, fmt.Errorf("whatsapp: device store: %w", err)
+		return nil, nil, fmt.Errorf("whatsapp: %w (delete it and link again with `nanobot channels login whatsapp`)", err)
 	}
-	container := sqlstore.NewWithDB(db, "sqlite3", nil)
-	if err := container.Upgrade(ctx); err != nil {
-		db.Close()
-		return nil, nil, fmt.Errorf("whatsapp: device store %s: %w", c.dbPath, err)
-	}
-	device, err := container.GetFirstDevice(ctx)
+	device, err := st.Device()
 	if err != nil {
-		db.Close()
-		return nil, nil, fmt.Errorf("whatsapp: device store: %w", err)
+		return nil, nil, fmt.Errorf("whatsapp: %w", err)
 	}
 	cli := whatsmeow.NewClient(device, nil)
 	cli.EnableAutoReconnect = true
-	return realClient{cli}, func() { cli.Disconnect(); db.Close() }, nil
+	return realClient{cli}, func() {
+		cli.Disconnect()
+		if err := st.Close(); err != nil {
+			c.log.Error("whatsapp: saving the device store failed", "error", err)
+		}
+	}, nil
 }
 
 // realClient adds the account lookups to *whatsmeow.Client.

@@ -424,7 +424,8 @@ func (f *fakeClient) pairCodeSet() string {
 }
 
 func TestRunLifecycle(t *testing.T) {
-	// A fresh device store (real SQLite, pure Go) has no paired device.
+	// A fresh device store (the real devstore and whatsmeow client) has no
+	// paired device, and nothing to save until pairing: no file appears.
 	ch, err := New(DefaultConfig(), channels.Deps{Paths: configs.Paths{State: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
@@ -432,8 +433,8 @@ func TestRunLifecycle(t *testing.T) {
 	if err := ch.Run(t.Context(), newInbox("")); !errors.Is(err, ErrNotPaired) || !channels.IsFatal(err) {
 		t.Fatalf("Run on a fresh store = %v, want ErrNotPaired as a fatal error", err)
 	}
-	if _, err := os.Stat(ch.dbPath); err != nil {
-		t.Errorf("device store not created: %v", err)
+	if _, err := os.Stat(ch.storePath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an unpaired device store was written: %v", err)
 	}
 	// Logged out from the phone: Run ends with an error.
 	fake := newFake()
