@@ -48,6 +48,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -115,11 +116,22 @@ func Open(path string, opt Options) (*Store, error) {
 		}
 	}
 	s.st.init()
+	removeStaleTemps(path)
 	s.pnToLID = make(map[string]string, len(s.st.LIDToPN))
 	for lid, pn := range s.st.LIDToPN {
 		s.pnToLID[pn] = lid
 	}
 	return s, nil
+}
+
+// removeStaleTemps deletes the temporary files of writes a crash cut
+// short (atomicfile names them ".<name>.tmp-*"); the store file itself is
+// whole. Only one process uses a state folder, so none is in flight.
+func removeStaleTemps(path string) {
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"))
+	for _, f := range stale {
+		_ = os.Remove(f)
+	}
 }
 
 // Path is the store's file.
