@@ -7,11 +7,6 @@ import (
 	"go.mau.fi/whatsmeow/store"
 )
 
-var (
-	_ store.AppStateSyncKeyStore = (*Store)(nil)
-	_ store.AppStateStore        = (*Store)(nil)
-)
-
 // PutAppStateSyncKey implements store.AppStateSyncKeyStore: a key id
 // already known is replaced only by a newer key.
 func (s *Store) PutAppStateSyncKey(ctx context.Context, id []byte, key store.AppStateSyncKey) error {
@@ -77,11 +72,8 @@ func (s *Store) GetAppStateVersion(_ context.Context, name string) (version uint
 // MACs go with it.
 func (s *Store) DeleteAppStateVersion(ctx context.Context, name string) error {
 	return s.mutate(ctx, false, func(t *txn) bool {
-		_, had := s.st.AppStateVersions[name]
-		_, hadMACs := s.st.AppStateMACs[name]
-		del(t, s.st.AppStateVersions, name)
-		del(t, s.st.AppStateMACs, name)
-		return had || hadMACs
+		had := del(t, s.st.AppStateVersions, name)
+		return del(t, s.st.AppStateMACs, name) || had
 	})
 }
 

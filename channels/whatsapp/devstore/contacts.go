@@ -9,24 +9,10 @@ import (
 	"go.mau.fi/whatsmeow/types"
 )
 
-var (
-	_ store.ContactStore      = (*Store)(nil)
-	_ store.ChatSettingsStore = (*Store)(nil)
-	_ store.MsgSecretStore    = (*Store)(nil)
-	_ store.PrivacyTokenStore = (*Store)(nil)
-)
-
 // updateContact applies change to user's contact; it reports whether
 // anything changed. The caller holds s.mu.
 func (s *Store) updateContact(t *txn, user types.JID, change func(*contact)) bool {
-	old, ok := s.st.Contacts[user.String()]
-	c := old
-	change(&c)
-	if ok && c == old {
-		return false
-	}
-	set(t, s.st.Contacts, user.String(), c)
-	return true
+	return upsert(t, s.st.Contacts, user.String(), change)
 }
 
 // putName sets one name field and returns whether it changed and its
@@ -122,16 +108,7 @@ func (s *Store) GetAllContacts(context.Context) (map[types.JID]types.ContactInfo
 
 // putChatSetting applies change to chat's settings.
 func (s *Store) putChatSetting(ctx context.Context, chat types.JID, change func(*chatSettings)) error {
-	return s.mutate(ctx, false, func(t *txn) bool {
-		old, ok := s.st.ChatSettings[chat.String()]
-		c := old
-		change(&c)
-		if ok && c == old {
-			return false
-		}
-		set(t, s.st.ChatSettings, chat.String(), c)
-		return true
-	})
+	return s.mutate(ctx, false, func(t *txn) bool { return upsert(t, s.st.ChatSettings, chat.String(), change) })
 }
 
 // PutMutedUntil implements store.ChatSettingsStore.

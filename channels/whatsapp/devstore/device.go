@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// Store is every store whatsmeow's Device needs, and their container.
 var (
 	_ store.DeviceContainer = (*Store)(nil)
 	_ store.AllStores       = (*Store)(nil)

@@ -9,8 +9,6 @@ import (
 	"go.mau.fi/whatsmeow/store"
 )
 
-var _ store.EventBuffer = (*Store)(nil)
-
 // bufferRetention is how long WhatsApp's servers may send an event again,
 // so how long its hash is kept.
 const bufferRetention = 14 * 24 * time.Hour

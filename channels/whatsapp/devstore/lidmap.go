@@ -8,8 +8,6 @@ import (
 	"go.mau.fi/whatsmeow/types"
 )
 
-var _ store.LIDStore = (*Store)(nil)
-
 // PutLIDMapping implements store.LIDStore: lid and pn map to each other,
 // replacing any earlier partner of either.
 func (s *Store) PutLIDMapping(ctx context.Context, lid, pn types.JID) error {

@@ -7,16 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"go.mau.fi/whatsmeow/store"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/util/keys"
-)
-
-var (
-	_ store.IdentityStore  = (*Store)(nil)
-	_ store.SessionStore   = (*Store)(nil)
-	_ store.PreKeyStore    = (*Store)(nil)
-	_ store.SenderKeyStore = (*Store)(nil)
 )
 
 // userPrefix is what every Signal address of a user (all its devices)
@@ -28,8 +20,7 @@ func userPrefix(user string) string { return user + ":" }
 func deletePrefixed[V any](t *txn, m map[string]V, prefix string) bool {
 	found := false
 	for k := range m {
-		if strings.HasPrefix(k, prefix) {
-			del(t, m, k)
+		if strings.HasPrefix(k, prefix) && del(t, m, k) {
 			found = true
 		}
 	}
@@ -56,11 +47,7 @@ func (s *Store) DeleteAllIdentities(ctx context.Context, phone string) error {
 
 // DeleteIdentity implements store.IdentityStore.
 func (s *Store) DeleteIdentity(ctx context.Context, address string) error {
-	return s.mutate(ctx, true, func(t *txn) bool {
-		_, ok := s.st.Identities[address]
-		del(t, s.st.Identities, address)
-		return ok
-	})
+	return s.mutate(ctx, true, func(t *txn) bool { return del(t, s.st.Identities, address) })
 }
 
 // IsTrustedIdentity implements store.IdentityStore: trust on first use, then
@@ -124,11 +111,7 @@ func (s *Store) DeleteAllSessions(ctx context.Context, phone string) error {
 
 // DeleteSession implements store.SessionStore.
 func (s *Store) DeleteSession(ctx context.Context, address string) error {
-	return s.mutate(ctx, true, func(t *txn) bool {
-		_, ok := s.st.Sessions[address]
-		del(t, s.st.Sessions, address)
-		return ok
-	})
+	return s.mutate(ctx, true, func(t *txn) bool { return del(t, s.st.Sessions, address) })
 }
 
 // MigratePNToLID implements store.SessionStore: the sessions, identities
@@ -262,11 +245,7 @@ func (s *Store) GetPreKey(_ context.Context, id uint32) (key *keys.PreKey, err e
 
 // RemovePreKey implements store.PreKeyStore (a prekey is used once).
 func (s *Store) RemovePreKey(ctx context.Context, id uint32) error {
-	return s.mutate(ctx, true, func(t *txn) bool {
-		_, ok := s.st.PreKeys[id]
-		del(t, s.st.PreKeys, id)
-		return ok
-	})
+	return s.mutate(ctx, true, func(t *txn) bool { return del(t, s.st.PreKeys, id) })
 }
 
 // MarkPreKeysAsUploaded implements store.PreKeyStore: every key up to upToID.

@@ -54,13 +54,27 @@ func set[K comparable, V any](t *txn, m map[K]V, k K, v V) {
 	m[k] = v
 }
 
-// del deletes m[k] like set.
-func del[K comparable, V any](t *txn, m map[K]V, k K) {
+// del deletes m[k] like set and reports whether it was there.
+func del[K comparable, V any](t *txn, m map[K]V, k K) bool {
 	if _, ok := m[k]; !ok {
-		return
+		return false
 	}
 	remember(t, m, k)
 	delete(m, k)
+	return true
+}
+
+// upsert applies change to m[k] (the zero value when absent) and stores
+// the result if it is new or different; it reports whether it stored.
+func upsert[V comparable](t *txn, m map[string]V, k string, change func(*V)) bool {
+	old, ok := m[k]
+	v := old
+	change(&v)
+	if ok && v == old {
+		return false
+	}
+	set(t, m, k, v)
+	return true
 }
 
 // remember records how to restore m[k] to what it is now.
