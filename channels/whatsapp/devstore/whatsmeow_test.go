@@ -1,10 +1,16 @@
 package devstore_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,4 +236,67 @@ func TestWhatsmeowDeviceRoundTrip(t *testing.T) {
 		t.Errorf("GetAltJID(%v) = %v, %v; the LID mapping was not saved on Close", lid, pn, err)
 	}
 	var _ store.DeviceContainer = again.Store.Container
+}
+
+// A process killed (SIGKILL) in the middle of a stream of durable writes
+// leaves a whole file holding one of the last states, and no temporary
+// files once the store is opened again.
+func TestKilledWriterLeavesWholeFile(t *testing.T) {
+	if path := os.Getenv("DEVSTORE_CRASH_CHILD"); path != "" {
+		crashChild(path)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "wa.gob")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledWriterLeavesWholeFile$")
+	cmd.Env = append(os.Environ(), "DEVSTORE_CRASH_CHILD="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	last := 0
+	for lines.Scan() && last < 200 {
+		last, _ = strconv.Atoi(strings.TrimPrefix(lines.Text(), "saved "))
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if last < 200 {
+		t.Fatalf("child stopped after %d writes", last)
+	}
+	s, err := devstore.Open(path, devstore.Options{})
+	if err != nil {
+		t.Fatalf("after the kill: %v", err)
+	}
+	got, _ := s.GetSession(t.Context(), "peer:1")
+	n, err := strconv.Atoi(string(got))
+	if err != nil || n < last {
+		t.Errorf("session %q after the kill, want a counter ≥ %d (it was reported saved)", got, last)
+	}
+	if stale, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*tmp*")); len(stale) > 0 {
+		t.Errorf("temporary files left: %v", stale)
+	}
+}
+
+// crashChild writes a growing counter as a session until it is killed,
+// reporting each write once it returned.
+func crashChild(path string) {
+	s, err := devstore.Open(path, devstore.Options{NoSync: true})
+	if err != nil {
+		fmt.Println("open:", err)
+		os.Exit(1)
+	}
+	filler := bytes.Repeat([]byte{1}, 64<<10) // a realistic file size
+	if err := s.PutSenderKey(context.Background(), "group", "filler", filler); err != nil {
+		os.Exit(1)
+	}
+	for i := 1; ; i++ {
+		if err := s.PutSession(context.Background(), "peer:1", []byte(strconv.Itoa(i))); err != nil {
+			fmt.Println("put:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("saved %d\n", i)
+	}
 }
