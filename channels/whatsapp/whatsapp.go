@@ -174,8 +174,12 @@ func (c *Channel) openStore(context.Context) (client, func(), error) {
 		return nil, nil, errors.New("whatsapp: no state folder for the device store")
 	}
 	st, err := devstore.Open(c.storePath, devstore.Options{Log: c.log})
+	if errors.Is(err, devstore.ErrCorrupt) {
+		// It will not mend itself: stop, and say how to get going again.
+		return nil, nil, channels.Fatal(fmt.Errorf("whatsapp: %w; delete it and link again with `nanobot channels login whatsapp`", err))
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("whatsapp: %w (delete it and link again with `nanobot channels login whatsapp`)", err)
+		return nil, nil, fmt.Errorf("whatsapp: %w", err)
 	}
 	device, err := st.Device()
 	if err != nil {

@@ -534,3 +534,23 @@ func TestLegacyStoreLoginRelinks(t *testing.T) {
 		t.Error("legacyOnly = true with the new store present")
 	}
 }
+
+// A damaged device store stops the channel for good, naming the file and
+// the way out, and is left for the user to look at.
+func TestDamagedStoreStopsRun(t *testing.T) {
+	state := t.TempDir()
+	ch, err := New(DefaultConfig(), channels.Deps{Paths: configs.Paths{State: state}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ch.storePath, []byte("half a file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = ch.Run(t.Context(), newInbox(""))
+	if !channels.IsFatal(err) || !strings.Contains(err.Error(), ch.storePath) || !strings.Contains(err.Error(), "channels login whatsapp") {
+		t.Fatalf("Run = %v, want a fatal error naming %s and the login command", err, ch.storePath)
+	}
+	if got, _ := os.ReadFile(ch.storePath); string(got) != "half a file" {
+		t.Errorf("damaged file changed to %q", got)
+	}
+}

@@ -1,12 +1,16 @@
 package devstore
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // txn is an open decryption transaction: the undo steps of the mutations
 // made with its context, newest last.
 type txn struct {
 	s    *Store
 	undo []func()
+	done atomic.Bool // a context kept past the transaction no longer defers writes
 }
 
 type txnKey struct{}
@@ -14,7 +18,7 @@ type txnKey struct{}
 // txnOf is the transaction of this store that ctx carries, if any.
 func (s *Store) txnOf(ctx context.Context) *txn {
 	t, _ := ctx.Value(txnKey{}).(*txn)
-	if t == nil || t.s != s {
+	if t == nil || t.s != s || t.done.Load() {
 		return nil
 	}
 	return t
@@ -32,6 +36,7 @@ func (s *Store) DoDecryptionTxn(ctx context.Context, fn func(context.Context) er
 	defer s.wmu.Unlock()
 	t := &txn{s: s}
 	err := fn(context.WithValue(ctx, txnKey{}, t))
+	t.done.Store(true)
 	if err != nil {
 		s.mu.Lock()
 		for i := len(t.undo) - 1; i >= 0; i-- {
