@@ -21,9 +21,11 @@
 //     call returns, because the Signal ratchet must not go backwards after
 //     a crash (a lost session update makes the next messages undecryptable);
 //   - debounced: contacts, push names, chat settings, app-state versions and
-//     MACs, message secrets, privacy tokens and the LID map mark the state
-//     dirty and are written within Options.Debounce (they change in bursts
-//     during app-state sync and are re-fetched if lost). Close flushes.
+//     MACs, message secrets, privacy tokens, the LID map and the clearing
+//     of a handled event's plaintext mark the state dirty and are written
+//     within Options.Debounce (they change in bursts during app-state sync
+//     and are re-fetched if lost; a lost clear only means the event is
+//     handled once more). Close flushes.
 //
 // DoDecryptionTxn is a transaction like sqlstore's: mutations made with its
 // context are undone if the function fails, and written once, with the
