@@ -139,7 +139,7 @@ var compatNotes = []compatNote{
 	{path: "channels.email.postActionIgnoreSkipped", status: CompatChanged, msg: "mail from senders not on allowFrom is always left unread and never moved"},
 	{path: "channels.email.postActionExpunge", status: CompatChanged, msg: "there is no switch for it: moves use the IMAP MOVE command (the client library falls back for servers without it)", when: isTrue},
 	{path: "channels.email.allowedAttachmentTypes", status: CompatChanged, msg: "attachments are switched on with attachments.enabled (all types, bounded by attachments.maxBytes and maxCount); MIME filters are not supported", when: notEmpty},
-	{path: "channels.whatsapp.databasePath", status: CompatChanged, msg: "the WhatsApp device store is whatsapp.db in the instance's state folder; the path is not configurable"},
+	{path: "channels.whatsapp.databasePath", status: CompatChanged, msg: "the WhatsApp device store is whatsapp-device.gob in the instance's state folder; the path is not configurable"},
 	{path: "channels.whatsapp.lidMappings", status: CompatChanged, msg: "senders known only by their LID are mapped to their phone number through the WhatsApp device store; allowFrom lists numbers (with or without +) or JIDs"},
 	// channels.matrix.e2eeEnabled is a field of the Matrix channel (end-to-end encryption).
 	{path: "channels.matrix.sasVerification", status: CompatChanged, when: isTrue, keep: true,

@@ -24,13 +24,17 @@ var ErrLoginTimeout = errors.New("whatsapp: no QR code was scanned in time; run 
 // device keys are stored in the state folder; the gateway then connects
 // with them.
 func (c *Channel) Login(ctx context.Context, prompt channels.LoginPrompt) error {
+	if c.legacyOnly() {
+		prompt.Show("The device store format changed: the old " + c.legacyPath + " (SQLite) cannot be read any more and is left untouched. " +
+			"Linking again now; afterwards remove the old linked device on the phone and delete that file.")
+	}
 	cli, closeFn, err := c.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
 	if cli.IsLoggedIn() {
-		prompt.Show("WhatsApp is already paired. To pair another account, unlink this device on the phone and delete " + c.dbPath + ".")
+		prompt.Show("WhatsApp is already paired. To pair another account, unlink this device on the phone and delete " + c.storePath + ".")
 		return nil
 	}
 	if c.cfg.PairPhone != "" {

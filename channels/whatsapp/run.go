@@ -30,6 +30,10 @@ var ErrReplaced = errors.New("whatsapp: another client connected with this devic
 // reconnecting meanwhile). Being logged out from the phone, or replaced by
 // another client, ends Run with a channels.FatalError.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	if c.legacyOnly() {
+		c.health.Set(channels.StateFailed, ErrLegacyStore.Error())
+		return channels.Fatal(ErrLegacyStore)
+	}
 	cli, closeFn, err := c.open(ctx)
 	if err != nil {
 		return err

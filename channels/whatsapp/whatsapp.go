@@ -1,7 +1,8 @@
 // Package whatsapp is the WhatsApp channel: a native multi-device client
 // on whatsmeow (the bot is a linked device of a WhatsApp account, paired
 // once with `nanobot channels login whatsapp` by QR code or pairing code),
-// with the device keys in SQLite on a pure-Go driver (no cgo). It answers
+// with the device keys in one file of the state folder (package devstore,
+// no database). It answers
 // in private chats and groups (groupPolicy open / mention), maps the
 // privacy ids WhatsApp now uses (LIDs) to phone numbers for allowFrom, and
 // carries text, images, voice notes and documents both ways.
@@ -14,9 +15,6 @@ package whatsapp
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -25,9 +23,7 @@ import (
 
 	"go.mau.fi/whatsmeow"
 	"go.mau.fi/whatsmeow/proto/waE2E"
-	"go.mau.fi/whatsmeow/store/sqlstore"
 	"go.mau.fi/whatsmeow/types"
-	_ "modernc.org/sqlite" // the "sqlite" driver, pure Go
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
@@ -89,10 +85,12 @@ type client interface {
 
 // Channel is the WhatsApp adapter.
 type Channel struct {
-	cfg      Config
-	log      *slog.Logger
-	dbPath   string
-	mediaDir string
+	cfg Config
+	log *slog.Logger
+	// storePath is the device store (devstore); legacyPath the SQLite
+	// whatsapp.db of earlier versions, which this build cannot read.
+	storePath, legacyPath string
+	mediaDir              string
 	// open connects to the device store and builds the client; tests
 	// replace it with a fake.
 	open func(ctx context.Context) (client, func(), error)
@@ -123,7 +121,8 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	}
 	c := &Channel{cfg: cfg, log: deps.Logger(), mediaDir: deps.MediaDir("whatsapp"), backoffMin: time.Second, backoffMax: 2 * time.Minute}
 	if deps.Paths.State != "" {
-		c.dbPath = filepath.Join(deps.Paths.State, "whatsapp.db")
+		c.storePath = filepath.Join(deps.Paths.State, StoreFile)
+		c.legacyPath = filepath.Join(deps.Paths.State, LegacyStoreFile)
 	}
 	c.open = c.openStore
 	return c, nil
@@ -138,31 +137,6 @@ func (c *Channel) MessageLimit() int { return 4000 }
 
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }
-
-// openStore opens the device store (SQLite, pure Go) and a client for its
-// device.
-func (c *Channel) openStore(ctx context.Context) (client, func(), error) {
-	if c.dbPath == "" {
-		return nil, nil, errors.New("whatsapp: no state folder for the device store")
-	}
-	db, err := sql.Open("sqlite", "file:"+c.dbPath+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		return nil, nil, fmt.Errorf("whatsapp: device store: %w", err)
-	}
-	container := sqlstore.NewWithDB(db, "sqlite3", nil)
-	if err := container.Upgrade(ctx); err != nil {
-		db.Close()
-		return nil, nil, fmt.Errorf("whatsapp: device store %s: %w", c.dbPath, err)
-	}
-	device, err := container.GetFirstDevice(ctx)
-	if err != nil {
-		db.Close()
-		return nil, nil, fmt.Errorf("whatsapp: device store: %w", err)
-	}
-	cli := whatsmeow.NewClient(device, nil)
-	cli.EnableAutoReconnect = true
-	return realClient{cli}, func() { cli.Disconnect(); db.Close() }, nil
-}
 
 // realClient adds the account lookups to *whatsmeow.Client.
 type realClient struct{ *whatsmeow.Client }

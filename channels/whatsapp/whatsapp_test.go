@@ -424,7 +424,8 @@ func (f *fakeClient) pairCodeSet() string {
 }
 
 func TestRunLifecycle(t *testing.T) {
-	// A fresh device store (real SQLite, pure Go) has no paired device.
+	// A fresh device store (the real devstore and whatsmeow client) has no
+	// paired device, and nothing to save until pairing: no file appears.
 	ch, err := New(DefaultConfig(), channels.Deps{Paths: configs.Paths{State: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
@@ -432,8 +433,8 @@ func TestRunLifecycle(t *testing.T) {
 	if err := ch.Run(t.Context(), newInbox("")); !errors.Is(err, ErrNotPaired) || !channels.IsFatal(err) {
 		t.Fatalf("Run on a fresh store = %v, want ErrNotPaired as a fatal error", err)
 	}
-	if _, err := os.Stat(ch.dbPath); err != nil {
-		t.Errorf("device store not created: %v", err)
+	if _, err := os.Stat(ch.storePath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an unpaired device store was written: %v", err)
 	}
 	// Logged out from the phone: Run ends with an error.
 	fake := newFake()
@@ -468,5 +469,88 @@ func TestConfigValidation(t *testing.T) {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), name+":") {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// An SQLite whatsapp.db of an earlier version without the new store stops
+// the channel for good with the re-link instruction, and is left as it was.
+func TestLegacyStoreStopsRun(t *testing.T) {
+	state := t.TempDir()
+	legacy := filepath.Join(state, LegacyStoreFile)
+	old := []byte("SQLite format 3\x00 pretend pages")
+	if err := os.WriteFile(legacy, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := New(DefaultConfig(), channels.Deps{Paths: configs.Paths{State: state}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ch.Run(t.Context(), newInbox(""))
+	if !errors.Is(err, ErrLegacyStore) || !channels.IsFatal(err) {
+		t.Fatalf("Run = %v, want ErrLegacyStore as a fatal error", err)
+	}
+	if !strings.Contains(err.Error(), "nanobot channels login whatsapp") {
+		t.Errorf("error %q does not name the login command", err)
+	}
+	if h := ch.Health(); h.State != channels.StateFailed {
+		t.Errorf("health %+v, want failed", h)
+	}
+	got, err := os.ReadFile(legacy)
+	if err != nil || !bytes.Equal(got, old) {
+		t.Errorf("old store changed: %q, %v", got, err)
+	}
+	if _, err := os.Stat(ch.storePath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("new store created: %v", err)
+	}
+}
+
+// Login still runs next to the old file (that is how users re-link), and
+// says what became of it; once the new store exists Run ignores the old one.
+func TestLegacyStoreLoginRelinks(t *testing.T) {
+	fake := newFake()
+	fake.loggedIn = false
+	fake.qr = make(chan whatsmeow.QRChannelItem, 2)
+	fake.qr <- whatsmeow.QRChannelItem{Event: "code", Code: "2@abc", Timeout: time.Minute}
+	fake.qr <- whatsmeow.QRChannelSuccess
+	close(fake.qr)
+	ch := loginChannel(t, fake, "")
+	if err := os.WriteFile(ch.legacyPath, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !ch.legacyOnly() {
+		t.Fatal("legacyOnly = false with only whatsapp.db present")
+	}
+	p := &prompt{}
+	if err := ch.Login(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	if shown := strings.Join(p.shown, "\n"); !strings.Contains(shown, "format changed") || !strings.Contains(shown, ch.legacyPath) || !strings.Contains(shown, "Paired") {
+		t.Errorf("login output %q: want the note on the old store and the pairing", shown)
+	}
+	if err := os.WriteFile(ch.storePath, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ch.legacyOnly() {
+		t.Error("legacyOnly = true with the new store present")
+	}
+}
+
+// A damaged device store stops the channel for good, naming the file and
+// the way out, and is left for the user to look at.
+func TestDamagedStoreStopsRun(t *testing.T) {
+	state := t.TempDir()
+	ch, err := New(DefaultConfig(), channels.Deps{Paths: configs.Paths{State: state}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ch.storePath, []byte("half a file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = ch.Run(t.Context(), newInbox(""))
+	if !channels.IsFatal(err) || !strings.Contains(err.Error(), ch.storePath) || !strings.Contains(err.Error(), "channels login whatsapp") {
+		t.Fatalf("Run = %v, want a fatal error naming %s and the login command", err, ch.storePath)
+	}
+	if got, _ := os.ReadFile(ch.storePath); string(got) != "half a file" {
+		t.Errorf("damaged file changed to %q", got)
 	}
 }
