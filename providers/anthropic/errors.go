@@ -3,11 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"strings"
-
-	ant "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
@@ -16,35 +12,26 @@ import (
 // maxErrorBody bounds how much of an error body is read.
 const maxErrorBody = 64 << 10
 
-// streamErrorPrefix is how the SDK reports an error event inside a stream
-// when it cannot build a typed error.
-const streamErrorPrefix = "received error while streaming: "
-
-// classify turns an SDK error into a *providers.Error.
+// classify turns a call's error into a *providers.Error. The call's own
+// timeouts and the caller's cancellation come first: the transport reports
+// them as plain context errors.
 func (p *Provider) classify(t *calltimer.Timer, err error) error {
 	if pe := t.Classify(p.name); pe != nil {
 		return pe
 	}
-	var apiErr *ant.Error
-	if errors.As(err, &apiErr) {
-		body := []byte(apiErr.RawJSON())
-		var header http.Header
-		if res := apiErr.Response; res != nil {
-			header = res.Header
-			if len(body) == 0 && res.Body != nil {
-				body, _ = io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-			}
-		}
-		if apiErr.StatusCode < 400 {
-			// An error event inside a 200 stream.
-			return p.inBandError(body, err)
-		}
-		pe := providers.HTTPError(p.name, apiErr.StatusCode, header, body, p.opts.APIKey)
+	var hs *httpStatus
+	if errors.As(err, &hs) {
+		pe := providers.HTTPError(p.name, hs.code, hs.header, hs.body, p.opts.APIKey)
 		pe.Err = err
 		return pe
 	}
-	if rest, ok := strings.CutPrefix(err.Error(), streamErrorPrefix); ok {
-		return p.inBandError([]byte(rest), err)
+	var se *streamEventError
+	if errors.As(err, &se) {
+		return p.inBandError(se.data, err)
+	}
+	var ms *malformedStream
+	if errors.As(err, &ms) {
+		return &providers.Error{Provider: p.name, Message: ms.Error(), Err: err}
 	}
 	return providers.NetworkError(p.name, err, p.opts.APIKey)
 }
