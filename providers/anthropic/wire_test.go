@@ -194,7 +194,7 @@ func TestHTTPErrors(t *testing.T) {
 		wantMsg       string
 	}{
 		{name: "429 retry-after", status: 429, header: map[string]string{"Retry-After": "7"}, wantTransient: true, wantRetryMs: 7000,
-			body: `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`,
+			body:    `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`,
 			wantMsg: "rate_limit_error: Number of request tokens"},
 		{name: "529 overloaded", status: 529, header: map[string]string{"Retry-After": "2"}, wantTransient: true, wantRetryMs: 2000,
 			body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, wantMsg: "overloaded_error: Overloaded"},
