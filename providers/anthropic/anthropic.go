@@ -26,7 +26,6 @@ package anthropic
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -35,6 +34,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
+	"github.com/nanobot-go/nanobot/providers/internal/wire"
 )
 
 // DefaultAPIBase is Anthropic's endpoint.
@@ -156,27 +156,19 @@ func (p *Provider) body(req providers.ChatRequest, stream bool) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	body, err := p.encode(params, stream)
+	params.Stream = stream
+	body, err := wire.Encode(params, p.opts.ExtraBody, stream)
 	if err != nil {
-		return nil, p.requestError(fmt.Errorf("encode request: %w", err))
+		return nil, p.requestError(err)
 	}
 	return body, nil
 }
 
 // call sends a non-streaming request and decodes the message.
 func (p *Provider) call(ctx context.Context, body []byte) (*messageResponse, error) {
-	res, err := p.post(ctx, body, false)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, err
-	}
 	var msg messageResponse
-	if err := decodeLenient(data, &msg); err != nil {
-		return nil, fmt.Errorf("decode response: %w", err)
+	if err := wire.Call(ctx, p.opts.HTTPClient, p.endpoint(), p.header(), body, &msg); err != nil {
+		return nil, err
 	}
 	return &msg, nil
 }

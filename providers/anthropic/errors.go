@@ -7,10 +7,8 @@ import (
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
+	"github.com/nanobot-go/nanobot/providers/internal/wire"
 )
-
-// maxErrorBody bounds how much of an error body is read.
-const maxErrorBody = 64 << 10
 
 // classify turns a call's error into a *providers.Error. The call's own
 // timeouts and the caller's cancellation come first: the transport reports
@@ -19,15 +17,15 @@ func (p *Provider) classify(t *calltimer.Timer, err error) error {
 	if pe := t.Classify(p.name); pe != nil {
 		return pe
 	}
-	var hs *httpStatus
-	if errors.As(err, &hs) {
-		pe := providers.HTTPError(p.name, hs.code, hs.header, hs.body, p.opts.APIKey)
+	var se *wire.StatusError
+	if errors.As(err, &se) {
+		pe := providers.HTTPError(p.name, se.Code, se.Header, se.Body, p.opts.APIKey)
 		pe.Err = err
 		return pe
 	}
-	var se *streamEventError
-	if errors.As(err, &se) {
-		return p.inBandError(se.data, err)
+	var ee *wire.EventError
+	if errors.As(err, &ee) {
+		return p.inBandError(ee.Data, err)
 	}
 	var ms *malformedStream
 	if errors.As(err, &ms) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
-	"github.com/nanobot-go/nanobot/providers/internal/sse"
+	"github.com/nanobot-go/nanobot/providers/internal/wire"
 )
 
 // accumulator folds stream events into the message they describe.
@@ -86,12 +86,12 @@ func merge(dst **int, src *int) {
 // an error event or the end of the body. A read error after message_stop
 // is no error: the message is complete.
 func (p *Provider) readStream(t *calltimer.Timer, body []byte, acc *accumulator, onDelta func(providers.Delta)) error {
-	res, err := p.post(t.Context(), body, true)
+	res, err := p.postStream(t.Context(), body)
 	if err != nil {
 		return err
 	}
 	defer res.Body.Close()
-	events := sse.NewReader(res.Body)
+	events := wire.NewSSEReader(res.Body)
 	for {
 		data, err := events.Next()
 		if err == io.EOF || (err != nil && acc.stopped) {
@@ -102,11 +102,11 @@ func (p *Provider) readStream(t *calltimer.Timer, body []byte, acc *accumulator,
 		}
 		t.Kick()
 		var ev streamEvent
-		if err := decodeLenient(data, &ev); err != nil {
+		if err := wire.DecodeLenient(data, &ev); err != nil {
 			return &malformedStream{err: fmt.Errorf("decode event: %w", err)}
 		}
 		if ev.Type == "error" {
-			return &streamEventError{data: bytes.Clone(data)}
+			return &wire.EventError{Data: bytes.Clone(data)}
 		}
 		d, err := acc.add(&ev)
 		if err != nil {

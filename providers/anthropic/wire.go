@@ -1,13 +1,10 @@
 package anthropic
 
-import (
-	"encoding/json"
-	"errors"
-)
+import "encoding/json"
 
 // The Messages API wire format, as much of it as we send and read. Unknown
 // response fields are ignored; a field of an unexpected JSON type is
-// skipped rather than failing the whole response (see decodeLenient).
+// skipped rather than failing the whole response (see wire.DecodeLenient).
 
 type messageRequest struct {
 	Model      string          `json:"model"`
@@ -161,16 +158,4 @@ type streamEvent struct {
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
 	Usage *wireUsage `json:"usage"` // message_delta
-}
-
-// decodeLenient unmarshals data into v, skipping fields of an unexpected
-// JSON type (encoding/json fills everything else and reports the first
-// such field); malformed JSON is still an error.
-func decodeLenient(data []byte, v any) error {
-	err := json.Unmarshal(data, v)
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return nil
-	}
-	return err
 }

@@ -1,10 +1,4 @@
-// Package sse reads a text/event-stream body, as the LLM vendors' streaming
-// APIs send it: lines of "event:" and "data:" fields, an empty line ending
-// each event, ":" lines being comments.
-//
-// A Reader belongs to one goroutine; the data it returns is valid until the
-// next call to Next.
-package sse
+package wire
 
 import (
 	"bufio"
@@ -12,29 +6,30 @@ import (
 	"io"
 )
 
-// MaxEventSize bounds one event (a completed OpenAI Responses event repeats
-// the whole answer).
+// MaxEventSize bounds one server-sent event (a completed OpenAI Responses
+// event repeats the whole answer).
 const MaxEventSize = 32 << 20
 
-// Reader reads events from a body.
-type Reader struct {
+// SSEReader reads a text/event-stream body: lines of "event:" and "data:"
+// fields, an empty line ending each event, ":" lines being comments.
+type SSEReader struct {
 	scan *bufio.Scanner
 	data []byte
 }
 
-// NewReader reads events from r.
-func NewReader(r io.Reader) *Reader {
+// NewSSEReader reads events from r.
+func NewSSEReader(r io.Reader) *SSEReader {
 	s := bufio.NewScanner(r)
 	// The scanner starts small and grows to the longest line seen.
 	s.Buffer(nil, MaxEventSize)
-	return &Reader{scan: s}
+	return &SSEReader{scan: s}
 }
 
 // Next returns the data of the next event (several data lines joined by
 // newlines), or io.EOF at the end of the body, or the read error. An event
 // cut off by the end of the body is dropped. The event name is not
 // returned: every API we read repeats it as the payload's type field.
-func (r *Reader) Next() ([]byte, error) {
+func (r *SSEReader) Next() ([]byte, error) {
 	r.data = r.data[:0]
 	for r.scan.Scan() {
 		line := r.scan.Bytes()

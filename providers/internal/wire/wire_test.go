@@ -1,0 +1,104 @@
+package wire_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nanobot-go/nanobot/providers/internal/wire"
+)
+
+func TestSSEReader(t *testing.T) {
+	body := ": keep-alive comment\r\n" +
+		"event: one\r\ndata: {\"a\":1}\r\n\r\n" +
+		"\n\n" + // stray blank lines are no event
+		"data:no-space\n" +
+		"data:  two spaces\n" +
+		"id: 7\n\n" +
+		"event: cut\ndata: {\"cut\":" // no blank line: dropped
+	r := wire.NewSSEReader(strings.NewReader(body))
+	var got []string
+	for {
+		data, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(data))
+	}
+	want := []string{`{"a":1}`, "no-space\n two spaces"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestEncode(t *testing.T) {
+	body := struct {
+		Model  string `json:"model"`
+		Max    int    `json:"max_tokens"`
+		Stream bool   `json:"stream,omitempty"`
+	}{"m", 10, true}
+	tests := []struct {
+		name   string
+		extra  map[string]any
+		stream bool
+		want   string
+	}{
+		{name: "no extra", stream: true, want: `{"model":"m","max_tokens":10,"stream":true}`},
+		{name: "extra replaces, stream stays", stream: true, extra: map[string]any{"max_tokens": 5, "stream": false, "a.b": 1},
+			want: `{"a.b":1,"max_tokens":5,"model":"m","stream":true}`},
+		{name: "extra may set stream off a plain call", extra: map[string]any{"stream": false},
+			want: `{"max_tokens":10,"model":"m","stream":false}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := wire.Encode(body, tt.extra, tt.stream)
+			if err != nil || string(got) != tt.want {
+				t.Errorf("got %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+	if _, err := wire.Encode(body, map[string]any{"bad": func() {}}, false); err == nil || !strings.Contains(err.Error(), "extraBody.bad") {
+		t.Errorf("err = %v, want one naming extraBody.bad", err)
+	}
+}
+
+func TestPostAndCall(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Test") != "yes" || r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Accept") != "application/json" {
+			t.Errorf("headers %v", r.Header)
+		}
+		if r.URL.Path == "/fail" {
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, strings.Repeat("e", wire.MaxErrorBody+10))
+			return
+		}
+		_, _ = io.WriteString(w, `{"n":"not a number","s":"ok"}`)
+	}))
+	defer srv.Close()
+	h := http.Header{"X-Test": {"yes"}}
+
+	var out struct {
+		N int    `json:"n"`
+		S string `json:"s"`
+	}
+	if err := wire.Call(t.Context(), srv.Client(), srv.URL+"/ok", h, []byte(`{}`), &out); err != nil || out.S != "ok" {
+		t.Errorf("Call: %+v, %v; want the string field despite the mistyped one", out, err)
+	}
+	err := wire.Call(t.Context(), srv.Client(), srv.URL+"/fail", h, []byte(`{}`), &out)
+	var se *wire.StatusError
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v, want *StatusError", err)
+	}
+	if se.Code != 429 || se.Header.Get("Retry-After") != "3" || len(se.Body) != wire.MaxErrorBody {
+		t.Errorf("status %d retry-after %q body %d bytes", se.Code, se.Header.Get("Retry-After"), len(se.Body))
+	}
+}
