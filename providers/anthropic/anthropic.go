@@ -136,7 +136,11 @@ func (p *Provider) Stream(ctx context.Context, req providers.ChatRequest, onDelt
 	defer t.Stop()
 	var acc accumulator
 	if err := p.readStream(t, body, &acc, onDelta); err != nil {
-		return nil, p.classify(t, err)
+		if !acc.stopped || ctx.Err() != nil {
+			return nil, p.classify(t, err)
+		}
+		// The message was complete; only the end of the body was lost.
+		p.log.DebugContext(ctx, "stream broke after message_stop", "error", err.Error())
 	}
 	if !acc.stopped {
 		if pe := t.Classify(p.name); pe != nil {

@@ -10,42 +10,29 @@ import (
 	"github.com/nanobot-go/nanobot/providers/internal/wire"
 )
 
-// classify turns a call's error into a *providers.Error. The call's own
-// timeouts and the caller's cancellation come first: the transport reports
-// them as plain context errors.
+// classify turns a call's error into a *providers.Error (see
+// wire.Classify); a stream whose events do not fit together is not worth
+// a retry.
 func (p *Provider) classify(t *calltimer.Timer, err error) error {
-	if pe := t.Classify(p.name); pe != nil {
-		return pe
-	}
-	var se *wire.StatusError
-	if errors.As(err, &se) {
-		pe := providers.HTTPError(p.name, se.Code, se.Header, se.Body, p.opts.APIKey)
-		pe.Err = err
-		return pe
-	}
-	var ee *wire.EventError
-	if errors.As(err, &ee) {
-		return p.inBandError(ee.Data, err)
-	}
 	var ms *malformedStream
-	if errors.As(err, &ms) {
+	if errors.As(err, &ms) && t.Context().Err() == nil {
 		return &providers.Error{Provider: p.name, Message: ms.Error(), Err: err}
 	}
-	return providers.NetworkError(p.name, err, p.opts.APIKey)
+	return wire.Classify(t, p.name, p.opts.APIKey, err, p.inBandError)
 }
 
 // inBandError classifies {"type":"error","error":{"type":"overloaded_error",...}}
 // by the status the same error type has over HTTP.
-func (p *Provider) inBandError(body []byte, err error) error {
+func (p *Provider) inBandError(ee *wire.EventError) error {
 	var ev struct {
 		Error struct {
 			Type string `json:"type"`
 		} `json:"error"`
 	}
-	_ = json.Unmarshal(body, &ev)
-	pe := providers.HTTPError(p.name, statusOfErrorType(ev.Error.Type), nil, body, p.opts.APIKey)
+	_ = json.Unmarshal(ee.Data, &ev)
+	pe := providers.HTTPError(p.name, statusOfErrorType(ev.Error.Type), nil, ee.Data, p.opts.APIKey)
 	pe.StatusCode = 0
-	pe.Err = err
+	pe.Err = ee
 	return pe
 }
 

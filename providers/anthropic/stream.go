@@ -3,7 +3,6 @@ package anthropic
 import (
 	"bytes"
 	"fmt"
-	"io"
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
@@ -83,20 +82,14 @@ func merge(dst **int, src *int) {
 }
 
 // readStream posts a streaming request and folds its events into acc until
-// an error event or the end of the body. A read error after message_stop
-// is no error: the message is complete.
+// an error event or the end of the body.
 func (p *Provider) readStream(t *calltimer.Timer, body []byte, acc *accumulator, onDelta func(providers.Delta)) error {
 	res, err := p.postStream(t.Context(), body)
 	if err != nil {
 		return err
 	}
 	defer res.Body.Close()
-	events := wire.NewSSEReader(res.Body)
-	for {
-		data, err := events.Next()
-		if err == io.EOF || (err != nil && acc.stopped) {
-			return nil
-		}
+	for data, err := range wire.NewSSEReader(res.Body).Events() {
 		if err != nil {
 			return err
 		}
@@ -116,6 +109,7 @@ func (p *Provider) readStream(t *calltimer.Timer, body []byte, acc *accumulator,
 			onDelta(d)
 		}
 	}
+	return nil
 }
 
 // malformedStream is a stream whose events do not fit together.

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/nanobot-go/nanobot/providers"
@@ -10,22 +9,9 @@ import (
 	"github.com/nanobot-go/nanobot/providers/internal/wire"
 )
 
-// classify turns a call's error into a *providers.Error. The call's own
-// timeouts and the caller's cancellation come first: the transport reports
-// them as plain context errors.
+// classify turns a call's error into a *providers.Error; see wire.Classify.
 func (p *Provider) classify(t *calltimer.Timer, err error) error {
-	if pe := t.Classify(p.name); pe != nil {
-		return pe
-	}
-	var hs *wire.StatusError
-	if errors.As(err, &hs) {
-		return providers.HTTPError(p.name, hs.Code, hs.Header, hs.Body, p.opts.APIKey)
-	}
-	var se *wire.EventError
-	if errors.As(err, &se) {
-		return p.streamError(se)
-	}
-	return providers.NetworkError(p.name, err, p.opts.APIKey)
+	return wire.Classify(t, p.name, p.opts.APIKey, err, p.streamError)
 }
 
 // streamError classifies an error event inside a 200 stream. Servers put

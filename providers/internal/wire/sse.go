@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"iter"
 )
 
 // MaxEventSize bounds one server-sent event (a completed OpenAI Responses
@@ -54,4 +55,20 @@ func (r *SSEReader) Next() ([]byte, error) {
 		return nil, err
 	}
 	return nil, io.EOF
+}
+
+// Events ranges over the data of the events until the end of the body;
+// a read error is yielded once, last, with nil data.
+func (r *SSEReader) Events() iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for {
+			data, err := r.Next()
+			if err == io.EOF {
+				return
+			}
+			if !yield(data, err) || err != nil {
+				return
+			}
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -21,13 +22,8 @@ func TestSSEReader(t *testing.T) {
 		"data:  two spaces\n" +
 		"id: 7\n\n" +
 		"event: cut\ndata: {\"cut\":" // no blank line: dropped
-	r := wire.NewSSEReader(strings.NewReader(body))
 	var got []string
-	for {
-		data, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for data, err := range wire.NewSSEReader(strings.NewReader(body)).Events() {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,6 +32,20 @@ func TestSSEReader(t *testing.T) {
 	want := []string{`{"a":1}`, "no-space\n two spaces"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestSSEReaderReadError(t *testing.T) {
+	boom := errors.New("connection reset")
+	body := io.MultiReader(strings.NewReader("data: one\n\ndata: cut"), iotest.ErrReader(boom))
+	var got []string
+	var errs []error
+	for data, err := range wire.NewSSEReader(body).Events() {
+		got = append(got, string(data))
+		errs = append(errs, err)
+	}
+	if diff := cmp.Diff([]string{"one", ""}, got); diff != "" || len(errs) != 2 || errs[0] != nil || !errors.Is(errs[1], boom) {
+		t.Errorf("events %q errors %v, want one event then the read error", got, errs)
 	}
 }
 
