@@ -6,7 +6,6 @@ package anthropic_test
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	ant "github.com/anthropics/anthropic-sdk-go/v2"
@@ -14,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/providers/anthropic"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -115,7 +115,7 @@ func TestSDKClientAgrees(t *testing.T) {
 				}
 				msg = *m
 			}
-			if diff := cmp.Diff(fromSDK(&msg), ours); diff != "" {
+			if diff := cmp.Diff(fromSDK(t, &msg), ours); diff != "" {
 				t.Errorf("answer (-sdk +ours):\n%s", diff)
 			}
 			reqs := srv.Requests()
@@ -128,32 +128,17 @@ func TestSDKClientAgrees(t *testing.T) {
 	}
 }
 
-// fromSDK is what the SDK's message means in our terms.
-func fromSDK(m *ant.Message) *providers.LLMResponse {
-	resp := &providers.LLMResponse{Model: string(m.Model), FinishReason: providers.FinishStop}
-	var text strings.Builder
-	for _, b := range m.Content {
-		switch b.Type {
-		case "text":
-			text.WriteString(b.Text)
-		case "thinking":
-			resp.ThinkingBlocks = append(resp.ThinkingBlocks, providers.ThinkingBlock{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
-		case "redacted_thinking":
-			resp.ThinkingBlocks = append(resp.ThinkingBlocks, providers.ThinkingBlock{Type: "redacted_thinking", Data: b.Data})
-		case "tool_use":
-			resp.ToolCalls = append(resp.ToolCalls, providers.NewToolCallRequest(b.ID, b.Name, string(b.Input)))
-		}
+// fromSDK is what the SDK's message means to us: its wire JSON (with the
+// streamed deltas applied, for a stream) read by our parser.
+func fromSDK(t *testing.T, m *ant.Message) *providers.LLMResponse {
+	t.Helper()
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
 	}
-	resp.Content = text.String()
-	if m.StopReason == ant.StopReasonToolUse {
-		resp.FinishReason = providers.FinishToolCalls
+	resp, err := anthropic.ParseMessageJSON(data, "")
+	if err != nil {
+		t.Fatalf("%v in %s", err, data)
 	}
-	u := m.Usage
-	resp.Usage = providers.Usage{
-		PromptTokens:     int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
-		CompletionTokens: int(u.OutputTokens),
-		CacheReadTokens:  int(u.CacheReadInputTokens), CacheWriteTokens: int(u.CacheCreationInputTokens),
-	}
-	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
 	return resp
 }

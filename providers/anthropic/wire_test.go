@@ -135,19 +135,15 @@ func TestRecordedStreamFaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p, _ := rawServer(t, 200, map[string]string{"Content-Type": "text/event-stream"}, sseBody(tt.events...))
 			got := 0
-			_, err := p.Stream(t.Context(), userReq("x"), func(providers.Delta) { got++ })
-			var pe *providers.Error
-			if !errors.As(err, &pe) {
-				t.Fatalf("err = %v (%T), want *providers.Error", err, err)
-			}
+			pe := failingCall(t, p, true, func(providers.Delta) { got++ })
 			if pe.Transient != tt.wantTransient || pe.StatusCode != 0 {
-				t.Errorf("transient %v status %d, want %v 0 (%v)", pe.Transient, pe.StatusCode, tt.wantTransient, err)
+				t.Errorf("transient %v status %d, want %v 0 (%v)", pe.Transient, pe.StatusCode, tt.wantTransient, pe)
 			}
-			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
-				t.Errorf("err = %v, want %v", err, tt.wantIs)
+			if tt.wantIs != nil && !errors.Is(pe, tt.wantIs) {
+				t.Errorf("err = %v, want %v", pe, tt.wantIs)
 			}
-			if !strings.Contains(err.Error(), tt.wantMsg) {
-				t.Errorf("err = %q, want it to say %q", err, tt.wantMsg)
+			if !strings.Contains(pe.Error(), tt.wantMsg) {
+				t.Errorf("err = %q, want it to say %q", pe, tt.wantMsg)
 			}
 			if got != 3 {
 				t.Errorf("%d deltas before the fault, want 3", got)
@@ -210,22 +206,13 @@ func TestHTTPErrors(t *testing.T) {
 		for _, mode := range modes {
 			t.Run(tt.name+"/"+mode.name, func(t *testing.T) {
 				p, _ := rawServer(t, tt.status, tt.header, tt.body)
-				var err error
-				if mode.stream {
-					_, err = p.Stream(t.Context(), userReq("x"), nil)
-				} else {
-					_, err = p.Chat(t.Context(), userReq("x"))
-				}
-				var pe *providers.Error
-				if !errors.As(err, &pe) {
-					t.Fatalf("err = %v (%T), want *providers.Error", err, err)
-				}
+				pe := failingCall(t, p, mode.stream, nil)
 				if pe.StatusCode != tt.status || pe.Transient != tt.wantTransient || pe.RetryAfter != tt.wantRetryMs {
 					t.Errorf("status %d transient %v retryAfter %d, want %d %v %d",
 						pe.StatusCode, pe.Transient, pe.RetryAfter, tt.status, tt.wantTransient, tt.wantRetryMs)
 				}
-				if !strings.Contains(err.Error(), tt.wantMsg) || strings.Contains(err.Error(), testKey) {
-					t.Errorf("err = %q, want it to say %q and not the key", err, tt.wantMsg)
+				if !strings.Contains(pe.Error(), tt.wantMsg) || strings.Contains(pe.Error(), testKey) {
+					t.Errorf("err = %q, want it to say %q and not the key", pe, tt.wantMsg)
 				}
 			})
 		}
