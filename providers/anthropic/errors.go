@@ -18,22 +18,19 @@ func (p *Provider) classify(t *calltimer.Timer, err error) error {
 	if errors.As(err, &ms) && t.Context().Err() == nil {
 		return &providers.Error{Provider: p.name, Message: ms.Error(), Err: err}
 	}
-	return wire.Classify(t, p.name, p.opts.APIKey, err, p.inBandError)
+	return wire.Classify(t, p.name, p.opts.APIKey, err, eventStatus)
 }
 
-// inBandError classifies {"type":"error","error":{"type":"overloaded_error",...}}
-// by the status the same error type has over HTTP.
-func (p *Provider) inBandError(ee *wire.EventError) error {
+// eventStatus reads {"type":"error","error":{"type":"overloaded_error",...}}
+// as the status the same error type has over HTTP.
+func eventStatus(data []byte) int {
 	var ev struct {
 		Error struct {
 			Type string `json:"type"`
 		} `json:"error"`
 	}
-	_ = json.Unmarshal(ee.Data, &ev)
-	pe := providers.HTTPError(p.name, statusOfErrorType(ev.Error.Type), nil, ee.Data, p.opts.APIKey)
-	pe.StatusCode = 0
-	pe.Err = ee
-	return pe
+	_ = json.Unmarshal(data, &ev)
+	return statusOfErrorType(ev.Error.Type)
 }
 
 func statusOfErrorType(t string) int {

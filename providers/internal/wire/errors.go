@@ -26,9 +26,11 @@ func (e *EventError) Error() string { return "error event in stream" }
 // Classify turns a call's error into a *providers.Error. The call's own
 // timeouts and the caller's cancellation come first: the transport reports
 // them as plain context errors. Then a non-2xx answer, by its status; then
-// an error event of a stream, which inBand reads in the vendor's shape;
-// anything else failed on the network. apiKey is redacted from messages.
-func Classify(t *calltimer.Timer, provider, apiKey string, err error, inBand func(*EventError) error) error {
+// an error event of a stream, classified as the HTTP status that
+// eventStatus reads from it in the vendor's shape would be (but reported
+// without a status); anything else failed on the network. apiKey is
+// redacted from messages.
+func Classify(t *calltimer.Timer, provider, apiKey string, err error, eventStatus func(data []byte) int) error {
 	if pe := t.Classify(provider); pe != nil {
 		return pe
 	}
@@ -38,7 +40,10 @@ func Classify(t *calltimer.Timer, provider, apiKey string, err error, inBand fun
 	}
 	var ee *EventError
 	if errors.As(err, &ee) {
-		return inBand(ee)
+		pe := providers.HTTPError(provider, eventStatus(ee.Data), nil, ee.Data, apiKey)
+		pe.StatusCode = 0
+		pe.Err = ee
+		return pe
 	}
 	return providers.NetworkError(provider, err, apiKey)
 }

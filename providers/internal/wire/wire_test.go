@@ -1,7 +1,10 @@
 package wire_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
 	"github.com/nanobot-go/nanobot/providers/internal/wire"
 )
 
@@ -111,4 +116,54 @@ func TestPostAndCall(t *testing.T) {
 	if se.Code != 429 || se.Header.Get("Retry-After") != "3" || len(se.Body) != wire.MaxErrorBody {
 		t.Errorf("status %d retry-after %q body %d bytes", se.Code, se.Header.Get("Retry-After"), len(se.Body))
 	}
+}
+
+func TestClassify(t *testing.T) {
+	const key = "sk-secret-0123456789"
+	tests := []struct {
+		name          string
+		err           error
+		wantStatus    int
+		wantTransient bool
+		wantRetryMs   int64
+	}{
+		{name: "429", err: &wire.StatusError{Code: 429, Header: http.Header{"Retry-After": {"2"}}, Body: []byte(`{"error":{"message":"slow down"}}`)},
+			wantStatus: 429, wantTransient: true, wantRetryMs: 2000},
+		{name: "401", err: &wire.StatusError{Code: 401, Body: []byte(`{"error":{"message":"bad key ` + key + `"}}`)}, wantStatus: 401},
+		{name: "event read as 503", err: &wire.EventError{Data: []byte(`{"status":503}`)}, wantTransient: true},
+		{name: "event read as 400", err: &wire.EventError{Data: []byte(`{"status":400}`)}},
+		{name: "network", err: fmt.Errorf("read: %w", io.ErrUnexpectedEOF), wantTransient: true},
+	}
+	eventStatus := func(data []byte) int {
+		var ev struct{ Status int }
+		_ = json.Unmarshal(data, &ev)
+		return ev.Status
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			timer := calltimer.Start(t.Context(), 0, 0)
+			defer timer.Stop()
+			var pe *providers.Error
+			if !errors.As(wire.Classify(timer, "p", key, tt.err, eventStatus), &pe) {
+				t.Fatal("not a *providers.Error")
+			}
+			if pe.StatusCode != tt.wantStatus || pe.Transient != tt.wantTransient || pe.RetryAfter != tt.wantRetryMs {
+				t.Errorf("status %d transient %v retry %d, want %d %v %d", pe.StatusCode, pe.Transient, pe.RetryAfter,
+					tt.wantStatus, tt.wantTransient, tt.wantRetryMs)
+			}
+			if strings.Contains(pe.Error(), key) {
+				t.Errorf("key in %q", pe)
+			}
+		})
+	}
+	t.Run("canceled first", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		timer := calltimer.Start(ctx, 0, 0)
+		defer timer.Stop()
+		cancel()
+		err := wire.Classify(timer, "p", key, &wire.StatusError{Code: 500}, eventStatus)
+		if !errors.Is(err, context.Canceled) || providers.IsTransient(err) {
+			t.Errorf("err = %v, want the non-transient cancellation", err)
+		}
+	})
 }
