@@ -1,5 +1,7 @@
-// Package anthropic is the Anthropic Messages API backend, built on the
-// official SDK (github.com/anthropics/anthropic-sdk-go/v2).
+// Package anthropic is the Anthropic Messages API backend: a small client
+// of the wire (POST /v1/messages, JSON or server-sent events) on net/http
+// and encoding/json. The official SDK is used only by the tests, to check
+// that what we send and read fits its types.
 //
 // It converts the OpenAI-shaped providers.Message history into Messages API
 // turns: system messages become system text blocks; consecutive tool
@@ -13,10 +15,10 @@
 //
 // Streams report text deltas as Delta.Content and thinking deltas as
 // Delta.Reasoning. Errors are *providers.Error, classified for the retry
-// policy in package providers; the SDK's own retries are off.
+// policy in package providers, which also owns the retries.
 //
-// The Messages API version this SDK speaks has no temperature parameter,
-// so ChatRequest.Temperature is not sent.
+// The Messages API version spoken here (anthropic-version 2026-10-21) has
+// no temperature parameter, so ChatRequest.Temperature is not sent.
 //
 // A Provider is safe for concurrent use.
 package anthropic
@@ -25,18 +27,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
-	ant "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
-
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
+	"github.com/nanobot-go/nanobot/providers/internal/wire"
 )
 
 // DefaultAPIBase is Anthropic's endpoint.
@@ -75,11 +73,10 @@ type Options struct {
 
 // Provider talks to the Messages API.
 type Provider struct {
-	opts    Options
-	name    string
-	svc     ant.MessageService
-	timeout option.RequestOption
-	log     *slog.Logger
+	opts Options
+	name string
+	base string // APIBase without a trailing /v1
+	log  *slog.Logger
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -99,112 +96,53 @@ func New(opts Options) (*Provider, error) {
 	if opts.DefaultMaxTokens <= 0 {
 		opts.DefaultMaxTokens = DefaultMaxTokens
 	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	reqOpts := []option.RequestOption{
-		// Never read ANTHROPIC_* variables or profile files: the config is
-		// the one source of credentials.
-		option.WithoutEnvironmentDefaults(),
-		option.WithBaseURL(base),
-		// Package providers owns the retry policy.
-		option.WithMaxRetries(0),
-	}
-	if opts.HTTPClient != nil {
-		reqOpts = append(reqOpts, option.WithHTTPClient(opts.HTTPClient))
-	}
-	if opts.APIKey != "" {
-		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
-	}
-	for k, v := range opts.ExtraHeaders {
-		reqOpts = append(reqOpts, option.WithHeader(k, v))
-	}
-	for _, k := range slices.Sorted(maps.Keys(opts.ExtraBody)) {
-		reqOpts = append(reqOpts, option.WithJSONSet(providers.JSONPathKey(k), opts.ExtraBody[k]))
-	}
-	// The SDK refuses large non-streaming max_tokens unless a timeout is
-	// given; ours (calltimer) fires first, this one only lifts the check.
-	sdkTimeout := time.Hour
-	if opts.RequestTimeout > 0 {
-		sdkTimeout = opts.RequestTimeout + time.Minute
-	}
-	client := ant.NewClient(reqOpts...)
 	return &Provider{
-		opts:    opts,
-		name:    opts.Name,
-		svc:     client.Messages,
-		timeout: option.WithRequestTimeout(sdkTimeout),
-		log:     opts.Logger.With("provider", opts.Name),
+		opts: opts,
+		name: opts.Name,
+		base: base,
+		log:  opts.Logger.With("provider", opts.Name),
 	}, nil
 }
 
 // Chat sends one non-streaming request.
 func (p *Provider) Chat(ctx context.Context, req providers.ChatRequest) (*providers.LLMResponse, error) {
-	params, err := p.params(req)
+	body, err := p.body(req, false)
 	if err != nil {
 		return nil, err
 	}
 	t := calltimer.Start(ctx, p.opts.RequestTimeout, 0)
 	defer t.Stop()
-	msg, err := p.svc.New(t.Context(), params, p.timeout)
+	msg, err := p.call(t.Context(), body)
 	if err != nil {
 		return nil, p.classify(t, err)
 	}
-	return parseMessage(msg, req.Model, nil), nil
+	return parseMessage(msg, req.Model), nil
 }
 
 // Stream sends a streaming request, calling onDelta (on this goroutine)
 // with text as Delta.Content and thinking as Delta.Reasoning.
 func (p *Provider) Stream(ctx context.Context, req providers.ChatRequest, onDelta func(providers.Delta)) (*providers.LLMResponse, error) {
-	params, err := p.params(req)
+	body, err := p.body(req, true)
 	if err != nil {
 		return nil, err
 	}
 	t := calltimer.Start(ctx, p.opts.RequestTimeout, p.opts.StreamIdleTimeout)
 	defer t.Stop()
-	stream := p.svc.NewStreaming(t.Context(), params)
-	defer stream.Close()
-
-	var msg ant.Message
-	inputs := map[int]*strings.Builder{}
-	stopped := false
-	for stream.Next() {
-		t.Kick()
-		ev := stream.Current()
-		if err := msg.Accumulate(ev); err != nil {
-			return nil, &providers.Error{Provider: p.name, Message: "malformed stream: " + err.Error(), Err: err}
+	var acc accumulator
+	if err := p.readStream(t, body, &acc, onDelta); err != nil {
+		if !acc.stopped || ctx.Err() != nil {
+			return nil, p.classify(t, err)
 		}
-		switch ev.Type {
-		case "content_block_delta":
-			if ev.Delta.Type == "input_json_delta" {
-				b := inputs[int(ev.Index)]
-				if b == nil {
-					b = &strings.Builder{}
-					inputs[int(ev.Index)] = b
-				}
-				b.WriteString(ev.Delta.PartialJSON)
-			}
-			if onDelta == nil {
-				continue
-			}
-			switch ev.Delta.Type {
-			case "text_delta":
-				if ev.Delta.Text != "" {
-					onDelta(providers.Delta{Content: ev.Delta.Text})
-				}
-			case "thinking_delta":
-				if ev.Delta.Thinking != "" {
-					onDelta(providers.Delta{Reasoning: ev.Delta.Thinking})
-				}
-			}
-		case "message_stop":
-			stopped = true
-		}
+		// The message was complete; only the end of the body was lost.
+		p.log.DebugContext(ctx, "stream broke after message_stop", "error", err.Error())
 	}
-	if err := stream.Err(); err != nil {
-		return nil, p.classify(t, err)
-	}
-	if !stopped {
+	if !acc.stopped {
 		if pe := t.Classify(p.name); pe != nil {
 			return nil, pe
 		}
@@ -213,5 +151,28 @@ func (p *Provider) Stream(ctx context.Context, req providers.ChatRequest, onDelt
 			Message: "stream ended before message_stop",
 		}
 	}
-	return parseMessage(&msg, req.Model, inputs), nil
+	return parseMessage(&acc.msg, req.Model), nil
+}
+
+// body builds and encodes the request.
+func (p *Provider) body(req providers.ChatRequest, stream bool) ([]byte, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
+	params.Stream = stream
+	body, err := wire.Encode(params, p.opts.ExtraBody, stream)
+	if err != nil {
+		return nil, p.requestError(err)
+	}
+	return body, nil
+}
+
+// call sends a non-streaming request and decodes the message.
+func (p *Provider) call(ctx context.Context, body []byte) (*messageResponse, error) {
+	var msg messageResponse
+	if err := wire.Call(ctx, p.opts.HTTPClient, p.endpoint(), p.header(), body, &msg); err != nil {
+		return nil, err
+	}
+	return &msg, nil
 }

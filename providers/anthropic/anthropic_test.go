@@ -54,6 +54,22 @@ func call(t *testing.T, p *anthropic.Provider, stream bool, req providers.ChatRe
 	return resp
 }
 
+// failingCall makes a call that must fail with a *providers.Error.
+func failingCall(t *testing.T, p *anthropic.Provider, stream bool, onDelta func(providers.Delta)) *providers.Error {
+	t.Helper()
+	var err error
+	if stream {
+		_, err = p.Stream(t.Context(), userReq("x"), onDelta)
+	} else {
+		_, err = p.Chat(t.Context(), userReq("x"))
+	}
+	var pe *providers.Error
+	if !errors.As(err, &pe) {
+		t.Fatalf("err = %v (%T), want *providers.Error", err, err)
+	}
+	return pe
+}
+
 var modes = []struct {
 	name   string
 	stream bool
@@ -374,22 +390,13 @@ func TestErrorClassification(t *testing.T) {
 				srv := providertest.New(t)
 				srv.Push(tt.reply)
 				p := newProvider(t, srv)
-				var err error
-				if mode.stream {
-					_, err = p.Stream(t.Context(), userReq("x"), nil)
-				} else {
-					_, err = p.Chat(t.Context(), userReq("x"))
-				}
-				var pe *providers.Error
-				if !errors.As(err, &pe) {
-					t.Fatalf("error %v (%T) is not *providers.Error", err, err)
-				}
+				pe := failingCall(t, p, mode.stream, nil)
 				if pe.StatusCode != tt.wantStatus || pe.Transient != tt.wantTransient || pe.RetryAfter != tt.wantRetryMs {
 					t.Errorf("got status %d transient %v retryAfter %d, want %d %v %d",
 						pe.StatusCode, pe.Transient, pe.RetryAfter, tt.wantStatus, tt.wantTransient, tt.wantRetryMs)
 				}
-				if strings.Contains(err.Error(), testKey) {
-					t.Errorf("error leaks the API key: %q", err.Error())
+				if strings.Contains(pe.Error(), testKey) {
+					t.Errorf("error leaks the API key: %q", pe.Error())
 				}
 			})
 		}
@@ -467,13 +474,9 @@ func TestInBandStreamError(t *testing.T) {
 			srv := providertest.New(t)
 			srv.Push(providertest.Reply{Text: "partial answer", ErrorAfter: 3, ErrorEvent: tt.event})
 			p := newProvider(t, srv)
-			_, err := p.Stream(t.Context(), userReq("x"), nil)
-			var pe *providers.Error
-			if !errors.As(err, &pe) {
-				t.Fatalf("err = %v (%T), want *providers.Error", err, err)
-			}
+			pe := failingCall(t, p, true, nil)
 			if pe.Transient != tt.wantTransient {
-				t.Errorf("transient = %v, want %v (%v)", pe.Transient, tt.wantTransient, err)
+				t.Errorf("transient = %v, want %v (%v)", pe.Transient, tt.wantTransient, pe)
 			}
 		})
 	}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	ant "github.com/anthropics/anthropic-sdk-go/v2"
-
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -25,40 +23,36 @@ const emptyText = "(empty)"
 // turn is one Messages API message under construction.
 type turn struct {
 	role   string // "user" or "assistant"
-	blocks []ant.ContentBlockParamUnion
+	blocks []block
 }
 
-func (p *Provider) params(req providers.ChatRequest) (ant.MessageNewParams, error) {
+func (p *Provider) params(req providers.ChatRequest) (*messageRequest, error) {
 	if req.Model == "" {
-		return ant.MessageNewParams{}, p.requestError(fmt.Errorf("request has no model"))
+		return nil, p.requestError(fmt.Errorf("request has no model"))
 	}
 	system, turns, err := convert(req.Messages)
 	if err != nil {
-		return ant.MessageNewParams{}, p.requestError(err)
+		return nil, p.requestError(err)
 	}
 	if len(turns) == 0 {
-		return ant.MessageNewParams{}, p.requestError(fmt.Errorf("no user or assistant messages"))
+		return nil, p.requestError(fmt.Errorf("no user or assistant messages"))
 	}
 	markCacheBreakpoints(system, turns)
 
-	params := ant.MessageNewParams{
-		Model:    ant.Model(req.Model),
+	params := &messageRequest{
+		Model:    req.Model,
 		System:   system,
-		Messages: make([]ant.MessageParam, len(turns)),
+		Messages: make([]wireMessage, len(turns)),
 	}
 	for i, t := range turns {
-		if t.role == providers.RoleAssistant {
-			params.Messages[i] = ant.MessageParam{OfAssistant: &ant.AssistantMessageParam{Content: t.blocks}}
-		} else {
-			params.Messages[i] = ant.MessageParam{OfUser: &ant.UserMessageParam{Content: t.blocks}}
-		}
+		params.Messages[i] = wireMessage{Role: t.role, Content: t.blocks}
 	}
 
 	forced := false
 	if len(req.Tools) > 0 {
-		params.Tools = make([]ant.ToolUnionParam, len(req.Tools))
+		params.Tools = make([]wireTool, len(req.Tools))
 		for i, td := range req.Tools {
-			params.Tools[i] = ant.ToolUnionParam{OfTool: toolParam(td)}
+			params.Tools[i] = toolParam(td)
 		}
 		params.ToolChoice, forced = toolChoice(req.ToolChoice)
 	}
@@ -73,13 +67,13 @@ func (p *Provider) params(req providers.ChatRequest) (ant.MessageNewParams, erro
 			// explicit choice wins.
 			p.log.Debug("thinking disabled: tool choice is forced", "tool_choice", req.ToolChoice)
 		} else {
-			params.Thinking = ant.ThinkingConfigParamOfEnabled(int64(budget))
+			params.Thinking = &thinkingConfig{Type: "enabled", BudgetTokens: budget}
 			if maxTokens <= budget {
 				maxTokens += budget
 			}
 		}
 	}
-	params.MaxTokens = int64(maxTokens)
+	params.MaxTokens = maxTokens
 	return params, nil
 }
 
@@ -89,12 +83,12 @@ func (p *Provider) requestError(err error) error {
 
 // convert splits the OpenAI-shaped history into system blocks and
 // alternating turns, merging consecutive messages of one role.
-func convert(msgs []providers.Message) ([]ant.TextBlockParam, []turn, error) {
+func convert(msgs []providers.Message) ([]*textBlock, []turn, error) {
 	var (
-		system []ant.TextBlockParam
+		system []*textBlock
 		turns  []turn
 	)
-	add := func(role string, blocks ...ant.ContentBlockParamUnion) {
+	add := func(role string, blocks ...block) {
 		if len(blocks) == 0 {
 			return
 		}
@@ -108,12 +102,12 @@ func convert(msgs []providers.Message) ([]ant.TextBlockParam, []turn, error) {
 		switch m.Role {
 		case providers.RoleSystem:
 			if text := m.Text(); strings.TrimSpace(text) != "" {
-				system = append(system, ant.TextBlockParam{Text: text})
+				system = append(system, newText(text))
 			}
 		case providers.RoleUser:
 			blocks := contentBlocks(m)
 			if len(blocks) == 0 {
-				blocks = append(blocks, ant.NewTextBlock(emptyText))
+				blocks = append(blocks, newText(emptyText))
 			}
 			add(providers.RoleUser, blocks...)
 		case providers.RoleAssistant:
@@ -131,40 +125,40 @@ func convert(msgs []providers.Message) ([]ant.TextBlockParam, []turn, error) {
 }
 
 // contentBlocks converts text and image content.
-func contentBlocks(m providers.Message) []ant.ContentBlockParamUnion {
+func contentBlocks(m providers.Message) []block {
 	if len(m.Parts) == 0 {
 		if m.Content == "" {
 			return nil
 		}
-		return []ant.ContentBlockParamUnion{ant.NewTextBlock(m.Content)}
+		return []block{newText(m.Content)}
 	}
-	var blocks []ant.ContentBlockParamUnion
+	var blocks []block
 	for _, part := range m.Parts {
 		switch part.Type {
 		case "image_url":
 			if part.ImageURL == nil {
 				continue
 			}
-			blocks = append(blocks, imageBlock(part.ImageURL.URL))
+			blocks = append(blocks, imageContent(part.ImageURL.URL))
 		default:
 			if part.Text != "" {
-				blocks = append(blocks, ant.NewTextBlock(part.Text))
+				blocks = append(blocks, newText(part.Text))
 			}
 		}
 	}
 	return blocks
 }
 
-// imageBlock turns a data: URL into a base64 source and an http(s) URL into
+// imageContent turns a data: URL into a base64 source and an http(s) URL into
 // a URL source; anything else becomes a text note so the turn still makes sense.
-func imageBlock(u string) ant.ContentBlockParamUnion {
+func imageContent(u string) block {
 	if mediaType, data, ok := parseDataURL(u); ok {
-		return ant.NewImageBlockBase64(mediaType, data)
+		return &imageBlock{Type: "image", Source: imageSource{Type: "base64", MediaType: mediaType, Data: data}}
 	}
 	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
-		return ant.NewImageBlock(ant.URLImageSourceParam{URL: u})
+		return &imageBlock{Type: "image", Source: imageSource{Type: "url", URL: u}}
 	}
-	return ant.NewTextBlock("[image omitted: unsupported image reference]")
+	return newText("[image omitted: unsupported image reference]")
 }
 
 // parseDataURL splits "data:image/png;base64,AAAA".
@@ -190,18 +184,18 @@ func parseDataURL(u string) (mediaType, data string, ok bool) {
 
 // assistantBlocks: signed thinking first (the API checks signatures and
 // rejects unsigned thinking), then text, then tool_use.
-func assistantBlocks(m providers.Message) []ant.ContentBlockParamUnion {
-	var blocks []ant.ContentBlockParamUnion
+func assistantBlocks(m providers.Message) []block {
+	var blocks []block
 	for _, tb := range m.ThinkingBlocks {
 		switch {
 		case tb.Type == "redacted_thinking" && tb.Data != "":
-			blocks = append(blocks, ant.NewRedactedThinkingBlock(tb.Data))
+			blocks = append(blocks, &redactedThinkingBlock{Type: "redacted_thinking", Data: tb.Data})
 		case tb.Type != "redacted_thinking" && tb.Signature != "":
-			blocks = append(blocks, ant.NewThinkingBlock(tb.Signature, tb.Thinking))
+			blocks = append(blocks, &thinkingBlock{Type: "thinking", Thinking: tb.Thinking, Signature: tb.Signature})
 		}
 	}
 	if text := m.Text(); strings.TrimSpace(text) != "" {
-		blocks = append(blocks, ant.NewTextBlock(text))
+		blocks = append(blocks, newText(text))
 	}
 	for _, tc := range m.ToolCalls {
 		args, _, err := providers.ParseToolArguments(tc.Function.Arguments)
@@ -210,68 +204,68 @@ func assistantBlocks(m providers.Message) []ant.ContentBlockParamUnion {
 			// replay only needs a valid object.
 			args = map[string]any{}
 		}
-		blocks = append(blocks, ant.NewToolUseBlock(tc.ID, args, tc.Function.Name))
+		blocks = append(blocks, &toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: args})
 	}
 	return blocks
 }
 
-func toolResult(m providers.Message) ant.ContentBlockParamUnion {
-	res := ant.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+// toolResult keeps the text and image content of a tool message.
+func toolResult(m providers.Message) block {
+	res := &toolResultBlock{Type: "tool_result", ToolUseID: m.ToolCallID}
 	for _, b := range contentBlocks(m) {
-		switch {
-		case b.OfText != nil:
-			res.Content = append(res.Content, ant.ToolResultBlockParamContentUnion{OfText: b.OfText})
-		case b.OfImage != nil:
-			res.Content = append(res.Content, ant.ToolResultBlockParamContentUnion{OfImage: b.OfImage})
+		switch b.(type) {
+		case *textBlock, *imageBlock:
+			res.Content = append(res.Content, b)
 		}
 	}
 	if len(res.Content) == 0 {
-		res.Content = []ant.ToolResultBlockParamContentUnion{{OfText: &ant.TextBlockParam{Text: emptyText}}}
+		res.Content = []block{newText(emptyText)}
 	}
-	return ant.ContentBlockParamUnion{OfToolResult: &res}
+	return res
 }
 
-func toolParam(td providers.ToolDefinition) *ant.ToolParam {
+// toolParam sends the tool's schema as an object schema; "required" keeps
+// only its string entries.
+func toolParam(td providers.ToolDefinition) wireTool {
 	schema := providers.NormalizeSchema(td.Parameters, providers.DialectAnthropic)
-	in := ant.ToolInputSchemaParam{Properties: schema["properties"]}
-	if req, ok := schema["required"].([]any); ok {
-		for _, r := range req {
-			if s, ok := r.(string); ok {
-				in.Required = append(in.Required, s)
-			}
-		}
-	}
+	in := map[string]any{"type": "object"}
 	for k, v := range schema {
 		switch k {
-		case "type", "properties", "required":
-		default:
-			if in.ExtraFields == nil {
-				in.ExtraFields = map[string]any{}
+		case "type":
+		case "properties":
+			if v != nil {
+				in[k] = v
 			}
-			in.ExtraFields[k] = v
+		case "required":
+			var names []string
+			if list, ok := v.([]any); ok {
+				for _, r := range list {
+					if s, ok := r.(string); ok {
+						names = append(names, s)
+					}
+				}
+			}
+			if len(names) > 0 {
+				in[k] = names
+			}
+		default:
+			in[k] = v
 		}
 	}
-	tp := &ant.ToolParam{Name: td.Name, InputSchema: in}
-	if td.Description != "" {
-		tp.Description = ant.String(td.Description)
-	}
-	return tp
+	return wireTool{Name: td.Name, Description: td.Description, InputSchema: in}
 }
 
 // toolChoice maps ours; forced reports a choice that excludes thinking.
-func toolChoice(choice string) (ant.ToolChoiceUnionParam, bool) {
+func toolChoice(choice string) (*wireToolChoice, bool) {
 	switch c := strings.TrimSpace(choice); c {
 	case "":
-		return ant.ToolChoiceUnionParam{}, false
-	case "auto":
-		return ant.ToolChoiceUnionParam{OfAuto: &ant.ToolChoiceAutoParam{Type: "auto"}}, false
-	case "none":
-		none := ant.NewToolChoiceNoneParam()
-		return ant.ToolChoiceUnionParam{OfNone: &none}, false
+		return nil, false
+	case "auto", "none":
+		return &wireToolChoice{Type: c}, false
 	case "required":
-		return ant.ToolChoiceUnionParam{OfAny: &ant.ToolChoiceAnyParam{Type: "any"}}, true
+		return &wireToolChoice{Type: "any"}, true
 	default:
-		return ant.ToolChoiceUnionParam{OfTool: &ant.ToolChoiceToolParam{Type: "tool", Name: c}}, true
+		return &wireToolChoice{Type: "tool", Name: c}, true
 	}
 }
 
@@ -279,9 +273,9 @@ func toolChoice(choice string) (ant.ToolChoiceUnionParam, bool) {
 // the last message before the newest user message: everything up to there
 // is the same in the next call (history is append-only), so it is read from
 // the cache instead of being processed again.
-func markCacheBreakpoints(system []ant.TextBlockParam, turns []turn) {
+func markCacheBreakpoints(system []*textBlock, turns []turn) {
 	if n := len(system); n > 0 {
-		system[n-1].CacheControl = ant.NewCacheControlEphemeralParam()
+		system[n-1].markCache()
 	}
 	last := -1
 	for i := len(turns) - 1; i >= 0; i-- {
@@ -295,26 +289,8 @@ func markCacheBreakpoints(system []ant.TextBlockParam, turns []turn) {
 	}
 	blocks := turns[last-1].blocks
 	for i := len(blocks) - 1; i >= 0; i-- {
-		if setCacheControl(&blocks[i]) {
+		if blocks[i].markCache() {
 			return
 		}
 	}
-}
-
-// setCacheControl marks one block; thinking blocks cannot carry a marker.
-func setCacheControl(b *ant.ContentBlockParamUnion) bool {
-	cc := ant.NewCacheControlEphemeralParam()
-	switch {
-	case b.OfText != nil:
-		b.OfText.CacheControl = cc
-	case b.OfImage != nil:
-		b.OfImage.CacheControl = cc
-	case b.OfToolUse != nil:
-		b.OfToolUse.CacheControl = cc
-	case b.OfToolResult != nil:
-		b.OfToolResult.CacheControl = cc
-	default:
-		return false
-	}
-	return true
 }

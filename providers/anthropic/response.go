@@ -3,22 +3,19 @@ package anthropic
 import (
 	"strings"
 
-	ant "github.com/anthropics/anthropic-sdk-go/v2"
-
 	"github.com/nanobot-go/nanobot/providers"
 )
 
-// parseMessage converts a complete (or fully accumulated) message.
-// streamedInputs holds, by block index, the tool input JSON as streamed:
-// the SDK's accumulator empties input that is not valid JSON, and a broken
-// input must reach the repair step, not vanish.
-func parseMessage(msg *ant.Message, model string, streamedInputs map[int]*strings.Builder) *providers.LLMResponse {
-	resp := &providers.LLMResponse{Model: string(msg.Model)}
+// parseMessage converts a complete (or fully accumulated) message. A tool
+// input that is not valid JSON is passed on as sent: it must reach the
+// repair step, not vanish.
+func parseMessage(msg *messageResponse, model string) *providers.LLMResponse {
+	resp := &providers.LLMResponse{Model: msg.Model}
 	if resp.Model == "" {
 		resp.Model = model
 	}
 	var text strings.Builder
-	for i, b := range msg.Content {
+	for _, b := range msg.Content {
 		switch b.Type {
 		case "text":
 			text.WriteString(b.Text)
@@ -29,11 +26,7 @@ func parseMessage(msg *ant.Message, model string, streamedInputs map[int]*string
 			resp.ThinkingBlocks = append(resp.ThinkingBlocks, providers.ThinkingBlock{
 				Type: "redacted_thinking", Data: b.Data})
 		case "tool_use":
-			input := string(b.Input)
-			if streamed, ok := streamedInputs[i]; ok {
-				input = streamed.String()
-			}
-			resp.ToolCalls = append(resp.ToolCalls, providers.NewToolCallRequest(b.ID, b.Name, input))
+			resp.ToolCalls = append(resp.ToolCalls, providers.NewToolCallRequest(b.ID, b.Name, string(b.Input)))
 		}
 	}
 	resp.Content = text.String()
@@ -44,24 +37,32 @@ func parseMessage(msg *ant.Message, model string, streamedInputs map[int]*string
 
 // usageOf reports prompt tokens the OpenAI way, cached ones included:
 // Anthropic's input_tokens counts only the uncached part.
-func usageOf(u ant.Usage) providers.Usage {
+func usageOf(u wireUsage) providers.Usage {
+	in, cacheRead, cacheWrite := count(u.InputTokens), count(u.CacheReadInputTokens), count(u.CacheCreationInputTokens)
 	out := providers.Usage{
-		PromptTokens:     int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
-		CompletionTokens: int(u.OutputTokens),
-		CacheReadTokens:  int(u.CacheReadInputTokens),
-		CacheWriteTokens: int(u.CacheCreationInputTokens),
+		PromptTokens:     in + cacheRead + cacheWrite,
+		CompletionTokens: count(u.OutputTokens),
+		CacheReadTokens:  cacheRead,
+		CacheWriteTokens: cacheWrite,
 	}
 	out.TotalTokens = out.PromptTokens + out.CompletionTokens
 	return out
 }
 
-func stopReason(r ant.StopReason, hasToolCalls bool) string {
+func count(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return *n
+}
+
+func stopReason(r string, hasToolCalls bool) string {
 	switch r {
-	case ant.StopReasonToolUse:
+	case "tool_use":
 		return providers.FinishToolCalls
-	case ant.StopReasonMaxTokens, ant.StopReasonModelContextWindowExceeded:
+	case "max_tokens", "model_context_window_exceeded":
 		return providers.FinishLength
-	case ant.StopReasonRefusal:
+	case "refusal":
 		return providers.FinishContentFilter
 	}
 	if hasToolCalls {

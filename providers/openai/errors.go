@@ -2,50 +2,29 @@ package openai
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 
-	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
+	"github.com/nanobot-go/nanobot/providers/internal/wire"
 )
 
-// maxErrorBody bounds how much of an error body is read.
-const maxErrorBody = 64 << 10
-
-// classify turns a call's error into a *providers.Error. The call's own
-// timeouts and the caller's cancellation come first: the transport reports
-// them as plain context errors.
+// classify turns a call's error into a *providers.Error; see wire.Classify.
 func (p *Provider) classify(t *calltimer.Timer, err error) error {
-	if pe := t.Classify(p.name); pe != nil {
-		return pe
-	}
-	var hs *httpStatus
-	if errors.As(err, &hs) {
-		return providers.HTTPError(p.name, hs.code, hs.header, hs.body, p.opts.APIKey)
-	}
-	var se *streamEventError
-	if errors.As(err, &se) {
-		return p.streamError(se)
-	}
-	return providers.NetworkError(p.name, err, p.opts.APIKey)
+	return wire.Classify(t, p.name, p.opts.APIKey, err, eventStatus)
 }
 
-// streamError classifies an error event inside a 200 stream. Servers put
-// an HTTP-like code in it when they have one; without one the failure is
-// the server's and worth a retry.
-func (p *Provider) streamError(se *streamEventError) error {
+// eventStatus reads an error event inside a 200 stream. Servers put an
+// HTTP-like code in it when they have one; without one the failure is the
+// server's and worth a retry.
+func eventStatus(data []byte) int {
 	var ev struct {
 		Error struct {
 			Code any `json:"code"`
 		} `json:"error"`
 	}
-	_ = json.Unmarshal(se.data, &ev)
-	status := http.StatusInternalServerError
+	_ = json.Unmarshal(data, &ev)
 	if code, ok := ev.Error.Code.(float64); ok && code >= 400 && code < 600 {
-		status = int(code)
+		return int(code)
 	}
-	pe := providers.HTTPError(p.name, status, nil, se.data, p.opts.APIKey)
-	pe.StatusCode = 0
-	pe.Err = se
-	return pe
+	return http.StatusInternalServerError
 }

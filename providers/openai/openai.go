@@ -35,6 +35,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
+	"github.com/nanobot-go/nanobot/providers/internal/wire"
 )
 
 // DefaultAPIBase is OpenAI's endpoint.
@@ -194,9 +195,9 @@ func (p *Provider) readStream(t *calltimer.Timer, model string, body []byte, acc
 		return err
 	}
 	defer res.Body.Close()
-	events := newSSEReader(res.Body)
+	events := wire.NewSSEReader(res.Body)
 	for {
-		data, err := events.next()
+		data, err := events.Next()
 		if err == io.EOF {
 			return nil
 		}
@@ -208,11 +209,11 @@ func (p *Provider) readStream(t *calltimer.Timer, model string, body []byte, acc
 			return nil
 		}
 		var chunk chatCompletion
-		if err := decodeLenient(data, &chunk); err != nil {
+		if err := wire.DecodeLenient(data, &chunk); err != nil {
 			return fmt.Errorf("decode stream chunk: %w", err)
 		}
 		if present(chunk.Error) {
-			return &streamEventError{data: bytes.Clone(data)}
+			return &wire.EventError{Data: bytes.Clone(data)}
 		}
 		if d := acc.add(&chunk); onDelta != nil && (d.Content != "" || d.Reasoning != "") {
 			onDelta(d)

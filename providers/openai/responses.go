@@ -9,6 +9,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
+	"github.com/nanobot-go/nanobot/providers/internal/wire"
 )
 
 // Responses is the OpenAI Responses API backend (POST {apiBase}/responses).
@@ -99,10 +100,10 @@ func (r *Responses) readStream(t *calltimer.Timer, model string, body []byte, on
 		return nil, nil, r.base.classify(t, err)
 	}
 	defer res.Body.Close()
-	events := newSSEReader(res.Body)
+	events := wire.NewSSEReader(res.Body)
 	var items []outputItem
 	for {
-		data, err := events.next()
+		data, err := events.Next()
 		if err == io.EOF {
 			break
 		}
@@ -114,11 +115,11 @@ func (r *Responses) readStream(t *calltimer.Timer, model string, body []byte, on
 			break
 		}
 		var ev streamEvent
-		if err := decodeLenient(data, &ev); err != nil {
+		if err := wire.DecodeLenient(data, &ev); err != nil {
 			return nil, nil, r.base.classify(t, fmt.Errorf("decode stream event: %w", err))
 		}
 		if present(ev.Error) {
-			return nil, nil, r.base.classify(t, &streamEventError{data: bytes.Clone(data)})
+			return nil, nil, r.base.classify(t, &wire.EventError{Data: bytes.Clone(data)})
 		}
 		switch ev.Type {
 		case "response.output_text.delta", "response.refusal.delta":

@@ -3,12 +3,11 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 )
 
 // The chat-completions wire format, as much of it as we send and read.
 // Unknown response fields are ignored; a field of an unexpected JSON type
-// is skipped rather than failing the whole response (see decodeLenient),
+// is skipped rather than failing the whole response (see wire.DecodeLenient),
 // which is how the official SDK treated servers that bend the format.
 
 type chatRequest struct {
@@ -194,16 +193,4 @@ func rawString(raw json.RawMessage) string {
 func present(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && string(raw) != "null"
-}
-
-// decodeLenient unmarshals data into v, skipping fields of an unexpected
-// JSON type (encoding/json fills everything else and reports the first
-// such field); malformed JSON is still an error.
-func decodeLenient(data []byte, v any) error {
-	err := json.Unmarshal(data, v)
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return nil
-	}
-	return err
 }
