@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
 )
 
 // readLimit caps one websocket frame (events carry base64 images at most
@@ -37,8 +38,9 @@ type conn struct {
 	lastBeat atomic.Int64 // unix nanos of the last heartbeat event
 	interval atomic.Int64 // the heartbeat interval it announced, in ns
 
+	pending kit.Waiters[string, response] // echo -> the call waiting for it
+
 	mu      sync.Mutex
-	pending map[string]chan response
 	gone    chan struct{} // closed when the reader stopped
 	goneErr error
 	// released is closed when the session is done with the connection (the
@@ -49,7 +51,7 @@ type conn struct {
 
 func newConn(ws *websocket.Conn) *conn {
 	ws.SetReadLimit(readLimit)
-	return &conn{ws: ws, pending: map[string]chan response{}, gone: make(chan struct{}), released: make(chan struct{})}
+	return &conn{ws: ws, gone: make(chan struct{}), released: make(chan struct{})}
 }
 
 // close ends the connection and releases it.
@@ -86,21 +88,16 @@ var errNotConnected = errors.New("onebot: not connected to the implementation")
 // call sends an action and waits for the answer with its echo.
 func (cn *conn) call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error) {
 	echo := "nb-" + strconv.FormatInt(cn.seq.Add(1), 10)
-	ch := make(chan response, 1)
-	cn.mu.Lock()
 	select {
 	case <-cn.gone:
-		cn.mu.Unlock()
 		return nil, errNotConnected
 	default:
 	}
-	cn.pending[echo] = ch
-	cn.mu.Unlock()
-	defer func() {
-		cn.mu.Lock()
-		delete(cn.pending, echo)
-		cn.mu.Unlock()
-	}()
+	ch, forget, ok := cn.pending.Wait(echo)
+	if !ok {
+		return nil, fmt.Errorf("onebot: %s: echo %s is already waiting", action, echo)
+	}
+	defer forget()
 	if params == nil {
 		params = struct{}{}
 	}
@@ -167,12 +164,7 @@ func (c *Channel) read(ctx context.Context, cn *conn, events chan<- []byte) erro
 					continue
 				}
 				echo, _ := strconv.Unquote(string(r.Echo))
-				cn.mu.Lock()
-				ch := cn.pending[echo]
-				cn.mu.Unlock()
-				if ch != nil {
-					ch <- r
-				}
+				cn.pending.Deliver(echo, r)
 			case "meta_event":
 				c.meta(cn, env, b)
 			case "message":
@@ -363,11 +355,8 @@ func (c *Channel) WebhookHandler() http.Handler {
 			http.Error(w, "only the Universal client role is supported", http.StatusBadRequest)
 			return
 		}
-		c.mu.Lock()
-		incom := c.incom
-		c.mu.Unlock()
-		if incom == nil {
-			http.Error(w, "not running", http.StatusServiceUnavailable)
+		incom, ok := channels.Serving(w, &c.mu, &c.incom)
+		if !ok {
 			return
 		}
 		ws, err := websocket.Accept(w, r, nil)
