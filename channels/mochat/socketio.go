@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -37,12 +36,12 @@ type sioConn struct {
 	pingInterval time.Duration
 	pingTimeout  time.Duration
 
-	nextID atomic.Int64
-	acks   kit.Waiters[int64, []json.RawMessage] // ack id -> the call waiting for it
+	acks kit.Waiters[int, []json.RawMessage] // ack id -> the call waiting for it
 
-	mu   sync.Mutex
-	done chan struct{} // closed when read returns
-	err  error
+	mu     sync.Mutex
+	nextID int
+	done   chan struct{} // closed when read returns
+	err    error
 }
 
 // errSIORefused is a CONNECT the server refused (Socket.IO CONNECT_ERROR);
@@ -198,7 +197,7 @@ func (c *sioConn) read(ctx context.Context, onEvent func(sioEvent) error) (err e
 		case strings.HasPrefix(s, "43"):
 			rest := s[2:]
 			digits := len(rest) - len(skipDigits(rest))
-			id, err := strconv.ParseInt(rest[:digits], 10, 64)
+			id, err := strconv.Atoi(rest[:digits])
 			if err != nil {
 				continue
 			}
@@ -224,10 +223,13 @@ func (c *sioConn) call(ctx context.Context, name string, payload any) ([]json.Ra
 	if err != nil {
 		return nil, err
 	}
-	id := c.nextID.Add(1)
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	c.mu.Unlock()
 	ch, forget, _ := c.acks.Wait(id) // a fresh id is never taken
 	defer forget()
-	if err := c.write(ctx, "42"+strconv.FormatInt(id, 10)+string(b)); err != nil {
+	if err := c.write(ctx, "42"+strconv.Itoa(id)+string(b)); err != nil {
 		return nil, fmt.Errorf("mochat: socket.io emit %s: %w", name, err)
 	}
 	select {

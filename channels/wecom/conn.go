@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,7 +87,7 @@ func (k *conn) request(ctx context.Context, cmd, reqID string, body any, timeout
 	select {
 	case a := <-ch:
 		if a.ErrCode != nil && *a.ErrCode != 0 {
-			return a, &answerError{Cmd: cmd, Code: *a.ErrCode, Msg: a.ErrMsg}
+			return a, &kit.APIError{Op: "wecom: " + cmd, Code: strconv.Itoa(*a.ErrCode), Message: a.ErrMsg}
 		}
 		return a, nil
 	case <-t.C:
@@ -94,17 +95,6 @@ func (k *conn) request(ctx context.Context, cmd, reqID string, body any, timeout
 	case <-ctx.Done():
 		return frame{}, ctx.Err()
 	}
-}
-
-// answerError is an answer with a non-zero errcode.
-type answerError struct {
-	Cmd  string
-	Code int
-	Msg  string
-}
-
-func (e *answerError) Error() string {
-	return fmt.Sprintf("wecom: %s: errcode %d: %s", e.Cmd, e.Code, e.Msg)
 }
 
 var errTakenOver = errors.New("wecom: another connection for this bot took over (disconnected_event); not reconnecting, so that the two do not keep replacing each other")
@@ -139,7 +129,7 @@ func (c *Channel) connect(ctx context.Context, in channels.Inbox, up func()) err
 
 	sub := newReqID(cmdSubscribe)
 	if _, err := k.request(ctx, cmdSubscribe, sub, map[string]string{"bot_id": c.cfg.BotID, "secret": c.cfg.Secret}, 15*time.Second); err != nil {
-		var ae *answerError
+		var ae *kit.APIError
 		if errors.As(err, &ae) {
 			return channels.Fatal(fmt.Errorf("wecom: WeCom rejected botId/secret: %s", c.redact.Error(err)))
 		}
