@@ -17,6 +17,7 @@ import (
 	"github.com/ergochat/irc-go/ircutils"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
 )
 
 // maxLine is the IRC line limit, CR LF included (tags have their own
@@ -361,18 +362,12 @@ func (c *Channel) afterWelcome(ctx context.Context, cn *conn) {
 		}
 	}
 	c.joinAll(ctx, cn)
-	t := time.NewTicker(c.regain)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if !strings.EqualFold(cn.currentNick(), c.cfg.Nick) && c.flood.tryTake() {
-				_ = cn.send("NICK", c.cfg.Nick)
-			}
+	kit.Every(ctx, c.regain, func() bool {
+		if !strings.EqualFold(cn.currentNick(), c.cfg.Nick) && c.flood.tryTake() {
+			_ = cn.send("NICK", c.cfg.Nick)
 		}
-	}
+		return true
+	})
 }
 
 func (c *Channel) joinAll(ctx context.Context, cn *conn) {
