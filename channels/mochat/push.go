@@ -73,9 +73,8 @@ func (c *Channel) servePush(ctx context.Context, in channels.Inbox, up func()) e
 	}
 	up()
 	c.log.Info("mochat: connected over Socket.IO", "sessions", len(sessions), "panels", len(panels))
-	discover := slices.Contains(c.cfg.Sessions, "*") || slices.Contains(c.cfg.Panels, "*")
-	t := time.NewTicker(time.Duration(c.cfg.RefreshIntervalMs) * time.Millisecond)
-	defer t.Stop()
+	rediscover, stopTicks := c.rediscovery()
+	defer stopTicks()
 	for {
 		select {
 		case <-ctx.Done():
@@ -89,10 +88,7 @@ func (c *Channel) servePush(ctx context.Context, in channels.Inbox, up func()) e
 			if err := c.pushed(ctx, in, ev); err != nil {
 				return err
 			}
-		case <-t.C:
-			if !discover {
-				continue
-			}
+		case <-rediscover:
 			s, p, err := c.allTargets(ctx)
 			if err != nil {
 				return err

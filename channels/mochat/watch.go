@@ -89,10 +89,8 @@ func (c *Channel) serve(ctx context.Context, in channels.Inbox, up func()) error
 	}
 	up()
 	c.log.Info("mochat: watching", "sessions", len(sessions), "panels", len(panels))
-	every := time.Duration(c.cfg.RefreshIntervalMs) * time.Millisecond
-	discover := slices.Contains(c.cfg.Sessions, "*") || slices.Contains(c.cfg.Panels, "*")
-	t := time.NewTicker(every)
-	defer t.Stop()
+	rediscover, stop := c.rediscovery()
+	defer stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -100,10 +98,7 @@ func (c *Channel) serve(ctx context.Context, in channels.Inbox, up func()) error
 				return err
 			}
 			return nil
-		case <-t.C:
-			if !discover {
-				continue
-			}
+		case <-rediscover:
 			s, p, err := c.allTargets(ctx)
 			if err != nil {
 				return err
@@ -123,6 +118,17 @@ func (c *Channel) allTargets(ctx context.Context) (sessions, panels []string, er
 	}
 	panels, err = c.targets(ctx, c.cfg.Panels, "/api/claw/groups/get", "panels", "panelId")
 	return sessions, panels, err
+}
+
+// rediscovery ticks every refreshIntervalMs while sessions or panels is
+// "*", so that targets the account gained since are found; it never ticks
+// otherwise. stop releases its ticker.
+func (c *Channel) rediscovery() (ticks <-chan time.Time, stop func()) {
+	if !slices.Contains(c.cfg.Sessions, "*") && !slices.Contains(c.cfg.Panels, "*") {
+		return nil, func() {}
+	}
+	t := time.NewTicker(time.Duration(c.cfg.RefreshIntervalMs) * time.Millisecond)
+	return t.C, t.Stop
 }
 
 // eachTarget calls fn for every session, then for every panel, and stops
