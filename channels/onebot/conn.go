@@ -72,20 +72,11 @@ type response struct {
 	Echo    json.RawMessage `json:"echo"`
 }
 
-// ActionError is a failed action (status "failed", retcode ≠ 0).
-type ActionError struct {
-	Action  string
-	Retcode int
-	Message string
-}
-
-func (e *ActionError) Error() string {
-	return fmt.Sprintf("onebot: %s failed: retcode %d: %s", e.Action, e.Retcode, e.Message)
-}
-
 var errNotConnected = errors.New("onebot: not connected to the implementation")
 
-// call sends an action and waits for the answer with its echo.
+// call sends an action and waits for the answer with its echo. A failed
+// action (status "failed", retcode ≠ 0) is a *kit.APIError with the
+// retcode as its Code.
 func (cn *conn) call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error) {
 	echo := "nb-" + strconv.FormatInt(cn.seq.Add(1), 10)
 	select {
@@ -117,7 +108,7 @@ func (cn *conn) call(ctx context.Context, action string, params any, timeout tim
 			if msg == "" {
 				msg = r.Message
 			}
-			return nil, &ActionError{Action: action, Retcode: r.Retcode, Message: msg}
+			return nil, &kit.APIError{Op: "onebot: " + action, Code: strconv.Itoa(r.Retcode), Message: msg}
 		}
 		return r.Data, nil
 	case <-cn.gone:
