@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,7 +86,7 @@ func (k *conn) request(ctx context.Context, cmd, reqID string, body any, timeout
 	select {
 	case a := <-ch:
 		if a.ErrCode != nil && *a.ErrCode != 0 {
-			return a, &kit.APIError{Op: "wecom: " + cmd, Code: strconv.Itoa(*a.ErrCode), Message: a.ErrMsg}
+			return a, &kit.APIError{Op: "wecom: " + cmd, Code: fmt.Sprint(*a.ErrCode), Message: a.ErrMsg}
 		}
 		return a, nil
 	case <-t.C:
