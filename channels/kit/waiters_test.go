@@ -10,11 +10,7 @@ func TestWaiters(t *testing.T) {
 	if w.Deliver("a", 1) {
 		t.Fatal("Deliver with nobody waiting reported true")
 	}
-	ch, forget, ok := w.Wait("a")
-	if !ok {
-		t.Fatal("Wait on a free id: ok = false")
-	}
-	defer forget()
+	ch, forget := mustWait(t, &w, "a")
 	if _, _, ok := w.Wait("a"); ok {
 		t.Error("second Wait on a waiting id: ok = true, want false")
 	}
@@ -30,11 +26,7 @@ func TestWaiters(t *testing.T) {
 	}
 
 	// A new call on the same id is not unregistered by the old call's forget.
-	ch2, forget2, ok := w.Wait("a")
-	if !ok {
-		t.Fatal("Wait after the answer: ok = false")
-	}
-	defer forget2()
+	ch2, forget2 := mustWait(t, &w, "a")
 	forget()
 	if !w.Deliver("a", 9) || <-ch2 != 9 {
 		t.Error("the old call's forget unregistered the new call")
@@ -43,6 +35,18 @@ func TestWaiters(t *testing.T) {
 	if w.Deliver("a", 10) {
 		t.Error("Deliver after forget reported true")
 	}
+}
+
+// mustWait registers a call for id, to be forgotten at the end of the test
+// at the latest.
+func mustWait(t *testing.T, w *Waiters[string, int], id string) (<-chan int, func()) {
+	t.Helper()
+	ch, forget, ok := w.Wait(id)
+	if !ok {
+		t.Fatalf("Wait(%q) on a free id: ok = false", id)
+	}
+	t.Cleanup(forget)
+	return ch, forget
 }
 
 func TestWaitersConcurrent(t *testing.T) {
