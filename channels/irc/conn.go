@@ -17,7 +17,6 @@ import (
 	"github.com/ergochat/irc-go/ircutils"
 
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/channels/kit"
 )
 
 // maxLine is the IRC line limit, CR LF included (tags have their own
@@ -362,7 +361,7 @@ func (c *Channel) afterWelcome(ctx context.Context, cn *conn) {
 		}
 	}
 	c.joinAll(ctx, cn)
-	kit.Every(ctx, c.regain, func() bool {
+	channels.Every(ctx, c.regain, func() bool {
 		if !strings.EqualFold(cn.currentNick(), c.cfg.Nick) && c.flood.tryTake() {
 			_ = cn.send("NICK", c.cfg.Nick)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/channels/kit"
 )
 
 // wsConn is one authenticated socket; its actions carry increasing seqs.
@@ -204,7 +203,7 @@ func (c *Channel) onFrame(ctx context.Context, f *frame, events chan<- []byte) e
 // keepAlive pings every interval and ends the connection when nothing came
 // back for two of them.
 func (c *Channel) keepAlive(ctx context.Context, ws *wsConn, fail context.CancelCauseFunc) {
-	kit.Every(ctx, c.pingEvery, func() bool {
+	channels.Every(ctx, c.pingEvery, func() bool {
 		if time.Since(time.Unix(0, ws.last.Load())) > 2*c.pingEvery {
 			fail(errDead)
 			return false

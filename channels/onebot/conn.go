@@ -84,10 +84,7 @@ func (cn *conn) call(ctx context.Context, action string, params any, timeout tim
 		return nil, errNotConnected
 	default:
 	}
-	ch, forget, ok := cn.pending.Wait(echo)
-	if !ok {
-		return nil, fmt.Errorf("onebot: %s: echo %s is already waiting", action, echo)
-	}
+	ch, forget, _ := cn.pending.Wait(echo) // an echo is never used twice
 	defer forget()
 	if params == nil {
 		params = struct{}{}
