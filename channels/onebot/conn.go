@@ -40,9 +40,7 @@ type conn struct {
 
 	pending kit.Waiters[string, response] // echo -> the call waiting for it
 
-	mu      sync.Mutex
-	gone    chan struct{} // closed when the reader stopped
-	goneErr error
+	gone chan struct{} // closed when the reader stopped
 	// released is closed when the session is done with the connection (the
 	// reverse handler waits for it).
 	released  chan struct{}
@@ -115,15 +113,15 @@ func (cn *conn) call(ctx context.Context, action string, params any, timeout tim
 	}
 }
 
-// envelope is what every frame has in common: events carry post_type,
-// action answers carry echo and status.
+// envelope is what the reader looks at first: events carry post_type
+// (and, for meta events, their type and heartbeat interval), action
+// answers carry echo; a heartbeat's status is read by meta.
 type envelope struct {
 	PostType      string          `json:"post_type"`
 	MetaEventType string          `json:"meta_event_type"`
 	SubType       string          `json:"sub_type"`
 	Interval      int64           `json:"interval"`
 	Echo          json.RawMessage `json:"echo"`
-	Status        json.RawMessage `json:"status"`
 }
 
 // read runs until the connection ends: answers go to their callers,
@@ -166,10 +164,7 @@ func (c *Channel) read(ctx context.Context, cn *conn, events chan<- []byte) erro
 			}
 		}
 	}()
-	cn.mu.Lock()
-	cn.goneErr = err
 	close(cn.gone)
-	cn.mu.Unlock()
 	return err
 }
 
