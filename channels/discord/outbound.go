@@ -49,21 +49,17 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 	if m.ChatID == "" {
 		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("discord: send: empty chat id")}
 	}
-	text := strings.TrimSpace(m.Content)
+	text, local, err := media.Split(m)
+	if err != nil {
+		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send file: %w", err)}
+	}
 	var files []*discordgo.File
 	defer func() {
 		for _, f := range files {
 			f.Reader.(io.Closer).Close()
 		}
 	}()
-	for _, md := range m.Media {
-		if md.Path == "" {
-			if md.URL == "" {
-				return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("discord: send file: media has neither a path nor a URL")}
-			}
-			text = strings.TrimSpace(text + "\n" + md.URL)
-			continue
-		}
+	for _, md := range local {
 		f, err := os.Open(md.Path)
 		if err != nil {
 			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send file: %w", err)}
@@ -79,7 +75,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		}
 		files = append(files, &discordgo.File{Name: name, ContentType: md.MIMEType, Reader: f})
 	}
-	var first channels.MessageRef
+	var parts channels.Parts
 	for i := 0; i == 0 || i < len(files); i += maxFiles {
 		data := &discordgo.MessageSend{
 			Files:           files[i:min(i+maxFiles, len(files))],
@@ -97,18 +93,11 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		}
 		msg, err := c.s.ChannelMessageSendComplex(m.ChatID, data, discordgo.WithContext(ctx))
 		if err != nil {
-			err = c.sendError("send files to channel "+m.ChatID, err)
-			var pe *channels.PermanentError
-			if i > 0 && !errors.As(err, &pe) { // a retry would send the first part twice
-				err = &channels.PermanentError{Err: err}
-			}
-			return first, err
+			return parts.Fail(c.sendError("send files to channel "+m.ChatID, err))
 		}
-		if i == 0 {
-			first = channels.MessageRef{ChatID: m.ChatID, MessageID: msg.ID}
-		}
+		parts.Sent(channels.MessageRef{ChatID: m.ChatID, MessageID: msg.ID})
 	}
-	return first, nil
+	return parts.First(), nil
 }
 
 // Edit implements channels.Editor (streaming): the message shows m.Content.

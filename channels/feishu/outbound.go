@@ -113,35 +113,25 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 	if err != nil {
 		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("feishu: send file: %w", err)}
 	}
-	var first channels.MessageRef
-	sent := false
-	remember := func(id string) {
-		if !sent {
-			first, sent = channels.MessageRef{ChatID: m.ChatID, MessageID: id}, true
-		}
-	}
+	var parts channels.Parts
 	if text != "" {
 		id, err := c.post(ctx, m, "post", postContent(toPost(text)))
 		if err != nil {
-			return first, err
+			return parts.Fail(err)
 		}
-		remember(id)
+		parts.Sent(channels.MessageRef{ChatID: m.ChatID, MessageID: id})
 	}
 	for _, f := range files {
 		id, err := c.sendFile(ctx, m, f)
 		if err != nil {
-			var pe *channels.PermanentError
-			if sent && !errors.As(err, &pe) { // a retry would send the first part twice
-				err = &channels.PermanentError{Err: err}
-			}
-			return first, err
+			return parts.Fail(err)
 		}
-		remember(id)
+		parts.Sent(channels.MessageRef{ChatID: m.ChatID, MessageID: id})
 	}
-	if !sent {
-		return first, &channels.PermanentError{Err: fmt.Errorf("feishu: send to chat %s: empty message", m.ChatID)}
+	if !parts.Any() {
+		return parts.First(), &channels.PermanentError{Err: fmt.Errorf("feishu: send to chat %s: empty message", m.ChatID)}
 	}
-	return first, nil
+	return parts.First(), nil
 }
 
 // sendFile uploads one file and sends it: images as image messages (up to

@@ -361,18 +361,12 @@ func (c *Channel) afterWelcome(ctx context.Context, cn *conn) {
 		}
 	}
 	c.joinAll(ctx, cn)
-	t := time.NewTicker(c.regain)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if !strings.EqualFold(cn.currentNick(), c.cfg.Nick) && c.flood.tryTake() {
-				_ = cn.send("NICK", c.cfg.Nick)
-			}
+	channels.Every(ctx, c.regain, func() bool {
+		if !strings.EqualFold(cn.currentNick(), c.cfg.Nick) && c.flood.tryTake() {
+			_ = cn.send("NICK", c.cfg.Nick)
 		}
-	}
+		return true
+	})
 }
 
 func (c *Channel) joinAll(ctx context.Context, cn *conn) {

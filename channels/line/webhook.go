@@ -40,11 +40,8 @@ func (c *Channel) WebhookHandler() http.Handler {
 			http.Error(w, "bad signature", http.StatusBadRequest)
 			return
 		}
-		c.mu.Lock()
-		in := c.inbox
-		c.mu.Unlock()
-		if in == nil {
-			http.Error(w, "not running", http.StatusServiceUnavailable)
+		in, ok := channels.Serving(w, &c.mu, &c.inbox)
+		if !ok {
 			return
 		}
 		var req struct {

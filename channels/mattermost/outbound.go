@@ -89,16 +89,12 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 	if m.ChatID == "" {
 		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("mattermost: send: empty channel id")}
 	}
-	text := strings.TrimSpace(m.Content)
+	text, files, err := media.Split(m)
+	if err != nil {
+		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("mattermost: send file: %w", err)}
+	}
 	var ids []string
-	for _, md := range m.Media {
-		if md.Path == "" {
-			if md.URL == "" {
-				return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("mattermost: send file: media has neither a path nor a URL")}
-			}
-			text = strings.TrimSpace(text + "\n" + md.URL)
-			continue
-		}
+	for _, md := range files {
 		id, err := c.upload(ctx, m.ChatID, md)
 		if err != nil {
 			return channels.MessageRef{}, err
@@ -106,7 +102,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		ids = append(ids, id)
 	}
 	root := m.Metadata["root_id"]
-	var first channels.MessageRef
+	var parts channels.Parts
 	for i := 0; i == 0 || i < len(ids); i += maxFiles {
 		p := newPost{ChannelID: m.ChatID, RootID: root, FileIDs: ids[i:min(i+maxFiles, len(ids))]}
 		if i == 0 {
@@ -117,17 +113,11 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		}
 		ref, err := c.post(ctx, p)
 		if err != nil {
-			var pe *channels.PermanentError
-			if i > 0 && !errors.As(err, &pe) { // a retry would post the first part twice
-				err = &channels.PermanentError{Err: err}
-			}
-			return first, err
+			return parts.Fail(err)
 		}
-		if i == 0 {
-			first = ref
-		}
+		parts.Sent(ref)
 	}
-	return first, nil
+	return parts.First(), nil
 }
 
 // upload sends one file to the channel and returns its file id.

@@ -203,23 +203,17 @@ func (c *Channel) onFrame(ctx context.Context, f *frame, events chan<- []byte) e
 // keepAlive pings every interval and ends the connection when nothing came
 // back for two of them.
 func (c *Channel) keepAlive(ctx context.Context, ws *wsConn, fail context.CancelCauseFunc) {
-	t := time.NewTicker(c.pingEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	channels.Every(ctx, c.pingEvery, func() bool {
 		if time.Since(time.Unix(0, ws.last.Load())) > 2*c.pingEvery {
 			fail(errDead)
-			return
+			return false
 		}
 		if _, err := ws.action(ctx, "ping", nil); err != nil {
 			fail(fmt.Errorf("mattermost: ping: %w", err))
-			return
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // liveConn is the authenticated socket, or nil while reconnecting.

@@ -33,15 +33,9 @@ func (c *Channel) servePush(ctx context.Context, in channels.Inbox, up func()) e
 	if err != nil {
 		return err
 	}
-	for _, id := range sessions {
-		if err := c.coldStart(ctx, in, "session", id); err != nil {
-			return err
-		}
-	}
-	for _, id := range panels {
-		if err := c.coldStart(ctx, in, "panel", id); err != nil {
-			return err
-		}
+	coldStart := func(kind, id string) error { return c.coldStart(ctx, in, kind, id) }
+	if err := eachTarget(sessions, panels, coldStart); err != nil {
+		return err
 	}
 
 	dctx, cancel := context.WithTimeout(ctx, time.Duration(c.cfg.SocketConnectTimeoutMs)*time.Millisecond)
@@ -79,9 +73,8 @@ func (c *Channel) servePush(ctx context.Context, in channels.Inbox, up func()) e
 	}
 	up()
 	c.log.Info("mochat: connected over Socket.IO", "sessions", len(sessions), "panels", len(panels))
-	discover := slices.Contains(c.cfg.Sessions, "*") || slices.Contains(c.cfg.Panels, "*")
-	t := time.NewTicker(time.Duration(c.cfg.RefreshIntervalMs) * time.Millisecond)
-	defer t.Stop()
+	rediscover, stopTicks := c.rediscovery()
+	defer stopTicks()
 	for {
 		select {
 		case <-ctx.Done():
@@ -95,24 +88,14 @@ func (c *Channel) servePush(ctx context.Context, in channels.Inbox, up func()) e
 			if err := c.pushed(ctx, in, ev); err != nil {
 				return err
 			}
-		case <-t.C:
-			if !discover {
-				continue
-			}
+		case <-rediscover:
 			s, p, err := c.allTargets(ctx)
 			if err != nil {
 				return err
 			}
 			newS, newP := without(s, sessions), without(p, panels)
-			for _, id := range newS {
-				if err := c.coldStart(ctx, in, "session", id); err != nil {
-					return err
-				}
-			}
-			for _, id := range newP {
-				if err := c.coldStart(ctx, in, "panel", id); err != nil {
-					return err
-				}
+			if err := eachTarget(newS, newP, coldStart); err != nil {
+				return err
 			}
 			if err := c.subscribe(ctx, conn, in, newS, newP); err != nil {
 				return err
@@ -130,15 +113,6 @@ func without(list, known []string) []string {
 		}
 	}
 	return out
-}
-
-func (c *Channel) allTargets(ctx context.Context) (sessions, panels []string, err error) {
-	sessions, err = c.targets(ctx, c.cfg.Sessions, "/api/claw/sessions/list", "sessions", "sessionId")
-	if err != nil {
-		return nil, nil, err
-	}
-	panels, err = c.targets(ctx, c.cfg.Panels, "/api/claw/groups/get", "panels", "panelId")
-	return sessions, panels, err
 }
 
 // ack is the answer of a Mochat Socket.IO call.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/nanobot-go/nanobot/channels/kit"
 )
 
 // A small Socket.IO v5 client (Engine.IO v4 over a WebSocket, the JSON
@@ -34,9 +36,10 @@ type sioConn struct {
 	pingInterval time.Duration
 	pingTimeout  time.Duration
 
+	acks kit.Waiters[int, []json.RawMessage] // ack id -> the call waiting for it
+
 	mu     sync.Mutex
 	nextID int
-	acks   map[int]chan []json.RawMessage
 	done   chan struct{} // closed when read returns
 	err    error
 }
@@ -79,7 +82,7 @@ func dialSIO(ctx context.Context, rawURL string, hc *http.Client, auth any) (*si
 		return nil, fmt.Errorf("mochat: socket.io dial: %w", err)
 	}
 	ws.SetReadLimit(8 << 20)
-	c := &sioConn{ws: ws, acks: map[int]chan []json.RawMessage{}, done: make(chan struct{})}
+	c := &sioConn{ws: ws, done: make(chan struct{})}
 	if err := c.handshake(ctx, auth); err != nil {
 		ws.Close(websocket.StatusNormalClosure, "")
 		return nil, err
@@ -200,13 +203,7 @@ func (c *sioConn) read(ctx context.Context, onEvent func(sioEvent) error) (err e
 			}
 			var args []json.RawMessage
 			_ = json.Unmarshal([]byte(rest[digits:]), &args)
-			c.mu.Lock()
-			ch := c.acks[id]
-			delete(c.acks, id)
-			c.mu.Unlock()
-			if ch != nil {
-				ch <- args
-			}
+			c.acks.Deliver(id, args)
 		}
 	}
 }
@@ -226,17 +223,12 @@ func (c *sioConn) call(ctx context.Context, name string, payload any) ([]json.Ra
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan []json.RawMessage, 1)
 	c.mu.Lock()
 	c.nextID++
 	id := c.nextID
-	c.acks[id] = ch
 	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.acks, id)
-		c.mu.Unlock()
-	}()
+	ch, forget, _ := c.acks.Wait(id) // a fresh id is never taken
+	defer forget()
 	if err := c.write(ctx, "42"+strconv.Itoa(id)+string(b)); err != nil {
 		return nil, fmt.Errorf("mochat: socket.io emit %s: %w", name, err)
 	}

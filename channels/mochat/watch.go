@@ -56,11 +56,7 @@ var errGaveUp = errors.New("mochat: a message could not be queued; retrying from
 func (c *Channel) serve(ctx context.Context, in channels.Inbox, up func()) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	sessions, err := c.targets(ctx, c.cfg.Sessions, "/api/claw/sessions/list", "sessions", "sessionId")
-	if err != nil {
-		return err
-	}
-	panels, err := c.targets(ctx, c.cfg.Panels, "/api/claw/groups/get", "panels", "panelId")
+	sessions, panels, err := c.allTargets(ctx)
 	if err != nil {
 		return err
 	}
@@ -88,22 +84,13 @@ func (c *Channel) serve(ctx context.Context, in channels.Inbox, up func()) error
 		})
 		return nil
 	}
-	for _, id := range sessions {
-		if err := start("session", id); err != nil {
-			return err
-		}
-	}
-	for _, id := range panels {
-		if err := start("panel", id); err != nil {
-			return err
-		}
+	if err := eachTarget(sessions, panels, start); err != nil {
+		return err
 	}
 	up()
 	c.log.Info("mochat: watching", "sessions", len(sessions), "panels", len(panels))
-	every := time.Duration(c.cfg.RefreshIntervalMs) * time.Millisecond
-	discover := slices.Contains(c.cfg.Sessions, "*") || slices.Contains(c.cfg.Panels, "*")
-	t := time.NewTicker(every)
-	defer t.Stop()
+	rediscover, stop := c.rediscovery()
+	defer stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -111,30 +98,53 @@ func (c *Channel) serve(ctx context.Context, in channels.Inbox, up func()) error
 				return err
 			}
 			return nil
-		case <-t.C:
-			if !discover {
-				continue
-			}
-			s, err := c.targets(ctx, c.cfg.Sessions, "/api/claw/sessions/list", "sessions", "sessionId")
+		case <-rediscover:
+			s, p, err := c.allTargets(ctx)
 			if err != nil {
 				return err
 			}
-			p, err := c.targets(ctx, c.cfg.Panels, "/api/claw/groups/get", "panels", "panelId")
-			if err != nil {
+			if err := eachTarget(s, p, start); err != nil {
 				return err
-			}
-			for _, id := range s {
-				if err := start("session", id); err != nil {
-					return err
-				}
-			}
-			for _, id := range p {
-				if err := start("panel", id); err != nil {
-					return err
-				}
 			}
 		}
 	}
+}
+
+// allTargets resolves the configured sessions and panels.
+func (c *Channel) allTargets(ctx context.Context) (sessions, panels []string, err error) {
+	sessions, err = c.targets(ctx, c.cfg.Sessions, "/api/claw/sessions/list", "sessions", "sessionId")
+	if err != nil {
+		return nil, nil, err
+	}
+	panels, err = c.targets(ctx, c.cfg.Panels, "/api/claw/groups/get", "panels", "panelId")
+	return sessions, panels, err
+}
+
+// rediscovery ticks every refreshIntervalMs while sessions or panels is
+// "*", so that targets the account gained since are found; it never ticks
+// otherwise. stop releases its ticker.
+func (c *Channel) rediscovery() (ticks <-chan time.Time, stop func()) {
+	if !slices.Contains(c.cfg.Sessions, "*") && !slices.Contains(c.cfg.Panels, "*") {
+		return nil, func() {}
+	}
+	t := time.NewTicker(time.Duration(c.cfg.RefreshIntervalMs) * time.Millisecond)
+	return t.C, t.Stop
+}
+
+// eachTarget calls fn for every session, then for every panel, and stops
+// at the first error.
+func eachTarget(sessions, panels []string, fn func(kind, id string) error) error {
+	for _, id := range sessions {
+		if err := fn("session", id); err != nil {
+			return err
+		}
+	}
+	for _, id := range panels {
+		if err := fn("panel", id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // targets resolves a sessions or panels list: "*" asks the server.

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
 )
 
 // readLimit caps one websocket frame (events carry base64 images at most
@@ -37,10 +38,9 @@ type conn struct {
 	lastBeat atomic.Int64 // unix nanos of the last heartbeat event
 	interval atomic.Int64 // the heartbeat interval it announced, in ns
 
-	mu      sync.Mutex
-	pending map[string]chan response
-	gone    chan struct{} // closed when the reader stopped
-	goneErr error
+	pending kit.Waiters[string, response] // echo -> the call waiting for it
+
+	gone chan struct{} // closed when the reader stopped
 	// released is closed when the session is done with the connection (the
 	// reverse handler waits for it).
 	released  chan struct{}
@@ -49,7 +49,7 @@ type conn struct {
 
 func newConn(ws *websocket.Conn) *conn {
 	ws.SetReadLimit(readLimit)
-	return &conn{ws: ws, pending: map[string]chan response{}, gone: make(chan struct{}), released: make(chan struct{})}
+	return &conn{ws: ws, gone: make(chan struct{}), released: make(chan struct{})}
 }
 
 // close ends the connection and releases it.
@@ -70,37 +70,20 @@ type response struct {
 	Echo    json.RawMessage `json:"echo"`
 }
 
-// ActionError is a failed action (status "failed", retcode ≠ 0).
-type ActionError struct {
-	Action  string
-	Retcode int
-	Message string
-}
-
-func (e *ActionError) Error() string {
-	return fmt.Sprintf("onebot: %s failed: retcode %d: %s", e.Action, e.Retcode, e.Message)
-}
-
 var errNotConnected = errors.New("onebot: not connected to the implementation")
 
-// call sends an action and waits for the answer with its echo.
+// call sends an action and waits for the answer with its echo. A failed
+// action (status "failed", retcode ≠ 0) is a *kit.APIError with the
+// retcode as its Code.
 func (cn *conn) call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error) {
 	echo := "nb-" + strconv.FormatInt(cn.seq.Add(1), 10)
-	ch := make(chan response, 1)
-	cn.mu.Lock()
 	select {
 	case <-cn.gone:
-		cn.mu.Unlock()
 		return nil, errNotConnected
 	default:
 	}
-	cn.pending[echo] = ch
-	cn.mu.Unlock()
-	defer func() {
-		cn.mu.Lock()
-		delete(cn.pending, echo)
-		cn.mu.Unlock()
-	}()
+	ch, forget, _ := cn.pending.Wait(echo) // an echo is never used twice
+	defer forget()
 	if params == nil {
 		params = struct{}{}
 	}
@@ -120,7 +103,7 @@ func (cn *conn) call(ctx context.Context, action string, params any, timeout tim
 			if msg == "" {
 				msg = r.Message
 			}
-			return nil, &ActionError{Action: action, Retcode: r.Retcode, Message: msg}
+			return nil, &kit.APIError{Op: "onebot: " + action, Code: strconv.Itoa(r.Retcode), Message: msg}
 		}
 		return r.Data, nil
 	case <-cn.gone:
@@ -130,15 +113,15 @@ func (cn *conn) call(ctx context.Context, action string, params any, timeout tim
 	}
 }
 
-// envelope is what every frame has in common: events carry post_type,
-// action answers carry echo and status.
+// envelope is what the reader looks at first: events carry post_type
+// (and, for meta events, their type and heartbeat interval), action
+// answers carry echo; a heartbeat's status is read by meta.
 type envelope struct {
 	PostType      string          `json:"post_type"`
 	MetaEventType string          `json:"meta_event_type"`
 	SubType       string          `json:"sub_type"`
 	Interval      int64           `json:"interval"`
 	Echo          json.RawMessage `json:"echo"`
-	Status        json.RawMessage `json:"status"`
 }
 
 // read runs until the connection ends: answers go to their callers,
@@ -167,12 +150,7 @@ func (c *Channel) read(ctx context.Context, cn *conn, events chan<- []byte) erro
 					continue
 				}
 				echo, _ := strconv.Unquote(string(r.Echo))
-				cn.mu.Lock()
-				ch := cn.pending[echo]
-				cn.mu.Unlock()
-				if ch != nil {
-					ch <- r
-				}
+				cn.pending.Deliver(echo, r)
 			case "meta_event":
 				c.meta(cn, env, b)
 			case "message":
@@ -186,10 +164,7 @@ func (c *Channel) read(ctx context.Context, cn *conn, events chan<- []byte) erro
 			}
 		}
 	}()
-	cn.mu.Lock()
-	cn.goneErr = err
 	close(cn.gone)
-	cn.mu.Unlock()
 	return err
 }
 
@@ -363,11 +338,8 @@ func (c *Channel) WebhookHandler() http.Handler {
 			http.Error(w, "only the Universal client role is supported", http.StatusBadRequest)
 			return
 		}
-		c.mu.Lock()
-		incom := c.incom
-		c.mu.Unlock()
-		if incom == nil {
-			http.Error(w, "not running", http.StatusServiceUnavailable)
+		incom, ok := channels.Serving(w, &c.mu, &c.incom)
+		if !ok {
 			return
 		}
 		ws, err := websocket.Accept(w, r, nil)

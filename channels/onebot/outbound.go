@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/channels/media"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
@@ -63,8 +64,8 @@ func (c *Channel) send(ctx context.Context, m bus.Outbound, segs []outSeg) (chan
 	}
 	data, err := cn.call(ctx, action, map[string]any{key: id, "message": segs}, c.callTimeout)
 	if err != nil {
-		var ae *ActionError
-		if errors.As(err, &ae) && (ae.Retcode == 1400 || ae.Retcode == 1404) {
+		var ae *kit.APIError
+		if errors.As(err, &ae) && (ae.Code == "1400" || ae.Code == "1404") {
 			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("onebot: send to %s: %w", m.ChatID, err)}
 		}
 		return channels.MessageRef{}, fmt.Errorf("onebot: send to %s: %w", m.ChatID, err)

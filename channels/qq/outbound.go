@@ -151,40 +151,29 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		}
 		return c.Send(ctx, bus.Outbound{ChatID: m.ChatID, Content: text, ReplyTo: c.replyTo(m)})
 	}
-	var first channels.MessageRef
-	sent := 0
-	fail := func(err error) (channels.MessageRef, error) {
-		var pe *channels.PermanentError
-		if sent > 0 && !errors.As(err, &pe) { // a retry would send the first part twice
-			err = &channels.PermanentError{Err: err}
-		}
-		return first, err
-	}
+	var parts channels.Parts
 	if text != "" {
 		ref, err := c.Send(ctx, bus.Outbound{ChatID: m.ChatID, Content: text, ReplyTo: c.replyTo(m)})
 		if err != nil {
-			return fail(err)
+			return parts.Fail(err)
 		}
-		first, sent = ref, 1
+		parts.Sent(ref)
 	}
 	for _, md := range m.Media {
 		info, err := c.upload(ctx, t, md)
 		if err != nil {
-			return fail(err)
+			return parts.Fail(err)
 		}
 		id, err := c.post(ctx, t, m.ChatID, c.replyTo(m), map[string]any{"msg_type": msgMedia, "media": map[string]string{"file_info": info}})
 		if err != nil {
-			return fail(err)
+			return parts.Fail(err)
 		}
-		if sent == 0 {
-			first = channels.MessageRef{ChatID: m.ChatID, MessageID: id}
-		}
-		sent++
+		parts.Sent(channels.MessageRef{ChatID: m.ChatID, MessageID: id})
 	}
-	if sent == 0 {
-		return first, &channels.PermanentError{Err: fmt.Errorf("qq: send to %s: empty message", m.ChatID)}
+	if !parts.Any() {
+		return parts.First(), &channels.PermanentError{Err: fmt.Errorf("qq: send to %s: empty message", m.ChatID)}
 	}
-	return first, nil
+	return parts.First(), nil
 }
 
 // File types of the upload API.

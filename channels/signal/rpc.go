@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
@@ -140,11 +141,10 @@ func (c *Channel) callHTTP(ctx context.Context, r request) (message, error) {
 // their responses.
 type rpcConn struct {
 	conn    net.Conn
-	wmu     sync.Mutex // one writer at a time
-	mu      sync.Mutex
-	waiting map[string]chan message
-	closed  chan struct{} // closed when the reader stopped
-	err     error         // why it stopped; read after closed
+	wmu     sync.Mutex                   // one writer at a time
+	waiting kit.Waiters[string, message] // request id -> the call waiting for it
+	closed  chan struct{}                // closed when the reader stopped
+	err     error                        // why it stopped; read after closed
 }
 
 func (c *Channel) callTCP(ctx context.Context, r request) (message, error) {
@@ -154,15 +154,11 @@ func (c *Channel) callTCP(ctx context.Context, r request) (message, error) {
 	if k == nil {
 		return message{}, errors.New("not connected to signal-cli")
 	}
-	ch := make(chan message, 1)
-	k.mu.Lock()
-	k.waiting[r.ID] = ch
-	k.mu.Unlock()
-	defer func() {
-		k.mu.Lock()
-		delete(k.waiting, r.ID)
-		k.mu.Unlock()
-	}()
+	ch, forget, ok := k.waiting.Wait(r.ID)
+	if !ok {
+		return message{}, fmt.Errorf("request id %s is already waiting", r.ID)
+	}
+	defer forget()
 	line, err := json.Marshal(r)
 	if err != nil {
 		return message{}, err
@@ -408,7 +404,7 @@ func (c *Channel) sessionTCP(ctx context.Context, in channels.Inbox, up func()) 
 	if err != nil {
 		return fmt.Errorf("signal: connecting to %s: %w", c.cfg.TCPAddr, err)
 	}
-	k := &rpcConn{conn: conn, waiting: map[string]chan message{}, closed: make(chan struct{})}
+	k := &rpcConn{conn: conn, closed: make(chan struct{})}
 	ctx, cancel := context.WithCancel(ctx)
 	notes := make(chan message, 64)
 	go func() {
@@ -484,12 +480,7 @@ func (c *Channel) readTCP(ctx context.Context, k *rpcConn, notes chan<- message)
 		if json.Unmarshal(m.ID, &id) != nil {
 			id = string(m.ID)
 		}
-		k.mu.Lock()
-		ch, ok := k.waiting[id]
-		k.mu.Unlock()
-		if ok {
-			ch <- m
-		} else {
+		if !k.waiting.Deliver(id, m) {
 			c.log.Debug("signal: answer for no waiting request", "id", id)
 		}
 	}

@@ -66,36 +66,28 @@ func (c *Channel) Edit(ctx context.Context, r channels.MessageRef, m bus.Outboun
 // with only a URL are sent as a link. It returns the text's message, or
 // a reference without a message id when there was no text.
 func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
-	ref := channels.MessageRef{ChatID: m.ChatID}
-	sentSome := false
+	var parts channels.Parts
 	if strings.TrimSpace(m.Content) != "" {
 		text := m
 		text.Media, text.Final = nil, false
 		r, err := c.Send(ctx, text)
 		if err != nil {
-			return channels.MessageRef{}, err
+			return parts.Fail(err)
 		}
-		ref, sentSome = r, true
+		parts.Sent(r)
 	}
 	thread := ""
 	if c.cfg.threads() {
 		thread = metaString(m.Metadata, "thread_ts")
 	}
 	for _, media := range m.Media {
-		err := c.upload(ctx, m.ChatID, thread, media)
-		if err != nil {
-			if sentSome { // retrying would send the first parts twice
-				var pe *channels.PermanentError
-				if !errors.As(err, &pe) {
-					err = &channels.PermanentError{Err: err}
-				}
-			}
-			return ref, err
+		if err := c.upload(ctx, m.ChatID, thread, media); err != nil {
+			return parts.Fail(err)
 		}
-		sentSome = true
+		parts.Sent(channels.MessageRef{ChatID: m.ChatID})
 	}
 	c.finished(ctx, m)
-	return ref, nil
+	return parts.First(), nil
 }
 
 func (c *Channel) upload(ctx context.Context, chat, thread string, media bus.Media) error {

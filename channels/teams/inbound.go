@@ -59,11 +59,8 @@ func (c *Channel) WebhookHandler() http.Handler {
 		if !channels.AllowPost(w, r) {
 			return
 		}
-		c.mu.Lock()
-		in := c.inbox
-		c.mu.Unlock()
-		if in == nil {
-			http.Error(w, "not running", http.StatusServiceUnavailable)
+		in, ok := channels.Serving(w, &c.mu, &c.inbox)
+		if !ok {
 			return
 		}
 		claimURL, err := c.verify(r.Context(), r.Header.Get("Authorization"))

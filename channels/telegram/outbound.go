@@ -101,31 +101,27 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 	if err != nil {
 		return channels.MessageRef{}, err
 	}
-	var first channels.MessageRef
+	var parts channels.Parts
 	caption := m.Content
 	if utf8.RuneCountInString(caption) > captionLimit {
 		text := m
 		text.Media = nil
-		if first, err = c.Send(ctx, text); err != nil {
-			return channels.MessageRef{}, err
+		r, err := c.Send(ctx, text)
+		if err != nil {
+			return parts.Fail(err)
 		}
+		parts.Sent(r)
 		caption = ""
 	}
-	for i, media := range m.Media {
+	for _, media := range m.Media {
 		msg, err := c.sendFile(ctx, chat, m, media, caption)
 		if err != nil {
-			if i == 0 && first.MessageID == "" {
-				return channels.MessageRef{}, err
-			}
-			// Some parts arrived: retrying would send them twice.
-			return first, &channels.PermanentError{Err: err}
+			return parts.Fail(err)
 		}
 		caption = ""
-		if first.MessageID == "" {
-			first = ref(m.ChatID, msg)
-		}
+		parts.Sent(ref(m.ChatID, msg))
 	}
-	return first, nil
+	return parts.First(), nil
 }
 
 // SendVoice sends m.Media[0] (Ogg/Opus) as a voice message, with

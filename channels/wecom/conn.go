@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
 )
 
 // Commands.
@@ -43,10 +44,9 @@ type frame struct {
 // answer.
 type conn struct {
 	ws      *websocket.Conn
-	wmu     sync.Mutex // one writer at a time
-	mu      sync.Mutex
-	waiting map[string]chan frame // req_id -> the answer's receiver
-	missed  atomic.Int32          // pings without an answer
+	wmu     sync.Mutex                 // one writer at a time
+	waiting kit.Waiters[string, frame] // req_id -> the call waiting for its answer
+	missed  atomic.Int32               // pings without an answer
 }
 
 func newReqID(prefix string) string {
@@ -69,19 +69,11 @@ func (k *conn) write(ctx context.Context, f any) error {
 
 // request writes a frame and waits for WeCom's answer to its req_id.
 func (k *conn) request(ctx context.Context, cmd, reqID string, body any, timeout time.Duration) (frame, error) {
-	ch := make(chan frame, 1)
-	k.mu.Lock()
-	if _, busy := k.waiting[reqID]; busy {
-		k.mu.Unlock()
+	ch, forget, ok := k.waiting.Wait(reqID)
+	if !ok {
 		return frame{}, fmt.Errorf("wecom: %s: another frame for this req_id is waiting", cmd)
 	}
-	k.waiting[reqID] = ch
-	k.mu.Unlock()
-	defer func() {
-		k.mu.Lock()
-		delete(k.waiting, reqID)
-		k.mu.Unlock()
-	}()
+	defer forget()
 	f := map[string]any{"cmd": cmd, "headers": map[string]string{"req_id": reqID}}
 	if body != nil {
 		f["body"] = body
@@ -94,7 +86,7 @@ func (k *conn) request(ctx context.Context, cmd, reqID string, body any, timeout
 	select {
 	case a := <-ch:
 		if a.ErrCode != nil && *a.ErrCode != 0 {
-			return a, &answerError{Cmd: cmd, Code: *a.ErrCode, Msg: a.ErrMsg}
+			return a, &kit.APIError{Op: "wecom: " + cmd, Code: fmt.Sprint(*a.ErrCode), Message: a.ErrMsg}
 		}
 		return a, nil
 	case <-t.C:
@@ -102,28 +94,6 @@ func (k *conn) request(ctx context.Context, cmd, reqID string, body any, timeout
 	case <-ctx.Done():
 		return frame{}, ctx.Err()
 	}
-}
-
-// answered hands an answer frame to whoever waits for its req_id.
-func (k *conn) answered(f frame) bool {
-	k.mu.Lock()
-	ch, ok := k.waiting[f.Headers.ReqID]
-	k.mu.Unlock()
-	if ok {
-		ch <- f
-	}
-	return ok
-}
-
-// answerError is an answer with a non-zero errcode.
-type answerError struct {
-	Cmd  string
-	Code int
-	Msg  string
-}
-
-func (e *answerError) Error() string {
-	return fmt.Sprintf("wecom: %s: errcode %d: %s", e.Cmd, e.Code, e.Msg)
 }
 
 var errTakenOver = errors.New("wecom: another connection for this bot took over (disconnected_event); not reconnecting, so that the two do not keep replacing each other")
@@ -149,7 +119,7 @@ func (c *Channel) connect(ctx context.Context, in channels.Inbox, up func()) err
 	}
 	defer ws.CloseNow()
 	ws.SetReadLimit(readLimit)
-	k := &conn{ws: ws, waiting: map[string]chan frame{}}
+	k := &conn{ws: ws}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
@@ -158,7 +128,7 @@ func (c *Channel) connect(ctx context.Context, in channels.Inbox, up func()) err
 
 	sub := newReqID(cmdSubscribe)
 	if _, err := k.request(ctx, cmdSubscribe, sub, map[string]string{"bot_id": c.cfg.BotID, "secret": c.cfg.Secret}, 15*time.Second); err != nil {
-		var ae *answerError
+		var ae *kit.APIError
 		if errors.As(err, &ae) {
 			return channels.Fatal(fmt.Errorf("wecom: WeCom rejected botId/secret: %s", c.redact.Error(err)))
 		}
@@ -218,7 +188,7 @@ func (c *Channel) read(ctx context.Context, k *conn, frames chan<- frame) error 
 				k.missed.Store(0)
 				continue
 			}
-			if !k.answered(f) {
+			if !k.waiting.Deliver(f.Headers.ReqID, f) {
 				c.log.Debug("wecom: answer for nothing waiting", "req_id", f.Headers.ReqID)
 			}
 			continue

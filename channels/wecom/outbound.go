@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
@@ -108,7 +109,7 @@ func streamBody(id, content string, finish bool) map[string]any {
 // sendError marks WeCom's refusals as permanent (retrying the same frame
 // cannot help); timeouts and lost connections stay retryable.
 func (c *Channel) sendError(err error) error {
-	var ae *answerError
+	var ae *kit.APIError
 	if errors.As(err, &ae) {
 		return &channels.PermanentError{Err: errors.New(c.redact.Error(err))}
 	}

@@ -49,32 +49,12 @@ func (c *Channel) Typing(ctx context.Context, chatID string, _ bus.Metadata) err
 	if !c.cfg.chatStates() {
 		return nil
 	}
-	to, typ, err := c.address(chatID)
-	if err != nil {
-		return err
-	}
-	sess := c.session()
-	if sess == nil {
-		return fmt.Errorf("typing in %s: %w", chatID, ErrNotConnected)
-	}
-	msg := stanza.Message{To: to, Type: typ, ID: newID()}
-	if err := sess.Send(ctx, msg.Wrap(element(nsChatStates, "composing", nil))); err != nil {
-		return fmt.Errorf("xmpp: typing in %s: %w", chatID, err)
-	}
-	return nil
+	return c.send(ctx, "typing in", chatID, newID(), element(nsChatStates, "composing", nil))
 }
 
 // sendMessage sends one body to chatID, as a correction of replaces when
 // it is set.
 func (c *Channel) sendMessage(ctx context.Context, chatID, id, body, replaces string) error {
-	to, typ, err := c.address(chatID)
-	if err != nil {
-		return err
-	}
-	sess := c.session()
-	if sess == nil {
-		return fmt.Errorf("xmpp: send to %s: %w", chatID, ErrNotConnected)
-	}
 	parts := []xml.TokenReader{element("", "body", nil, text(body))}
 	if replaces != "" {
 		parts = append(parts, element(nsCorrect, "replace", attrs("id", replaces)))
@@ -82,13 +62,27 @@ func (c *Channel) sendMessage(ctx context.Context, chatID, id, body, replaces st
 	if c.cfg.chatStates() {
 		parts = append(parts, element(nsChatStates, "active", nil))
 	}
+	op := "send to"
+	if replaces != "" {
+		op = "correct " + replaces + " in"
+	}
+	return c.send(ctx, op, chatID, id, multi(parts))
+}
+
+// send wraps payload in a message stanza with id for chatID and sends it
+// over the live session; op ("send to", "typing in") names it in errors.
+func (c *Channel) send(ctx context.Context, op, chatID, id string, payload xml.TokenReader) error {
+	to, typ, err := c.address(chatID)
+	if err != nil {
+		return err
+	}
+	sess := c.session()
+	if sess == nil {
+		return fmt.Errorf("xmpp: %s %s: %w", op, chatID, ErrNotConnected)
+	}
 	msg := stanza.Message{To: to, Type: typ, ID: id}
-	if err := sess.Send(ctx, msg.Wrap(multi(parts))); err != nil {
-		what := "send to"
-		if replaces != "" {
-			what = "correct " + replaces + " in"
-		}
-		return fmt.Errorf("xmpp: %s %s: %w", what, chatID, err)
+	if err := sess.Send(ctx, msg.Wrap(payload)); err != nil {
+		return fmt.Errorf("xmpp: %s %s: %w", op, chatID, err)
 	}
 	return nil
 }
