@@ -42,23 +42,26 @@ func (p *Provider) params(req providers.ChatRequest) (chatRequest, error) {
 				Parameters:  providers.NormalizeSchema(t.Parameters, p.dialect),
 			}}
 		}
-		params.ToolChoice = toolChoice(req.ToolChoice)
+		params.ToolChoice = toolChoice(req.ToolChoice, func(name string) any {
+			tc := namedToolChoice{Type: "function"}
+			tc.Function.Name = name
+			return tc
+		})
 	}
 	return params, nil
 }
 
 // toolChoice maps "", auto, none, required or a tool name; nil leaves the
-// field out (the server's default, auto).
-func toolChoice(choice string) any {
+// field out (the server's default, auto). named builds the wire form of a
+// tool name, which differs between the two APIs.
+func toolChoice(choice string, named func(name string) any) any {
 	switch c := strings.TrimSpace(choice); c {
 	case "":
 		return nil
 	case "auto", "none", "required":
 		return c
 	default:
-		tc := namedToolChoice{Type: "function"}
-		tc.Function.Name = c
-		return tc
+		return named(c)
 	}
 }
 

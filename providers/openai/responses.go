@@ -287,22 +287,11 @@ func (r *Responses) params(req providers.ChatRequest) (responsesRequest, error) 
 				Strict: false,
 			})
 		}
-		params.ToolChoice = responsesToolChoice(req.ToolChoice)
+		params.ToolChoice = toolChoice(req.ToolChoice, func(name string) any {
+			return responsesNamedToolChoice{Type: "function", Name: name}
+		})
 	}
 	return params, nil
-}
-
-// responsesToolChoice maps "", auto, none, required or a tool name; nil
-// leaves the field out.
-func responsesToolChoice(choice string) any {
-	switch c := strings.TrimSpace(choice); c {
-	case "":
-		return nil
-	case "auto", "none", "required":
-		return c
-	default:
-		return responsesNamedToolChoice{Type: "function", Name: c}
-	}
 }
 
 func responsesUserItem(m providers.Message) inputMessage {
@@ -322,7 +311,7 @@ func responsesUserItem(m providers.Message) inputMessage {
 			}
 			content = append(content, inputImage{Type: "input_image", Detail: detail, ImageURL: part.ImageURL.URL})
 		default:
-			content = append(content, inputText{Type: "input_text", Text: part.Text})
+			content = append(content, textPart{Type: "input_text", Text: part.Text})
 		}
 	}
 	return inputMessage{Role: "user", Content: content}
@@ -331,9 +320,9 @@ func responsesUserItem(m providers.Message) inputMessage {
 func responsesAssistantItems(m providers.Message) []any {
 	var items []any
 	for _, ri := range m.ReasoningItems {
-		summary := make([]summaryText, len(ri.Summary))
+		summary := make([]textPart, len(ri.Summary))
 		for i, s := range ri.Summary {
-			summary[i] = summaryText{Type: "summary_text", Text: s}
+			summary[i] = textPart{Type: "summary_text", Text: s}
 		}
 		items = append(items, inputReasoning{Type: "reasoning", ID: ri.ID, EncryptedContent: ri.EncryptedContent, Summary: summary})
 	}
