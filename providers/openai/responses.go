@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -298,22 +299,9 @@ func responsesUserItem(m providers.Message) inputMessage {
 	if len(m.Parts) == 0 {
 		return inputMessage{Role: "user", Content: m.Content}
 	}
-	content := make([]any, 0, len(m.Parts))
-	for _, part := range m.Parts {
-		switch part.Type {
-		case "image_url":
-			if part.ImageURL == nil || part.ImageURL.URL == "" {
-				continue
-			}
-			detail := part.ImageURL.Detail
-			if detail == "" {
-				detail = "auto"
-			}
-			content = append(content, inputImage{Type: "input_image", Detail: detail, ImageURL: part.ImageURL.URL})
-		default:
-			content = append(content, textPart{Type: "input_text", Text: part.Text})
-		}
-	}
+	content := userParts(m.Parts, "input_text", func(img providers.ImageURL) any {
+		return inputImage{Type: "input_image", Detail: cmp.Or(img.Detail, "auto"), ImageURL: img.URL}
+	})
 	return inputMessage{Role: "user", Content: content}
 }
 
