@@ -36,6 +36,16 @@ func parseCommand(text string) (name, args string) {
 	return strings.ToLower(head), strings.TrimSpace(rest)
 }
 
+// commandSession loads the chat's session for a command; when it cannot,
+// it tells the user so and returns the error.
+func (l *Loop) commandSession(ctx context.Context, m bus.Inbound) (*session.Session, error) {
+	sess, err := l.cfg.Store.Load(ctx, m.Key())
+	if err != nil {
+		l.reply(ctx, m, "Sorry, I could not load this conversation.")
+	}
+	return sess, err
+}
+
 // command runs a slash command. handled is false for commands the agent does
 // not own, which go to the LLM as ordinary text.
 func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (handled bool, err error) {
@@ -49,9 +59,8 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		l.reply(ctx, m, strings.TrimRight(b.String(), "\n"))
 		return true, nil
 	case "new":
-		sess, err := l.cfg.Store.Load(ctx, m.Key())
+		sess, err := l.commandSession(ctx, m)
 		if err != nil {
-			l.reply(ctx, m, "Sorry, I could not load this conversation.")
 			return true, err
 		}
 		if err := l.archive(consolidationContext(ctx, m.Channel, m.ChatID, m.SenderID, sess.Key, m.Admin), sess); err != nil {

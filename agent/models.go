@@ -119,9 +119,8 @@ func (l *Loop) modelCommand(ctx context.Context, m bus.Inbound, args string) err
 		l.reply(ctx, m, "No model presets are configured for this agent (see modelPresets in docs/agents.md).")
 		return nil
 	}
-	sess, err := l.cfg.Store.Load(ctx, m.Key())
+	sess, err := l.commandSession(ctx, m)
 	if err != nil {
-		l.reply(ctx, m, "Sorry, I could not load this conversation.")
 		return err
 	}
 	current := chosenPreset(sess)

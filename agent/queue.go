@@ -277,9 +277,8 @@ func (l *Loop) steerMessages(ts *turnState) func() []providers.Message {
 
 // queueCommand is /queue: show the chat's mode, set it, or reset it.
 func (l *Loop) queueCommand(ctx context.Context, m bus.Inbound, args string) error {
-	sess, err := l.cfg.Store.Load(ctx, m.Key())
+	sess, err := l.commandSession(ctx, m)
 	if err != nil {
-		l.reply(ctx, m, "Sorry, I could not load this conversation.")
 		return err
 	}
 	choice, _ := sess.Metadata[MetaQueueMode].(string)

@@ -89,9 +89,8 @@ func (l *Loop) voiceCommand(ctx context.Context, m bus.Inbound, args string) err
 		l.reply(ctx, m, "Voice replies are not available here (set tts.enabled in config.json; the channel must support voice or audio files).")
 		return nil
 	}
-	sess, err := l.cfg.Store.Load(ctx, m.Key())
+	sess, err := l.commandSession(ctx, m)
 	if err != nil {
-		l.reply(ctx, m, "Sorry, I could not load this conversation.")
 		return err
 	}
 	on, _ := sess.Metadata[MetaVoiceReplies].(bool)

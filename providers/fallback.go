@@ -48,14 +48,7 @@ func (f *Fallback) Chat(ctx context.Context, req ChatRequest) (*LLMResponse, err
 // Stream implements Provider.
 func (f *Fallback) Stream(ctx context.Context, req ChatRequest, onDelta func(Delta)) (*LLMResponse, error) {
 	return f.run(ctx, req, func(c Candidate, req ChatRequest) (*LLMResponse, bool, error) {
-		delivered := false
-		resp, err := c.Provider.Stream(ctx, req, func(d Delta) {
-			delivered = true
-			if onDelta != nil {
-				onDelta(d)
-			}
-		})
-		return resp, delivered, err
+		return streamDelivered(ctx, c.Provider, req, onDelta)
 	})
 }
 

@@ -251,7 +251,7 @@ func (l *RateLimiter) wait(ctx context.Context, model string, tokens int64) (tic
 		if notice != nil {
 			notice(d)
 		}
-		if err := sleep(ctx, min(d, noticeEvery)); err != nil {
+		if err := Sleep(ctx, min(d, noticeEvery)); err != nil {
 			l.giveBack(t, float64(tokens), true)
 			return t, err
 		}

@@ -73,7 +73,7 @@ func NewRetry(next Provider, policy RetryPolicy) *Retry {
 		policy.MaxRetryAfter = 60 * time.Second
 	}
 	if policy.Wait == nil {
-		policy.Wait = sleep
+		policy.Wait = Sleep
 	}
 	if policy.Rand == nil {
 		policy.Rand = rand.Float64
@@ -96,14 +96,7 @@ func (r *Retry) Chat(ctx context.Context, req ChatRequest) (*LLMResponse, error)
 // text is not retried.
 func (r *Retry) Stream(ctx context.Context, req ChatRequest, onDelta func(Delta)) (*LLMResponse, error) {
 	return r.run(ctx, req, func(ctx context.Context, req ChatRequest) (*LLMResponse, bool, error) {
-		delivered := false
-		resp, err := r.next.Stream(ctx, req, func(d Delta) {
-			delivered = true
-			if onDelta != nil {
-				onDelta(d)
-			}
-		})
-		return resp, delivered, err
+		return streamDelivered(ctx, r.next, req, onDelta)
 	})
 }
 
@@ -197,15 +190,4 @@ func withoutImages(req ChatRequest) ChatRequest {
 	}
 	req.Messages = msgs
 	return req
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -90,23 +90,6 @@ type Totals struct {
 // Tokens is input plus output.
 func (t Totals) Tokens() int64 { return t.Input + t.Output }
 
-func (t *Totals) add(r *Record) {
-	t.Calls++
-	t.Input += r.Input
-	t.CacheRead += r.CacheRead
-	t.CacheWrite += r.CacheWrite
-	t.Output += r.Output
-	t.Reas += r.Reasoning
-	if r.CostUSD != nil {
-		t.CostUSD += *r.CostUSD
-	} else {
-		t.Unpriced++
-	}
-	if r.Estimated {
-		t.Estimated++
-	}
-}
-
 // Open opens the ledger in dir (created 0700 if missing) and loads the
 // running totals of the current day and month from the files of every
 // worker. It opens no file for writing until the first Append.
@@ -145,9 +128,14 @@ func (p *periodTotals) reset(key string) {
 }
 
 func (p *periodTotals) add(r *Record) {
+	// A Record counts as its ledger line does: one home for the sums.
+	raw := rawRecord{in: r.Input, cr: r.CacheRead, cw: r.CacheWrite, out: r.Output, rsn: r.Reasoning, est: r.Estimated}
+	if r.CostUSD != nil {
+		raw.cost, raw.hasCost = *r.CostUSD, true
+	}
 	for _, s := range scopesOf(r) {
 		t := p.totals[s]
-		t.add(r)
+		t.addRaw(&raw)
 		p.totals[s] = t
 	}
 }

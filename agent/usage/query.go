@@ -352,6 +352,7 @@ func (a *aggregator) groupKey(r *rawRecord) []byte {
 	return k
 }
 
+// addRaw counts one call (a ledger line, or a Record as one).
 func (t *Totals) addRaw(r *rawRecord) {
 	t.Calls++
 	t.Input += r.in

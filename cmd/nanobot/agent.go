@@ -25,14 +25,9 @@ import (
 func newAgentCmd(a *app) *cobra.Command {
 	var msg, sess, agentName string
 	var noMarkdown bool
-	cmd := &cobra.Command{
-		Use:   "agent",
-		Short: "Talk to the agent in the terminal (or one message with -m)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAgent(cmd, a, agentName, msg, sess, !noMarkdown)
-		},
-	}
+	cmd := command("agent", "Talk to the agent in the terminal (or one message with -m)", func(cmd *cobra.Command) error {
+		return runAgent(cmd, a, agentName, msg, sess, !noMarkdown)
+	})
 	cmd.Flags().StringVarP(&msg, "message", "m", "", "send one message, print the reply, exit")
 	cmd.Flags().StringVar(&sess, "session", "cli:direct", "conversation to use (successive runs continue it)")
 	cmd.Flags().StringVar(&agentName, "agent", configs.DefaultAgent, "which configured agent to talk to (agents.list / agents.<name>)")

@@ -12,16 +12,8 @@ import (
 )
 
 func newChannelsCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "channels",
-		Short: "Chat channel tools (interactive logins)",
-	}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "login CHANNEL",
-		Short: "Log a channel in interactively (e.g. pair WhatsApp by QR code)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
+	login := commandArg("login CHANNEL", "Log a channel in interactively (e.g. pair WhatsApp by QR code)",
+		func(cmd *cobra.Command, name string) error {
 			if err := a.loaded.Paths.Ensure(); err != nil {
 				return err
 			}
@@ -36,9 +28,8 @@ func newChannelsCmd(a *app) *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
 			return lr.Login(ctx, printPrompt{cmd.OutOrStdout()})
-		},
-	})
-	return cmd
+		})
+	return group("channels", "Chat channel tools (interactive logins)", login)
 }
 
 // printPrompt shows login steps on the terminal.

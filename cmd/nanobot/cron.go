@@ -15,12 +15,7 @@ import (
 )
 
 func newCronCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "cron",
-		Short: "List, add and remove scheduled jobs",
-	}
-	cmd.AddCommand(newCronListCmd(a), newCronAddCmd(a), newCronRemoveCmd(a))
-	return cmd
+	return group("cron", "List, add and remove scheduled jobs", newCronListCmd(a), newCronAddCmd(a), newCronRemoveCmd(a))
 }
 
 // cronStore opens the jobs: jobs.json, or the cluster's NATS bucket in
@@ -39,40 +34,35 @@ func (a *app) cronStore(cmd *cobra.Command) (s *cron.Store, done func(), err err
 }
 
 func newCronListCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List all jobs",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, done, err := a.cronStore(cmd)
-			if err != nil {
-				return err
+	return command("list", "List all jobs", func(cmd *cobra.Command) error {
+		s, done, err := a.cronStore(cmd)
+		if err != nil {
+			return err
+		}
+		defer done()
+		list, err := s.Jobs(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			fmt.Fprintln(cmd.OutOrStdout(), "no jobs")
+		}
+		for _, j := range list {
+			next := "-"
+			if j.Enabled && j.State.NextRunAtMs > 0 {
+				next = time.UnixMilli(j.State.NextRunAtMs).Format("2006-01-02 15:04 MST")
 			}
-			defer done()
-			list, err := s.Jobs(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "no jobs")
-			}
-			for _, j := range list {
-				next := "-"
-				if j.Enabled && j.State.NextRunAtMs > 0 {
-					next = time.UnixMilli(j.State.NextRunAtMs).Format("2006-01-02 15:04 MST")
+			state := "enabled"
+			if !j.Enabled {
+				state = "disabled"
+				if j.State.LastStatus != "" {
+					state += " (" + j.State.LastStatus + ")"
 				}
-				state := "enabled"
-				if !j.Enabled {
-					state = "disabled"
-					if j.State.LastStatus != "" {
-						state += " (" + j.State.LastStatus + ")"
-					}
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %-24q %s, next %s, %s → %s\n", j.ID, j.Name, j.Schedule.Describe(), next, state, j.Session())
 			}
-			return nil
-		},
-	}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s  %-24q %s, next %s, %s → %s\n", j.ID, j.Name, j.Schedule.Describe(), next, state, j.Session())
+		}
+		return nil
+	})
 }
 
 func newCronAddCmd(a *app) *cobra.Command {
@@ -80,37 +70,32 @@ func newCronAddCmd(a *app) *cobra.Command {
 		channel, chat, message, at, expr, tz, name string
 		every                                      int
 	}
-	addCmd := &cobra.Command{
-		Use:   "add",
-		Short: "Add a job (one of --at, --every, --cron)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			loc := a.loaded.Config.Agents.Defaults.Location()
-			s, done, err := a.cronStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
-			tool := crontool.NewTool(s.ForTool(), loc)
-			ctx := tools.WithCallContext(cmd.Context(), tools.CallContext{Channel: add.channel, ChatID: add.chat, SessionKey: add.channel + ":" + add.chat})
-			args := map[string]any{"action": "add", "message": add.message, "name": add.name, "tz": add.tz}
-			if add.at != "" {
-				args["at"] = add.at
-			}
-			if add.every > 0 {
-				args["every_seconds"] = add.every
-			}
-			if add.expr != "" {
-				args["cron_expr"] = add.expr
-			}
-			res, err := tool.Execute(ctx, args)
-			if err != nil {
-				return fmt.Errorf("cron add: %w", err)
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), res.Content)
-			return nil
-		},
-	}
+	addCmd := command("add", "Add a job (one of --at, --every, --cron)", func(cmd *cobra.Command) error {
+		loc := a.loaded.Config.Agents.Defaults.Location()
+		s, done, err := a.cronStore(cmd)
+		if err != nil {
+			return err
+		}
+		defer done()
+		tool := crontool.NewTool(s.ForTool(), loc)
+		ctx := tools.WithCallContext(cmd.Context(), tools.CallContext{Channel: add.channel, ChatID: add.chat, SessionKey: add.channel + ":" + add.chat})
+		args := map[string]any{"action": "add", "message": add.message, "name": add.name, "tz": add.tz}
+		if add.at != "" {
+			args["at"] = add.at
+		}
+		if add.every > 0 {
+			args["every_seconds"] = add.every
+		}
+		if add.expr != "" {
+			args["cron_expr"] = add.expr
+		}
+		res, err := tool.Execute(ctx, args)
+		if err != nil {
+			return fmt.Errorf("cron add: %w", err)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), res.Content)
+		return nil
+	})
 	f := addCmd.Flags()
 	f.StringVar(&add.channel, "channel", "", "channel to deliver to (e.g. telegram)")
 	f.StringVar(&add.chat, "to", "", "chat id to deliver to")
@@ -127,21 +112,16 @@ func newCronAddCmd(a *app) *cobra.Command {
 }
 
 func newCronRemoveCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "remove ID",
-		Short: "Remove a job",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, done, err := a.cronStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if err := s.Remove(cmd.Context(), args[0], ""); err != nil {
-				return fmt.Errorf("cron remove: %w", err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
-			return nil
-		},
-	}
+	return commandArg("remove ID", "Remove a job", func(cmd *cobra.Command, id string) error {
+		s, done, err := a.cronStore(cmd)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if err := s.Remove(cmd.Context(), id, ""); err != nil {
+			return fmt.Errorf("cron remove: %w", err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", id)
+		return nil
+	})
 }

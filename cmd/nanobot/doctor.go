@@ -21,21 +21,16 @@ type finding struct {
 }
 
 func newDoctorCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "doctor",
-		Short: "Check the config and the machine for risky or broken settings, with fixes",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fs := append(diagnose(a.loaded), diagnoseMCP(cmd.Context(), a.loaded)...)
-			printFindings(cmd.OutOrStdout(), fs)
-			for _, f := range fs {
-				if f.level == "risk" {
-					return fmt.Errorf("doctor: %d risk(s) found", countLevel(fs, "risk"))
-				}
+	return command("doctor", "Check the config and the machine for risky or broken settings, with fixes", func(cmd *cobra.Command) error {
+		fs := append(diagnose(a.loaded), diagnoseMCP(cmd.Context(), a.loaded)...)
+		printFindings(cmd.OutOrStdout(), fs)
+		for _, f := range fs {
+			if f.level == "risk" {
+				return fmt.Errorf("doctor: %d risk(s) found", countLevel(fs, "risk"))
 			}
-			return nil
-		},
-	}
+		}
+		return nil
+	})
 }
 
 func countLevel(fs []finding, level string) int {

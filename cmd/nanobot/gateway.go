@@ -22,16 +22,11 @@ import (
 func newGatewayCmd(a *app) *cobra.Command {
 	var port int
 	var host, role string
-	cmd := &cobra.Command{
-		Use:   "gateway",
-		Short: "Run the gateway daemon (chat channels, cron, heartbeat, web chat)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runGateway(ctx, a)
-		},
-	}
+	cmd := command("gateway", "Run the gateway daemon (chat channels, cron, heartbeat, web chat)", func(cmd *cobra.Command) error {
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return runGateway(ctx, a)
+	})
 	cmd.Flags().IntVar(&port, "port", 0, "HTTP port (overrides gateway.port)")
 	cmd.Flags().StringVar(&host, "host", "", "HTTP bind address (overrides gateway.host)")
 	cmd.Flags().StringVar(&role, "role", "", "cluster role: all, channels or worker (overrides cluster.role; see docs/cluster.md)")
@@ -104,51 +99,46 @@ func runGateway(ctx context.Context, a *app) error {
 func newInstallServiceCmd(a *app) *cobra.Command {
 	var user, dryRun bool
 	var runAs string
-	cmd := &cobra.Command{
-		Use:   "install-service",
-		Short: "Write a hardened systemd unit for the gateway (system or --user scope)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			bin, err := os.Executable()
+	cmd := command("install-service", "Write a hardened systemd unit for the gateway (system or --user scope)", func(cmd *cobra.Command) error {
+		bin, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		if bin, err = filepath.EvalSymlinks(bin); err != nil {
+			return err
+		}
+		unit, err := deploy.Unit(deploy.UnitOptions{Binary: bin, Config: a.loaded.Path, DataDir: a.loaded.Paths.Dir, User: user, RunAs: runAs})
+		if err != nil {
+			return err
+		}
+		target := "/etc/systemd/system/nanobot.service"
+		if user {
+			home, err := os.UserHomeDir()
 			if err != nil {
 				return err
 			}
-			if bin, err = filepath.EvalSymlinks(bin); err != nil {
-				return err
-			}
-			unit, err := deploy.Unit(deploy.UnitOptions{Binary: bin, Config: a.loaded.Path, DataDir: a.loaded.Paths.Dir, User: user, RunAs: runAs})
-			if err != nil {
-				return err
-			}
-			target := "/etc/systemd/system/nanobot.service"
-			if user {
-				home, err := os.UserHomeDir()
-				if err != nil {
-					return err
-				}
-				target = filepath.Join(home, ".config", "systemd", "user", "nanobot.service")
-			}
-			if dryRun {
-				fmt.Fprintf(cmd.OutOrStdout(), "# would write %s\n%s\n", target, unit)
-				return nil
-			}
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			if err := os.WriteFile(target, []byte(unit+"\n"), 0o644); err != nil {
-				return fmt.Errorf("write %s: %w", target, err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", target)
-			scope := []string{}
-			if user {
-				scope = append(scope, "--user")
-			}
-			if _, err := exec.LookPath("systemctl"); err == nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "next: systemctl %sdaemon-reload && systemctl %senable --now nanobot\n", flagPrefix(scope), flagPrefix(scope))
-			}
+			target = filepath.Join(home, ".config", "systemd", "user", "nanobot.service")
+		}
+		if dryRun {
+			fmt.Fprintf(cmd.OutOrStdout(), "# would write %s\n%s\n", target, unit)
 			return nil
-		},
-	}
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(target, []byte(unit+"\n"), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", target, err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", target)
+		scope := []string{}
+		if user {
+			scope = append(scope, "--user")
+		}
+		if _, err := exec.LookPath("systemctl"); err == nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "next: systemctl %sdaemon-reload && systemctl %senable --now nanobot\n", flagPrefix(scope), flagPrefix(scope))
+		}
+		return nil
+	})
 	cmd.Flags().BoolVar(&user, "user", false, "install for the current user (~/.config/systemd/user)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the unit instead of writing it")
 	cmd.Flags().StringVar(&runAs, "run-as", "nanobot", "system user the service runs as (system scope)")

@@ -11,50 +11,45 @@ import (
 )
 
 func newOnboardCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "onboard",
-		Short: "Create the config file and workspace if missing (never overwrites)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := cmd.OutOrStdout()
-			l := a.loaded
-			switch {
-			case !l.Exists:
-				if err := atomicfile.Write(l.Path, configs.Example, 0o600); err != nil {
-					return fmt.Errorf("write %s: %w", l.Path, err)
-				}
-				fmt.Fprintf(out, "created config %s\n", l.Path)
-				// Reload so the workspace path comes from the file just written.
-				reloaded, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})
-				if err != nil {
-					return err
-				}
-				l = reloaded
-			case len(l.Migrated) > 0:
-				if err := l.Save(); err != nil {
-					return err
-				}
-				for _, m := range l.Migrated {
-					fmt.Fprintf(out, "migrated %s in %s\n", m, l.Path)
-				}
-			default:
-				fmt.Fprintf(out, "config %s exists, left as is\n", l.Path)
+	return command("onboard", "Create the config file and workspace if missing (never overwrites)", func(cmd *cobra.Command) error {
+		out := cmd.OutOrStdout()
+		l := a.loaded
+		switch {
+		case !l.Exists:
+			if err := atomicfile.Write(l.Path, configs.Example, 0o600); err != nil {
+				return fmt.Errorf("write %s: %w", l.Path, err)
 			}
-			if err := l.Paths.Ensure(); err != nil {
-				return err
-			}
-			created, err := templates.Sync(l.Paths.Workspace)
+			fmt.Fprintf(out, "created config %s\n", l.Path)
+			// Reload so the workspace path comes from the file just written.
+			reloaded, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})
 			if err != nil {
 				return err
 			}
-			for _, c := range created {
-				fmt.Fprintf(out, "created %s\n", c)
+			l = reloaded
+		case len(l.Migrated) > 0:
+			if err := l.Save(); err != nil {
+				return err
 			}
-			fmt.Fprintf(out, "workspace %s is ready\n", l.Paths.Workspace)
-			if !l.Exists {
-				fmt.Fprintf(out, "next: add a provider key to %s (or export ANTHROPIC_API_KEY), then run `nanobot gateway`\n", l.Path)
+			for _, m := range l.Migrated {
+				fmt.Fprintf(out, "migrated %s in %s\n", m, l.Path)
 			}
-			return nil
-		},
-	}
+		default:
+			fmt.Fprintf(out, "config %s exists, left as is\n", l.Path)
+		}
+		if err := l.Paths.Ensure(); err != nil {
+			return err
+		}
+		created, err := templates.Sync(l.Paths.Workspace)
+		if err != nil {
+			return err
+		}
+		for _, c := range created {
+			fmt.Fprintf(out, "created %s\n", c)
+		}
+		fmt.Fprintf(out, "workspace %s is ready\n", l.Paths.Workspace)
+		if !l.Exists {
+			fmt.Fprintf(out, "next: add a provider key to %s (or export ANTHROPIC_API_KEY), then run `nanobot gateway`\n", l.Path)
+		}
+		return nil
+	})
 }

@@ -13,71 +13,51 @@ import (
 )
 
 func newProviderCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "provider",
-		Short: "Sign in to subscription providers (GitHub Copilot, OpenAI Codex) instead of using API keys",
-	}
 	var (
 		device  bool
 		timeout time.Duration
 	)
-	login := &cobra.Command{
-		Use:   "login <github-copilot|openai-codex>",
-		Short: "Sign in; the tokens are kept in <instance>/state/auth.json (mode 0600)",
-		Long: `Sign in to a subscription provider.
+	login := commandArg("login <github-copilot|openai-codex>", "Sign in; the tokens are kept in <instance>/state/auth.json (mode 0600)", func(cmd *cobra.Command, given string) error {
+		name, ok := auth.Canonical(given)
+		if !ok {
+			return fmt.Errorf("provider login: %q is not a sign-in provider (want github-copilot or openai-codex)", given)
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+		defer cancel()
+		return runLogin(ctx, cmd.OutOrStdout(), a.signIn(), name, device)
+	})
+	login.Long = `Sign in to a subscription provider.
 
 github-copilot: shows a code and https://github.com/login/device; enter the code
 there from any device. openai-codex: opens nothing by itself — it prints a URL
 to open in a browser on this machine (the sign-in returns to
 http://localhost:1455/auth/callback); on a headless server use --device to get
-a code to enter from any browser instead.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name, ok := auth.Canonical(args[0])
-			if !ok {
-				return fmt.Errorf("provider login: %q is not a sign-in provider (want github-copilot or openai-codex)", args[0])
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			return runLogin(ctx, cmd.OutOrStdout(), a.signIn(), name, device)
-		},
-	}
+a code to enter from any browser instead.`
 	login.Flags().BoolVar(&device, "device", false, "openai-codex: sign in with a device code (headless servers) instead of the browser redirect")
 	login.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "give up waiting for the sign-in after this long")
 
-	logout := &cobra.Command{
-		Use:   "logout <github-copilot|openai-codex>",
-		Short: "Forget the stored sign-in (revoke it at the service to end the grant)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name, ok := auth.Canonical(args[0])
-			if !ok {
-				return fmt.Errorf("provider logout: %q is not a sign-in provider (want github-copilot or openai-codex)", args[0])
-			}
-			found, err := a.signIn().Logout(name)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if !found {
-				fmt.Fprintf(w, "%s: not signed in\n", name)
-				return nil
-			}
-			fmt.Fprintf(w, "%s: signed out; the tokens were removed from %s\n", name, a.signIn().Store().Path())
-			fmt.Fprintln(w, revokeHint(name))
+	logout := commandArg("logout <github-copilot|openai-codex>", "Forget the stored sign-in (revoke it at the service to end the grant)", func(cmd *cobra.Command, given string) error {
+		name, ok := auth.Canonical(given)
+		if !ok {
+			return fmt.Errorf("provider logout: %q is not a sign-in provider (want github-copilot or openai-codex)", given)
+		}
+		found, err := a.signIn().Logout(name)
+		if err != nil {
+			return err
+		}
+		w := cmd.OutOrStdout()
+		if !found {
+			fmt.Fprintf(w, "%s: not signed in\n", name)
 			return nil
-		},
-	}
-	status := &cobra.Command{
-		Use:   "status",
-		Short: "Show the stored sign-ins and when their tokens expire (never the tokens)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return printSignIns(cmd.OutOrStdout(), a.signIn(), time.Now(), "")
-		},
-	}
-	cmd.AddCommand(login, logout, status)
-	return cmd
+		}
+		fmt.Fprintf(w, "%s: signed out; the tokens were removed from %s\n", name, a.signIn().Store().Path())
+		fmt.Fprintln(w, revokeHint(name))
+		return nil
+	})
+	status := command("status", "Show the stored sign-ins and when their tokens expire (never the tokens)", func(cmd *cobra.Command) error {
+		return printSignIns(cmd.OutOrStdout(), a.signIn(), time.Now(), "")
+	})
+	return group("provider", "Sign in to subscription providers (GitHub Copilot, OpenAI Codex) instead of using API keys", login, logout, status)
 }
 
 func runLogin(ctx context.Context, w io.Writer, m *auth.Manager, name string, device bool) error {

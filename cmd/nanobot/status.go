@@ -23,15 +23,10 @@ import (
 )
 
 func newStatusCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status",
-		Short: "Show the config, workspace, model, provider and channels (never the keys)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			printStatus(cmd.OutOrStdout(), a)
-			return nil
-		},
-	}
+	return command("status", "Show the config, workspace, model, provider and channels (never the keys)", func(cmd *cobra.Command) error {
+		printStatus(cmd.OutOrStdout(), a)
+		return nil
+	})
 }
 
 func printStatus(w io.Writer, a *app) {

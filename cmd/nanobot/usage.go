@@ -18,31 +18,26 @@ import (
 func newUsageCmd(a *app) *cobra.Command {
 	var since, by string
 	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "usage",
-		Short: "Show tokens and cost from the usage ledger (docs/usage.md)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			loc := a.loaded.Config.Agents.Defaults.Location()
-			from, err := parseSince(since, time.Now().In(loc))
-			if err != nil {
-				return err
-			}
-			group, err := usage.ParseGroupBy(by)
-			if err != nil {
-				return fmt.Errorf("--by: %w", err)
-			}
-			s, err := usage.Summarize(cmd.Context(), gateway.UsageDir(a.loaded.Paths), loc, usage.Filter{Since: from}, group)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeUsageJSON(cmd.OutOrStdout(), from, group, s)
-			}
-			writeUsageTable(cmd.OutOrStdout(), from, group, s)
-			return nil
-		},
-	}
+	cmd := command("usage", "Show tokens and cost from the usage ledger (docs/usage.md)", func(cmd *cobra.Command) error {
+		loc := a.loaded.Config.Agents.Defaults.Location()
+		from, err := parseSince(since, time.Now().In(loc))
+		if err != nil {
+			return err
+		}
+		group, err := usage.ParseGroupBy(by)
+		if err != nil {
+			return fmt.Errorf("--by: %w", err)
+		}
+		s, err := usage.Summarize(cmd.Context(), gateway.UsageDir(a.loaded.Paths), loc, usage.Filter{Since: from}, group)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeUsageJSON(cmd.OutOrStdout(), from, group, s)
+		}
+		writeUsageTable(cmd.OutOrStdout(), from, group, s)
+		return nil
+	})
 	f := cmd.Flags()
 	f.StringVar(&since, "since", "30d", `start of the period: a duration back from now ("7d", "12h") or a date ("2026-12-01")`)
 	f.StringVar(&by, "by", "day", "group by day, model, channel, agent, sender or source")

@@ -22,13 +22,8 @@ func buildVersion() string {
 }
 
 func newVersionCmd(_ *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(cmd.OutOrStdout(), "nanobot %s (%s, %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-			return nil
-		},
-	}
+	return command("version", "Print the version", func(cmd *cobra.Command) error {
+		fmt.Fprintf(cmd.OutOrStdout(), "nanobot %s (%s, %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return nil
+	})
 }

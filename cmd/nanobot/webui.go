@@ -15,41 +15,32 @@ import (
 )
 
 func newWebUICmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "webui",
-		Short: "Manage the web workbench (http://127.0.0.1:18790/)",
-	}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "set-password",
-		Short: "Set the workbench password (stored as a bcrypt hash in config.json)",
-		Long: "Asks for the password twice on a terminal, or reads one line from standard input, " +
-			"and writes its bcrypt hash to gateway.webui.password. Restart the gateway to apply it.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			pw, err := readPassword(cmd)
-			if err != nil {
-				return err
-			}
-			hash, err := webui.HashPassword(pw)
-			if err != nil {
-				return err
-			}
-			// Reload without the NANOBOT_ config variables, so they are not
-			// written into the file; ${VAR} references are expanded from the
-			// environment as usual and written back as references.
-			l, err := configs.Load(configs.Options{Path: a.loaded.Path, Environ: withoutConfigVars(os.Environ()), Platforms: platformTypes()})
-			if err != nil {
-				return err
-			}
-			l.Config.Gateway.WebUI.Password = hash
-			if err := l.Save(); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "workbench password set in %s; restart the gateway to apply it\n", l.Path)
-			return nil
-		},
+	setPassword := command("set-password", "Set the workbench password (stored as a bcrypt hash in config.json)", func(cmd *cobra.Command) error {
+		pw, err := readPassword(cmd)
+		if err != nil {
+			return err
+		}
+		hash, err := webui.HashPassword(pw)
+		if err != nil {
+			return err
+		}
+		// Reload without the NANOBOT_ config variables, so they are not
+		// written into the file; ${VAR} references are expanded from the
+		// environment as usual and written back as references.
+		l, err := configs.Load(configs.Options{Path: a.loaded.Path, Environ: withoutConfigVars(os.Environ()), Platforms: platformTypes()})
+		if err != nil {
+			return err
+		}
+		l.Config.Gateway.WebUI.Password = hash
+		if err := l.Save(); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "workbench password set in %s; restart the gateway to apply it\n", l.Path)
+		return nil
 	})
-	return cmd
+	setPassword.Long = "Asks for the password twice on a terminal, or reads one line from standard input, " +
+		"and writes its bcrypt hash to gateway.webui.password. Restart the gateway to apply it."
+	return group("webui", "Manage the web workbench (http://127.0.0.1:18790/)", setPassword)
 }
 
 // withoutConfigVars drops the variables that override config keys

@@ -27,6 +27,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/wal"
+	"github.com/nanobot-go/nanobot/internal/option"
 )
 
 // Options configure a journal.
@@ -68,12 +69,8 @@ var ErrDuplicate = errors.New("journal: duplicate message")
 // Open opens (creating) the journal at path and returns the messages that
 // were journaled but never marked done, oldest first.
 func Open(path string, opts Options) (*Journal, []bus.Inbound, error) {
-	if opts.DedupKeys <= 0 {
-		opts.DedupKeys = 10000
-	}
-	if opts.CompactAfter <= 0 {
-		opts.CompactAfter = 1000
-	}
+	option.Positive(&opts.DedupKeys, 10000)
+	option.Positive(&opts.CompactAfter, 1000)
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

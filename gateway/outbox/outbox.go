@@ -34,6 +34,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/wal"
+	"github.com/nanobot-go/nanobot/internal/option"
 )
 
 // Options configure an Outbox.
@@ -101,15 +102,9 @@ type Outbox struct {
 // Open opens (creating) the outbox at path and returns the messages not
 // yet finished, oldest first, with their ID set.
 func Open(path string, opts Options) (*Outbox, []bus.Outbound, error) {
-	if opts.CompactAfter <= 0 {
-		opts.CompactAfter = 1000
-	}
-	if opts.AnsweredTurns <= 0 {
-		opts.AnsweredTurns = 10000
-	}
-	if opts.StreamTTL <= 0 {
-		opts.StreamTTL = 24 * time.Hour
-	}
+	option.Positive(&opts.CompactAfter, 1000)
+	option.Positive(&opts.AnsweredTurns, 10000)
+	option.Positive(&opts.StreamTTL, 24*time.Hour)
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -5,15 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/nanobot-go/nanobot/gateway/cron"
-	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 // maxHeartbeat caps HEARTBEAT.md as edited from the workbench.
@@ -276,52 +273,31 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"deleted": id})
 }
 
-func (s *Server) heartbeatPath(w http.ResponseWriter) string {
-	if s.o.Workspace == "" {
-		writeError(w, http.StatusServiceUnavailable, "", "this gateway instance has no workspace")
-		return ""
-	}
-	return filepath.Join(s.o.Workspace, "HEARTBEAT.md")
-}
-
 // getHeartbeat is GET /api/heartbeat: HEARTBEAT.md and whether the
 // heartbeat runs.
 func (s *Server) getHeartbeat(w http.ResponseWriter, _ *http.Request) {
-	p := s.heartbeatPath(w)
+	p := s.workspaceFile(w, "HEARTBEAT.md")
 	if p == "" {
 		return
 	}
-	b, err := os.ReadFile(p)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		s.log.Error("workbench: read HEARTBEAT.md", "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not read HEARTBEAT.md")
+	content, ok := s.readWorkspaceFile(w, p)
+	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"content": string(b), "enabled": s.o.Heartbeat.Enabled,
+	writeJSON(w, http.StatusOK, map[string]any{"content": content, "enabled": s.o.Heartbeat.Enabled,
 		"intervalS": s.o.Heartbeat.IntervalS, "maxBytes": maxHeartbeat})
 }
 
 // putHeartbeat is PUT /api/heartbeat {"content"}: written atomically; the
 // heartbeat reads it at its next tick.
 func (s *Server) putHeartbeat(w http.ResponseWriter, r *http.Request) {
-	p := s.heartbeatPath(w)
+	p := s.workspaceFile(w, "HEARTBEAT.md")
 	if p == "" {
 		return
 	}
-	var body struct {
-		Content string `json:"content"`
-	}
-	if !readJSON(w, r, &body) {
+	content, ok := readContent(w, r, maxHeartbeat, "HEARTBEAT.md may be at most 64 KiB")
+	if !ok || !s.writeWorkspaceFile(w, p, content) {
 		return
 	}
-	if len(body.Content) > maxHeartbeat {
-		writeError(w, http.StatusBadRequest, "content", "HEARTBEAT.md may be at most 64 KiB")
-		return
-	}
-	if err := atomicfile.Write(p, []byte(body.Content), 0o644); err != nil {
-		s.log.Error("workbench: write HEARTBEAT.md", "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not write HEARTBEAT.md")
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"saved": len(body.Content)})
+	writeJSON(w, http.StatusOK, map[string]any{"saved": len(content)})
 }

@@ -3,7 +3,6 @@ package webui
 import (
 	"cmp"
 	"context"
-	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/memory"
 	"github.com/nanobot-go/nanobot/agent/skills"
-	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 const (
@@ -22,11 +20,7 @@ const (
 )
 
 func (s *Server) memoryPath(w http.ResponseWriter) string {
-	if s.o.Workspace == "" {
-		writeError(w, http.StatusServiceUnavailable, "", "this gateway instance has no workspace")
-		return ""
-	}
-	return filepath.Join(s.o.Workspace, "memory", "MEMORY.md")
+	return s.workspaceFile(w, "memory", "MEMORY.md")
 }
 
 func memoryView(content string) map[string]any {
@@ -40,13 +34,11 @@ func (s *Server) getMemory(w http.ResponseWriter, _ *http.Request) {
 	if p == "" {
 		return
 	}
-	b, err := os.ReadFile(p)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		s.log.Error("workbench: read MEMORY.md", "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not read MEMORY.md")
+	content, ok := s.readWorkspaceFile(w, p)
+	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, memoryView(string(b)))
+	writeJSON(w, http.StatusOK, memoryView(content))
 }
 
 // putMemory is PUT /api/memory {"content"}: replaces MEMORY.md atomically,
@@ -56,14 +48,8 @@ func (s *Server) putMemory(w http.ResponseWriter, r *http.Request) {
 	if p == "" {
 		return
 	}
-	var body struct {
-		Content string `json:"content"`
-	}
-	if !readJSON(w, r, &body) {
-		return
-	}
-	if len(body.Content) > maxMemoryBytes/2 {
-		writeError(w, http.StatusBadRequest, "content", "MEMORY.md may be at most 128 KiB here")
+	content, ok := readContent(w, r, maxMemoryBytes/2, "MEMORY.md may be at most 128 KiB here")
+	if !ok {
 		return
 	}
 	if s.o.MemoryLock != nil {
@@ -80,13 +66,11 @@ func (s *Server) putMemory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "", "could not create the memory folder")
 		return
 	}
-	if err := atomicfile.Write(p, []byte(body.Content), 0o644); err != nil {
-		s.log.Error("workbench: write MEMORY.md", "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not write MEMORY.md")
+	if !s.writeWorkspaceFile(w, p, content) {
 		return
 	}
-	s.log.Info("workbench: MEMORY.md edited", "bytes", len(body.Content))
-	writeJSON(w, http.StatusOK, memoryView(body.Content))
+	s.log.Info("workbench: MEMORY.md edited", "bytes", len(content))
+	writeJSON(w, http.StatusOK, memoryView(content))
 }
 
 type skillView struct {
@@ -102,8 +86,7 @@ type skillView struct {
 // listSkills is GET /api/skills: every skill with its requirements met or
 // missing, and the SKILL.md files that could not be loaded.
 func (s *Server) listSkills(w http.ResponseWriter, _ *http.Request) {
-	if s.o.Workspace == "" {
-		writeError(w, http.StatusServiceUnavailable, "", "this gateway instance has no workspace")
+	if s.workspaceFile(w) == "" {
 		return
 	}
 	l := skills.New(skills.Options{Workspace: s.o.Workspace, Logger: s.log})

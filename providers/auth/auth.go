@@ -172,7 +172,7 @@ func New(opts Options) *Manager {
 		opts.Margin = 0
 	}
 	if opts.Wait == nil {
-		opts.Wait = sleepCtx
+		opts.Wait = providers.Sleep
 	}
 	if opts.RenewTimeout <= 0 {
 		opts.RenewTimeout = 60 * time.Second
@@ -370,15 +370,4 @@ func (m *Manager) Statuses() ([]Status, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Provider < out[j].Provider })
 	return out, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

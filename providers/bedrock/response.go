@@ -50,19 +50,13 @@ func (u wireUsage) usage() providers.Usage {
 	return out
 }
 
-func finishReason(stop string, hasToolCalls bool) string {
-	switch stop {
-	case "tool_use":
-		return providers.FinishToolCalls
-	case "max_tokens", "model_context_window_exceeded":
-		return providers.FinishLength
-	case "guardrail_intervened", "content_filtered":
-		return providers.FinishContentFilter
-	}
-	if hasToolCalls {
-		return providers.FinishToolCalls
-	}
-	return providers.FinishStop
+// stopReasons maps Converse's stopReason to ours.
+var stopReasons = providers.FinishReasons{
+	"tool_use":                      providers.FinishToolCalls,
+	"max_tokens":                    providers.FinishLength,
+	"model_context_window_exceeded": providers.FinishLength,
+	"guardrail_intervened":          providers.FinishContentFilter,
+	"content_filtered":              providers.FinishContentFilter,
 }
 
 func thinkingBlock(rc *reasoningContent) (providers.ThinkingBlock, bool) {
@@ -95,7 +89,7 @@ func (r *converseResponse) response(model string) *providers.LLMResponse {
 		}
 	}
 	out.Content = txt.String()
-	out.FinishReason = finishReason(r.StopReason, len(out.ToolCalls) > 0)
+	out.FinishReason = stopReasons.Of(r.StopReason, len(out.ToolCalls) > 0)
 	return out
 }
 
@@ -188,6 +182,6 @@ func (a *accumulator) response(model string) *providers.LLMResponse {
 		}
 	}
 	out.Content = txt.String()
-	out.FinishReason = finishReason(a.stop, len(out.ToolCalls) > 0)
+	out.FinishReason = stopReasons.Of(a.stop, len(out.ToolCalls) > 0)
 	return out
 }

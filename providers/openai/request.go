@@ -42,23 +42,26 @@ func (p *Provider) params(req providers.ChatRequest) (chatRequest, error) {
 				Parameters:  providers.NormalizeSchema(t.Parameters, p.dialect),
 			}}
 		}
-		params.ToolChoice = toolChoice(req.ToolChoice)
+		params.ToolChoice = toolChoice(req.ToolChoice, func(name string) any {
+			tc := namedToolChoice{Type: "function"}
+			tc.Function.Name = name
+			return tc
+		})
 	}
 	return params, nil
 }
 
 // toolChoice maps "", auto, none, required or a tool name; nil leaves the
-// field out (the server's default, auto).
-func toolChoice(choice string) any {
+// field out (the server's default, auto). named builds the wire form of a
+// tool name, which differs between the two APIs.
+func toolChoice(choice string, named func(name string) any) any {
 	switch c := strings.TrimSpace(choice); c {
 	case "":
 		return nil
 	case "auto", "none", "required":
 		return c
 	default:
-		tc := namedToolChoice{Type: "function"}
-		tc.Function.Name = c
-		return tc
+		return named(c)
 	}
 }
 
@@ -86,19 +89,29 @@ func userMessage(m providers.Message) chatMessage {
 	if len(m.Parts) == 0 {
 		return chatMessage{Role: "user", Content: m.Content}
 	}
-	parts := make([]any, 0, len(m.Parts))
-	for _, part := range m.Parts {
+	parts := userParts(m.Parts, "text", func(img providers.ImageURL) any {
+		return imagePart{Type: "image_url", ImageURL: imageURL{URL: img.URL, Detail: img.Detail}}
+	})
+	return chatMessage{Role: "user", Content: parts}
+}
+
+// userParts converts a user message's parts to the wire parts of either
+// API: text as a textPart of textType, images through image; an image
+// without a URL is dropped.
+func userParts(parts []providers.ContentPart, textType string, image func(providers.ImageURL) any) []any {
+	out := make([]any, 0, len(parts))
+	for _, part := range parts {
 		switch part.Type {
 		case "image_url":
 			if part.ImageURL == nil || part.ImageURL.URL == "" {
 				continue
 			}
-			parts = append(parts, imagePart{Type: "image_url", ImageURL: imageURL{URL: part.ImageURL.URL, Detail: part.ImageURL.Detail}})
+			out = append(out, image(*part.ImageURL))
 		default:
-			parts = append(parts, textPart{Type: "text", Text: part.Text})
+			out = append(out, textPart{Type: textType, Text: part.Text})
 		}
 	}
-	return chatMessage{Role: "user", Content: parts}
+	return out
 }
 
 func (p *Provider) assistantMessage(m providers.Message) chatMessage {

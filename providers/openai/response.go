@@ -29,7 +29,7 @@ func (p *Provider) parseCompletion(cc *chatCompletion, model string) (*providers
 	if resp.Content == "" && msg.Refusal != "" {
 		resp.Content = msg.Refusal
 	}
-	resp.FinishReason = finishReason(choice.FinishReason, len(resp.ToolCalls) > 0)
+	resp.FinishReason = finishReasons.Of(choice.FinishReason, len(resp.ToolCalls) > 0)
 	return resp, nil
 }
 
@@ -65,21 +65,15 @@ func usageOf(u *chatUsage) providers.Usage {
 	return out
 }
 
-// finishReason maps the vendor's reason to ours. Some servers say "stop"
-// while returning tool calls; the calls win.
-func finishReason(r string, hasToolCalls bool) string {
-	switch r {
-	case "tool_calls", "function_call":
-		return providers.FinishToolCalls
-	case "length", "max_tokens":
-		return providers.FinishLength
-	case "content_filter", "safety":
-		return providers.FinishContentFilter
-	}
-	if hasToolCalls {
-		return providers.FinishToolCalls
-	}
-	return providers.FinishStop
+// finishReasons maps the chat-completions finish_reason (and what
+// compatible servers say instead) to ours.
+var finishReasons = providers.FinishReasons{
+	"tool_calls":     providers.FinishToolCalls,
+	"function_call":  providers.FinishToolCalls,
+	"length":         providers.FinishLength,
+	"max_tokens":     providers.FinishLength,
+	"content_filter": providers.FinishContentFilter,
+	"safety":         providers.FinishContentFilter,
 }
 
 func firstNonEmpty(a, b string) string {
@@ -184,6 +178,6 @@ func (a *accumulator) response() *providers.LLMResponse {
 	for _, c := range calls {
 		resp.ToolCalls = append(resp.ToolCalls, providers.NewToolCallRequest(c.id, c.name, c.args.String()))
 	}
-	resp.FinishReason = finishReason(a.finish, len(resp.ToolCalls) > 0)
+	resp.FinishReason = finishReasons.Of(a.finish, len(resp.ToolCalls) > 0)
 	return resp
 }

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -288,53 +289,29 @@ func (r *Responses) params(req providers.ChatRequest) (responsesRequest, error) 
 				Strict: false,
 			})
 		}
-		params.ToolChoice = responsesToolChoice(req.ToolChoice)
+		params.ToolChoice = toolChoice(req.ToolChoice, func(name string) any {
+			return responsesNamedToolChoice{Type: "function", Name: name}
+		})
 	}
 	return params, nil
-}
-
-// responsesToolChoice maps "", auto, none, required or a tool name; nil
-// leaves the field out.
-func responsesToolChoice(choice string) any {
-	switch c := strings.TrimSpace(choice); c {
-	case "":
-		return nil
-	case "auto", "none", "required":
-		return c
-	default:
-		return responsesNamedToolChoice{Type: "function", Name: c}
-	}
 }
 
 func responsesUserItem(m providers.Message) inputMessage {
 	if len(m.Parts) == 0 {
 		return inputMessage{Role: "user", Content: m.Content}
 	}
-	content := make([]any, 0, len(m.Parts))
-	for _, part := range m.Parts {
-		switch part.Type {
-		case "image_url":
-			if part.ImageURL == nil || part.ImageURL.URL == "" {
-				continue
-			}
-			detail := part.ImageURL.Detail
-			if detail == "" {
-				detail = "auto"
-			}
-			content = append(content, inputImage{Type: "input_image", Detail: detail, ImageURL: part.ImageURL.URL})
-		default:
-			content = append(content, inputText{Type: "input_text", Text: part.Text})
-		}
-	}
+	content := userParts(m.Parts, "input_text", func(img providers.ImageURL) any {
+		return inputImage{Type: "input_image", Detail: cmp.Or(img.Detail, "auto"), ImageURL: img.URL}
+	})
 	return inputMessage{Role: "user", Content: content}
 }
 
 func responsesAssistantItems(m providers.Message) []any {
 	var items []any
 	for _, ri := range m.ReasoningItems {
-		summary := make([]summaryText, len(ri.Summary))
+		summary := make([]textPart, len(ri.Summary))
 		for i, s := range ri.Summary {
-			summary[i] = summaryText{Type: "summary_text", Text: s}
+			summary[i] = textPart{Type: "summary_text", Text: s}
 		}
 		items = append(items, inputReasoning{Type: "reasoning", ID: ri.ID, EncryptedContent: ri.EncryptedContent, Summary: summary})
 	}

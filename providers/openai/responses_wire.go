@@ -40,15 +40,11 @@ type responsesNamedToolChoice struct {
 
 // Input items. A message needs no type; the others do.
 
-// inputMessage carries a string or a list of inputText and inputImage.
+// inputMessage carries a string or a list of textPart ("input_text") and
+// inputImage.
 type inputMessage struct {
 	Role    string `json:"role"`
 	Content any    `json:"content"`
-}
-
-type inputText struct {
-	Type string `json:"type"` // "input_text"
-	Text string `json:"text"`
 }
 
 type inputImage struct {
@@ -58,15 +54,10 @@ type inputImage struct {
 }
 
 type inputReasoning struct {
-	Type             string        `json:"type"` // "reasoning"
-	ID               string        `json:"id"`
-	EncryptedContent string        `json:"encrypted_content,omitempty"`
-	Summary          []summaryText `json:"summary"`
-}
-
-type summaryText struct {
-	Type string `json:"type"` // "summary_text"
-	Text string `json:"text"`
+	Type             string     `json:"type"` // "reasoning"
+	ID               string     `json:"id"`
+	EncryptedContent string     `json:"encrypted_content,omitempty"`
+	Summary          []textPart `json:"summary"` // "summary_text"
 }
 
 type inputFunctionCall struct {

@@ -39,8 +39,10 @@ type chatMessage struct {
 	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
+// textPart is a typed piece of text; both APIs use the shape: "text" in
+// chat messages, "input_text" and "summary_text" in responses input.
 type textPart struct {
-	Type string `json:"type"` // "text"
+	Type string `json:"type"`
 	Text string `json:"text"`
 }
 

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/nanobot-go/nanobot/internal/option"
 	"github.com/nanobot-go/nanobot/tools"
 	"github.com/nanobot-go/nanobot/tools/internal/pathguard"
 )
@@ -69,18 +70,10 @@ func newBase(opts Options, tool string) (*base, error) {
 	if opts.Workspace == "" {
 		return nil, errors.New("fs: workspace is required")
 	}
-	if opts.MaxReadChars <= 0 {
-		opts.MaxReadChars = DefaultMaxReadChars
-	}
-	if opts.DefaultReadLines <= 0 {
-		opts.DefaultReadLines = DefaultReadLines
-	}
-	if opts.MaxImageBytes <= 0 {
-		opts.MaxImageBytes = DefaultMaxImageBytes
-	}
-	if opts.MaxListEntries <= 0 {
-		opts.MaxListEntries = DefaultMaxListEntries
-	}
+	option.Positive(&opts.MaxReadChars, DefaultMaxReadChars)
+	option.Positive(&opts.DefaultReadLines, DefaultReadLines)
+	option.Positive(&opts.MaxImageBytes, DefaultMaxImageBytes)
+	option.Positive(&opts.MaxListEntries, DefaultMaxListEntries)
 	g, err := pathguard.New(opts.Workspace, opts.RestrictToWorkspace, opts.AllowedDirs...)
 	if err != nil {
 		return nil, fmt.Errorf("fs: %w", err)

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nanobot-go/nanobot/internal/option"
 	"github.com/nanobot-go/nanobot/tools"
 	"github.com/nanobot-go/nanobot/tools/internal/pathguard"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
@@ -104,16 +105,10 @@ func New(opts Options) (*Tool, error) {
 	if opts.Workspace == "" {
 		return nil, errors.New("shell: workspace is required")
 	}
-	if opts.DefaultTimeout <= 0 {
-		opts.DefaultTimeout = DefaultTimeout
-	}
-	if opts.MaxTimeout <= 0 {
-		opts.MaxTimeout = DefaultMaxTimeout
-	}
+	option.Positive(&opts.DefaultTimeout, DefaultTimeout)
+	option.Positive(&opts.MaxTimeout, DefaultMaxTimeout)
 	opts.DefaultTimeout = min(opts.DefaultTimeout, opts.MaxTimeout)
-	if opts.MaxOutputChars <= 0 {
-		opts.MaxOutputChars = DefaultMaxOutputChars
-	}
+	option.Positive(&opts.MaxOutputChars, DefaultMaxOutputChars)
 	if _, err := sandbox.ResolveMode(opts.Sandbox); err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
 
+	"github.com/nanobot-go/nanobot/internal/option"
 	"github.com/nanobot-go/nanobot/tools"
 )
 
@@ -65,15 +66,9 @@ var _ tools.Tool = (*Fetch)(nil)
 
 // NewFetch returns the web_fetch tool.
 func NewFetch(opts FetchOptions) (*Fetch, error) {
-	if opts.MaxChars <= 0 {
-		opts.MaxChars = DefaultFetchMaxChars
-	}
-	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = DefaultFetchMaxBytes
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultFetchTimeout
-	}
+	option.Positive(&opts.MaxChars, DefaultFetchMaxChars)
+	option.Positive(&opts.MaxBytes, DefaultFetchMaxBytes)
+	option.Positive(&opts.Timeout, DefaultFetchTimeout)
 	if opts.UserAgent == "" {
 		opts.UserAgent = defaultUserAgent
 	}

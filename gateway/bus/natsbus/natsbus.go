@@ -32,6 +32,7 @@
 package natsbus
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -52,6 +53,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/internal/option"
 )
 
 // Options configure a Bus. The zero value is usable.
@@ -89,27 +91,13 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Prefix == "" {
-		o.Prefix = "nanobot"
-	}
-	if o.Partitions <= 0 {
-		o.Partitions = 16
-	}
-	if o.Replicas <= 0 {
-		o.Replicas = 1
-	}
-	if o.AckWait <= 0 {
-		o.AckWait = 30 * time.Second
-	}
-	if o.LeaseTTL <= 0 {
-		o.LeaseTTL = 10 * time.Second
-	}
-	if o.DuplicateWindow <= 0 {
-		o.DuplicateWindow = 2 * time.Minute
-	}
-	if o.DoneTTL <= 0 {
-		o.DoneTTL = 24 * time.Hour
-	}
+	o.Prefix = cmp.Or(o.Prefix, "nanobot")
+	option.Positive(&o.Partitions, 16)
+	option.Positive(&o.Replicas, 1)
+	option.Positive(&o.AckWait, 30*time.Second)
+	option.Positive(&o.LeaseTTL, 10*time.Second)
+	option.Positive(&o.DuplicateWindow, 2*time.Minute)
+	option.Positive(&o.DoneTTL, 24*time.Hour)
 	if o.Instance == "" {
 		host, _ := os.Hostname()
 		if host == "" {
@@ -117,9 +105,7 @@ func (o *Options) defaults() {
 		}
 		o.Instance = sanitize(host) + "-" + randomID()[:6]
 	}
-	if o.Role == "" {
-		o.Role = "all"
-	}
+	o.Role = cmp.Or(o.Role, "all")
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
