@@ -128,10 +128,8 @@ type replyWindow struct {
 }
 
 var (
-	_ channels.Channel        = (*Channel)(nil)
-	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.Adapter        = (*Channel)(nil)
 	_ channels.Typer          = (*Channel)(nil)
-	_ channels.HealthReporter = (*Channel)(nil)
 	_ channels.WebhookHandler = (*Channel)(nil)
 )
 

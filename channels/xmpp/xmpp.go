@@ -195,11 +195,9 @@ type Channel struct {
 }
 
 var (
-	_ channels.Channel            = (*Channel)(nil)
+	_ channels.Adapter            = (*Channel)(nil)
 	_ channels.Editor             = (*Channel)(nil)
-	_ channels.Limiter            = (*Channel)(nil)
 	_ channels.Typer              = (*Channel)(nil)
-	_ channels.HealthReporter     = (*Channel)(nil)
 	_ channels.CapabilityReporter = (*Channel)(nil)
 )
 
