@@ -102,7 +102,11 @@ type Channel struct {
 	idle                   time.Duration // a silent socket this long is dead
 }
 
-var _ channels.Adapter = (*Channel)(nil)
+var (
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
+)
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {

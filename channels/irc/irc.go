@@ -236,7 +236,11 @@ type Channel struct {
 	cur    *conn // the registered connection; nil while there is none
 }
 
-var _ channels.Adapter = (*Channel)(nil)
+var (
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
+)
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {

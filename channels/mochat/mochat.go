@@ -167,7 +167,11 @@ type Channel struct {
 	groups map[string]string     // panel id -> group id, learnt from panel reads
 }
 
-var _ channels.Adapter = (*Channel)(nil)
+var (
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
+)
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {

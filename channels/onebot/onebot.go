@@ -158,8 +158,10 @@ type Channel struct {
 }
 
 var (
-	_ channels.Adapter        = (*Channel)(nil)
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
 	_ channels.MediaSender    = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
 	_ channels.WebhookHandler = (*Channel)(nil)
 )
 

@@ -148,9 +148,11 @@ type Channel struct {
 }
 
 var (
-	_ channels.Adapter     = (*Channel)(nil)
-	_ channels.Typer       = (*Channel)(nil)
-	_ channels.MediaSender = (*Channel)(nil)
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.Typer          = (*Channel)(nil)
+	_ channels.MediaSender    = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
 )
 
 // New builds the channel. It does no IO: Run connects.

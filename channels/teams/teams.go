@@ -154,10 +154,12 @@ type botMember struct {
 }
 
 var (
-	_ channels.Adapter            = (*Channel)(nil)
+	_ channels.Channel            = (*Channel)(nil)
 	_ channels.Editor             = (*Channel)(nil)
 	_ channels.CapabilityReporter = (*Channel)(nil)
+	_ channels.Limiter            = (*Channel)(nil)
 	_ channels.Typer              = (*Channel)(nil)
+	_ channels.HealthReporter     = (*Channel)(nil)
 	_ channels.WebhookHandler     = (*Channel)(nil)
 )
 

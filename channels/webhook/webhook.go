@@ -162,7 +162,9 @@ type Channel struct {
 }
 
 var (
-	_ channels.Adapter             = (*Channel)(nil)
+	_ channels.Channel             = (*Channel)(nil)
+	_ channels.Limiter             = (*Channel)(nil)
+	_ channels.HealthReporter      = (*Channel)(nil)
 	_ channels.WebhookHandler      = (*Channel)(nil)
 	_ channels.SenderAuthenticator = (*Channel)(nil)
 )

@@ -97,9 +97,11 @@ type Channel struct {
 }
 
 var (
-	_ channels.Adapter  = (*Channel)(nil)
-	_ channels.Editor   = (*Channel)(nil)
-	_ channels.Finisher = (*Channel)(nil)
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Editor         = (*Channel)(nil)
+	_ channels.Finisher       = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
 )
 
 // New builds the channel. It does no IO: Run connects.

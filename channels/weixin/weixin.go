@@ -105,8 +105,10 @@ type Channel struct {
 }
 
 var (
-	_ channels.Adapter     = (*Channel)(nil)
-	_ channels.LoginRunner = (*Channel)(nil)
+	_ channels.Channel        = (*Channel)(nil)
+	_ channels.Limiter        = (*Channel)(nil)
+	_ channels.LoginRunner    = (*Channel)(nil)
+	_ channels.HealthReporter = (*Channel)(nil)
 )
 
 // New builds the channel. It does no IO beyond reading the saved state.
