@@ -9,8 +9,6 @@ package email
 
 import (
 	"crypto/x509"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/mail"
 	"strings"
@@ -85,37 +83,36 @@ func (c Config) from() string {
 
 // Validate checks the config; errors name the key under channels.email.
 func (c Config) Validate() error {
-	var errs []error
+	var p channels.Problems
 	if !c.ConsentGranted {
-		errs = append(errs, errors.New("consentGranted: must be true before the bot may read this mailbox (it reads mail from allowFrom senders and marks it read)"))
+		p.Addf("consentGranted: must be true before the bot may read this mailbox (it reads mail from allowFrom senders and marks it read)")
 	}
 	for key, v := range map[string]string{"imapHost": c.IMAPHost, "imapUsername": c.IMAPUsername, "smtpHost": c.SMTPHost} {
 		if v == "" {
-			errs = append(errs, fmt.Errorf("%s: required", key))
+			p.Addf("%s: required", key)
 		}
 	}
-	if c.IMAPPort <= 0 || c.IMAPPort > 65535 {
-		errs = append(errs, fmt.Errorf("imapPort: %d is not a port", c.IMAPPort))
-	}
-	if c.SMTPPort <= 0 || c.SMTPPort > 65535 {
-		errs = append(errs, fmt.Errorf("smtpPort: %d is not a port", c.SMTPPort))
+	for key, port := range map[string]int{"imapPort": c.IMAPPort, "smtpPort": c.SMTPPort} {
+		if port <= 0 || port > 65535 {
+			p.Addf("%s: %d is not a port", key, port)
+		}
 	}
 	if _, err := mail.ParseAddress(c.from()); err != nil {
-		errs = append(errs, fmt.Errorf("fromAddress: %q is not an address (set fromAddress or smtpUsername)", c.from()))
+		p.Addf("fromAddress: %q is not an address (set fromAddress or smtpUsername)", c.from())
 	}
 	if c.SMTPUseSSL && c.SMTPUseTLS {
-		errs = append(errs, errors.New("smtpUseSsl: choose implicit TLS (smtpUseSsl) or STARTTLS (smtpUseTls), not both"))
+		p.Addf("smtpUseSsl: choose implicit TLS (smtpUseSsl) or STARTTLS (smtpUseTls), not both")
 	}
 	if !c.AllowInsecure && !c.SMTPUseSSL && !c.SMTPUseTLS {
-		errs = append(errs, errors.New("smtpUseTls: the password would be sent unencrypted; enable smtpUseTls or smtpUseSsl"))
+		p.Addf("smtpUseTls: the password would be sent unencrypted; enable smtpUseTls or smtpUseSsl")
 	}
 	if c.PollIntervalS < 5 {
-		errs = append(errs, fmt.Errorf("pollIntervalS: at least 5, got %d", c.PollIntervalS))
+		p.Addf("pollIntervalS: at least 5, got %d", c.PollIntervalS)
 	}
 	if c.MaxBodyChars < 100 {
-		errs = append(errs, fmt.Errorf("maxBodyChars: at least 100, got %d", c.MaxBodyChars))
+		p.Addf("maxBodyChars: at least 100, got %d", c.MaxBodyChars)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("email", email.Factory()).

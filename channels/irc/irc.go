@@ -129,49 +129,48 @@ func DefaultConfig() Config {
 
 // Validate checks the config; errors name the key under channels.irc.
 func (c Config) Validate() error {
-	var errs []error
+	var p channels.Problems
 	if strings.TrimSpace(c.Server) == "" {
-		errs = append(errs, errors.New("server: required (the IRC server's host name, e.g. irc.libera.chat)"))
+		p.Addf("server: required (the IRC server's host name, e.g. irc.libera.chat)")
 	} else if strings.ContainsAny(c.Server, " /:") && net.ParseIP(c.Server) == nil {
-		errs = append(errs, fmt.Errorf("server: %q is not a host name (give the port in port, without a scheme)", c.Server))
+		p.Addf("server: %q is not a host name (give the port in port, without a scheme)", c.Server)
 	}
 	if c.Port < 0 || c.Port > 65535 {
-		errs = append(errs, fmt.Errorf("port: %d is not a TCP port", c.Port))
+		p.Addf("port: %d is not a TCP port", c.Port)
 	}
 	if err := checkNick(c.Nick); err != nil {
-		errs = append(errs, fmt.Errorf("nick: %w", err))
+		p.Addf("nick: %w", err)
 	}
 	if strings.ContainsAny(c.User, " \r\n\x00@") {
-		errs = append(errs, errors.New("user: must not contain spaces, line breaks or @"))
+		p.Addf("user: must not contain spaces, line breaks or @")
+	}
+	for key, v := range map[string]string{"password": c.Password, "nickservPassword": c.NickservPassword} {
+		if strings.ContainsAny(v, " \r\n\x00") {
+			p.Addf("%s: must not contain spaces or line breaks", key)
+		}
 	}
 	if strings.ContainsAny(c.Realname, "\r\n\x00") {
-		errs = append(errs, errors.New("realname: must not contain line breaks"))
-	}
-	if strings.ContainsAny(c.Password, " \r\n\x00") {
-		errs = append(errs, errors.New("password: must not contain spaces or line breaks"))
+		p.Addf("realname: must not contain line breaks")
 	}
 	if (c.SASL.User == "") != (c.SASL.Password == "") {
-		errs = append(errs, errors.New("sasl: give both user and password, or neither"))
-	}
-	if strings.ContainsAny(c.NickservPassword, " \r\n\x00") {
-		errs = append(errs, errors.New("nickservPassword: must not contain spaces or line breaks"))
+		p.Addf("sasl: give both user and password, or neither")
 	}
 	for i, ch := range c.Channels {
 		if err := checkChannelName(ch.Name); err != nil {
-			errs = append(errs, fmt.Errorf("channels[%d].name: %w", i, err))
+			p.Addf("channels[%d].name: %w", i, err)
 		}
 		if strings.ContainsAny(ch.Key, " ,\r\n\x00") {
-			errs = append(errs, fmt.Errorf("channels[%d].key: must not contain spaces, commas or line breaks", i))
+			p.Addf("channels[%d].key: must not contain spaces, commas or line breaks", i)
 		}
 	}
-	errs = append(errs, c.GroupConfig.Check())
+	p.Add(c.GroupConfig.Check())
 	if c.FloodBurst < 1 {
-		errs = append(errs, fmt.Errorf("floodBurst: %d, want at least 1", c.FloodBurst))
+		p.Addf("floodBurst: %d, want at least 1", c.FloodBurst)
 	}
 	if c.FloodIntervalMs < 0 {
-		errs = append(errs, fmt.Errorf("floodIntervalMs: %d must not be negative", c.FloodIntervalMs))
+		p.Addf("floodIntervalMs: %d must not be negative", c.FloodIntervalMs)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // checkNick accepts what RFC 2812 allows in a nick (letters, digits and
@@ -245,14 +244,10 @@ var (
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = channels.GroupMention
-	}
+	// A floodIntervalMs of 0 sends the lines past the burst without a pause.
+	channels.FillDefaults(&cfg, DefaultConfig(), "FloodIntervalMs")
 	if cfg.User == "" {
 		cfg.User = cfg.Nick
-	}
-	if cfg.Realname == "" {
-		cfg.Realname = DefaultRealname
 	}
 	if cfg.Port == 0 {
 		cfg.Port = 6667

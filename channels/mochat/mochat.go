@@ -115,36 +115,29 @@ func DefaultConfig() Config {
 // Validate checks the config; errors name the key under channels.mochat and
 // never contain the token.
 func (c Config) Validate() error {
-	var errs []error
-	if strings.TrimSpace(c.ClawToken) == "" {
-		errs = append(errs, errors.New("clawToken is required (the agent account's token)"))
-	}
-	if err := channels.CheckURL("baseUrl", c.BaseURL); err != nil {
-		errs = append(errs, err)
-	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
-	if len(c.Panels) > 0 && c.GroupPolicy == channels.GroupMention && strings.TrimSpace(c.AgentUserID) == "" {
-		errs = append(errs, errors.New("agentUserId is required with panels and groupPolicy \"mention\" (it is how a mention of the bot is recognised)"))
+	var p channels.Problems
+	p.Required(c.ClawToken, "clawToken is required (the agent account's token)")
+	p.URL("baseUrl", c.BaseURL)
+	p.Add(c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom))
+	if len(c.Panels) > 0 && c.GroupPolicy == channels.GroupMention {
+		p.Required(c.AgentUserID, `agentUserId is required with panels and groupPolicy "mention" (it is how a mention of the bot is recognised)`)
 	}
 	if c.SocketURL != "" {
-		if _, err := sioURL(c.SocketURL, c.SocketPath); err != nil {
-			errs = append(errs, err)
-		}
+		_, err := sioURL(c.SocketURL, c.SocketPath)
+		p.Add(err)
 	}
 	if c.ReplyDelayMs < 0 {
-		errs = append(errs, fmt.Errorf("replyDelayMs: want 0 or more, got %d", c.ReplyDelayMs))
+		p.Addf("replyDelayMs: want 0 or more, got %d", c.ReplyDelayMs)
 	}
 	if len(c.Sessions) == 0 && len(c.Panels) == 0 {
-		errs = append(errs, errors.New("sessions or panels: list at least one id, or [\"*\"] for all"))
+		p.Addf(`sessions or panels: list at least one id, or ["*"] for all`)
 	}
 	for key, v := range map[string]int{"watchTimeoutMs": c.WatchTimeoutMs, "watchLimit": c.WatchLimit, "panelLimit": c.PanelLimit, "pollIntervalMs": c.PollIntervalMs, "refreshIntervalMs": c.RefreshIntervalMs, "socketConnectTimeoutMs": c.SocketConnectTimeoutMs} {
 		if v <= 0 {
-			errs = append(errs, fmt.Errorf("%s: want a positive number, got %d", key, v))
+			p.Addf("%s: want a positive number, got %d", key, v)
 		}
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("mochat", mochat.Factory()).
@@ -182,37 +175,15 @@ var (
 
 // New builds the channel. It does no IO: Run connects.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	def := DefaultConfig()
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = def.BaseURL
-	}
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = def.GroupPolicy
-	}
-	for _, f := range []struct {
-		v *int
-		d int
-	}{
-		{&cfg.WatchTimeoutMs, def.WatchTimeoutMs}, {&cfg.WatchLimit, def.WatchLimit}, {&cfg.PanelLimit, def.PanelLimit},
-		{&cfg.PollIntervalMs, def.PollIntervalMs}, {&cfg.RefreshIntervalMs, def.RefreshIntervalMs},
-		{&cfg.SocketConnectTimeoutMs, def.SocketConnectTimeoutMs},
-	} {
-		if *f.v == 0 {
-			*f.v = f.d
-		}
-	}
+	// An empty replyDelayMode is "off" and a replyDelayMs of 0 answers at
+	// once: both are left as given.
+	channels.FillDefaults(&cfg, DefaultConfig(), "ReplyDelayMode", "ReplyDelayMs")
 	cfg.ClawToken, cfg.AgentUserID = strings.TrimSpace(cfg.ClawToken), strings.TrimSpace(cfg.AgentUserID)
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	if cfg.SocketPath == "" {
-		cfg.SocketPath = def.SocketPath
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := deps.Logger()
 	var delay *delayer
 	switch mode := strings.TrimSpace(cfg.ReplyDelayMode); mode {
 	case DelayNonMention:

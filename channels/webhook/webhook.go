@@ -36,8 +36,6 @@ package webhook
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -105,37 +103,31 @@ var hookNameChars = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // Validate checks the config; errors name the key under channels.webhook
 // and never contain a secret.
 func (c Config) Validate() error {
-	var errs []error
+	var p channels.Problems
 	if len(c.AllowFrom) > 0 {
-		errs = append(errs, errors.New("allowFrom: not used by the webhook channel (every hook is authenticated by its secret); set hooks.<name>.allowFrom instead"))
+		p.Addf("allowFrom: not used by the webhook channel (every hook is authenticated by its secret); set hooks.<name>.allowFrom instead")
 	}
 	if len(c.Hooks) == 0 {
-		errs = append(errs, errors.New(`hooks: at least one hook is required ({"hooks": {"ha": {"secret": "...", "sync": true}}})`))
+		p.Addf(`hooks: at least one hook is required ({"hooks": {"ha": {"secret": "...", "sync": true}}})`)
 	}
-	if c.MaxBodyBytes < 0 {
-		errs = append(errs, errors.New("maxBodyBytes: must not be negative"))
-	}
+	p.NonNegative("maxBodyBytes", c.MaxBodyBytes)
 	for _, name := range sortedNames(c.Hooks) {
 		h := c.Hooks[name]
 		key := "hooks." + name
 		if len(name) > 64 || !hookNameChars.MatchString(name) {
-			errs = append(errs, fmt.Errorf("%s: the name may hold only letters, digits, '-' and '_' (it is part of the URL /hooks/<name>)", key))
+			p.Addf("%s: the name may hold only letters, digits, '-' and '_' (it is part of the URL /hooks/<name>)", key)
 		}
 		if len(strings.TrimSpace(h.Secret)) < MinSecretLen {
-			errs = append(errs, fmt.Errorf("%s.secret: at least %d characters required (generate one with `openssl rand -hex 32`)", key, MinSecretLen))
+			p.Addf("%s.secret: at least %d characters required (generate one with `openssl rand -hex 32`)", key, MinSecretLen)
 		}
 		if h.ReplyURL != "" {
-			if err := channels.CheckURL(key+".replyUrl", h.ReplyURL); err != nil {
-				errs = append(errs, err)
-			}
+			p.URL(key+".replyUrl", h.ReplyURL)
 		} else if !h.Sync {
-			errs = append(errs, fmt.Errorf("%s: set replyUrl, or sync: true, so that answers have somewhere to go", key))
+			p.Addf("%s: set replyUrl, or sync: true, so that answers have somewhere to go", key)
 		}
-		if h.SyncTimeoutS < 0 {
-			errs = append(errs, fmt.Errorf("%s.syncTimeoutS: must not be negative", key))
-		}
+		p.NonNegative(key+".syncTimeoutS", int64(h.SyncTimeoutS))
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 func sortedNames(m map[string]Hook) []string {
