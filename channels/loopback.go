@@ -2,6 +2,8 @@ package channels
 
 import (
 	"net"
+	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -40,4 +42,28 @@ func IsLoopbackPeer(remoteAddr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// GenuineLoopback reports whether r comes from a browser (or a script) on
+// this machine that asked for a loopback name: the peer is loopback, the
+// Host is a loopback name, no proxy header is present, and the Origin, when
+// sent, is a loopback page. A page on another site whose name was
+// re-pointed at 127.0.0.1 (DNS rebinding) or a reverse proxy on the same
+// machine is not. Callers must also know that their server listens on
+// loopback only.
+func GenuineLoopback(r *http.Request) bool {
+	if !IsLoopbackPeer(r.RemoteAddr) || !IsLoopbackHost(HostName(r.Host)) {
+		return false
+	}
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"} {
+		if r.Header.Get(h) != "" {
+			return false
+		}
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true // not a browser page (curl, a script on this machine)
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && IsLoopbackHost(HostName(u.Host))
 }

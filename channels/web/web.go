@@ -35,7 +35,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -155,20 +154,7 @@ func (c *Channel) SetLogin(loggedIn func(r *http.Request) bool) {
 // that asked for a loopback name, as opposed to a page on another site whose
 // name was re-pointed at 127.0.0.1 (DNS rebinding) or a reverse proxy.
 func (c *Channel) genuineLoopback(r *http.Request) bool {
-	if !c.loopbackBind || !channels.IsLoopbackPeer(r.RemoteAddr) || !channels.IsLoopbackHost(channels.HostName(r.Host)) {
-		return false
-	}
-	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"} {
-		if r.Header.Get(h) != "" {
-			return false
-		}
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true // not a browser page (curl, a script on this machine)
-	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host != "" && channels.IsLoopbackHost(channels.HostName(u.Host))
+	return c.loopbackBind && channels.GenuineLoopback(r)
 }
 
 func loadToken(path string) (string, error) {

@@ -67,20 +67,7 @@ func randomToken() string {
 // machine asking a loopback bind by a loopback name: not a page whose name
 // was re-pointed at 127.0.0.1 (DNS rebinding), not a reverse proxy.
 func (a *auth) genuineLoopback(r *http.Request) bool {
-	if !a.loopback || !channels.IsLoopbackPeer(r.RemoteAddr) || !channels.IsLoopbackHost(channels.HostName(r.Host)) {
-		return false
-	}
-	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"} {
-		if r.Header.Get(h) != "" {
-			return false
-		}
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host != "" && channels.IsLoopbackHost(channels.HostName(u.Host))
+	return a.loopback && channels.GenuineLoopback(r)
 }
 
 // principal is who a request is: ok says it may use the API, csrf is the
