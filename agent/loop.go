@@ -108,7 +108,8 @@ type Loop struct {
 
 	presets presetRunners
 	// queueChoices remembers each chat's /queue choice ("" none) by
-	// session key, read once from the session and refreshed by every turn.
+	// session key while it has a worker, read once from the session and
+	// refreshed by every turn.
 	queueChoices map[string]string
 }
 
@@ -388,9 +389,16 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 // l.mu held and releases it.
 func (l *Loop) retire(ctx context.Context, key string, w *worker) {
 	delete(l.workers, key)
+	// The chat's queue choice is read again when it next speaks (its
+	// session is loaded for that turn anyway), so what is remembered
+	// stays as many as the chats with a worker.
+	delete(l.queueChoices, key)
 	if len(l.workers) == 0 {
 		close(l.busy)
 		l.busy = nil
+		// Go maps keep their buckets when entries go: start small again
+		// after a peak of busy chats.
+		l.workers, l.queueChoices = map[string]*worker{}, nil
 	}
 	carried, rest := w.carried, w.queue
 	w.carried, w.queue = nil, nil

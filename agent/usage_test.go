@@ -97,7 +97,10 @@ func TestUsageEstimatedWhenNotReported(t *testing.T) {
 	go h.loop.Run(t.Context(), nil)
 	srv.Push(providertest.Reply{Text: "a reply of a few words", NoUsage: true})
 	h.askFinal(t, bus.Inbound{Channel: "test", ChatID: "c2", SenderID: "bob", Content: "hello there"})
-	tot := led.Today(usage.Scope{Kind: usage.ScopeSender, ID: "test:bob"})
+	tot, _, err := led.Period(t.Context(), usage.Scope{Kind: usage.ScopeSender, ID: "test:bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if tot.Calls != 1 || tot.Estimated != 1 || tot.Input == 0 || tot.Output == 0 {
 		t.Errorf("totals = %+v, want 1 estimated call with input and output tokens", tot)
 	}

@@ -34,12 +34,15 @@ func (l *Loop) usageText(ctx context.Context, m bus.Inbound, args string) (strin
 	if err != nil {
 		return "Sorry, I could not read the usage ledger.", err
 	}
-	chat := usage.Scope{Kind: usage.ScopeChat, ID: key}
+	today, month, err := led.Period(ctx, usage.Scope{Kind: usage.ScopeChat, ID: key})
+	if err != nil {
+		return "Sorry, I could not read the usage ledger.", err
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Usage of this chat (tokens, cost):\n")
 	fmt.Fprintf(&b, "This conversation: %s\n", usage.Line(conv.Total.Totals))
-	fmt.Fprintf(&b, "Today: %s\n", usage.Line(led.Today(chat)))
-	fmt.Fprintf(&b, "This month: %s\n", usage.Line(led.ThisMonth(chat)))
+	fmt.Fprintf(&b, "Today: %s\n", usage.Line(today))
+	fmt.Fprintf(&b, "This month: %s\n", usage.Line(month))
 	fmt.Fprintf(&b, "Prices as of %s; \"?\" is a model without a known price.", usage.PricesAsOf)
 	return b.String(), nil
 }

@@ -129,6 +129,11 @@ func startGateway(bin, dir string, fx *fakes, o gwOptions) (*gateway, time.Durat
 	g := &gateway{addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, logf: logf, done: make(chan error, 1)}
 	g.cmd = exec.Command(bin, "gateway", "--config", cfg)
 	g.cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+	if v := os.Getenv("NANOBOT_BENCH_GODEBUG"); v != "" {
+		// e.g. memprofilerate=4096: heap profiles (-profiles) fine enough
+		// to see small per-session entries.
+		g.cmd.Env = append(g.cmd.Env, "GODEBUG="+v)
+	}
 	g.cmd.Stdout, g.cmd.Stderr = logf, logf
 	probe := o.Probe
 	if probe == "" {

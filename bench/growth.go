@@ -59,6 +59,7 @@ func measureGrowth(r *report, fx *fakes, bin, work string, quick bool) error {
 		p := growthPoint{Label: label, Sessions: sessions, RSS: rss, PSS: pss, Heap: int64(heap)}
 		r.Growth = append(r.Growth, p)
 		fmt.Printf("  %s: %d sessions, RSS %s (anonymous %s), heap %s\n", label, sessions, mib(rss), mib(sm["Anonymous:"]), mib(int64(heap)))
+		printRuntime(ctx, g)
 		return nil
 	}
 	if err := read("before", 0); err != nil {
@@ -100,3 +101,25 @@ func measureGrowth(r *report, fx *fakes, bin, work string, quick bool) error {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// printRuntime prints what the Go runtime holds outside the heap's objects,
+// to tell growth of our state from the runtime's own: goroutine stacks,
+// span structures and GC metadata (never returned), and the goroutines.
+func printRuntime(ctx context.Context, g *gateway) {
+	var parts []string
+	for _, m := range []struct{ name, label string }{
+		{"go_memstats_stack_inuse_bytes", "stacks"},
+		{"go_memstats_mspan_inuse_bytes", "spans"},
+		{"go_memstats_gc_sys_bytes", "GC metadata"},
+		{"go_memstats_heap_idle_bytes", "heap idle"},
+		{"go_memstats_heap_released_bytes", "released"},
+	} {
+		if v, err := g.metric(ctx, m.name); err == nil {
+			parts = append(parts, m.label+" "+mib(int64(v)))
+		}
+	}
+	if v, err := g.metric(ctx, "go_goroutines"); err == nil {
+		parts = append(parts, fmt.Sprintf("%d goroutines", int(v)))
+	}
+	fmt.Printf("    runtime: %s\n", strings.Join(parts, ", "))
+}

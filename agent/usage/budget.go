@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -88,8 +89,10 @@ type held struct {
 	cost   float64
 }
 
-// NewBudgets enforces lim over the running totals of led. log receives
-// the warning about models whose price is unknown (nil discards).
+// NewBudgets enforces lim over the running totals of led, which it asks
+// to keep per-chat and per-sender totals when lim caps those (reading the
+// month's files again). log receives the warning about models whose price
+// is unknown (nil discards).
 func NewBudgets(led *Ledger, lim Limits, log *slog.Logger) *Budgets {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -98,6 +101,18 @@ func NewBudgets(led *Ledger, lim Limits, log *slog.Logger) *Budgets {
 		reserved: map[Scope]held{}, warned: map[string]bool{}}
 	for _, e := range lim.Exempt {
 		b.exempt[e] = true
+	}
+	var kinds []ScopeKind
+	if !lim.PerChat.empty() {
+		kinds = append(kinds, ScopeChat)
+	}
+	if !lim.PerSender.empty() {
+		kinds = append(kinds, ScopeSender)
+	}
+	if err := led.keep(context.Background(), kinds...); err != nil {
+		// The ledger read these files a moment ago in Open; if they
+		// cannot be read now, the totals count from here on.
+		log.Error("reading the month's usage for per-chat and per-sender budgets failed; they count from now", "err", err)
 	}
 	return b
 }

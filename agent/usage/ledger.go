@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -36,6 +37,10 @@ type Ledger struct {
 	buf   []byte
 	day   periodTotals
 	mon   periodTotals
+	// kept[k] is set for the scope kinds with running totals: global,
+	// agent and channel always; chat and sender only once a budget asks
+	// (keep), since those grow with every chat and sender of the month.
+	kept [nScopeKinds]bool
 
 	// Group commit: appends write under mu and wait until a sync covers
 	// their line; one of them syncs (outside mu) for all that wrote
@@ -74,6 +79,7 @@ const (
 	ScopeChat
 	ScopeSender
 	ScopeChannel
+	nScopeKinds
 )
 
 // Totals are summed calls.
@@ -108,18 +114,41 @@ func Open(ctx context.Context, dir string, opts Options) (*Ledger, error) {
 	}
 	l := &Ledger{dir: dir, opts: opts}
 	l.synced = sync.NewCond(&l.mu)
-	now := opts.Now().In(opts.Location)
-	l.day.reset(now.Format(time.DateOnly))
-	l.mon.reset(now.Format("2006-01"))
-	start := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, opts.Location)
-	err := scan(ctx, dir, opts.Location, start, time.Time{}, func(r *rawRecord) {
-		rec := r.record()
-		l.count(&rec)
-	})
-	if err != nil {
+	l.kept[ScopeGlobal], l.kept[ScopeAgent], l.kept[ScopeChannel] = true, true, true
+	if err := l.load(ctx); err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// load counts the records of the current month from the files of every
+// worker into fresh running totals. Called before the ledger is shared or
+// with mu held.
+func (l *Ledger) load(ctx context.Context) error {
+	now := l.opts.Now().In(l.opts.Location)
+	l.day.reset(now.Format(time.DateOnly))
+	l.mon.reset(now.Format("2006-01"))
+	start := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, l.opts.Location)
+	return scan(ctx, l.dir, l.opts.Location, start, time.Time{}, func(r *rawRecord) {
+		rec := r.record()
+		l.count(&rec)
+	})
+}
+
+// keep makes the ledger keep running totals for the scope kinds too,
+// reading the month's files again when one was not kept before.
+func (l *Ledger) keep(ctx context.Context, kinds ...ScopeKind) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fresh := false
+	for _, k := range kinds {
+		fresh = fresh || !l.kept[k]
+		l.kept[k] = true
+	}
+	if !fresh {
+		return nil
+	}
+	return l.load(ctx)
 }
 
 func (p *periodTotals) reset(key string) {
@@ -127,27 +156,36 @@ func (p *periodTotals) reset(key string) {
 	p.totals = map[Scope]Totals{}
 }
 
-func (p *periodTotals) add(r *Record) {
+func (p *periodTotals) add(r *Record, kept *[nScopeKinds]bool) {
 	// A Record counts as its ledger line does: one home for the sums.
 	raw := rawRecord{in: r.Input, cr: r.CacheRead, cw: r.CacheWrite, out: r.Output, rsn: r.Reasoning, est: r.Estimated}
 	if r.CostUSD != nil {
 		raw.cost, raw.hasCost = *r.CostUSD, true
 	}
-	for _, s := range scopesOf(r) {
+	for k := range ScopeKind(nScopeKinds) {
+		if !kept[k] {
+			continue
+		}
+		s := scopeOf(r, k)
 		t := p.totals[s]
 		t.addRaw(&raw)
 		p.totals[s] = t
 	}
 }
 
-func scopesOf(r *Record) [5]Scope {
-	return [5]Scope{
-		{},
-		{ScopeAgent, r.Agent},
-		{ScopeChat, r.Session},
-		{ScopeSender, r.Channel + ":" + r.Sender},
-		{ScopeChannel, r.Channel},
+// scopeOf is the scope of kind k that r counts in.
+func scopeOf(r *Record, k ScopeKind) Scope {
+	switch k {
+	case ScopeAgent:
+		return Scope{k, r.Agent}
+	case ScopeChat:
+		return Scope{k, r.Session}
+	case ScopeSender:
+		return Scope{k, r.Channel + ":" + r.Sender}
+	case ScopeChannel:
+		return Scope{k, r.Channel}
 	}
+	return Scope{}
 }
 
 // count adds r to the running totals of its day and month, moving them on
@@ -158,13 +196,13 @@ func (l *Ledger) count(r *Record) {
 		if d > l.day.key {
 			l.day.reset(d)
 		}
-		l.day.add(r)
+		l.day.add(r, &l.kept)
 	}
 	if m := t.Format("2006-01"); m >= l.mon.key {
 		if m > l.mon.key {
 			l.mon.reset(m)
 		}
-		l.mon.add(r)
+		l.mon.add(r, &l.kept)
 	}
 }
 
@@ -274,10 +312,13 @@ func startOnFreshLine(f *os.File) error {
 	return err
 }
 
-// Today returns the running totals of scope for the current day.
+// Today returns the running totals of scope for the current day. Chat and
+// sender totals are kept only while a budget caps them (zero otherwise;
+// Period reads them from the files).
 func (l *Ledger) Today(s Scope) Totals { return l.totals(&l.day, time.DateOnly, s) }
 
-// ThisMonth returns the running totals of scope for the current month.
+// ThisMonth returns the running totals of scope for the current month;
+// see Today for which are kept.
 func (l *Ledger) ThisMonth(s Scope) Totals { return l.totals(&l.mon, "2006-01", s) }
 
 func (l *Ledger) totals(p *periodTotals, layout string, s Scope) Totals {
@@ -288,6 +329,34 @@ func (l *Ledger) totals(p *periodTotals, layout string, s Scope) Totals {
 		return Totals{} // nothing recorded since the period began
 	}
 	return p.totals[s]
+}
+
+// Period returns the totals of scope for the current day and month: the
+// running totals when they are kept, else summed from the month's files.
+func (l *Ledger) Period(ctx context.Context, s Scope) (today, month Totals, err error) {
+	l.mu.Lock()
+	kept := l.kept[s.Kind]
+	l.mu.Unlock()
+	if kept {
+		return l.Today(s), l.ThisMonth(s), nil
+	}
+	f := Filter{Session: s.ID}
+	if s.Kind == ScopeSender {
+		f = Filter{}
+		f.Channel, f.Sender, _ = strings.Cut(s.ID, ":")
+	}
+	now := l.opts.Now().In(l.opts.Location)
+	f.Since = time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, l.opts.Location)
+	sum, err := l.Summary(ctx, f, GroupDay)
+	if err != nil {
+		return Totals{}, Totals{}, err
+	}
+	for _, r := range sum.Rows {
+		if r.Key == now.Format(time.DateOnly) {
+			today = r.Totals
+		}
+	}
+	return today, sum.Total.Totals, nil
 }
 
 // Summary queries the ledger's folder (all workers' files); see Summarize.

@@ -117,8 +117,8 @@ func TestMonthRotation(t *testing.T) {
 			t.Errorf("month file: %v", err)
 		}
 	}
-	if got := l.ThisMonth(Scope{Kind: ScopeChat, ID: "telegram:1"}); got.Calls != 1 || got.Input != 7 {
-		t.Errorf("February's totals for the chat = %+v, want 1 call of 7 input tokens", got)
+	if _, got, err := l.Period(context.Background(), Scope{Kind: ScopeChat, ID: "telegram:1"}); err != nil || got.Calls != 1 || got.Input != 7 {
+		t.Errorf("February's totals for the chat = %+v, %v; want 1 call of 7 input tokens", got, err)
 	}
 	s, err := l.Summary(context.Background(), Filter{}, GroupDay)
 	if err != nil {
