@@ -46,17 +46,27 @@ func TestHealthzBeforeRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	status := func(path string) (int, string) { t.Helper(); return getStatus(t, addr, path) }
+	checkStarting(t, status)
+	runUntilReady(t, g, status)
+}
+
+// getStatus GETs http://addr/path.
+func getStatus(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
 	client := &http.Client{Timeout: 5 * time.Second}
-	status := func(path string) (int, string) {
-		t.Helper()
-		resp, err := client.Get("http://" + addr + path)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+	resp, err := client.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
 	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// checkStarting checks the early answers: alive, not ready.
+func checkStarting(t *testing.T, status func(string) (int, string)) {
+	t.Helper()
 	if code, body := status("/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("before Run: /healthz %d %q, want 200 ok", code, body)
 	}
@@ -65,11 +75,15 @@ func TestHealthzBeforeRun(t *testing.T) {
 			t.Errorf("before Run: %s %d %q, want 503 starting", path, code, body)
 		}
 	}
+}
 
+// runUntilReady runs g until the test ends and waits for /readyz.
+func runUntilReady(t *testing.T, g *Gateway, status func(string) (int, string)) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -79,7 +93,7 @@ func TestHealthzBeforeRun(t *testing.T) {
 		case <-time.After(15 * time.Second):
 			t.Error("gateway did not stop")
 		}
-	}()
+	})
 	waitFor(t, "ready after Run", func() bool {
 		code, _ := status("/readyz")
 		return code == 200
@@ -87,4 +101,52 @@ func TestHealthzBeforeRun(t *testing.T) {
 	if code, _ := status("/api/status"); code != 200 {
 		t.Errorf("after Run: /api/status %d", code)
 	}
+}
+
+// A listener opened with ListenEarly answers /healthz before New is even
+// called (while the caller builds providers, tools and channels); New
+// takes it over, gives the port back when it fails, and Run serves the
+// full handler on it.
+func TestListenEarlyHandedToNew(t *testing.T) {
+	ports, err := testproc.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(nil)
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	dir := t.TempDir()
+	opts := Options{
+		Config: &cfg, Paths: configs.PathsFor(filepath.Join(dir, "config.json"), &cfg),
+		Provider: &echoLLM{}, Model: "test", Channels: webOnly(), DrainTimeout: 2 * time.Second, Stderr: io.Discard,
+	}
+	status := func(path string) (int, string) { t.Helper(); return getStatus(t, addr, path) }
+
+	early, err := ListenEarly("127.0.0.1", ports[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStarting(t, status)
+	bad := opts
+	bad.Role, bad.Early = "bogus", early
+	if _, err := New(t.Context(), bad); err == nil {
+		t.Fatal("New with an unknown role succeeded")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the port is still held after a failed New: %v", err)
+	}
+	ln.Close()
+
+	if opts.Early, err = ListenEarly("127.0.0.1", ports[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ListenEarly("127.0.0.1", ports[0]); err == nil {
+		t.Error("a second ListenEarly on the same port succeeded")
+	}
+	g, err := New(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	checkStarting(t, status)
+	runUntilReady(t, g, status)
 }
