@@ -18,29 +18,10 @@ import (
 // the port, before the rest is assembled and Run starts it; readiness and
 // everything else wait for Run. A New that fails gives the port back.
 func TestHealthzBeforeRun(t *testing.T) {
-	ports, err := testproc.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(nil)
-	cfg.Gateway.Host, cfg.Gateway.Port = "127.0.0.1", ports[0]
-	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	dir := t.TempDir()
-	opts := Options{
-		Config: &cfg, Paths: configs.PathsFor(filepath.Join(dir, "config.json"), &cfg),
-		Provider: &echoLLM{}, Model: "test", Channels: webOnly(), DrainTimeout: 2 * time.Second, Stderr: io.Discard,
-	}
+	opts, port := earlyOptions(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 
-	bad := opts
-	bad.Role = "bogus"
-	if _, err := New(t.Context(), bad); err == nil {
-		t.Fatal("New with an unknown role succeeded")
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("the port is still held after a failed New: %v", err)
-	}
-	ln.Close()
+	failNewFreesPort(t, opts, addr)
 
 	g, err := New(t.Context(), opts)
 	if err != nil {
@@ -49,6 +30,37 @@ func TestHealthzBeforeRun(t *testing.T) {
 	status := func(path string) (int, string) { t.Helper(); return getStatus(t, addr, path) }
 	checkStarting(t, status)
 	runUntilReady(t, g, status)
+}
+
+// earlyOptions are a web-only gateway's options on a free port of
+// 127.0.0.1 (set as gateway.host/port too).
+func earlyOptions(t *testing.T) (Options, int) {
+	t.Helper()
+	ports, err := testproc.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(nil)
+	cfg.Gateway.Host, cfg.Gateway.Port = "127.0.0.1", ports[0]
+	return Options{
+		Config: &cfg, Paths: configs.PathsFor(filepath.Join(t.TempDir(), "config.json"), &cfg),
+		Provider: &echoLLM{}, Model: "test", Channels: webOnly(), DrainTimeout: 2 * time.Second, Stderr: io.Discard,
+	}, ports[0]
+}
+
+// failNewFreesPort runs a New that fails (an unknown role) and checks
+// that addr is free again afterwards.
+func failNewFreesPort(t *testing.T, opts Options, addr string) {
+	t.Helper()
+	opts.Role = "bogus"
+	if _, err := New(t.Context(), opts); err == nil {
+		t.Fatal("New with an unknown role succeeded")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the port is still held after a failed New: %v", err)
+	}
+	ln.Close()
 }
 
 // getStatus GETs http://addr/path.
@@ -108,39 +120,22 @@ func runUntilReady(t *testing.T, g *Gateway, status func(string) (int, string)) 
 // takes it over, gives the port back when it fails, and Run serves the
 // full handler on it.
 func TestListenEarlyHandedToNew(t *testing.T) {
-	ports, err := testproc.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(nil)
-	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	dir := t.TempDir()
-	opts := Options{
-		Config: &cfg, Paths: configs.PathsFor(filepath.Join(dir, "config.json"), &cfg),
-		Provider: &echoLLM{}, Model: "test", Channels: webOnly(), DrainTimeout: 2 * time.Second, Stderr: io.Discard,
-	}
+	opts, port := earlyOptions(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	status := func(path string) (int, string) { t.Helper(); return getStatus(t, addr, path) }
 
-	early, err := ListenEarly("127.0.0.1", ports[0])
+	early, err := ListenEarly("127.0.0.1", port)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkStarting(t, status)
-	bad := opts
-	bad.Role, bad.Early = "bogus", early
-	if _, err := New(t.Context(), bad); err == nil {
-		t.Fatal("New with an unknown role succeeded")
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("the port is still held after a failed New: %v", err)
-	}
-	ln.Close()
+	opts.Early = early
+	failNewFreesPort(t, opts, addr)
 
-	if opts.Early, err = ListenEarly("127.0.0.1", ports[0]); err != nil {
+	if opts.Early, err = ListenEarly("127.0.0.1", port); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ListenEarly("127.0.0.1", ports[0]); err == nil {
+	if _, err := ListenEarly("127.0.0.1", port); err == nil {
 		t.Error("a second ListenEarly on the same port succeeded")
 	}
 	g, err := New(t.Context(), opts)
