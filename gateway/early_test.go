@@ -18,22 +18,42 @@ import (
 // the port, before the rest is assembled and Run starts it; readiness and
 // everything else wait for Run. A New that fails gives the port back.
 func TestHealthzBeforeRun(t *testing.T) {
+	opts, port := earlyOptions(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+
+	failNewFreesPort(t, opts, addr)
+
+	g, err := New(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	status := func(path string) (int, string) { t.Helper(); return getStatus(t, addr, path) }
+	checkStarting(t, status)
+	runUntilReady(t, g, status)
+}
+
+// earlyOptions are a web-only gateway's options on a free port of
+// 127.0.0.1 (set as gateway.host/port too).
+func earlyOptions(t *testing.T) (Options, int) {
+	t.Helper()
 	ports, err := testproc.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := testConfig(nil)
 	cfg.Gateway.Host, cfg.Gateway.Port = "127.0.0.1", ports[0]
-	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	dir := t.TempDir()
-	opts := Options{
-		Config: &cfg, Paths: configs.PathsFor(filepath.Join(dir, "config.json"), &cfg),
+	return Options{
+		Config: &cfg, Paths: configs.PathsFor(filepath.Join(t.TempDir(), "config.json"), &cfg),
 		Provider: &echoLLM{}, Model: "test", Channels: webOnly(), DrainTimeout: 2 * time.Second, Stderr: io.Discard,
-	}
+	}, ports[0]
+}
 
-	bad := opts
-	bad.Role = "bogus"
-	if _, err := New(t.Context(), bad); err == nil {
+// failNewFreesPort runs a New that fails (an unknown role) and checks
+// that addr is free again afterwards.
+func failNewFreesPort(t *testing.T, opts Options, addr string) {
+	t.Helper()
+	opts.Role = "bogus"
+	if _, err := New(t.Context(), opts); err == nil {
 		t.Fatal("New with an unknown role succeeded")
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -41,22 +61,24 @@ func TestHealthzBeforeRun(t *testing.T) {
 		t.Fatalf("the port is still held after a failed New: %v", err)
 	}
 	ln.Close()
+}
 
-	g, err := New(t.Context(), opts)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+// getStatus GETs http://addr/path.
+func getStatus(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
 	client := &http.Client{Timeout: 5 * time.Second}
-	status := func(path string) (int, string) {
-		t.Helper()
-		resp, err := client.Get("http://" + addr + path)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+	resp, err := client.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
 	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// checkStarting checks the early answers: alive, not ready.
+func checkStarting(t *testing.T, status func(string) (int, string)) {
+	t.Helper()
 	if code, body := status("/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("before Run: /healthz %d %q, want 200 ok", code, body)
 	}
@@ -65,11 +87,15 @@ func TestHealthzBeforeRun(t *testing.T) {
 			t.Errorf("before Run: %s %d %q, want 503 starting", path, code, body)
 		}
 	}
+}
 
+// runUntilReady runs g until the test ends and waits for /readyz.
+func runUntilReady(t *testing.T, g *Gateway, status func(string) (int, string)) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -79,7 +105,7 @@ func TestHealthzBeforeRun(t *testing.T) {
 		case <-time.After(15 * time.Second):
 			t.Error("gateway did not stop")
 		}
-	}()
+	})
 	waitFor(t, "ready after Run", func() bool {
 		code, _ := status("/readyz")
 		return code == 200
@@ -87,4 +113,35 @@ func TestHealthzBeforeRun(t *testing.T) {
 	if code, _ := status("/api/status"); code != 200 {
 		t.Errorf("after Run: /api/status %d", code)
 	}
+}
+
+// A listener opened with ListenEarly answers /healthz before New is even
+// called (while the caller builds providers, tools and channels); New
+// takes it over, gives the port back when it fails, and Run serves the
+// full handler on it.
+func TestListenEarlyHandedToNew(t *testing.T) {
+	opts, port := earlyOptions(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	status := func(path string) (int, string) { t.Helper(); return getStatus(t, addr, path) }
+
+	early, err := ListenEarly("127.0.0.1", port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStarting(t, status)
+	opts.Early = early
+	failNewFreesPort(t, opts, addr)
+
+	if opts.Early, err = ListenEarly("127.0.0.1", port); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ListenEarly("127.0.0.1", port); err == nil {
+		t.Error("a second ListenEarly on the same port succeeded")
+	}
+	g, err := New(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	checkStarting(t, status)
+	runUntilReady(t, g, status)
 }

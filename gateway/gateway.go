@@ -51,14 +51,14 @@ type Gateway struct {
 	usage   *usage.Ledger // nil on a channels-only cluster instance
 	// budgets refuses calls over a budget; nil when none is set.
 	budgets *usage.Budgets
-	srv     *http.Server
-	ln      net.Listener
-	// full is the whole HTTP handler, built by New and put in front by Run
-	// (active); until then the server answers as the early handler does.
-	full   http.Handler
-	active atomic.Pointer[http.Handler]
-	// served carries Serve's return when New started serving early.
-	served chan error
+	// early serves HTTP on ln from New (or from Run when the caller
+	// brought a plain Listener); ownsLn: New opened or took over ln.
+	early  *Early
+	ln     net.Listener
+	ownsLn bool
+	// full is the whole HTTP handler, built by New and put in front by Run;
+	// until then early answers /healthz only.
+	full http.Handler
 	// stopping is set when shutdown begins: /readyz fails, and turns
 	// cancelled from then on are replayed at the next start.
 	stopping atomic.Bool

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -13,54 +12,35 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 )
 
-// listenEarly opens the HTTP listener, unless the caller brought one, and
-// serves the early handler on it at once. A port in use fails New before
-// anything else is done.
+// listenEarly takes over the caller's early listener, or wraps the
+// caller's plain listener (served from Run on), or opens and serves one
+// itself. A port in use fails New before anything else is done.
 func (g *Gateway) listenEarly() error {
-	g.ln = g.o.Listener
-	if g.ln != nil {
+	switch {
+	case g.o.Early != nil:
+		g.early = g.o.Early
+	case g.o.Listener != nil:
+		g.early = newEarly(g.o.Listener)
+		g.ln = g.o.Listener
 		return nil
+	default:
+		e, err := ListenEarly(g.cfg.Gateway.Host, g.cfg.Gateway.Port)
+		if err != nil {
+			return err
+		}
+		g.early = e
 	}
-	addr := net.JoinHostPort(g.cfg.Gateway.Host, fmt.Sprint(g.cfg.Gateway.Port))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("gateway: listen on %s (gateway.host/gateway.port): %w", addr, err)
-	}
-	g.ln = ln
-	g.srv = g.newServer()
-	g.served = make(chan error, 1)
-	go func() { g.served <- g.srv.Serve(ln) }()
+	g.ln = g.early.ln
+	g.ownsLn = true
 	return nil
 }
 
 // closeEarly stops the early server when New fails; it closes the
-// listener New opened.
+// listener New opened or was handed as Options.Early.
 func (g *Gateway) closeEarly() {
-	if g.served != nil {
-		_ = g.srv.Close()
-		<-g.served
+	if g.ownsLn {
+		g.early.Close()
 	}
-}
-
-func (g *Gateway) newServer() *http.Server {
-	return &http.Server{Handler: http.HandlerFunc(g.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
-}
-
-// serveHTTP hands a request to the full handler once Run has put it in
-// front; before that the process is up (/healthz) but not ready.
-func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if h := g.active.Load(); h != nil {
-		(*h).ServeHTTP(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain")
-	if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		_, _ = w.Write([]byte("ok\n"))
-		return
-	}
-	w.Header().Set("Retry-After", "1")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write([]byte("starting\n"))
 }
 
 // buildHTTP builds the HTTP handler: health, readiness, metrics, status,
@@ -92,9 +72,6 @@ func (g *Gateway) buildHTTP() error {
 		}
 	}
 	g.full = hostCheck(g.cfg.Gateway.AllowedHosts, isLoopbackAddr(g.ln.Addr()), g.log, mux)
-	if g.srv == nil {
-		g.srv = g.newServer()
-	}
 	return nil
 }
 
@@ -118,12 +95,8 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 // answers "not ready" while the rest shuts down.
 func (g *Gateway) httpService() service {
 	return service{name: "http", run: func(ctx context.Context) error {
-		g.active.Store(&g.full)
-		errc := g.served
-		if errc == nil {
-			errc = make(chan error, 1)
-			go func() { errc <- g.srv.Serve(g.ln) }()
-		}
+		g.early.active.Store(&g.full)
+		errc := g.early.serve()
 		select {
 		case err := <-errc:
 			return fmt.Errorf("http server: %w", err)
@@ -131,7 +104,7 @@ func (g *Gateway) httpService() service {
 		}
 		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = g.srv.Shutdown(shutCtx)
+		_ = g.early.srv.Shutdown(shutCtx)
 		return nil
 	}}
 }

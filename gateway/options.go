@@ -61,6 +61,10 @@ type Options struct {
 	Extra []channels.Channel
 	// Listener overrides gateway.host:port (tests pass 127.0.0.1:0).
 	Listener net.Listener
+	// Early is the listener the caller opened with ListenEarly before
+	// building what it passes here, so /healthz answered meanwhile; New
+	// takes it over (and closes it if it fails). It overrides Listener.
+	Early *Early
 	// Ready is called with the HTTP address once the gateway serves.
 	Ready func(addr string)
 	// DrainTimeout bounds how long running turns may finish on shutdown

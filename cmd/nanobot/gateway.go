@@ -40,6 +40,19 @@ func runGateway(ctx context.Context, a *app) error {
 	if !l.Exists {
 		a.log.Info("no config file: running on built-in defaults; `nanobot onboard` writes one", "path", l.Path)
 	}
+	// Listen before building the provider, tools, MCP servers and channels,
+	// so /healthz answers from the first milliseconds; gateway.Run takes
+	// the listener over.
+	early, err := gateway.ListenEarly(l.Config.Gateway.Host, l.Config.Gateway.Port)
+	if err != nil {
+		return err
+	}
+	handed := false
+	defer func() {
+		if !handed {
+			early.Close()
+		}
+	}()
 	w, err := a.wire(ctx)
 	if err != nil {
 		return err
@@ -93,6 +106,7 @@ func runGateway(ctx context.Context, a *app) error {
 	obs, stopTracing := a.startLangfuse()
 	defer stopTracing()
 	opts.Observer = obs
+	opts.Early, handed = early, true
 	return gateway.Run(ctx, opts)
 }
 

@@ -3,48 +3,50 @@ package webui
 import (
 	"bytes"
 	"html"
-	"regexp"
 
-	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/util"
 )
 
-// markdown turns the Markdown of stored messages into safe HTML: goldmark
-// parses (raw HTML in the source is dropped), highlight colours fenced
-// code by class, and bluemonday sanitises the result, so neither a model
-// nor a chat partner can inject markup into the workbench. It is safe for
-// concurrent use.
+// markdown turns the Markdown of stored messages into safe HTML, so neither
+// a model nor a chat partner can inject markup into the workbench. The
+// safety comes from what goldmark emits, not from a sanitiser run over it
+// afterwards: without html.WithUnsafe goldmark replaces raw HTML (blocks and
+// inline) with a comment and escapes all text and attribute values; the
+// linkPolicy transformer unlinks every link, autolink and image whose URL
+// has a scheme other than http, https or mailto (and data: images goldmark
+// itself accepts), and marks the remaining links rel="nofollow noreferrer"
+// (plus target="_blank" and "noopener" for absolute ones); fenced code goes
+// through highlight, which escapes it. render_test.go pins each of these
+// against the usual injection vectors. It is safe for concurrent use.
 type markdown struct {
-	md     goldmark.Markdown
-	policy *bluemonday.Policy
-	css    []byte // the highlight classes, light and dark
+	md  goldmark.Markdown
+	css []byte // the highlight classes, light and dark
 }
-
-var codeClass = regexp.MustCompile(`^(hl|c|s|n|k|language-[a-zA-Z0-9+#_-]{1,32})$`)
 
 func newMarkdown() (*markdown, error) {
 	md := goldmark.New(
-		goldmark.WithExtensions(extension.GFM),
+		// GFM, with table alignment as the align attribute rather than a
+		// style one, so that the page allows no inline styles at all.
+		goldmark.WithExtensions(extension.Linkify, extension.Strikethrough, extension.TaskList,
+			extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute))),
+		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(linkPolicy{}, 100))),
 		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(codeRenderer{}, 100))),
 	)
-	p := bluemonday.UGCPolicy()
-	p.AllowAttrs("class").Matching(codeClass).OnElements("span", "pre", "code")
-	p.RequireNoReferrerOnLinks(true)
-	p.AddTargetBlankToFullyQualifiedLinks(true)
-	return &markdown{md: md, policy: p, css: []byte(highlightCSS)}, nil
+	return &markdown{md: md, css: []byte(highlightCSS)}, nil
 }
 
-// HTML renders Markdown to sanitised HTML.
+// HTML renders Markdown to safe HTML.
 func (r *markdown) HTML(src string) string {
 	var buf bytes.Buffer
 	if err := r.md.Convert([]byte(src), &buf); err != nil {
 		return "<pre>" + html.EscapeString(src) + "</pre>"
 	}
-	return r.policy.Sanitize(buf.String())
+	return buf.String()
 }
 
 // codeRenderer renders fenced code blocks through highlight.
