@@ -6,6 +6,8 @@
 //
 // Concurrency: any number of goroutines may publish; each queue has exactly
 // one consumer (the agent loop for inbound, the dispatcher for outbound).
+// The in-memory Bus runs one goroutine per queue, from New until Close and
+// the consumer's receive of the last queued message.
 //
 // Back-pressure: both queues are bounded (see New). A publisher blocks while
 // its queue is full, until there is room or its context ends, in which case
@@ -245,10 +247,11 @@ type Outbound struct {
 // ErrClosed is returned by Publish after Close.
 var ErrClosed = errors.New("bus: closed")
 
-// Bus is the in-memory implementation: two bounded channels.
+// Bus is the in-memory implementation: two bounded queues, each served by
+// a goroutine of its own from New until Close and the consumer's drain.
 type Bus struct {
-	in  chan Inbound
-	out chan Outbound
+	in  *queue[Inbound]
+	out *queue[Outbound]
 
 	mu     sync.RWMutex
 	closed bool
@@ -256,7 +259,8 @@ type Bus struct {
 }
 
 // Default queue sizes: deep enough to absorb a burst from every channel
-// while the agent is at its concurrency cap.
+// while the agent is at its concurrency cap. A queue takes memory only for
+// the messages it holds.
 const (
 	DefaultInboundCap  = 1024
 	DefaultOutboundCap = 4096
@@ -271,18 +275,18 @@ func New(inCap, outCap int) *Bus {
 	if outCap <= 0 {
 		outCap = DefaultOutboundCap
 	}
-	return &Bus{in: make(chan Inbound, inCap), out: make(chan Outbound, outCap), done: make(chan struct{})}
+	return &Bus{in: newQueue[Inbound](inCap), out: newQueue[Outbound](outCap), done: make(chan struct{})}
 }
 
 // PublishInbound queues m for the agent, blocking while the queue is full.
 func (b *Bus) PublishInbound(ctx context.Context, m Inbound) error {
-	return publish(ctx, b, b.in, m)
+	return publish(ctx, b, b.in.intake, m)
 }
 
 // PublishOutbound queues m for the dispatcher, blocking while the queue is
 // full.
 func (b *Bus) PublishOutbound(ctx context.Context, m Outbound) error {
-	return publish(ctx, b, b.out, m)
+	return publish(ctx, b, b.out.intake, m)
 }
 
 func publish[T any](ctx context.Context, b *Bus, ch chan T, m T) error {
@@ -307,13 +311,13 @@ func publish[T any](ctx context.Context, b *Bus, ch chan T, m T) error {
 }
 
 // Inbound is the agent loop's receive side. It is closed by Close.
-func (b *Bus) Inbound() <-chan Inbound { return b.in }
+func (b *Bus) Inbound() <-chan Inbound { return b.in.recv }
 
 // Outbound is the dispatcher's receive side. It is closed by Close.
-func (b *Bus) Outbound() <-chan Outbound { return b.out }
+func (b *Bus) Outbound() <-chan Outbound { return b.out.recv }
 
 // Depth returns the number of queued inbound and outbound messages.
-func (b *Bus) Depth() (in, out int) { return len(b.in), len(b.out) }
+func (b *Bus) Depth() (in, out int) { return int(b.in.held.Load()), int(b.out.held.Load()) }
 
 // Close stops intake: blocked and later publishers get ErrClosed, and both
 // receive channels are closed once their queued messages are drained by the
@@ -331,6 +335,6 @@ func (b *Bus) Close() {
 		return
 	}
 	b.closed = true
-	close(b.in)
-	close(b.out)
+	close(b.in.intake)
+	close(b.out.intake)
 }

@@ -3,6 +3,8 @@ package bus
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -100,4 +102,68 @@ func BenchmarkPublishConsume(b *testing.B) {
 	}
 	bus.Close()
 	<-done
+}
+
+// A queue takes memory for what it holds, not for its bound: a bus that
+// may hold a million messages costs next to nothing while empty.
+func TestBoundCostsNothingWhileEmpty(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b := New(1<<20, 1<<20)
+	runtime.ReadMemStats(&after)
+	defer b.Close()
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<10 {
+		t.Errorf("New(1<<20, 1<<20) allocated %d bytes, want under 64 KiB", got)
+	}
+}
+
+// Messages keep their order while the queue fills, is partly drained and
+// fills again (the held slice is reused and grown), and Depth follows.
+func TestOrderAcrossGrowth(t *testing.T) {
+	b := New(100, 1)
+	defer b.Close()
+	ctx := context.Background()
+	next, want := 0, 0
+	publish := func(n int) {
+		t.Helper()
+		for range n {
+			if err := b.PublishInbound(ctx, Inbound{Content: strconv.Itoa(next)}); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+	}
+	receive := func(n int) {
+		t.Helper()
+		for range n {
+			if got := (<-b.Inbound()).Content; got != strconv.Itoa(want) {
+				t.Fatalf("received %q, want %d", got, want)
+			}
+			want++
+		}
+	}
+	depth := func(w int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			in, _ := b.Depth()
+			if in == w {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Depth = %d, want %d", in, w)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	publish(100)
+	depth(100)
+	receive(30)
+	publish(30)
+	depth(100)
+	receive(100)
+	depth(0)
+	publish(70)
+	receive(70)
+	depth(0)
 }
