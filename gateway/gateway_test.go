@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,7 +223,9 @@ func startGatewayOpts(t testing.TB, cfg configs.Config, llm providers.Provider, 
 				t.Errorf("gateway: %v", err)
 			}
 		case <-time.After(15 * time.Second):
-			t.Error("gateway did not stop")
+			var stacks strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+			t.Errorf("gateway did not stop; goroutines:\n%s", stacks.String())
 		}
 	})
 	return r

@@ -27,13 +27,22 @@ func IsUnreachable(err error) bool {
 	return IsTransient(err) && !errors.Is(err, context.DeadlineExceeded)
 }
 
+// attemptTimeout bounds one attempt of Retry: a request sent while the
+// connection was reconnecting can lose its reply, and waiting for it would
+// hold the caller (a turn's Done, and with it the gateway's shutdown) for
+// the whole of MaxRetry.
+const attemptTimeout = 5 * time.Second
+
 // Retry runs op until it succeeds, fails for good, ctx ends or MaxRetry
-// passed, waiting with jittered backoff between transient failures.
+// passed, waiting with jittered backoff between transient failures. Each
+// attempt gets at most attemptTimeout.
 func Retry(ctx context.Context, op func(ctx context.Context) error) error {
 	deadline := time.Now().Add(MaxRetry)
 	wait := 50 * time.Millisecond
 	for {
-		err := op(ctx)
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := op(actx)
+		cancel()
 		if err == nil || !IsTransient(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			return err
 		}
