@@ -290,6 +290,7 @@ type GatewayConfig struct {
 	Heartbeat HeartbeatConfig `json:"heartbeat"`
 	// Pprof serves Go's runtime profiles (heap, goroutines, CPU) under
 	// /debug/pprof/ to loopback clients, for diagnosing memory or CPU use.
+	// Heap sampling is off until it is on (internal/memprof).
 	Pprof bool `json:"pprof"`
 	// WebUI is the web workbench served at / (see docs/webui.md).
 	WebUI WebUIConfig `json:"webui"`

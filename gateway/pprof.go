@@ -4,12 +4,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+
+	"github.com/nanobot-go/nanobot/internal/memprof"
 )
 
 // mountPprof serves Go's profiles under /debug/pprof/ (gateway.pprof),
 // answering only requests from loopback addresses whatever the bind
-// address: profiles show memory contents such as message text.
+// address: profiles show memory contents such as message text. Heap
+// profiles sample allocations from this call on: until then sampling is off
+// (internal/memprof).
 func mountPprof(mux *http.ServeMux) {
+	memprof.Enable()
 	local := func(h http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			host, _, err := net.SplitHostPort(r.RemoteAddr)
