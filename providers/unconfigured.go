@@ -19,7 +19,7 @@ type Unconfigured struct {
 
 // Message tells the user how to configure a provider.
 func (u Unconfigured) Message() string {
-	msg := "No LLM provider is configured yet. Add an API key to config.json (for example providers.anthropic.apiKey, or export ANTHROPIC_API_KEY with the starter config from `nanobot onboard`), then restart the gateway."
+	msg := "No LLM provider is configured yet. Add an API key to config.json (for example providers.anthropic.apiKey, or export ANTHROPIC_API_KEY with the starter config from `nanobot onboard`), then restart the gateway (or run the `nanobot agent` command again)."
 	if u.Reason != "" {
 		msg += " (" + u.Reason + ")"
 	}
