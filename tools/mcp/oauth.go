@@ -233,36 +233,11 @@ func Login(ctx context.Context, name string, cfg configs.MCPServerConfig, opts L
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", opts.RedirectPort))
+	redirect, results, stop, err := serveRedirect(opts.RedirectPort)
 	if err != nil {
 		return 0, fmt.Errorf("mcp login %s: listen for the redirect: %w", name, err)
 	}
-	defer l.Close()
-	redirect := fmt.Sprintf("http://127.0.0.1:%d%s", l.Addr().(*net.TCPAddr).Port, CallbackPath)
-
-	results := make(chan *auth.AuthorizationResult, 1)
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != CallbackPath {
-			http.NotFound(w, r)
-			return
-		}
-		q := r.URL.Query()
-		if e := q.Get("error"); e != "" {
-			http.Error(w, "Sign-in failed: "+html.EscapeString(e+" "+q.Get("error_description")), http.StatusBadRequest)
-			select {
-			case results <- &auth.AuthorizationResult{}:
-			default:
-			}
-			return
-		}
-		select {
-		case results <- &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}:
-		default:
-		}
-		_, _ = fmt.Fprint(w, "nanobot is signed in to the MCP server. You can close this window.")
-	})}
-	go func() { _ = srv.Serve(l) }()
-	defer srv.Close()
+	defer stop()
 
 	var (
 		mu   sync.Mutex
@@ -324,6 +299,41 @@ func Login(ctx context.Context, name string, cfg configs.MCPServerConfig, opts L
 		return 0, err
 	}
 	return len(tools), nil
+}
+
+// serveRedirect listens on 127.0.0.1:port (0 picks one) for the browser's
+// return from the authorization server. It hands the first result over on
+// results (an empty Code when the server reported an error); stop closes
+// the listener.
+func serveRedirect(port int) (redirect string, results <-chan *auth.AuthorizationResult, stop func(), err error) {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return "", nil, nil, err
+	}
+	redirect = fmt.Sprintf("http://127.0.0.1:%d%s", l.Addr().(*net.TCPAddr).Port, CallbackPath)
+	ch := make(chan *auth.AuthorizationResult, 1)
+	offer := func(res *auth.AuthorizationResult) {
+		select {
+		case ch <- res:
+		default:
+		}
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != CallbackPath {
+			http.NotFound(w, r)
+			return
+		}
+		q := r.URL.Query()
+		if e := q.Get("error"); e != "" {
+			http.Error(w, "Sign-in failed: "+html.EscapeString(e+" "+q.Get("error_description")), http.StatusBadRequest)
+			offer(&auth.AuthorizationResult{})
+			return
+		}
+		offer(&auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")})
+		_, _ = fmt.Fprint(w, "nanobot is signed in to the MCP server. You can close this window.")
+	})}
+	go func() { _ = srv.Serve(l) }()
+	return redirect, ch, func() { _ = srv.Close(); _ = l.Close() }, nil
 }
 
 // IsOAuth reports whether a server entry asks for OAuth.
