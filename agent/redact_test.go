@@ -44,7 +44,7 @@ func TestSecretsRedactedFromToolsAndReplies(t *testing.T) {
 		// 60 pieces of a ~90-byte text: the key is split across deltas.
 		providertest.Reply{Text: "Your deploy key is " + key + ", and again: " + key + ". Keep it safe.", Chunks: 60},
 	)
-	provider, err := openai.New(openai.Options{APIBase: llm.OpenAIBase(), HTTPClient: llm.Client()})
+	provider, err := openai.New(openai.Options{Endpoint: providers.Endpoint{APIBase: llm.OpenAIBase(), HTTPClient: llm.Client()}})
 	if err != nil {
 		t.Fatal(err)
 	}

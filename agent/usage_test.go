@@ -8,6 +8,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
@@ -17,7 +18,7 @@ import (
 func usageHarness(t *testing.T) (*harness, *providertest.Server, *usage.Ledger) {
 	t.Helper()
 	srv := providertest.New(t)
-	p, err := openai.New(openai.Options{Name: "openai", APIKey: "sk-test", APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()})
+	p, err := openai.New(openai.Options{Endpoint: providers.Endpoint{Name: "openai", APIKey: "sk-test", APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
@@ -21,7 +22,7 @@ func TestBudgetThroughTheGateway(t *testing.T) {
 	srv.Handle(func(providertest.Request) providertest.Reply {
 		return providertest.Reply{Text: "answer", Usage: &providertest.Usage{PromptTokens: 1000, CompletionTokens: 100}}
 	})
-	p, err := openai.New(openai.Options{Name: "openai", APIKey: "sk-test", APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()})
+	p, err := openai.New(openai.Options{Endpoint: providers.Endpoint{Name: "openai", APIKey: "sk-test", APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestUsageLedgerAndMetricsAfterTurn(t *testing.T) {
 	srv.Push(providertest.Reply{ToolCalls: []providertest.ToolCall{{Name: "clock", Arguments: `{}`}},
 		Usage: &providertest.Usage{PromptTokens: 2000, CompletionTokens: 20, CacheReadTokens: 1000, ReasoningTokens: 8}})
 	srv.Push(providertest.Reply{Text: "It is noon.", Usage: &providertest.Usage{PromptTokens: 2100, CompletionTokens: 10, CacheReadTokens: 2000}})
-	p, err := openai.New(openai.Options{Name: "openai", APIKey: "sk-test", APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()})
+	p, err := openai.New(openai.Options{Endpoint: providers.Endpoint{Name: "openai", APIKey: "sk-test", APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()}})
 	if err != nil {
 		t.Fatal(err)
 	}

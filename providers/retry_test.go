@@ -37,7 +37,7 @@ func (w *waits) got() []time.Duration {
 
 func backend(t *testing.T, srv *providertest.Server) providers.Provider {
 	t.Helper()
-	p, err := openai.New(openai.Options{Name: "test", APIKey: "sk-retry-test-key", APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()})
+	p, err := openai.New(openai.Options{Endpoint: providers.Endpoint{Name: "test", APIKey: "sk-retry-test-key", APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()}})
 	if err != nil {
 		t.Fatal(err)
 	}

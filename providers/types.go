@@ -1,7 +1,8 @@
 // Package providers owns the vendor-neutral LLM contract: the message shape the
 // sessions store, the request the agent sends, the one response shape every
-// backend returns (LLMResponse), the Provider interface, the provider registry
-// with model->provider matching, the retry policy shared by all backends, and
+// backend returns (LLMResponse), the Provider interface, the Endpoint settings
+// every vendor backend's Options embed, the provider registry with
+// model->provider matching, the retry policy shared by all backends, and
 // the proactive rate limiter (RateLimiters) that holds calls back to the
 // configured rpm/tpm and to what the vendors' rate-limit headers allow.
 //

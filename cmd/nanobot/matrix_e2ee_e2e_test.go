@@ -21,6 +21,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/matrix/matrixtest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
@@ -149,7 +150,7 @@ func runGatewayIn(t *testing.T, dir string, chans map[string]any, llm *providert
 	if err != nil {
 		t.Fatal(err)
 	}
-	provider, err := openai.New(openai.Options{APIBase: llm.OpenAIBase()})
+	provider, err := openai.New(openai.Options{Endpoint: providers.Endpoint{APIBase: llm.OpenAIBase()}})
 	if err != nil {
 		t.Fatal(err)
 	}

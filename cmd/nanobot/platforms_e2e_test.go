@@ -21,6 +21,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
@@ -216,7 +217,7 @@ func startTestGateway(t *testing.T, chans map[string]any, llm *providertest.Serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	provider, err := openai.New(openai.Options{APIBase: llm.OpenAIBase()})
+	provider, err := openai.New(openai.Options{Endpoint: providers.Endpoint{APIBase: llm.OpenAIBase()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 	"github.com/nanobot-go/nanobot/providers/tts"
@@ -164,7 +165,7 @@ func runSpeakingGateway(t *testing.T, path string, body []byte, llm *providertes
 	if err != nil || speaker == nil {
 		t.Fatalf("buildSpeaker = %v, %v", speaker, err)
 	}
-	provider, err := openai.New(openai.Options{APIBase: llm.OpenAIBase()})
+	provider, err := openai.New(openai.Options{Endpoint: providers.Endpoint{APIBase: llm.OpenAIBase()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/internal/calltimer"
@@ -45,26 +44,12 @@ const DefaultMaxTokens = 4096
 
 // Options configures a Provider.
 type Options struct {
-	// Name names the provider in errors and logs. Default "anthropic".
-	Name string
-	// APIKey authenticates the requests.
-	APIKey string
-	// APIBase is the endpoint without /v1. Default DefaultAPIBase; a
-	// trailing "/v1" is tolerated.
-	APIBase string
-	// ExtraHeaders are added to every request (anthropic-beta, a gateway's
-	// header).
-	ExtraHeaders map[string]string
-	// ExtraBody is merged into every request body; its top-level keys
-	// replace what the provider would send (config extraBody).
-	ExtraBody map[string]any
-	// HTTPClient overrides the HTTP client.
-	HTTPClient *http.Client
-	// RequestTimeout bounds a call, and a stream's wait for its first
-	// event; 0 means none (the ctx decides).
-	RequestTimeout time.Duration
-	// StreamIdleTimeout fails a stream with no event for this long; 0 means none.
-	StreamIdleTimeout time.Duration
+	// Endpoint: Name defaults to "anthropic"; APIBase is the endpoint
+	// without /v1 (a trailing "/v1" is tolerated), DefaultAPIBase by
+	// default; the APIKey is sent as a bearer token; ExtraHeaders suit
+	// anthropic-beta or a gateway's header; HTTPClient defaults to
+	// http.DefaultClient.
+	providers.Endpoint
 	// DefaultMaxTokens replaces the package default when the request sets none.
 	DefaultMaxTokens int
 	// Logger receives debug lines; nil discards.

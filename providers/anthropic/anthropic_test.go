@@ -18,7 +18,7 @@ const testKey = "sk-ant-test-0123456789"
 
 func newProvider(t *testing.T, srv *providertest.Server, mod ...func(*anthropic.Options)) *anthropic.Provider {
 	t.Helper()
-	opts := anthropic.Options{APIKey: testKey, APIBase: srv.AnthropicBase(), HTTPClient: srv.Client()}
+	opts := anthropic.Options{Endpoint: providers.Endpoint{APIKey: testKey, APIBase: srv.AnthropicBase(), HTTPClient: srv.Client()}}
 	for _, m := range mod {
 		m(&opts)
 	}

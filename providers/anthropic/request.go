@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/providers/internal/history"
 )
 
 // Thinking budgets per reasoning effort, in tokens.
@@ -15,15 +16,6 @@ var thinkingBudgets = map[string]int{
 	"high":    16384,
 	"xhigh":   32768,
 	"max":     32768,
-}
-
-// emptyText stands in for empty content: the API rejects empty text blocks.
-const emptyText = "(empty)"
-
-// turn is one Messages API message under construction.
-type turn struct {
-	role   string // "user" or "assistant"
-	blocks []block
 }
 
 func (p *Provider) params(req providers.ChatRequest) (*messageRequest, error) {
@@ -45,7 +37,7 @@ func (p *Provider) params(req providers.ChatRequest) (*messageRequest, error) {
 		Messages: make([]wireMessage, len(turns)),
 	}
 	for i, t := range turns {
-		params.Messages[i] = wireMessage{Role: t.role, Content: t.blocks}
+		params.Messages[i] = wireMessage{Role: t.Role, Content: t.Blocks}
 	}
 
 	forced := false
@@ -81,72 +73,28 @@ func (p *Provider) requestError(err error) error {
 	return &providers.Error{Provider: p.name, Message: err.Error(), Err: err}
 }
 
-// convert splits the OpenAI-shaped history into system blocks and
-// alternating turns, merging consecutive messages of one role.
-func convert(msgs []providers.Message) ([]*textBlock, []turn, error) {
-	var (
-		system []*textBlock
-		turns  []turn
-	)
-	add := func(role string, blocks ...block) {
-		if len(blocks) == 0 {
-			return
-		}
-		if n := len(turns); n > 0 && turns[n-1].role == role {
-			turns[n-1].blocks = append(turns[n-1].blocks, blocks...)
-			return
-		}
-		turns = append(turns, turn{role: role, blocks: blocks})
-	}
-	for i, m := range msgs {
-		switch m.Role {
-		case providers.RoleSystem:
-			if text := m.Text(); strings.TrimSpace(text) != "" {
-				system = append(system, newText(text))
-			}
-		case providers.RoleUser:
-			blocks := contentBlocks(m)
-			if len(blocks) == 0 {
-				blocks = append(blocks, newText(emptyText))
-			}
-			add(providers.RoleUser, blocks...)
-		case providers.RoleAssistant:
-			add(providers.RoleAssistant, assistantBlocks(m)...)
-		case providers.RoleTool:
-			if m.ToolCallID == "" {
-				return nil, nil, fmt.Errorf("message %d: tool result without tool_call_id", i)
-			}
-			add(providers.RoleUser, toolResult(m))
-		default:
-			return nil, nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
-		}
-	}
-	return system, turns, nil
+// messageBlocks spells the history's content in Messages API blocks.
+var messageBlocks = history.Blocks[block]{
+	Text:      func(s string) block { return newText(s) },
+	Image:     imageContent,
+	Assistant: assistantBlocks,
+	ToolResult: func(id string, content []block) block {
+		return &toolResultBlock{Type: "tool_result", ToolUseID: id, Content: content}
+	},
 }
 
-// contentBlocks converts text and image content.
-func contentBlocks(m providers.Message) []block {
-	if len(m.Parts) == 0 {
-		if m.Content == "" {
-			return nil
-		}
-		return []block{newText(m.Content)}
+// convert splits the OpenAI-shaped history into system blocks and
+// alternating turns, merging consecutive messages of one role.
+func convert(msgs []providers.Message) ([]*textBlock, []history.Turn[block], error) {
+	texts, turns, err := messageBlocks.Convert(msgs)
+	if err != nil {
+		return nil, nil, err
 	}
-	var blocks []block
-	for _, part := range m.Parts {
-		switch part.Type {
-		case "image_url":
-			if part.ImageURL == nil {
-				continue
-			}
-			blocks = append(blocks, imageContent(part.ImageURL.URL))
-		default:
-			if part.Text != "" {
-				blocks = append(blocks, newText(part.Text))
-			}
-		}
+	system := make([]*textBlock, len(texts))
+	for i, text := range texts {
+		system[i] = newText(text)
 	}
-	return blocks
+	return system, turns, nil
 }
 
 // imageContent turns a data: URL into a base64 source and an http(s) URL into
@@ -198,30 +146,9 @@ func assistantBlocks(m providers.Message) []block {
 		blocks = append(blocks, newText(text))
 	}
 	for _, tc := range m.ToolCalls {
-		args, _, err := providers.ParseToolArguments(tc.Function.Arguments)
-		if err != nil {
-			// The call ran (or failed) with these arguments already; the
-			// replay only needs a valid object.
-			args = map[string]any{}
-		}
-		blocks = append(blocks, &toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: args})
+		blocks = append(blocks, &toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: history.ToolInput(tc)})
 	}
 	return blocks
-}
-
-// toolResult keeps the text and image content of a tool message.
-func toolResult(m providers.Message) block {
-	res := &toolResultBlock{Type: "tool_result", ToolUseID: m.ToolCallID}
-	for _, b := range contentBlocks(m) {
-		switch b.(type) {
-		case *textBlock, *imageBlock:
-			res.Content = append(res.Content, b)
-		}
-	}
-	if len(res.Content) == 0 {
-		res.Content = []block{newText(emptyText)}
-	}
-	return res
 }
 
 // toolParam sends the tool's schema as an object schema; "required" keeps
@@ -273,13 +200,13 @@ func toolChoice(choice string) (*wireToolChoice, bool) {
 // the last message before the newest user message: everything up to there
 // is the same in the next call (history is append-only), so it is read from
 // the cache instead of being processed again.
-func markCacheBreakpoints(system []*textBlock, turns []turn) {
+func markCacheBreakpoints(system []*textBlock, turns []history.Turn[block]) {
 	if n := len(system); n > 0 {
 		system[n-1].markCache()
 	}
 	last := -1
 	for i := len(turns) - 1; i >= 0; i-- {
-		if turns[i].role == providers.RoleUser {
+		if turns[i].Role == providers.RoleUser {
 			last = i
 			break
 		}
@@ -287,7 +214,7 @@ func markCacheBreakpoints(system []*textBlock, turns []turn) {
 	if last <= 0 {
 		return
 	}
-	blocks := turns[last-1].blocks
+	blocks := turns[last-1].Blocks
 	for i := len(blocks) - 1; i >= 0; i-- {
 		if blocks[i].markCache() {
 			return

@@ -34,7 +34,7 @@ func rawServer(t *testing.T, status int, header map[string]string, body string) 
 		_, _ = io.WriteString(w, body)
 	}))
 	t.Cleanup(srv.Close)
-	p, err := anthropic.New(anthropic.Options{APIKey: testKey, APIBase: srv.URL, HTTPClient: srv.Client()})
+	p, err := anthropic.New(anthropic.Options{Endpoint: providers.Endpoint{APIKey: testKey, APIBase: srv.URL, HTTPClient: srv.Client()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestStallAfterMessageStop(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	p, err := anthropic.New(anthropic.Options{APIBase: srv.URL, HTTPClient: srv.Client(), StreamIdleTimeout: 100 * time.Millisecond})
+	p, err := anthropic.New(anthropic.Options{Endpoint: providers.Endpoint{APIBase: srv.URL, HTTPClient: srv.Client(), StreamIdleTimeout: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -240,12 +240,12 @@ func (m *Manager) codexExchange(ctx context.Context, code, verifier, redirect st
 		}
 		return Credential{}, fmt.Errorf("%s: exchange the authorization code: %w", Codex, r.asError(Codex, code, verifier))
 	}
-	var tr tokenResponse
-	if err := decodeJSON(Codex, "token", r.body, &tr); err != nil {
+	tr, err := decodeToken(Codex, "token", r.body)
+	if err != nil {
 		return Credential{}, err
 	}
-	if tr.AccessToken == "" || tr.RefreshToken == "" {
-		return Credential{}, fmt.Errorf("%s: the token answer lacks access_token or refresh_token", Codex)
+	if tr.RefreshToken == "" {
+		return Credential{}, fmt.Errorf("%s: token: the token answer has no refresh_token", Codex)
 	}
 	c := m.codexCredential(Credential{}, tr)
 	c.SignedInAt = m.opts.Now()
@@ -275,12 +275,9 @@ func (m *Manager) codexRefresh(ctx context.Context, cur Credential) (Credential,
 	if r.status != http.StatusOK {
 		return Credential{}, fmt.Errorf("%s: refresh: %w", Codex, r.asError(Codex, cur.RefreshToken))
 	}
-	var tr tokenResponse
-	if err := decodeJSON(Codex, "refresh", r.body, &tr); err != nil {
+	tr, err := decodeToken(Codex, "refresh", r.body)
+	if err != nil {
 		return Credential{}, err
-	}
-	if tr.AccessToken == "" {
-		return Credential{}, fmt.Errorf("%s: the refresh answer has no access_token", Codex)
 	}
 	return m.codexCredential(cur, tr), nil
 }

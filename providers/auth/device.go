@@ -117,13 +117,6 @@ func (m *Manager) deviceFlow(ctx context.Context, provider, codeURL, tokenURL, c
 		if r.status != http.StatusOK {
 			return tokenResponse{}, fmt.Errorf("%s: device flow: %w", provider, r.asError(provider, dc.DeviceCode))
 		}
-		var tr tokenResponse
-		if err := decodeJSON(provider, "device flow token", r.body, &tr); err != nil {
-			return tokenResponse{}, err
-		}
-		if tr.AccessToken == "" {
-			return tokenResponse{}, fmt.Errorf("%s: device flow: the token answer has no access_token", provider)
-		}
-		return tr, nil
+		return decodeToken(provider, "device flow token", r.body)
 	}
 }

@@ -91,6 +91,19 @@ type tokenResponse struct {
 	ExpiresIn    int64  `json:"expires_in"`
 }
 
+// decodeToken decodes a token endpoint's success body, which must carry
+// an access token; what names the endpoint in errors.
+func decodeToken(provider, what string, body []byte) (tokenResponse, error) {
+	var tr tokenResponse
+	if err := decodeJSON(provider, what, body, &tr); err != nil {
+		return tokenResponse{}, err
+	}
+	if tr.AccessToken == "" {
+		return tokenResponse{}, fmt.Errorf("%s: %s: the token answer has no access_token", provider, what)
+	}
+	return tr, nil
+}
+
 // decodeJSON decodes a success body, naming the endpoint on failure.
 func decodeJSON(provider, what string, body []byte, v any) error {
 	if err := json.Unmarshal(body, v); err != nil {

@@ -89,11 +89,7 @@ func Anthropic(res providers.Resolution, opts providers.Options) (providers.Prov
 	if err := withProxy(res, &opts); err != nil {
 		return nil, err
 	}
-	request, idle := opts.EffectiveTimeouts()
-	return anthropic.New(anthropic.Options{
-		Name: res.Provider, APIKey: res.APIKey, APIBase: res.APIBase, ExtraHeaders: res.ExtraHeaders, ExtraBody: res.ExtraBody,
-		HTTPClient: opts.HTTPClient, RequestTimeout: request, StreamIdleTimeout: idle, Logger: opts.Logger,
-	})
+	return anthropic.New(anthropic.Options{Endpoint: endpoint(res, opts), Logger: opts.Logger})
 }
 
 // Bedrock builds the AWS Bedrock Converse backend for res.
@@ -101,19 +97,24 @@ func Bedrock(res providers.Resolution, opts providers.Options) (providers.Provid
 	if err := withProxy(res, &opts); err != nil {
 		return nil, err
 	}
-	request, idle := opts.EffectiveTimeouts()
 	return bedrock.New(bedrock.Options{
-		Name: res.Provider, Region: res.Region, Profile: res.Profile, APIKey: res.APIKey, APIBase: res.APIBase,
-		ExtraHeaders: res.ExtraHeaders, ExtraBody: res.ExtraBody,
-		HTTPClient: opts.HTTPClient, RequestTimeout: request, StreamIdleTimeout: idle, Logger: opts.Logger,
+		Endpoint: endpoint(res, opts), Region: res.Region, Profile: res.Profile, Logger: opts.Logger,
 	})
 }
 
-func openAIOptions(res providers.Resolution, opts providers.Options) openai.Options {
+// endpoint is what every backend is given of res and opts: the provider's
+// name, key, base URL and extras, the HTTP client and the timeouts.
+func endpoint(res providers.Resolution, opts providers.Options) providers.Endpoint {
 	request, idle := opts.EffectiveTimeouts()
-	return openai.Options{
+	return providers.Endpoint{
 		Name: res.Provider, APIKey: res.APIKey, APIBase: res.APIBase, ExtraHeaders: res.ExtraHeaders, ExtraBody: res.ExtraBody,
 		HTTPClient: opts.HTTPClient, RequestTimeout: request, StreamIdleTimeout: idle,
+	}
+}
+
+func openAIOptions(res providers.Resolution, opts providers.Options) openai.Options {
+	return openai.Options{
+		Endpoint:      endpoint(res, opts),
 		SchemaDialect: res.Spec.SchemaDialect, NoReasoningReplay: res.Spec.NoReasoningReplay,
 		MaxCompletionTokens: res.Spec.MaxCompletionTokens, Logger: opts.Logger,
 	}

@@ -60,30 +60,18 @@ const maxErrorBody = 64 << 10
 
 // Options configures a Provider.
 type Options struct {
-	// Name names the provider in errors and logs. Default "bedrock".
-	Name string
+	// Endpoint: Name defaults to "bedrock"; APIKey is a Bedrock API key,
+	// sent as a bearer token instead of SigV4; APIBase overrides the
+	// endpoint (https://bedrock-runtime.REGION.amazonaws.com) for a VPC
+	// endpoint, a proxy or a test fake; ExtraBody is deep-merged into
+	// additionalModelRequestFields rather than the body's top level.
+	providers.Endpoint
 	// Region is the AWS region (us-east-1, ...); "" falls back to
 	// AWS_REGION, AWS_DEFAULT_REGION, then the profile's region.
 	Region string
 	// Profile is the shared config/credentials profile; "" means
 	// AWS_PROFILE or "default" (and lets environment keys win).
 	Profile string
-	// APIKey is a Bedrock API key, sent as a bearer token instead of SigV4.
-	APIKey string
-	// APIBase overrides the endpoint (https://bedrock-runtime.REGION.amazonaws.com):
-	// a VPC endpoint, a proxy, a test fake.
-	APIBase string
-	// ExtraHeaders are added to every request.
-	ExtraHeaders map[string]string
-	// ExtraBody is deep-merged into additionalModelRequestFields.
-	ExtraBody map[string]any
-	// HTTPClient overrides the HTTP client.
-	HTTPClient *http.Client
-	// RequestTimeout bounds a call, and a stream's wait for its first
-	// event; 0 means none.
-	RequestTimeout time.Duration
-	// StreamIdleTimeout fails a stream with no event for this long; 0 means none.
-	StreamIdleTimeout time.Duration
 	// DefaultMaxTokens replaces the package default when the request sets none.
 	DefaultMaxTokens int
 	// Getenv reads the environment (AWS_* variables, HOME); nil means os.Getenv.

@@ -62,7 +62,7 @@ func TestConverseSignsAndParsesToolUseAndUsage(t *testing.T) {
 		"stopReason": "tool_use",
 		"usage":      map[string]any{"inputTokens": 100, "outputTokens": 20, "totalTokens": 150, "cacheReadInputTokens": 30},
 	}})
-	p := newProvider(t, bedrock.Options{Region: "us-west-2", APIBase: fake.URL, Getenv: keysEnv(t)})
+	p := newProvider(t, bedrock.Options{Endpoint: providers.Endpoint{APIBase: fake.URL}, Region: "us-west-2", Getenv: keysEnv(t)})
 	resp, err := p.Chat(t.Context(), providers.ChatRequest{
 		Model: "us.anthropic.claude-sonnet-4-20250514-v1:0",
 		Messages: []providers.Message{
@@ -119,7 +119,7 @@ func TestWrongSecretIsRefusedByTheFake(t *testing.T) {
 	fake.Push(bedrocktest.Reply{Body: map[string]any{}})
 	env := envOf(t, map[string]string{"AWS_ACCESS_KEY_ID": testCreds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": "not-the-secret",
 		"AWS_SESSION_TOKEN": testCreds.SessionToken})
-	p := newProvider(t, bedrock.Options{Region: "us-east-1", APIBase: fake.URL, Getenv: env})
+	p := newProvider(t, bedrock.Options{Endpoint: providers.Endpoint{APIBase: fake.URL}, Region: "us-east-1", Getenv: env})
 	_, err := p.Chat(t.Context(), providers.ChatRequest{Model: "amazon.nova-pro-v1:0", Messages: []providers.Message{{Role: "user", Content: "hi"}}})
 	var pe *providers.Error
 	if !errors.As(err, &pe) || pe.StatusCode != http.StatusForbidden || pe.Transient {
@@ -150,7 +150,7 @@ func TestConverseStreamEventStream(t *testing.T) {
 		{Type: "messageStop", Payload: map[string]any{"stopReason": "tool_use"}},
 		{Type: "metadata", Payload: map[string]any{"usage": map[string]any{"inputTokens": 40, "outputTokens": 9, "totalTokens": 49}, "metrics": map[string]any{"latencyMs": 120}}},
 	}})
-	p := newProvider(t, bedrock.Options{Region: "eu-central-1", APIBase: fake.URL, Getenv: keysEnv(t)})
+	p := newProvider(t, bedrock.Options{Endpoint: providers.Endpoint{APIBase: fake.URL}, Region: "eu-central-1", Getenv: keysEnv(t)})
 	var deltas []providers.Delta
 	resp, err := p.Stream(t.Context(), providers.ChatRequest{
 		Model:    "anthropic.claude-3-5-haiku-20241022-v1:0",
@@ -207,7 +207,7 @@ func TestStreamFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := bedrocktest.New(t, testCreds, "us-east-1", "")
 			fake.Push(bedrocktest.Reply{Events: tc.events})
-			p := newProvider(t, bedrock.Options{Region: "us-east-1", APIBase: fake.URL, Getenv: keysEnv(t)})
+			p := newProvider(t, bedrock.Options{Endpoint: providers.Endpoint{APIBase: fake.URL}, Region: "us-east-1", Getenv: keysEnv(t)})
 			_, err := p.Stream(t.Context(), providers.ChatRequest{Model: "amazon.nova-lite-v1:0",
 				Messages: []providers.Message{{Role: "user", Content: "hi"}}}, nil)
 			var pe *providers.Error
@@ -233,7 +233,7 @@ func TestHTTPErrorsAreClassified(t *testing.T) {
 		bedrocktest.Reply{Status: http.StatusTooManyRequests, ErrorType: "ThrottlingException", Message: "Rate exceeded"},
 		bedrocktest.Reply{Status: http.StatusBadRequest, ErrorType: "ValidationException", Message: "The model ID is invalid"},
 	)
-	p := newProvider(t, bedrock.Options{Region: "us-east-1", APIBase: fake.URL, Getenv: keysEnv(t)})
+	p := newProvider(t, bedrock.Options{Endpoint: providers.Endpoint{APIBase: fake.URL}, Region: "us-east-1", Getenv: keysEnv(t)})
 	req := providers.ChatRequest{Model: "amazon.nova-lite-v1:0", Messages: []providers.Message{{Role: "user", Content: "hi"}}}
 	for _, want := range []struct {
 		status    int
@@ -252,7 +252,7 @@ func TestBearerTokenInsteadOfSigV4(t *testing.T) {
 	fake := bedrocktest.New(t, aws.Credentials{}, "", "bedrock-api-key-123")
 	fake.Push(bedrocktest.Reply{Body: map[string]any{"output": map[string]any{"message": map[string]any{"content": []any{map[string]any{"text": "ok"}}}}, "stopReason": "end_turn"}})
 	// No AWS keys and no region anywhere: the key and endpoint suffice.
-	p := newProvider(t, bedrock.Options{APIKey: "bedrock-api-key-123", APIBase: fake.URL, Getenv: envOf(t, nil)})
+	p := newProvider(t, bedrock.Options{Endpoint: providers.Endpoint{APIKey: "bedrock-api-key-123", APIBase: fake.URL}, Getenv: envOf(t, nil)})
 	resp, err := p.Chat(t.Context(), providers.ChatRequest{Model: "amazon.nova-lite-v1:0", Messages: []providers.Message{{Role: "user", Content: "hi"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestProfileFromSharedFiles(t *testing.T) {
 	// Environment keys exist but a configured profile wins (as in boto3).
 	env := envOf(t, map[string]string{"AWS_SHARED_CREDENTIALS_FILE": credsFile, "AWS_CONFIG_FILE": configFile,
 		"AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "env-secret"})
-	p := newProvider(t, bedrock.Options{Profile: "work", APIBase: fake.URL, Getenv: env})
+	p := newProvider(t, bedrock.Options{Endpoint: providers.Endpoint{APIBase: fake.URL}, Profile: "work", Getenv: env})
 	if _, err := p.Chat(t.Context(), providers.ChatRequest{Model: "meta.llama3-70b-instruct-v1:0", Messages: []providers.Message{{Role: "user", Content: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestMissingCredentialsAndRegionSayWhatToSet(t *testing.T) {
 	if _, err := p.Chat(t.Context(), req); err == nil || !strings.Contains(err.Error(), "providers.bedrock.region") {
 		t.Errorf("no region: err = %v", err)
 	}
-	p = newProvider(t, bedrock.Options{Region: "us-east-1", APIBase: "http://127.0.0.1:1", Getenv: envOf(t, nil)})
+	p = newProvider(t, bedrock.Options{Endpoint: providers.Endpoint{APIBase: "http://127.0.0.1:1"}, Region: "us-east-1", Getenv: envOf(t, nil)})
 	if _, err := p.Chat(t.Context(), req); err == nil || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
 		t.Errorf("no credentials: err = %v", err)
 	}
@@ -301,7 +301,7 @@ func TestMissingCredentialsAndRegionSayWhatToSet(t *testing.T) {
 func TestHistoryConversion(t *testing.T) {
 	fake := bedrocktest.New(t, testCreds, "us-east-1", "")
 	fake.Push(bedrocktest.Reply{Body: map[string]any{"output": map[string]any{"message": map[string]any{"content": []any{map[string]any{"text": "done"}}}}, "stopReason": "end_turn"}})
-	p := newProvider(t, bedrock.Options{Region: "us-east-1", APIBase: fake.URL, Getenv: keysEnv(t), ExtraBody: map[string]any{"top_k": 5.0}})
+	p := newProvider(t, bedrock.Options{Endpoint: providers.Endpoint{APIBase: fake.URL, ExtraBody: map[string]any{"top_k": 5.0}}, Region: "us-east-1", Getenv: keysEnv(t)})
 	temp := 0.2
 	_, err := p.Chat(t.Context(), providers.ChatRequest{
 		Model: "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.amazon.nova-pro-v1:0",
@@ -359,7 +359,7 @@ func TestReasoningEffortTurnsOnClaudeThinking(t *testing.T) {
 	fake := bedrocktest.New(t, testCreds, "us-east-1", "")
 	ok := bedrocktest.Reply{Body: map[string]any{"output": map[string]any{"message": map[string]any{"content": []any{map[string]any{"text": "ok"}}}}}}
 	fake.Push(ok, ok)
-	p := newProvider(t, bedrock.Options{Region: "us-east-1", APIBase: fake.URL, Getenv: keysEnv(t)})
+	p := newProvider(t, bedrock.Options{Endpoint: providers.Endpoint{APIBase: fake.URL}, Region: "us-east-1", Getenv: keysEnv(t)})
 	temp := 0.5
 	for _, model := range []string{"us.anthropic.claude-sonnet-4-20250514-v1:0", "global.anthropic.claude-opus-4-7"} {
 		if _, err := p.Chat(t.Context(), providers.ChatRequest{Model: model, ReasoningEffort: "medium", MaxTokens: 1000, Temperature: &temp,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/providers/internal/history"
 )
 
 // The Converse API's JSON shapes (the parts nanobot sends and reads). Blocks
@@ -86,9 +87,6 @@ type toolSpec struct {
 	InputSchema map[string]any `json:"inputSchema"`
 }
 
-// emptyText stands in for empty content: Bedrock rejects empty text blocks.
-const emptyText = "(empty)"
-
 // noopTool is declared when the history holds tool blocks but the request
 // offers no tools: Bedrock refuses tool history without a toolConfig.
 const noopTool = "nanobot_noop"
@@ -98,9 +96,11 @@ var thinkingBudgets = map[string]int{
 	"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384, "xhigh": 32768, "max": 32768,
 }
 
+// text is a text block; "" becomes history.EmptyText, as Bedrock rejects
+// empty text blocks.
 func text(s string) block {
 	if s == "" {
-		s = emptyText
+		s = history.EmptyText
 	}
 	return block{Text: &s}
 }
@@ -219,79 +219,37 @@ func hasToolBlocks(msgs []message) bool {
 	return false
 }
 
+// converseBlocks spells the history's content in Converse blocks.
+var converseBlocks = history.Blocks[block]{
+	Text:      text,
+	Image:     image,
+	Assistant: assistantBlocks,
+	ToolResult: func(id string, content []block) block {
+		return block{ToolResult: &toolResult{ToolUseID: id, Content: content, Status: "success"}}
+	},
+}
+
 // convert turns the OpenAI-shaped history into Converse messages: system
 // text apart, tool results as user toolResult blocks, consecutive messages
 // of one role merged (Bedrock wants the roles to alternate), and a leading
 // assistant message preceded by a placeholder user turn.
 func convert(msgs []providers.Message) ([]block, []message, error) {
-	var (
-		system []block
-		out    []message
-	)
-	add := func(role string, blocks ...block) {
-		if len(blocks) == 0 {
-			return
-		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
-			return
-		}
-		if len(out) == 0 && role == providers.RoleAssistant {
-			out = append(out, message{Role: providers.RoleUser, Content: []block{text("")}})
-		}
-		out = append(out, message{Role: role, Content: blocks})
+	texts, turns, err := converseBlocks.Convert(msgs)
+	if err != nil {
+		return nil, nil, err
 	}
-	for i, m := range msgs {
-		switch m.Role {
-		case providers.RoleSystem:
-			if t := m.Text(); strings.TrimSpace(t) != "" {
-				system = append(system, text(t))
-			}
-		case providers.RoleUser:
-			blocks := contentBlocks(m)
-			if len(blocks) == 0 {
-				blocks = []block{text("")}
-			}
-			add(providers.RoleUser, blocks...)
-		case providers.RoleAssistant:
-			add(providers.RoleAssistant, assistantBlocks(m)...)
-		case providers.RoleTool:
-			if m.ToolCallID == "" {
-				return nil, nil, fmt.Errorf("message %d: tool result without tool_call_id", i)
-			}
-			content := contentBlocks(m)
-			if len(content) == 0 {
-				content = []block{text("")}
-			}
-			add(providers.RoleUser, block{ToolResult: &toolResult{ToolUseID: m.ToolCallID, Content: content, Status: "success"}})
-		default:
-			return nil, nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
-		}
+	var system []block
+	for _, t := range texts {
+		system = append(system, text(t))
+	}
+	var out []message
+	if len(turns) > 0 && turns[0].Role == providers.RoleAssistant {
+		out = append(out, message{Role: providers.RoleUser, Content: []block{text("")}})
+	}
+	for _, t := range turns {
+		out = append(out, message{Role: t.Role, Content: t.Blocks})
 	}
 	return system, out, nil
-}
-
-func contentBlocks(m providers.Message) []block {
-	if len(m.Parts) == 0 {
-		if m.Content == "" {
-			return nil
-		}
-		return []block{text(m.Content)}
-	}
-	var blocks []block
-	for _, part := range m.Parts {
-		switch part.Type {
-		case "image_url":
-			if part.ImageURL != nil {
-				blocks = append(blocks, image(part.ImageURL.URL))
-			}
-		default:
-			if part.Text != "" {
-				blocks = append(blocks, text(part.Text))
-			}
-		}
-	}
-	return blocks
 }
 
 // image turns a data: URL into an image block; Converse takes no image
@@ -335,11 +293,7 @@ func assistantBlocks(m providers.Message) []block {
 		blocks = append(blocks, text(t))
 	}
 	for _, tc := range m.ToolCalls {
-		args, _, err := providers.ParseToolArguments(tc.Function.Arguments)
-		if err != nil {
-			args = map[string]any{}
-		}
-		blocks = append(blocks, block{ToolUse: &toolUse{ToolUseID: tc.ID, Name: tc.Function.Name, Input: args}})
+		blocks = append(blocks, block{ToolUse: &toolUse{ToolUseID: tc.ID, Name: tc.Function.Name, Input: history.ToolInput(tc)}})
 	}
 	if len(blocks) == 0 {
 		blocks = []block{text("")}

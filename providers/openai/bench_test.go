@@ -29,7 +29,7 @@ func BenchmarkStream(b *testing.B) {
 
 func newProviderB(b *testing.B, srv *providertest.Server) *openai.Provider {
 	b.Helper()
-	p, err := openai.New(openai.Options{Name: "testai", APIKey: testKey, APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()})
+	p, err := openai.New(openai.Options{Endpoint: providers.Endpoint{Name: "testai", APIKey: testKey, APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -43,28 +43,15 @@ const DefaultAPIBase = "https://api.openai.com/v1"
 
 // Options configures a Provider.
 type Options struct {
-	// Name names the provider in errors and logs ("deepseek"). Default "openai".
-	Name string
-	// APIKey is sent as a bearer token (as api-key for Azure). May be empty
-	// for local servers.
-	APIKey string
-	// APIBase is the endpoint up to and including /v1. Default DefaultAPIBase.
-	// For Azure it is the resource endpoint (https://NAME.openai.azure.com).
-	APIBase string
-	// ExtraHeaders are added to every request (OpenRouter's HTTP-Referer,
-	// a gateway's tenant header).
-	ExtraHeaders map[string]string
-	// ExtraBody is merged into every request body; its top-level keys
-	// replace what the provider would send (config extraBody).
-	ExtraBody map[string]any
-	// HTTPClient overrides the HTTP client. nil means a client with sane
-	// transport defaults. A sign-in provider wraps its transport to add
-	// its credential (providers/auth).
-	HTTPClient *http.Client
-	// RequestTimeout bounds one call; 0 means none (the ctx decides).
-	RequestTimeout time.Duration
-	// StreamIdleTimeout fails a stream with no event for this long; 0 means none.
-	StreamIdleTimeout time.Duration
+	// Endpoint: Name defaults to "openai"; the APIKey is sent as a bearer
+	// token (as api-key for Azure) and may be empty for local servers;
+	// APIBase is the endpoint up to and including /v1, DefaultAPIBase by
+	// default, and for Azure the resource endpoint
+	// (https://NAME.openai.azure.com); ExtraHeaders suit OpenRouter's
+	// HTTP-Referer or a gateway's tenant header; a nil HTTPClient means a
+	// client with sane transport defaults, and a sign-in provider wraps
+	// its transport to add its credential (providers/auth).
+	providers.Endpoint
 	// SchemaDialect is the tool-schema flavour; "" means providers.DialectOpenAI.
 	SchemaDialect providers.SchemaDialect
 	// NoReasoningReplay stops sending reasoning_content back on assistant

@@ -16,7 +16,7 @@ const testKey = "sk-test-0123456789"
 
 func newProvider(t *testing.T, srv *providertest.Server, mod ...func(*openai.Options)) *openai.Provider {
 	t.Helper()
-	opts := openai.Options{Name: "testai", APIKey: testKey, APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()}
+	opts := openai.Options{Endpoint: providers.Endpoint{Name: "testai", APIKey: testKey, APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()}}
 	for _, m := range mod {
 		m(&opts)
 	}

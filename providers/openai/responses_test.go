@@ -15,7 +15,7 @@ import (
 
 func newResponses(t *testing.T, srv *providertest.Server, mod ...func(*openai.Options)) *openai.Responses {
 	t.Helper()
-	opts := openai.Options{Name: "testai", APIKey: testKey, APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()}
+	opts := openai.Options{Endpoint: providers.Endpoint{Name: "testai", APIKey: testKey, APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()}}
 	for _, m := range mod {
 		m(&opts)
 	}

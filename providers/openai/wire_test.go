@@ -56,7 +56,7 @@ func (rs *rawServer) body(t *testing.T) map[string]any {
 
 func rawProvider(t *testing.T, rs *rawServer) *openai.Provider {
 	t.Helper()
-	p, err := openai.New(openai.Options{Name: "testai", APIKey: testKey, APIBase: rs.URL + "/v1"})
+	p, err := openai.New(openai.Options{Endpoint: providers.Endpoint{Name: "testai", APIKey: testKey, APIBase: rs.URL + "/v1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,11 +169,11 @@ func TestStreamBadChunk(t *testing.T) {
 
 // Azure credentials go over TLS, except to loopback.
 func TestAzureRefusesPlainHTTP(t *testing.T) {
-	_, err := openai.New(openai.Options{APIKey: "k", APIBase: "http://example.openai.azure.com", AzureAPIVersion: "2024-10-21"})
+	_, err := openai.New(openai.Options{Endpoint: providers.Endpoint{APIKey: "k", APIBase: "http://example.openai.azure.com"}, AzureAPIVersion: "2024-10-21"})
 	if err == nil || !strings.Contains(err.Error(), "https") {
 		t.Fatalf("New = %v, want an error asking for https", err)
 	}
-	if _, err := openai.New(openai.Options{APIKey: "k", APIBase: "https://example.openai.azure.com", AzureAPIVersion: "2024-10-21"}); err != nil {
+	if _, err := openai.New(openai.Options{Endpoint: providers.Endpoint{APIKey: "k", APIBase: "https://example.openai.azure.com"}, AzureAPIVersion: "2024-10-21"}); err != nil {
 		t.Fatalf("New over https: %v", err)
 	}
 }
@@ -242,7 +242,7 @@ func TestResponsesFailedEvent(t *testing.T) {
 				"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"output\":[]," +
 				"\"error\":{\"code\":\"" + tt.code + "\",\"message\":\"it broke for " + testKey + "\"}}}\n\n"
 			rs := newRawServer(t, "text/event-stream", stream)
-			p, err := openai.NewResponses(openai.Options{Name: "testai", APIKey: testKey, APIBase: rs.URL + "/v1"})
+			p, err := openai.NewResponses(openai.Options{Endpoint: providers.Endpoint{Name: "testai", APIKey: testKey, APIBase: rs.URL + "/v1"}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,7 +30,7 @@
 //
 //	srv := providertest.New(t)
 //	srv.Push(providertest.Reply{Text: "hi"})
-//	p, _ := openai.New(openai.Options{APIBase: srv.OpenAIBase()})
+//	p, _ := openai.New(openai.Options{Endpoint: providers.Endpoint{APIBase: srv.OpenAIBase()}})
 //	resp, err := p.Chat(ctx, req)
 //	got := srv.Requests()[0].Body["model"]
 //

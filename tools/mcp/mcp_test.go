@@ -385,7 +385,7 @@ func TestAgentUsesMCPTool(t *testing.T) {
 		}
 		return providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: "call_1", Name: "mcp_everything_get-sum", Arguments: `{"a": 19, "b": 23}`}}}
 	})
-	p, err := openai.New(openai.Options{APIBase: llm.OpenAIBase()})
+	p, err := openai.New(openai.Options{Endpoint: providers.Endpoint{APIBase: llm.OpenAIBase()}})
 	if err != nil {
 		t.Fatal(err)
 	}
