@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
@@ -219,26 +218,6 @@ type chatWorker struct {
 	timer   *time.Timer
 }
 
-// stream is a reply being streamed into platform messages. total is all
-// text received; the part before done went into earlier messages (a reply
-// longer than the channel's limit continues in a new message); reopen is a
-// code fence the current message starts with because the cut fell inside a
-// code block.
-type stream struct {
-	total    string
-	done     int
-	reopen   string
-	ref      MessageRef
-	shown    string // what the current platform message shows
-	shownEnd int    // offset in total up to which the platform shows text
-	lastEdit time.Time
-	started  time.Time // first delta
-	base     bus.Outbound
-	failed   bool // a send or edit failed: the rest goes out as plain messages
-}
-
-func (s *stream) current() string { return s.reopen + strings.TrimLeft(s.total[s.done:], "\n") }
-
 func (w *chatWorker) run(ctx context.Context) {
 	idle := time.NewTimer(w.d.cfg.WorkerIdle)
 	defer idle.Stop()
@@ -416,158 +395,6 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 		return nil
 	}
 	return errSkipped
-}
-
-// unfinishedStream is the platform message a stream of turn showed without
-// being finished (an attempt before a restart), on channels that can edit
-// it; the zero ref if none.
-func (w *chatWorker) unfinishedStream(turn string) MessageRef {
-	if _, ok := w.editor(); !ok || w.d.cfg.Delivery == nil || turn == "" {
-		return MessageRef{}
-	}
-	ref, _ := w.d.cfg.Delivery.StreamMessage(turn)
-	return ref
-}
-
-// finish tells a Finisher that the stream's current message is complete.
-func (w *chatWorker) finish(ctx context.Context, s *stream) {
-	if f, ok := w.ch.(Finisher); ok && !s.failed && s.ref.MessageID != "" {
-		if err := f.Finish(ctx, s.ref); err != nil {
-			w.d.log.Warn("finishing a streamed message failed", "channel", w.ch.Name(), "err", err)
-		}
-	}
-}
-
-// pushStream shows the stream's current text: the first time as a new
-// message, afterwards as an edit no faster than the channel's edit interval
-// (a timer flushes what had to wait). With final set it waits out the
-// interval and makes the last edit. Text beyond the channel's limit is cut
-// at a good point and continues in a new message.
-func (w *chatWorker) pushStream(ctx context.Context, s *stream, final bool) {
-	ed, _ := w.editor()
-	limit := w.limit()
-	for !s.failed {
-		cur := s.current()
-		if strings.TrimSpace(cur) == "" {
-			return
-		}
-		if utf8.RuneCountInString(cur) > limit {
-			raw := strings.TrimLeft(s.total[s.done:], "\n")
-			skipped := len(s.total[s.done:]) - len(raw)
-			budget := limit - utf8.RuneCountInString(s.reopen) - 4
-			cut := cutPoint(raw, max(budget, 1))
-			piece := s.reopen + raw[:cut]
-			fence, open := openFence(piece)
-			reopen := ""
-			if open {
-				piece = strings.TrimRight(piece, "\n") + "\n```"
-				reopen = fence + "\n"
-			}
-			w.show(ctx, s, ed, strings.TrimRight(piece, " \n"), true, s.done+skipped+cut)
-			if s.failed {
-				return
-			}
-			w.finish(ctx, s) // the piece is complete; the rest goes on in a new message
-			s.done += skipped + cut
-			s.reopen, s.ref, s.shown = reopen, MessageRef{}, ""
-			continue
-		}
-		if s.ref.MessageID == "" && s.done == 0 && !final {
-			// Hold the first message briefly: a short reply that ends
-			// meanwhile goes out once, instead of as a message plus an
-			// edit that must wait out the edit interval.
-			if wait := firstShowDelay(ed) - time.Since(s.started); wait > 0 {
-				w.schedule(wait)
-				return
-			}
-		}
-		if s.ref.MessageID != "" && !final && time.Since(s.lastEdit) < ed.EditInterval() {
-			w.schedule(ed.EditInterval() - time.Since(s.lastEdit))
-			return
-		}
-		w.show(ctx, s, ed, cur, final, len(s.total))
-		return
-	}
-}
-
-// MaxFirstShowDelay caps how long a stream's first message is held back.
-const MaxFirstShowDelay = 500 * time.Millisecond
-
-// firstShowDelay is how long a stream's first message waits for more text:
-// half the edit interval, at most MaxFirstShowDelay.
-func firstShowDelay(ed Editor) time.Duration {
-	return min(ed.EditInterval()/2, MaxFirstShowDelay)
-}
-
-// show puts text on the stream's current message: a send if there is none,
-// an edit (after the edit interval when wait is set) if the text changed.
-// end is the offset in s.total that text reaches.
-func (w *chatWorker) show(ctx context.Context, s *stream, ed Editor, text string, wait bool, end int) {
-	if s.ref.MessageID == "" {
-		m := s.base
-		m.Kind, m.Content = bus.KindMessage, text
-		ref, err := w.send(ctx, m)
-		if err != nil {
-			s.failed = true // send already retried; the final text is sent again
-			return
-		}
-		s.ref, s.shown, s.shownEnd, s.lastEdit = ref, text, end, time.Now()
-		if dl := w.d.cfg.Delivery; dl != nil && s.done == 0 && m.Turn != "" && !m.Final {
-			// A restart before this stream ends lets the next attempt of
-			// the turn finish this message instead of sending another.
-			dl.StreamStarted(m.Turn, ref)
-		}
-		return
-	}
-	if text == s.shown {
-		return
-	}
-	if wait {
-		if d := ed.EditInterval() - time.Since(s.lastEdit); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
-		}
-	}
-	m := s.base
-	m.Content = text
-	kind := m.Kind
-	m.Kind = bus.KindDelta
-	_, err := w.retry(ctx, m, func() (MessageRef, error) { return MessageRef{}, ed.Edit(ctx, s.ref, m) })
-	m.Kind = kind
-	s.lastEdit = time.Now()
-	if err != nil {
-		w.d.log.Warn("edit failed; the rest is sent as new messages", "channel", w.ch.Name(), "err", err)
-		// The platform keeps showing s.shown; the rest goes out as messages.
-		s.done, s.reopen, s.failed = s.shownEnd, "", true
-		return
-	}
-	s.shown, s.shownEnd = text, end
-}
-
-func (w *chatWorker) schedule(after time.Duration) {
-	if w.timer == nil {
-		w.timer = time.NewTimer(after)
-	}
-}
-
-// flushDue pushes every stream whose edit had to wait.
-func (w *chatWorker) flushDue(ctx context.Context) {
-	for _, s := range w.streams {
-		w.pushStream(ctx, s, false)
-	}
-}
-
-// flushAll makes the pending edits of all streams (on shutdown).
-func (w *chatWorker) flushAll(ctx context.Context) {
-	for id, s := range w.streams {
-		w.pushStream(ctx, s, true)
-		delete(w.streams, id)
-	}
 }
 
 // sendText sends a whole text, split to the channel's limit. For a durable
