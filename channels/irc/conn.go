@@ -199,19 +199,15 @@ func (c *Channel) register(ctx context.Context, cn *conn) error {
 	wantSASL := c.cfg.SASL.User != ""
 	attempt := 0
 	cn.setNick(c.cfg.Nick)
-	if err := cn.send("CAP", "LS", "302"); err != nil {
-		return fmt.Errorf("irc: register: %w", err)
-	}
+	greeting := [][]string{{"CAP", "LS", "302"}}
 	if c.cfg.Password != "" {
-		if err := cn.send("PASS", c.cfg.Password); err != nil {
+		greeting = append(greeting, []string{"PASS", c.cfg.Password})
+	}
+	greeting = append(greeting, []string{"NICK", c.cfg.Nick}, []string{"USER", c.cfg.User, "0", "*", c.cfg.Realname})
+	for _, line := range greeting {
+		if err := cn.send(line[0], line[1:]...); err != nil {
 			return fmt.Errorf("irc: register: %w", err)
 		}
-	}
-	if err := cn.send("NICK", c.cfg.Nick); err != nil {
-		return fmt.Errorf("irc: register: %w", err)
-	}
-	if err := cn.send("USER", c.cfg.User, "0", "*", c.cfg.Realname); err != nil {
-		return fmt.Errorf("irc: register: %w", err)
 	}
 	offered := map[string]bool{}
 	for {
@@ -233,51 +229,8 @@ func (c *Channel) register(ctx context.Context, cn *conn) error {
 		case "PING":
 			werr = cn.send("PONG", m.Params...)
 		case "CAP":
-			if len(m.Params) < 3 {
-				continue
-			}
-			sub, list := strings.ToUpper(m.Params[1]), m.Params[len(m.Params)-1]
-			more := len(m.Params) > 3 && m.Params[2] == "*"
-			switch sub {
-			case "LS":
-				for _, cp := range strings.Fields(list) {
-					name, _, _ := strings.Cut(cp, "=")
-					offered[name] = true
-				}
-				if more {
-					continue
-				}
-				var req []string
-				if wantSASL {
-					if !offered["sasl"] {
-						return channels.Fatal(ErrNoSASL)
-					}
-					req = append(req, "sasl")
-				}
-				for _, cp := range []string{"account-tag", "message-tags"} {
-					if offered[cp] {
-						req = append(req, cp)
-					}
-				}
-				if len(req) == 0 {
-					werr = cn.send("CAP", "END")
-				} else {
-					werr = cn.send("CAP", "REQ", strings.Join(req, " "))
-				}
-			case "ACK":
-				for _, cp := range strings.Fields(list) {
-					cn.caps[strings.TrimPrefix(cp, "-")] = !strings.HasPrefix(cp, "-")
-				}
-				if wantSASL && cn.caps["sasl"] {
-					werr = cn.send("AUTHENTICATE", "PLAIN")
-				} else {
-					werr = cn.send("CAP", "END")
-				}
-			case "NAK":
-				if wantSASL {
-					return channels.Fatal(ErrNoSASL)
-				}
-				werr = cn.send("CAP", "END")
+			if err := c.negotiate(cn, m.Params, offered); err != nil {
+				return err
 			}
 		case "AUTHENTICATE":
 			if len(m.Params) == 1 && m.Params[0] == "+" && wantSASL {
@@ -317,6 +270,66 @@ func (c *Channel) register(ctx context.Context, cn *conn) error {
 			return fmt.Errorf("irc: register: %w", werr)
 		}
 	}
+}
+
+// negotiate answers one CAP line while registering: it gathers what the
+// server offers (LS, possibly over several lines), requests SASL and the
+// tags it uses, and ends the negotiation or starts SASL once the server
+// acknowledges. A server that cannot do the SASL the config asks for is a
+// fatal error.
+func (c *Channel) negotiate(cn *conn, params []string, offered map[string]bool) error {
+	if len(params) < 3 {
+		return nil
+	}
+	wantSASL := c.cfg.SASL.User != ""
+	sub, list := strings.ToUpper(params[1]), params[len(params)-1]
+	more := len(params) > 3 && params[2] == "*"
+	var err error
+	switch sub {
+	case "LS":
+		for _, cp := range strings.Fields(list) {
+			name, _, _ := strings.Cut(cp, "=")
+			offered[name] = true
+		}
+		if more {
+			return nil
+		}
+		var req []string
+		if wantSASL {
+			if !offered["sasl"] {
+				return channels.Fatal(ErrNoSASL)
+			}
+			req = append(req, "sasl")
+		}
+		for _, cp := range []string{"account-tag", "message-tags"} {
+			if offered[cp] {
+				req = append(req, cp)
+			}
+		}
+		if len(req) == 0 {
+			err = cn.send("CAP", "END")
+		} else {
+			err = cn.send("CAP", "REQ", strings.Join(req, " "))
+		}
+	case "ACK":
+		for _, cp := range strings.Fields(list) {
+			cn.caps[strings.TrimPrefix(cp, "-")] = !strings.HasPrefix(cp, "-")
+		}
+		if wantSASL && cn.caps["sasl"] {
+			err = cn.send("AUTHENTICATE", "PLAIN")
+		} else {
+			err = cn.send("CAP", "END")
+		}
+	case "NAK":
+		if wantSASL {
+			return channels.Fatal(ErrNoSASL)
+		}
+		err = cn.send("CAP", "END")
+	}
+	if err != nil {
+		return fmt.Errorf("irc: register: %w", err)
+	}
+	return nil
 }
 
 // saslBlob is the SASL PLAIN response: authzid NUL authcid NUL password.
