@@ -95,50 +95,55 @@ func (c *Channel) serveWS(w http.ResponseWriter, r *http.Request) {
 			c.log.Warn("web chat: malformed frame skipped", "chat", chat, "bytes", len(data))
 			continue
 		}
-		if f.Type != "message" {
-			continue // unknown frames are ignored, not fatal
+		if f.Type == "message" { // unknown frames are ignored, not fatal
+			c.message(ctx, cn, chat, admin, f)
 		}
-		text := strings.TrimSpace(f.Text)
-		if text == "" {
-			continue
+	}
+}
+
+// message takes one chat message from a tab: checked, numbered, kept in a
+// temporary chat's own history when the chat is temporary, and delivered
+// to the inbox. What goes wrong is told to that tab.
+func (c *Channel) message(ctx context.Context, cn *conn, chat string, admin bool, f Frame) {
+	text := strings.TrimSpace(f.Text)
+	if text == "" {
+		return
+	}
+	if len([]rune(text)) > c.cfg.MaxMessageChars {
+		_ = cn.write(ctx, Frame{Type: "error", Text: fmt.Sprintf("message too long (max %d characters)", c.cfg.MaxMessageChars)})
+		return
+	}
+	m := bus.Inbound{Channel: "web", SenderID: chat, ChatID: chat, Content: text, ReceivedAt: time.Now(), Admin: admin}
+	c.mu.Lock()
+	in := c.inbox
+	c.seq++
+	m.MessageID = fmt.Sprintf("u%d-%d", time.Now().UnixNano(), c.seq)
+	tc := c.temps[chat]
+	c.mu.Unlock()
+	if id := sanitizeID(f.ID); id != "" {
+		// The browser's own id: a resend after a dropped socket is then
+		// recognised as the same message.
+		m.MessageID = id
+	}
+	if in == nil {
+		_ = cn.write(ctx, Frame{Type: "error", Text: "the gateway is not ready yet"})
+		return
+	}
+	if tc != nil {
+		allowed, command := tempCommand(text)
+		if !allowed {
+			_ = cn.write(ctx, Frame{Type: "error", Text: "a temporary chat takes no commands but /stop and /help (nothing of it is stored)"})
+			return
 		}
-		if len([]rune(text)) > c.cfg.MaxMessageChars {
-			_ = cn.write(ctx, Frame{Type: "error", Text: fmt.Sprintf("message too long (max %d characters)", c.cfg.MaxMessageChars)})
-			continue
+		if !command {
+			c.mu.Lock()
+			m.Ephemeral, m.History = true, tc.history()
+			tc.add(bus.Turn{Role: "user", Content: text})
+			c.mu.Unlock()
 		}
-		m := bus.Inbound{Channel: "web", SenderID: chat, ChatID: chat, Content: text, ReceivedAt: time.Now(), Admin: admin}
-		c.mu.Lock()
-		in := c.inbox
-		c.seq++
-		m.MessageID = fmt.Sprintf("u%d-%d", time.Now().UnixNano(), c.seq)
-		tc := c.temps[chat]
-		c.mu.Unlock()
-		if id := sanitizeID(f.ID); id != "" {
-			// The browser's own id: a resend after a dropped socket is then
-			// recognised as the same message.
-			m.MessageID = id
-		}
-		if in == nil {
-			_ = cn.write(ctx, Frame{Type: "error", Text: "the gateway is not ready yet"})
-			continue
-		}
-		if tc != nil {
-			allowed, command := tempCommand(text)
-			if !allowed {
-				_ = cn.write(ctx, Frame{Type: "error", Text: "a temporary chat takes no commands but /stop and /help (nothing of it is stored)"})
-				continue
-			}
-			if !command {
-				c.mu.Lock()
-				m.Ephemeral, m.History = true, tc.history()
-				tc.add(bus.Turn{Role: "user", Content: text})
-				c.mu.Unlock()
-			}
-		}
-		err = in.Deliver(ctx, m)
-		if err != nil && !errors.Is(err, channels.ErrDenied) {
-			_ = cn.write(ctx, Frame{Type: "error", Text: "could not queue the message; please retry"})
-		}
+	}
+	if err := in.Deliver(ctx, m); err != nil && !errors.Is(err, channels.ErrDenied) {
+		_ = cn.write(ctx, Frame{Type: "error", Text: "could not queue the message; please retry"})
 	}
 }
 
