@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -60,21 +61,9 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log := c.log.With("hook", name)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			reply(w, http.StatusRequestEntityTooLarge, Response{Error: "body larger than maxBodyBytes"})
-			return
-		}
-		reply(w, http.StatusBadRequest, Response{Error: "reading the body failed"})
-		return
-	}
 	now := c.now()
-	sig, err := Verify(hook.Secret, r.Header.Get(HeaderTimestamp), r.Header.Get(HeaderSignature), body, now)
-	if err != nil {
-		log.Warn("webhook: request rejected", "reason", err.Error(), "remote", r.RemoteAddr)
-		reply(w, http.StatusUnauthorized, Response{Error: err.Error()})
+	body, sig, ok := c.signedBody(w, r, hook, log, now)
+	if !ok {
 		return
 	}
 	in := c.currentInbox()
@@ -94,19 +83,8 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusConflict, Response{Error: "replayed request (this signature was used already)"})
 		return
 	}
-	var req Request
-	if err := json.Unmarshal(body, &req); err != nil {
-		log.Warn("webhook: malformed body skipped", "err", err, "bytes", len(body))
-		reply(w, http.StatusBadRequest, Response{Error: "body is not JSON {chatId, senderId, text, id?}: " + err.Error()})
-		return
-	}
-	if msg := checkRequest(req); msg != "" {
-		reply(w, http.StatusBadRequest, Response{Error: msg})
-		return
-	}
-	if len(hook.AllowFrom) > 0 && !slices.Contains(hook.AllowFrom, "*") && !slices.Contains(hook.AllowFrom, req.SenderID) {
-		log.Info("webhook: sender not on the hook's allowFrom", "sender", req.SenderID)
-		reply(w, http.StatusForbidden, Response{Error: "sender not allowed on this hook"})
+	req, ok := decodeRequest(w, body, hook, log)
+	if !ok {
 		return
 	}
 	idKey := ""
@@ -160,6 +138,50 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusGatewayTimeout, Response{ID: req.ID, Error: "no answer within syncTimeoutS; it goes to replyUrl if the hook has one"})
 	case <-r.Context().Done():
 	}
+}
+
+// signedBody reads the body of r, bounded by maxBodyBytes, and checks its
+// signature and timestamp with the hook's secret. On failure it has
+// answered the caller and ok is false.
+func (c *Channel) signedBody(w http.ResponseWriter, r *http.Request, hook Hook, log *slog.Logger, now time.Time) (body []byte, sig string, ok bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			reply(w, http.StatusRequestEntityTooLarge, Response{Error: "body larger than maxBodyBytes"})
+			return nil, "", false
+		}
+		reply(w, http.StatusBadRequest, Response{Error: "reading the body failed"})
+		return nil, "", false
+	}
+	sig, err = Verify(hook.Secret, r.Header.Get(HeaderTimestamp), r.Header.Get(HeaderSignature), body, now)
+	if err != nil {
+		log.Warn("webhook: request rejected", "reason", err.Error(), "remote", r.RemoteAddr)
+		reply(w, http.StatusUnauthorized, Response{Error: err.Error()})
+		return nil, "", false
+	}
+	return body, sig, true
+}
+
+// decodeRequest parses a verified body and checks its fields and its
+// sender against the hook's allowFrom. On failure it has answered the
+// caller and ok is false.
+func decodeRequest(w http.ResponseWriter, body []byte, hook Hook, log *slog.Logger) (req Request, ok bool) {
+	if err := json.Unmarshal(body, &req); err != nil {
+		log.Warn("webhook: malformed body skipped", "err", err, "bytes", len(body))
+		reply(w, http.StatusBadRequest, Response{Error: "body is not JSON {chatId, senderId, text, id?}: " + err.Error()})
+		return req, false
+	}
+	if msg := checkRequest(req); msg != "" {
+		reply(w, http.StatusBadRequest, Response{Error: msg})
+		return req, false
+	}
+	if len(hook.AllowFrom) > 0 && !slices.Contains(hook.AllowFrom, "*") && !slices.Contains(hook.AllowFrom, req.SenderID) {
+		log.Info("webhook: sender not on the hook's allowFrom", "sender", req.SenderID)
+		reply(w, http.StatusForbidden, Response{Error: "sender not allowed on this hook"})
+		return req, false
+	}
+	return req, true
 }
 
 // checkRequest returns what is wrong with a request's fields, or "".
