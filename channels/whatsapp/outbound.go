@@ -31,6 +31,21 @@ func (c *Channel) current() (client, error) {
 	return c.cli, nil
 }
 
+// target is the client to send with and the chat to send to: an error
+// while the channel is not connected, a permanent one for a chat id that
+// is not a JID.
+func (c *Channel) target(chatID string) (client, types.JID, error) {
+	cli, err := c.current()
+	if err != nil {
+		return nil, types.EmptyJID, err
+	}
+	to, err := chatJID(chatID)
+	if err != nil {
+		return nil, types.EmptyJID, err
+	}
+	return cli, to, nil
+}
+
 func chatJID(id string) (types.JID, error) {
 	j, err := types.ParseJID(id)
 	if err != nil || j.User == "" {
@@ -42,11 +57,7 @@ func chatJID(id string) (types.JID, error) {
 // Send implements channels.Channel: one text message, Markdown turned into
 // WhatsApp's formatting.
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
-	cli, err := c.current()
-	if err != nil {
-		return channels.MessageRef{}, err
-	}
-	to, err := chatJID(m.ChatID)
+	cli, to, err := c.target(m.ChatID)
 	if err != nil {
 		return channels.MessageRef{}, err
 	}
@@ -62,11 +73,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 
 // Typing implements channels.Typer: "typing…" in the chat.
 func (c *Channel) Typing(ctx context.Context, chatID string, _ bus.Metadata) error {
-	cli, err := c.current()
-	if err != nil {
-		return err
-	}
-	to, err := chatJID(chatID)
+	cli, to, err := c.target(chatID)
 	if err != nil {
 		return err
 	}
@@ -77,11 +84,7 @@ func (c *Channel) Typing(ctx context.Context, chatID string, _ bus.Metadata) err
 // by whatsmeow) and sent as an image, audio or document, the text as the
 // first file's caption. Media with only a URL are linked in the text.
 func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
-	cli, err := c.current()
-	if err != nil {
-		return channels.MessageRef{}, err
-	}
-	to, err := chatJID(m.ChatID)
+	cli, to, err := c.target(m.ChatID)
 	if err != nil {
 		return channels.MessageRef{}, err
 	}

@@ -19,11 +19,7 @@ var _ channels.VoiceSender = (*Channel)(nil)
 // audio media and sent as an AudioMessage with PTT set, the
 // "audio/ogg; codecs=opus" type WhatsApp plays inline, and its length.
 func (c *Channel) SendVoice(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
-	cli, err := c.current()
-	if err != nil {
-		return channels.MessageRef{}, err
-	}
-	to, err := chatJID(m.ChatID)
+	cli, to, err := c.target(m.ChatID)
 	if err != nil {
 		return channels.MessageRef{}, err
 	}
