@@ -3,7 +3,6 @@ package discord
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -99,7 +98,7 @@ func (c *Channel) toInbound(m *discordgo.Message) (bus.Inbound, bool) {
 			continue
 		}
 		if int64(a.Size) > c.cfg.MaxMediaBytes {
-			parts = append(parts, fmt.Sprintf("[attachment %s: too large to download (%s, limit %s)]", a.Filename, media.Size(int64(a.Size)), media.Size(c.cfg.MaxMediaBytes)))
+			parts = append(parts, media.TooLarge("attachment "+a.Filename, int64(a.Size), c.cfg.MaxMediaBytes))
 			continue
 		}
 		files = append(files, bus.Media{URL: a.URL, MIMEType: a.ContentType, Name: a.Filename, Size: int64(a.Size)})

@@ -200,7 +200,7 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, evt *event.Ev
 	if content.Info != nil {
 		size, mime = int64(content.Info.Size), content.Info.MimeType
 	}
-	tooBig := fmt.Sprintf("[%s: too large to download (limit %s)]", label, media.Size(c.cfg.MaxMediaBytes))
+	tooBig := media.TooLarge(label, size, c.cfg.MaxMediaBytes)
 	if size > c.cfg.MaxMediaBytes {
 		return bus.Media{}, tooBig
 	}

@@ -3,7 +3,6 @@ package mattermost
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -128,7 +127,7 @@ func (c *Channel) toInbound(d postedData, p post) (bus.Inbound, []fileInfo, bool
 	var take []fileInfo
 	for _, f := range files {
 		if f.Size > c.cfg.MaxMediaBytes {
-			notes = append(notes, fmt.Sprintf("[attachment %s: too large to download (%s, limit %s)]", f.Name, media.Size(f.Size), media.Size(c.cfg.MaxMediaBytes)))
+			notes = append(notes, media.TooLarge("attachment "+f.Name, f.Size, c.cfg.MaxMediaBytes))
 			continue
 		}
 		take = append(take, f)

@@ -46,13 +46,13 @@ type Collector struct {
 // are named <message id>_<n><ext>.
 func (c Collector) Collect(ctx context.Context, m *bus.Inbound, allowed bool, items []Item) {
 	var notes []string
-	note := func(it Item, why string) {
-		name := it.Name
-		if name == "" {
-			name = "file"
+	label := func(it Item) string {
+		if it.Name == "" {
+			return "attachment file"
 		}
-		notes = append(notes, fmt.Sprintf("[attachment %s: %s]", name, why))
+		return "attachment " + it.Name
 	}
+	note := func(it Item, why string) { notes = append(notes, "["+label(it)+": "+why+"]") }
 	for i, it := range items {
 		switch {
 		case !allowed:
@@ -68,7 +68,7 @@ func (c Collector) Collect(ctx context.Context, m *bus.Inbound, allowed bool, it
 		data, err := it.Fetch(ctx)
 		switch {
 		case errors.Is(err, ErrTooLarge):
-			note(it, "too large to download (over the limit of "+Size(c.Max)+")")
+			notes = append(notes, TooLarge(label(it), 0, c.Max))
 			continue
 		case err != nil:
 			c.log().Warn(c.Platform+": attachment download failed", "message_id", m.MessageID, "name", it.Name, "err", c.redact(err.Error()))

@@ -130,3 +130,15 @@ func Size(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// TooLarge is the note an inbound message carries instead of an attachment
+// over the download limit, so the agent knows a file came:
+// "[attachment a.iso: too large to download (3.0 MB, limit 1.0 MB)]". A size
+// of 0 or less is one the platform did not tell (the download ran into the
+// limit) and is left out.
+func TooLarge(label string, size, limit int64) string {
+	if size <= 0 {
+		return "[" + label + ": too large to download (over the limit of " + Size(limit) + ")]"
+	}
+	return "[" + label + ": too large to download (" + Size(size) + ", limit " + Size(limit) + ")]"
+}

@@ -115,3 +115,19 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+func TestTooLarge(t *testing.T) {
+	for _, c := range []struct {
+		label       string
+		size, limit int64
+		want        string
+	}{
+		{"attachment a.iso", 3 << 20, 1 << 20, "[attachment a.iso: too large to download (3.0 MB, limit 1.0 MB)]"},
+		{"voice", 0, 1 << 20, "[voice: too large to download (over the limit of 1.0 MB)]"},
+		{"file b.bin", -1, 2048, "[file b.bin: too large to download (over the limit of 2.0 KB)]"},
+	} {
+		if got := TooLarge(c.label, c.size, c.limit); got != c.want {
+			t.Errorf("TooLarge(%q, %d, %d) = %q, want %q", c.label, c.size, c.limit, got, c.want)
+		}
+	}
+}

@@ -196,7 +196,7 @@ func (c *Channel) toInbound(kind string, m *message) (bus.Inbound, bool) {
 			continue
 		}
 		if int64(a.Size) > c.cfg.MaxMediaBytes {
-			parts = append(parts, fmt.Sprintf("[attachment %s: too large to download (%s, limit %s)]", a.Filename, media.Size(int64(a.Size)), media.Size(c.cfg.MaxMediaBytes)))
+			parts = append(parts, media.TooLarge("attachment "+a.Filename, int64(a.Size), c.cfg.MaxMediaBytes))
 			continue
 		}
 		files = append(files, bus.Media{URL: u, MIMEType: a.ContentType, Name: a.Filename, Size: int64(a.Size)})

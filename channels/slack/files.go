@@ -40,7 +40,7 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, m *bus.Inboun
 			link = f.URLPrivate
 		}
 		if int64(f.Size) > c.cfg.MaxMediaBytes {
-			notes = append(notes, fmt.Sprintf("[file %s: too large to download (%s, limit %s)]", name, media.Size(int64(f.Size)), media.Size(c.cfg.MaxMediaBytes)))
+			notes = append(notes, media.TooLarge("file "+name, int64(f.Size), c.cfg.MaxMediaBytes))
 			continue
 		}
 		if !c.slackHost(link) {
@@ -51,7 +51,7 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, m *bus.Inboun
 		data, err := media.Fetch(ctx, c.http, link, http.Header{"Authorization": {"Bearer " + c.cfg.BotToken}}, c.cfg.MaxMediaBytes)
 		switch {
 		case errors.Is(err, media.ErrTooLarge):
-			notes = append(notes, fmt.Sprintf("[file %s: too large to download (over the limit of %s)]", name, media.Size(c.cfg.MaxMediaBytes)))
+			notes = append(notes, media.TooLarge("file "+name, 0, c.cfg.MaxMediaBytes))
 			continue
 		case err != nil:
 			c.log.Warn("slack: file download failed", "message_id", m.MessageID, "file", f.ID, "err", c.redact(err.Error()))

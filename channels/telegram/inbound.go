@@ -295,7 +295,7 @@ func (c *Channel) download(ctx context.Context, msg *models.Message, kind, fileI
 		label += " " + name
 	}
 	limit := c.cfg.MaxMediaBytes
-	tooBig := fmt.Sprintf("[%s: too large to download (%s, limit %s)]", label, media.Size(size), media.Size(limit))
+	tooBig := media.TooLarge(label, size, limit)
 	if size > limit {
 		return bus.Media{}, tooBig
 	}

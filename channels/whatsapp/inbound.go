@@ -191,7 +191,7 @@ func (c *Channel) download(ctx context.Context, cli client, in channels.Inbox, m
 		return bus.Media{}, "[" + label + ": not downloaded]"
 	}
 	if int64(size) > c.cfg.MaxMediaBytes {
-		return bus.Media{}, fmt.Sprintf("[%s: too large to download (%s, limit %s)]", label, media.Size(int64(size)), media.Size(c.cfg.MaxMediaBytes))
+		return bus.Media{}, media.TooLarge(label, int64(size), c.cfg.MaxMediaBytes)
 	}
 	data, err := cli.Download(ctx, d)
 	if err != nil {
@@ -199,7 +199,7 @@ func (c *Channel) download(ctx context.Context, cli client, in channels.Inbox, m
 		return bus.Media{}, "[" + label + ": download failed]"
 	}
 	if int64(len(data)) > c.cfg.MaxMediaBytes {
-		return bus.Media{}, fmt.Sprintf("[%s: too large to download (limit %s)]", label, media.Size(c.cfg.MaxMediaBytes))
+		return bus.Media{}, media.TooLarge(label, 0, c.cfg.MaxMediaBytes)
 	}
 	if mime == "" {
 		mime = http.DetectContentType(data)
