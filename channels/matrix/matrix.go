@@ -21,7 +21,6 @@
 package matrix
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -52,12 +51,10 @@ type Config struct {
 	// DeviceID names the bot's device (optional; the homeserver assigns
 	// one at password login).
 	DeviceID string `json:"deviceId"`
-	// GroupPolicy decides which room messages are answered: "mention"
-	// (default: when the bot is mentioned or replied to), "open" (all),
-	// "allowlist" (all in GroupAllowFrom rooms, none elsewhere).
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are room ids ("!abc:example.org") for "allowlist".
-	GroupAllowFrom []string `json:"groupAllowFrom"`
+	// GroupConfig: "mention" (default) answers in rooms when the bot is
+	// mentioned or replied to; the allowlist lists room ids
+	// ("!abc:example.org").
+	channels.GroupConfig
 	// AutoJoin joins rooms the bot is invited to by a sender on allowFrom
 	// (default true).
 	AutoJoin *bool `json:"autoJoin"`
@@ -82,30 +79,24 @@ func (c Config) e2ee() bool { return c.E2EEEnabled || c.E2EE }
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupPolicy: channels.GroupMention, MaxMediaBytes: 20 << 20}
+	return Config{GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, MaxMediaBytes: 20 << 20}
 }
 
 func (c Config) autoJoin() bool { return c.AutoJoin == nil || *c.AutoJoin }
 
 // Validate checks the config; errors name the key under channels.matrix.
 func (c Config) Validate() error {
-	var errs []error
-	if err := channels.CheckURL("homeserver", c.Homeserver); err != nil {
-		errs = append(errs, err)
-	}
+	var p channels.Problems
+	p.URL("homeserver", c.Homeserver)
 	if _, _, err := id.UserID(c.UserID).Parse(); err != nil {
-		errs = append(errs, fmt.Errorf(`userId: %q is not a Matrix user id ("@bot:example.org")`, c.UserID))
+		p.Addf(`userId: %q is not a Matrix user id ("@bot:example.org")`, c.UserID)
 	}
 	if c.AccessToken == "" && c.Password == "" {
-		errs = append(errs, errors.New("accessToken: required (or password)"))
+		p.Addf("accessToken: required (or password)")
 	}
-	if err := c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MaxMediaBytes < 0 {
-		errs = append(errs, errors.New("maxMediaBytes: must not be negative"))
-	}
-	return errors.Join(errs...)
+	p.Add(c.GroupConfig.Check())
+	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	return p.Err()
 }
 
 // Factory registers the channel: registry.Register("matrix", matrix.Factory()).
@@ -156,19 +147,10 @@ var (
 
 // New builds the channel. It does no IO: Run logs in and syncs.
 func New(cfg Config, deps channels.Deps) (*Channel, error) {
-	if cfg.GroupPolicy == "" {
-		cfg.GroupPolicy = channels.GroupMention
-	}
-	if cfg.MaxMediaBytes == 0 {
-		cfg.MaxMediaBytes = 20 << 20
-	}
+	channels.FillDefaults(&cfg, DefaultConfig())
 	cfg.Homeserver = strings.TrimRight(cfg.Homeserver, "/")
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	cli, err := mautrix.NewClient(cfg.Homeserver, id.UserID(cfg.UserID), cfg.AccessToken)
 	if err != nil {
@@ -179,15 +161,12 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	cli.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 2 * time.Minute}
 	cli.DefaultHTTPRetries = 0 // the dispatcher and the sync loop retry
 	c := &Channel{
-		cfg: cfg, log: log, cli: cli, me: id.UserID(cfg.UserID),
+		cfg: cfg, log: deps.Logger(), cli: cli, me: id.UserID(cfg.UserID), mediaDir: deps.MediaDir("matrix"),
 		nameRE:       regexp.MustCompile(`(?i)(^|[^\w])` + regexp.QuoteMeta(id.UserID(cfg.UserID).Localpart()) + `($|[^\w])`),
 		editInterval: time.Second, backoffMin: 500 * time.Millisecond, backoffMax: time.Minute,
 		pollTimeout: 30 * time.Second,
 		members:     map[id.RoomID]int{}, seen: map[id.EventID]bool{},
 		plainWarned: map[id.RoomID]bool{}, prepared: map[id.RoomID]bool{},
-	}
-	if deps.Paths.Media != "" {
-		c.mediaDir = filepath.Join(deps.Paths.Media, "matrix")
 	}
 	if deps.Paths.State != "" {
 		c.state = filepath.Join(deps.Paths.State, "matrix-sync.json")
