@@ -66,12 +66,9 @@ type Config struct {
 	Sessions []string `json:"sessions"`
 	// Panels lists the panel ids to answer in; ["*"] is every panel.
 	Panels []string `json:"panels"`
-	// GroupPolicy is "mention" (default: in panels answer only messages
-	// that mention agentUserId), "open" (every message) or "allowlist"
-	// (every message of the GroupAllowFrom panels, none elsewhere).
-	GroupPolicy channels.GroupPolicy `json:"groupPolicy"`
-	// GroupAllowFrom are the panel ids of the allowlist policy.
-	GroupAllowFrom []string `json:"groupAllowFrom"`
+	// GroupConfig: "mention" (default) answers in panels only messages
+	// that mention agentUserId; the allowlist lists panel ids.
+	channels.GroupConfig
 	// WatchTimeoutMs is how long one session long poll waits (25000).
 	WatchTimeoutMs int `json:"watchTimeoutMs"`
 	// WatchLimit caps the events one long poll returns (100).
@@ -106,7 +103,7 @@ const DefaultBaseURL = "https://mochat.io"
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
 	return Config{
-		BaseURL: DefaultBaseURL, GroupPolicy: channels.GroupMention,
+		BaseURL: DefaultBaseURL, GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention},
 		WatchTimeoutMs: 25000, WatchLimit: 100, PanelLimit: 50, PollIntervalMs: 3000, RefreshIntervalMs: 60000,
 		SocketPath: "/socket.io", SocketConnectTimeoutMs: 10000, ReplyDelayMode: DelayOff, ReplyDelayMs: 120000,
 	}
@@ -118,7 +115,7 @@ func (c Config) Validate() error {
 	var p channels.Problems
 	p.Required(c.ClawToken, "clawToken is required (the agent account's token)")
 	p.URL("baseUrl", c.BaseURL)
-	p.Add(c.GroupPolicy.Check("groupAllowFrom", c.GroupAllowFrom))
+	p.Add(c.GroupConfig.Check())
 	if len(c.Panels) > 0 && c.GroupPolicy == channels.GroupMention {
 		p.Required(c.AgentUserID, `agentUserId is required with panels and groupPolicy "mention" (it is how a mention of the bot is recognised)`)
 	}
