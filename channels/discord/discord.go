@@ -47,6 +47,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Config is channels.discord.
@@ -101,6 +102,7 @@ func Factory() channels.Factory {
 type Channel struct {
 	cfg       Config
 	log       *slog.Logger
+	redact    *redact.Redactor
 	transport *http.Transport
 	s         *discordgo.Session
 	allow     map[string]bool
@@ -146,6 +148,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	c := &Channel{
 		cfg:          cfg,
 		log:          deps.Logger(),
+		redact:       deps.Redactor(cfg.Token),
 		mediaDir:     deps.MediaDir("discord"),
 		transport:    http.DefaultTransport.(*http.Transport).Clone(),
 		s:            s,
@@ -208,8 +211,6 @@ func (c *Channel) EditInterval() time.Duration { return c.editInterval }
 
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }
-
-func (c *Channel) redact(s string) string { return strings.ReplaceAll(s, c.cfg.Token, "***") }
 
 func (c *Channel) self() *discordgo.User {
 	c.mu.Lock()
@@ -282,7 +283,7 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	stop := channels.Work(wctx, c.events, func(ctx context.Context, e *discordgo.Event) { c.handle(ctx, in, e) })
 	loop := &channels.Loop{
 		Name: "discord", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
-		Redact: func(err error) string { return c.redact(err.Error()) },
+		Redact: c.redact.Error,
 	}
 	err := loop.Run(ctx, c.session)
 	stopWorker() // first: a reader waiting to queue an event gives up
@@ -306,7 +307,7 @@ func (c *Channel) session(ctx context.Context, up func()) error {
 		switch {
 		case errors.As(err, &rest) && rest.Response != nil && rest.Response.StatusCode == http.StatusUnauthorized,
 			errors.As(err, &closed) && closed.Code == 4004:
-			return channels.Fatal(fmt.Errorf("%w (%s)", ErrUnauthorized, c.redact(err.Error())))
+			return channels.Fatal(fmt.Errorf("%w (%s)", ErrUnauthorized, c.redact.Error(err)))
 		case errors.As(err, &closed) && closed.Code == 4014:
 			return channels.Fatal(ErrIntents)
 		}

@@ -41,7 +41,7 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, m *bus.Inboun
 }
 
 func (c *Channel) collector() media.Collector {
-	return media.Collector{Dir: c.mediaDir, Max: c.cfg.MaxMediaBytes, Platform: "discord", Log: c.log, Redact: c.redact}
+	return media.Collector{Dir: c.mediaDir, Max: c.cfg.MaxMediaBytes, Platform: "discord", Log: c.log, Redact: c.redact.String}
 }
 
 // toInbound converts a message. It reports false for messages the bot

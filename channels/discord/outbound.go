@@ -127,7 +127,7 @@ func (c *Channel) Typing(ctx context.Context, chatID string, _ bus.Metadata) err
 // sendError maps a REST failure: 429 to RetryAfterError, 400/403/404 (bad
 // message, no permission, channel gone) to PermanentError.
 func (c *Channel) sendError(what string, err error) error {
-	wrapped := fmt.Errorf("discord: %s: %s", what, c.redact(err.Error()))
+	wrapped := fmt.Errorf("discord: %s: %s", what, c.redact.Error(err))
 	var rl *discordgo.RateLimitError
 	if errors.As(err, &rl) && rl.RateLimit != nil && rl.TooManyRequests != nil {
 		return &channels.RetryAfterError{After: rl.RetryAfter, Err: wrapped}

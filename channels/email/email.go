@@ -11,11 +11,11 @@ import (
 	"crypto/x509"
 	"log/slog"
 	"net/mail"
-	"strings"
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Config is channels.email (the Python nanobot's names).
@@ -124,6 +124,7 @@ func Factory() channels.Factory {
 type Channel struct {
 	cfg      Config
 	log      *slog.Logger
+	redact   *redact.Redactor
 	mediaDir string
 	// roots verifies the servers' certificates (nil = the system's); tests
 	// set it.
@@ -148,7 +149,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Channel{cfg: cfg, log: deps.Logger(), mediaDir: deps.MediaDir("email"), backoffMin: time.Second, backoffMax: 5 * time.Minute, idleRestart: 25 * time.Minute}
+	c := &Channel{cfg: cfg, log: deps.Logger(), redact: deps.Redactor(cfg.IMAPPassword, cfg.SMTPPassword), mediaDir: deps.MediaDir("email"), backoffMin: time.Second, backoffMax: 5 * time.Minute, idleRestart: 25 * time.Minute}
 	return c, nil
 }
 
@@ -160,12 +161,3 @@ func (c *Channel) MessageLimit() int { return 100000 }
 
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }
-
-func (c *Channel) redact(s string) string {
-	for _, p := range []string{c.cfg.IMAPPassword, c.cfg.SMTPPassword} {
-		if p != "" {
-			s = strings.ReplaceAll(s, p, "***")
-		}
-	}
-	return s
-}

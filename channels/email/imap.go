@@ -29,7 +29,7 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	skipped := map[imap.UID]bool{} // mail left alone (strangers, robots), per connection's mailbox
 	loop := &channels.Loop{
 		Name: "email", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
-		Redact: func(err error) string { return c.redact(err.Error()) },
+		Redact: c.redact.Error,
 	}
 	return loop.Run(ctx, func(ctx context.Context, up func()) error {
 		return c.session(ctx, in, skipped, up)

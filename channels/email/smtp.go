@@ -196,7 +196,7 @@ func (c *Channel) sendMail(ctx context.Context, to string, msg []byte) error {
 		cli, err = smtp.Dial(addr)
 	}
 	if err != nil {
-		return fmt.Errorf("email: SMTP %s: %s", addr, c.redact(err.Error()))
+		return fmt.Errorf("email: SMTP %s: %s", addr, c.redact.Error(err))
 	}
 	defer cli.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -207,15 +207,15 @@ func (c *Channel) sendMail(ctx context.Context, to string, msg []byte) error {
 			return &channels.PermanentError{Err: errors.New("email: refusing to send the SMTP password over an unencrypted connection")}
 		}
 		if err := cli.Auth(sasl.NewPlainClient("", c.cfg.SMTPUsername, c.cfg.SMTPPassword)); err != nil {
-			return &channels.PermanentError{Err: fmt.Errorf("email: SMTP login refused: %s", c.redact(err.Error()))}
+			return &channels.PermanentError{Err: fmt.Errorf("email: SMTP login refused: %s", c.redact.Error(err))}
 		}
 	}
 	if err := cli.SendMail(c.cfg.from(), []string{to}, bytes.NewReader(msg)); err != nil {
 		var se *smtp.SMTPError
 		if errors.As(err, &se) && se.Code >= 500 {
-			return &channels.PermanentError{Err: fmt.Errorf("email: SMTP refused the mail: %s", c.redact(err.Error()))}
+			return &channels.PermanentError{Err: fmt.Errorf("email: SMTP refused the mail: %s", c.redact.Error(err))}
 		}
-		return fmt.Errorf("email: SMTP: %s", c.redact(err.Error()))
+		return fmt.Errorf("email: SMTP: %s", c.redact.Error(err))
 	}
 	return cli.Quit()
 }

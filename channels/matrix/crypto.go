@@ -123,7 +123,7 @@ func (g cryptoGate) RequestSession(ctx context.Context, room id.RoomID, sender i
 	}
 	err := mach.SendRoomKeyRequest(ctx, room, sender, session, "", map[id.UserID][]id.DeviceID{user: {device}, g.e.c.me: {"*"}})
 	if err != nil {
-		g.e.c.log.Warn("matrix: asking for a missing room key failed", "room", room, "err", g.e.c.redact(err.Error()))
+		g.e.c.log.Warn("matrix: asking for a missing room key failed", "room", room, "err", g.e.c.redact.Error(err))
 	}
 }
 
@@ -339,7 +339,7 @@ func (w slogWriter) Write(p []byte) (int, error) {
 	}
 	args := []any{"level", line.Level}
 	if line.Error != "" {
-		args = append(args, "err", w.c.redact(line.Error))
+		args = append(args, "err", w.c.redact.String(line.Error))
 	}
 	w.c.log.Warn("matrix: mautrix: "+line.Message, args...)
 	return len(p), nil

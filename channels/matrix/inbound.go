@@ -38,7 +38,7 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, evt *event.Even
 	}
 	// The sender sees the bot read it once it is safely queued.
 	if err := c.cli.MarkRead(ctx, evt.RoomID, evt.ID); err != nil && ctx.Err() == nil {
-		c.log.Debug("matrix: read receipt failed", "err", c.redact(err.Error()))
+		c.log.Debug("matrix: read receipt failed", "err", c.redact.Error(err))
 	}
 }
 
@@ -166,7 +166,7 @@ func (c *Channel) isDirect(ctx context.Context, room id.RoomID) bool {
 	if !ok {
 		resp, err := c.cli.JoinedMembers(ctx, room)
 		if err != nil {
-			c.log.Warn("matrix: room members unknown; treating the room as a group", "room", room, "err", c.redact(err.Error()))
+			c.log.Warn("matrix: room members unknown; treating the room as a group", "room", room, "err", c.redact.Error(err))
 			return false
 		}
 		n = len(resp.Joined)
@@ -217,7 +217,7 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, evt *event.Ev
 	}
 	resp, err := c.cli.Download(ctx, uri)
 	if err != nil {
-		c.log.Warn("matrix: attachment download failed", "event", evt.ID, "err", c.redact(err.Error()))
+		c.log.Warn("matrix: attachment download failed", "event", evt.ID, "err", c.redact.Error(err))
 		return bus.Media{}, "[" + label + ": download failed]"
 	}
 	defer resp.Body.Close()
@@ -226,7 +226,7 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, evt *event.Ev
 		return bus.Media{}, tooBig
 	}
 	if err != nil {
-		c.log.Warn("matrix: attachment download failed", "event", evt.ID, "err", c.redact(err.Error()))
+		c.log.Warn("matrix: attachment download failed", "event", evt.ID, "err", c.redact.Error(err))
 		return bus.Media{}, "[" + label + ": download failed]"
 	}
 	if content.File != nil {

@@ -35,6 +35,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Config is channels.matrix.
@@ -108,6 +109,7 @@ func Factory() channels.Factory {
 type Channel struct {
 	cfg      Config
 	log      *slog.Logger
+	redact   *redact.Redactor
 	cli      *mautrix.Client
 	me       id.UserID
 	nameRE   *regexp.Regexp // the bot's localpart as a word ("nanobot: hi")
@@ -161,7 +163,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	cli.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 2 * time.Minute}
 	cli.DefaultHTTPRetries = 0 // the dispatcher and the sync loop retry
 	c := &Channel{
-		cfg: cfg, log: deps.Logger(), cli: cli, me: id.UserID(cfg.UserID), mediaDir: deps.MediaDir("matrix"),
+		cfg: cfg, log: deps.Logger(), redact: deps.Redactor(cfg.AccessToken, cfg.Password), cli: cli, me: id.UserID(cfg.UserID), mediaDir: deps.MediaDir("matrix"),
 		nameRE:       regexp.MustCompile(`(?i)(^|[^\w])` + regexp.QuoteMeta(id.UserID(cfg.UserID).Localpart()) + `($|[^\w])`),
 		editInterval: time.Second, backoffMin: 500 * time.Millisecond, backoffMax: time.Minute,
 		pollTimeout: 30 * time.Second,
@@ -187,13 +189,3 @@ func (c *Channel) EditInterval() time.Duration { return c.editInterval }
 
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }
-
-// redact removes the credentials from text (errors may quote requests).
-func (c *Channel) redact(s string) string {
-	for _, secret := range []string{c.cli.AccessToken, c.cfg.AccessToken, c.cfg.Password} {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "***")
-		}
-	}
-	return s
-}

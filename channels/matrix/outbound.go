@@ -196,7 +196,7 @@ func (c *Channel) relate(content *event.MessageEventContent, m bus.Outbound) {
 // sendError maps a failure: M_LIMIT_EXCEEDED to RetryAfterError, other 4xx
 // (forbidden, unknown room, too large) to PermanentError.
 func (c *Channel) sendError(what string, err error) error {
-	wrapped := fmt.Errorf("matrix: %s: %s", what, c.redact(err.Error()))
+	wrapped := fmt.Errorf("matrix: %s: %s", what, c.redact.Error(err))
 	var he mautrix.HTTPError
 	if errors.As(err, &he) && he.RespError != nil {
 		re := he.RespError

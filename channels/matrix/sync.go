@@ -53,7 +53,7 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	first := since == ""
 	loop := &channels.Loop{
 		Name: "matrix", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
-		Redact: func(err error) string { return c.redact(err.Error()) },
+		Redact: c.redact.Error,
 	}
 	return loop.Run(ctx, func(ctx context.Context, up func()) error {
 		if err := c.login(ctx); err != nil {
@@ -128,6 +128,7 @@ func (c *Channel) login(ctx context.Context) error {
 		if err != nil {
 			return credentialError("password login as "+c.cfg.UserID, err)
 		}
+		c.redact.Add(resp.AccessToken)
 		c.log.Info("matrix: logged in with the password; put an accessToken in the config to avoid a new device per start", "device", resp.DeviceID)
 	}
 	who, err := c.cli.Whoami(ctx)
@@ -211,7 +212,7 @@ func (c *Channel) invited(ctx context.Context, in channels.Inbox, roomID id.Room
 		return
 	}
 	if _, err := c.cli.JoinRoomByID(ctx, roomID); err != nil {
-		log.Warn("matrix: joining an invited room failed", "err", c.redact(err.Error()))
+		log.Warn("matrix: joining an invited room failed", "err", c.redact.Error(err))
 		return
 	}
 	log.Info("matrix: joined a room on invitation")

@@ -55,7 +55,7 @@ func (v *sasVerifier) VerificationRequested(ctx context.Context, txn id.Verifica
 	log.Info("matrix: device verification request accepted")
 	v.async(func() {
 		if err := v.vh.AcceptVerification(ctx, txn); err != nil && ctx.Err() == nil {
-			log.Warn("matrix: accepting a device verification failed", "err", v.c.redact(err.Error()))
+			log.Warn("matrix: accepting a device verification failed", "err", v.c.redact.Error(err))
 		}
 	})
 }
@@ -81,7 +81,7 @@ func (v *sasVerifier) ShowSAS(ctx context.Context, txn id.VerificationTransactio
 		"transaction", txn, "emoji", strings.Join(shown, ", "), "decimals", strings.Join(nums, " "))
 	v.async(func() {
 		if err := v.vh.ConfirmSAS(ctx, txn); err != nil && ctx.Err() == nil {
-			v.c.log.Warn("matrix: confirming a device verification failed", "transaction", txn, "err", v.c.redact(err.Error()))
+			v.c.log.Warn("matrix: confirming a device verification failed", "transaction", txn, "err", v.c.redact.Error(err))
 		}
 	})
 }

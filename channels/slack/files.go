@@ -54,7 +54,7 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, m *bus.Inboun
 			notes = append(notes, media.TooLarge("file "+name, 0, c.cfg.MaxMediaBytes))
 			continue
 		case err != nil:
-			c.log.Warn("slack: file download failed", "message_id", m.MessageID, "file", f.ID, "err", c.redact(err.Error()))
+			c.log.Warn("slack: file download failed", "message_id", m.MessageID, "file", f.ID, "err", c.redact.Error(err))
 			notes = append(notes, fmt.Sprintf("[file %s: download failed]", name))
 			continue
 		}

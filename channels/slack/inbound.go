@@ -77,7 +77,7 @@ func (c *Channel) handleEvent(ctx context.Context, sm *socketmode.Client, in cha
 		if ce, ok := ev.Data.(*slack.ConnectionErrorEvent); ok && ce.ErrorObj != nil {
 			err = ce.ErrorObj
 		}
-		c.log.Warn("slack: socket mode connect failed; the library retries", "err", c.redact(err.Error()))
+		c.log.Warn("slack: socket mode connect failed; the library retries", "err", c.redact.Error(err))
 		*connected = false
 		l.lost(err)
 	case socketmode.EventTypeHello: // Slack confirmed the connection

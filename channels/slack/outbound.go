@@ -192,7 +192,7 @@ func (c *Channel) sendError(what string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("slack: %s: %w", what, err)
 	}
-	wrapped := fmt.Errorf("slack: %s: %s", what, c.redact(err.Error()))
+	wrapped := fmt.Errorf("slack: %s: %s", what, c.redact.Error(err))
 	var rl *slack.RateLimitedError
 	if errors.As(err, &rl) {
 		return &channels.RetryAfterError{After: max(rl.RetryAfter, time.Second), Err: wrapped}

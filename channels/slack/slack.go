@@ -32,6 +32,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Config is channels.slack.
@@ -95,10 +96,11 @@ func Factory() channels.Factory {
 
 // Channel is the Slack adapter.
 type Channel struct {
-	cfg  Config
-	log  *slog.Logger
-	http *http.Client
-	api  *slack.Client
+	cfg    Config
+	log    *slog.Logger
+	redact *redact.Redactor
+	http   *http.Client
+	api    *slack.Client
 	// mediaDir is where shared files are saved ("" = not downloaded), and
 	// fileHost the host besides *.slack.com the bot token may be sent to
 	// for a download (the apiBase's, so a test fake works).
@@ -140,6 +142,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	c := &Channel{
 		cfg:          cfg,
 		log:          deps.Logger(),
+		redact:       deps.Redactor(cfg.BotToken, cfg.AppToken),
 		mediaDir:     deps.MediaDir("slack"),
 		http:         &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: time.Minute},
 		editInterval: time.Second,
@@ -175,11 +178,6 @@ func (c *Channel) EditInterval() time.Duration { return c.editInterval }
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }
 
-// redact removes the tokens from an error text.
-func (c *Channel) redact(s string) string {
-	return strings.NewReplacer(c.cfg.BotToken, "***", c.cfg.AppToken, "***").Replace(s)
-}
-
 func (c *Channel) self() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -200,7 +198,7 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	defer c.http.CloseIdleConnections()
 	loop := &channels.Loop{
 		Name: "slack", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
-		Redact: func(err error) string { return c.redact(err.Error()) },
+		Redact: c.redact.Error,
 	}
 	return loop.Run(ctx, func(ctx context.Context, up func()) error {
 		err := c.session(ctx, in, link{up: up, lost: loop.Lost})

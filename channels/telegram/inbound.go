@@ -304,7 +304,7 @@ func (c *Channel) download(ctx context.Context, msg *models.Message, kind, fileI
 	}
 	f, err := c.api.GetFile(ctx, &bot.GetFileParams{FileID: fileID})
 	if err != nil {
-		c.log.Warn("telegram: getFile failed", "kind", kind, "err", c.redact(err.Error()))
+		c.log.Warn("telegram: getFile failed", "kind", kind, "err", c.redact.Error(err))
 		return bus.Media{}, "[" + label + ": download failed]"
 	}
 	if f.FileSize > limit {
@@ -315,7 +315,7 @@ func (c *Channel) download(ctx context.Context, msg *models.Message, kind, fileI
 		return bus.Media{}, tooBig
 	}
 	if err != nil {
-		c.log.Warn("telegram: file download failed", "kind", kind, "err", c.redact(err.Error()))
+		c.log.Warn("telegram: file download failed", "kind", kind, "err", c.redact.Error(err))
 		return bus.Media{}, "[" + label + ": download failed]"
 	}
 	ext := media.Ext(name, f.FilePath, mimeType)

@@ -248,7 +248,7 @@ func (c *Channel) sendError(what string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("telegram: %s: %w", what, err)
 	}
-	wrapped := fmt.Errorf("telegram: %s: %s", what, c.redact(err.Error()))
+	wrapped := fmt.Errorf("telegram: %s: %s", what, c.redact.Error(err))
 	var tooMany *bot.TooManyRequestsError
 	if errors.As(err, &tooMany) {
 		return &channels.RetryAfterError{After: time.Duration(max(tooMany.RetryAfter, 1)) * time.Second, Err: wrapped}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
 // Config is channels.telegram.
@@ -152,6 +153,7 @@ var commands = []models.BotCommand{
 type Channel struct {
 	cfg      Config
 	log      *slog.Logger
+	redact   *redact.Redactor
 	mediaDir string
 	http     *http.Client // Bot API calls (through the proxy)
 	files    *http.Client // file downloads
@@ -198,6 +200,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	c := &Channel{
 		cfg:          cfg,
 		log:          deps.Logger(),
+		redact:       deps.Redactor(cfg.Token),
 		mediaDir:     deps.MediaDir("telegram"),
 		pollTimeout:  time.Minute,
 		editInterval: time.Second,
@@ -244,11 +247,6 @@ func (c *Channel) EditInterval() time.Duration { return c.editInterval }
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }
 
-// redact removes the bot token from an error text.
-func (c *Channel) redact(s string) string {
-	return strings.ReplaceAll(s, c.cfg.Token, "***")
-}
-
 func (c *Channel) self() *models.User {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -282,7 +280,7 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	}()
 	loop := &channels.Loop{
 		Name: "telegram", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,
-		Redact: func(err error) string { return c.redact(err.Error()) },
+		Redact: c.redact.Error,
 	}
 	registered := false
 	return loop.Run(ctx, func(ctx context.Context, up func()) error {
@@ -315,7 +313,7 @@ func (c *Channel) connect(ctx context.Context, register bool) error {
 	c.mu.Unlock()
 	if register {
 		if _, err := c.api.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: commands}); err != nil && ctx.Err() == nil {
-			c.log.Warn("telegram: registering commands failed", "err", c.redact(err.Error()))
+			c.log.Warn("telegram: registering commands failed", "err", c.redact.Error(err))
 		}
 	}
 	if c.cfg.WebhookURL != "" {
@@ -385,5 +383,5 @@ func (c *Channel) libraryError(err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	c.log.Warn("telegram: bot api error", "err", c.redact(err.Error()))
+	c.log.Warn("telegram: bot api error", "err", c.redact.Error(err))
 }
