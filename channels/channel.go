@@ -233,15 +233,21 @@ type PermanentError struct{ Err error }
 func (e *PermanentError) Error() string { return e.Err.Error() }
 func (e *PermanentError) Unwrap() error { return e.Err }
 
+// Permanentf is a PermanentError with a formatted message, as fmt.Errorf
+// makes it (%w wraps).
+func Permanentf(format string, args ...any) error {
+	return &PermanentError{Err: fmt.Errorf(format, args...)}
+}
+
 // CheckSend is the PermanentError a Send gives for a message no platform
 // can send: one without a chat id, or without text. platform prefixes the
 // error ("discord: send: empty chat id"); nil means m may be sent.
 func CheckSend(platform string, m bus.Outbound) error {
 	if m.ChatID == "" {
-		return &PermanentError{Err: fmt.Errorf("%s: send: empty chat id", platform)}
+		return Permanentf("%s: send: empty chat id", platform)
 	}
 	if strings.TrimSpace(m.Content) == "" {
-		return &PermanentError{Err: fmt.Errorf("%s: send to %s: empty message", platform, m.ChatID)}
+		return Permanentf("%s: send to %s: empty message", platform, m.ChatID)
 	}
 	return nil
 }

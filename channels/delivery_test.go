@@ -192,7 +192,7 @@ func TestDurableReplyExpires(t *testing.T) {
 
 // A permanent error (chat gone, bot blocked) is not retried.
 func TestDurablePermanentErrorNotRetried(t *testing.T) {
-	ch := &downChannel{fakeChannel: &fakeChannel{name: "tg"}, err: &PermanentError{Err: errors.New("chat not found")}}
+	ch := &downChannel{fakeChannel: &fakeChannel{name: "tg"}, err: Permanentf("chat not found")}
 	ch.down.Store(true)
 	log := newMemLog()
 	out := startDurable(t, DispatcherConfig{RetryBase: time.Millisecond, Delivery: log}, ch)

@@ -3,7 +3,6 @@ package dingtalk
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -17,7 +16,7 @@ import (
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	text := strings.TrimSpace(m.Content)
 	if text == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("dingtalk: empty message")}
+		return channels.MessageRef{}, channels.Permanentf("dingtalk: empty message")
 	}
 	param, _ := json.Marshal(map[string]string{"title": title(text), "text": toDingTalk(text)})
 	body := map[string]any{"robotCode": c.cfg.RobotCode, "msgKey": "sampleMarkdown", "msgParam": string(param)}
@@ -28,7 +27,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 		body["userIds"] = []string{m.ChatID}
 	}
 	if strings.TrimSpace(strings.TrimPrefix(m.ChatID, "group:")) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("dingtalk: send: empty chat id")}
+		return channels.MessageRef{}, channels.Permanentf("dingtalk: send: empty chat id")
 	}
 	var out struct {
 		ProcessQueryKey     string   `json:"processQueryKey"`
@@ -39,7 +38,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 		return channels.MessageRef{}, fmt.Errorf("dingtalk: send to %s: %w", m.ChatID, err)
 	}
 	if len(out.InvalidStaffIDList) > 0 {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("dingtalk: send to %s: not a member of the organisation", m.ChatID)}
+		return channels.MessageRef{}, channels.Permanentf("dingtalk: send to %s: not a member of the organisation", m.ChatID)
 	}
 	if len(out.FlowControlledStaff) > 0 {
 		return channels.MessageRef{}, fmt.Errorf("dingtalk: send to %s: rate limited by DingTalk", m.ChatID)

@@ -47,11 +47,11 @@ const maxFiles = 10
 // with only a URL are linked in the text. It returns the first message.
 func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if m.ChatID == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("discord: send: empty chat id")}
+		return channels.MessageRef{}, channels.Permanentf("discord: send: empty chat id")
 	}
 	text, local, err := media.Split(m)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send file: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("discord: send file: %w", err)
 	}
 	var files []*discordgo.File
 	defer func() {
@@ -62,12 +62,12 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 	for _, md := range local {
 		f, err := os.Open(md.Path)
 		if err != nil {
-			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send file: %w", err)}
+			return channels.MessageRef{}, channels.Permanentf("discord: send file: %w", err)
 		}
 		st, err := f.Stat()
 		if err != nil || st.IsDir() || st.Size() > c.cfg.MaxMediaBytes {
 			f.Close()
-			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send file %s: not a readable file of at most %s", md.Path, media.Size(c.cfg.MaxMediaBytes))}
+			return channels.MessageRef{}, channels.Permanentf("discord: send file %s: not a readable file of at most %s", md.Path, media.Size(c.cfg.MaxMediaBytes))
 		}
 		name := md.Name
 		if name == "" {
@@ -89,7 +89,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 			}
 		}
 		if data.Content == "" && len(data.Files) == 0 {
-			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send to channel %s: empty message", m.ChatID)}
+			return channels.MessageRef{}, channels.Permanentf("discord: send to channel %s: empty message", m.ChatID)
 		}
 		msg, err := c.s.ChannelMessageSendComplex(m.ChatID, data, discordgo.WithContext(ctx))
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 
 	"github.com/bwmarrin/discordgo"
@@ -40,11 +39,11 @@ type voiceAttachment struct {
 // text with it (the text answer was sent before).
 func (c *Channel) SendVoice(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if m.ChatID == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("discord: send voice: empty chat id")}
+		return channels.MessageRef{}, channels.Permanentf("discord: send voice: empty chat id")
 	}
 	v, err := media.ReadVoice(m, c.cfg.MaxMediaBytes)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send voice: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("discord: send voice: %w", err)
 	}
 	payload := voiceMessage{
 		Flags: discordgo.MessageFlagsIsVoiceMessage,
@@ -61,7 +60,7 @@ func (c *Channel) SendVoice(ctx context.Context, m bus.Outbound) (channels.Messa
 	file := &discordgo.File{Name: v.Name, ContentType: "audio/ogg", Reader: bytes.NewReader(v.Data)}
 	ct, body, err := discordgo.MultipartBodyWithJSON(payload, []*discordgo.File{file})
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("discord: send voice: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("discord: send voice: %w", err)
 	}
 	endpoint := discordgo.EndpointChannelMessages(m.ChatID)
 	resp, err := c.s.RequestRaw("POST", endpoint, ct, body, endpoint, 0, discordgo.WithContext(ctx))

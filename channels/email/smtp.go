@@ -34,7 +34,7 @@ import (
 // thread of the mail it answers (metadata from the inbound mail).
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if strings.TrimSpace(m.Content) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("email: empty message")}
+		return channels.MessageRef{}, channels.Permanentf("email: empty message")
 	}
 	return c.sendOne(ctx, m, nil)
 }
@@ -49,7 +49,7 @@ const MaxAttachBytes = 15 << 20
 func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	text, files, err := media.Split(m)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("email: send file: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("email: send file: %w", err)
 	}
 	var atts []outFile
 	var notes []string
@@ -65,7 +65,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 			notes = append(notes, fmt.Sprintf("[%s not attached: the attachments would exceed %s]", name, media.Size(MaxAttachBytes)))
 			continue
 		case err != nil:
-			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("email: attach %s: %w", name, err)}
+			return channels.MessageRef{}, channels.Permanentf("email: attach %s: %w", name, err)
 		}
 		total += len(data)
 		typ := md.MIMEType
@@ -76,7 +76,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 	}
 	m.Content = strings.TrimSpace(strings.Join(append([]string{text}, notes...), "\n"))
 	if m.Content == "" && len(atts) == 0 {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("email: empty message")}
+		return channels.MessageRef{}, channels.Permanentf("email: empty message")
 	}
 	return c.sendOne(ctx, m, atts)
 }
@@ -99,7 +99,7 @@ type outFile struct {
 func (c *Channel) sendOne(ctx context.Context, m bus.Outbound, atts []outFile) (channels.MessageRef, error) {
 	to, err := mail.ParseAddress(m.ChatID)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("email: %q is not an address", m.ChatID)}
+		return channels.MessageRef{}, channels.Permanentf("email: %q is not an address", m.ChatID)
 	}
 	msg, id := c.compose(to.Address, m, atts)
 	if err := c.sendMail(ctx, to.Address, msg); err != nil {
@@ -204,16 +204,16 @@ func (c *Channel) sendMail(ctx context.Context, to string, msg []byte) error {
 	}
 	if c.cfg.SMTPUsername != "" {
 		if _, isTLS := cli.TLSConnectionState(); !isTLS && !c.cfg.AllowInsecure {
-			return &channels.PermanentError{Err: errors.New("email: refusing to send the SMTP password over an unencrypted connection")}
+			return channels.Permanentf("email: refusing to send the SMTP password over an unencrypted connection")
 		}
 		if err := cli.Auth(sasl.NewPlainClient("", c.cfg.SMTPUsername, c.cfg.SMTPPassword)); err != nil {
-			return &channels.PermanentError{Err: fmt.Errorf("email: SMTP login refused: %s", c.redact.Error(err))}
+			return channels.Permanentf("email: SMTP login refused: %s", c.redact.Error(err))
 		}
 	}
 	if err := cli.SendMail(c.cfg.from(), []string{to}, bytes.NewReader(msg)); err != nil {
 		var se *smtp.SMTPError
 		if errors.As(err, &se) && se.Code >= 500 {
-			return &channels.PermanentError{Err: fmt.Errorf("email: SMTP refused the mail: %s", c.redact.Error(err))}
+			return channels.Permanentf("email: SMTP refused the mail: %s", c.redact.Error(err))
 		}
 		return fmt.Errorf("email: SMTP: %s", c.redact.Error(err))
 	}

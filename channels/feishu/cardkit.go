@@ -93,7 +93,7 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m bus.Outbo
 	cd := c.cards[ref.MessageID]
 	c.mu.Unlock()
 	if cd == nil {
-		return &channels.PermanentError{Err: fmt.Errorf("feishu: edit message %s: not a streaming card of this run", ref.MessageID)}
+		return channels.Permanentf("feishu: edit message %s: not a streaming card of this run", ref.MessageID)
 	}
 	cd.mu.Lock()
 	defer cd.mu.Unlock()

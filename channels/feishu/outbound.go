@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime/multipart"
 	"net/http"
@@ -48,7 +47,7 @@ func postContent(md string) map[string]any {
 func (c *Channel) post(ctx context.Context, m bus.Outbound, msgType string, content any) (string, error) {
 	body, err := json.Marshal(content)
 	if err != nil {
-		return "", &channels.PermanentError{Err: fmt.Errorf("feishu: encoding a %s message: %w", msgType, err)}
+		return "", channels.Permanentf("feishu: encoding a %s message: %w", msgType, err)
 	}
 	req := map[string]any{"msg_type": msgType, "content": string(body), "uuid": newUUID()}
 	var out struct {
@@ -107,11 +106,11 @@ func (c *Channel) React(ctx context.Context, _, messageID, emoji string) error {
 // only a URL are linked in the text. It returns the first message.
 func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if m.ChatID == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("feishu: send: empty chat id")}
+		return channels.MessageRef{}, channels.Permanentf("feishu: send: empty chat id")
 	}
 	text, files, err := media.Split(m)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("feishu: send file: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("feishu: send file: %w", err)
 	}
 	var parts channels.Parts
 	if text != "" {
@@ -129,7 +128,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		parts.Sent(channels.MessageRef{ChatID: m.ChatID, MessageID: id})
 	}
 	if !parts.Any() {
-		return parts.First(), &channels.PermanentError{Err: fmt.Errorf("feishu: send to chat %s: empty message", m.ChatID)}
+		return parts.First(), channels.Permanentf("feishu: send to chat %s: empty message", m.ChatID)
 	}
 	return parts.First(), nil
 }
@@ -139,7 +138,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 func (c *Channel) sendFile(ctx context.Context, m bus.Outbound, f bus.Media) (string, error) {
 	data, err := os.ReadFile(f.Path)
 	if err != nil {
-		return "", &channels.PermanentError{Err: fmt.Errorf("feishu: send file: %w", err)}
+		return "", channels.Permanentf("feishu: send file: %w", err)
 	}
 	name := f.Name
 	if name == "" {
@@ -151,7 +150,7 @@ func (c *Channel) sendFile(ctx context.Context, m bus.Outbound, f bus.Media) (st
 	}
 	isImage := strings.HasPrefix(mime, "image/") && len(data) <= 10<<20
 	if !isImage && len(data) > 30<<20 {
-		return "", &channels.PermanentError{Err: fmt.Errorf("feishu: send file %s: %s is over the 30 MB upload limit", name, media.Size(int64(len(data))))}
+		return "", channels.Permanentf("feishu: send file %s: %s is over the 30 MB upload limit", name, media.Size(int64(len(data))))
 	}
 	path, field := "/open-apis/im/v1/files", "file"
 	fields := [][2]string{{"file_type", fileType(name)}, {"file_name", name}}

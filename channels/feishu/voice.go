@@ -2,7 +2,6 @@ package feishu
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -21,11 +20,11 @@ var _ channels.VoiceSender = (*Channel)(nil)
 // user's topic when there is one.
 func (c *Channel) SendVoice(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if m.ChatID == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("feishu: send voice: empty chat id")}
+		return channels.MessageRef{}, channels.Permanentf("feishu: send voice: empty chat id")
 	}
 	v, err := media.ReadVoice(m, 30<<20)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("feishu: send voice: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("feishu: send voice: %w", err)
 	}
 	name := strings.TrimSuffix(v.Name, filepath.Ext(v.Name)) + ".opus"
 	fields := [][2]string{{"file_type", "opus"}, {"file_name", name}, {"duration", strconv.FormatInt(max(v.Duration.Milliseconds(), 1), 10)}}

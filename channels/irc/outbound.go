@@ -35,7 +35,7 @@ const (
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	target := m.ChatID
 	if target == "" || strings.ContainsAny(target, " ,\r\n\x00") {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("irc: send: %q is not a nick or channel", target)}
+		return channels.MessageRef{}, channels.Permanentf("irc: send: %q is not a nick or channel", target)
 	}
 	cn := c.current()
 	if cn == nil {
@@ -43,7 +43,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	}
 	lines := splitLines(m.Content, c.lineBudget(cn, target))
 	if len(lines) == 0 {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("irc: send to %s: empty message", target)}
+		return channels.MessageRef{}, channels.Permanentf("irc: send to %s: empty message", target)
 	}
 	for i, line := range lines {
 		err := c.flood.take(ctx)
@@ -58,7 +58,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 		if err != nil {
 			err = fmt.Errorf("irc: send to %s: %w", target, err)
 			if i > 0 {
-				return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("%w (after %d of %d lines)", err, i, len(lines))}
+				return channels.MessageRef{}, channels.Permanentf("%w (after %d of %d lines)", err, i, len(lines))
 			}
 			return channels.MessageRef{}, err
 		}

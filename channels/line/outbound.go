@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -26,14 +25,14 @@ const maxMessagesPerCall = 5
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	text := Format(m.Content)
 	if text == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("line: empty message")}
+		return channels.MessageRef{}, channels.Permanentf("line: empty message")
 	}
 	if m.ChatID == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("line: send: empty chat id")}
+		return channels.MessageRef{}, channels.Permanentf("line: send: empty chat id")
 	}
 	parts := splitUTF16(text, maxText)
 	if len(parts) > maxMessagesPerCall {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("line: send: %d characters is more than one call takes", len(text))}
+		return channels.MessageRef{}, channels.Permanentf("line: send: %d characters is more than one call takes", len(text))
 	}
 	quote := ""
 	if m.ReplyTo != "" && m.Metadata["quote_token"] != "" {

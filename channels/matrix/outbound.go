@@ -26,10 +26,10 @@ import (
 // user wrote in, mentioning nobody.
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if m.ChatID == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("matrix: send: empty room id")}
+		return channels.MessageRef{}, channels.Permanentf("matrix: send: empty room id")
 	}
 	if strings.TrimSpace(m.Content) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("matrix: send to %s: empty message", m.ChatID)}
+		return channels.MessageRef{}, channels.Permanentf("matrix: send to %s: empty message", m.ChatID)
 	}
 	if err := c.prepareSend(ctx, id.RoomID(m.ChatID)); err != nil {
 		return channels.MessageRef{}, c.sendError("send to "+m.ChatID, err)
@@ -73,7 +73,7 @@ func (c *Channel) Typing(ctx context.Context, chatID string, _ bus.Metadata) err
 func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	text, files, err := media.Split(m)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("matrix: send file: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("matrix: send file: %w", err)
 	}
 	var first channels.MessageRef
 	if text != "" {
@@ -106,11 +106,11 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 func (c *Channel) sendFile(ctx context.Context, m bus.Outbound, md bus.Media) (channels.MessageRef, error) {
 	st, err := os.Stat(md.Path)
 	if err != nil || st.IsDir() || st.Size() > c.cfg.MaxMediaBytes {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("matrix: send file %s: not a readable file of at most %s", md.Path, media.Size(c.cfg.MaxMediaBytes))}
+		return channels.MessageRef{}, channels.Permanentf("matrix: send file %s: not a readable file of at most %s", md.Path, media.Size(c.cfg.MaxMediaBytes))
 	}
 	data, err := os.ReadFile(md.Path)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("matrix: send file: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("matrix: send file: %w", err)
 	}
 	mime := md.MIMEType
 	if mime == "" {

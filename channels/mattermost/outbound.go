@@ -32,10 +32,10 @@ type newPost struct {
 // MessageLimit), in the thread the message came from.
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if m.ChatID == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("mattermost: send: empty channel id")}
+		return channels.MessageRef{}, channels.Permanentf("mattermost: send: empty channel id")
 	}
 	if strings.TrimSpace(m.Content) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("mattermost: send to channel %s: empty message", m.ChatID)}
+		return channels.MessageRef{}, channels.Permanentf("mattermost: send to channel %s: empty message", m.ChatID)
 	}
 	return c.post(ctx, newPost{ChannelID: m.ChatID, Message: m.Content, RootID: m.Metadata["root_id"]})
 }
@@ -87,11 +87,11 @@ const maxFiles = 10
 // only a URL are linked in the text. It returns the first post.
 func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if m.ChatID == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("mattermost: send: empty channel id")}
+		return channels.MessageRef{}, channels.Permanentf("mattermost: send: empty channel id")
 	}
 	text, files, err := media.Split(m)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("mattermost: send file: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("mattermost: send file: %w", err)
 	}
 	var ids []string
 	for _, md := range files {
@@ -109,7 +109,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 			p.Message = text
 		}
 		if p.Message == "" && len(p.FileIDs) == 0 {
-			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("mattermost: send to channel %s: empty message", m.ChatID)}
+			return channels.MessageRef{}, channels.Permanentf("mattermost: send to channel %s: empty message", m.ChatID)
 		}
 		ref, err := c.post(ctx, p)
 		if err != nil {
@@ -124,12 +124,12 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 func (c *Channel) upload(ctx context.Context, channelID string, md bus.Media) (string, error) {
 	f, err := os.Open(md.Path)
 	if err != nil {
-		return "", &channels.PermanentError{Err: fmt.Errorf("mattermost: send file: %w", err)}
+		return "", channels.Permanentf("mattermost: send file: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || st.IsDir() || st.Size() > c.cfg.MaxMediaBytes {
-		return "", &channels.PermanentError{Err: fmt.Errorf("mattermost: send file %s: not a readable file of at most %s", md.Path, media.Size(c.cfg.MaxMediaBytes))}
+		return "", channels.Permanentf("mattermost: send file %s: not a readable file of at most %s", md.Path, media.Size(c.cfg.MaxMediaBytes))
 	}
 	name := md.Name
 	if name == "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -17,7 +16,7 @@ import (
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	text := strings.TrimSpace(m.Content)
 	if text == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("mochat: empty message")}
+		return channels.MessageRef{}, channels.Permanentf("mochat: empty message")
 	}
 	path, body := "/api/claw/sessions/send", map[string]any{"sessionId": m.ChatID, "content": text}
 	if panel, ok := strings.CutPrefix(m.ChatID, panelPrefix); ok {
@@ -27,7 +26,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 		}
 	}
 	if strings.TrimSpace(m.ChatID) == "" || body["sessionId"] == "" || body["panelId"] == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("mochat: send: empty chat id")}
+		return channels.MessageRef{}, channels.Permanentf("mochat: send: empty chat id")
 	}
 	if m.ReplyTo != "" {
 		body["replyTo"] = m.ReplyTo

@@ -33,7 +33,7 @@ func target(chatID string) (action, key string, id int64, err error) {
 	}
 	id, err = strconv.ParseInt(num, 10, 64)
 	if err != nil || id <= 0 {
-		return "", "", 0, &channels.PermanentError{Err: fmt.Errorf("onebot: chat id %q is neither a QQ number nor group:<number>", chatID)}
+		return "", "", 0, channels.Permanentf("onebot: chat id %q is neither a QQ number nor group:<number>", chatID)
 	}
 	return action, key, id, nil
 }
@@ -43,7 +43,7 @@ func target(chatID string) (action, key string, id int64, err error) {
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	text := Format(m.Content)
 	if text == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("onebot: send to %s: empty message", m.ChatID)}
+		return channels.MessageRef{}, channels.Permanentf("onebot: send to %s: empty message", m.ChatID)
 	}
 	return c.send(ctx, m, []outSeg{textSeg(text)})
 }
@@ -66,7 +66,7 @@ func (c *Channel) send(ctx context.Context, m bus.Outbound, segs []outSeg) (chan
 	if err != nil {
 		var ae *kit.APIError
 		if errors.As(err, &ae) && (ae.Code == "1400" || ae.Code == "1404") {
-			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("onebot: send to %s: %w", m.ChatID, err)}
+			return channels.MessageRef{}, channels.Permanentf("onebot: send to %s: %w", m.ChatID, err)
 		}
 		return channels.MessageRef{}, fmt.Errorf("onebot: send to %s: %w", m.ChatID, err)
 	}
@@ -110,7 +110,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		segs = append([]outSeg{textSeg(text)}, segs...)
 	}
 	if len(segs) == 0 {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("onebot: send to %s: empty message", m.ChatID)}
+		return channels.MessageRef{}, channels.Permanentf("onebot: send to %s: empty message", m.ChatID)
 	}
 	return c.send(ctx, m, segs)
 }
@@ -119,18 +119,18 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 func (c *Channel) imageFile(path string) (string, error) {
 	st, err := os.Stat(path)
 	if err != nil || st.IsDir() || st.Size() > c.cfg.MaxMediaBytes {
-		return "", &channels.PermanentError{Err: fmt.Errorf("onebot: send image %s: not a readable file of at most %s", path, media.Size(c.cfg.MaxMediaBytes))}
+		return "", channels.Permanentf("onebot: send image %s: not a readable file of at most %s", path, media.Size(c.cfg.MaxMediaBytes))
 	}
 	if c.cfg.ImageMode == ImageFile {
 		abs, err := filepath.Abs(path)
 		if err != nil {
-			return "", &channels.PermanentError{Err: fmt.Errorf("onebot: send image %s: %w", path, err)}
+			return "", channels.Permanentf("onebot: send image %s: %w", path, err)
 		}
 		return "file://" + filepath.ToSlash(abs), nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", &channels.PermanentError{Err: fmt.Errorf("onebot: send image %s: %w", path, err)}
+		return "", channels.Permanentf("onebot: send image %s: %w", path, err)
 	}
 	return "base64://" + base64.StdEncoding.EncodeToString(b), nil
 }

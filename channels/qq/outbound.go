@@ -80,7 +80,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 		return channels.MessageRef{}, &channels.PermanentError{Err: err}
 	}
 	if strings.TrimSpace(m.Content) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("qq: send to %s: empty message", m.ChatID)}
+		return channels.MessageRef{}, channels.Permanentf("qq: send to %s: empty message", m.ChatID)
 	}
 	body := map[string]any{}
 	switch {
@@ -147,7 +147,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 			}
 		}
 		if text == "" {
-			return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("qq: send to %s: files cannot be sent to guild direct messages", m.ChatID)}
+			return channels.MessageRef{}, channels.Permanentf("qq: send to %s: files cannot be sent to guild direct messages", m.ChatID)
 		}
 		return c.Send(ctx, bus.Outbound{ChatID: m.ChatID, Content: text, ReplyTo: c.replyTo(m)})
 	}
@@ -171,7 +171,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		parts.Sent(channels.MessageRef{ChatID: m.ChatID, MessageID: id})
 	}
 	if !parts.Any() {
-		return parts.First(), &channels.PermanentError{Err: fmt.Errorf("qq: send to %s: empty message", m.ChatID)}
+		return parts.First(), channels.Permanentf("qq: send to %s: empty message", m.ChatID)
 	}
 	return parts.First(), nil
 }
@@ -215,13 +215,13 @@ func (c *Channel) upload(ctx context.Context, t target, md bus.Media) (string, e
 	case md.Path != "":
 		data, err := readFile(md.Path, c.cfg.MaxMediaBytes)
 		if err != nil {
-			return "", &channels.PermanentError{Err: fmt.Errorf("qq: send file: %w", err)}
+			return "", channels.Permanentf("qq: send file: %w", err)
 		}
 		body["file_data"] = base64.StdEncoding.EncodeToString(data)
 	case md.URL != "":
 		body["url"] = md.URL
 	default:
-		return "", &channels.PermanentError{Err: errors.New("qq: send file: media has neither a path nor a URL")}
+		return "", channels.Permanentf("qq: send file: media has neither a path nor a URL")
 	}
 	var out struct {
 		FileInfo string `json:"file_info"`

@@ -51,7 +51,7 @@ func target(chatID string, params map[string]any) error {
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	text := Format(m.Content)
 	if strings.TrimSpace(text) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("signal: empty message")}
+		return channels.MessageRef{}, channels.Permanentf("signal: empty message")
 	}
 	return c.send(ctx, m, text, nil)
 }
@@ -76,7 +76,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		attachments = append(attachments, uri)
 	}
 	if len(attachments) == 0 && strings.TrimSpace(text) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("signal: nothing to send")}
+		return channels.MessageRef{}, channels.Permanentf("signal: nothing to send")
 	}
 	return c.send(ctx, m, text, attachments)
 }
@@ -115,7 +115,7 @@ func (c *Channel) dataURI(md bus.Media) (string, error) {
 func (c *Channel) send(ctx context.Context, m bus.Outbound, text string, attachments []string) (channels.MessageRef, error) {
 	params := map[string]any{"message": text}
 	if err := target(m.ChatID, params); err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("signal: send: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("signal: send: %w", err)
 	}
 	if len(attachments) > 0 {
 		params["attachments"] = attachments
@@ -180,7 +180,7 @@ func classify(err error) error {
 func (c *Channel) Typing(ctx context.Context, chatID string, _ bus.Metadata) error {
 	params := map[string]any{}
 	if err := target(chatID, params); err != nil {
-		return &channels.PermanentError{Err: fmt.Errorf("signal: sendTyping: %w", err)}
+		return channels.Permanentf("signal: sendTyping: %w", err)
 	}
 	return classify(c.call(ctx, "sendTyping", params, nil))
 }

@@ -47,7 +47,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 // text so far.
 func (c *Channel) Edit(ctx context.Context, r channels.MessageRef, m bus.Outbound) error {
 	if r.MessageID == "" {
-		return &channels.PermanentError{Err: errors.New("slack: edit: no message ts")}
+		return channels.Permanentf("slack: edit: no message ts")
 	}
 	if strings.TrimSpace(m.Content) == "" {
 		return nil
@@ -93,7 +93,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 func (c *Channel) upload(ctx context.Context, chat, thread string, media bus.Media) error {
 	if media.Path == "" {
 		if media.URL == "" {
-			return &channels.PermanentError{Err: errors.New("slack: send file: media has neither a path nor a URL")}
+			return channels.Permanentf("slack: send file: media has neither a path nor a URL")
 		}
 		opts := []slack.MsgOption{slack.MsgOptionText("<"+escape(media.URL)+"|"+escape(cmpOr(media.Name, media.URL))+">", false)}
 		if thread != "" {
@@ -106,12 +106,12 @@ func (c *Channel) upload(ctx context.Context, chat, thread string, media bus.Med
 	}
 	f, err := os.Open(media.Path)
 	if err != nil {
-		return &channels.PermanentError{Err: fmt.Errorf("slack: send file: %w", err)}
+		return channels.Permanentf("slack: send file: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || st.Size() == 0 {
-		return &channels.PermanentError{Err: fmt.Errorf("slack: send file %s: empty or unreadable", media.Path)}
+		return channels.Permanentf("slack: send file %s: empty or unreadable", media.Path)
 	}
 	name := cmpOr(media.Name, filepath.Base(media.Path))
 	_, err = c.api.UploadFileContext(ctx, slack.UploadFileParameters{

@@ -22,7 +22,7 @@ var _ channels.VoiceSender = (*Channel)(nil)
 func (c *Channel) SendVoice(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	v, err := media.ReadVoice(m, 0)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("slack: send voice: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("slack: send voice: %w", err)
 	}
 	thread := ""
 	if c.cfg.threads() {

@@ -30,7 +30,7 @@ type outActivity struct {
 // URL from the message's metadata or the last activity seen there.
 func (c *Channel) conversation(chatID string, meta bus.Metadata) (string, *botMember, error) {
 	if chatID == "" {
-		return "", nil, &channels.PermanentError{Err: errors.New("teams: send: empty conversation id")}
+		return "", nil, channels.Permanentf("teams: send: empty conversation id")
 	}
 	c.mu.Lock()
 	svc, bot := c.services[chatID], c.bots[chatID]
@@ -39,7 +39,7 @@ func (c *Channel) conversation(chatID string, meta bus.Metadata) (string, *botMe
 		svc = meta["service_url"]
 	}
 	if svc == "" {
-		return "", nil, &channels.PermanentError{Err: errors.New("teams: send: no service URL known for the conversation (the bot answers only in conversations it has heard from since it started)")}
+		return "", nil, channels.Permanentf("teams: send: no service URL known for the conversation (the bot answers only in conversations it has heard from since it started)")
 	}
 	var from *botMember
 	if bot.ID != "" {
@@ -65,7 +65,7 @@ func (c *Channel) call(ctx context.Context, method, u string, a outActivity, out
 // MessageLimit), as a reply to the message it answers.
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if strings.TrimSpace(m.Content) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("teams: send: empty message")}
+		return channels.MessageRef{}, channels.Permanentf("teams: send: empty message")
 	}
 	base, from, err := c.conversation(m.ChatID, m.Metadata)
 	if err != nil {

@@ -28,7 +28,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 		return channels.MessageRef{}, err
 	}
 	if strings.TrimSpace(m.Content) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("telegram: send to chat %s: empty message", m.ChatID)}
+		return channels.MessageRef{}, channels.Permanentf("telegram: send to chat %s: empty message", m.ChatID)
 	}
 	p := &bot.SendMessageParams{
 		ChatID:          chat,
@@ -57,7 +57,7 @@ func (c *Channel) Edit(ctx context.Context, r channels.MessageRef, m bus.Outboun
 	}
 	id, err := strconv.Atoi(r.MessageID)
 	if err != nil {
-		return &channels.PermanentError{Err: fmt.Errorf("telegram: edit: message id %q: %w", r.MessageID, err)}
+		return channels.Permanentf("telegram: edit: message id %q: %w", r.MessageID, err)
 	}
 	if strings.TrimSpace(m.Content) == "" {
 		return nil
@@ -132,11 +132,11 @@ func (c *Channel) SendVoice(ctx context.Context, m bus.Outbound) (channels.Messa
 		return channels.MessageRef{}, err
 	}
 	if len(m.Media) == 0 || m.Media[0].Path == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("telegram: send voice: no audio file")}
+		return channels.MessageRef{}, channels.Permanentf("telegram: send voice: no audio file")
 	}
 	f, err := os.Open(m.Media[0].Path)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("telegram: send voice: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("telegram: send voice: %w", err)
 	}
 	defer f.Close()
 	params := &bot.SendVoiceParams{
@@ -163,7 +163,7 @@ func (c *Channel) sendFile(ctx context.Context, chat any, m bus.Outbound, media 
 	case media.Path != "":
 		f, err := os.Open(media.Path)
 		if err != nil {
-			return nil, &channels.PermanentError{Err: fmt.Errorf("telegram: send file: %w", err)}
+			return nil, channels.Permanentf("telegram: send file: %w", err)
 		}
 		defer f.Close()
 		if st, err := f.Stat(); err == nil {
@@ -176,7 +176,7 @@ func (c *Channel) sendFile(ctx context.Context, chat any, m bus.Outbound, media 
 	case media.URL != "":
 		file = &models.InputFileString{Data: media.URL}
 	default:
-		return nil, &channels.PermanentError{Err: errors.New("telegram: send file: media has neither a path nor a URL")}
+		return nil, channels.Permanentf("telegram: send file: media has neither a path nor a URL")
 	}
 	html, mode := "", models.ParseMode("")
 	if strings.TrimSpace(caption) != "" {
@@ -222,7 +222,7 @@ func chatID(s string) (any, error) {
 	if strings.HasPrefix(s, "@") && len(s) > 1 {
 		return s, nil
 	}
-	return nil, &channels.PermanentError{Err: fmt.Errorf("telegram: %q is not a chat id", s)}
+	return nil, channels.Permanentf("telegram: %q is not a chat id", s)
 }
 
 // threadID reads the forum topic from message metadata, whatever number
@@ -255,7 +255,7 @@ func (c *Channel) sendError(what string, err error) error {
 	}
 	var migrate *bot.MigrateError
 	if errors.As(err, &migrate) {
-		return &channels.PermanentError{Err: fmt.Errorf("%w (the group is now supergroup %d)", wrapped, migrate.MigrateToChatID)}
+		return channels.Permanentf("%w (the group is now supergroup %d)", wrapped, migrate.MigrateToChatID)
 	}
 	for _, perm := range []error{bot.ErrorBadRequest, bot.ErrorForbidden, bot.ErrorUnauthorized, bot.ErrorNotFound} {
 		if errors.Is(err, perm) {

@@ -74,7 +74,7 @@ func (c *Channel) broadcast(ctx context.Context, chat string, f Frame) error {
 	}
 	c.mu.Unlock()
 	if len(targets) == 0 {
-		return &channels.PermanentError{Err: fmt.Errorf("web: no open tab for chat %s", chat)}
+		return channels.Permanentf("web: no open tab for chat %s", chat)
 	}
 	var errs []error
 	for _, cn := range targets {

@@ -97,21 +97,21 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	name, chat, ok := strings.Cut(m.ChatID, ":")
 	hook, known := c.cfg.Hooks[name]
 	if !ok || !known {
-		return ref, &channels.PermanentError{Err: fmt.Errorf("webhook: send to chat %q: no such hook (chat ids are <hook>:<chatId>)", m.ChatID)}
+		return ref, channels.Permanentf("webhook: send to chat %q: no such hook (chat ids are <hook>:<chatId>)", m.ChatID)
 	}
 	if hook.ReplyURL == "" {
-		return ref, &channels.PermanentError{Err: fmt.Errorf("webhook: hook %q has no replyUrl and no request is waiting in chat %q; message dropped", name, chat)}
+		return ref, channels.Permanentf("webhook: hook %q has no replyUrl and no request is waiting in chat %q; message dropped", name, chat)
 	}
 	body, err := json.Marshal(Reply{
 		Hook: name, ChatID: chat, Text: m.Content, ReplyTo: strings.TrimPrefix(m.ReplyTo, name+":"),
 		ID: ref.MessageID, Final: m.Final, IsError: m.IsError,
 	})
 	if err != nil {
-		return ref, &channels.PermanentError{Err: fmt.Errorf("webhook: encoding the reply: %w", err)}
+		return ref, channels.Permanentf("webhook: encoding the reply: %w", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook.ReplyURL, bytes.NewReader(body))
 	if err != nil {
-		return ref, &channels.PermanentError{Err: fmt.Errorf("webhook: hook %q replyUrl: %w", name, err)}
+		return ref, channels.Permanentf("webhook: hook %q replyUrl: %w", name, err)
 	}
 	ts := c.now().Unix()
 	req.Header.Set("Content-Type", "application/json")

@@ -3,7 +3,6 @@ package wecom
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -67,10 +66,10 @@ func (c *Channel) claim(reqID string) bool {
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	text := strings.TrimSpace(m.Content)
 	if text == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("wecom: empty message")}
+		return channels.MessageRef{}, channels.Permanentf("wecom: empty message")
 	}
 	if m.ChatID == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("wecom: send: empty chat id")}
+		return channels.MessageRef{}, channels.Permanentf("wecom: send: empty chat id")
 	}
 	k, err := c.live()
 	if err != nil {
@@ -124,7 +123,7 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m bus.Outbo
 	s := c.streams[ref.MessageID]
 	c.mu.Unlock()
 	if s == nil {
-		return &channels.PermanentError{Err: fmt.Errorf("wecom: edit %s: not an open streaming reply", ref.MessageID)}
+		return channels.Permanentf("wecom: edit %s: not an open streaming reply", ref.MessageID)
 	}
 	finish := m.Kind == bus.KindStreamEnd || m.Final
 	return c.update(ctx, ref.MessageID, s, strings.TrimSpace(m.Content), finish)
@@ -152,7 +151,7 @@ func (c *Channel) update(ctx context.Context, id string, s *stream, content stri
 		if finish && content == s.content {
 			return nil
 		}
-		return &channels.PermanentError{Err: fmt.Errorf("wecom: edit %s: the reply is finished", id)}
+		return channels.Permanentf("wecom: edit %s: the reply is finished", id)
 	}
 	k, err := c.live()
 	if err != nil {

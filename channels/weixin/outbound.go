@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -19,11 +18,11 @@ import (
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	text := plain(m.Content)
 	if text == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("weixin: empty message")}
+		return channels.MessageRef{}, channels.Permanentf("weixin: empty message")
 	}
 	ctxToken := c.state.contextOf(m.ChatID)
 	if ctxToken == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("weixin: send to %s: WeChat lets the bot answer only users who wrote to it, and this one has not", m.ChatID)}
+		return channels.MessageRef{}, channels.Permanentf("weixin: send to %s: WeChat lets the bot answer only users who wrote to it, and this one has not", m.ChatID)
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])

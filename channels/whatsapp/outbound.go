@@ -49,7 +49,7 @@ func (c *Channel) target(chatID string) (client, types.JID, error) {
 func chatJID(id string) (types.JID, error) {
 	j, err := types.ParseJID(id)
 	if err != nil || j.User == "" {
-		return types.EmptyJID, &channels.PermanentError{Err: fmt.Errorf("whatsapp: %q is not a chat id", id)}
+		return types.EmptyJID, channels.Permanentf("whatsapp: %q is not a chat id", id)
 	}
 	return j, nil
 }
@@ -62,7 +62,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 		return channels.MessageRef{}, err
 	}
 	if strings.TrimSpace(m.Content) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: errors.New("whatsapp: empty message")}
+		return channels.MessageRef{}, channels.Permanentf("whatsapp: empty message")
 	}
 	resp, err := cli.SendMessage(ctx, to, &waE2E.Message{Conversation: proto.String(ToWhatsApp(m.Content))})
 	if err != nil {
@@ -90,7 +90,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 	}
 	caption, files, err := media.Split(m)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("whatsapp: send file: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("whatsapp: send file: %w", err)
 	}
 	if len(files) == 0 {
 		text := m
@@ -127,11 +127,11 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 func (c *Channel) fileMessage(ctx context.Context, cli client, md bus.Media) (*waE2E.Message, error) {
 	st, err := os.Stat(md.Path)
 	if err != nil || st.IsDir() || st.Size() > c.cfg.MaxMediaBytes {
-		return nil, &channels.PermanentError{Err: fmt.Errorf("whatsapp: send file %s: not a readable file of at most %s", md.Path, media.Size(c.cfg.MaxMediaBytes))}
+		return nil, channels.Permanentf("whatsapp: send file %s: not a readable file of at most %s", md.Path, media.Size(c.cfg.MaxMediaBytes))
 	}
 	data, err := os.ReadFile(md.Path)
 	if err != nil {
-		return nil, &channels.PermanentError{Err: fmt.Errorf("whatsapp: send file: %w", err)}
+		return nil, channels.Permanentf("whatsapp: send file: %w", err)
 	}
 	mime := md.MIMEType
 	if mime == "" {

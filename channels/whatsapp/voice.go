@@ -25,7 +25,7 @@ func (c *Channel) SendVoice(ctx context.Context, m bus.Outbound) (channels.Messa
 	}
 	v, err := media.ReadVoice(m, c.cfg.MaxMediaBytes)
 	if err != nil {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("whatsapp: send voice: %w", err)}
+		return channels.MessageRef{}, channels.Permanentf("whatsapp: send voice: %w", err)
 	}
 	up, err := cli.Upload(ctx, v.Data, whatsmeow.MediaAudio)
 	if err != nil {

@@ -25,7 +25,7 @@ var ErrNotConnected = errors.New("xmpp: not connected")
 // show Markdown-like styling, XEP-0393, as written).
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if strings.TrimSpace(m.Content) == "" {
-		return channels.MessageRef{}, &channels.PermanentError{Err: fmt.Errorf("xmpp: send to %s: empty message", m.ChatID)}
+		return channels.MessageRef{}, channels.Permanentf("xmpp: send to %s: empty message", m.ChatID)
 	}
 	id := newID()
 	if err := c.sendMessage(ctx, m.ChatID, id, m.Content, ""); err != nil {
@@ -92,7 +92,7 @@ func (c *Channel) send(ctx context.Context, op, chatID, id string, payload xml.T
 func (c *Channel) address(chatID string) (jid.JID, stanza.MessageType, error) {
 	to, err := jid.Parse(chatID)
 	if err != nil || to.Localpart() == "" {
-		return jid.JID{}, "", &channels.PermanentError{Err: fmt.Errorf("xmpp: chat id %q is not a JID", chatID)}
+		return jid.JID{}, "", channels.Permanentf("xmpp: chat id %q is not a JID", chatID)
 	}
 	if c.room(to) != nil {
 		return to.Bare(), stanza.GroupChatMessage, nil
