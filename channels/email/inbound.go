@@ -1,3 +1,6 @@
+// Inbound: the IMAP session (IDLE, or polling where the server has no
+// IDLE) and the mail it takes in.
+
 package email
 
 import (

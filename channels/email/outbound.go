@@ -1,3 +1,5 @@
+// Outbound: replies sent over SMTP.
+
 package email
 
 import (

@@ -1,3 +1,5 @@
+// Inbound: the getupdates long poll and the messages it brings.
+
 package weixin
 
 import (

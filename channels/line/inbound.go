@@ -1,3 +1,6 @@
+// Inbound: LINE's webhook (signature, events, reply tokens) and the
+// messages it brings.
+
 package line
 
 import (
