@@ -61,8 +61,7 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log := c.log.With("hook", name)
-	now := c.now()
-	body, sig, ok := c.signedBody(w, r, hook, log, now)
+	body, sig, now, ok := c.signedBody(w, r, hook, log)
 	if !ok {
 		return
 	}
@@ -141,26 +140,27 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // signedBody reads the body of r, bounded by maxBodyBytes, and checks its
-// signature and timestamp with the hook's secret. On failure it has
-// answered the caller and ok is false.
-func (c *Channel) signedBody(w http.ResponseWriter, r *http.Request, hook Hook, log *slog.Logger, now time.Time) (body []byte, sig string, ok bool) {
+// signature and timestamp with the hook's secret; now is when the body was
+// in. On failure it has answered the caller and ok is false.
+func (c *Channel) signedBody(w http.ResponseWriter, r *http.Request, hook Hook, log *slog.Logger) (body []byte, sig string, now time.Time, ok bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			reply(w, http.StatusRequestEntityTooLarge, Response{Error: "body larger than maxBodyBytes"})
-			return nil, "", false
+			return nil, "", now, false
 		}
 		reply(w, http.StatusBadRequest, Response{Error: "reading the body failed"})
-		return nil, "", false
+		return nil, "", now, false
 	}
+	now = c.now()
 	sig, err = Verify(hook.Secret, r.Header.Get(HeaderTimestamp), r.Header.Get(HeaderSignature), body, now)
 	if err != nil {
 		log.Warn("webhook: request rejected", "reason", err.Error(), "remote", r.RemoteAddr)
 		reply(w, http.StatusUnauthorized, Response{Error: err.Error()})
-		return nil, "", false
+		return nil, "", now, false
 	}
-	return body, sig, true
+	return body, sig, now, true
 }
 
 // decodeRequest parses a verified body and checks its fields and its
