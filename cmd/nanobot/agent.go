@@ -20,6 +20,7 @@ import (
 	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/providers"
 )
 
 func newAgentCmd(a *app) *cobra.Command {
@@ -69,6 +70,11 @@ func runAgent(cmd *cobra.Command, a *app, agentName, msg, sessKey string, markdo
 		if tools, err = a.agentTools(w.cron)(profile, paths); err != nil {
 			return err
 		}
+	}
+	if u, ok := provider.(providers.Unconfigured); ok {
+		// A chat channel answers each message with this; a terminal user
+		// is better served by hearing it once, before typing anything.
+		return fmt.Errorf("agent: %s", u.Message())
 	}
 	store, err := session.NewFileStore(paths.Sessions, session.FileStoreOptions{Logger: a.log})
 	if err != nil {

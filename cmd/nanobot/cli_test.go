@@ -184,3 +184,23 @@ func TestStatusShowsResponsesAPI(t *testing.T) {
 		t.Errorf("status does not name the Responses API:\n%s", out)
 	}
 }
+
+// A terminal agent without a usable provider says how to add a key and
+// stops, instead of starting a conversation whose every turn fails.
+func TestAgentWithoutProviderSaysHow(t *testing.T) {
+	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY"} {
+		t.Setenv(k, "")
+	}
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfg, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"agent", "-m", "hello"}, {"agent"}} {
+		_, _, err := run(t, append([]string{"--config", cfg}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "No LLM provider is configured yet") || !strings.Contains(err.Error(), "nanobot agent") {
+			t.Errorf("%v: err = %v, want the setup message", args, err)
+		} else if strings.Contains(err.Error(), "reported an error") {
+			t.Errorf("%v: a turn ran and failed (%v); want the message before any turn", args, err)
+		}
+	}
+}
