@@ -114,8 +114,8 @@ func (c *Channel) message(ctx context.Context, cn *conn, chat string, admin bool
 		return
 	}
 	m := bus.Inbound{Channel: "web", SenderID: chat, ChatID: chat, Content: text, ReceivedAt: time.Now(), Admin: admin}
+	in := c.waitInbox(ctx)
 	c.mu.Lock()
-	in := c.inbox
 	c.seq++
 	m.MessageID = fmt.Sprintf("u%d-%d", time.Now().UnixNano(), c.seq)
 	tc := c.temps[chat]

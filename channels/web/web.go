@@ -77,7 +77,10 @@ type Channel struct {
 
 	mu    sync.Mutex
 	inbox channels.Inbox
-	conns map[string]map[*conn]bool // chat id -> connections
+	// running is closed while Run holds an inbox, and replaced by an open
+	// one when Run returns: a message that arrives first waits on it.
+	running chan struct{}
+	conns   map[string]map[*conn]bool // chat id -> connections
 	// temps are the open temporary chats (see temporary.go).
 	temps map[string]*tempChat
 	seq   int
@@ -111,7 +114,8 @@ func New(cfg Config, o Options) (*Channel, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Channel{cfg: cfg, log: log, conns: map[string]map[*conn]bool{}, temps: map[string]*tempChat{}, loopbackBind: o.Loopback}
+	c := &Channel{cfg: cfg, log: log, conns: map[string]map[*conn]bool{}, temps: map[string]*tempChat{}, loopbackBind: o.Loopback,
+		running: make(chan struct{})}
 	if cfg.MaxMessageChars <= 0 {
 		c.cfg.MaxMessageChars = 32000
 	}
@@ -183,10 +187,12 @@ func (c *Channel) Name() string { return "web" }
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	c.mu.Lock()
 	c.inbox = in
+	close(c.running)
 	c.mu.Unlock()
 	<-ctx.Done()
 	c.mu.Lock()
 	c.inbox = nil
+	c.running = make(chan struct{})
 	for _, set := range c.conns {
 		for cn := range set {
 			cn.ws.Close(websocket.StatusGoingAway, "gateway stopping")
@@ -194,6 +200,38 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	}
 	c.mu.Unlock()
 	return nil
+}
+
+// startWait bounds how long a message that arrives before Run (a tab that
+// reconnected the moment the gateway started) waits for it.
+const startWait = 10 * time.Second
+
+// testHookWaitInbox, when a test sets it, is called as a message starts
+// waiting for Run.
+var testHookWaitInbox func()
+
+// waitInbox returns the inbox Run holds, waiting up to startWait for Run
+// to start; nil when it does not (the gateway is stopping or stuck).
+func (c *Channel) waitInbox(ctx context.Context) channels.Inbox {
+	c.mu.Lock()
+	in, running := c.inbox, c.running
+	c.mu.Unlock()
+	if in != nil {
+		return in
+	}
+	if testHookWaitInbox != nil {
+		testHookWaitInbox()
+	}
+	t := time.NewTimer(startWait)
+	defer t.Stop()
+	select {
+	case <-running:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inbox
 }
 
 // MessageLimit implements channels.Limiter: the browser has no limit worth

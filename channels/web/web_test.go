@@ -204,3 +204,39 @@ func TestStreamEndTellsThePageTheAnswerIsFinal(t *testing.T) {
 		t.Fatalf("frame after the stream's end = %+v, want the final edit", f)
 	}
 }
+
+// TestMessageBeforeRunWaitsForIt: a tab that reconnects the moment the
+// gateway starts may send before the channel runs; its message is held
+// until Run gives the channel its inbox, not refused.
+func TestMessageBeforeRunWaitsForIt(t *testing.T) {
+	waiting := make(chan struct{}, 1)
+	testHookWaitInbox = func() { waiting <- struct{}{} }
+	t.Cleanup(func() { testHookWaitInbox = nil })
+	c, err := New(DefaultConfig(), Options{Loopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler())
+	t.Cleanup(srv.Close)
+	ws, hello := dial(t, srv, "early-tab-0001", "")
+	if hello.Type != "hello" {
+		t.Fatalf("hello = %+v", hello)
+	}
+	if err := wsjson.Write(context.Background(), ws, Frame{Type: "message", Text: "sent before Run"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-waiting:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the message did not wait for Run")
+	}
+	in := &inbox{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = c.Run(ctx, in); close(done) }()
+	t.Cleanup(func() { ws.CloseNow(); cancel(); <-done })
+	channeltest.WaitFor(t, "the early message delivered", 5*time.Second, func() bool { return in.len() == 1 })
+	if got := in.got[0].Content; got != "sent before Run" {
+		t.Errorf("delivered %q", got)
+	}
+}
