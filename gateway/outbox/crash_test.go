@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -267,10 +268,17 @@ func TestCrashMidStreamFinishesTheSameMessage(t *testing.T) {
 	p := newPlatform(false)
 	r := start(t, path, p, nil)
 	r.publish(t, bus.Outbound{Kind: bus.KindDelta, StreamID: "s1", Turn: "3", Content: "Let me think"})
+	// The crash point is after the outbox recorded the shown message: the
+	// platform shows it a moment before the record is written, and a
+	// crash in between sends a new message (the at-least-once window).
 	deadline := time.Now().Add(10 * time.Second)
-	for len(p.messages()) == 0 {
+	for {
+		b, _ := os.ReadFile(path)
+		if len(p.messages()) > 0 && strings.Contains(string(b), `"op":"stream"`) {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("the stream never showed")
+			t.Fatal("the stream never showed, or was never recorded")
 		}
 		time.Sleep(time.Millisecond)
 	}
