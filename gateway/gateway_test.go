@@ -31,6 +31,9 @@ type fakeChannel struct {
 	in       chan bus.Inbound
 	failRuns atomic.Int32
 	runs     atomic.Int32
+	// up is set while Run is past the point where a failing run fails: like
+	// a real adapter, the fake reports connecting until then.
+	up       atomic.Bool
 	interval time.Duration // edit interval; 0 means 10 ms
 	// redeliver makes Run retry a message the gateway did not accept (a
 	// platform redelivering what was not acknowledged), first when Run ends
@@ -52,12 +55,22 @@ func newFake(name string) *fakeChannel {
 }
 
 func (f *fakeChannel) Name() string { return f.name }
+
+// Health reports connecting until Run has got past its failures.
+func (f *fakeChannel) Health() channels.Health {
+	if f.up.Load() {
+		return channels.Health{State: channels.StateConnected}
+	}
+	return channels.Health{State: channels.StateConnecting}
+}
 func (f *fakeChannel) Run(ctx context.Context, inbox channels.Inbox) error {
 	f.runs.Add(1)
 	if f.failRuns.Load() > 0 {
 		f.failRuns.Add(-1)
 		return errors.New("platform unreachable")
 	}
+	f.up.Store(true)
+	defer f.up.Store(false)
 	for {
 		var m bus.Inbound
 		select {
