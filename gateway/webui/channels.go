@@ -78,8 +78,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, verb string, op 
 		return
 	}
 	if err != nil {
-		s.log.Error("workbench: pairing "+verb, "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not "+verb+" the pairing request")
+		s.internalError(w, "pairing "+verb, err, "could not "+verb+" the pairing request")
 		return
 	}
 	s.log.Info("workbench: pairing "+verb, "channel", got.Channel, "sender", got.SenderID)
@@ -101,8 +100,7 @@ func (s *Server) revokePairing(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.log.Error("workbench: pairing revoke", "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not revoke the approval")
+		s.internalError(w, "pairing revoke", err, "could not revoke the approval")
 		return
 	}
 	s.log.Info("workbench: pairing revoked", "channel", ch, "sender", sender)

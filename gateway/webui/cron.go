@@ -48,23 +48,12 @@ func viewJob(j cron.Job) jobView {
 	return v
 }
 
-func (s *Server) cronStore(w http.ResponseWriter) *cron.Store {
-	if s.o.Cron == nil {
-		writeError(w, http.StatusServiceUnavailable, "", "this gateway instance keeps no cron jobs")
-	}
-	return s.o.Cron
-}
-
 // listJobs is GET /api/cron: every job, soonest first (paused last).
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
-	st := s.cronStore(w)
-	if st == nil {
-		return
-	}
+	st := s.o.Cron
 	jobs, err := st.Jobs(r.Context())
 	if err != nil {
-		s.log.Error("workbench: list cron jobs", "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not read the cron jobs")
+		s.internalError(w, "list cron jobs", err, "could not read the cron jobs")
 		return
 	}
 	out := make([]jobView, 0, len(jobs))
@@ -103,10 +92,7 @@ type newJob struct {
 
 // addJob is POST /api/cron; validation errors name the field's path.
 func (s *Server) addJob(w http.ResponseWriter, r *http.Request) {
-	st := s.cronStore(w)
-	if st == nil {
-		return
-	}
+	st := s.o.Cron
 	var body newJob
 	if !readJSON(w, r, &body) {
 		return
@@ -118,8 +104,7 @@ func (s *Server) addJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := st.Add(r.Context(), j); err != nil {
-		s.log.Error("workbench: add cron job", "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not save the job")
+		s.internalError(w, "add cron job", err, "could not save the job")
 		return
 	}
 	s.log.Info("workbench: cron job added", "job", j.ID, "schedule", j.Schedule.Describe())
@@ -188,10 +173,7 @@ var errJobPaused = errors.New("the job is paused")
 
 // changeJob applies fn to the job named by {id}.
 func (s *Server) changeJob(w http.ResponseWriter, r *http.Request, what string, fn func(j *cron.Job, now time.Time) error) {
-	st := s.cronStore(w)
-	if st == nil {
-		return
-	}
+	st := s.o.Cron
 	id := r.PathValue("id")
 	var changed cron.Job
 	err := st.Update(r.Context(), func(jobs []cron.Job) ([]cron.Job, error) {
@@ -212,8 +194,7 @@ func (s *Server) changeJob(w http.ResponseWriter, r *http.Request, what string, 
 	case errors.Is(err, errJobPaused):
 		writeError(w, http.StatusConflict, "enabled", "the job is paused: resume it first")
 	case err != nil:
-		s.log.Error("workbench: cron "+what, "job", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not "+what+" the job")
+		s.internalError(w, "cron "+what, err, "could not "+what+" the job", "job", id)
 	default:
 		s.log.Info("workbench: cron "+what, "job", id)
 		writeJSON(w, http.StatusOK, map[string]any{"job": viewJob(changed)})
@@ -254,10 +235,7 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) {
 
 // deleteJob is DELETE /api/cron/{id}.
 func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
-	st := s.cronStore(w)
-	if st == nil {
-		return
-	}
+	st := s.o.Cron
 	id := r.PathValue("id")
 	err := st.Remove(r.Context(), id, "")
 	if errors.Is(err, cron.ErrNotFound) {
@@ -265,8 +243,7 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.log.Error("workbench: delete cron job", "job", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not delete the job")
+		s.internalError(w, "delete cron job", err, "could not delete the job", "job", id)
 		return
 	}
 	s.log.Info("workbench: cron job deleted", "job", id)

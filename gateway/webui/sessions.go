@@ -56,13 +56,6 @@ type toolCall struct {
 	Arguments string `json:"arguments"`
 }
 
-func (s *Server) store(w http.ResponseWriter) session.Store {
-	if s.o.Sessions == nil {
-		writeError(w, http.StatusServiceUnavailable, "", "this gateway instance keeps no conversations (a channels-only cluster role)")
-	}
-	return s.o.Sessions
-}
-
 func splitKey(key string) (channel, chat string) {
 	channel, chat, _ = strings.Cut(key, ":")
 	return channel, chat
@@ -103,14 +96,10 @@ func firstLine(s string, n int) string {
 // listSessions is GET /api/sessions?q=: every channel's conversations,
 // newest first; q filters by title and message text (case-insensitive).
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
-	st := s.store(w)
-	if st == nil {
-		return
-	}
+	st := s.o.Sessions
 	infos, err := st.List(r.Context())
 	if err != nil {
-		s.log.Error("workbench: list sessions", "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not list the conversations")
+		s.internalError(w, "list sessions", err, "could not list the conversations")
 		return
 	}
 	slices.SortFunc(infos, func(a, b session.Info) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
@@ -157,10 +146,7 @@ func matches(q, title string, msgs []providers.Message) bool {
 // loadExisting loads the session named by the {key} path value, answering
 // 404 when nothing is stored under it.
 func (s *Server) loadExisting(w http.ResponseWriter, r *http.Request) (session.Store, *session.Session) {
-	st := s.store(w)
-	if st == nil {
-		return nil, nil
-	}
+	st := s.o.Sessions
 	key := r.PathValue("key")
 	sess, err := st.Load(r.Context(), key)
 	if err != nil {
@@ -224,8 +210,7 @@ func (s *Server) renameSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := st.SetMetadata(r.Context(), sess, titleMeta, title); err != nil {
-		s.log.Error("workbench: rename session", "session", sess.Key, "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not rename the conversation")
+		s.internalError(w, "rename session", err, "could not rename the conversation", "session", sess.Key)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"session": describe(sess, sess.Tail(sess.Len()))})
@@ -256,8 +241,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "key", "cannot delete "+truncate(sess.Key, 100)+" now: "+ErrBusy.Error()+" (press Stop, or try again when it is done)")
 		return
 	case err != nil:
-		s.log.Error("workbench: archive session", "session", sess.Key, "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not archive the conversation")
+		s.internalError(w, "archive session", err, "could not archive the conversation", "session", sess.Key)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"archived": sess.Key})

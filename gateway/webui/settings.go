@@ -304,8 +304,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 	out = append(out, '\n')
 	next, probs, err := s.check(out)
 	if err != nil {
-		s.log.Error("workbench: check config", "err", err)
-		writeError(w, http.StatusInternalServerError, "", "cannot check the new config")
+		s.internalError(w, "check config", err, "cannot check the new config")
 		return
 	}
 	if len(probs) > 0 {
@@ -322,14 +321,12 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(old) > 0 {
 		if err := atomicfile.Write(s.o.ConfigFile+".bak", old, 0o600); err != nil {
-			s.log.Error("workbench: back up config", "err", err)
-			writeError(w, http.StatusInternalServerError, "", "cannot write the backup config.json.bak; nothing changed")
+			s.internalError(w, "back up config", err, "cannot write the backup config.json.bak; nothing changed")
 			return
 		}
 	}
 	if err := atomicfile.Write(s.o.ConfigFile, out, 0o600); err != nil {
-		s.log.Error("workbench: write config", "err", err)
-		writeError(w, http.StatusInternalServerError, "", "cannot write the config")
+		s.internalError(w, "write config", err, "cannot write the config")
 		return
 	}
 	if s.o.Apply != nil && len(live) > 0 {

@@ -165,19 +165,21 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/login", s.login)
 	mux.HandleFunc("POST /api/logout", s.guard(s.logout))
 	mux.HandleFunc("GET /api/me", s.me)
-	mux.HandleFunc("GET /api/sessions", s.guard(s.listSessions))
-	mux.HandleFunc("GET /api/sessions/{key}", s.guard(s.getSession))
-	mux.HandleFunc("PATCH /api/sessions/{key}", s.guard(s.renameSession))
-	mux.HandleFunc("DELETE /api/sessions/{key}", s.guard(s.deleteSession))
+	sessions := needs(s.o.Sessions != nil, "this gateway instance keeps no conversations (a channels-only cluster role)")
+	mux.HandleFunc("GET /api/sessions", s.guard(sessions(s.listSessions)))
+	mux.HandleFunc("GET /api/sessions/{key}", s.guard(sessions(s.getSession)))
+	mux.HandleFunc("PATCH /api/sessions/{key}", s.guard(sessions(s.renameSession)))
+	mux.HandleFunc("DELETE /api/sessions/{key}", s.guard(sessions(s.deleteSession)))
 	mux.HandleFunc("GET /api/channels", s.guard(s.listChannels))
 	mux.HandleFunc("POST /api/pairing/{code}/approve", s.guard(s.approvePairing))
 	mux.HandleFunc("POST /api/pairing/{code}/deny", s.guard(s.denyPairing))
 	mux.HandleFunc("DELETE /api/pairing/approved/{channel}/{sender}", s.guard(s.revokePairing))
-	mux.HandleFunc("GET /api/cron", s.guard(s.listJobs))
-	mux.HandleFunc("POST /api/cron", s.guard(s.addJob))
-	mux.HandleFunc("PATCH /api/cron/{id}", s.guard(s.patchJob))
-	mux.HandleFunc("POST /api/cron/{id}/run", s.guard(s.runJob))
-	mux.HandleFunc("DELETE /api/cron/{id}", s.guard(s.deleteJob))
+	jobs := needs(s.o.Cron != nil, "this gateway instance keeps no cron jobs")
+	mux.HandleFunc("GET /api/cron", s.guard(jobs(s.listJobs)))
+	mux.HandleFunc("POST /api/cron", s.guard(jobs(s.addJob)))
+	mux.HandleFunc("PATCH /api/cron/{id}", s.guard(jobs(s.patchJob)))
+	mux.HandleFunc("POST /api/cron/{id}/run", s.guard(jobs(s.runJob)))
+	mux.HandleFunc("DELETE /api/cron/{id}", s.guard(jobs(s.deleteJob)))
 	mux.HandleFunc("GET /api/heartbeat", s.guard(s.getHeartbeat))
 	mux.HandleFunc("PUT /api/heartbeat", s.guard(s.putHeartbeat))
 	mux.HandleFunc("GET /api/settings", s.guard(s.getSettings))
@@ -215,6 +217,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, path, msg string) {
 	writeJSON(w, status, apiError{Error: msg, Path: path})
+}
+
+// needs wraps handlers of data this instance may not keep (a channels-only
+// cluster role keeps no sessions or cron jobs): without it they answer 503
+// with why.
+func needs(kept bool, why string) func(http.HandlerFunc) http.HandlerFunc {
+	return func(h http.HandlerFunc) http.HandlerFunc {
+		if kept {
+			return h
+		}
+		return func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusServiceUnavailable, "", why) }
+	}
+}
+
+// internalError logs what failed (op, the error and attrs) and answers 500
+// with msg alone: the error may name paths the page has no business seeing.
+func (s *Server) internalError(w http.ResponseWriter, op string, err error, msg string, attrs ...any) {
+	s.log.Error("workbench: "+op, append(attrs, "err", err)...)
+	writeError(w, http.StatusInternalServerError, "", msg)
 }
 
 // readJSON decodes a small JSON body into v, refusing unknown fields.

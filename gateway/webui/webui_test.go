@@ -406,3 +406,28 @@ func TestHashPassword(t *testing.T) {
 		t.Error("the hash does not match its password")
 	}
 }
+
+// A channels-only cluster instance keeps no conversations or cron jobs:
+// their routes say so with 503 instead of failing on a missing store, and
+// the login guard still comes first.
+func TestInstanceWithoutStores(t *testing.T) {
+	b := newBench(t, true, false, func(o *Options) { o.Sessions, o.Cron = nil, nil })
+	for _, c := range []struct{ method, path, want string }{
+		{"GET", "/api/sessions", "keeps no conversations"},
+		{"DELETE", "/api/sessions/web:x", "keeps no conversations"},
+		{"GET", "/api/cron", "keeps no cron jobs"},
+		{"POST", "/api/cron/j1/run", "keeps no cron jobs"},
+	} {
+		hdr := map[string]string{}
+		if c.method != "GET" {
+			hdr["X-CSRF-Token"] = b.csrf()
+		}
+		code, body, _ := b.do(c.method, c.path, "", hdr)
+		if msg, _ := body["error"].(string); code != http.StatusServiceUnavailable || !strings.Contains(msg, c.want) {
+			t.Errorf("%s %s: %d %v, want 503 %q", c.method, c.path, code, body, c.want)
+		}
+	}
+	if code, _, _ := b.do("GET", "/api/sessions", "", map[string]string{"Host": "attacker.example"}); code != 401 {
+		t.Errorf("GET /api/sessions from a non-loopback host: %d, want 401 before 503", code)
+	}
+}

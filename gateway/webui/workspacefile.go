@@ -28,8 +28,7 @@ func (s *Server) readWorkspaceFile(w http.ResponseWriter, p string) (content str
 	b, err := os.ReadFile(p)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		name := filepath.Base(p)
-		s.log.Error("workbench: read "+name, "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not read "+name)
+		s.internalError(w, "read "+name, err, "could not read "+name)
 		return "", false
 	}
 	return string(b), true
@@ -55,8 +54,7 @@ func readContent(w http.ResponseWriter, r *http.Request, max int, tooBig string)
 func (s *Server) writeWorkspaceFile(w http.ResponseWriter, p, content string) bool {
 	if err := atomicfile.Write(p, []byte(content), 0o644); err != nil {
 		name := filepath.Base(p)
-		s.log.Error("workbench: write "+name, "err", err)
-		writeError(w, http.StatusInternalServerError, "", "could not write "+name)
+		s.internalError(w, "write "+name, err, "could not write "+name)
 		return false
 	}
 	return true
