@@ -126,7 +126,7 @@ func (c *Channel) message(ctx context.Context, cn *conn, chat string, admin bool
 		m.MessageID = id
 	}
 	if in == nil {
-		_ = cn.write(ctx, Frame{Type: "error", Text: "the gateway is not ready yet"})
+		_ = cn.write(ctx, Frame{Type: "error", Text: "the gateway is starting or stopping; send the message again in a moment"})
 		return
 	}
 	if tc != nil {

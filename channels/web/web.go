@@ -80,7 +80,11 @@ type Channel struct {
 	// running is closed while Run holds an inbox, and replaced by an open
 	// one when Run returns: a message that arrives first waits on it.
 	running chan struct{}
-	conns   map[string]map[*conn]bool // chat id -> connections
+	// ended is closed when Run returns and replaced by an open one when Run
+	// starts: a message that arrives while the gateway stops is refused at
+	// once instead of waiting for a Run that is not coming.
+	ended chan struct{}
+	conns map[string]map[*conn]bool // chat id -> connections
 	// temps are the open temporary chats (see temporary.go).
 	temps map[string]*tempChat
 	seq   int
@@ -115,7 +119,7 @@ func New(cfg Config, o Options) (*Channel, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Channel{cfg: cfg, log: log, conns: map[string]map[*conn]bool{}, temps: map[string]*tempChat{}, loopbackBind: o.Loopback,
-		running: make(chan struct{})}
+		running: make(chan struct{}), ended: make(chan struct{})}
 	if cfg.MaxMessageChars <= 0 {
 		c.cfg.MaxMessageChars = 32000
 	}
@@ -188,11 +192,13 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	c.mu.Lock()
 	c.inbox = in
 	close(c.running)
+	c.ended = make(chan struct{})
 	c.mu.Unlock()
 	<-ctx.Done()
 	c.mu.Lock()
 	c.inbox = nil
 	c.running = make(chan struct{})
+	close(c.ended)
 	for _, set := range c.conns {
 		for cn := range set {
 			cn.ws.Close(websocket.StatusGoingAway, "gateway stopping")
@@ -211,13 +217,19 @@ const startWait = 10 * time.Second
 var testHookWaitInbox func()
 
 // waitInbox returns the inbox Run holds, waiting up to startWait for Run
-// to start; nil when it does not (the gateway is stopping or stuck).
+// to start; nil at once when Run has ended (the gateway is stopping), and
+// nil when Run does not start in time.
 func (c *Channel) waitInbox(ctx context.Context) channels.Inbox {
 	c.mu.Lock()
-	in, running := c.inbox, c.running
+	in, running, ended := c.inbox, c.running, c.ended
 	c.mu.Unlock()
 	if in != nil {
 		return in
+	}
+	select {
+	case <-ended:
+		return nil
+	default:
 	}
 	if testHookWaitInbox != nil {
 		testHookWaitInbox()

@@ -205,6 +205,48 @@ func TestStreamEndTellsThePageTheAnswerIsFinal(t *testing.T) {
 	}
 }
 
+// TestMessageAfterRunEndedRefusedAtOnce: a tab that sends while the
+// gateway stops (Run has returned) is told so at once; its handler does
+// not wait startWait for a Run that is not coming.
+func TestMessageAfterRunEndedRefusedAtOnce(t *testing.T) {
+	waited := make(chan struct{}, 1)
+	testHookWaitInbox = func() { waited <- struct{}{} }
+	t.Cleanup(func() { testHookWaitInbox = nil })
+	c, err := New(DefaultConfig(), Options{Loopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler())
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = c.Run(ctx, &inbox{}); close(done) }()
+	channeltest.WaitFor(t, "Run holds its inbox", 5*time.Second, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.inbox != nil
+	})
+	cancel()
+	<-done
+	ws, hello := dial(t, srv, "late-tab-0001", "")
+	if hello.Type != "hello" {
+		t.Fatalf("hello = %+v", hello)
+	}
+	if err := wsjson.Write(context.Background(), ws, Frame{Type: "message", Text: "sent while stopping"}); err != nil {
+		t.Fatal(err)
+	}
+	// read gives up after 5 s, half of startWait: a handler that waited
+	// for Run would answer too late.
+	if f := read(t, ws); f.Type != "error" || !strings.Contains(f.Text, "stopping") {
+		t.Errorf("frame = %+v, want an error saying the gateway is stopping", f)
+	}
+	select {
+	case <-waited:
+		t.Error("the message waited for Run after Run had ended")
+	default:
+	}
+}
+
 // TestMessageBeforeRunWaitsForIt: a tab that reconnects the moment the
 // gateway starts may send before the channel runs; its message is held
 // until Run gives the channel its inbox, not refused.
