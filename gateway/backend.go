@@ -44,7 +44,6 @@ type local struct {
 }
 
 func openLocal(o Options, jobs *cron.Store) (*local, error) {
-	mem := bus.New(0, 0)
 	jr, pending, err := journal.Open(filepath.Join(o.Paths.State, "inbox.jsonl"), journal.Options{Log: o.Log, Open: o.StorageOpen})
 	if err != nil {
 		return nil, err
@@ -54,6 +53,7 @@ func openLocal(o Options, jobs *cron.Store) (*local, error) {
 		_ = jr.Close()
 		return nil, err
 	}
+	mem := bus.New(0, 0)
 	return &local{Bus: mem, journalInbox: journalInbox{jr: jr, b: mem, log: o.Log}, store: store, cron: jobs, replay: pending}, nil
 }
 
@@ -62,7 +62,7 @@ func (l *local) cronStore() *cron.Store                                { return 
 func (l *local) admission() func(bus.Inbound) bool                     { return nil }
 func (l *local) memoryLock() func(ctx context.Context) (func(), error) { return nil }
 func (l *local) status(context.Context) *ClusterStatus                 { return nil }
-func (l *local) close()                                                { _ = l.jr.Close() }
+func (l *local) close()                                                { l.Close(); _ = l.jr.Close() }
 
 // flushTimeout bounds how long delivery may take to send what the agent
 // said before shutdown.

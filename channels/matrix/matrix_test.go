@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -39,6 +41,15 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if stop != nil {
 		stop()
+	}
+	// Like goleak.VerifyTestMain: a goroutine that outlives the tests is
+	// a loop that did not stop with its context.
+	if err := goleak.Find(
+		// mautrix sleeps out each verification request's 10-minute expiry.
+		goleak.IgnoreAnyFunction("maunium.net/go/mautrix/crypto/verificationhelper.(*VerificationHelper).expireTransactionAt.func1"),
+	); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
 	}
 	os.Exit(code)
 }

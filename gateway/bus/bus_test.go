@@ -23,6 +23,7 @@ func TestKey(t *testing.T) {
 
 func TestOrderAndBackPressure(t *testing.T) {
 	b := New(2, 2)
+	defer b.Close()
 	ctx := context.Background()
 	for i := range 2 {
 		if err := b.PublishInbound(ctx, Inbound{Content: string(rune('a' + i))}); err != nil {

@@ -305,10 +305,15 @@ func TestLockExcludes(t *testing.T) {
 		t.Errorf("%d holders inside the lock at once", most.Load())
 	}
 	// A dead holder's lock expires.
-	if _, err := a.Lock(context.Background(), "held"); err != nil {
+	deadUnlock, err := a.Lock(context.Background(), "held")
+	if err != nil {
 		t.Fatal(err)
 	}
 	a.crash()
+	// The dead holder's renewals stop with its connection; unlocking
+	// after the test ends its renewal goroutine (the release fails on the
+	// closed connection, as a dead process's would not happen at all).
+	t.Cleanup(deadUnlock)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	unlock, err := b.Lock(ctx, "held")
