@@ -1,10 +1,12 @@
 package shell
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
 	"github.com/nanobot-go/nanobot/tools/sandbox"
+	"go.uber.org/goleak"
 )
 
 // The test binary is the sandbox helper of the commands it runs, as the
@@ -12,5 +14,11 @@ import (
 // sandbox (Landlock where the kernel has it).
 func TestMain(m *testing.M) {
 	sandbox.Init()
-	os.Exit(m.Run())
+	code := m.Run()
+	// A command's watcher that outlives the tests did not stop with it.
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
+	}
+	os.Exit(code)
 }
