@@ -120,17 +120,23 @@ func (r *Registry) BuildOne(name string, cfg configs.ChannelsConfig, deps Deps) 
 	return ch, nil
 }
 
-// Build creates every enabled channel. An enabled channel with no factory
-// is an error naming the config path.
-func (r *Registry) Build(cfg configs.ChannelsConfig, deps Deps) ([]Channel, error) {
-	var out []Channel
+// Enabled lists the channels Build creates: those on by default that
+// config.json does not mention (the web chat), then the enabled ones.
+func (r *Registry) Enabled(cfg configs.ChannelsConfig) []string {
 	names := cfg.Enabled()
 	for _, name := range r.Names() {
 		if _, mentioned := cfg.Platforms[name]; r.factories[name].OnByDefault && !mentioned {
 			names = append([]string{name}, names...)
 		}
 	}
-	for _, name := range names {
+	return names
+}
+
+// Build creates every enabled channel. An enabled channel with no factory
+// is an error naming the config path.
+func (r *Registry) Build(cfg configs.ChannelsConfig, deps Deps) ([]Channel, error) {
+	var out []Channel
+	for _, name := range r.Enabled(cfg) {
 		f, ok := r.factories[name]
 		if !ok {
 			return nil, fmt.Errorf("channels.%s: unknown channel (known: %v)", name, r.Names())

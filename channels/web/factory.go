@@ -33,9 +33,11 @@ func (c *Channel) WebhookHandler() http.Handler { return c.Handler() }
 // Notice implements channels.Noticer: where the chat is, and the access
 // token when one is needed.
 func (c *Channel) Notice(base string) string {
-	if c.token == "" {
-		c.log.Info("web chat open", "url", base+"/")
-		return ""
+	if !c.tokenAlways {
+		// This machine's browser goes without the token; any other way in
+		// (allowedHosts, a proxy) reads it from the state folder.
+		c.log.Info("web chat open to this machine's browser", "url", base+"/")
+		return fmt.Sprintf("web chat: %s/", base)
 	}
 	c.log.Info("web chat needs its access token (printed on the terminal, stored in the state folder's web_token)", "url", base+"/")
 	return fmt.Sprintf("web chat: %s/  (access token: %s)", base, c.token)

@@ -282,3 +282,29 @@ func TestMessageBeforeRunWaitsForIt(t *testing.T) {
 		t.Errorf("delivered %q", got)
 	}
 }
+
+// The start-up notice shows the token only when every browser needs it: on
+// loopback with allowFrom ["*"] this machine's browser asks for nothing,
+// and the token stays in the state folder for the other ways in.
+func TestNoticeShowsTokenOnlyWhenNeeded(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "web_token")
+	open, err := New(DefaultConfig(), Options{Loopback: true, TokenFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open.token == "" {
+		t.Fatal("no token kept for the other ways in")
+	}
+	if n := open.Notice("http://127.0.0.1:18790"); n != "web chat: http://127.0.0.1:18790/" {
+		t.Errorf("loopback notice %q, want the URL alone", n)
+	}
+	cfg := DefaultConfig()
+	cfg.RequireToken = true
+	strict, err := New(cfg, Options{Loopback: true, TokenFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strict.Notice("http://127.0.0.1:18790"); !strings.Contains(n, strict.token) {
+		t.Errorf("requireToken notice %q lacks the token", n)
+	}
+}

@@ -156,7 +156,7 @@ func TestStatusNeverPrintsKeys(t *testing.T) {
 			t.Errorf("status leaks %q:\n%s%s", leak, out, errOut)
 		}
 	}
-	for _, want := range []string{"openrouter   key set", "ollama       no key, apiBase http://127.0.0.1:11434/v1", "telegram     enabled, 1 allowed sender(s)", "provider:   openrouter"} {
+	for _, want := range []string{"openrouter   key set", "ollama       no key, apiBase http://127.0.0.1:11434/v1", "telegram     enabled, 1 allowed sender(s)", "web          on by default", "provider:   openrouter"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}

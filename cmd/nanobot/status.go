@@ -92,11 +92,15 @@ func printProviders(w io.Writer, c *configs.Config) {
 // printChannels lists the enabled channels.
 func printChannels(w io.Writer, c *configs.Config) {
 	fmt.Fprintln(w, "channels:")
-	enabled := c.Channels.Enabled()
+	enabled := newChannelRegistry().Enabled(c.Channels)
 	if len(enabled) == 0 {
 		fmt.Fprintln(w, "  (none enabled)")
 	}
 	for _, n := range enabled {
+		if _, mentioned := c.Channels.Platforms[n]; !mentioned {
+			fmt.Fprintf(w, "  %-12s on by default (\"channels\": {\"%s\": {\"enabled\": false}} turns it off)\n", n, n)
+			continue
+		}
 		fmt.Fprintf(w, "  %-12s enabled, %d allowed sender(s)\n", n, len(c.Channels.Common(n).AllowFrom))
 	}
 }
