@@ -30,6 +30,15 @@ func TestWebhookEndToEnd(t *testing.T) {
 			"ci": map[string]any{"secret": secret, "replyUrl": recv.URL, "allowFrom": []string{"pipeline"}},
 		},
 	}}, llm)
+	// The hooks answer 503 until the channel runs; /readyz says when it does.
+	waitUntil(t, "the webhook channel running (/readyz 200)", 20*time.Second, func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	ha := &webhooktest.Caller{URL: base + "/hooks/ha", Secret: secret}
 	ci := &webhooktest.Caller{URL: base + "/hooks/ci", Secret: secret}
 
