@@ -205,12 +205,13 @@ func TestStreamEndTellsThePageTheAnswerIsFinal(t *testing.T) {
 	}
 }
 
-// TestMessageAfterRunEndedRefusedAtOnce: a tab that sends while the
-// gateway stops (Run has returned) is told so at once; its handler does
-// not wait startWait for a Run that is not coming.
-func TestMessageAfterRunEndedRefusedAtOnce(t *testing.T) {
-	waited := make(chan struct{}, 1)
-	testHookWaitInbox = func() { waited <- struct{}{} }
+// watchedChannel is a loopback web chat served over HTTP, not running,
+// and a channel that receives a value each time a message starts waiting
+// for Run.
+func watchedChannel(t *testing.T) (*Channel, *httptest.Server, <-chan struct{}) {
+	t.Helper()
+	waits := make(chan struct{}, 1)
+	testHookWaitInbox = func() { waits <- struct{}{} }
 	t.Cleanup(func() { testHookWaitInbox = nil })
 	c, err := New(DefaultConfig(), Options{Loopback: true})
 	if err != nil {
@@ -218,6 +219,14 @@ func TestMessageAfterRunEndedRefusedAtOnce(t *testing.T) {
 	}
 	srv := httptest.NewServer(c.Handler())
 	t.Cleanup(srv.Close)
+	return c, srv, waits
+}
+
+// TestMessageAfterRunEndedRefusedAtOnce: a tab that sends while the
+// gateway stops (Run has returned) is told so at once; its handler does
+// not wait startWait for a Run that is not coming.
+func TestMessageAfterRunEndedRefusedAtOnce(t *testing.T) {
+	c, srv, waited := watchedChannel(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = c.Run(ctx, &inbox{}); close(done) }()
@@ -251,15 +260,7 @@ func TestMessageAfterRunEndedRefusedAtOnce(t *testing.T) {
 // gateway starts may send before the channel runs; its message is held
 // until Run gives the channel its inbox, not refused.
 func TestMessageBeforeRunWaitsForIt(t *testing.T) {
-	waiting := make(chan struct{}, 1)
-	testHookWaitInbox = func() { waiting <- struct{}{} }
-	t.Cleanup(func() { testHookWaitInbox = nil })
-	c, err := New(DefaultConfig(), Options{Loopback: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(c.Handler())
-	t.Cleanup(srv.Close)
+	c, srv, waiting := watchedChannel(t)
 	ws, hello := dial(t, srv, "early-tab-0001", "")
 	if hello.Type != "hello" {
 		t.Fatalf("hello = %+v", hello)
