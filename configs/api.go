@@ -12,13 +12,19 @@ type APIConfig struct {
 	// Enabled serves /v1/models, /v1/chat/completions and /v1/responses.
 	// Default true.
 	Enabled bool `json:"enabled"`
-	// APIKey is a key clients must send as "Authorization: Bearer <key>".
-	// With neither APIKey nor APIKeys the API needs no key, which the
-	// gateway allows only on a loopback bind (gateway.host). Default none.
+	// APIKey is a key clients may send as "Authorization: Bearer <key>";
+	// it shares the owner's sessions. The instance's access token
+	// (state/web_token, `nanobot webui token`) is always accepted too, so
+	// the API never answers without a key. Default none.
 	APIKey string `json:"apiKey"`
-	// APIKeys are further accepted keys (one per client, so each can be
-	// revoked alone). Default none.
+	// APIKeys are further accepted keys, one per client so each can be
+	// revoked alone; each has sessions and stored responses of its own
+	// unless ShareSessions. Default none.
 	APIKeys []string `json:"apiKeys"`
+	// ShareSessions lets every key continue every other key's named
+	// sessions and stored responses (as before keys had their own).
+	// Default false.
+	ShareSessions bool `json:"shareSessions"`
 	// CORSOrigins are the browser origins ("https://chat.example.com")
 	// allowed to call the API from a web page; "*" allows any. Default
 	// none.

@@ -1,7 +1,8 @@
 package gateway
 
 import (
-	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nanobot-go/nanobot/gateway/api"
@@ -10,21 +11,24 @@ import (
 
 // newAPI builds the OpenAI-compatible API (a channel of the gateway, not
 // a platform from the registry) when api.enabled and this process runs
-// the channels. Without a key it is served only on a loopback bind: on
-// any other, starting fails rather than opening the agent (and its tools)
-// to the network.
+// the channels. Every request needs a key: api.apiKey, api.apiKeys or the
+// instance's access token.
 func (g *Gateway) newAPI() (*api.Channel, error) {
 	c := g.cfg.API
 	if !c.Enabled || !g.runsChannels() {
 		return nil, nil
 	}
-	keys := c.Keys()
-	if len(keys) == 0 && !g.loopback() {
-		bind := g.cfg.Gateway.Host
-		if g.o.Listener != nil {
-			bind = g.o.Listener.Addr().String()
+	shared, own := c.Keys(), []string(nil)
+	if !c.ShareSessions {
+		shared, own = nil, nil
+		if k := strings.TrimSpace(c.APIKey); k != "" {
+			shared = []string{k}
 		}
-		return nil, fmt.Errorf("gateway: the OpenAI-compatible API has no key but the gateway listens beyond loopback (%s, gateway.host): set api.apiKey (or api.apiKeys), or set api.enabled to false", bind)
+		for _, k := range c.APIKeys {
+			if k = strings.TrimSpace(k); k != "" && !slices.Contains(shared, k) {
+				own = append(own, k)
+			}
+		}
 	}
 	// With no provider configured every turn would only say so: the API
 	// says it up front, as a 503 a client can act on.
@@ -40,7 +44,7 @@ func (g *Gateway) newAPI() (*api.Channel, error) {
 		maxTurns = g.cfg.Agents.Defaults.MaxConcurrentTurns
 	}
 	return api.New(api.Config{
-		Keys: keys, CORSOrigins: c.CORSOrigins, MaxBodyBytes: c.MaxBodyBytes,
+		Keys: shared, ClientKeys: own, Owner: g.owner, CORSOrigins: c.CORSOrigins, MaxBodyBytes: c.MaxBodyBytes,
 		MaxUploadBytes: c.MaxUploadBytes, RequestsPerMinute: c.RateLimit.RequestsPerMinute,
 		MediaDir: g.o.Paths.Media, StateDir: g.o.Paths.State, Unconfigured: unconfigured,
 		Model: g.cfg.Agents.Defaults.Model, MaxConcurrent: maxTurns,

@@ -22,6 +22,7 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
 	"github.com/nanobot-go/nanobot/gateway/journal"
+	"github.com/nanobot-go/nanobot/internal/owner"
 	"github.com/nanobot-go/nanobot/tools"
 )
 
@@ -40,6 +41,11 @@ type Gateway struct {
 	presets presetProviders
 	limiter *replyLimiter
 	chans   []channels.Channel
+	// owner is the instance's owner key (its access token and sign-in
+	// codes); nil on a worker, which serves no owner routes. signIn: the
+	// workbench is served, so announce prints a sign-in link.
+	owner   *owner.Key
+	signIn  bool
 	gate    *channels.Gate
 	mgr     *channels.Manager
 	disp    *channels.Dispatcher
@@ -106,6 +112,14 @@ func New(ctx context.Context, o Options) (_ *Gateway, err error) {
 			g.be.close()
 		}
 	}()
+	if g.runsChannels() {
+		if g.owner, err = owner.Load(owner.Path(o.Paths.State)); err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		// The token is the owner's whole credential: never in a log, a
+		// tool result or a reply.
+		o.Redact.Keep(g.owner.Token())
+	}
 	g.metrics = NewMetrics(g.be.Depth)
 	var jr *journal.Journal // the inbox journal; nil in cluster mode
 	if c, ok := g.be.(*clusterBackend); ok {

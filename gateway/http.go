@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -62,8 +63,8 @@ func (g *Gateway) buildHTTP() error {
 		return err
 	}
 	if g.cfg.Gateway.Pprof {
-		mountPprof(mux)
-		g.log.Info("profiles served at /debug/pprof/ to loopback clients (gateway.pprof)")
+		mountPprof(mux, g.owner)
+		g.log.Info("profiles served at /debug/pprof/ to loopback clients with the access token (gateway.pprof)")
 	}
 	for _, c := range g.chans {
 		if wh, ok := c.(channels.WebhookHandler); ok && wh.WebhookPath() != "" {
@@ -109,13 +110,21 @@ func (g *Gateway) httpService() service {
 	}}
 }
 
-// announce logs that the gateway is ready, prints what channels want the
-// operator to see on the terminal (the web chat's access token: the
-// terminal, not the log, which is kept and shipped), and calls Ready.
+// SignInTTL is how long the sign-in link printed at start-up works.
+const SignInTTL = 15 * time.Minute
+
+// announce logs that the gateway is ready, prints what the operator needs
+// on the terminal (a one-time sign-in link to the workbench: the terminal,
+// not the log, which is kept, shipped and shown in the workbench), and
+// calls Ready.
 func (g *Gateway) announce() {
 	addr := g.ln.Addr().String()
 	base := "http://" + addr
 	g.log.Info("gateway ready", "addr", base, "channels", len(g.chans), "workspace", g.o.Paths.Workspace)
+	if g.signIn && g.owner != nil {
+		fmt.Fprintf(g.o.Stderr, "workbench: %s/#login=%s\n  (a one-time sign-in link, valid %s; `nanobot webui open` makes another)\n",
+			browserBase(g.ln.Addr()), g.owner.LoginCode(SignInTTL), SignInTTL)
+	}
 	for _, c := range g.chans {
 		if n, ok := c.(channels.Noticer); ok {
 			if line := n.Notice(base); line != "" {
@@ -126,4 +135,17 @@ func (g *Gateway) announce() {
 	if g.o.Ready != nil {
 		g.o.Ready(addr)
 	}
+}
+
+// browserBase is the address a browser on this machine uses for a listener:
+// a wildcard bind (0.0.0.0, ::) is reached at 127.0.0.1.
+func browserBase(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return "http://" + a.String()
+	}
+	if ta.IP.IsUnspecified() {
+		return fmt.Sprintf("http://127.0.0.1:%d", ta.Port)
+	}
+	return "http://" + ta.String()
 }

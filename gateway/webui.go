@@ -21,7 +21,7 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 		return nil // a worker serves health and metrics only
 	}
 	o := webui.Options{
-		PasswordHash: g.cfg.Gateway.WebUI.Password, Loopback: g.loopback(),
+		PasswordHash: g.cfg.Gateway.WebUI.Password, Loopback: g.loopback(), Owner: g.owner,
 		Sessions: g.be.sessions(), Health: g.mgr.Health, Pairing: g.gate.Pairing,
 		Cron: g.be.cronStore(), Workspace: g.o.Paths.Workspace, Heartbeat: g.cfg.Gateway.Heartbeat,
 		MemoryLock: g.be.memoryLock(),
@@ -50,6 +50,8 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 	}
 	if off := w.Off(); off != nil {
 		g.log.Warn(off.Error())
+	} else {
+		g.signIn = true
 	}
 	w.Mount(mux)
 	// A browser signed in to the workbench may also chat (the web chat's

@@ -20,8 +20,9 @@ import (
 // real WebSocket client per user, dialled on first use (and again after a
 // drop), recording every message and edit the gateway shows.
 type browsers struct {
-	t   *testing.T
-	url string
+	t     *testing.T
+	url   string
+	token string
 
 	mu    sync.Mutex
 	conns map[string]*websocket.Conn
@@ -46,7 +47,7 @@ func (b *browsers) conn(user string) *websocket.Conn {
 	}
 	c.SetReadLimit(4 << 20)
 	chat := chatOf(user)
-	if err := wsjson.Write(ctx, c, Frame{Type: "auth", Chat: chat}); err != nil {
+	if err := wsjson.Write(ctx, c, Frame{Type: "auth", Chat: chat, Token: b.token}); err != nil {
 		b.t.Errorf("auth: %v", err)
 	}
 	var hello Frame
@@ -118,12 +119,12 @@ func TestConformance(t *testing.T) {
 			channeltest.CheckInboundGroup: "the web chat has no group chats",
 		},
 		Setup: func(t *testing.T, env channeltest.Env) channeltest.Fixture {
-			ch, err := New(DefaultConfig(), Options{Loopback: true, Log: env.Log})
+			ch, err := New(DefaultConfig(), Options{TokenFile: testTokenFile(t), Log: env.Log})
 			if err != nil {
 				t.Fatal(err)
 			}
 			srv := httptest.NewServer(ch.Handler())
-			b := &browsers{t: t, url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", conns: map[string]*websocket.Conn{}}
+			b := &browsers{t: t, url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", token: ch.Token(), conns: map[string]*websocket.Conn{}}
 			t.Cleanup(func() { b.drop(); srv.Close() })
 			return channeltest.Fixture{
 				Channel:  ch,

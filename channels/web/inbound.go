@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,7 +19,6 @@ import (
 )
 
 func (c *Channel) serveWS(w http.ResponseWriter, r *http.Request) {
-	genuine := c.genuineLoopback(r)
 	c.mu.Lock()
 	loggedIn := c.loggedIn
 	c.mu.Unlock()
@@ -44,16 +42,16 @@ func (c *Channel) serveWS(w http.ResponseWriter, r *http.Request) {
 		ws.Close(websocket.StatusPolicyViolation, "expected auth frame")
 		return
 	}
-	tokenOK := c.token != "" && subtle.ConstantTimeCompare([]byte(hello.Token), []byte(c.token)) == 1
-	if !tokenOK && !signedIn && (c.tokenAlways || !genuine) {
-		_ = wsjson.Write(ctx, ws, Frame{Type: "error", Text: "wrong or missing access token"})
+	tokenOK := hello.Token != "" && c.owner.Check(hello.Token)
+	if !tokenOK && !signedIn {
+		_ = wsjson.Write(ctx, ws, Frame{Type: "error", Text: "wrong or missing access token: sign in to the workbench, or paste the token from the state folder's web_token"})
 		ws.Close(websocket.StatusPolicyViolation, "unauthorized")
-		c.log.Warn("web chat: wrong or missing token", "remote", r.RemoteAddr, "host", truncate(r.Host, 100), "genuine_loopback", genuine)
+		c.log.Warn("web chat: wrong or missing token", "remote", r.RemoteAddr, "host", truncate(r.Host, 100))
 		return
 	}
-	// Every way in (this machine's own browser, the token, a workbench
-	// login) is the owner's: such a connection may approve pairing codes.
-	admin := genuine || tokenOK || signedIn
+	// Both ways in (the token, a workbench login) are the owner's: such a
+	// connection may approve pairing codes.
+	admin := true
 	chat := sanitizeChat(hello.Chat)
 	cn := &conn{ws: ws, chat: chat}
 	c.mu.Lock()

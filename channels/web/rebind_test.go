@@ -3,13 +3,14 @@ package web
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
+
+	"github.com/nanobot-go/nanobot/channels/channeltest"
 )
 
 // dialAs opens the chat socket with a chosen Host header and extra headers,
@@ -34,66 +35,42 @@ func dialAs(t *testing.T, url, host string, hdr http.Header, chat, token string)
 }
 
 // The web chat on its own (no Host check in front, as if gateway.allowedHosts
-// were "*"): only a genuine loopback browser goes without the token, and
-// every admitted connection is an admin.
-func TestLoopbackDecidedPerRequest(t *testing.T) {
-	c, srv, in := start(t, DefaultConfig(), Options{Loopback: true, TokenFile: filepath.Join(t.TempDir(), "web_token")})
-	if c.Token() != "" {
-		t.Fatal("loopback + allowFrom * should not announce a token")
-	}
+// were "*"): whatever the peer, the Host or the proxy headers say, nobody
+// goes without the token, and every connection that shows it is an admin.
+func TestEveryConnectionNeedsTheToken(t *testing.T) {
+	c, srv, in := start(t, DefaultConfig(), Options{})
 	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
 	tests := []struct {
 		name, host string
 		hdr        http.Header
-		open       bool
 	}{
-		{"loopback IP", "127.0.0.1:" + port, nil, true},
-		{"localhost, same-origin page", "localhost:" + port, http.Header{"Origin": {"http://localhost:" + port}}, true},
-		{"IPv6 loopback", "[::1]:" + port, nil, true},
-		{"rebinding: attacker name, same-origin page", "attacker.example:" + port, http.Header{"Origin": {"http://attacker.example:" + port}}, false},
-		{"rebinding without Origin", "attacker.example:" + port, nil, false},
-		{"reverse proxy on this machine", "127.0.0.1:" + port, http.Header{"X-Forwarded-For": {"203.0.113.9"}}, false},
-		{"proxy passing the public name", "bot.example.com", nil, false},
+		{"loopback IP", "127.0.0.1:" + port, nil},
+		{"localhost, same-origin page", "localhost:" + port, http.Header{"Origin": {"http://localhost:" + port}}},
+		{"IPv6 loopback", "[::1]:" + port, nil},
+		{"rebinding: attacker name, same-origin page", "attacker.example:" + port, http.Header{"Origin": {"http://attacker.example:" + port}}},
+		{"rebinding without Origin", "attacker.example:" + port, nil},
+		{"reverse proxy on this machine", "127.0.0.1:" + port, http.Header{"X-Forwarded-For": {"203.0.113.9"}}},
+		{"proxy passing the public name", "bot.example.com", nil},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			chat := "tab-" + strings.Repeat("x", 8) + string(rune('a'+i))
-			ws, f := dialAs(t, srv.URL, tt.host, tt.hdr, chat, "")
-			if got := f.Type == "hello"; got != tt.open {
-				t.Fatalf("without token: frame %+v, want open=%v", f, tt.open)
+			_, f := dialAs(t, srv.URL, tt.host, tt.hdr, chat, "")
+			if f.Type != "error" || !strings.Contains(f.Text, "token") {
+				t.Fatalf("without token: frame %+v, want the token refusal", f)
 			}
-			if !tt.open {
-				if !strings.Contains(f.Text, "token") {
-					t.Errorf("refusal %q does not mention the token", f.Text)
-				}
-				ws, f = dialAs(t, srv.URL, tt.host, tt.hdr, chat, c.token)
-				if f.Type != "hello" {
-					t.Fatalf("with token: %+v", f)
-				}
+			ws, f := dialAs(t, srv.URL, tt.host, tt.hdr, chat, c.Token())
+			if f.Type != "hello" {
+				t.Fatalf("with token: %+v", f)
 			}
 			before := in.len()
 			_ = wsjson.Write(context.Background(), ws, Frame{Type: "message", Text: "/pairing approve X"})
-			deadline := time.Now().Add(5 * time.Second)
-			for in.len() == before && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
+			channeltest.WaitFor(t, "the message", 5*time.Second, func() bool { return in.len() > before })
 			in.mu.Lock()
 			defer in.mu.Unlock()
 			if len(in.got) != before+1 || !in.got[before].Admin {
 				t.Errorf("message not delivered as admin: %+v", in.got[before:])
 			}
 		})
-	}
-}
-
-// Without a token file there is no way in but a genuine loopback browser.
-func TestNoTokenFileOnlyLoopback(t *testing.T) {
-	_, srv, _ := start(t, DefaultConfig(), Options{Loopback: true})
-	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
-	if _, f := dialAs(t, srv.URL, "attacker.example:"+port, nil, "tab-rebinding", ""); f.Type != "error" {
-		t.Errorf("rebinding without token file: %+v", f)
-	}
-	if _, f := dialAs(t, srv.URL, "attacker.example:"+port, nil, "tab-rebinding", "guess"); f.Type != "error" {
-		t.Errorf("rebinding with a guessed token: %+v", f)
 	}
 }

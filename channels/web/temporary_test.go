@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
-func dialTemp(t *testing.T, url, chat string, temporary bool) (*websocket.Conn, Frame) {
+func dialTemp(t *testing.T, c *Channel, url, chat string, temporary bool) (*websocket.Conn, Frame) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -25,7 +24,7 @@ func dialTemp(t *testing.T, url, chat string, temporary bool) (*websocket.Conn, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.CloseNow() })
-	if err := wsjson.Write(ctx, ws, Frame{Type: "auth", Chat: chat, Temporary: temporary}); err != nil {
+	if err := wsjson.Write(ctx, ws, Frame{Type: "auth", Chat: chat, Token: c.Token(), Temporary: temporary}); err != nil {
 		t.Fatal(err)
 	}
 	var f Frame
@@ -40,9 +39,9 @@ func dialTemp(t *testing.T, url, chat string, temporary bool) (*websocket.Conn, 
 // the final replies, a streamed reply once), commands that would touch a
 // session are refused, and the conversation is gone with the last tab.
 func TestTemporaryChat(t *testing.T) {
-	c, srv, in := start(t, DefaultConfig(), Options{Loopback: true})
+	c, srv, in := start(t, DefaultConfig(), Options{})
 	ctx := context.Background()
-	ws, hello := dialTemp(t, srv.URL, "temporary-tab-1", true)
+	ws, hello := dialTemp(t, c, srv.URL, "temporary-tab-1", true)
 	if hello.Type != "hello" || !hello.Temporary {
 		t.Fatalf("hello = %+v, want a temporary hello", hello)
 	}
@@ -91,7 +90,7 @@ func TestTemporaryChat(t *testing.T) {
 	}
 
 	// The same id may not be opened as a stored chat meanwhile.
-	_, f := dialTemp(t, srv.URL, "temporary-tab-1", false)
+	_, f := dialTemp(t, c, srv.URL, "temporary-tab-1", false)
 	if f.Type != "error" {
 		t.Errorf("a stored tab on a temporary chat's id: %+v, want an error", f)
 	}
@@ -108,8 +107,8 @@ func TestTemporaryChat(t *testing.T) {
 // TestStoredChatIsNotEphemeral: an ordinary tab's messages are stored
 // turns, whatever it said before.
 func TestStoredChatIsNotEphemeral(t *testing.T) {
-	_, srv, in := start(t, DefaultConfig(), Options{Loopback: true})
-	ws, hello := dialTemp(t, srv.URL, "stored-tab-1", false)
+	c, srv, in := start(t, DefaultConfig(), Options{})
+	ws, hello := dialTemp(t, c, srv.URL, "stored-tab-1", false)
 	if hello.Temporary {
 		t.Fatalf("hello = %+v", hello)
 	}
@@ -120,11 +119,11 @@ func TestStoredChatIsNotEphemeral(t *testing.T) {
 	}
 }
 
-// TestSignedInBrowserChatsWithoutToken: off loopback, a WebSocket whose
+// TestSignedInBrowserChatsWithoutToken: a WebSocket whose
 // handshake the login check accepts is admitted without the token (as an
 // admin); one it refuses still needs the token.
 func TestSignedInBrowserChatsWithoutToken(t *testing.T) {
-	c, srv, in := start(t, DefaultConfig(), Options{Loopback: false, TokenFile: filepath.Join(t.TempDir(), "web_token")})
+	c, srv, in := start(t, DefaultConfig(), Options{})
 	c.SetLogin(func(r *http.Request) bool {
 		ck, err := r.Cookie("session")
 		return err == nil && ck.Value == "good"

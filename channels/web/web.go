@@ -3,19 +3,15 @@
 // by in-place edits. It needs no third-party account, so a fresh install
 // answers in the browser as soon as a provider key is set.
 //
-// Access is decided per connection. With a loopback bind and allowFrom
-// ["*"] (the default) a genuine loopback browser needs no token: the peer
-// address is loopback, the Host header is a loopback name (localhost,
-// *.localhost, 127.0.0.0/8, [::1]), the Origin, when sent, is a loopback
-// name too, and no proxy forwarding header is present. Every other
-// connection (a DNS-rebinding page whose name resolves to 127.0.0.1, a
-// reverse proxy on the same machine, any non-loopback bind) must present
-// the token stored in the state folder (compared in constant time, sent in
-// the first WebSocket frame, never in a URL), or come from a browser signed
-// in to the web workbench (SetLogin: its HttpOnly, SameSite=Strict cookie
-// on the handshake). The WebSocket handshake also requires the Origin to
-// match the Host. Connections admitted any of these ways are admin
-// connections: their messages carry bus.Inbound.Admin.
+// Access: every connection must present the instance's access token (the
+// owner key of internal/owner, kept in the state folder's web_token; sent
+// in the first WebSocket frame, compared in constant time, never in a URL)
+// or come from a browser signed in to the web workbench (SetLogin: its
+// HttpOnly, SameSite=Strict cookie on the handshake), from 127.0.0.1 too:
+// the agent's own commands and other users of the machine reach a loopback
+// port just as the owner's browser does. The WebSocket handshake also
+// requires the Origin to match the Host. Connections admitted either way
+// are the owner's: their messages carry bus.Inbound.Admin.
 //
 // A tab may open a temporary chat (temporary.go): its turns run with the
 // agent's tools as usual but are never stored, and the conversation is
@@ -27,16 +23,11 @@ package web
 
 import (
 	"context"
-	"crypto/rand"
 	"embed"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -44,19 +35,21 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/internal/atomicfile"
+	"github.com/nanobot-go/nanobot/internal/owner"
 )
 
 // Config is channels.web.
 type Config struct {
 	configs.ChannelCommon
-	// RequireToken forces the token even on loopback.
+	// RequireToken is kept for old configs: the token (or a workbench
+	// login) is required on every connection whatever it says.
 	RequireToken bool `json:"requireToken"`
 	// MaxMessageChars caps one message from the browser.
 	MaxMessageChars int `json:"maxMessageChars"`
 }
 
-// DefaultConfig is enabled and open to everyone on loopback.
+// DefaultConfig is enabled; who may connect is decided by the token or a
+// workbench login, so allowFrom is open.
 func DefaultConfig() Config {
 	return Config{ChannelCommon: configs.ChannelCommon{Enabled: true, AllowFrom: []string{"*"}}, MaxMessageChars: 32000}
 }
@@ -68,12 +61,7 @@ var static embed.FS
 type Channel struct {
 	cfg   Config
 	log   *slog.Logger
-	token string // "" = no token file: only genuine loopback browsers
-	// tokenAlways asks the token even from genuine loopback browsers.
-	tokenAlways bool
-	// loopbackBind: the server listens on loopback only, so a genuine
-	// loopback browser may go without the token.
-	loopbackBind bool
+	owner *owner.Key
 
 	mu    sync.Mutex
 	inbox channels.Inbox
@@ -104,48 +92,32 @@ var (
 
 // Options are what the gateway knows that the config does not.
 type Options struct {
-	// Loopback is true when the HTTP server listens on loopback only.
-	Loopback bool
-	// TokenFile stores the access token (created 0600 when missing).
+	// TokenFile stores the access token (created 0600 when missing; see
+	// internal/owner).
 	TokenFile string
 	Log       *slog.Logger
 }
 
-// New builds the web channel. It returns the token the browser needs, or ""
-// when none is required.
+// New builds the web channel, loading (or creating) the access token.
 func New(cfg Config, o Options) (*Channel, error) {
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Channel{cfg: cfg, log: log, conns: map[string]map[*conn]bool{}, temps: map[string]*tempChat{}, loopbackBind: o.Loopback,
+	key, err := owner.Load(o.TokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	c := &Channel{cfg: cfg, log: log, owner: key, conns: map[string]map[*conn]bool{}, temps: map[string]*tempChat{},
 		running: make(chan struct{}), ended: make(chan struct{})}
 	if cfg.MaxMessageChars <= 0 {
 		c.cfg.MaxMessageChars = 32000
 	}
-	open := len(cfg.AllowFrom) == 1 && cfg.AllowFrom[0] == "*"
-	c.tokenAlways = cfg.RequireToken || !o.Loopback || !open
-	// Even when loopback browsers go without it, the token is what any
-	// other connection (an allowedHosts name, a proxy) must show.
-	if c.tokenAlways || o.TokenFile != "" {
-		tok, err := loadToken(o.TokenFile)
-		if err != nil {
-			return nil, err
-		}
-		c.token = tok
-	}
 	return c, nil
 }
 
-// Token returns the access token when every browser needs it, or "" when
-// genuine loopback browsers go without (others then need the token in the
-// token file).
-func (c *Channel) Token() string {
-	if c.tokenAlways {
-		return c.token
-	}
-	return ""
-}
+// Token returns the access token a connection presents.
+func (c *Channel) Token() string { return c.owner.Token() }
 
 // SetLogin makes the channel admit a WebSocket whose handshake request
 // loggedIn accepts (the web workbench's login cookie) as it admits one
@@ -156,31 +128,6 @@ func (c *Channel) SetLogin(loggedIn func(r *http.Request) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.loggedIn = loggedIn
-}
-
-// genuineLoopback reports whether r comes from a browser on this machine
-// that asked for a loopback name, as opposed to a page on another site whose
-// name was re-pointed at 127.0.0.1 (DNS rebinding) or a reverse proxy.
-func (c *Channel) genuineLoopback(r *http.Request) bool {
-	return c.loopbackBind && channels.GenuineLoopback(r)
-}
-
-func loadToken(path string) (string, error) {
-	if path == "" {
-		return "", errors.New("web: a token is required but no token file is configured")
-	}
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
-		return strings.TrimSpace(string(b)), nil
-	}
-	var raw [24]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", err
-	}
-	tok := hex.EncodeToString(raw[:])
-	if err := atomicfile.Write(path, []byte(tok+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("web: store token: %w", err)
-	}
-	return tok, nil
 }
 
 // Name implements channels.Channel.

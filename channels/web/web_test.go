@@ -32,8 +32,14 @@ func (i *inbox) Deliver(_ context.Context, m bus.Inbound) error {
 
 func (i *inbox) len() int { i.mu.Lock(); defer i.mu.Unlock(); return len(i.got) }
 
+// testTokenFile is where a test channel keeps its access token.
+func testTokenFile(t *testing.T) string { return filepath.Join(t.TempDir(), "web_token") }
+
 func start(t *testing.T, cfg Config, o Options) (*Channel, *httptest.Server, *inbox) {
 	t.Helper()
+	if o.TokenFile == "" {
+		o.TokenFile = testTokenFile(t)
+	}
 	c, err := New(cfg, o)
 	if err != nil {
 		t.Fatal(err)
@@ -88,11 +94,8 @@ func read(t *testing.T, ws *websocket.Conn) Frame {
 }
 
 func TestChatRoundTrip(t *testing.T) {
-	c, srv, in := start(t, DefaultConfig(), Options{Loopback: true})
-	if c.Token() != "" {
-		t.Fatal("loopback + allowFrom * should need no token")
-	}
-	ws, hello := dial(t, srv, "browser-tab-1", "")
+	c, srv, in := start(t, DefaultConfig(), Options{})
+	ws, hello := dial(t, srv, "browser-tab-1", c.Token())
 	if hello.Type != "hello" || hello.Chat != "browser-tab-1" {
 		t.Fatalf("hello = %+v", hello)
 	}
@@ -125,33 +128,49 @@ func TestChatRoundTrip(t *testing.T) {
 	}
 }
 
-func TestTokenRequiredOffLoopback(t *testing.T) {
-	tokenFile := filepath.Join(t.TempDir(), "web_token")
-	c, srv, in := start(t, DefaultConfig(), Options{Loopback: false, TokenFile: tokenFile})
+// TestTokenRequiredOnLoopbackToo: a loopback peer is not the owner (the
+// agent's own commands and other local users connect from there too):
+// without the token, or with a wrong one, the socket is refused.
+func TestTokenRequiredOnLoopbackToo(t *testing.T) {
+	tokenFile := testTokenFile(t)
+	c, srv, in := start(t, DefaultConfig(), Options{TokenFile: tokenFile})
 	if len(c.Token()) < 32 {
 		t.Fatalf("token %q", c.Token())
 	}
-	ws, f := dial(t, srv, "tab-without-token", "wrong")
-	if f.Type != "error" || !strings.Contains(f.Text, "token") {
-		t.Errorf("wrong token got %+v", f)
+	for _, tok := range []string{"", "wrong", c.Token()[:len(c.Token())-1]} {
+		ws, f := dial(t, srv, "tab-without-token", tok)
+		if f.Type != "error" || !strings.Contains(f.Text, "token") {
+			t.Errorf("token %q got %+v", tok, f)
+		}
+		_ = wsjson.Write(context.Background(), ws, Frame{Type: "message", Text: "let me in"})
 	}
-	_ = wsjson.Write(context.Background(), ws, Frame{Type: "message", Text: "sneak"})
-	_, f = dial(t, srv, "tab-with-token", c.Token())
+	ws, f := dial(t, srv, "tab-with-token", c.Token())
 	if f.Type != "hello" {
 		t.Errorf("right token got %+v", f)
 	}
-	if in.len() != 0 {
-		t.Error("unauthenticated message delivered")
+	_ = wsjson.Write(context.Background(), ws, Frame{Type: "message", Text: "owner here"})
+	channeltest.WaitFor(t, "the owner's message", 5*time.Second, func() bool { return in.len() == 1 })
+	in.mu.Lock()
+	got := in.got
+	in.mu.Unlock()
+	if len(got) != 1 || got[0].Content != "owner here" || !got[0].Admin {
+		t.Errorf("delivered %+v, want only the owner's message, as admin", got)
 	}
 	// The token persists across restarts.
-	c2, err := New(DefaultConfig(), Options{Loopback: false, TokenFile: tokenFile})
+	c2, err := New(DefaultConfig(), Options{TokenFile: tokenFile})
 	if err != nil || c2.Token() != c.Token() {
 		t.Errorf("token not persisted: %v", err)
 	}
 }
 
+func TestNewNeedsATokenFile(t *testing.T) {
+	if _, err := New(DefaultConfig(), Options{}); err == nil {
+		t.Fatal("a web chat without a token file was built")
+	}
+}
+
 func TestCrossOriginRejected(t *testing.T) {
-	_, srv, _ := start(t, DefaultConfig(), Options{Loopback: true})
+	_, srv, _ := start(t, DefaultConfig(), Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}})
@@ -164,7 +183,7 @@ func TestCrossOriginRejected(t *testing.T) {
 }
 
 func TestUIServed(t *testing.T) {
-	_, srv, _ := start(t, DefaultConfig(), Options{Loopback: true})
+	_, srv, _ := start(t, DefaultConfig(), Options{})
 	resp, err := http.Get(srv.URL + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -179,8 +198,8 @@ func TestUIServed(t *testing.T) {
 // dispatcher makes no last edit; the page still learns that the answer is
 // final (the workbench then shows the stored turn).
 func TestStreamEndTellsThePageTheAnswerIsFinal(t *testing.T) {
-	c, srv, _ := start(t, DefaultConfig(), Options{Loopback: true})
-	ws, hello := dial(t, srv, "browser-tab-2", "")
+	c, srv, _ := start(t, DefaultConfig(), Options{})
+	ws, hello := dial(t, srv, "browser-tab-2", c.Token())
 	out := make(chan bus.Outbound, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	d := channels.NewDispatcher(channels.DispatcherConfig{}, []channels.Channel{c})
@@ -213,7 +232,7 @@ func watchedChannel(t *testing.T) (*Channel, *httptest.Server, <-chan struct{}) 
 	waits := make(chan struct{}, 1)
 	testHookWaitInbox = func() { waits <- struct{}{} }
 	t.Cleanup(func() { testHookWaitInbox = nil })
-	c, err := New(DefaultConfig(), Options{Loopback: true})
+	c, err := New(DefaultConfig(), Options{TokenFile: testTokenFile(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +256,7 @@ func TestMessageAfterRunEndedRefusedAtOnce(t *testing.T) {
 	})
 	cancel()
 	<-done
-	ws, hello := dial(t, srv, "late-tab-0001", "")
+	ws, hello := dial(t, srv, "late-tab-0001", c.Token())
 	if hello.Type != "hello" {
 		t.Fatalf("hello = %+v", hello)
 	}
@@ -261,7 +280,7 @@ func TestMessageAfterRunEndedRefusedAtOnce(t *testing.T) {
 // until Run gives the channel its inbox, not refused.
 func TestMessageBeforeRunWaitsForIt(t *testing.T) {
 	c, srv, waiting := watchedChannel(t)
-	ws, hello := dial(t, srv, "early-tab-0001", "")
+	ws, hello := dial(t, srv, "early-tab-0001", c.Token())
 	if hello.Type != "hello" {
 		t.Fatalf("hello = %+v", hello)
 	}
@@ -284,28 +303,15 @@ func TestMessageBeforeRunWaitsForIt(t *testing.T) {
 	}
 }
 
-// The start-up notice shows the token only when every browser needs it: on
-// loopback with allowFrom ["*"] this machine's browser asks for nothing,
-// and the token stays in the state folder for the other ways in.
-func TestNoticeShowsTokenOnlyWhenNeeded(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "web_token")
-	open, err := New(DefaultConfig(), Options{Loopback: true, TokenFile: file})
+// The start-up notice never shows the token: the terminal's way in is the
+// workbench's sign-in link, and terminal output is often kept (a journal,
+// docker logs).
+func TestNoticeNeverShowsTheToken(t *testing.T) {
+	c, err := New(DefaultConfig(), Options{TokenFile: testTokenFile(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if open.token == "" {
-		t.Fatal("no token kept for the other ways in")
-	}
-	if n := open.Notice("http://127.0.0.1:18790"); n != "web chat: http://127.0.0.1:18790/" {
-		t.Errorf("loopback notice %q, want the URL alone", n)
-	}
-	cfg := DefaultConfig()
-	cfg.RequireToken = true
-	strict, err := New(cfg, Options{Loopback: true, TokenFile: file})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strict.Notice("http://127.0.0.1:18790"); !strings.Contains(n, strict.token) {
-		t.Errorf("requireToken notice %q lacks the token", n)
+	if n := c.Notice("http://127.0.0.1:18790"); strings.Contains(n, c.Token()) {
+		t.Errorf("notice %q shows the token", n)
 	}
 }

@@ -4,14 +4,20 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/chzyer/readline"
 	"github.com/spf13/cobra"
 
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/nanobot-go/nanobot/gateway/webui"
+	"github.com/nanobot-go/nanobot/internal/owner"
 )
 
 func newWebUICmd(a *app) *cobra.Command {
@@ -40,7 +46,65 @@ func newWebUICmd(a *app) *cobra.Command {
 	})
 	setPassword.Long = "Asks for the password twice on a terminal, or reads one line from standard input, " +
 		"and writes its bcrypt hash to gateway.webui.password. Restart the gateway to apply it."
-	return group("webui", "Manage the web workbench (http://127.0.0.1:18790/)", setPassword)
+	var printOnly bool
+	open := command("open", "Open the workbench in a browser with a one-time sign-in link", func(cmd *cobra.Command) error {
+		key, err := owner.Load(owner.Path(a.loaded.Paths.State))
+		if err != nil {
+			return err
+		}
+		gw := a.loaded.Config.Gateway
+		host := gw.Host
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		link := fmt.Sprintf("http://%s/#login=%s", net.JoinHostPort(host, strconv.Itoa(gw.Port)), key.LoginCode(gateway.SignInTTL))
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\n  (a one-time sign-in link, valid %s)\n", link, gateway.SignInTTL)
+		if !printOnly {
+			if err := openBrowser(link); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "could not start a browser (%v): open the link above yourself\n", err)
+			}
+		}
+		return nil
+	})
+	open.Long = "Makes a sign-in link that works once, for " + gateway.SignInTTL.String() + ", and opens it in this " +
+		"machine's browser (or prints it with --print). Anyone who can read the instance's state folder can make one: " +
+		"that is the owner."
+	open.Flags().BoolVar(&printOnly, "print", false, "print the link without starting a browser")
+	token := command("token", "Print the instance's access token (the web chat's token and an API key)", func(cmd *cobra.Command) error {
+		key, err := owner.Load(owner.Path(a.loaded.Paths.State))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), key.Token())
+		return nil
+	})
+	token.Long = "The token in the state folder's web_token: the classic chat page at /chat asks for it, the " +
+		"OpenAI-compatible API accepts it as \"Authorization: Bearer <token>\", and so do the workbench's /api/ routes " +
+		"and /debug/pprof/. It is the owner's whole credential: keep it out of chats and files others read."
+	return group("webui", "Manage the web workbench (http://127.0.0.1:18790/)", setPassword, open, token)
+}
+
+// openBrowser starts the desktop's browser on url.
+func openBrowser(url string) error {
+	var name string
+	var args []string
+	switch runtime.GOOS {
+	case "darwin":
+		name = "open"
+	case "windows":
+		name, args = "rundll32", []string{"url.dll,FileProtocolHandler"}
+	default:
+		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+			return errors.New("no graphical session")
+		}
+		name = "xdg-open"
+	}
+	cmd := exec.Command(name, append(args, url)...)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
 }
 
 // withoutConfigVars drops the variables that override config keys

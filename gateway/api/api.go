@@ -18,12 +18,16 @@
 // as the message's media. A client that goes away stops its turn (a /stop
 // for its session).
 //
-// Access: with keys configured every request needs "Authorization: Bearer
-// <key>" (compared in constant time). Without keys (allowed by the gateway
-// on a loopback bind only) requests must come straight from a loopback peer,
-// not through a proxy. Browser pages may call only from the configured CORS
-// origins, and only with a JSON body (so a foreign page cannot post a
-// "simple" form request to a local gateway).
+// Access: every request needs "Authorization: Bearer <key>" (compared in
+// constant time), from 127.0.0.1 too: the agent's own commands and other
+// users of the machine reach a loopback port as any client does. The
+// accepted keys are the instance's access token (internal/owner), the
+// configured api.apiKey, and api.apiKeys. A key of api.apiKeys has sessions
+// and stored responses of its own: another key cannot continue them (it
+// gets "not found"), unless api.shareSessions puts every key in one. Browser
+// pages may call only from the configured CORS origins, and only with a
+// JSON body (so a foreign page cannot post a "simple" form request to a
+// local gateway).
 //
 // Limits: an optional token bucket per key (429 with Retry-After), a cap on
 // the turns in flight with a bounded wait for a free one (429
@@ -47,6 +51,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/internal/owner"
 )
 
 // Name is the channel's name: the Channel of the messages it delivers and
@@ -55,8 +60,15 @@ const Name = "api"
 
 // Config is what the gateway hands the API.
 type Config struct {
-	// Keys are the accepted API keys; none means no key (loopback only).
+	// Keys are accepted API keys that share the owner's sessions
+	// (api.apiKey; with api.shareSessions every key).
 	Keys []string
+	// ClientKeys are accepted API keys each with sessions and stored
+	// responses of its own (api.apiKeys).
+	ClientKeys []string
+	// Owner is the instance's owner key: its access token is accepted as
+	// an API key sharing the owner's sessions (nil: not accepted).
+	Owner *owner.Key
 	// CORSOrigins are the browser origins allowed to call; "*" any.
 	CORSOrigins []string
 	// MaxBodyBytes bounds a JSON request body (images in data URLs
@@ -98,7 +110,7 @@ const AliasModel = "nanobot"
 type Channel struct {
 	cfg  Config
 	log  *slog.Logger
-	keys [][]byte // sha256 of each key
+	keys []apiKey
 
 	started     chan struct{} // closed when Run first runs
 	startedOnce sync.Once
@@ -137,10 +149,12 @@ func New(cfg Config) *Channel {
 		cfg.MaxUploadBytes = 20 << 20
 	}
 	c.cfg = cfg
-	for _, k := range cfg.Keys {
-		c.keys = append(c.keys, digest(k))
+	c.keys = newKeys(cfg)
+	buckets := make([][]byte, len(c.keys))
+	for i, k := range c.keys {
+		buckets[i] = k.digest
 	}
-	c.limits = newLimiters(cfg.RequestsPerMinute, c.keys)
+	c.limits = newLimiters(cfg.RequestsPerMinute, buckets)
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = 8
 	}

@@ -28,8 +28,7 @@ func (c *Channel) models(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": c.modelList()})
 }
 
-func (c *Channel) model(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+func (c *Channel) model(w http.ResponseWriter, id string) {
 	if !c.knownModel(id) || id == "" {
 		writeParamError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model", fmt.Sprintf("model %q does not exist (this gateway serves %q)", id, c.cfg.Model))
 		return
@@ -159,7 +158,7 @@ func (c *Channel) checkSession(r *http.Request, id *string) error {
 	return nil
 }
 
-func (c *Channel) chatCompletions(w http.ResponseWriter, r *http.Request) {
+func (c *Channel) chatCompletions(w http.ResponseWriter, r *http.Request, who caller) {
 	req, turns, ups, err := c.parseChat(w, r)
 	if err != nil {
 		writeRequestError(w, err)
@@ -175,7 +174,7 @@ func (c *Channel) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		Content: turns[len(turns)-1].Content, MessageID: chatID, ReceivedAt: time.Now(),
 	}
 	if req.SessionID != "" {
-		m.SessionKey = Name + ":" + req.SessionID
+		m.SessionKey = who.sessionKey(req.SessionID)
 	} else {
 		m.Ephemeral, m.History = true, turns[:len(turns)-1]
 	}

@@ -3,39 +3,89 @@ package api
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
-	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strings"
 )
 
-// WebhookHandler serves /v1/: access checks first (CORS, key or loopback),
-// then the routes.
+// WebhookHandler serves /v1/: access checks first (CORS, key), then the
+// routes, each handed the caller the key names.
 func (c *Channel) WebhookHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/models", c.models)
-	mux.HandleFunc("GET /v1/models/{id}", c.model)
-	mux.HandleFunc("POST /v1/chat/completions", c.chatCompletions)
-	mux.HandleFunc("POST /v1/responses", c.responses)
-	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "no route "+r.Method+" "+r.URL.Path+" (this gateway serves GET /v1/models, POST /v1/chat/completions and POST /v1/responses)")
-	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !c.cors(w, r) {
 			return
 		}
-		key, ok := c.authorized(w, r)
+		who, ok := c.authorized(w, r)
 		if !ok {
 			return
 		}
 		// Listing models is free; what runs a turn counts.
-		if r.Method == http.MethodPost && c.rateLimited(w, key) {
+		if r.Method == http.MethodPost && c.rateLimited(w, who.bucket) {
 			return
 		}
-		mux.ServeHTTP(w, r)
+		c.route(w, r, who)
 	})
+}
+
+// route sends a request to its handler.
+func (c *Channel) route(w http.ResponseWriter, r *http.Request, who caller) {
+	path, get, post := r.URL.Path, r.Method == http.MethodGet, r.Method == http.MethodPost
+	switch id, isModel := strings.CutPrefix(path, "/v1/models/"); {
+	case get && path == "/v1/models":
+		c.models(w, r)
+	case get && isModel && id != "" && !strings.Contains(id, "/"):
+		c.model(w, id)
+	case post && path == "/v1/chat/completions":
+		c.chatCompletions(w, r, who)
+	case post && path == "/v1/responses":
+		c.responses(w, r, who)
+	default:
+		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "no route "+r.Method+" "+path+" (this gateway serves GET /v1/models, POST /v1/chat/completions and POST /v1/responses)")
+	}
+}
+
+// caller is who a request's key says it is: bucket is its rate limit's
+// key, ns the namespace of its sessions and stored responses ("" is the
+// owner's).
+type caller struct {
+	bucket string
+	ns     string
+}
+
+// sessionKey is the session of the caller's named session id.
+func (who caller) sessionKey(id string) string {
+	if who.ns == "" {
+		return Name + ":" + id
+	}
+	// '/' is not allowed in a session id, so no id of the owner's
+	// namespace spells a client's session.
+	return Name + ":" + who.ns + "/" + id
+}
+
+// apiKey is an accepted key: the digest it is compared by and its
+// namespace.
+type apiKey struct {
+	digest []byte
+	ns     string
+}
+
+// newKeys lists the accepted keys: the owner's token and the shared keys
+// in the owner's namespace, each client key in its own.
+func newKeys(cfg Config) []apiKey {
+	var keys []apiKey
+	if cfg.Owner != nil {
+		keys = append(keys, apiKey{digest: digest(cfg.Owner.Token())})
+	}
+	for _, k := range cfg.Keys {
+		keys = append(keys, apiKey{digest: digest(k)})
+	}
+	for _, k := range cfg.ClientKeys {
+		d := digest(k)
+		keys = append(keys, apiKey{digest: d, ns: "k" + hex.EncodeToString(d[:6])})
+	}
+	return keys
 }
 
 // cors answers preflights and refuses pages from origins not configured:
@@ -63,57 +113,36 @@ func (c *Channel) cors(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// authorized checks the key and returns its digest (the rate limit's
-// bucket); without keys, it admits only direct loopback peers (a reverse
-// proxy on the same machine would otherwise open the API to whoever
-// reaches the proxy), all as the key "".
-func (c *Channel) authorized(w http.ResponseWriter, r *http.Request) (string, bool) {
-	if len(c.keys) == 0 {
-		if !directLoopback(r) {
-			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "this API has no key and answers only direct loopback clients; set api.apiKey to use it through a proxy or over the network")
-			return "", false
-		}
-		return "", true
-	}
+// authorized checks the key and returns who it names. There is no way in
+// without one: a loopback peer may be the agent's own command or another
+// user of the machine.
+func (c *Channel) authorized(w http.ResponseWriter, r *http.Request) (caller, bool) {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || token == "" {
+	if !ok || strings.TrimSpace(token) == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nanobot"`)
-		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing API key: send \"Authorization: Bearer <key>\" with a key from api.apiKey or api.apiKeys")
-		return "", false
+		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing API key: send \"Authorization: Bearer <key>\" with a key from api.apiKey or api.apiKeys, or the instance's access token (`nanobot webui token` prints it)")
+		return caller{}, false
 	}
 	got := digest(strings.TrimSpace(token))
-	match := 0
-	for _, k := range c.keys {
-		match |= subtle.ConstantTimeCompare(got, k) // no early exit: same time for every key
+	found := -1
+	for i, k := range c.keys {
+		// No early exit: the same time for every key.
+		if subtle.ConstantTimeCompare(got, k.digest) == 1 {
+			found = i
+		}
 	}
-	if match != 1 {
+	if found < 0 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nanobot", error="invalid_token"`)
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "invalid API key")
-		return "", false
+		return caller{}, false
 	}
-	return string(got), true
+	return caller{bucket: string(got), ns: c.keys[found].ns}, true
 }
 
 // digest hashes a key, so keys of any length compare in constant time.
 func digest(key string) []byte {
 	sum := sha256.Sum256([]byte(key))
 	return sum[:]
-}
-
-// directLoopback reports whether r comes from a loopback peer without
-// proxy forwarding headers.
-func directLoopback(r *http.Request) bool {
-	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"} {
-		if r.Header.Get(h) != "" {
-			return false
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // apiError is OpenAI's error shape.

@@ -48,7 +48,7 @@ type responseTurn struct {
 
 // parseResponses reads and checks a /v1/responses request (JSON, or a
 // multipart form with files).
-func (c *Channel) parseResponses(w http.ResponseWriter, r *http.Request) (*responseTurn, error) {
+func (c *Channel) parseResponses(w http.ResponseWriter, r *http.Request, who caller) (*responseTurn, error) {
 	var req responsesRequest
 	var t responseTurn
 	if isMultipart(r) {
@@ -92,7 +92,7 @@ func (c *Channel) parseResponses(w http.ResponseWriter, r *http.Request) (*respo
 	if req.PreviousResponseID != nil {
 		t.previous = *req.PreviousResponseID
 	}
-	return &t, c.placeResponse(&t)
+	return &t, c.placeResponse(&t, who)
 }
 
 // readInput reads input: a string (one user message) or an array of
@@ -159,7 +159,7 @@ func (t *responseTurn) readInput(raw json.RawMessage) error {
 
 // placeResponse decides where the turn runs: a stored conversation (new,
 // or the previous response's) or, with store:false, nowhere.
-func (c *Channel) placeResponse(t *responseTurn) error {
+func (c *Channel) placeResponse(t *responseTurn, who caller) error {
 	// System items and instructions are the turn's instructions; what is
 	// left is the conversation the request supplies.
 	var instr []string
@@ -195,7 +195,7 @@ func (c *Channel) placeResponse(t *responseTurn) error {
 	known := false
 	if ok {
 		var err error
-		if known, err = c.convs.has(root); err != nil {
+		if known, err = c.convs.has(root, who.ns); err != nil {
 			return &storeError{err}
 		}
 	}
@@ -207,8 +207,8 @@ func (c *Channel) placeResponse(t *responseTurn) error {
 	return nil
 }
 
-func (c *Channel) responses(w http.ResponseWriter, r *http.Request) {
-	t, err := c.parseResponses(w, r)
+func (c *Channel) responses(w http.ResponseWriter, r *http.Request, who caller) {
+	t, err := c.parseResponses(w, r, who)
 	if err != nil {
 		var se *storeError
 		if errors.As(err, &se) {
@@ -235,14 +235,14 @@ func (c *Channel) responses(w http.ResponseWriter, r *http.Request) {
 		m.Ephemeral, m.History = true, t.history
 	case t.root != "":
 		id = "resp_" + t.root + own
-		m.SessionKey = Name + ":resp-" + t.root
+		m.SessionKey = who.sessionKey("resp-" + t.root)
 	default:
-		if err := c.convs.add(own, m.ReceivedAt); err != nil {
+		if err := c.convs.add(own, who.ns, m.ReceivedAt); err != nil {
 			c.log.Error("recording a new conversation failed", "err", err)
 			writeError(w, http.StatusServiceUnavailable, "server_error", "unavailable", "the gateway cannot store the conversation right now (disk full or failing); try again later, or send store:false")
 			return
 		}
-		m.SessionKey = Name + ":resp-" + own
+		m.SessionKey = who.sessionKey("resp-" + own)
 	}
 	wt, ok := c.submit(w, r, &m, t.uploads)
 	if !ok {

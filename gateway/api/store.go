@@ -24,7 +24,9 @@ import (
 // names is large), in conversationsFile under the state folder, rewritten
 // atomically when a conversation starts. It survives restarts, and it is
 // what tells a stored response from an unknown one or one made with
-// store:false (whose "resp_<own>" is never recorded as a root).
+// store:false (whose "resp_<own>" is never recorded as a root). A root
+// started by a client key records that key's namespace: only that key
+// continues it, any other is told the response does not exist.
 
 // conversationsFile is the record of roots, in the state folder.
 const conversationsFile = "api-responses.json"
@@ -47,19 +49,23 @@ type conversations struct {
 
 	mu     sync.Mutex
 	loaded bool
-	roots  map[string]int64 // root -> unix time it started
+	roots  map[string]int64  // root -> unix time it started
+	spaces map[string]string // root -> its key's namespace, when not the owner's
 }
 
 type conversationsDoc struct {
 	Version int              `json:"version"`
 	Roots   map[string]int64 `json:"roots"`
+	// Namespaces are the roots started by client keys (absent: the
+	// owner's, as every root written before keys had namespaces).
+	Namespaces map[string]string `json:"namespaces,omitempty"`
 }
 
 func (s *conversations) loadLocked() error {
 	if s.loaded {
 		return nil
 	}
-	s.roots = map[string]int64{}
+	s.roots, s.spaces = map[string]int64{}, map[string]string{}
 	if s.path == "" {
 		s.loaded = true
 		return nil
@@ -79,39 +85,46 @@ func (s *conversations) loadLocked() error {
 	for k, v := range doc.Roots {
 		s.roots[k] = v
 	}
+	for k, v := range doc.Namespaces {
+		s.spaces[k] = v
+	}
 	s.loaded = true
 	return nil
 }
 
-// has reports whether root is a stored conversation.
-func (s *conversations) has(root string) (bool, error) {
+// has reports whether root is a stored conversation of namespace ns.
+func (s *conversations) has(root, ns string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.loadLocked(); err != nil {
 		return false, err
 	}
 	_, ok := s.roots[root]
-	return ok, nil
+	return ok && s.spaces[root] == ns, nil
 }
 
 // add records a new conversation and persists the record before it
 // returns, so an id a client has seen is known after a crash.
-func (s *conversations) add(root string, now time.Time) error {
+func (s *conversations) add(root, ns string, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.loadLocked(); err != nil {
 		return err
 	}
 	s.roots[root] = now.Unix()
+	if ns != "" {
+		s.spaces[root] = ns
+	}
 	if s.path == "" {
 		return nil
 	}
-	b, err := json.Marshal(conversationsDoc{Version: 1, Roots: s.roots})
+	b, err := json.Marshal(conversationsDoc{Version: 1, Roots: s.roots, Namespaces: s.spaces})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
 	if err := atomicfile.Write(s.path, b, 0o600); err != nil {
 		delete(s.roots, root)
+		delete(s.spaces, root)
 		return fmt.Errorf("api: record conversation: %w", err)
 	}
 	return nil

@@ -4,17 +4,20 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/owner"
 )
 
 const (
@@ -22,24 +25,32 @@ const (
 	csrfHeader = "X-CSRF-Token"
 	loginTTL   = 24 * time.Hour
 	maxLogins  = 1000
-	// freeFailures are the failed logins an address gets before the
+	// freeFailures are the failed logins a client gets before the
 	// lock-out starts; each further one doubles it, up to maxLockout.
 	freeFailures = 3
 	maxLockout   = 15 * time.Minute
+	// maxClients bounds the lock-out table; past it, entries whose
+	// lock-out has ended are dropped first.
+	maxClients = 10000
 )
 
-// auth holds the logins and the lock-outs. Its maps are guarded by mu.
+// auth holds the logins and the lock-outs. Its maps are guarded by mu; no
+// IO and no password check run while mu is held.
+//
+// Nobody is let in for where a request comes from: a command the agent
+// runs and another user of this machine reach a loopback port exactly as
+// the owner's browser does. A request is the owner's when it carries a
+// live login cookie (made by POST /api/login from the password or a
+// one-time code signed with the instance's owner key) or the owner's
+// access token as a bearer key.
 type auth struct {
-	hash     []byte
-	loopback bool
-	now      func() time.Time
-	// loopCSRF is the CSRF token of loopback browsers (they have no login):
-	// only a page that can read GET /api/me (same origin) learns it.
-	loopCSRF string
+	hash  []byte
+	owner *owner.Key // nil: no owner key (tests of the password alone)
+	now   func() time.Time
 
 	mu       sync.Mutex
-	logins   map[string]login    // cookie value -> login
-	failures map[string]*failure // client address -> failed attempts
+	logins   map[string]login     // cookie value -> login
+	failures map[string]*attempts // client (address, IPv6 /64) -> attempts
 }
 
 type login struct {
@@ -47,14 +58,18 @@ type login struct {
 	expires time.Time
 }
 
-type failure struct {
-	count int
-	until time.Time
+// attempts are one client's login attempts: count is every attempt not
+// followed by a success, counted before its check; checking is true while
+// one of its attempts is being checked (one at a time per client).
+type attempts struct {
+	count    int
+	until    time.Time
+	checking bool
 }
 
 func newAuth(o Options) *auth {
-	return &auth{hash: []byte(o.PasswordHash), loopback: o.Loopback, now: o.Now, loopCSRF: randomToken(),
-		logins: map[string]login{}, failures: map[string]*failure{}}
+	return &auth{hash: []byte(o.PasswordHash), owner: o.Owner, now: o.Now,
+		logins: map[string]login{}, failures: map[string]*attempts{}}
 }
 
 func randomToken() string {
@@ -63,18 +78,19 @@ func randomToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// genuineLoopback reports whether r is a browser (or script) on this
-// machine asking a loopback bind by a loopback name: not a page whose name
-// was re-pointed at 127.0.0.1 (DNS rebinding), not a reverse proxy.
-func (a *auth) genuineLoopback(r *http.Request) bool {
-	return a.loopback && channels.GenuineLoopback(r)
-}
+// bearerCSRF marks a principal that showed the access token as a bearer
+// key: no browser sends that header by itself, so such a request needs no
+// CSRF token.
+const bearerCSRF = "\x00bearer"
 
 // principal is who a request is: ok says it may use the API, csrf is the
-// token its state changes must carry.
+// token its state changes must carry (bearerCSRF: none needed).
 func (a *auth) principal(r *http.Request) (csrf string, ok bool) {
-	if a.genuineLoopback(r) {
-		return a.loopCSRF, true
+	if tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
+		if a.owner != nil && a.owner.Check(strings.TrimSpace(tok)) {
+			return bearerCSRF, true
+		}
+		return "", false
 	}
 	c, err := r.Cookie(cookieName)
 	if err != nil || c.Value == "" {
@@ -119,8 +135,9 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
-// guard admits logged-in (or loopback) requests; state changes must also
-// carry the CSRF token and come from this origin.
+// guard admits the owner's requests (a login or the bearer token); a
+// login's state changes must also carry its CSRF token and come from this
+// origin.
 func (s *Server) guard(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		csrf, ok := s.auth.principal(r)
@@ -128,7 +145,7 @@ func (s *Server) guard(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, "", "login required")
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if csrf != bearerCSRF && r.Method != http.MethodGet && r.Method != http.MethodHead {
 			got := r.Header.Get(csrfHeader)
 			if !sameOrigin(r) || got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(csrf)) != 1 {
 				writeError(w, http.StatusForbidden, "", "missing or wrong CSRF token (send the token from GET /api/me in the "+csrfHeader+" header)")
@@ -145,23 +162,118 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 	csrf, ok := s.auth.principal(r)
 	out := map[string]any{
 		"authenticated": ok,
-		"loopback":      s.auth.genuineLoopback(r),
 		"passwordSet":   len(s.auth.hash) > 0,
+		"codeLogin":     s.auth.owner != nil,
 	}
 	if ok {
-		// Password login and loopback are both the owner's: admin.
+		// Every way in is the owner's: admin.
 		out["admin"] = true
-		out["csrf"] = csrf
+		if csrf != bearerCSRF {
+			out["csrf"] = csrf
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func clientAddr(r *http.Request) string {
+// clientKey is what the lock-out counts by: the peer's address, or its
+// /64 for IPv6 (one host holds a whole /64 and can rotate through it).
+func clientKey(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
 	}
-	return host
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	ip = ip.Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
+}
+
+// errLoginBusy refuses an attempt while another of the same client's is
+// being checked.
+var errLoginBusy = errors.New("another login attempt from this address is being checked")
+
+// begin starts an attempt of client: it is counted now, before its check,
+// so attempts sent at once cannot all slip in before a lock-out, and only
+// one attempt per client is checked at a time. It returns how long the
+// client must wait (locked out), or errLoginBusy.
+func (a *auth) begin(client string, now time.Time) (time.Duration, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.failures[client]
+	if f == nil {
+		if len(a.failures) >= maxClients {
+			a.pruneLocked(now)
+		}
+		f = &attempts{}
+		a.failures[client] = f
+	}
+	if now.Before(f.until) {
+		return f.until.Sub(now), nil
+	}
+	if f.checking {
+		return 0, errLoginBusy
+	}
+	f.checking = true
+	f.count++
+	if n := f.count - freeFailures; n > 0 {
+		// Counted as a failure until it proves otherwise; the next attempt
+		// waits whatever this one's outcome, unless it succeeds.
+		f.until = now.Add(min(time.Second<<min(n-1, 20), maxLockout))
+	}
+	return 0, nil
+}
+
+// end finishes client's attempt: a success forgets its failures.
+func (a *auth) end(client string, ok bool) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.failures[client]
+	if f == nil {
+		return 0
+	}
+	f.checking = false
+	if ok {
+		delete(a.failures, client)
+		return 0
+	}
+	return f.count
+}
+
+// pruneLocked drops clients that are neither locked out nor being checked,
+// and if that is not enough, the oldest lock-outs' data is kept anyway:
+// the table only grows past maxClients while that many are locked out.
+func (a *auth) pruneLocked(now time.Time) {
+	for k, f := range a.failures {
+		if !f.checking && !now.Before(f.until) {
+			delete(a.failures, k)
+		}
+	}
+}
+
+// check tells whether the attempt's secret is right: a one-time code
+// signed with the owner key, or the workbench password.
+func (a *auth) check(password, code string) (ok bool, why string) {
+	switch {
+	case code != "":
+		if a.owner == nil {
+			return false, "sign-in links are not available on this instance"
+		}
+		if err := a.owner.Redeem(code); err != nil {
+			return false, "this sign-in link is not valid (used, expired or mistyped): run `nanobot webui open` for a new one"
+		}
+		return true, ""
+	case len(a.hash) == 0:
+		return false, "no workbench password is set: sign in with the link the gateway printed or `nanobot webui open`; or set a password with `nanobot webui set-password`"
+	case bcrypt.CompareHashAndPassword(a.hash, []byte(password)) != nil:
+		return false, "wrong password"
+	}
+	return true, ""
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
@@ -171,48 +283,38 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	var body struct {
 		Password string `json:"password"`
+		Code     string `json:"code"`
 	}
 	if !readJSON(w, r, &body) {
 		return
 	}
-	if len(s.auth.hash) == 0 {
-		writeError(w, http.StatusBadRequest, "password", "no workbench password is set: browsers on this machine need none; set one with `nanobot webui set-password`")
-		return
+	field := "password"
+	if body.Code != "" {
+		field = "code"
 	}
-	addr := clientAddr(r)
+	client := clientKey(r)
 	now := s.o.Now()
-	s.auth.mu.Lock()
-	f := s.auth.failures[addr]
-	if f != nil && now.Before(f.until) {
-		wait := f.until.Sub(now)
-		s.auth.mu.Unlock()
+	wait, err := s.auth.begin(client, now)
+	switch {
+	case err != nil:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "", err.Error()+"; try again in a moment")
+		return
+	case wait > 0:
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 		writeError(w, http.StatusTooManyRequests, "", fmt.Sprintf("too many failed logins; try again in %s", wait.Round(time.Second)))
 		return
 	}
-	s.auth.mu.Unlock()
-
-	if bcrypt.CompareHashAndPassword(s.auth.hash, []byte(body.Password)) != nil {
-		s.auth.mu.Lock()
-		f := s.auth.failures[addr]
-		if f == nil {
-			f = &failure{}
-			s.auth.failures[addr] = f
-		}
-		f.count++
-		if n := f.count - freeFailures; n > 0 {
-			f.until = now.Add(min(time.Second<<min(n-1, 20), maxLockout))
-		}
-		count := f.count
-		s.auth.mu.Unlock()
-		s.log.Warn("workbench: failed login", "remote", addr, "failures", count)
-		writeError(w, http.StatusUnauthorized, "password", "wrong password")
+	ok, why := s.auth.check(body.Password, body.Code)
+	count := s.auth.end(client, ok)
+	if !ok {
+		s.log.Warn("workbench: failed login", "remote", client, "with", field, "failures", count)
+		writeError(w, http.StatusUnauthorized, field, why)
 		return
 	}
 
 	tok, csrf := randomToken(), randomToken()
 	s.auth.mu.Lock()
-	delete(s.auth.failures, addr)
 	for k, l := range s.auth.logins {
 		if now.After(l.expires) || len(s.auth.logins) >= maxLogins {
 			delete(s.auth.logins, k)
@@ -224,7 +326,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		Name: cookieName, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil, MaxAge: int(loginTTL.Seconds()),
 	})
-	s.log.Info("workbench: login", "remote", addr)
+	s.log.Info("workbench: login", "remote", client, "with", field)
 	writeJSON(w, http.StatusOK, map[string]any{"authenticated": true, "admin": true, "csrf": csrf})
 }
 

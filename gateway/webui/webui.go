@@ -4,14 +4,19 @@
 // /ws); the workbench adds what an owner needs around it: every channel's
 // conversations, their history rendered from Markdown, and the login.
 //
-// Access: a browser on this machine talking to a loopback bind needs no
-// password (see genuineLoopback). Every other request needs a login with
-// the password whose bcrypt hash is gateway.webui.password; New refuses a
-// non-loopback bind without one. A login is an HttpOnly, SameSite=Strict
-// cookie (Secure over TLS); every state-changing request also carries the
-// CSRF token GET /api/me hands out, in the X-CSRF-Token header. Failed
-// logins lock the client's address out with a doubling delay. The gateway
-// hands SignedIn to the web chat, so a login also opens the chat's
+// Access: every request needs a credential, from 127.0.0.1 too (the
+// agent's own commands and other local users reach a loopback port just as
+// the owner's browser does; see auth.go). A browser logs in with a
+// one-time sign-in code signed with the instance's owner key (the link the
+// gateway prints at start-up, or `nanobot webui open`) or with the
+// password whose bcrypt hash is gateway.webui.password; a script may send
+// the owner's access token as a bearer key. A non-loopback bind without a
+// password serves no workbench. A login is an HttpOnly, SameSite=Strict
+// cookie (Secure over TLS); every state-changing request of a login also
+// carries the CSRF token GET /api/me hands out, in the X-CSRF-Token header.
+// Failed logins are counted before they are checked, one check at a time
+// per client (address, or /64 for IPv6), with a doubling lock-out. The
+// gateway hands SignedIn to the web chat, so a login also opens the chat's
 // WebSocket (which checks the Origin itself).
 //
 // A Server is safe for concurrent use by any number of requests.
@@ -33,6 +38,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/logging"
+	"github.com/nanobot-go/nanobot/internal/owner"
 )
 
 //go:embed static
@@ -49,8 +55,13 @@ var ErrNoPassword = errors.New("the web workbench is off: the gateway listens be
 type Options struct {
 	// PasswordHash is gateway.webui.password (a bcrypt hash; "" = none).
 	PasswordHash string
-	// Loopback is true when the HTTP server listens on loopback only.
+	// Loopback is true when the HTTP server listens on loopback only:
+	// beyond it, the workbench needs PasswordHash.
 	Loopback bool
+	// Owner is the instance's owner key: its one-time codes sign a
+	// browser in, and its access token admits a script (nil: neither,
+	// only the password).
+	Owner *owner.Key
 	// Sessions is the conversation store the agent writes (nil: the
 	// conversations pages answer 503).
 	Sessions session.Store

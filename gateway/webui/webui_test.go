@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/internal/owner"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -42,6 +43,7 @@ type bench struct {
 	store  *session.FileStore
 	clock  *fakeClock
 	hash   string
+	owner  *owner.Key
 	// bodies are every response body, for the secrets check.
 	mu     sync.Mutex
 	bodies []string
@@ -61,7 +63,9 @@ func newBench(t *testing.T, loopback bool, withPassword bool, tweak ...func(*Opt
 		}
 		b.hash = string(h)
 	}
-	o := Options{PasswordHash: b.hash, Loopback: loopback, Sessions: st, Now: b.clock.Now}
+	b.owner = owner.New(randomToken())
+	b.owner.SetClock(b.clock.Now)
+	o := Options{PasswordHash: b.hash, Loopback: loopback, Owner: b.owner, Sessions: st, Now: b.clock.Now}
 	for _, f := range tweak {
 		f(&o)
 	}
@@ -77,7 +81,26 @@ func newBench(t *testing.T, loopback bool, withPassword bool, tweak ...func(*Opt
 	jar, _ := cookiejar.New(nil)
 	b.hc = &http.Client{Jar: jar}
 	t.Cleanup(b.noSecrets)
+	if loopback {
+		// The owner's browser, signed in by the link the gateway printed.
+		if code, body, _ := b.signIn(b.owner.LoginCode(time.Minute)); code != 200 {
+			t.Fatalf("sign in with a code: %d %v", code, body)
+		}
+	}
 	return b
+}
+
+// signIn posts a one-time sign-in code, as the page does for a link.
+func (b *bench) signIn(code string) (int, map[string]any, *http.Response) {
+	c, _ := json.Marshal(map[string]string{"code": code})
+	return b.do("POST", "/api/login", string(c), map[string]string{"Content-Type": "application/json"})
+}
+
+// stranger is a client with no login: another user of the machine, or a
+// command the agent runs.
+func (b *bench) stranger() *bench {
+	jar, _ := cookiejar.New(nil)
+	return &bench{t: b.t, server: b.server, srv: b.srv, hc: &http.Client{Jar: jar}, store: b.store, clock: b.clock, hash: b.hash, owner: b.owner}
 }
 
 // do sends a request and returns the status and decoded JSON body.
@@ -138,26 +161,72 @@ func (b *bench) login(password string) (int, map[string]any, *http.Response) {
 	return b.do("POST", "/api/login", string(pw), map[string]string{"Content-Type": "application/json"})
 }
 
-func TestLoopbackNeedsNoLogin(t *testing.T) {
+// guardedRoutes are every route that acts for the owner.
+var guardedRoutes = []struct{ method, path string }{
+	{"POST", "/api/logout"},
+	{"GET", "/api/sessions"}, {"GET", "/api/sessions/web:x"}, {"PATCH", "/api/sessions/web:x"}, {"DELETE", "/api/sessions/web:x"},
+	{"GET", "/api/channels"}, {"POST", "/api/pairing/ABCD1234/approve"}, {"POST", "/api/pairing/ABCD1234/deny"},
+	{"DELETE", "/api/pairing/approved/telegram/42"},
+	{"GET", "/api/cron"}, {"POST", "/api/cron"}, {"PATCH", "/api/cron/j1"}, {"POST", "/api/cron/j1/run"}, {"DELETE", "/api/cron/j1"},
+	{"GET", "/api/heartbeat"}, {"PUT", "/api/heartbeat"}, {"GET", "/api/settings"}, {"PATCH", "/api/settings"},
+	{"GET", "/api/memory"}, {"PUT", "/api/memory"}, {"GET", "/api/skills"}, {"GET", "/api/logs"}, {"GET", "/api/usage"},
+	{"GET", "/api/nothing-here"},
+}
+
+// TestLoopbackIsNotAnIdentity: a request from this machine with no
+// credential (the agent's own command, another local user) is refused on
+// every owner route, whatever its Host, Origin or headers; the owner gets
+// in with a one-time code or the access token.
+func TestLoopbackIsNotAnIdentity(t *testing.T) {
 	b := newBench(t, true, false)
-	if code, _, _ := b.do("GET", "/api/sessions", "", nil); code != 200 {
-		t.Fatalf("loopback GET /api/sessions: %d, want 200", code)
-	}
-	_, me, _ := b.do("GET", "/api/me", "", nil)
-	if me["authenticated"] != true || me["admin"] != true || me["loopback"] != true {
-		t.Errorf("me = %v, want an authenticated loopback admin", me)
-	}
-	// A page whose name was re-pointed at 127.0.0.1 is not this machine's
-	// browser (the gateway's host check stops it first; this is the second
-	// line).
-	for _, h := range []map[string]string{
-		{"Host": "attacker.example"},
-		{"Origin": "http://attacker.example"},
-		{"X-Forwarded-For": "203.0.113.9"},
-	} {
-		if code, _, _ := b.do("GET", "/api/sessions", "", h); code != 401 {
-			t.Errorf("loopback bind, request with %v: %d, want 401", h, code)
+	s := b.stranger()
+	for _, r := range guardedRoutes {
+		for _, h := range []map[string]string{
+			nil,
+			{"Host": "localhost"},
+			{"Origin": "http://127.0.0.1"},
+			{"Authorization": "Bearer " + strings.Repeat("0", 48)},
+			{"X-CSRF-Token": "x"},
+		} {
+			if code, body, _ := s.do(r.method, r.path, `{}`, h); code != 401 {
+				t.Errorf("%s %s from loopback with %v: %d %v, want 401", r.method, r.path, h, code, body)
+			}
 		}
+	}
+	_, me, _ := s.do("GET", "/api/me", "", nil)
+	if me["authenticated"] != false || me["csrf"] != nil || me["admin"] != nil {
+		t.Errorf("me without a login = %v, want unauthenticated, no CSRF token", me)
+	}
+
+	// The access token as a bearer key is the owner (a script): no CSRF
+	// token needed, since no browser sends that header by itself.
+	bearer := map[string]string{"Authorization": "Bearer " + b.owner.Token()}
+	if code, body, _ := s.do("GET", "/api/sessions", "", bearer); code != 200 {
+		t.Errorf("bearer GET: %d %v", code, body)
+	}
+	if code, body, _ := s.do("PUT", "/api/heartbeat", `{"content":"- check mail"}`, bearer); code == 401 || code == 403 {
+		t.Errorf("bearer PUT: %d %v", code, body)
+	}
+
+	// A one-time code signs a browser in once.
+	code := b.owner.LoginCode(time.Minute)
+	if status, body, _ := s.signIn(code); status != 200 || body["csrf"] == "" {
+		t.Fatalf("sign in with a code: %d %v", status, body)
+	}
+	if status, _, _ := s.do("GET", "/api/sessions", "", nil); status != 200 {
+		t.Errorf("after signing in: %d", status)
+	}
+	other := b.stranger()
+	if status, body, _ := other.signIn(code); status != 401 || body["path"] != "code" {
+		t.Errorf("the same code again: %d %v, want 401 on path code", status, body)
+	}
+	if status, _, _ := other.signIn(owner.New(strings.Repeat("z", 48)).LoginCode(time.Minute)); status != 401 {
+		t.Errorf("another instance's code: %d, want 401", status)
+	}
+	late := b.owner.LoginCode(time.Minute)
+	b.clock.Add(2 * time.Minute)
+	if status, _, _ := other.signIn(late); status != 401 {
+		t.Errorf("an expired code: %d, want 401", status)
 	}
 }
 
@@ -253,9 +322,10 @@ func TestLoginLockout(t *testing.T) {
 }
 
 func TestLoginWithoutPasswordSet(t *testing.T) {
-	b := newBench(t, true, false)
-	if code, body, _ := b.login("anything at all"); code != 400 || body["path"] != "password" {
-		t.Errorf("login with no password configured: %d %v, want 400", code, body)
+	b := newBench(t, true, false).stranger()
+	code, body, _ := b.login("anything at all")
+	if msg, _ := body["error"].(string); code != 401 || body["path"] != "password" || !strings.Contains(msg, "nanobot webui open") {
+		t.Errorf("login with no password configured: %d %v, want 401 pointing at `nanobot webui open`", code, body)
 	}
 }
 
@@ -427,7 +497,7 @@ func TestInstanceWithoutStores(t *testing.T) {
 			t.Errorf("%s %s: %d %v, want 503 %q", c.method, c.path, code, body, c.want)
 		}
 	}
-	if code, _, _ := b.do("GET", "/api/sessions", "", map[string]string{"Host": "attacker.example"}); code != 401 {
-		t.Errorf("GET /api/sessions from a non-loopback host: %d, want 401 before 503", code)
+	if code, _, _ := b.stranger().do("GET", "/api/sessions", "", nil); code != 401 {
+		t.Errorf("GET /api/sessions without a login: %d, want 401 before 503", code)
 	}
 }

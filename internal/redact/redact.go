@@ -50,6 +50,23 @@ func New(secrets ...string) *Redactor {
 	return r
 }
 
+// Keep registers values that stay secret for the life of the process (the
+// instance's own access token): unlike Add's, they are never dropped.
+func (r *Redactor) Keep(secrets ...string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range secrets {
+		if len(s) >= MinLen && !slices.Contains(r.fixed, s) {
+			r.fixed = append(r.fixed, s)
+			r.runtime = slices.DeleteFunc(r.runtime, func(v string) bool { return v == s })
+		}
+	}
+	r.rebuild()
+}
+
 // Add registers values learnt at run time (an access token just fetched).
 // Values shorter than MinLen are ignored; of the values added after New,
 // the most recent 64 are kept.

@@ -51,6 +51,19 @@ func TestRuntimeSecretsAreBounded(t *testing.T) {
 	}
 }
 
+func TestKeptSecretsOutliveRotation(t *testing.T) {
+	r := New("fixed-secret")
+	r.Keep("instance-token-0123456789")
+	for i := range 100 {
+		r.Add(fmt.Sprintf("rotating-%03d", i))
+	}
+	if got, want := r.String("instance-token-0123456789 rotating-000"), Mask+" rotating-000"; got != want {
+		t.Errorf("got %q, want %q (a kept secret is never dropped)", got, want)
+	}
+	var nilR *Redactor
+	nilR.Keep("no-op-on-nil") // must not panic
+}
+
 func TestShapes(t *testing.T) {
 	r := New()
 	for _, tt := range []struct{ in, value string }{

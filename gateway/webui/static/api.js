@@ -26,6 +26,7 @@ export async function api(method, path, body) {
 
 export const me = () => api("GET", "/api/me");
 export const login = (password) => api("POST", "/api/login", { password });
+export const loginWithCode = (code) => api("POST", "/api/login", { code });
 export const logout = () => api("POST", "/api/logout");
 export const listSessions = (q) => api("GET", "/api/sessions" + (q ? "?q=" + encodeURIComponent(q) : ""));
 export const getSession = (key) => api("GET", "/api/sessions/" + encodeURIComponent(key));

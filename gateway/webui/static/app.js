@@ -42,8 +42,19 @@ $("theme").addEventListener("click", () => {
 });
 
 // ---- login ----------------------------------------------------------------
+// A sign-in link is the page's address with "#login=<one-time code>": the
+// code is in the fragment, which the browser never sends to a server (so
+// no log or proxy sees it), and it leaves the address bar at once.
+async function redeemLink() {
+  const m = /^#login=([A-Za-z0-9._-]+)$/.exec(location.hash);
+  if (!m) return;
+  history.replaceState(null, "", location.pathname);
+  try { await API.loginWithCode(m[1]); } catch (e) { $("login-error").textContent = e.message; }
+}
+
 async function boot() {
   let who;
+  await redeemLink();
   try { who = await API.me(); } catch (e) { $("login-error").textContent = e.message; $("login-view").hidden = false; return; }
   if (!who.authenticated) {
     $("app").hidden = true;
@@ -55,12 +66,15 @@ async function boot() {
     $("usage-view").hidden = true;
     $("nav").hidden = true;
     $("login-view").hidden = false;
-    $("password").focus();
+    $("password-login").hidden = !who.passwordSet;
+    $("password").required = who.passwordSet;
+    $("login-submit").hidden = !who.passwordSet;
+    if (who.passwordSet) $("password").focus();
     return;
   }
   $("login-view").hidden = true;
   $("nav").hidden = false;
-  $("logout").hidden = who.loopback;
+  $("logout").hidden = false;
   const page = location.hash.slice(1) + "-view";
   await show(page in PAGES ? page : "app");
 }
