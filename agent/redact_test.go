@@ -174,3 +174,42 @@ func (c chunked) Stream(ctx context.Context, req providers.ChatRequest, onDelta 
 	}
 	return resp, nil
 }
+
+// TestToolHintsAreRedacted: a tool hint is text the agent publishes like a
+// reply: a secret in a tool's argument is masked in it, also when the hint
+// is cut short right through the secret (a cut secret no longer matches,
+// so it is masked before the cut).
+func TestToolHintsAreRedacted(t *testing.T) {
+	const key = "sk-canary-Q8w7E6r5T4y3U2i1O0pA"
+	red := redact.New(key)
+	calls := []providers.ToolCallRequest{
+		call("c1", "exec", map[string]any{"command": "curl -H 'Authorization: Bearer " + key + "' https://api.example.com"}),
+		// 50 characters before the key: the 60-rune cut falls inside it.
+		call("c2", "exec", map[string]any{"command": strings.Repeat("x", 50) + " " + key}),
+	}
+	step := 0
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) {
+		step++
+		if step == 1 {
+			return &providers.LLMResponse{ToolCalls: calls, FinishReason: providers.FinishToolCalls}, nil
+		}
+		return text("done")
+	}}
+	exec := toolFunc{name: "exec", fn: func(context.Context, map[string]any) (tools.Result, error) { return tools.Result{Content: "ok"}, nil }}
+	h := newHarness(t, llm, toolList{exec}, func(c *LoopConfig) { c.Runner.Redact = red })
+	h.send("c", "call the API")
+	waitUntil(t, "the turn", func() bool { return h.doneCount() == 1 })
+	hints := 0
+	for _, m := range h.out.all() {
+		if m.Kind != bus.KindToolHint {
+			continue
+		}
+		hints++
+		if strings.Contains(m.Content, key[:12]) {
+			t.Errorf("tool hint shows (part of) the key: %q", m.Content)
+		}
+	}
+	if hints != 2 {
+		t.Fatalf("%d tool hints, want 2", hints)
+	}
+}

@@ -165,7 +165,7 @@ func (r *Runner) RunSteered(ctx context.Context, msgs []providers.Message, emit 
 		res.Messages = append(res.Messages, am)
 
 		for _, tc := range resp.ToolCalls {
-			emit(Event{Kind: EventToolHint, Text: toolHint(tc)})
+			emit(Event{Kind: EventToolHint, Text: toolHint(tc, r.Redact)})
 		}
 		outcomes := r.execute(ctx, resp.ToolCalls)
 		if err := ctx.Err(); err != nil {
@@ -391,11 +391,13 @@ func addUsage(dst *providers.Usage, u providers.Usage) {
 	dst.CacheWriteTokens += u.CacheWriteTokens
 }
 
-// toolHint summarises a call in one line: the tool and its main argument.
-func toolHint(tc providers.ToolCallRequest) string {
+// toolHint summarises a call in one line: the tool and its main argument,
+// its secrets masked before it is cut short (a cut secret would no longer
+// match).
+func toolHint(tc providers.ToolCallRequest, red *redact.Redactor) string {
 	for _, k := range []string{"command", "path", "url", "query", "task", "message", "content"} {
 		if s, ok := tc.Arguments[k].(string); ok && s != "" {
-			return tc.Name + ": " + truncateRunes(oneLine(s), 60)
+			return tc.Name + ": " + truncateRunes(oneLine(red.Secrets(s)), 60)
 		}
 	}
 	return tc.Name

@@ -285,8 +285,14 @@ func signInReason(se *providers.SignInError) string {
 }
 
 // publish sends to the message's chat; a failure is logged (the dispatcher
-// owns retries of the platform send).
+// owns retries of the platform send). It is the one door of everything the
+// agent says to a chat (replies, deltas, tool hints, notices, errors), so
+// it masks the redactor's secrets in every kind; a secret split across
+// deltas is caught before, by the runner's stream redaction.
 func (l *Loop) publish(ctx context.Context, m bus.Inbound, out bus.Outbound) {
+	if l.cfg.Runner != nil {
+		out.Content = l.cfg.Runner.Redact.Secrets(out.Content)
+	}
 	out.Channel, out.ChatID, out.SessionKey, out.Turn = m.Channel, m.ChatID, m.Key(), m.ID
 	if out.Kind == bus.KindStreamEnd || out.Kind == bus.KindMessage {
 		out.ReplyTo = m.MessageID

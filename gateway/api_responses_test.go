@@ -47,7 +47,7 @@ func TestAPIResponsesCreate(t *testing.T) {
 	params := respText("hello there")
 	params.Model = "test-model"
 	params.Instructions = openai.String("answer in English")
-	resp, err := apiClient(r.addr).Responses.New(t.Context(), params)
+	resp, err := apiClient(t, r).Responses.New(t.Context(), params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestAPIResponsesStreaming(t *testing.T) {
 	llm := newAPILLM()
 	llm.pause = 15 * time.Millisecond
 	r := startGateway(t, apiConfig(), llm)
-	st := apiClient(r.addr).Responses.NewStreaming(t.Context(), respText("one two three four five"))
+	st := apiClient(t, r).Responses.NewStreaming(t.Context(), respText("one two three four five"))
 	var types []string
 	var deltas strings.Builder
 	var final responses.Response
@@ -136,7 +136,7 @@ func TestAPIResponsesContinuityAcrossRestart(t *testing.T) {
 	llm := newAPILLM()
 	inDir := func(o *Options) { o.Paths = configs.PathsFor(filepath.Join(dir, "config.json"), o.Config) }
 	r := startGatewayOpts(t, cfg, llm, inDir)
-	cl := apiClient(r.addr)
+	cl := apiClient(t, r)
 	first, err := cl.Responses.New(t.Context(), respText("first"))
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestAPIResponsesContinuityAcrossRestart(t *testing.T) {
 	}
 	llm2 := newAPILLM()
 	r2 := startGatewayOpts(t, cfg, llm2, inDir)
-	cl = apiClient(r2.addr)
+	cl = apiClient(t, r2)
 	params = respText("third")
 	params.PreviousResponseID = openai.String(second.ID)
 	if _, err := cl.Responses.New(t.Context(), params); err != nil {
@@ -187,7 +187,7 @@ func TestAPIResponsesStoreFalse(t *testing.T) {
 	cfg := apiConfig()
 	llm := newAPILLM()
 	r := startGateway(t, cfg, llm)
-	cl := apiClient(r.addr)
+	cl := apiClient(t, r)
 	params := responses.ResponseNewParams{
 		Store: openai.Bool(false),
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
@@ -228,7 +228,7 @@ func TestAPIResponsesStoreFalse(t *testing.T) {
 
 func TestAPINoProviderIs503(t *testing.T) {
 	r := startGateway(t, apiConfig(), providers.Unconfigured{Reason: "no key for anthropic"})
-	cl := apiClient(r.addr)
+	cl := apiClient(t, r)
 	_, err := cl.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
 	})
@@ -275,7 +275,7 @@ func TestAPIRateLimitPerKey(t *testing.T) {
 		t.Errorf("key A's third request: %d, Retry-After %q; want 429 with 1 to 30 s", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	// The SDK sees OpenAI's shape.
-	_, err := apiClient(r.addr, option.WithAPIKey(keyA)).Responses.New(t.Context(), respText("hi"))
+	_, err := apiClient(t, r, option.WithAPIKey(keyA)).Responses.New(t.Context(), respText("hi"))
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Code != "rate_limit_exceeded" {
 		t.Errorf("SDK over the limit: %v, want 429 rate_limit_exceeded", err)
@@ -283,7 +283,7 @@ func TestAPIRateLimitPerKey(t *testing.T) {
 	if resp := post(keyB); resp.StatusCode != 200 {
 		t.Errorf("key B after key A's limit: status %d, want 200 (each key has its own)", resp.StatusCode)
 	}
-	if _, err := apiClient(r.addr, option.WithAPIKey(keyA)).Models.List(t.Context()); err != nil {
+	if _, err := apiClient(t, r, option.WithAPIKey(keyA)).Models.List(t.Context()); err != nil {
 		t.Errorf("listing models is not limited: %v", err)
 	}
 }
@@ -327,7 +327,9 @@ func TestAPIImagesReachTheProvider(t *testing.T) {
 		fw, _ := mw.CreateFormFile("files", "../../etc/red dot.png")
 		_, _ = fw.Write(pic)
 		_ = mw.Close()
-		resp, err := http.Post("http://"+r.addr+"/v1/chat/completions", mw.FormDataContentType(), &body)
+		req, _ := http.NewRequest("POST", "http://"+r.addr+"/v1/chat/completions", &body)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		resp, err := http.DefaultClient.Do(r.authed(t, req))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,7 +360,7 @@ func TestAPIImagesReachTheProvider(t *testing.T) {
 	t.Run("input_image in a response", func(t *testing.T) {
 		img := responses.ResponseInputContentParamOfInputImage(responses.ResponseInputImageDetailAuto)
 		img.OfInputImage.ImageURL = openai.String(wantURL)
-		_, err := apiClient(r.addr).Responses.New(t.Context(), responses.ResponseNewParams{
+		_, err := apiClient(t, r).Responses.New(t.Context(), responses.ResponseNewParams{
 			Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
 				responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
 					{OfInputText: &responses.ResponseInputTextParam{Text: "and this?"}}, img,
@@ -375,7 +377,7 @@ func TestAPIImagesReachTheProvider(t *testing.T) {
 	})
 
 	t.Run("image_url in a chat completion", func(t *testing.T) {
-		_, err := apiClient(r.addr).Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
+		_, err := apiClient(t, r).Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
 			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
 				openai.TextContentPart("look"), openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: wantURL}),
 			})},
@@ -408,7 +410,7 @@ func TestAPIUploadLimits(t *testing.T) {
 		if header[0] != "" {
 			req.Header.Set(header[0], header[1])
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(r.authed(t, req))
 		if err != nil {
 			t.Fatal(err)
 		}

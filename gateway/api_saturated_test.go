@@ -46,7 +46,7 @@ func TestAPISaturatedAnswers429(t *testing.T) {
 	cfg := apiConfig()
 	cfg.API.MaxConcurrent, cfg.API.QueueTimeoutMs = 2, 50
 	r := startGateway(t, cfg, llm)
-	cl := apiClient(r.addr)
+	cl := apiClient(t, r)
 	params := openai.ChatCompletionNewParams{Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
 
 	errs := make(chan error, 2)
@@ -83,7 +83,7 @@ func TestAPISaturatedAnswers429(t *testing.T) {
 	// The same on the wire, for a streaming request of the Responses API.
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.addr+"/v1/responses", strings.NewReader(`{"input":"hi","stream":true}`))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(r.authed(t, req))
 	if err != nil {
 		t.Fatal(err)
 	}

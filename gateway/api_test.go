@@ -74,7 +74,15 @@ func apiConfig() configs.Config {
 	return cfg
 }
 
-func apiClient(addr string, opts ...option.RequestOption) *openai.Client {
+// apiClient is the official SDK on r's API with the instance's access
+// token as its key (opts may set another).
+func apiClient(t testing.TB, r *running, opts ...option.RequestOption) *openai.Client {
+	return apiClientAt(r.addr, append([]option.RequestOption{option.WithAPIKey(r.token(t))}, opts...)...)
+}
+
+// apiClientAt is the SDK on the API at addr with no valid key unless opts
+// set one.
+func apiClientAt(addr string, opts ...option.RequestOption) *openai.Client {
 	c := openai.NewClient(append([]option.RequestOption{
 		option.WithBaseURL("http://" + addr + "/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0),
 	}, opts...)...)
@@ -83,7 +91,7 @@ func apiClient(addr string, opts ...option.RequestOption) *openai.Client {
 
 func TestAPIModels(t *testing.T) {
 	r := startGateway(t, apiConfig(), newAPILLM())
-	cl := apiClient(r.addr)
+	cl := apiClient(t, r)
 	page, err := cl.Models.List(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +111,7 @@ func TestAPIModels(t *testing.T) {
 
 func TestAPIChatCompletion(t *testing.T) {
 	r := startGateway(t, apiConfig(), newAPILLM())
-	cl := apiClient(r.addr)
+	cl := apiClient(t, r)
 	resp, err := cl.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
 		Model:    "test-model",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello there")},
@@ -147,7 +155,7 @@ func TestAPIStreamingWithUsage(t *testing.T) {
 	llm := newAPILLM()
 	llm.pause = 15 * time.Millisecond // longer than the first message's hold
 	r := startGateway(t, apiConfig(), llm)
-	acc, chunks, err := streamAnswer(t.Context(), apiClient(r.addr), openai.ChatCompletionNewParams{
+	acc, chunks, err := streamAnswer(t.Context(), apiClient(t, r), openai.ChatCompletionNewParams{
 		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("one two three four five six")},
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 	})
@@ -169,7 +177,7 @@ func TestAPISessionContinuity(t *testing.T) {
 	cfg := apiConfig()
 	llm := newAPILLM()
 	r := startGateway(t, cfg, llm)
-	cl := apiClient(r.addr)
+	cl := apiClient(t, r)
 	ask := func(text string, opts ...option.RequestOption) string {
 		t.Helper()
 		resp, err := cl.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
@@ -213,7 +221,7 @@ func TestAPIStatelessStoresNothing(t *testing.T) {
 	cfg := apiConfig()
 	llm := newAPILLM()
 	r := startGateway(t, cfg, llm)
-	resp, err := apiClient(r.addr).Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
+	resp, err := apiClient(t, r).Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
 		Messages: []openai.ChatCompletionMessageParamUnion{
 			openai.SystemMessage("be brief"),
 			openai.UserMessage("my name is Ada"),
@@ -248,7 +256,7 @@ func TestAPIToolRoundTripShowsOnlyTheAnswer(t *testing.T) {
 	}
 	cfg := apiConfig() // tool hints and progress are on by default
 	r := startGatewayOpts(t, cfg, &toolLLM{}, func(o *Options) { o.Tools = reg })
-	cl := apiClient(r.addr)
+	cl := apiClient(t, r)
 	params := openai.ChatCompletionNewParams{Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("time?")}}
 	resp, err := cl.Chat.Completions.New(t.Context(), params)
 	if err != nil {
@@ -278,7 +286,7 @@ func TestAPIDisconnectCancelsTurn(t *testing.T) {
 			errc := make(chan error, 1)
 			go func() {
 				params := openai.ChatCompletionNewParams{Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("block me")}}
-				cl := apiClient(r.addr)
+				cl := apiClient(t, r)
 				if stream {
 					_, _, err := streamAnswer(ctx, cl, params)
 					errc <- err
@@ -321,7 +329,7 @@ func TestAPIAuthOnNonLoopbackBind(t *testing.T) {
 	}
 	params := openai.ChatCompletionNewParams{Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
 
-	_, err = apiClient(addr, option.WithAPIKey("sk-wrong-0123456789abcdef")).Chat.Completions.New(t.Context(), params)
+	_, err = apiClientAt(addr, option.WithAPIKey("sk-wrong-0123456789abcdef")).Chat.Completions.New(t.Context(), params)
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 {
 		t.Fatalf("wrong key: got %v, want 401", err)
@@ -337,7 +345,7 @@ func TestAPIAuthOnNonLoopbackBind(t *testing.T) {
 	if resp.StatusCode != 401 {
 		t.Errorf("no key: status %d, want 401", resp.StatusCode)
 	}
-	got, err := apiClient(addr, option.WithAPIKey(key)).Chat.Completions.New(t.Context(), params)
+	got, err := apiClientAt(addr, option.WithAPIKey(key)).Chat.Completions.New(t.Context(), params)
 	if err != nil {
 		t.Fatalf("right key: %v", err)
 	}
@@ -346,37 +354,99 @@ func TestAPIAuthOnNonLoopbackBind(t *testing.T) {
 	}
 }
 
-func TestAPIWithoutKeyRefusedBeyondLoopback(t *testing.T) {
+// TestAPINeedsAKeyFromLoopbackToo: with no key configured the API still
+// wants one, from 127.0.0.1 too (the agent's own commands and other users
+// of the machine connect from there): the instance's access token. On a
+// bind beyond loopback the same holds, so the gateway starts.
+func TestAPINeedsAKeyFromLoopbackToo(t *testing.T) {
+	r := startGateway(t, apiConfig(), newAPILLM())
+	for name, opts := range map[string][]option.RequestOption{
+		"no key":         {option.WithHeaderDel("Authorization")},
+		"a wrong key":    {option.WithAPIKey(strings.Repeat("0", 48))},
+		"the key, proxy": {option.WithAPIKey("unused"), option.WithHeader("X-Forwarded-For", "127.0.0.1")},
+	} {
+		_, err := apiClientAt(r.addr, opts...).Models.List(t.Context())
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 {
+			t.Errorf("%s from loopback: %v, want 401", name, err)
+		}
+	}
+	if _, err := apiClient(t, r).Models.List(t.Context()); err != nil {
+		t.Errorf("the access token: %v", err)
+	}
+
 	ln, err := net.Listen("tcp", "0.0.0.0:0")
 	if err != nil {
 		t.Skipf("cannot listen beyond loopback here: %v", err)
 	}
-	defer ln.Close()
-	cfg := apiConfig()
-	dir := t.TempDir()
-	_, err = New(t.Context(), Options{Config: &cfg, Paths: configs.PathsFor(filepath.Join(dir, "config.json"), &cfg),
-		Provider: newAPILLM(), Model: "test", Listener: ln})
-	if err == nil || !strings.Contains(err.Error(), "api.apiKey") {
-		t.Fatalf("New without an API key on a non-loopback bind: %v, want an error naming api.apiKey", err)
+	wide := startGatewayOpts(t, apiConfig(), newAPILLM(), func(o *Options) { o.Listener.Close(); o.Listener = ln })
+	addr := fmt.Sprintf("127.0.0.1:%d", ln.Addr().(*net.TCPAddr).Port)
+	if _, err := apiClientAt(addr).Models.List(t.Context()); err == nil {
+		t.Error("a bind beyond loopback answered without a key")
 	}
-	cfg.API.Enabled = false
-	g, err := New(t.Context(), Options{Config: &cfg, Paths: configs.PathsFor(filepath.Join(dir, "config.json"), &cfg),
-		Provider: newAPILLM(), Model: "test", Listener: ln})
-	if err != nil {
-		t.Fatalf("with the API disabled: %v", err)
+	if _, err := apiClientAt(addr, option.WithAPIKey(wide.token(t))).Models.List(t.Context()); err != nil {
+		t.Errorf("the access token beyond loopback: %v", err)
 	}
-	g.be.close()
-	_ = g.dl.Close()
 }
 
-// Without a key the API answers direct loopback clients only: not a
-// request forwarded by a proxy on the same machine.
-func TestAPIWithoutKeyRefusesProxiedRequests(t *testing.T) {
-	r := startGateway(t, apiConfig(), newAPILLM())
-	_, err := apiClient(r.addr, option.WithHeader("X-Forwarded-For", "203.0.113.9")).Models.List(t.Context())
-	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 {
-		t.Errorf("proxied request without key: %v, want 401", err)
+// TestAPIClientKeysHaveSessionsOfTheirOwn: a key of api.apiKeys cannot
+// continue another key's named session or stored response; the owner's
+// token and api.apiKey share theirs; api.shareSessions shares them all.
+func TestAPIClientKeysHaveSessionsOfTheirOwn(t *testing.T) {
+	keyA, keyB, shared := "sk-a-0123456789abcdef", "sk-b-0123456789abcdef", "sk-s-0123456789abcdef"
+	for _, share := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shareSessions=%v", share), func(t *testing.T) {
+			cfg := apiConfig()
+			cfg.API.APIKey, cfg.API.APIKeys, cfg.API.ShareSessions = shared, []string{keyA, keyB}, share
+			llm := newAPILLM()
+			r := startGateway(t, cfg, llm)
+			say := func(key, text string) []providers.Message {
+				t.Helper()
+				_, err := apiClient(t, r, option.WithAPIKey(key)).Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
+					Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(text)},
+				}, option.WithJSONSet("session_id", "notes"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				reqs := llm.reqs()
+				return reqs[len(reqs)-1].Messages
+			}
+			saw := func(msgs []providers.Message, text string) bool {
+				for _, m := range msgs {
+					if strings.Contains(m.Text(), text) {
+						return true
+					}
+				}
+				return false
+			}
+			say(keyA, "secret of A")
+			if got := saw(say(keyB, "B here"), "secret of A"); got != share {
+				t.Errorf("key B's turn in session \"notes\" saw key A's message: %v, want %v", got, share)
+			}
+			if !saw(say(keyA, "A again"), "secret of A") {
+				t.Error("key A lost its own session")
+			}
+			say(shared, "secret of the owner")
+			if !saw(say(r.token(t), "owner here"), "secret of the owner") {
+				t.Error("the access token does not share api.apiKey's sessions")
+			}
+
+			first, err := apiClient(t, r, option.WithAPIKey(keyA)).Responses.New(t.Context(), respText("remember 42"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := respText("what number?")
+			next.PreviousResponseID = openai.String(first.ID)
+			_, err = apiClient(t, r, option.WithAPIKey(keyB)).Responses.New(t.Context(), next)
+			var apiErr *openai.Error
+			refused := errors.As(err, &apiErr) && apiErr.StatusCode == 404
+			if refused == share || (!share && apiErr.Code != "previous_response_not_found") {
+				t.Errorf("key B continuing key A's response: %v, want refused=%v", err, !share)
+			}
+			if _, err := apiClient(t, r, option.WithAPIKey(keyA)).Responses.New(t.Context(), next); err != nil {
+				t.Errorf("key A continuing its own response: %v", err)
+			}
+		})
 	}
 }
 
@@ -420,7 +490,7 @@ func TestAPIBadRequests(t *testing.T) {
 			if c.header[0] != "" {
 				req.Header.Set(c.header[0], c.header[1])
 			}
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := http.DefaultClient.Do(r.authed(t, req))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -440,7 +510,7 @@ func TestAPIBadRequests(t *testing.T) {
 
 func TestAPIConcurrentStreamingClients(t *testing.T) {
 	r := startGateway(t, apiConfig(), newAPILLM())
-	cl := apiClient(r.addr)
+	cl := apiClient(t, r)
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
 	for i := range 20 {

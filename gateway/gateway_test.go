@@ -21,6 +21,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/internal/owner"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -192,6 +193,36 @@ type running struct {
 	cancel context.CancelFunc
 	done   chan error
 	dir    string
+	state  string // the instance's state folder
+}
+
+// token is the instance's access token: the owner's credential (the web
+// chat's token, an API key, a bearer key for the workbench's /api/).
+func (r *running) token(t testing.TB) string {
+	t.Helper()
+	key, err := owner.Load(owner.Path(r.state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key.Token()
+}
+
+// signInURL is the workbench's address with a one-time sign-in code, as
+// the gateway prints it at start-up.
+func (r *running) signInURL(t testing.TB) string {
+	t.Helper()
+	key, err := owner.Load(owner.Path(r.state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + r.addr + "/#login=" + key.LoginCode(time.Minute)
+}
+
+// authed adds the access token to a request, as a script of the owner's
+// would.
+func (r *running) authed(t testing.TB, req *http.Request) *http.Request {
+	req.Header.Set("Authorization", "Bearer "+r.token(t))
+	return req
 }
 
 func startGateway(t testing.TB, cfg configs.Config, llm providers.Provider, extra ...channels.Channel) *running {
@@ -220,6 +251,7 @@ func startGatewayOpts(t testing.TB, cfg configs.Config, llm providers.Provider, 
 	if tweak != nil {
 		tweak(&o)
 	}
+	r.state = o.Paths.State
 	go func() { r.done <- Run(ctx, o) }()
 	select {
 	case r.addr = <-ready:

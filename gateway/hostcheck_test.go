@@ -92,7 +92,7 @@ func TestRebindingMatrix(t *testing.T) {
 	for _, b := range binds {
 		cfg := testConfig(nil)
 		cfg.Gateway.AllowedHosts = b.allowed
-		cfg.API.Enabled = false // without a key it may not listen beyond loopback
+		cfg.API.Enabled = false
 		ln, err := net.Listen("tcp", b.listen)
 		if err != nil {
 			t.Fatal(err)
@@ -122,9 +122,8 @@ func TestRebindingMatrix(t *testing.T) {
 					want = "rejected 421"
 				case origin != "" && !strings.EqualFold(strings.TrimPrefix(origin, "http://"), h.header):
 					want = "rejected 403"
-				case b.loopback && loopbackNames[h.name]:
-					want = "open"
-				default:
+				default: // loopback is not an identity: no way in without the token
+
 					want = "token"
 				}
 				got := wsOutcome(t, addr, h.header, origin, token)
@@ -152,9 +151,10 @@ func TestRebindingMatrix(t *testing.T) {
 	t.Logf("rebinding matrix (port varies per bind):\n%-26s %-24s %-30s %s\n%s", "bind", "Host", "Origin", "outcome", strings.Join(table, "\n"))
 }
 
-// TestWebAdminApprovesPairing: the owner's own browser on loopback approves
-// a stranger's code; a chat user allowed by "*" cannot; the probe's
-// rebinding page does not even get a socket.
+// TestWebAdminApprovesPairing: the owner's own browser (with the token)
+// approves a stranger's code; a chat user allowed by "*" cannot; a socket
+// from loopback without the token (the agent's own command, another local
+// user) is refused; the probe's rebinding page does not even get a socket.
 func TestWebAdminApprovesPairing(t *testing.T) {
 	fc := newFake("fake")
 	cfg := testConfig(map[string][]any{"fake": {"*"}, "tg": {}})
@@ -176,6 +176,10 @@ func TestWebAdminApprovesPairing(t *testing.T) {
 		t.Errorf("rebinding page: %s", got)
 	}
 
+	if got := wsOutcome(t, r.addr, r.addr, "http://"+r.addr, "no-token"); got == "open" {
+		t.Errorf("loopback socket without the token: %s", got)
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, "ws://"+r.addr+"/ws", &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"http://" + r.addr}}})
@@ -183,7 +187,7 @@ func TestWebAdminApprovesPairing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.CloseNow()
-	_ = wsjson.Write(ctx, ws, web.Frame{Type: "auth", Chat: "owner-browser-tab"})
+	_ = wsjson.Write(ctx, ws, web.Frame{Type: "auth", Chat: "owner-browser-tab", Token: r.token(t)})
 	_ = wsjson.Write(ctx, ws, web.Frame{Type: "message", Text: "/pairing approve " + code})
 	for {
 		var f web.Frame

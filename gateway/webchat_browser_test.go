@@ -28,7 +28,8 @@ func chromium(t *testing.T) string {
 }
 
 // TestWebChatInBrowser drives the real web chat page in headless Chromium:
-// open the page, send a message, see the streamed reply.
+// open the page, which asks for the access token (loopback is not an
+// identity), paste it, send a message, see the streamed reply.
 func TestWebChatInBrowser(t *testing.T) {
 	bin := chromium(t)
 	r := startGatewayOpts(t, testConfig(nil), &echoLLM{}, func(o *Options) { o.Channels = webOnly() })
@@ -55,6 +56,12 @@ func TestWebChatInBrowser(t *testing.T) {
 	err := chromedp.Do(ctx,
 		chromedp.Navigate("http://"+r.addr+"/chat"), // the chat page; / is the workbench
 		chromedp.WaitVisible(chromedp.ID("input")),
+		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := chromedp.Poll[bool](`document.getElementById("auth").open`, chromedp.WithPollingTimeout(20*time.Second))(ctx, t)
+			return err
+		}),
+		chromedp.SendKeys(chromedp.ID("token"), r.token(t)),
+		click("#authform button"),
 		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 			_, err := chromedp.Poll[bool](`document.getElementById("status").textContent === "connected"`, chromedp.WithPollingTimeout(20*time.Second))(ctx, t)
 			return err

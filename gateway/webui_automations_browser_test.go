@@ -34,6 +34,7 @@ func TestWorkbenchAutomationsInBrowser(t *testing.T) {
 		return j
 	}
 
+	signIn(t, ctx, r)
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/#automations"),
 		until("the automations page", `!document.getElementById("automations-view").hidden && !document.getElementById("jobs-empty").hidden`),

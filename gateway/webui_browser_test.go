@@ -74,6 +74,21 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
+// signIn follows the one-time sign-in link the gateway prints, as the
+// owner does, waits until the workbench shows, and leaves the page, so the
+// test's next Navigate loads a page afresh with the login cookie.
+func signIn(t *testing.T, ctx context.Context, r *running) {
+	t.Helper()
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(r.signInURL(t)),
+		until("the workbench after the sign-in link", `!document.getElementById("nav").hidden && !location.hash.includes("login")`),
+		chromedp.Navigate("about:blank"),
+	)
+	if err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+}
+
 // until polls a JavaScript condition in the page.
 func until(what, js string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
@@ -209,9 +224,24 @@ func TestWorkbenchInBrowser(t *testing.T) {
 	})
 	base := "http://" + r.addr
 
+	// Loopback is not an identity: this machine's browser without the
+	// sign-in link sees only how to sign in, and no conversation.
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/"),
+		until("the sign-in view", `!document.getElementById("login-view").hidden && document.getElementById("app").hidden && document.getElementById("password-login").hidden`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".session").length`)); err != nil || n != 0 {
+		t.Fatalf("%d sessions listed before signing in (%v)", n, err)
+	}
+	screenshots(t, ctx, "signin", `!document.getElementById("login-view").hidden`)
+
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(r.signInURL(t)),
 		until("the telegram conversation in the sidebar", `!!document.querySelector('.session[data-key="telegram:4242"]')`),
+		until("the sign-in code gone from the address", `!location.href.includes("login")`),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -358,7 +388,6 @@ func TestWorkbenchLoginInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := testConfig(nil)
-	cfg.API.Enabled = false // without a key it may not listen beyond loopback
 	cfg.Gateway.WebUI.Password = string(hash)
 	startGatewayOpts(t, cfg, &echoLLM{}, func(o *Options) {
 		o.Listener.Close()

@@ -36,6 +36,7 @@ func TestWorkbenchChannelsInBrowser(t *testing.T) {
 	}
 	code := store.Pending()[0].Code
 
+	signIn(t, ctx, r)
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/#channels"),
 		until("the channel cards", `!!document.querySelector('.card[data-channel="web"] .dot.connected')`),

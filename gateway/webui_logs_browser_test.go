@@ -24,6 +24,7 @@ func TestWorkbenchLogsInBrowser(t *testing.T) {
 		o.Logs = ring
 	})
 	log.Warn("provider slow; retrying with key sk-log-view-secret-123", "attempt", 2)
+	signIn(t, ctx, r)
 	err = chromedp.Do(ctx,
 		chromedp.Navigate("http://"+r.addr+"/#logs"),
 		until("the gateway's lines", `Array.from(document.querySelectorAll("#log-lines .log")).some(e => e.textContent.includes("gateway ready"))`),

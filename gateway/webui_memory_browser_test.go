@@ -25,6 +25,7 @@ func TestWorkbenchMemoryInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	signIn(t, ctx, r)
 	err := chromedp.Do(ctx,
 		chromedp.Navigate("http://"+r.addr+"/#memory"),
 		until("the skills", `!!document.querySelector('#skill-list .skill.unavailable[data-skill="deploy"] .req.missing')`),

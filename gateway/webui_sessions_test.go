@@ -47,18 +47,16 @@ func (l *memoryLLM) prompts() []string {
 	return append([]string(nil), l.consolidation...)
 }
 
-// workbenchCall makes a loopback API call the way the page does: a
-// state change carries the CSRF token of GET /api/me.
-func workbenchCall(t *testing.T, base, method, path string) (int, map[string]any) {
+// workbenchCall makes an API call as a script of the owner's: the access
+// token as a bearer key (a browser's cookie and CSRF token are tested in
+// gateway/webui).
+func workbenchCall(t *testing.T, r *running, method, path string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(method, base+path, nil)
+	req, err := http.NewRequest(method, "http://"+r.addr+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if method != http.MethodGet {
-		_, me := workbenchCall(t, base, http.MethodGet, "/api/me")
-		req.Header.Set("X-CSRF-Token", me["csrf"].(string))
-	}
+	r.authed(t, req)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -83,12 +81,11 @@ func TestWorkbenchDeleteConsolidatesFirst(t *testing.T) {
 		ws = o.Paths.Workspace
 		seedTelegram(t, o.Paths.Sessions)
 	})
-	base := "http://" + r.addr
-	if code, _ := workbenchCall(t, base, http.MethodGet, "/api/sessions/telegram:4242"); code != http.StatusOK {
+	if code, _ := workbenchCall(t, r, http.MethodGet, "/api/sessions/telegram:4242"); code != http.StatusOK {
 		t.Fatalf("the seeded conversation: HTTP %d", code)
 	}
 
-	code, body := workbenchCall(t, base, http.MethodDelete, "/api/sessions/telegram:4242")
+	code, body := workbenchCall(t, r, http.MethodDelete, "/api/sessions/telegram:4242")
 	if code != http.StatusOK || body["archived"] != "telegram:4242" {
 		t.Fatalf("delete: HTTP %d %v", code, body)
 	}
@@ -101,10 +98,10 @@ func TestWorkbenchDeleteConsolidatesFirst(t *testing.T) {
 	if err != nil || !strings.Contains(string(mem), "the user writes Go") {
 		t.Fatalf("MEMORY.md = %q (%v), want the consolidated fact", mem, err)
 	}
-	if code, _ := workbenchCall(t, base, http.MethodGet, "/api/sessions/telegram:4242"); code != http.StatusNotFound {
+	if code, _ := workbenchCall(t, r, http.MethodGet, "/api/sessions/telegram:4242"); code != http.StatusNotFound {
 		t.Errorf("the deleted conversation: HTTP %d, want 404 (archived)", code)
 	}
-	_, list := workbenchCall(t, base, http.MethodGet, "/api/sessions")
+	_, list := workbenchCall(t, r, http.MethodGet, "/api/sessions")
 	if n := len(list["sessions"].([]any)); n != 0 {
 		t.Errorf("%d conversations listed after the delete, want 0", n)
 	}
@@ -116,17 +113,17 @@ type webTab struct {
 	ws *websocket.Conn
 }
 
-func openTab(t *testing.T, addr, chat string, temporary bool) *webTab {
+func openTab(t *testing.T, r *running, chat string, temporary bool) *webTab {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws", nil)
+	ws, _, err := websocket.Dial(ctx, "ws://"+r.addr+"/ws", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.CloseNow() })
 	tab := &webTab{t: t, ws: ws}
-	if err := wsjson.Write(ctx, ws, web.Frame{Type: "auth", Chat: chat, Temporary: temporary}); err != nil {
+	if err := wsjson.Write(ctx, ws, web.Frame{Type: "auth", Chat: chat, Token: r.token(t), Temporary: temporary}); err != nil {
 		t.Fatal(err)
 	}
 	if f := tab.until(func(f web.Frame) bool { return true }); f.Type != "hello" {
@@ -167,24 +164,23 @@ func TestTemporaryChatStoresNothing(t *testing.T) {
 		o.Channels = webOnly()
 		sessions = o.Paths.Sessions
 	})
-	base := "http://" + r.addr
 
-	temp := openTab(t, r.addr, "temporarytab0001", true)
+	temp := openTab(t, r, "temporarytab0001", true)
 	temp.say("hello from a temporary chat", "echo: hello from a temporary chat")
 	temp.say("and once more", "echo: and once more")
 	// A session's messages run in order: once /help is answered, both
 	// turns before it are over (saved, had they been stored).
 	temp.say("/help", "Commands:")
 
-	stored := openTab(t, r.addr, "storedtab0000001", false)
+	stored := openTab(t, r, "storedtab0000001", false)
 	stored.say("hello from a stored chat", "echo: hello from a stored chat")
 	stored.say("/help", "Commands:")
 
-	code, body := workbenchCall(t, base, http.MethodGet, "/api/sessions/web:storedtab0000001")
+	code, body := workbenchCall(t, r, http.MethodGet, "/api/sessions/web:storedtab0000001")
 	if code != http.StatusOK || len(body["messages"].([]any)) != 2 {
 		t.Fatalf("the stored chat: HTTP %d %v, want its two messages", code, body)
 	}
-	if code, body := workbenchCall(t, base, http.MethodGet, "/api/sessions/web:temporarytab0001"); code != http.StatusNotFound {
+	if code, body := workbenchCall(t, r, http.MethodGet, "/api/sessions/web:temporarytab0001"); code != http.StatusNotFound {
 		t.Errorf("the temporary chat: HTTP %d %v, want 404 (never stored)", code, body)
 	}
 	if _, ok := natsURL.Load(t); !ok {
@@ -212,6 +208,7 @@ func TestWorkbenchDeleteInBrowser(t *testing.T) {
 		ws = o.Paths.Workspace
 		seedTelegram(t, o.Paths.Sessions)
 	})
+	signIn(t, ctx, r)
 	err := chromedp.Do(ctx,
 		chromedp.Navigate("http://"+r.addr+"/"),
 		until("the telegram conversation", `!!document.querySelector('.session[data-key="telegram:4242"]')`),

@@ -37,6 +37,7 @@ func TestWorkbenchSettingsInBrowser(t *testing.T) {
 	})
 
 	allow := `#settings [data-path="channels.fake.allowFrom"]`
+	signIn(t, ctx, r)
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/#settings"),
 		until("the settings", `!!document.querySelector('`+allow+`')`),

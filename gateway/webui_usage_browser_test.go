@@ -42,6 +42,7 @@ func TestWorkbenchUsageInBrowser(t *testing.T) {
 	bars := func(chart string) string {
 		return `document.querySelectorAll("#` + chart + ` g.bar").length === 30`
 	}
+	signIn(t, ctx, r)
 	err = chromedp.Do(ctx,
 		chromedp.Navigate("http://"+r.addr+"/#usage"),
 		until("30 days of token bars", bars("usage-tokens")),

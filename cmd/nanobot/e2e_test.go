@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/nanobot-go/nanobot/channels/web"
+	"github.com/nanobot-go/nanobot/internal/owner"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -112,6 +113,17 @@ func freePort(t *testing.T) int {
 }
 
 // startBinaryGateway runs `nanobot gateway` and waits for /readyz.
+// instanceToken is the access token of the instance whose config file is
+// cfg (the web chat wants it from every connection, loopback too).
+func instanceToken(t *testing.T, cfg string) string {
+	t.Helper()
+	key, err := owner.Load(owner.Path(filepath.Join(filepath.Dir(cfg), "state")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key.Token()
+}
+
 func startBinaryGateway(t *testing.T, bin, cfg string, port int) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, "gateway", "--config", cfg)
@@ -162,7 +174,7 @@ func TestKill9MidTurnLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	const chat = "crash-test-chat"
-	_ = wsjson.Write(ctx, ws, web.Frame{Type: "auth", Chat: chat})
+	_ = wsjson.Write(ctx, ws, web.Frame{Type: "auth", Chat: chat, Token: instanceToken(t, cfg)})
 	var hello web.Frame
 	_ = wsjson.Read(ctx, ws, &hello)
 	_ = wsjson.Write(ctx, ws, web.Frame{Type: "message", Text: "please remember this"})
@@ -204,7 +216,7 @@ func TestKill9MidTurnLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws2.CloseNow()
-	_ = wsjson.Write(ctx, ws2, web.Frame{Type: "auth", Chat: chat})
+	_ = wsjson.Write(ctx, ws2, web.Frame{Type: "auth", Chat: chat, Token: instanceToken(t, cfg)})
 	_ = wsjson.Read(ctx, ws2, &hello)
 	_ = wsjson.Write(ctx, ws2, web.Frame{Type: "message", Text: "one more thing"})
 	got := srv.WaitRequests(3, 15*time.Second)

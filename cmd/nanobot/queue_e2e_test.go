@@ -54,7 +54,7 @@ func TestKill9InEachQueueModeLosesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			const chat = "queue-crash-chat"
-			if err := wsjson.Write(ctx, ws, web.Frame{Type: "auth", Chat: chat}); err != nil {
+			if err := wsjson.Write(ctx, ws, web.Frame{Type: "auth", Chat: chat, Token: instanceToken(t, cfg)}); err != nil {
 				t.Fatal(err)
 			}
 			var hello web.Frame

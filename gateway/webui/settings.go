@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -43,10 +44,20 @@ var editable = []setting{
 	{"tools.exec.sandbox", "string", false},
 }
 
+// nameSegment is what a provider's or channel's name in a path may be: no
+// wildcard, no separator, nothing a shell or a JSON path would read twice.
+var nameSegment = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+
 // lookupSetting finds the setting for a dotted path; a channel's secret
-// keys (token, appSecret, ...) are editable strings too.
+// keys (token, appSecret, ...) are editable strings too. A "*" in a
+// pattern stands for one name, never for the literal "*".
 func lookupSetting(path string) (setting, bool) {
 	segs := strings.Split(path, ".")
+	for _, seg := range segs {
+		if !nameSegment.MatchString(seg) {
+			return setting{}, false
+		}
+	}
 	for _, s := range editable {
 		ps := strings.Split(s.pattern, ".")
 		if len(ps) != len(segs) {
@@ -269,7 +280,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 	s.settingsMu.Lock()
 	defer s.settingsMu.Unlock()
 
-	_, tree, old, err := s.loadConfig()
+	cur, tree, old, err := s.loadConfig()
 	if err != nil {
 		writeError(w, http.StatusConflict, "", "the config file does not load as it is, so the workbench will not edit it: "+err.Error())
 		return
@@ -302,10 +313,19 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out = append(out, '\n')
-	next, probs, err := s.check(out)
+	next, probs, warnings, err := s.check(out)
 	if err != nil {
 		s.internalError(w, "check config", err, "cannot check the new config")
 		return
+	}
+	// A name or key the schema does not know loads with a warning and is
+	// ignored: refuse to write it rather than save a setting that does
+	// nothing (or lands where nothing looks, like a channel named "*").
+	for _, wn := range warnings {
+		if !slices.Contains(cur.Warnings, wn) {
+			path, _, _ := strings.Cut(strings.TrimPrefix(wn, "config: "), ":")
+			probs = append(probs, configs.FieldError{Path: path, Msg: wn})
+		}
 	}
 	if len(probs) > 0 {
 		list := make([]apiError, 0, len(probs))
@@ -345,29 +365,29 @@ func nonNil(s []string) []string {
 
 // check loads data as a config file next to the real one (same folder, so
 // the same derived paths) the way the gateway does.
-func (s *Server) check(data []byte) (*configs.Config, []configs.FieldError, error) {
+func (s *Server) check(data []byte) (*configs.Config, []configs.FieldError, []string, error) {
 	f, err := os.CreateTemp(filepath.Dir(s.o.ConfigFile), ".config-check-*.json")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer os.Remove(f.Name())
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := f.Close(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	l, err := configs.Load(configs.Options{Path: f.Name(), Platforms: s.o.Platforms})
 	var ce *configs.Error
 	if errors.As(err, &ce) {
 		if len(ce.Problems) > 0 {
-			return nil, ce.Problems, nil
+			return nil, ce.Problems, nil, nil
 		}
-		return nil, []configs.FieldError{{Msg: ce.Err.Error()}}, nil
+		return nil, []configs.FieldError{{Msg: ce.Err.Error()}}, nil, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return &l.Config, nil, nil
+	return &l.Config, nil, l.Warnings, nil
 }

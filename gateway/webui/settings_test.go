@@ -157,3 +157,51 @@ func toStrings(v any) []string {
 	}
 	return out
 }
+
+// tgSettings stands for Telegram's typed config, so the load checks its
+// keys as the gateway's does.
+type tgSettings struct {
+	configs.ChannelCommon
+	Token string `json:"token"`
+}
+
+// TestSettingsRefuseUnknownNamesAndKeys: a path whose name is "*" (or any
+// name the schema does not know) is refused, not written where nothing
+// reads it; nothing changes on disk.
+func TestSettingsRefuseUnknownNamesAndKeys(t *testing.T) {
+	t.Setenv("TEST_WEBUI_OPENAI_KEY", envKey)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(file, []byte(startConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := newBench(t, true, false, func(o *Options) {
+		o.ConfigFile = file
+		o.Platforms = map[string]any{"telegram": tgSettings{}}
+	})
+	tok := b.csrf()
+	for _, c := range []struct{ path, value string }{
+		{"channels.*.allowFrom", `["*"]`},
+		{"channels.*.enabled", `true`},
+		{"providers.*.apiBase", `"http://attacker.example"`},
+		{"channels.nosuchchannel.enabled", `true`},
+		{"channels.telegram.webhookSecret", `"a-secret-the-schema-lacks"`},
+		{"channels.tele gram.allowFrom", `["1"]`},
+		{"channels..allowFrom", `["1"]`},
+	} {
+		body := `{"changes":[{"path":"` + c.path + `","value":` + c.value + `}]}`
+		code, resp, _ := b.do("PATCH", "/api/settings", body, map[string]string{"X-CSRF-Token": tok})
+		if code != 400 {
+			t.Errorf("PATCH %s: %d %v, want 400", c.path, code, resp)
+		}
+	}
+	got, err := os.ReadFile(file)
+	if err != nil || string(got) != startConfig {
+		t.Errorf("the config file changed after refused edits (%v):\n%s", err, got)
+	}
+	// A known name still saves.
+	code, resp, _ := b.do("PATCH", "/api/settings", `{"changes":[{"path":"channels.telegram.allowFrom","value":["222"]}]}`, map[string]string{"X-CSRF-Token": tok})
+	if code != 200 {
+		t.Errorf("a known channel's allowFrom: %d %v", code, resp)
+	}
+}

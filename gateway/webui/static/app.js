@@ -52,6 +52,10 @@ async function redeemLink() {
   try { await API.loginWithCode(m[1]); } catch (e) { $("login-error").textContent = e.message; }
 }
 
+// A sign-in link pasted into a tab that shows this page changes only the
+// fragment, which loads nothing: redeem it here.
+window.addEventListener("hashchange", () => { if (location.hash.startsWith("#login=")) boot(); });
+
 async function boot() {
   let who;
   await redeemLink();
