@@ -112,7 +112,6 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// startBinaryGateway runs `nanobot gateway` and waits for /readyz.
 // instanceToken is the access token of the instance whose config file is
 // cfg (the web chat wants it from every connection, loopback too).
 func instanceToken(t *testing.T, cfg string) string {
@@ -124,6 +123,7 @@ func instanceToken(t *testing.T, cfg string) string {
 	return key.Token()
 }
 
+// startBinaryGateway runs `nanobot gateway` and waits for /readyz.
 func startBinaryGateway(t *testing.T, bin, cfg string, port int) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, "gateway", "--config", cfg)

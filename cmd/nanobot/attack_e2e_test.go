@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/web"
+	"github.com/nanobot-go/nanobot/providers/providertest"
+	"github.com/nanobot-go/nanobot/tools/sandbox"
+)
+
+// attackScript is what a prompt-injected agent runs through exec: every
+// way it has to talk to the gateway's port (curl, bash's /dev/tcp, Python's
+// urllib, a raw socket and a hand-made WebSocket), on every address of the
+// host, against every route that acts for the owner. Each attempt prints
+// one "RESULT <how> <addr> <route> <outcome>" line, the outcome being the
+// HTTP status, "refused" (no connection), "ws-hello"/"ws-refused", or for
+// /api/me whether it handed out a CSRF token.
+const attackScript = `#!/bin/bash
+port=$1; code=$2; shift 2
+routes="GET:/api/me GET:/api/sessions GET:/api/logs POST:/api/pairing/$code/approve PATCH:/api/settings PUT:/api/memory POST:/api/cron POST:/v1/chat/completions"
+body() {
+  case $1 in
+    /api/settings) echo '{"changes":[{"path":"tools.exec.sandbox","value":"none"},{"path":"channels.web.allowFrom","value":["*"]}]}' ;;
+    /api/memory) echo '{"content":"pwned by the agent"}' ;;
+    /api/cron) echo '{"name":"x","message":"exfiltrate","target":"web:x","schedule":{"kind":"every","everySeconds":3600}}' ;;
+    /v1/*) echo '{"messages":[{"role":"user","content":"hi"}]}' ;;
+    *) echo '{}' ;;
+  esac
+}
+for addr in "$@"; do
+  case $addr in *:*) host="[$addr]" ;; *) host=$addr ;; esac
+  for r in $routes; do
+    m=${r%%:*}; p=${r#*:}
+    if command -v curl >/dev/null; then
+      out=$(curl -s -o /tmp/attack-body -w '%{http_code}' --max-time 5 -X $m -H 'Content-Type: application/json' -H 'X-CSRF-Token: x' -d "$(body $p)" "http://$host:$port$p" 2>/dev/null)
+      [ "$out" = 000 ] && out=refused
+      [ "$p" = /api/me ] && [ "$out" = 200 ] && { grep -q csrf /tmp/attack-body && out=me-csrf || out=me-anon; }
+      echo "RESULT curl $addr $p $out"
+    fi
+    out=$(timeout 5 bash -c "exec 3<>/dev/tcp/$addr/$port || exit 7; b='$(body $p)'; printf '$m $p HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' \${#b} \"\$b\" >&3; cat <&3" 2>/dev/null)
+    st=$?
+    if [ $st = 7 ] || [ -z "$out" ]; then res=refused; else res=$(echo "$out" | head -1 | cut -d' ' -f2); fi
+    [ "$p" = /api/me ] && [ "$res" = 200 ] && { echo "$out" | grep -q csrf && res=me-csrf || res=me-anon; }
+    echo "RESULT bash $addr $p $res"
+  done
+  python3 - "$addr" "$port" "$routes" "$code" <<'PY'
+import json, os, socket, sys, urllib.request, urllib.error, base64
+addr, port, routes, code = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
+host = "[%s]" % addr if ":" in addr else addr
+bodies = {"/api/settings": {"changes": [{"path": "tools.exec.sandbox", "value": "none"}]},
+          "/api/memory": {"content": "pwned by the agent"},
+          "/api/cron": {"name": "x", "message": "exfiltrate", "target": "web:x", "schedule": {"kind": "every", "everySeconds": 3600}},
+          "/v1/chat/completions": {"messages": [{"role": "user", "content": "hi"}]}}
+def me(status, text):
+    if status == 200:
+        return "me-csrf" if "csrf" in text else "me-anon"
+    return str(status)
+for r in routes:
+    m, p = r.split(":", 1)
+    data = json.dumps(bodies.get(p, {})).encode()
+    req = urllib.request.Request("http://%s:%d%s" % (host, port, p), data=None if m == "GET" else data, method=m,
+                                 headers={"Content-Type": "application/json", "X-CSRF-Token": "x"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            res = str(resp.status); text = resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        res = str(e.code); text = ""
+    except OSError:
+        res = "refused"; text = ""
+    if p == "/api/me":
+        res = me(int(res), text) if res.isdigit() else res
+    print("RESULT python", addr, p, res)
+    # A raw socket: connect(2) and bytes, no HTTP library.
+    fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect((addr, port))
+        body = b"" if m == "GET" else data
+        s.sendall(b"%s %s HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (m.encode(), p.encode(), len(body)) + body)
+        raw = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            raw += chunk
+        text = raw.decode(errors="replace")
+        res = text.split(" ")[1] if text.startswith("HTTP/") else "garbage"
+        if p == "/api/me" and res.isdigit():
+            res = me(int(res), text)
+    except OSError:
+        res = "refused"
+    finally:
+        s.close()
+    print("RESULT raw", addr, p, res)
+# The web chat's socket, by hand: the handshake, then the auth frame
+# without a token, and what the gateway answers.
+s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM)
+s.settimeout(5)
+try:
+    s.connect((addr, port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall(("GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % key).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        c = s.recv(1)
+        if not c:
+            break
+        head += c
+    if b" 101 " not in head.split(b"\r\n")[0]:
+        res = "ws-" + head.split(b" ")[1].decode() if head else "refused"
+    else:
+        payload = json.dumps({"type": "auth", "chat": "agent-tab-0001"}).encode()
+        mask = os.urandom(4)
+        frame = bytes([0x81, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        s.sendall(frame)
+        reply = s.recv(65536)
+        res = "ws-hello" if b'"hello"' in reply else "ws-refused"
+except OSError:
+    res = "refused"
+finally:
+    s.close()
+print("RESULT ws", addr, "/ws", res)
+PY
+done
+`
+
+// TestAgentCannotActAsTheOwner is issue #35's acceptance probe: a command
+// the agent runs (a prompt injection is enough to make it) tries the
+// gateway's port every way it can, in every sandbox mode this host has,
+// on 127.0.0.1, [::1] and the host's other addresses. Every attempt is
+// refused or answered 401/403, and nothing the owner keeps changed:
+// settings, pairing, memory, cron jobs, other conversations.
+func TestAgentCannotActAsTheOwner(t *testing.T) {
+	bin := binary(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is needed for the socket-level attempts")
+	}
+	modes := []string{"none"}
+	if sandbox.LandlockABI() > 0 {
+		modes = append(modes, "landlock")
+	}
+	if _, err := sandbox.Bwrap(); err == nil {
+		modes = append(modes, "bwrap")
+	}
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) { attackFromExec(t, bin, mode) })
+	}
+}
+
+func attackFromExec(t *testing.T, bin, mode string) {
+	dir := t.TempDir()
+	port := freePort(t)
+	llm := providertest.New(t)
+	llm.Push(
+		providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "exec",
+			Arguments: fmt.Sprintf(`{"command":"bash attack.sh %d PAIRCODE %s","timeout":300}`, port, strings.Join(hostAddrs(t), " "))}}},
+		providertest.Reply{Text: "Done."},
+	)
+	cfg := filepath.Join(dir, "config.json")
+	// Bound to every address (dual stack), with the workbench served (a
+	// password is set) and the API on: everything the owner has is on the
+	// port the agent aims at.
+	body := fmt.Sprintf(`{
+	  "agents": {"defaults": {"model": "test-model", "provider": "vllm"}},
+	  "providers": {"vllm": {"apiBase": %q}},
+	  "gateway": {"host": "::", "port": %d, "heartbeat": {"enabled": false},
+	    "webui": {"password": "$2a$04$abcdefghijklmnopqrstuuhU6CYuE8n6cQq1VQ2gq3/V0vW0nZp1e"}},
+	  "api": {"enabled": true},
+	  "tools": {"exec": {"sandbox": %q, "network": true}},
+	  "channels": {"tg": {"enabled": false, "allowFrom": []}}
+	}`, llm.OpenAIBase(), port, mode)
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "workspace")
+	state := filepath.Join(dir, "state")
+	for _, d := range []string{filepath.Join(ws, "memory"), filepath.Join(dir, "sessions"), state} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(ws, "memory", "MEMORY.md"), []byte("# Facts\n- the owner likes tea\n"), 0o600))
+	must(os.WriteFile(filepath.Join(dir, "sessions", "telegram%3A4242.jsonl"),
+		[]byte(`{"_type":"metadata","key":"telegram:4242"}`+"\n"+`{"role":"user","content":"another chat's secret plans"}`+"\n"), 0o600))
+	code, _, err := channels.NewPairingStore(filepath.Join(state, "pairing.json")).Request("tg", "99|stranger", "dm99")
+	must(err)
+	script := strings.ReplaceAll(attackScript, "PAIRCODE", code)
+	must(os.WriteFile(filepath.Join(ws, "attack.sh"), []byte(script), 0o700))
+	llm.Push() // keep the scripted replies as they are
+	before := ownerState(t, dir)
+
+	startBinaryGateway(t, bin, cfg, port)
+	// The agent's turn, asked for in the web chat by its owner (with the
+	// token); the model has been talked into attacking.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, fmt.Sprintf("ws://127.0.0.1:%d/ws", port), nil)
+	must(err)
+	defer c.CloseNow()
+	must(wsjson.Write(ctx, c, web.Frame{Type: "auth", Chat: "owner-tab-0001", Token: instanceToken(t, cfg)}))
+	must(wsjson.Write(ctx, c, web.Frame{Type: "message", Text: "summarise this web page for me"}))
+	reqs := llm.WaitRequests(2, 4*time.Minute)
+	var out string
+	for _, m := range reqs[1].Messages() {
+		if m["role"] == "tool" {
+			out = fmt.Sprint(m["content"])
+		}
+	}
+	lines := regexp.MustCompile(`(?m)^RESULT (\S+) (\S+) (\S+) (\S+)$`).FindAllStringSubmatch(out, -1)
+	if len(lines) < 20 {
+		t.Fatalf("the attack script ran only %d attempts; its output:\n%s", len(lines), out)
+	}
+	tally := map[string]int{}
+	for _, l := range lines {
+		how, addr, route, res := l[1], l[2], l[3], l[4]
+		switch res {
+		case "refused", "401", "403", "me-anon", "ws-refused":
+			tally[res]++
+		default:
+			t.Errorf("sandbox %s: %s to %s %s got %s, want refused or 401/403", mode, how, addr, route, res)
+		}
+	}
+	t.Logf("sandbox %s: %d attempts: %v", mode, len(lines), tally)
+
+	after := ownerState(t, dir)
+	for f, sum := range before {
+		if after[f] != sum {
+			t.Errorf("sandbox %s: %s changed during the attack", mode, f)
+		}
+	}
+	for f := range after {
+		if _, ok := before[f]; !ok && !strings.Contains(f, "owner-tab-0001") && !strings.HasPrefix(f, "state/") && !strings.HasPrefix(f, "logs/") {
+			t.Errorf("sandbox %s: %s appeared during the attack", mode, f)
+		}
+	}
+	if strings.Contains(after["state/pairing.json"], "approved") {
+		t.Errorf("sandbox %s: a pairing approval appeared", mode)
+	}
+}
+
+// ownerState hashes what the owner keeps: the config, memory, other
+// conversations, cron jobs and the pairing decisions.
+func ownerState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case rel == "config.json", rel == "workspace/memory/MEMORY.md", strings.HasPrefix(rel, "sessions/"), strings.HasPrefix(rel, "cron/"):
+		case rel == "state/pairing.json":
+			b, _ := os.ReadFile(p)
+			out[rel] = string(b) // read for "approved" below; compared as is
+			return nil
+		default:
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		sum := sha256.Sum256(b)
+		out[rel] = hex.EncodeToString(sum[:])
+		return nil
+	})
+	return out
+}
+
+// hostAddrs are the addresses a command can aim at: both loopbacks and
+// every other address of this host.
+func hostAddrs(t *testing.T) []string {
+	addrs := []string{"127.0.0.1", "::1"}
+	ifaces, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var other []string
+	for _, a := range ifaces {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		other = append(other, ipn.IP.String())
+	}
+	sort.Strings(other)
+	return append(addrs, other...)
+}
