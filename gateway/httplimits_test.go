@@ -97,10 +97,15 @@ func TestSlowClientsLoseTheirConnections(t *testing.T) {
 	defer cancel()
 	var conns []*slowConn
 	var wg sync.WaitGroup
+	// The connections open 5 ms apart, all within about a second, so all
+	// are open at once while their trickles and closes do not all fall in
+	// the same instant: the test's own 440 goroutines share the machine
+	// with the server and the probe.
 	open := func(kind string, limit time.Duration, run misbehave) {
 		sc := &slowConn{kind: kind, limit: limit}
 		conns = append(conns, sc)
 		wg.Go(func() { runSlowConn(ctx, r.addr, sc, run) })
+		time.Sleep(5 * time.Millisecond)
 	}
 	body := func(path string) misbehave {
 		return func(c net.Conn, closed <-chan struct{}) {
@@ -131,12 +136,12 @@ func TestSlowClientsLoseTheirConnections(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(lim.body + 15*time.Second):
-		open := stillOpen(conns)
+		held := stillOpen(conns)
 		cancel()
 		<-done
 		close(stop)
 		<-probes
-		t.Fatalf("the server still held slow connections %v after the flood started: %s", lim.body+15*time.Second, open)
+		t.Fatalf("the server still held slow connections %v after the flood started: %s", lim.body+15*time.Second, held)
 	}
 	// One more body stalled after the flood: its 408 comes well after the
 	// streamed answer's own body deadline has passed.
@@ -151,8 +156,13 @@ func TestSlowClientsLoseTheirConnections(t *testing.T) {
 	checkSlowConns(t, conns)
 	checkProbes(t, lat)
 	close(llm.release)
-	if got := <-stream; !strings.Contains(got, "second") || !strings.Contains(got, "[DONE]") {
-		t.Errorf("the answer streamed through the flood ended as %q, want it to finish with \"second\" and [DONE]", got)
+	select {
+	case got := <-stream:
+		if !strings.Contains(got, "second") || !strings.Contains(got, "[DONE]") {
+			t.Errorf("the answer streamed through the flood ended as %q, want it to finish with \"second\" and [DONE]", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the answer streamed through the flood did not finish after its turn was released")
 	}
 }
 
@@ -166,7 +176,8 @@ func startHeldStream(t *testing.T, addr string, llm *heldLLM) <-chan string {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	client := &http.Client{Transport: &http.Transport{}}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +193,7 @@ func startHeldStream(t *testing.T, addr string, llm *heldLLM) <-chan string {
 	}
 	got := make(chan string, 1)
 	go func() {
+		defer client.CloseIdleConnections()
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
 		if err != nil {
@@ -296,15 +308,23 @@ func probeHealthz(addr string, stop <-chan struct{}) []time.Duration {
 func checkSlowConns(t *testing.T, conns []*slowConn) {
 	t.Helper()
 	const slack = 2 * time.Second
-	worst := map[string]time.Duration{}
+	type span struct{ first, last time.Duration }
+	closed := map[string]span{}
 	for _, sc := range conns {
-		worst[sc.kind] = max(worst[sc.kind], sc.closed)
+		sp, ok := closed[sc.kind]
+		if !ok {
+			sp.first = sc.closed
+		}
+		closed[sc.kind] = span{min(sp.first, sc.closed), max(sp.last, sc.closed)}
 		if sc.err != nil {
 			t.Errorf("%s connection: %v", sc.kind, sc.err)
 			continue
 		}
-		if sc.closed < sc.limit-100*time.Millisecond || sc.closed > sc.limit+slack {
-			t.Errorf("%s connection closed after %v, want %v to %v", sc.kind, sc.closed, sc.limit, sc.limit+slack)
+		// The client starts its clock when Dial returns, which on a busy
+		// machine can be well after the server accepted: hence the lower
+		// bound of three quarters of the timeout.
+		if low := sc.limit * 3 / 4; sc.closed < low || sc.closed > sc.limit+slack {
+			t.Errorf("%s connection closed after %v, want %v to %v", sc.kind, sc.closed, low, sc.limit+slack)
 		}
 		// net/http answers a timeout inside the header lines 400 and one
 		// before them not at all; an idle connection had its answer.
@@ -319,7 +339,9 @@ func checkSlowConns(t *testing.T, conns []*slowConn) {
 			t.Errorf("%s connection answered %d, want one of %v", sc.kind, sc.status, want)
 		}
 	}
-	t.Logf("%d slow connections closed; the latest of each kind after: %v", len(conns), worst)
+	for kind, sp := range closed {
+		t.Logf("%s connections closed after %v to %v", kind, sp.first.Round(time.Millisecond), sp.last.Round(time.Millisecond))
+	}
 }
 
 // checkProbes checks /healthz stayed quick while the slow clients held
