@@ -107,10 +107,10 @@ func TestSlowClientsLoseTheirConnections(t *testing.T) {
 		wg.Go(func() { runSlowConn(ctx, r.addr, sc, run) })
 		time.Sleep(5 * time.Millisecond)
 	}
-	body := func(path string) misbehave {
+	body := func(path, contentType string) misbehave {
 		return func(c net.Conn, closed <-chan struct{}) {
-			fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", path, r.addr)
-			trickle(c, "{"+strings.Repeat(" ", 999), closed)
+			fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: 1000\r\n\r\n", path, r.addr, contentType)
+			trickle(c, "--b\r\n"+strings.Repeat(" ", 995), closed)
 		}
 	}
 	for i := range 200 {
@@ -121,9 +121,14 @@ func TestSlowClientsLoseTheirConnections(t *testing.T) {
 				trickle(c, "X-Slow: "+strings.Repeat("a", 1000), closed)
 			})
 		case 1:
-			open("webhook body", lim.body, body("/hook"))
+			open("webhook body", lim.body, body("/hook", "application/json"))
 		case 2:
-			open("api body", lim.body, body("/v1/chat/completions"))
+			// JSON and multipart uploads are read by different code.
+			ct := "application/json"
+			if i%2 == 0 {
+				ct = "multipart/form-data; boundary=b"
+			}
+			open("api body", lim.body, body("/v1/chat/completions", ct))
 		}
 	}
 	for range 20 {
@@ -147,7 +152,7 @@ func TestSlowClientsLoseTheirConnections(t *testing.T) {
 	// streamed answer's own body deadline has passed.
 	last := &slowConn{kind: "late body", limit: lim.body}
 	lateCtx, lateCancel := context.WithTimeout(ctx, lim.body+15*time.Second)
-	runSlowConn(lateCtx, r.addr, last, body("/hook"))
+	runSlowConn(lateCtx, r.addr, last, body("/hook", "application/json"))
 	lateCancel()
 	conns = append(conns, last)
 	close(stop)
