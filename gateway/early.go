@@ -48,8 +48,8 @@ func ListenEarly(host string, port int) (*Early, error) {
 // (slowloris) must lose them after a bounded time, not keep them forever.
 // There is deliberately no server-wide ReadTimeout or WriteTimeout: they
 // would also cut the answers that are meant to stay open (server-sent
-// events on /v1 and the workbench, the web chat's websocket). Zero fields
-// take the defaults; tests shorten them.
+// events on /v1, the web chat's websocket). Zero fields take the
+// defaults; tests shorten them.
 type httpLimits struct {
 	// header bounds reading a request's line and headers (default 10 s).
 	header time.Duration
