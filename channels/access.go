@@ -36,7 +36,8 @@ type Gate struct {
 	Pairing *PairingStore
 	// Next receives admitted messages.
 	Next Inbox
-	// Reply sends the gate's own messages (pairing codes).
+	// Reply sends the gate's own messages (pairing codes, approvals);
+	// one it fails to send is logged at warn.
 	Reply func(ctx context.Context, m bus.Outbound) error
 	Log   *slog.Logger
 
@@ -86,9 +87,7 @@ func (g *Gate) Deliver(ctx context.Context, m bus.Inbound) error {
 	if created {
 		log.Info("pairing code issued; approve with `nanobot pairing approve "+code+"`", "code", code)
 		text := fmt.Sprintf("Hi! I only talk to people my owner approved. Your pairing code is %s — ask the owner to run `nanobot pairing approve %s` (it expires in an hour).", code, code)
-		if g.Reply != nil {
-			_ = g.Reply(ctx, bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text, Final: true})
-		}
+		g.reply(ctx, "pairing code", m.SenderID, bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text, Final: true})
 	}
 	return ErrDenied
 }
@@ -176,13 +175,24 @@ func (g *Gate) approve(ctx context.Context, m bus.Inbound, code string) {
 			lim.succeed(key)
 			log.Info("pairing approved from chat", "approved_channel", p.Channel, "approved_sender", p.SenderID)
 			text = fmt.Sprintf("Approved %s on %s.", p.SenderID, p.Channel)
-			if g.Reply != nil {
-				_ = g.Reply(ctx, bus.Outbound{Channel: p.Channel, ChatID: p.ChatID, Kind: bus.KindMessage, Content: "You're approved — say hi!", Final: true})
-			}
+			g.reply(ctx, "approval notice", p.SenderID, bus.Outbound{Channel: p.Channel, ChatID: p.ChatID, Kind: bus.KindMessage, Content: "You're approved — say hi!", Final: true})
 		}
 	}
-	if g.Reply != nil {
-		_ = g.Reply(ctx, bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text, Final: true})
+	g.reply(ctx, "pairing approve answer", m.SenderID, bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text, Final: true})
+}
+
+// reply sends one of the gate's own messages to sender. The gate is the
+// only one who knows it was meant to go out, so a failure is logged here:
+// otherwise a stranger waits for a pairing code, or an approved sender for
+// the word, that never comes. The text is not logged (what says which
+// message it was); the platform's own send failures are logged and counted
+// again by the dispatcher, this covers the queue refusing it too.
+func (g *Gate) reply(ctx context.Context, what, sender string, m bus.Outbound) {
+	if g.Reply == nil {
+		return
+	}
+	if err := g.Reply(ctx, m); err != nil {
+		g.logger().Warn("access: reply not sent", "reply", what, "channel", m.Channel, "chat_id", m.ChatID, "sender", sender, "err", err)
 	}
 }
 

@@ -1,8 +1,9 @@
 package channels
 
 import (
-	"io"
 	"net/http"
+
+	"github.com/nanobot-go/nanobot/internal/reqbody"
 )
 
 // WebhookHandler is a channel that receives over the gateway's HTTP server
@@ -35,12 +36,23 @@ func AllowPost(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// ReadBody reads a webhook request's body of at most limit bytes; a larger
-// or broken one is answered 413 and ok is false.
+// ReadBody reads a webhook request's body of at most limit bytes. On
+// failure it has answered and ok is false: 413 for a body over limit, 408
+// for one that did not arrive within the gateway's body deadline (a
+// platform retries both; a slowloris client only loses its connection),
+// 400 for one that broke off.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, ok bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := reqbody.Read(w, r, limit)
 	if err != nil {
-		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		status := reqbody.Status(err)
+		msg := "could not read the body"
+		switch status {
+		case http.StatusRequestEntityTooLarge:
+			msg = "body too large"
+		case http.StatusRequestTimeout:
+			msg = "body did not arrive in time"
+		}
+		http.Error(w, msg, status)
 		return nil, false
 	}
 	return body, true

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/nanobot-go/nanobot/internal/reqbody"
 )
 
 // Early is the gateway's HTTP listener, opened before anything else is
@@ -35,15 +37,66 @@ func ListenEarly(host string, port int) (*Early, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: listen on %s (gateway.host/gateway.port): %w", addr, err)
 	}
-	e := newEarly(ln)
+	e := newEarly(ln, httpLimits{})
 	e.serve()
 	return e, nil
 }
 
+// httpLimits bound what one client can make the public server wait for
+// and hold: this port takes platform webhooks from the internet, so a
+// client that opens connections and then sends slowly or not at all
+// (slowloris) must lose them after a bounded time, not keep them forever.
+// There is deliberately no server-wide ReadTimeout or WriteTimeout: they
+// would also cut the answers that are meant to stay open (server-sent
+// events on /v1, the web chat's websocket). Zero fields take the
+// defaults; tests shorten them.
+type httpLimits struct {
+	// header bounds reading a request's line and headers (default 10 s).
+	header time.Duration
+	// idle bounds how long a kept-alive connection may wait for its next
+	// request (default 120 s: longer than the usual 60 s of reverse
+	// proxies and load balancers, so they, not we, close an idle
+	// connection and never reuse one we are closing).
+	idle time.Duration
+	// body bounds the arrival of a request body (default 30 s), extended
+	// by a second for every bodyRate bytes that arrived (default 16 KiB):
+	// see reqbody.Deadline.
+	body     time.Duration
+	bodyRate int64
+	// maxHeaderBytes bounds a request's headers (default 64 KiB; net/http
+	// would allow 1 MiB).
+	maxHeaderBytes int
+}
+
+// withDefaults fills the zero fields with the defaults.
+func (l httpLimits) withDefaults() httpLimits {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.header, 10*time.Second)
+	def(&l.idle, 120*time.Second)
+	def(&l.body, 30*time.Second)
+	if l.bodyRate <= 0 {
+		l.bodyRate = 16 << 10
+	}
+	if l.maxHeaderBytes <= 0 {
+		l.maxHeaderBytes = 64 << 10
+	}
+	return l
+}
+
 // newEarly wraps ln without serving yet.
-func newEarly(ln net.Listener) *Early {
+func newEarly(ln net.Listener, lim httpLimits) *Early {
+	lim = lim.withDefaults()
 	e := &Early{ln: ln}
-	e.srv = &http.Server{Handler: http.HandlerFunc(e.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
+	e.srv = &http.Server{
+		Handler:           reqbody.Deadline(http.HandlerFunc(e.serveHTTP), lim.body, lim.bodyRate),
+		ReadHeaderTimeout: lim.header,
+		IdleTimeout:       lim.idle,
+		MaxHeaderBytes:    lim.maxHeaderBytes,
+	}
 	return e
 }
 

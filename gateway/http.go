@@ -21,7 +21,7 @@ func (g *Gateway) listenEarly() error {
 	case g.o.Early != nil:
 		g.early = g.o.Early
 	case g.o.Listener != nil:
-		g.early = newEarly(g.o.Listener)
+		g.early = newEarly(g.o.Listener, g.o.httpLimits)
 		g.ln = g.o.Listener
 		return nil
 	default:

@@ -101,6 +101,10 @@ type Options struct {
 	// StorageOpen opens the inbox journal and outbox files (default
 	// os.OpenFile); tests inject storage faults (disk full) here.
 	StorageOpen wal.OpenFunc
+
+	// httpLimits shortens the HTTP server's timeouts for tests that wait
+	// for them (with Listener; zero: the defaults).
+	httpLimits httpLimits
 }
 
 // Status is what /api/status reports (and `nanobot status` prints).

@@ -5,15 +5,18 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
@@ -132,8 +135,8 @@ func (c *Channel) engine() cryptoEngine {
 
 // handleEncrypted decrypts an m.room.encrypted event and handles the
 // message inside. A message whose room key is late is handled by a
-// goroutine once the key arrives (Run waits for it); one that cannot be
-// decrypted is logged and skipped.
+// goroutine once the key arrives (Run waits for it), if awaitLateKey lets
+// it wait; one that cannot be decrypted is logged and skipped.
 func (c *Channel) handleEncrypted(ctx context.Context, in channels.Inbox, evt *event.Event) {
 	log := c.log.With("room", evt.RoomID, "event", evt.ID, "sender", evt.Sender)
 	eng := c.engine()
@@ -153,22 +156,7 @@ func (c *Channel) handleEncrypted(ctx context.Context, in channels.Inbox, evt *e
 	}
 	dec, err := eng.decrypt(ctx, evt)
 	if errors.Is(err, errNoRoomKey) {
-		c.pending.Add(1)
-		go func() {
-			defer c.pending.Done()
-			if !eng.awaitKey(ctx, evt) {
-				if ctx.Err() == nil {
-					log.Warn("matrix: an encrypted message was skipped: its room key never arrived")
-				}
-				return
-			}
-			dec, err := eng.decrypt(ctx, evt)
-			if err != nil {
-				log.Warn("matrix: an encrypted message could not be decrypted and was skipped", "err", err)
-				return
-			}
-			c.handleDecrypted(ctx, in, dec)
-		}()
+		c.awaitLateKey(ctx, in, eng, evt, log)
 		return
 	}
 	if err != nil {
@@ -176,6 +164,72 @@ func (c *Channel) handleEncrypted(ctx context.Context, in channels.Inbox, evt *e
 		return
 	}
 	c.handleDecrypted(ctx, in, dec)
+}
+
+// maxKeyWaits bounds the messages waiting for a late room key at once:
+// each holds a goroutine for up to keyWaitShort+keyWaitLong (28 s).
+const maxKeyWaits = 32
+
+// undecryptable stands in for the text of a stranger's message whose room
+// key is missing, on its way to the gate (which offers pairing).
+const undecryptable = "[an encrypted message that could not be decrypted]"
+
+// awaitLateKey handles an encrypted message whose room key has not arrived.
+// Waiting for the key, and asking the sender's devices for it, is only for
+// messages the bot would take: the sender's admission and the room's group
+// policy are decided first, as far as they can be without the text, so
+// anyone in a joined room cannot make the bot hold goroutines and send key
+// requests. A stranger in a direct chat goes to the gate as a plain
+// message from a stranger does, which offers pairing (the message could
+// not be read anyway); a stranger in a room is dropped. At most
+// maxKeyWaits messages wait at once; more are skipped with a warning.
+func (c *Channel) awaitLateKey(ctx context.Context, in channels.Inbox, eng cryptoEngine, evt *event.Event, log *slog.Logger) {
+	sender := string(evt.Sender)
+	group := !c.isDirect(ctx, evt.RoomID)
+	if !channels.Admits(in, c.Name(), sender) {
+		if group {
+			log.Debug("matrix: an encrypted room message from a sender not on allowFrom was skipped; its room key is missing")
+			return
+		}
+		c.deliver(ctx, in, bus.Inbound{
+			Channel: c.Name(), SenderID: sender, ChatID: string(evt.RoomID), MessageID: string(evt.ID),
+			Content:    undecryptable,
+			Metadata:   bus.Metadata{"event_id": string(evt.ID), "sender": sender},
+			ReceivedAt: time.Now(),
+		})
+		return
+	}
+	// Whether a room message addresses the bot is in its text; until it
+	// can be read, assume it may.
+	if !c.cfg.GroupPolicy.Admits(group, true, string(evt.RoomID), c.cfg.GroupAllowFrom) {
+		log.Debug("matrix: an encrypted message of a room not for the bot was skipped; its room key is missing")
+		return
+	}
+	select {
+	case c.keyWaits <- struct{}{}:
+	default:
+		log.Warn("matrix: an encrypted message was skipped: too many messages are already waiting for their room keys", "waiting", maxKeyWaits)
+		return
+	}
+	c.pending.Add(1)
+	go func() {
+		defer func() {
+			<-c.keyWaits
+			c.pending.Done()
+		}()
+		if !eng.awaitKey(ctx, evt) {
+			if ctx.Err() == nil {
+				log.Warn("matrix: an encrypted message was skipped: its room key never arrived")
+			}
+			return
+		}
+		dec, err := eng.decrypt(ctx, evt)
+		if err != nil {
+			log.Warn("matrix: an encrypted message could not be decrypted and was skipped", "err", err)
+			return
+		}
+		c.handleDecrypted(ctx, in, dec)
+	}()
 }
 
 func (c *Channel) handleDecrypted(ctx context.Context, in channels.Inbox, dec *event.Event) {

@@ -17,7 +17,8 @@
 // Concurrency: Run owns the sync loop and the crypto machine; Send, Edit,
 // Typing and SendMedia may be called from any goroutine while Run runs.
 // Messages whose room key arrives late are decrypted by a goroutine Run
-// starts and waits for before it returns.
+// starts and waits for before it returns; only messages of senders the
+// inbox admits wait, at most maxKeyWaits at once.
 package matrix
 
 import (
@@ -117,6 +118,7 @@ type Channel struct {
 	state    string         // file holding the sync token
 	stateDir string         // the instance's state folder ("" = none)
 	pending  sync.WaitGroup // decryptions waiting for a late room key
+	keyWaits chan struct{}  // a slot per message waiting for its room key (maxKeyWaits)
 
 	// Timing, fixed by New; tests in this package shorten them.
 	editInterval time.Duration
@@ -167,7 +169,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		nameRE:       regexp.MustCompile(`(?i)(^|[^\w])` + regexp.QuoteMeta(id.UserID(cfg.UserID).Localpart()) + `($|[^\w])`),
 		editInterval: time.Second, backoffMin: 500 * time.Millisecond, backoffMax: time.Minute,
 		pollTimeout: 30 * time.Second,
-		members:     map[id.RoomID]int{}, seen: map[id.EventID]bool{},
+		members:     map[id.RoomID]int{}, seen: map[id.EventID]bool{}, keyWaits: make(chan struct{}, maxKeyWaits),
 		plainWarned: map[id.RoomID]bool{}, prepared: map[id.RoomID]bool{},
 	}
 	if deps.Paths.State != "" {

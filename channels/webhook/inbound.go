@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/internal/reqbody"
 )
 
 // Request is the JSON body a caller POSTs to /hooks/<name>.
@@ -143,14 +143,16 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request) {
 // signature and timestamp with the hook's secret; now is when the body was
 // in. On failure it has answered the caller and ok is false.
 func (c *Channel) signedBody(w http.ResponseWriter, r *http.Request, hook Hook, log *slog.Logger) (body []byte, sig string, now time.Time, ok bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.cfg.MaxBodyBytes))
+	body, err := reqbody.Read(w, r, c.cfg.MaxBodyBytes)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			reply(w, http.StatusRequestEntityTooLarge, Response{Error: "body larger than maxBodyBytes"})
-			return nil, "", now, false
+		switch status := reqbody.Status(err); status {
+		case http.StatusRequestEntityTooLarge:
+			reply(w, status, Response{Error: "body larger than maxBodyBytes"})
+		case http.StatusRequestTimeout:
+			reply(w, status, Response{Error: "body did not arrive in time"})
+		default:
+			reply(w, status, Response{Error: "reading the body failed"})
 		}
-		reply(w, http.StatusBadRequest, Response{Error: "reading the body failed"})
 		return nil, "", now, false
 	}
 	now = c.now()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/nanobot-go/nanobot/channels/media"
+	"github.com/nanobot-go/nanobot/internal/reqbody"
 )
 
 // form is a multipart/form-data request: a message with files, for clients
@@ -38,7 +39,7 @@ func (c *Channel) readForm(w http.ResponseWriter, r *http.Request) (*form, error
 	if mode := r.Header.Get("Sec-Fetch-Mode"); mode != "" && mode != "cors" && mode != "same-origin" {
 		return nil, &badRequest{msg: "multipart requests from a browser page must use fetch with CORS (Sec-Fetch-Mode " + mode + " refused)"}
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxUploadBytes)
+	r.Body = reqbody.Limit(w, r, c.cfg.MaxUploadBytes)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, &badRequest{msg: "invalid multipart body: " + err.Error()}
@@ -83,6 +84,9 @@ func formErr(err error) error {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		return &uploadTooLarge{limit: tooBig.Limit}
+	}
+	if reqbody.Status(err) == http.StatusRequestTimeout {
+		return fmt.Errorf("read multipart body: %w", err) // answered 408
 	}
 	return &badRequest{msg: "invalid multipart body: " + err.Error()}
 }

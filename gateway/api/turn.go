@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/internal/reqbody"
 )
 
 // badRequest is a 400 naming the field at fault.
@@ -39,6 +39,8 @@ func writeRequestError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("request body is larger than %d bytes (api.maxBodyBytes)", tooBig.Limit))
 	case errors.As(err, &upload):
 		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", upload.Error())
+	case reqbody.Status(err) == http.StatusRequestTimeout:
+		writeError(w, http.StatusRequestTimeout, "invalid_request_error", "request_timeout", "the request body did not arrive in time")
 	default:
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", "could not read the request body")
 	}
@@ -56,7 +58,7 @@ func (c *Channel) decodeJSON(w http.ResponseWriter, r *http.Request, v any) erro
 			return &badRequest{msg: "Content-Type must be application/json or multipart/form-data"}
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.cfg.MaxBodyBytes))
+	body, err := reqbody.Read(w, r, c.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@
 package webui
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -39,6 +40,7 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/logging"
 	"github.com/nanobot-go/nanobot/internal/owner"
+	"github.com/nanobot-go/nanobot/internal/reqbody"
 )
 
 //go:embed static
@@ -251,7 +253,19 @@ func (s *Server) internalError(w http.ResponseWriter, op string, err error, msg 
 
 // readJSON decodes a small JSON body into v, refusing unknown fields.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 256<<10))
+	body, err := reqbody.Read(w, r, 256<<10)
+	if err != nil {
+		switch status := reqbody.Status(err); status {
+		case http.StatusRequestEntityTooLarge:
+			writeError(w, status, "", "body larger than 256 KiB")
+		case http.StatusRequestTimeout:
+			writeError(w, status, "", "body did not arrive in time")
+		default:
+			writeError(w, status, "", "could not read the body")
+		}
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		writeError(w, http.StatusBadRequest, "", "bad JSON body: "+err.Error())

@@ -104,7 +104,9 @@ func (m *Manager) LoginCodex(ctx context.Context, prompt func(Prompt)) (Credenti
 		page(w, http.StatusOK, "Signed in to nanobot. You can close this tab.")
 		finish(result{cred: c})
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The browser keeps its connection alive after the redirect; IdleTimeout
+	// lets it go instead of holding it until Shutdown.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)

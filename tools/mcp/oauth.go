@@ -318,7 +318,9 @@ func serveRedirect(port int) (redirect string, results <-chan *auth.Authorizatio
 		default:
 		}
 	}
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// IdleTimeout lets a browser's kept-alive connection go while the
+	// sign-in waits, instead of holding it until close.
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != CallbackPath {
 			http.NotFound(w, r)
 			return
