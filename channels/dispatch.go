@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
@@ -37,7 +38,12 @@ type DispatcherConfig struct {
 	// (default DefaultWorkerIdle): a gateway that has seen many chats keeps
 	// workers only for the active ones.
 	WorkerIdle time.Duration
-	Observer   SendObserver
+	// StreamQuiet is how long a stream may go without a delta before the
+	// dispatcher ends it itself (default DefaultStreamQuiet). The agent
+	// ends every stream it opens; this is for the end that never comes
+	// (a cluster worker that died mid-turn).
+	StreamQuiet time.Duration
+	Observer    SendObserver
 	// Handled, when set, is called once the dispatcher is finished with a
 	// message: sent (or merged into a stream), or given up after the
 	// retries. It is not called for messages cut off by ctx ending, so a
@@ -101,6 +107,31 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	workers map[string]*chatWorker
 	wg      sync.WaitGroup
+
+	streams atomic.Int64 // streams open in all workers
+}
+
+// DispatcherStats is a snapshot of what a Dispatcher holds.
+type DispatcherStats struct {
+	// Chats is the number of chat workers alive.
+	Chats int
+	// Queued is the number of messages routed to a chat's queue that its
+	// worker has not taken yet.
+	Queued int
+	// Streams is the number of streams open: a delta was seen, the end
+	// not yet.
+	Streams int
+}
+
+// Stats reports what the dispatcher holds now (for metrics and tests).
+func (d *Dispatcher) Stats() DispatcherStats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := DispatcherStats{Chats: len(d.workers), Streams: int(d.streams.Load())}
+	for _, w := range d.workers {
+		st.Queued += len(w.queue)
+	}
+	return st
 }
 
 // NewDispatcher returns a dispatcher for the given channels.
@@ -113,6 +144,9 @@ func NewDispatcher(cfg DispatcherConfig, chans []Channel) *Dispatcher {
 	}
 	if cfg.WorkerIdle <= 0 {
 		cfg.WorkerIdle = DefaultWorkerIdle
+	}
+	if cfg.StreamQuiet <= 0 {
+		cfg.StreamQuiet = DefaultStreamQuiet
 	}
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = DefaultMaxAge
@@ -194,6 +228,12 @@ func (d *Dispatcher) route(ctx context.Context, m bus.Outbound) {
 // (DispatcherConfig.WorkerIdle).
 const DefaultWorkerIdle = 20 * time.Second
 
+// DefaultStreamQuiet is how long a stream may go without a delta before
+// the dispatcher ends it (DispatcherConfig.StreamQuiet): far beyond the
+// providers' stream idle timeout (90 s), so a stream still running is
+// never cut.
+const DefaultStreamQuiet = 10 * time.Minute
+
 // retire removes w if nothing is queued for it or on its way to it.
 func (d *Dispatcher) retire(w *chatWorker) bool {
 	d.mu.Lock()
@@ -221,6 +261,11 @@ type chatWorker struct {
 func (w *chatWorker) run(ctx context.Context) {
 	idle := time.NewTimer(w.d.cfg.WorkerIdle)
 	defer idle.Stop()
+	defer func() {
+		for id := range w.streams { // cut off by ctx: nobody finishes them now
+			w.forgetStream(id)
+		}
+	}()
 	for {
 		var tick <-chan time.Time
 		if w.timer != nil {
@@ -247,12 +292,16 @@ func (w *chatWorker) run(ctx context.Context) {
 					}
 				}
 			}
+			// A chat that stays busy may never be idle long enough for
+			// the check below: its quiet streams end here.
+			w.expireQuiet(ctx)
 			idle.Reset(w.d.cfg.WorkerIdle)
 		case <-tick:
 			w.timer = nil
 			w.flushDue(ctx)
 			idle.Reset(w.d.cfg.WorkerIdle)
 		case <-idle.C:
+			w.expireQuiet(ctx)
 			if len(w.streams) == 0 && w.timer == nil && w.d.retire(w) {
 				return
 			}
@@ -350,15 +399,16 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 		if st == nil {
 			st = &stream{base: m, started: time.Now()}
 			st.ref = w.unfinishedStream(m.Turn)
-			w.streams[m.StreamID] = st
+			w.openStream(m.StreamID, st)
 		}
 		st.total += m.Content
+		st.lastDelta = time.Now()
 		if !st.failed {
 			w.pushStream(ctx, st, false)
 		}
 	case bus.KindStreamEnd:
 		st := w.streams[m.StreamID]
-		delete(w.streams, m.StreamID)
+		w.forgetStream(m.StreamID)
 		if st == nil && w.durable(m) {
 			// A message an earlier attempt of this turn streamed (before a
 			// restart): finish it instead of sending another.
@@ -368,8 +418,10 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 		}
 		if st == nil || (st.ref.MessageID == "" && st.done == 0) {
 			// Nothing was shown yet: send the text like a message, unless it
-			// is intermediate text the user did not ask for.
-			if m.Final || sendProgress {
+			// is intermediate text the user did not ask for, or the start
+			// of an answer that was cut off (the user stopped it, or an
+			// error reply follows).
+			if !m.Interrupted && (m.Final || sendProgress) {
 				return w.sendText(ctx, m, m.Content)
 			}
 			return errSkipped
@@ -379,22 +431,59 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 			st.total = m.Content
 		}
 		st.base = m
-		if st.failed {
-			return w.sendText(ctx, m, st.current())
-		}
-		w.pushStream(ctx, st, true)
-		if st.failed {
-			// The last edit or send failed: what the platform does not
-			// show yet goes out as plain messages.
-			return w.sendText(ctx, m, st.current())
-		}
-		w.finish(ctx, st)
-		if se, ok := w.ch.(StreamEnder); ok {
-			se.StreamEnded(ctx, st.ref, m)
-		}
-		return nil
+		return w.endStream(ctx, st, m)
 	}
 	return errSkipped
+}
+
+// endStream shows a stream's last text and finishes its message: m is its
+// end (or, for a stream that went quiet, its last delta, marked
+// Interrupted). The text of an interrupted stream that could not be shown
+// is not sent again: it was cut off anyway.
+func (w *chatWorker) endStream(ctx context.Context, st *stream, m bus.Outbound) error {
+	if st.failed {
+		if m.Interrupted {
+			return errSkipped
+		}
+		return w.sendText(ctx, m, st.current())
+	}
+	w.pushStream(ctx, st, true)
+	if st.failed {
+		// The last edit or send failed: what the platform does not
+		// show yet goes out as plain messages.
+		if m.Interrupted {
+			return errSkipped
+		}
+		return w.sendText(ctx, m, st.current())
+	}
+	w.finish(ctx, st)
+	if se, ok := w.ch.(StreamEnder); ok {
+		se.StreamEnded(ctx, st.ref, m)
+	}
+	return nil
+}
+
+// expireQuiet ends the streams that saw no delta for StreamQuiet: their
+// turn will not end them (a cluster worker that died mid-turn, an agent
+// older than the end-on-every-exit rule). The text so far is shown and
+// its message finished, and the stream is forgotten, so the worker can
+// retire. An end that arrives after all is delivered as a stream that was
+// never seen.
+func (w *chatWorker) expireQuiet(ctx context.Context) {
+	for id, st := range w.streams {
+		quiet := time.Since(st.lastDelta)
+		if quiet < w.d.cfg.StreamQuiet {
+			continue
+		}
+		w.d.log.Warn("stream went quiet without an end; finishing it", "channel", w.ch.Name(), "chat_id", st.base.ChatID, "quiet", quiet.Round(time.Second))
+		w.forgetStream(id)
+		end := st.base
+		end.Kind, end.Content, end.Interrupted, end.Final = bus.KindStreamEnd, st.total, true, false
+		st.base = end
+		if st.ref.MessageID != "" || st.done > 0 {
+			_ = w.endStream(ctx, st, end)
+		}
+	}
 }
 
 // sendText sends a whole text, split to the channel's limit. For a durable
