@@ -136,6 +136,16 @@ type worker struct {
 	interrupted   bool
 	// carried are messages of interrupted turns, answered by the next.
 	carried []bus.Inbound
+	// finished are messages over without a turn of their own (a /stop
+	// and what it cancelled): the worker reports them to OnTurnDone
+	// before it goes on.
+	finished []finished
+}
+
+// finished is a message for OnTurnDone and its outcome.
+type finished struct {
+	m   bus.Inbound
+	err error
 }
 
 // NewLoop returns a loop; Run starts it.
@@ -181,7 +191,7 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 	if name, _ := parseCommand(m.Content); name == "stop" {
 		n := l.StopSession(m.Key())
 		l.reply(ctx, m, stopReply(n))
-		l.done(m, nil)
+		l.finishLater(ctx, m, nil)
 		return
 	}
 	key := m.Key()
@@ -189,14 +199,7 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 	if m.FromPerson() {
 		l.lastActive = [2]string{m.Channel, m.ChatID}
 	}
-	w, ok := l.workers[key]
-	if !ok {
-		w = &worker{wake: make(chan struct{}, 1)}
-		if len(l.workers) == 0 {
-			l.busy = make(chan struct{})
-		}
-		l.workers[key] = w
-	}
+	w, ok := l.workerFor(key)
 	if mergeable(m) {
 		w.lastArrival = time.Now()
 	}
@@ -231,17 +234,49 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 	}
 }
 
+// workerFor returns the worker of session key, creating it if there is
+// none (existed is then false: the caller starts its work). l.mu is held.
+func (l *Loop) workerFor(key string) (w *worker, existed bool) {
+	w, existed = l.workers[key]
+	if !existed {
+		w = &worker{wake: make(chan struct{}, 1)}
+		if len(l.workers) == 0 {
+			l.busy = make(chan struct{})
+		}
+		l.workers[key] = w
+	}
+	return w, existed
+}
+
+// finishLater has m reported to OnTurnDone with err by its session's
+// worker (started if the session has none), after what that worker is
+// doing now. OnTurnDone may block (journal compaction; in a cluster an
+// acknowledgement retried for seconds): on the caller's goroutine it
+// would hold up every message behind it.
+func (l *Loop) finishLater(ctx context.Context, m bus.Inbound, err error) {
+	key := m.Key()
+	l.mu.Lock()
+	w, existed := l.workerFor(key)
+	w.finished = append(w.finished, finished{m, err})
+	l.mu.Unlock()
+	if !existed {
+		l.wg.Go(func() { l.work(ctx, key, w) })
+	}
+}
+
 // StopSession cancels the running turn and the queued messages of a
 // session, and its sub-agents. It returns how many things it stopped.
+// The session's worker reports the cancelled messages to OnTurnDone;
+// StopSession itself runs no callback.
 func (l *Loop) StopSession(key string) int {
 	n := 0
 	l.mu.Lock()
 	if w, ok := l.workers[key]; ok {
 		for _, q := range w.queue {
-			l.done(q, context.Canceled)
+			w.finished = append(w.finished, finished{q, context.Canceled})
 		}
 		for _, q := range w.steered {
-			l.done(q, context.Canceled)
+			w.finished = append(w.finished, finished{q, context.Canceled})
 		}
 		n += len(w.queue) + len(w.steered)
 		w.queue, w.steered = nil, nil
@@ -304,25 +339,29 @@ func stopReply(n int) string {
 
 // work runs a session's queue in order and exits when it is empty.
 func (l *Loop) work(ctx context.Context, key string, w *worker) {
-	l.mu.Lock()
-	queued := len(w.queue) > 0 // false when a /stop came first
-	var first bus.Inbound
-	if queued {
-		first = w.queue[0]
-	}
-	l.mu.Unlock()
-	mode := configs.QueueFIFO
-	if queued {
-		mode = l.resolveMode(ctx, first)
-	}
-	l.mu.Lock()
-	w.mode = mode
-	l.mu.Unlock()
+	mode := "" // read from the session with the first message to answer
 	for {
 		l.mu.Lock()
+		if over := w.finished; len(over) > 0 {
+			w.finished = nil
+			l.mu.Unlock()
+			for _, f := range over {
+				l.done(f.m, f.err)
+			}
+			continue
+		}
 		if len(w.queue) == 0 || ctx.Err() != nil {
 			l.retire(ctx, key, w)
 			return
+		}
+		if mode == "" {
+			first := w.queue[0]
+			l.mu.Unlock()
+			mode = l.resolveMode(ctx, first)
+			l.mu.Lock()
+			w.mode = mode
+			l.mu.Unlock()
+			continue
 		}
 		head := w.queue[0]
 		merge := mergeable(head) && (mode == configs.QueueCollect || mode == configs.QueueInterrupt)
@@ -400,9 +439,12 @@ func (l *Loop) retire(ctx context.Context, key string, w *worker) {
 		// after a peak of busy chats.
 		l.workers, l.queueChoices = map[string]*worker{}, nil
 	}
-	carried, rest := w.carried, w.queue
-	w.carried, w.queue = nil, nil
+	carried, rest, over := w.carried, w.queue, w.finished
+	w.carried, w.queue, w.finished = nil, nil, nil
 	l.mu.Unlock()
+	for _, f := range over {
+		l.done(f.m, f.err)
+	}
 	for _, m := range carried {
 		// Interrupted, and the turn that was to answer them was
 		// handed back (cluster): they come again too.
