@@ -38,6 +38,9 @@ type DispatcherConfig struct {
 	// (default DefaultWorkerIdle): a gateway that has seen many chats keeps
 	// workers only for the active ones.
 	WorkerIdle time.Duration
+	// ChatQueue is how many messages a chat's queue holds before it drops
+	// best-effort ones (default DefaultChatQueue; see Dispatcher.enqueue).
+	ChatQueue int
 	// StreamQuiet is how long a stream may go without a delta before the
 	// dispatcher ends it itself (default DefaultStreamQuiet). The agent
 	// ends every stream it opens; this is for the end that never comes
@@ -45,8 +48,10 @@ type DispatcherConfig struct {
 	StreamQuiet time.Duration
 	Observer    SendObserver
 	// Handled, when set, is called once the dispatcher is finished with a
-	// message: sent (or merged into a stream), or given up after the
-	// retries. It is not called for messages cut off by ctx ending, so a
+	// message: sent (or merged into a stream or a queued message), given
+	// up after the retries, or dropped at a full chat queue (best-effort
+	// kinds only). It is called from the worker or from Run's goroutine,
+	// never under the dispatcher's lock. It is not called for messages cut off by ctx ending, so a
 	// durable queue acknowledges only what the platform accepted or
 	// refused for good.
 	Handled func(m bus.Outbound)
@@ -109,6 +114,7 @@ type Dispatcher struct {
 	wg      sync.WaitGroup
 
 	streams atomic.Int64 // streams open in all workers
+	dropped atomic.Int64 // best-effort messages dropped at a full chat queue
 }
 
 // DispatcherStats is a snapshot of what a Dispatcher holds.
@@ -121,13 +127,17 @@ type DispatcherStats struct {
 	// Streams is the number of streams open: a delta was seen, the end
 	// not yet.
 	Streams int
+	// Dropped counts the best-effort messages (typing, tool hints,
+	// progress, stream text) dropped at a full chat queue since the
+	// dispatcher started.
+	Dropped int64
 }
 
 // Stats reports what the dispatcher holds now (for metrics and tests).
 func (d *Dispatcher) Stats() DispatcherStats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	st := DispatcherStats{Chats: len(d.workers), Streams: int(d.streams.Load())}
+	st := DispatcherStats{Chats: len(d.workers), Streams: int(d.streams.Load()), Dropped: d.dropped.Load()}
 	for _, w := range d.workers {
 		st.Queued += len(w.queue)
 	}
@@ -144,6 +154,9 @@ func NewDispatcher(cfg DispatcherConfig, chans []Channel) *Dispatcher {
 	}
 	if cfg.WorkerIdle <= 0 {
 		cfg.WorkerIdle = DefaultWorkerIdle
+	}
+	if cfg.ChatQueue <= 0 {
+		cfg.ChatQueue = DefaultChatQueue
 	}
 	if cfg.StreamQuiet <= 0 {
 		cfg.StreamQuiet = DefaultStreamQuiet
@@ -216,12 +229,62 @@ func (d *Dispatcher) route(ctx context.Context, m bus.Outbound) {
 		d.workers[key] = w
 		d.wg.Go(func() { w.run(ctx) })
 	}
-	// The queue is unbounded so one slow chat never holds up routing for
-	// the others; it holds only what the agent produced and the platform
-	// has not taken yet.
-	w.queue = append(w.queue, m)
+	queued := d.enqueue(w, m)
 	d.mu.Unlock()
+	if !queued {
+		if d.cfg.Handled != nil {
+			d.cfg.Handled(m) // merged into a queued message, or dropped
+		}
+		return
+	}
 	w.signal()
+}
+
+// DefaultChatQueue is how many messages a chat's queue holds before it
+// drops best-effort ones (DispatcherConfig.ChatQueue).
+const DefaultChatQueue = 256
+
+// enqueue puts m in w's queue and reports whether it did. Routing never
+// waits for a chat (one slow chat must not hold up the others), so the
+// queue is kept bounded instead: a delta joins the queued delta of its
+// stream, a typing request is dropped while one is queued since the last
+// reply, and once ChatQueue messages wait, typing, tool hints, progress
+// and the deltas of a new stream are dropped (the stream's end carries
+// its whole text). Replies (messages, stream ends) are always queued:
+// they are what the user waits for, and a durable one is on disk anyway;
+// they are bounded by the turns that produce them and, while the platform
+// is down, by MaxAge. d.mu is held.
+func (d *Dispatcher) enqueue(w *chatWorker, m bus.Outbound) bool {
+	switch m.Kind {
+	case bus.KindDelta:
+		for i := len(w.queue) - 1; i >= 0; i-- {
+			if q := &w.queue[i]; q.Kind == bus.KindDelta && q.StreamID == m.StreamID {
+				q.Content += m.Content
+				return false
+			}
+		}
+	case bus.KindTyping:
+	scan:
+		for i := len(w.queue) - 1; i >= 0; i-- {
+			switch w.queue[i].Kind {
+			case bus.KindTyping:
+				return false
+			case bus.KindMessage, bus.KindStreamEnd:
+				break scan // typing after a reply is news
+			}
+		}
+	}
+	if len(w.queue) >= d.cfg.ChatQueue && m.Kind != bus.KindMessage && m.Kind != bus.KindStreamEnd {
+		d.dropped.Add(1)
+		if !w.full {
+			w.full = true
+			d.log.Warn("chat's delivery queue is full; dropping typing, tool hints and progress until it drains (replies still wait)",
+				"channel", m.Channel, "chat_id", m.ChatID, "queued", len(w.queue))
+		}
+		return false
+	}
+	w.queue = append(w.queue, m)
+	return true
 }
 
 // DefaultWorkerIdle is how long a chat's worker outlives its last message
@@ -250,9 +313,12 @@ type chatWorker struct {
 	d   *Dispatcher
 	key string
 	ch  Channel
-	// queue and closed are guarded by d.mu; wake holds one pending signal.
+	// queue, closed and full are guarded by d.mu; wake holds one pending
+	// signal. full is set from the first message dropped at a full queue
+	// until the queue is empty again.
 	queue   []bus.Outbound
 	closed  bool
+	full    bool
 	wake    chan struct{}
 	streams map[string]*stream
 	timer   *time.Timer
@@ -325,6 +391,7 @@ func (w *chatWorker) next() (m bus.Outbound, ok, closed bool) {
 	defer w.d.mu.Unlock()
 	if len(w.queue) == 0 {
 		w.queue = nil // release the backing array
+		w.full = false
 		return m, false, w.closed
 	}
 	m = w.queue[0]

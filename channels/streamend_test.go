@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -108,5 +110,71 @@ func TestCloseFinishesOpenStreams(t *testing.T) {
 		}
 	default:
 		t.Error("the open stream's message was not finished on close")
+	}
+}
+
+// While a chat's worker is held up (its platform slow or down), what waits
+// for it stays bounded: the deltas of a stream become one, typing requests
+// one, and past ChatQueue the best-effort messages are dropped. Replies all
+// wait, everything is reported Handled, and the chat gets its replies in
+// order once the platform is back.
+func TestChatQueueStaysBounded(t *testing.T) {
+	fc := &fakeChannel{name: "c", limit: 4096}
+	bc := &blockingChannel{fakeChannel: fc, release: make(chan struct{})}
+	var handled atomic.Int64
+	d := NewDispatcher(DispatcherConfig{ChatQueue: 8, SendToolHints: true, Handled: func(bus.Outbound) { handled.Add(1) }}, []Channel{bc})
+	out := make(chan bus.Outbound)
+	done := make(chan struct{})
+	go func() { _ = d.Run(context.Background(), out); close(done) }()
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(bc.release) }); close(out); <-done })
+
+	msg := func(kind bus.Kind, text string) bus.Outbound {
+		return bus.Outbound{Channel: "c", ChatID: "slow", Kind: kind, Content: text}
+	}
+	out <- msg(bus.KindMessage, "first")
+	waitFor(t, "the worker held up by the first send", func() bool { s := d.Stats(); return s.Chats == 1 && s.Queued == 0 })
+	total := 1
+	var streamed strings.Builder
+	for i := range 500 {
+		m := msg(bus.KindDelta, fmt.Sprint(i, " "))
+		m.StreamID = "s"
+		streamed.WriteString(m.Content)
+		out <- m
+		total++
+	}
+	for range 50 {
+		out <- msg(bus.KindTyping, "")
+		total++
+	}
+	for i := range 20 {
+		out <- msg(bus.KindToolHint, fmt.Sprint("hint ", i))
+		total++
+	}
+	for _, r := range []string{"r1", "r2", "r3"} {
+		out <- msg(bus.KindMessage, r)
+		total++
+	}
+	end := msg(bus.KindStreamEnd, streamed.String())
+	end.StreamID, end.Final = "s", true
+	out <- end
+	total++
+	// Queued: the merged delta, one typing, 6 hints (the limit of 8), the
+	// 3 replies and the stream's end; dropped: the 14 other hints.
+	waitFor(t, "every message routed", func() bool { s := d.Stats(); return s.Queued+int(handled.Load()) == total-1 })
+	if s := d.Stats(); s.Queued != 12 || s.Dropped != 14 {
+		t.Errorf("while held up: %+v, want 12 queued and 14 dropped", s)
+	}
+
+	releaseOnce.Do(func() { close(bc.release) })
+	waitFor(t, "every message handled", func() bool { return handled.Load() == int64(total) })
+	sent, _ := fc.snapshot()
+	var got []string
+	for _, m := range sent {
+		got = append(got, m.Content)
+	}
+	want := []string{"first", "🔧 hint 0", "🔧 hint 1", "🔧 hint 2", "🔧 hint 3", "🔧 hint 4", "🔧 hint 5", "r1", "r2", "r3", streamed.String()}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("sent %q\nwant %q", got, want)
 	}
 }
