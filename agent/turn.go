@@ -134,8 +134,7 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 		SenderID: m.SenderID, Source: m.Source.String(), Admin: m.Admin,
 	})
 	saveCtx := context.WithoutCancel(ctx) // saving and replying survive /stop
-	res, runErr := l.runStreaming(runCtx, saveCtx, rp, l.runnerFor(m, sess), msgs, ts)
-	release()
+	res, runErr := l.runStreaming(runCtx, saveCtx, rp, l.runnerFor(m, sess), msgs, ts, release)
 
 	runErr = l.saveAfter(saveCtx, m, sess, msgs[len(msgs)-1], res, runErr, rerun, ts)
 	if runErr != nil {
@@ -158,9 +157,11 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 // message, failed, or its context gone — a stream it left open is closed
 // before runStreaming returns, so the dispatcher never holds a stream
 // nobody ends (and the error reply, if any, comes after it). endCtx must
-// outlive ctx.
-func (l *Loop) runStreaming(ctx, endCtx context.Context, rp *replies, r *Runner, msgs []providers.Message, ts *turnState) (*RunResult, error) {
+// outlive ctx. release gives back the turn's slot, before the stream is
+// closed: publishing may wait for room on the bus.
+func (l *Loop) runStreaming(ctx, endCtx context.Context, rp *replies, r *Runner, msgs []providers.Message, ts *turnState, release func()) (*RunResult, error) {
 	defer rp.closeStream(endCtx)
+	defer release()
 	return r.RunSteered(ctx, msgs, func(ev Event) { rp.emit(ctx, ev) }, l.steerMessages(ts))
 }
 
