@@ -104,6 +104,12 @@ func (c DispatcherConfig) progressFor(channel string) (progress, hints bool) {
 // without edits get the finished text once. Long texts are split at the
 // channel's limit with code blocks intact; failed sends are retried with
 // backoff, honouring the platform's retry-after.
+//
+// Routing never waits for a chat; each chat's queue is bounded instead
+// (ChatQueue, see enqueue). A chat's worker lives while the chat has
+// something queued or a stream open, and WorkerIdle after that; a stream
+// whose end never comes is ended after StreamQuiet, so no chat keeps a
+// worker for good.
 type Dispatcher struct {
 	cfg      DispatcherConfig
 	log      *slog.Logger
