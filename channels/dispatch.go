@@ -51,9 +51,9 @@ type DispatcherConfig struct {
 	// message: sent (or merged into a stream or a queued message), given
 	// up after the retries, or dropped at a full chat queue (best-effort
 	// kinds only). It is called from the worker or from Run's goroutine,
-	// never under the dispatcher's lock. It is not called for messages cut off by ctx ending, so a
-	// durable queue acknowledges only what the platform accepted or
-	// refused for good.
+	// never under the dispatcher's lock. It is not called for messages cut
+	// off by ctx ending, so a durable queue acknowledges only what the
+	// platform accepted or refused for good.
 	Handled func(m bus.Outbound)
 	// Delivery, when set, makes messages with an ID durable (see
 	// DeliveryLog): retried until MaxAge instead of MaxRetries, each part
