@@ -11,7 +11,9 @@
 // that worker runs a turn: wait (queue), join the turn at its next model call
 // (steer: the Runner asks between iterations), join the next turn after a
 // pause (collect), or cancel the turn (interrupt). OnTurnDone is called once
-// per message, from the worker, when the turn that answers it is over.
+// per message, from the worker, when the turn that answers it is over —
+// also for a /stop and what it cancelled — and never under a lock: it may
+// block (it does IO) without holding up Submit or another session.
 //
 // Sub-packages: session (conversation storage), memory (consolidation into
 // MEMORY.md and HISTORY.md), skills (SKILL.md loader), templates (workspace

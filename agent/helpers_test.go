@@ -171,6 +171,13 @@ func newHarness(t *testing.T, llm *fakeLLM, ts ToolSet, tweak func(*LoopConfig))
 		tweak(&cfg)
 	}
 	h.loop = NewLoop(cfg)
+	t.Cleanup(func() {
+		// The count of waiting messages must come back to 0 with the
+		// queues, whatever the test did.
+		if h.loop.Idle() && h.loop.Queued() != 0 {
+			t.Errorf("the loop is idle with Queued() = %d, want 0", h.loop.Queued())
+		}
+	})
 	return h
 }
 

@@ -80,8 +80,29 @@ type LoopConfig struct {
 	// Voice speaks final answers to voice notes and in chats with
 	// "/voice on" (optional).
 	Voice VoiceConfig
-	Log   *slog.Logger
+	// MaxSessionQueue bounds the messages waiting in one session behind
+	// its running turn (default DefaultMaxSessionQueue); MaxQueue bounds
+	// them over all sessions (default DefaultMaxQueue). A message beyond
+	// either is refused: the sender is told so, and OnTurnDone gets
+	// ErrQueueFull. A /stop is never refused.
+	MaxSessionQueue int
+	MaxQueue        int
+	Log             *slog.Logger
 }
+
+// Default queue bounds (LoopConfig.MaxSessionQueue, MaxQueue): far more
+// than a person writes while one answer runs, and enough to absorb every
+// channel's burst while the turns are at their cap; beyond them waiting
+// means hours, and the sender is better told at once.
+const (
+	DefaultMaxSessionQueue = 100
+	DefaultMaxQueue        = 10000
+)
+
+// ErrQueueFull is OnTurnDone's error for a message refused because its
+// session, or the loop, had as many messages waiting as it may hold. The
+// sender was told; the message is not run.
+var ErrQueueFull = errors.New("agent: too many messages waiting")
 
 // ErrHandedBack is OnTurnDone's error for a message Admit refused: it was
 // not run and must be delivered again.
@@ -102,6 +123,7 @@ type Loop struct {
 
 	mu         sync.Mutex
 	workers    map[string]*worker
+	waiting    int           // messages in the workers' queues and steered lists
 	busy       chan struct{} // closed when the last worker exits; nil while idle
 	lastActive [2]string     // channel, chat id of the latest message from a person
 	wg         sync.WaitGroup
@@ -136,6 +158,16 @@ type worker struct {
 	interrupted   bool
 	// carried are messages of interrupted turns, answered by the next.
 	carried []bus.Inbound
+	// finished are messages over without a turn of their own (a /stop
+	// and what it cancelled): the worker reports them to OnTurnDone
+	// before it goes on.
+	finished []finished
+}
+
+// finished is a message for OnTurnDone and its outcome.
+type finished struct {
+	m   bus.Inbound
+	err error
 }
 
 // NewLoop returns a loop; Run starts it.
@@ -145,6 +177,12 @@ func NewLoop(cfg LoopConfig) *Loop {
 	}
 	if cfg.MaxToolResultChars <= 0 {
 		cfg.MaxToolResultChars = 16000
+	}
+	if cfg.MaxSessionQueue <= 0 {
+		cfg.MaxSessionQueue = DefaultMaxSessionQueue
+	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = DefaultMaxQueue
 	}
 	log := cfg.Log
 	if log == nil {
@@ -181,7 +219,7 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 	if name, _ := parseCommand(m.Content); name == "stop" {
 		n := l.StopSession(m.Key())
 		l.reply(ctx, m, stopReply(n))
-		l.done(m, nil)
+		l.finishLater(ctx, m, nil)
 		return
 	}
 	key := m.Key()
@@ -189,14 +227,12 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 	if m.FromPerson() {
 		l.lastActive = [2]string{m.Channel, m.ChatID}
 	}
-	w, ok := l.workers[key]
-	if !ok {
-		w = &worker{wake: make(chan struct{}, 1)}
-		if len(l.workers) == 0 {
-			l.busy = make(chan struct{})
-		}
-		l.workers[key] = w
+	if full := l.full(key); full != "" {
+		l.mu.Unlock()
+		l.refuse(ctx, m, full)
+		return
 	}
+	w, ok := l.workerFor(key)
 	if mergeable(m) {
 		w.lastArrival = time.Now()
 	}
@@ -209,6 +245,7 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 				// Behind older queued messages it waits its turn, so
 				// the chat's messages are answered in order.
 				w.steered = append(w.steered, m)
+				l.waiting++
 				l.mu.Unlock()
 				return
 			}
@@ -225,25 +262,96 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 		}
 	}
 	w.queue = append(w.queue, m)
+	l.waiting++
 	l.mu.Unlock()
 	if !ok {
 		l.wg.Go(func() { l.work(ctx, key, w) })
 	}
 }
 
+// full says which bound a new message of session key would exceed
+// ("session", "loop"), or "". l.mu is held.
+func (l *Loop) full(key string) string {
+	if l.waiting >= l.cfg.MaxQueue {
+		return "loop"
+	}
+	if w := l.workers[key]; w != nil && len(w.queue)+len(w.steered) >= l.cfg.MaxSessionQueue {
+		return "session"
+	}
+	return ""
+}
+
+// refuse turns m away because too many messages wait (bound names the
+// bound): the sender is told, and OnTurnDone gets ErrQueueFull. It runs
+// on Submit's goroutine, outside the lock: a slow OnTurnDone slows the
+// intake, which is the bus's back-pressure, while a worker's list of
+// messages to report would grow with the flood it is meant to bound.
+func (l *Loop) refuse(ctx context.Context, m bus.Inbound, bound string) {
+	l.log.Warn("message refused: too many messages waiting", "session", m.Key(), "bound", bound)
+	if !m.Background && m.Channel != bus.ChannelSystem {
+		text := "I have too many messages from this chat waiting already, so I did not take this one. Please send it again once I have caught up."
+		if bound == "loop" {
+			text = "I have too many messages waiting right now, so I did not take this one. Please send it again in a few minutes."
+		}
+		l.publish(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: text, Final: true, IsError: true})
+	}
+	l.done(m, ErrQueueFull)
+}
+
+// Queued returns how many messages wait in the sessions' queues (not
+// counting the turns running).
+func (l *Loop) Queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waiting
+}
+
+// workerFor returns the worker of session key, creating it if there is
+// none (existed is then false: the caller starts its work). l.mu is held.
+func (l *Loop) workerFor(key string) (w *worker, existed bool) {
+	w, existed = l.workers[key]
+	if !existed {
+		w = &worker{wake: make(chan struct{}, 1)}
+		if len(l.workers) == 0 {
+			l.busy = make(chan struct{})
+		}
+		l.workers[key] = w
+	}
+	return w, existed
+}
+
+// finishLater has m reported to OnTurnDone with err by its session's
+// worker (started if the session has none), after what that worker is
+// doing now. OnTurnDone may block (journal compaction; in a cluster an
+// acknowledgement retried for seconds): on the caller's goroutine it
+// would hold up every message behind it.
+func (l *Loop) finishLater(ctx context.Context, m bus.Inbound, err error) {
+	key := m.Key()
+	l.mu.Lock()
+	w, existed := l.workerFor(key)
+	w.finished = append(w.finished, finished{m, err})
+	l.mu.Unlock()
+	if !existed {
+		l.wg.Go(func() { l.work(ctx, key, w) })
+	}
+}
+
 // StopSession cancels the running turn and the queued messages of a
 // session, and its sub-agents. It returns how many things it stopped.
+// The session's worker reports the cancelled messages to OnTurnDone;
+// StopSession itself runs no callback.
 func (l *Loop) StopSession(key string) int {
 	n := 0
 	l.mu.Lock()
 	if w, ok := l.workers[key]; ok {
 		for _, q := range w.queue {
-			l.done(q, context.Canceled)
+			w.finished = append(w.finished, finished{q, context.Canceled})
 		}
 		for _, q := range w.steered {
-			l.done(q, context.Canceled)
+			w.finished = append(w.finished, finished{q, context.Canceled})
 		}
 		n += len(w.queue) + len(w.steered)
+		l.waiting -= len(w.queue) + len(w.steered)
 		w.queue, w.steered = nil, nil
 		w.interrupted = false // a stop is not an interruption: nothing is carried
 		select {
@@ -304,25 +412,29 @@ func stopReply(n int) string {
 
 // work runs a session's queue in order and exits when it is empty.
 func (l *Loop) work(ctx context.Context, key string, w *worker) {
-	l.mu.Lock()
-	queued := len(w.queue) > 0 // false when a /stop came first
-	var first bus.Inbound
-	if queued {
-		first = w.queue[0]
-	}
-	l.mu.Unlock()
-	mode := configs.QueueFIFO
-	if queued {
-		mode = l.resolveMode(ctx, first)
-	}
-	l.mu.Lock()
-	w.mode = mode
-	l.mu.Unlock()
+	mode := "" // read from the session with the first message to answer
 	for {
 		l.mu.Lock()
+		if over := w.finished; len(over) > 0 {
+			w.finished = nil
+			l.mu.Unlock()
+			for _, f := range over {
+				l.done(f.m, f.err)
+			}
+			continue
+		}
 		if len(w.queue) == 0 || ctx.Err() != nil {
 			l.retire(ctx, key, w)
 			return
+		}
+		if mode == "" {
+			first := w.queue[0]
+			l.mu.Unlock()
+			mode = l.resolveMode(ctx, first)
+			l.mu.Lock()
+			w.mode = mode
+			l.mu.Unlock()
+			continue
 		}
 		head := w.queue[0]
 		merge := mergeable(head) && (mode == configs.QueueCollect || mode == configs.QueueInterrupt)
@@ -344,6 +456,7 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 		}
 		batch := w.queue[:n:n]
 		w.queue = w.queue[n:]
+		l.waiting -= n
 		members, refused := l.admitted(batch)
 		if len(members) == 0 {
 			l.mu.Unlock()
@@ -400,9 +513,13 @@ func (l *Loop) retire(ctx context.Context, key string, w *worker) {
 		// after a peak of busy chats.
 		l.workers, l.queueChoices = map[string]*worker{}, nil
 	}
-	carried, rest := w.carried, w.queue
-	w.carried, w.queue = nil, nil
+	carried, rest, over := w.carried, w.queue, w.finished
+	w.carried, w.queue, w.finished = nil, nil, nil
+	l.waiting -= len(rest)
 	l.mu.Unlock()
+	for _, f := range over {
+		l.done(f.m, f.err)
+	}
 	for _, m := range carried {
 		// Interrupted, and the turn that was to answer them was
 		// handed back (cluster): they come again too.
@@ -451,6 +568,7 @@ func (l *Loop) turnOver(ctx context.Context, w *worker, ts *turnState, err error
 		} else {
 			w.carried = append(w.carried, ts.carried...)
 			w.queue = append(append(ts.members, ts.taken...), w.queue...)
+			l.waiting += len(ts.members) + len(ts.taken)
 		}
 	}
 	return interrupted

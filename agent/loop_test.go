@@ -568,3 +568,46 @@ func TestLoopForgetsQuietChats(t *testing.T) {
 		t.Errorf("after %d quiet chats: %d workers, %d remembered queue choices; want 0 and 0", chats, n, q)
 	}
 }
+
+// OnTurnDone may block (journal compaction; in a cluster, an acknowledgement
+// retried for up to 30 s): the callbacks of what a /stop cancels hold up
+// neither that /stop's Submit nor another session's.
+func TestBlockedTurnDoneHoldsUpNoSubmit(t *testing.T) {
+	started := make(chan struct{})
+	var once sync.Once
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("ok") }}
+	blocking := &ctxLLM{fakeLLM: llm, started: started, once: &once}
+	blocked, release := make(chan struct{}), make(chan struct{})
+	var blockOnce, releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Runner.Provider = blocking })
+	record := h.loop.cfg.OnTurnDone
+	h.loop.cfg.OnTurnDone = func(m bus.Inbound, err error) {
+		if m.Key() == "test:a" && errors.Is(err, context.Canceled) {
+			blockOnce.Do(func() { close(blocked) })
+			<-release
+		}
+		record(m, err)
+	}
+	h.send("a", "slow")
+	<-started
+	h.send("a", "queued behind")
+	stopped := make(chan struct{})
+	go func() { h.send("a", "/stop"); close(stopped) }()
+	<-blocked
+	submitted := make(chan struct{})
+	go func() { h.send("b", "hello"); close(submitted) }()
+	for _, c := range []struct {
+		what string
+		done chan struct{}
+	}{{"another session's Submit", submitted}, {"the /stop's Submit", stopped}} {
+		select {
+		case <-c.done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s waited for a blocked turn-done callback", c.what)
+		}
+	}
+	releaseOnce.Do(func() { close(release) })
+	waitUntil(t, "every message done", func() bool { return h.doneCount() == 4 })
+	waitUntil(t, "idle", h.loop.Idle)
+}

@@ -238,6 +238,7 @@ func (l *Loop) steerFrom(key string, w *worker) func() []bus.Inbound {
 		l.mu.Lock()
 		got := w.steered
 		w.steered = nil
+		l.waiting -= len(got)
 		l.mu.Unlock()
 		if l.cfg.Admit == nil {
 			return got

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -419,5 +421,96 @@ func TestMergedReplayWithPartStoredLosesNothing(t *testing.T) {
 	}
 	if got := roleTexts(sess.Messages); strings.Join(got, "|") != "user:first line|user:second line|assistant:Answered." {
 		t.Errorf("session %q", got)
+	}
+}
+
+// doneErrs records OnTurnDone's error per message content.
+func doneErrs(h *harness) func() map[string]error {
+	var mu sync.Mutex
+	errs := map[string]error{}
+	record := h.loop.cfg.OnTurnDone
+	h.loop.cfg.OnTurnDone = func(m bus.Inbound, err error) {
+		mu.Lock()
+		errs[m.ChatID+":"+m.Content] = err
+		mu.Unlock()
+		record(m, err)
+	}
+	return func() map[string]error {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(errs)
+	}
+}
+
+// A session holds at most MaxSessionQueue messages behind its running
+// turn: the next is refused, the sender told, and OnTurnDone gets
+// ErrQueueFull; other sessions are not affected, and Queued counts what
+// waits.
+func TestSessionQueueIsBounded(t *testing.T) {
+	started := make(chan struct{})
+	var once sync.Once
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("ok") }}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) {
+		c.Runner.Provider = &ctxLLM{fakeLLM: llm, started: started, once: &once}
+		c.MaxSessionQueue = 3
+	})
+	errs := doneErrs(h)
+	h.send("a", "slow")
+	<-started
+	for i := range 5 {
+		h.send("a", fmt.Sprint("more ", i))
+	}
+	if n := h.loop.Queued(); n != 3 {
+		t.Errorf("Queued() = %d, want 3", n)
+	}
+	for _, refused := range []string{"a:more 3", "a:more 4"} {
+		if err := errs()[refused]; !errors.Is(err, ErrQueueFull) {
+			t.Errorf("%s: OnTurnDone got %v, want ErrQueueFull", refused, err)
+		}
+	}
+	if got := h.out.finals()["test:a"]; len(got) != 2 || !strings.Contains(got[0], "did not take this one") {
+		t.Errorf("replies %q, want two refusals", got)
+	}
+	h.send("b", "hello")
+	waitUntil(t, "the other session answered", func() bool { return len(h.out.finals()["test:b"]) == 1 })
+	h.send("a", "/stop")
+	waitUntil(t, "every message done", func() bool { return h.doneCount() == 8 })
+	waitUntil(t, "idle", h.loop.Idle)
+	if n := h.loop.Queued(); n != 0 {
+		t.Errorf("Queued() = %d when idle, want 0", n)
+	}
+}
+
+// The loop holds at most MaxQueue messages waiting over all sessions: the
+// next, in any session, is refused and its sender told.
+func TestLoopQueueIsBounded(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("ok") }}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) {
+		c.Runner.Provider = &ctxLLM{fakeLLM: llm, started: make(chan struct{}), once: &sync.Once{}}
+		c.MaxQueue = 4
+	})
+	errs := doneErrs(h)
+	for i, chat := range []string{"a", "b"} {
+		h.send(chat, "slow")
+		waitUntil(t, "the turn of "+chat+" taken from the queue", func() bool { return h.loop.Queued() == 2*i })
+		h.send(chat, "q1")
+		h.send(chat, "q2")
+		if n := h.loop.Queued(); n != 2*(i+1) {
+			t.Fatalf("Queued() = %d, want %d", n, 2*(i+1))
+		}
+	}
+	h.send("c", "hello")
+	if err := errs()["c:hello"]; !errors.Is(err, ErrQueueFull) {
+		t.Errorf("OnTurnDone got %v for a message over the loop's bound, want ErrQueueFull", err)
+	}
+	if got := h.out.finals()["test:c"]; len(got) != 1 || !strings.Contains(got[0], "too many messages waiting right now") {
+		t.Errorf("replies %q, want the refusal", got)
+	}
+	h.send("a", "/stop")
+	h.send("b", "/stop")
+	waitUntil(t, "every message done", func() bool { return h.doneCount() == 9 })
+	waitUntil(t, "idle", h.loop.Idle)
+	if n := h.loop.Queued(); n != 0 {
+		t.Errorf("Queued() = %d when idle, want 0", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"strings"
 
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/gateway/bus"
@@ -132,10 +133,9 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 		FromCron: m.Source == bus.SourceCron, SubAgent: false,
 		SenderID: m.SenderID, Source: m.Source.String(), Admin: m.Admin,
 	})
-	res, runErr := l.runnerFor(m, sess).RunSteered(runCtx, msgs, func(ev Event) { rp.emit(ctx, ev) }, l.steerMessages(ts))
-	release()
-
 	saveCtx := context.WithoutCancel(ctx) // saving and replying survive /stop
+	res, runErr := l.runStreaming(runCtx, saveCtx, rp, l.runnerFor(m, sess), msgs, ts, release)
+
 	runErr = l.saveAfter(saveCtx, m, sess, msgs[len(msgs)-1], res, runErr, rerun, ts)
 	if runErr != nil {
 		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, session.ErrConflict) {
@@ -150,6 +150,19 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 		l.speak(saveCtx, m, rp.spoken)
 	}
 	return nil
+}
+
+// runStreaming runs the turn's model calls with rp publishing what they
+// say. However the run ends — answered, stopped, interrupted by a newer
+// message, failed, or its context gone — a stream it left open is closed
+// before runStreaming returns, so the dispatcher never holds a stream
+// nobody ends (and the error reply, if any, comes after it). endCtx must
+// outlive ctx. release gives back the turn's slot, before the stream is
+// closed: publishing may wait for room on the bus.
+func (l *Loop) runStreaming(ctx, endCtx context.Context, rp *replies, r *Runner, msgs []providers.Message, ts *turnState, release func()) (*RunResult, error) {
+	defer rp.closeStream(endCtx)
+	defer release()
+	return r.RunSteered(ctx, msgs, func(ev Event) { rp.emit(ctx, ev) }, l.steerMessages(ts))
 }
 
 // saveAfter saves whatever the turn produced, even when it was stopped
@@ -188,8 +201,12 @@ type replies struct {
 	m        bus.Inbound
 	turn     *tools.Turn
 	streamID string
-	usage    bus.Usage
-	spoken   string // the final answer as published, for a voice reply
+	// open is set once a delta of streamID was published and until its
+	// end is; sofar is the text of those deltas.
+	open   bool
+	sofar  strings.Builder
+	usage  bus.Usage
+	spoken string // the final answer as published, for a voice reply
 }
 
 func (r *replies) emit(ctx context.Context, ev Event) {
@@ -198,9 +215,12 @@ func (r *replies) emit(ctx context.Context, ev Event) {
 		// Once the message tool spoke, hold the stream: the final reply
 		// may repeat it and is then not sent at all.
 		if !r.m.Background && !r.turn.SentAny() {
+			r.open = true
+			r.sofar.WriteString(ev.Text)
 			r.l.publish(ctx, r.m, bus.Outbound{Kind: bus.KindDelta, Content: ev.Text, StreamID: r.streamID})
 		}
 	case EventStreamEnd:
+		defer r.nextStream(ctx)
 		r.usage.PromptTokens += ev.Usage.PromptTokens
 		r.usage.CompletionTokens += ev.Usage.CompletionTokens
 		if r.m.Background && (!ev.Final || bus.IsSilent(ev.Text)) {
@@ -224,9 +244,9 @@ func (r *replies) emit(ctx context.Context, ev Event) {
 					r.spoken = text
 				}
 			}
+			r.open = false
 			r.l.publish(ctx, r.m, out)
 		}
-		r.streamID = newID()
 	case EventToolHint:
 		if !r.m.Background {
 			r.l.publish(ctx, r.m, bus.Outbound{Kind: bus.KindToolHint, Content: ev.Text})
@@ -236,6 +256,25 @@ func (r *replies) emit(ctx context.Context, ev Event) {
 			r.l.publish(ctx, r.m, bus.Outbound{Kind: bus.KindTyping})
 		}
 	}
+}
+
+// nextStream starts the stream of the next model call, closing the
+// current one first if its end was not published (the reply was held
+// back: the message tool said it already).
+func (r *replies) nextStream(ctx context.Context) {
+	r.closeStream(ctx)
+	r.streamID = newID()
+	r.sofar.Reset()
+}
+
+// closeStream ends the current stream, if it is open, as interrupted: the
+// channel finishes what it shows of the text so far and sends nothing new.
+func (r *replies) closeStream(ctx context.Context) {
+	if !r.open {
+		return
+	}
+	r.open = false
+	r.l.publish(ctx, r.m, bus.Outbound{Kind: bus.KindStreamEnd, Content: r.sofar.String(), StreamID: r.streamID, Interrupted: true})
 }
 
 // saveTurn appends a turn's messages to its session; nothing to save

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
@@ -37,12 +38,22 @@ type DispatcherConfig struct {
 	// (default DefaultWorkerIdle): a gateway that has seen many chats keeps
 	// workers only for the active ones.
 	WorkerIdle time.Duration
-	Observer   SendObserver
+	// ChatQueue is how many messages a chat's queue holds before it drops
+	// best-effort ones (default DefaultChatQueue; see Dispatcher.enqueue).
+	ChatQueue int
+	// StreamQuiet is how long a stream may go without a delta before the
+	// dispatcher ends it itself (default DefaultStreamQuiet). The agent
+	// ends every stream it opens; this is for the end that never comes
+	// (a cluster worker that died mid-turn).
+	StreamQuiet time.Duration
+	Observer    SendObserver
 	// Handled, when set, is called once the dispatcher is finished with a
-	// message: sent (or merged into a stream), or given up after the
-	// retries. It is not called for messages cut off by ctx ending, so a
-	// durable queue acknowledges only what the platform accepted or
-	// refused for good.
+	// message: sent (or merged into a stream or a queued message), given
+	// up after the retries, or dropped at a full chat queue (best-effort
+	// kinds only). It is called from the worker or from Run's goroutine,
+	// never under the dispatcher's lock. It is not called for messages cut
+	// off by ctx ending, so a durable queue acknowledges only what the
+	// platform accepted or refused for good.
 	Handled func(m bus.Outbound)
 	// Delivery, when set, makes messages with an ID durable (see
 	// DeliveryLog): retried until MaxAge instead of MaxRetries, each part
@@ -93,6 +104,12 @@ func (c DispatcherConfig) progressFor(channel string) (progress, hints bool) {
 // without edits get the finished text once. Long texts are split at the
 // channel's limit with code blocks intact; failed sends are retried with
 // backoff, honouring the platform's retry-after.
+//
+// Routing never waits for a chat; each chat's queue is bounded instead
+// (ChatQueue, see enqueue). A chat's worker lives while the chat has
+// something queued or a stream open, and WorkerIdle after that; a stream
+// whose end never comes is ended after StreamQuiet, so no chat keeps a
+// worker for good.
 type Dispatcher struct {
 	cfg      DispatcherConfig
 	log      *slog.Logger
@@ -101,6 +118,36 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	workers map[string]*chatWorker
 	wg      sync.WaitGroup
+
+	streams atomic.Int64 // streams open in all workers
+	dropped atomic.Int64 // best-effort messages dropped at a full chat queue
+}
+
+// DispatcherStats is a snapshot of what a Dispatcher holds.
+type DispatcherStats struct {
+	// Chats is the number of chat workers alive.
+	Chats int
+	// Queued is the number of messages routed to a chat's queue that its
+	// worker has not taken yet.
+	Queued int
+	// Streams is the number of streams open: a delta was seen, the end
+	// not yet.
+	Streams int
+	// Dropped counts the best-effort messages (typing, tool hints,
+	// progress, stream text) dropped at a full chat queue since the
+	// dispatcher started.
+	Dropped int64
+}
+
+// Stats reports what the dispatcher holds now (for metrics and tests).
+func (d *Dispatcher) Stats() DispatcherStats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := DispatcherStats{Chats: len(d.workers), Streams: int(d.streams.Load()), Dropped: d.dropped.Load()}
+	for _, w := range d.workers {
+		st.Queued += len(w.queue)
+	}
+	return st
 }
 
 // NewDispatcher returns a dispatcher for the given channels.
@@ -113,6 +160,12 @@ func NewDispatcher(cfg DispatcherConfig, chans []Channel) *Dispatcher {
 	}
 	if cfg.WorkerIdle <= 0 {
 		cfg.WorkerIdle = DefaultWorkerIdle
+	}
+	if cfg.ChatQueue <= 0 {
+		cfg.ChatQueue = DefaultChatQueue
+	}
+	if cfg.StreamQuiet <= 0 {
+		cfg.StreamQuiet = DefaultStreamQuiet
 	}
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = DefaultMaxAge
@@ -182,17 +235,73 @@ func (d *Dispatcher) route(ctx context.Context, m bus.Outbound) {
 		d.workers[key] = w
 		d.wg.Go(func() { w.run(ctx) })
 	}
-	// The queue is unbounded so one slow chat never holds up routing for
-	// the others; it holds only what the agent produced and the platform
-	// has not taken yet.
-	w.queue = append(w.queue, m)
+	queued := d.enqueue(w, m)
 	d.mu.Unlock()
+	if !queued {
+		if d.cfg.Handled != nil {
+			d.cfg.Handled(m) // merged into a queued message, or dropped
+		}
+		return
+	}
 	w.signal()
+}
+
+// DefaultChatQueue is how many messages a chat's queue holds before it
+// drops best-effort ones (DispatcherConfig.ChatQueue).
+const DefaultChatQueue = 256
+
+// enqueue puts m in w's queue and reports whether it did. Routing never
+// waits for a chat (one slow chat must not hold up the others), so the
+// queue is kept bounded instead: a delta joins the queued delta of its
+// stream, a typing request is dropped while one is queued since the last
+// reply, and once ChatQueue messages wait, typing, tool hints, progress
+// and the deltas of a new stream are dropped (the stream's end carries
+// its whole text). Replies (messages, stream ends) are always queued:
+// they are what the user waits for, and a durable one is on disk anyway;
+// they are bounded by the turns that produce them and, while the platform
+// is down, by MaxAge. d.mu is held.
+func (d *Dispatcher) enqueue(w *chatWorker, m bus.Outbound) bool {
+	switch m.Kind {
+	case bus.KindDelta:
+		for i := len(w.queue) - 1; i >= 0; i-- {
+			if q := &w.queue[i]; q.Kind == bus.KindDelta && q.StreamID == m.StreamID {
+				q.Content += m.Content
+				return false
+			}
+		}
+	case bus.KindTyping:
+	scan:
+		for i := len(w.queue) - 1; i >= 0; i-- {
+			switch w.queue[i].Kind {
+			case bus.KindTyping:
+				return false
+			case bus.KindMessage, bus.KindStreamEnd:
+				break scan // typing after a reply is news
+			}
+		}
+	}
+	if len(w.queue) >= d.cfg.ChatQueue && m.Kind != bus.KindMessage && m.Kind != bus.KindStreamEnd {
+		d.dropped.Add(1)
+		if !w.full {
+			w.full = true
+			d.log.Warn("chat's delivery queue is full; dropping typing, tool hints and progress until it drains (replies still wait)",
+				"channel", m.Channel, "chat_id", m.ChatID, "queued", len(w.queue))
+		}
+		return false
+	}
+	w.queue = append(w.queue, m)
+	return true
 }
 
 // DefaultWorkerIdle is how long a chat's worker outlives its last message
 // (DispatcherConfig.WorkerIdle).
 const DefaultWorkerIdle = 20 * time.Second
+
+// DefaultStreamQuiet is how long a stream may go without a delta before
+// the dispatcher ends it (DispatcherConfig.StreamQuiet): far beyond the
+// providers' stream idle timeout (90 s), so a stream still running is
+// never cut.
+const DefaultStreamQuiet = 10 * time.Minute
 
 // retire removes w if nothing is queued for it or on its way to it.
 func (d *Dispatcher) retire(w *chatWorker) bool {
@@ -210,9 +319,12 @@ type chatWorker struct {
 	d   *Dispatcher
 	key string
 	ch  Channel
-	// queue and closed are guarded by d.mu; wake holds one pending signal.
+	// queue, closed and full are guarded by d.mu; wake holds one pending
+	// signal. full is set from the first message dropped at a full queue
+	// until the queue is empty again.
 	queue   []bus.Outbound
 	closed  bool
+	full    bool
 	wake    chan struct{}
 	streams map[string]*stream
 	timer   *time.Timer
@@ -221,6 +333,11 @@ type chatWorker struct {
 func (w *chatWorker) run(ctx context.Context) {
 	idle := time.NewTimer(w.d.cfg.WorkerIdle)
 	defer idle.Stop()
+	defer func() {
+		for id := range w.streams { // cut off by ctx: nobody finishes them now
+			w.forgetStream(id)
+		}
+	}()
 	for {
 		var tick <-chan time.Time
 		if w.timer != nil {
@@ -247,12 +364,16 @@ func (w *chatWorker) run(ctx context.Context) {
 					}
 				}
 			}
+			// A chat that stays busy may never be idle long enough for
+			// the check below: its quiet streams end here.
+			w.expireQuiet(ctx)
 			idle.Reset(w.d.cfg.WorkerIdle)
 		case <-tick:
 			w.timer = nil
 			w.flushDue(ctx)
 			idle.Reset(w.d.cfg.WorkerIdle)
 		case <-idle.C:
+			w.expireQuiet(ctx)
 			if len(w.streams) == 0 && w.timer == nil && w.d.retire(w) {
 				return
 			}
@@ -276,6 +397,7 @@ func (w *chatWorker) next() (m bus.Outbound, ok, closed bool) {
 	defer w.d.mu.Unlock()
 	if len(w.queue) == 0 {
 		w.queue = nil // release the backing array
+		w.full = false
 		return m, false, w.closed
 	}
 	m = w.queue[0]
@@ -350,15 +472,16 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 		if st == nil {
 			st = &stream{base: m, started: time.Now()}
 			st.ref = w.unfinishedStream(m.Turn)
-			w.streams[m.StreamID] = st
+			w.openStream(m.StreamID, st)
 		}
 		st.total += m.Content
+		st.lastDelta = time.Now()
 		if !st.failed {
 			w.pushStream(ctx, st, false)
 		}
 	case bus.KindStreamEnd:
 		st := w.streams[m.StreamID]
-		delete(w.streams, m.StreamID)
+		w.forgetStream(m.StreamID)
 		if st == nil && w.durable(m) {
 			// A message an earlier attempt of this turn streamed (before a
 			// restart): finish it instead of sending another.
@@ -368,8 +491,10 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 		}
 		if st == nil || (st.ref.MessageID == "" && st.done == 0) {
 			// Nothing was shown yet: send the text like a message, unless it
-			// is intermediate text the user did not ask for.
-			if m.Final || sendProgress {
+			// is intermediate text the user did not ask for, or the start
+			// of an answer that was cut off (the user stopped it, or an
+			// error reply follows).
+			if !m.Interrupted && (m.Final || sendProgress) {
 				return w.sendText(ctx, m, m.Content)
 			}
 			return errSkipped
@@ -379,22 +504,59 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 			st.total = m.Content
 		}
 		st.base = m
-		if st.failed {
-			return w.sendText(ctx, m, st.current())
-		}
-		w.pushStream(ctx, st, true)
-		if st.failed {
-			// The last edit or send failed: what the platform does not
-			// show yet goes out as plain messages.
-			return w.sendText(ctx, m, st.current())
-		}
-		w.finish(ctx, st)
-		if se, ok := w.ch.(StreamEnder); ok {
-			se.StreamEnded(ctx, st.ref, m)
-		}
-		return nil
+		return w.endStream(ctx, st, m)
 	}
 	return errSkipped
+}
+
+// endStream shows a stream's last text and finishes its message: m is its
+// end (or, for a stream that went quiet, its last delta, marked
+// Interrupted). The text of an interrupted stream that could not be shown
+// is not sent again: it was cut off anyway.
+func (w *chatWorker) endStream(ctx context.Context, st *stream, m bus.Outbound) error {
+	if st.failed {
+		if m.Interrupted {
+			return errSkipped
+		}
+		return w.sendText(ctx, m, st.current())
+	}
+	w.pushStream(ctx, st, true)
+	if st.failed {
+		// The last edit or send failed: what the platform does not
+		// show yet goes out as plain messages.
+		if m.Interrupted {
+			return errSkipped
+		}
+		return w.sendText(ctx, m, st.current())
+	}
+	w.finish(ctx, st)
+	if se, ok := w.ch.(StreamEnder); ok {
+		se.StreamEnded(ctx, st.ref, m)
+	}
+	return nil
+}
+
+// expireQuiet ends the streams that saw no delta for StreamQuiet: their
+// turn will not end them (a cluster worker that died mid-turn, an agent
+// older than the end-on-every-exit rule). The text so far is shown and
+// its message finished, and the stream is forgotten, so the worker can
+// retire. An end that arrives after all is delivered as a stream that was
+// never seen.
+func (w *chatWorker) expireQuiet(ctx context.Context) {
+	for id, st := range w.streams {
+		quiet := time.Since(st.lastDelta)
+		if quiet < w.d.cfg.StreamQuiet {
+			continue
+		}
+		w.d.log.Warn("stream went quiet without an end; finishing it", "channel", w.ch.Name(), "chat_id", st.base.ChatID, "quiet", quiet.Round(time.Second))
+		w.forgetStream(id)
+		end := st.base
+		end.Kind, end.Content, end.Interrupted, end.Final = bus.KindStreamEnd, st.total, true, false
+		st.base = end
+		if st.ref.MessageID != "" || st.done > 0 {
+			_ = w.endStream(ctx, st, end)
+		}
+	}
 }
 
 // sendText sends a whole text, split to the channel's limit. For a durable

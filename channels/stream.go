@@ -28,8 +28,10 @@ type stream struct {
 	shownEnd int    // offset in total up to which the platform shows text
 	lastEdit time.Time
 	started  time.Time // first delta
-	base     bus.Outbound
-	failed   bool // a send or edit failed: the rest goes out as plain messages
+	// lastDelta is when the latest delta came (quiet streams expire).
+	lastDelta time.Time
+	base      bus.Outbound
+	failed    bool // a send or edit failed: the rest goes out as plain messages
 }
 
 func (s *stream) current() string { return s.reopen + strings.TrimLeft(s.total[s.done:], "\n") }
@@ -178,10 +180,25 @@ func (w *chatWorker) flushDue(ctx context.Context) {
 	}
 }
 
-// flushAll makes the pending edits of all streams (on shutdown).
+// flushAll makes the pending edits of all streams and finishes their
+// messages (on shutdown: their ends are not coming).
 func (w *chatWorker) flushAll(ctx context.Context) {
 	for id, s := range w.streams {
 		w.pushStream(ctx, s, true)
+		w.finish(ctx, s)
+		w.forgetStream(id)
+	}
+}
+
+// openStream and forgetStream keep the dispatcher's count of open streams.
+func (w *chatWorker) openStream(id string, s *stream) {
+	w.streams[id] = s
+	w.d.streams.Add(1)
+}
+
+func (w *chatWorker) forgetStream(id string) {
+	if _, ok := w.streams[id]; ok {
 		delete(w.streams, id)
+		w.d.streams.Add(-1)
 	}
 }

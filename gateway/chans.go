@@ -61,7 +61,7 @@ func (g *Gateway) buildChannels() error {
 	dcfg := channels.DispatcherConfig{
 		SendProgress: g.cfg.Channels.SendProgress, SendToolHints: g.cfg.Channels.SendToolHints,
 		MaxRetries: g.cfg.Channels.SendMaxRetries, Observer: g.metrics, Log: g.log,
-		PerChannel: map[string]channels.ProgressPolicy{},
+		PerChannel: map[string]channels.ProgressPolicy{}, WorkerIdle: g.o.DeliveryIdle,
 	}
 	for _, name := range g.cfg.Channels.Names() {
 		if cc := g.cfg.Channels.Common(name); cc.SendProgress != nil || cc.SendToolHints != nil || cc.ToolHintPrefix != nil {
@@ -81,6 +81,7 @@ func (g *Gateway) buildChannels() error {
 	}
 	g.dl.configure(&dcfg)
 	g.disp = channels.NewDispatcher(dcfg, g.chans)
+	g.metrics.WatchDelivery(g.disp.Stats)
 	return nil
 }
 

@@ -120,7 +120,7 @@ func New(ctx context.Context, o Options) (_ *Gateway, err error) {
 		// tool result or a reply.
 		o.Redact.Keep(g.owner.Token())
 	}
-	g.metrics = NewMetrics(g.be.Depth)
+	g.metrics = NewMetrics(g.depth)
 	var jr *journal.Journal // the inbox journal; nil in cluster mode
 	if c, ok := g.be.(*clusterBackend); ok {
 		registerClusterMetrics(g.metrics.Registry, c.Bus, c.role)
@@ -259,6 +259,8 @@ func (g *Gateway) turnDone(m bus.Inbound, err error) {
 		return
 	case errors.Is(err, context.Canceled):
 		outcome = "stopped"
+	case errors.Is(err, agent.ErrQueueFull):
+		outcome = "refused"
 	case err != nil:
 		outcome = "error"
 	}
@@ -386,7 +388,7 @@ func (g *Gateway) background(ctx context.Context) error {
 
 // Status reports the gateway's state (/api/status, `nanobot status`).
 func (g *Gateway) Status(ctx context.Context) Status {
-	inQ, outQ := g.be.Depth()
+	inQ, outQ := g.depth()
 	ready, _ := g.mgr.Ready()
 	st := Status{Version: g.o.Version, Ready: ready, Channels: g.mgr.Health(), Inbound: inQ, Outbound: outQ,
 		Pending: g.be.Pending(), PendingReplies: g.dl.pending(), Started: g.started, Cluster: g.be.status(ctx)}
@@ -394,6 +396,23 @@ func (g *Gateway) Status(ctx context.Context) Status {
 		st.MCP = g.o.MCP.Status()
 	}
 	return st
+}
+
+// depth is how many messages wait for the agent and for delivery: in the
+// bus's queues, and past them in the agents' session queues and the
+// dispatcher's chat queues (each bounded; docs/gateway.md). It is read at
+// scrape and status time, after New built all of them.
+func (g *Gateway) depth() (in, out int) {
+	in, out = g.be.Depth()
+	if g.multi != nil || g.agent != nil {
+		for _, a := range g.allAgents() {
+			in += a.Queued()
+		}
+	}
+	if g.disp != nil {
+		out += g.disp.Stats().Queued
+	}
+	return in, out
 }
 
 func isLoopback(host string) bool {

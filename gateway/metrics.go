@@ -43,7 +43,7 @@ func NewMetrics(queueDepth func() (in, out int)) *Metrics {
 		sendFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_send_failures_total", Help: "Sends that failed after all retries, by channel."}, []string{"channel"}),
 		channels:     newChannelCollector(),
 		turnLatency:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "nanobot_turn_seconds", Help: "Time from a message being received to its turn finishing.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}),
-		turns:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_turns_total", Help: "Finished turns by outcome (ok, error, stopped)."}, []string{"outcome"}),
+		turns:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_turns_total", Help: "Finished turns by outcome (ok, error, stopped, refused: too many messages waiting)."}, []string{"outcome"}),
 		llmLatency:   prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "nanobot_llm_request_duration_seconds", Help: "LLM request latency by provider, model and outcome (ok, error).", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"provider", "model", "outcome"}),
 		llmTokens:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_llm_tokens_total", Help: "LLM tokens by provider, model and kind: input (all prompt tokens, cached included), cache_read, cache_write (parts of input), output (all completion tokens), reasoning (part of output)."}, []string{"provider", "model", "kind"}),
 		llmCost:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_llm_cost_total", Help: "Estimated LLM cost in US dollars by provider and model, from the price table (calls of models without a known price are not counted)."}, []string{"provider", "model"}),
@@ -55,8 +55,8 @@ func NewMetrics(queueDepth func() (in, out int)) *Metrics {
 		m.llmLatency, m.llmTokens, m.llmCost, m.toolCalls, m.heartbeats, m.outboxDone,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if queueDepth != nil {
-		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_inbound_queue_depth", Help: "Messages waiting for the agent."}, func() float64 { in, _ := queueDepth(); return float64(in) }))
-		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_outbound_queue_depth", Help: "Messages waiting for delivery."}, func() float64 { _, out := queueDepth(); return float64(out) }))
+		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_inbound_queue_depth", Help: "Messages waiting for the agent (in the inbound queue and the sessions' queues)."}, func() float64 { in, _ := queueDepth(); return float64(in) }))
+		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_outbound_queue_depth", Help: "Messages waiting for delivery (in the outbound queue and the chats' queues)."}, func() float64 { _, out := queueDepth(); return float64(out) }))
 	}
 	return m
 }
@@ -169,6 +169,19 @@ func (m *Metrics) ObserveTool(_ context.Context, t agent.ToolCall) {
 		outcome = "error"
 	}
 	m.toolCalls.WithLabelValues(t.Name, outcome).Inc()
+}
+
+// WatchDelivery reports the dispatcher's chat workers, open streams and
+// dropped best-effort messages, read from stats at scrape time.
+func (m *Metrics) WatchDelivery(stats func() channels.DispatcherStats) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_outbound_chat_workers", Help: "Chats with a delivery worker (a worker ends once its chat has been idle for 20 s)."},
+			func() float64 { return float64(stats().Chats) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_outbound_streams_open", Help: "Streamed replies being delivered (a delta seen, the end not yet)."},
+			func() float64 { return float64(stats().Streams) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "nanobot_outbound_dropped_total", Help: "Typing, tool hints, progress and stream text dropped at a full chat queue (replies are never dropped)."},
+			func() float64 { return float64(stats().Dropped) }),
+	)
 }
 
 // OutboxFinished counts a durable reply whose delivery ended.

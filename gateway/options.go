@@ -70,6 +70,9 @@ type Options struct {
 	// DrainTimeout bounds how long running turns may finish on shutdown
 	// (default 20 s); unfinished ones are replayed at the next start.
 	DrainTimeout time.Duration
+	// DeliveryIdle is how long a chat's delivery worker outlives its last
+	// message (default channels.DefaultWorkerIdle, 20 s).
+	DeliveryIdle time.Duration
 	// CronStore overrides the jobs store (default cron/jobs.json).
 	CronStore *cron.Store
 	// Redact is the process's redactor (the logger's): the channels add the

@@ -20,7 +20,12 @@ import (
 // dispatch runs a real Dispatcher over ch until the test ends.
 func dispatch(t *testing.T, ch channels.Channel) chan<- bus.Outbound {
 	t.Helper()
-	d := channels.NewDispatcher(channels.DispatcherConfig{MaxRetries: 2, RetryBase: 20 * time.Millisecond}, []channels.Channel{ch})
+	return dispatchWith(t, ch, channels.DispatcherConfig{MaxRetries: 2, RetryBase: 20 * time.Millisecond})
+}
+
+func dispatchWith(t *testing.T, ch channels.Channel, cfg channels.DispatcherConfig) chan<- bus.Outbound {
+	t.Helper()
+	d := channels.NewDispatcher(cfg, []channels.Channel{ch})
 	out := make(chan bus.Outbound, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -151,6 +156,34 @@ func TestFinishEndsTheCardAtOnce(t *testing.T) {
 	}
 	if err := ch.Finish(ctx, ref); err != nil || len(fake.CardOf(ref.MessageID).Settings) != 1 {
 		t.Fatalf("second Finish: %v, settings %d", err, len(fake.CardOf(ref.MessageID).Settings))
+	}
+}
+
+// TestQuietStreamCardFinished: a stream whose end never comes (the turn's
+// cluster worker died) is ended by the Dispatcher once it has been quiet
+// for StreamQuiet: the card stops "generating" without the adapter's own
+// idle timer.
+func TestQuietStreamCardFinished(t *testing.T) {
+	fake := feishutest.New(t)
+	noViolations(t, fake)
+	ch := newChannel(t, fake, nil, "", nil)
+	ch.finishIdle = time.Hour
+	rec := &channeltest.Recorder{}
+	running(t, ch, rec)
+	fake.Push(feishutest.Message{From: aliceID, Text: "hi"})
+	in := rec.Wait(t, "hi")
+	out := dispatchWith(t, ch, channels.DispatcherConfig{StreamQuiet: time.Second, WorkerIdle: 50 * time.Millisecond})
+	out <- bus.Outbound{Channel: "feishu", ChatID: in.ChatID, Kind: bus.KindDelta, Content: "half an", StreamID: "s1", Metadata: in.Metadata}
+	waitFor(t, "the quiet stream's card to be finished", func() bool {
+		sent := fake.Sent()
+		if len(sent) == 0 {
+			return false
+		}
+		c := fake.CardOf(sent[0].MessageID)
+		return c != nil && !c.Streaming
+	})
+	if c := fake.CardOf(fake.Sent()[0].MessageID); c.Content != "half an" {
+		t.Errorf("card shows %q, want the text so far", c.Content)
 	}
 }
 

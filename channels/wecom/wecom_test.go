@@ -129,6 +129,37 @@ func TestStreamingReply(t *testing.T) {
 	}
 }
 
+// A stream whose end never comes (the turn's cluster worker died) is ended
+// by the Dispatcher once it has been quiet for StreamQuiet: WeCom gets the
+// finishing frame with the text so far, instead of a reply left open.
+func TestQuietStreamFinished(t *testing.T) {
+	f := wecomtest.New(t)
+	noViolations(t, f)
+	rec := &channeltest.Recorder{}
+	ch := newChannel(t, f, nil, channels.Deps{}, nil)
+	ctx := channeltest.Start(t, ch, rec)
+	f.Emit(wecomtest.Message{From: "zhangsan", Text: "写一首诗"})
+	in := rec.Wait(t, "写一首诗")
+	d := channels.NewDispatcher(channels.DispatcherConfig{StreamQuiet: time.Second, WorkerIdle: 50 * time.Millisecond}, []channels.Channel{ch})
+	out := make(chan bus.Outbound, 1)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.Run(ctx, out) }()
+	t.Cleanup(func() { close(out); <-done })
+	out <- bus.Outbound{Channel: "wecom", ChatID: in.ChatID, Kind: bus.KindDelta, Content: "床前明月光", StreamID: "s1", Metadata: in.Metadata}
+	channeltest.WaitFor(t, "the finishing frame", 10*time.Second, func() bool {
+		for _, s := range f.Sent() {
+			if s.Finish {
+				return true
+			}
+		}
+		return false
+	})
+	sent := f.Sent()
+	if last := sent[len(sent)-1]; !last.Finish || last.Content != "床前明月光" || last.StreamID != sent[0].StreamID {
+		t.Errorf("frames %+v, want the stream finished with the text so far", sent)
+	}
+}
+
 // Images arrive encrypted and are decrypted into the media folder; voice
 // arrives transcribed; a group message loses its leading @mention; the
 // welcome message answers enter_chat.

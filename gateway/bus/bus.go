@@ -172,7 +172,9 @@ const (
 	// KindDelta is a piece of a streamed reply; deltas with the same
 	// StreamID concatenate.
 	KindDelta
-	// KindStreamEnd closes the stream StreamID; Content is the full text.
+	// KindStreamEnd closes the stream StreamID; Content is the full text
+	// (with Interrupted, the text streamed so far). Every stream that
+	// had a delta gets exactly one.
 	KindStreamEnd
 	// KindProgress is intermediate text while the agent works.
 	KindProgress
@@ -223,6 +225,13 @@ type Outbound struct {
 	Final bool `json:"final,omitempty"`
 	// IsError marks a message that reports a failure to the user.
 	IsError bool `json:"isError,omitempty"`
+	// Interrupted marks a KindStreamEnd of a stream the turn did not
+	// finish (/stop, an interrupting message, a provider error, the
+	// gateway stopping): Content is the text streamed so far. It is never
+	// Final (the turn's last word, if any, is another message), so a turn
+	// run again after a restart still answers. The channel finishes what
+	// it shows ("generating" ends) and sends nothing new.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// Usage is set on a turn's final reply: the tokens of all its model
 	// calls (nil when unknown).
 	Usage *Usage `json:"usage,omitempty"`

@@ -294,3 +294,34 @@ func TestCrashMidStreamFinishesTheSameMessage(t *testing.T) {
 		t.Errorf("platform shows %q, want one message with the final answer", got)
 	}
 }
+
+// A turn cut off mid-stream by a shutdown ends its stream as interrupted
+// (the message shows the text so far, finished) and is replayed at the
+// next start: the replay's answer edits that same message.
+func TestShutdownMidStreamFinishesTheSameMessage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "outbox.jsonl")
+	p := newPlatform(false)
+	r := start(t, path, p, nil)
+	r.publish(t, bus.Outbound{Kind: bus.KindDelta, StreamID: "s1", Turn: "3", Content: "Let me think"})
+	deadline := time.Now().Add(10 * time.Second)
+	for _, shown := r.ob.StreamMessage("3"); !shown; _, shown = r.ob.StreamMessage("3") {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream never showed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.publish(t, bus.Outbound{Kind: bus.KindStreamEnd, StreamID: "s1", Turn: "3", Content: "Let me think", Interrupted: true})
+	r.drain(t)
+	if got := p.messages(); len(got) != 1 || got[0] != "Let me think" {
+		t.Fatalf("platform shows %q before the restart, want the text so far", got)
+	}
+	r.stop()
+
+	r2 := start(t, path, p, nil)
+	r2.publish(t, bus.Outbound{Kind: bus.KindDelta, StreamID: "s9", Turn: "3", Content: "The answer"})
+	r2.publish(t, bus.Outbound{Kind: bus.KindStreamEnd, StreamID: "s9", Turn: "3", Final: true, Content: "The answer is 42."})
+	r2.drain(t)
+	if got := p.messages(); len(got) != 1 || got[0] != "The answer is 42." {
+		t.Errorf("platform shows %q, want one message with the final answer", got)
+	}
+}

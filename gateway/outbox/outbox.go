@@ -173,14 +173,16 @@ func (o *Outbox) markAnswered(turn string) {
 }
 
 // finish forgets a finished message; a finished stream end also ends its
-// turn's streamed message.
+// turn's streamed message, unless the stream was interrupted: a turn cut
+// off by a shutdown runs again at the next start and edits the message it
+// showed instead of sending another (StreamTTL forgets it otherwise).
 func (o *Outbox) finish(id string) bool {
 	e, ok := o.pending[id]
 	if !ok {
 		return false
 	}
 	delete(o.pending, id)
-	if e.msg.Kind == bus.KindStreamEnd && e.msg.Turn != "" {
+	if e.msg.Kind == bus.KindStreamEnd && e.msg.Turn != "" && !e.msg.Interrupted {
 		delete(o.streams, e.msg.Turn)
 	}
 	return true
