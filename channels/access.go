@@ -2,7 +2,6 @@ package channels
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -209,24 +208,12 @@ func parsePairingCommand(text string) (string, string) {
 	return strings.ToLower(f[1]), args
 }
 
-// matchAny reports whether sender ("id" or "id|username") is in list.
+// matchAny reports whether an entry of list names sender (bus.SenderMatches:
+// the one way a sender is written everywhere).
 func matchAny(list []string, sender string) bool {
-	if sender == "" {
-		return false
-	}
-	parts := strings.Split(sender, "|")
 	for _, a := range list {
-		a = strings.TrimPrefix(strings.TrimSpace(a), "@")
-		if a == "" {
-			continue
-		}
-		if subtle.ConstantTimeCompare([]byte(a), []byte(sender)) == 1 {
+		if bus.SenderMatches(a, sender) {
 			return true
-		}
-		for _, p := range parts {
-			if p != "" && strings.EqualFold(a, strings.TrimPrefix(p, "@")) {
-				return true
-			}
 		}
 	}
 	return false

@@ -9,7 +9,8 @@
 package routing
 
 import (
-	"strings"
+	"maps"
+	"slices"
 
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
@@ -35,16 +36,16 @@ type Decision struct {
 // Router routes messages by a config's bindings and identity links.
 type Router struct {
 	bindings   []configs.Binding
-	identities map[string]string // "telegram:123" -> "alice"
+	identities []link            // in the config's order
 	scopes     map[string]string // agent -> session scope
 }
 
 // New builds the router of c (which Load validated).
 func New(c *configs.Config) *Router {
-	r := &Router{bindings: c.Bindings, identities: map[string]string{}, scopes: map[string]string{}}
-	for ident, accts := range c.IdentityLinks {
-		for _, a := range accts {
-			r.identities[a] = ident
+	r := &Router{bindings: c.Bindings, scopes: map[string]string{}}
+	for _, ident := range slices.Sorted(maps.Keys(c.IdentityLinks)) {
+		for _, a := range c.IdentityLinks[ident] {
+			r.identities = append(r.identities, link{account: a, identity: ident})
 		}
 	}
 	for _, a := range c.AgentList() {
@@ -90,15 +91,17 @@ func (d Decision) Apply(m *bus.Inbound) {
 	m.QueueMode = d.QueueMode
 }
 
+// link is one account of identityLinks ("telegram:123456789") and the
+// identity it belongs to.
+type link struct{ account, identity string }
+
 // identity finds the linked identity of a sender; a Telegram sender
-// "123|alice" is linked as "telegram:123" or "telegram:alice".
+// "123|alice" is linked as "telegram:123", "telegram:alice" or
+// "telegram:@Alice" (bus.ChannelSenderMatches).
 func (r *Router) identity(channel, sender string) (string, bool) {
-	if id, ok := r.identities[channel+":"+sender]; ok {
-		return id, true
-	}
-	for part := range strings.SplitSeq(sender, "|") {
-		if id, ok := r.identities[channel+":"+part]; ok && part != "" {
-			return id, true
+	for _, l := range r.identities {
+		if bus.ChannelSenderMatches(l.account, channel, sender) {
+			return l.identity, true
 		}
 	}
 	return "", false
@@ -110,7 +113,7 @@ func matches(mt configs.BindingMatch, m bus.Inbound) bool {
 		return false
 	case mt.ChatID != "" && mt.ChatID != m.ChatID:
 		return false
-	case mt.SenderID != "" && !senderIs(m.SenderID, mt.SenderID):
+	case mt.SenderID != "" && !bus.SenderMatches(mt.SenderID, m.SenderID):
 		return false
 	case mt.ChatType == "dm" && m.IsGroup, mt.ChatType == "group" && !m.IsGroup:
 		return false
@@ -118,17 +121,4 @@ func matches(mt configs.BindingMatch, m bus.Inbound) bool {
 		return false
 	}
 	return true
-}
-
-// senderIs matches a sender id, or one part of a "id|username" one.
-func senderIs(sender, want string) bool {
-	if sender == want {
-		return true
-	}
-	for part := range strings.SplitSeq(sender, "|") {
-		if part == want {
-			return true
-		}
-	}
-	return false
 }

@@ -111,3 +111,27 @@ func TestApply(t *testing.T) {
 		t.Errorf("own key written as an override: %q", n.SessionKey)
 	}
 }
+
+// TestSendersWrittenAsEverywhere: a binding's senderId and an identity
+// link write a sender as allowFrom does (bus.SenderMatches): any one of
+// its ids, "@" and case ignored for a username.
+func TestSendersWrittenAsEverywhere(t *testing.T) {
+	c := configs.Default()
+	c.Agents.List = []configs.AgentProfile{{Name: "family", SessionScope: configs.ScopePerIdentity}}
+	m := bus.Inbound{Channel: "telegram", ChatID: "42", SenderID: "123456789|alice"}
+	for _, entry := range []string{"123456789", "alice", "@Alice", "123456789|alice"} {
+		c.Bindings = []configs.Binding{{Agent: "family", Match: configs.BindingMatch{Channel: "telegram", SenderID: entry}}}
+		if d := New(&c).Route(m); d.Agent != "family" {
+			t.Errorf("binding senderId %q: routed to %q, want family", entry, d.Agent)
+		}
+		c.Bindings = []configs.Binding{{Agent: "family", Match: configs.BindingMatch{Channel: "telegram"}}}
+		c.IdentityLinks = map[string][]string{"alice-person": {"telegram:" + entry}}
+		if d := New(&c).Route(m); d.SessionKey != "identity:alice-person" {
+			t.Errorf("identity link telegram:%s: session %q, want the linked identity's", entry, d.SessionKey)
+		}
+	}
+	c.Bindings = []configs.Binding{{Agent: "family", Match: configs.BindingMatch{Channel: "telegram", SenderID: "alic"}}}
+	if d := New(&c).Route(m); d.Agent == "family" {
+		t.Error("a part of a username matched")
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // Budget caps what one scope may spend in a day and in a month (the
@@ -30,7 +32,8 @@ type Limits struct {
 	PerChat Budget
 	// PerAgent caps the named agents.
 	PerAgent map[string]Budget
-	// Exempt senders ("channel:sender") are never limited.
+	// Exempt senders ("channel:sender", a sender written as everywhere:
+	// bus.ChannelSenderMatches) are never limited.
 	Exempt []string
 	// ExemptAdmins also exempts senders their channel vouches for as
 	// admins (Caller.Admin).
@@ -74,10 +77,9 @@ type Estimate struct {
 // serialised by one mutex; the ledger is read under it (lock order:
 // Budgets, then Ledger).
 type Budgets struct {
-	led    *Ledger
-	lim    Limits
-	exempt map[string]bool
-	log    *slog.Logger
+	led *Ledger
+	lim Limits
+	log *slog.Logger
 
 	mu       sync.Mutex
 	reserved map[Scope]held
@@ -97,11 +99,8 @@ func NewBudgets(led *Ledger, lim Limits, log *slog.Logger) *Budgets {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := &Budgets{led: led, lim: lim, exempt: map[string]bool{}, log: log,
+	b := &Budgets{led: led, lim: lim, log: log,
 		reserved: map[Scope]held{}, warned: map[string]bool{}}
-	for _, e := range lim.Exempt {
-		b.exempt[e] = true
-	}
 	var kinds []ScopeKind
 	if !lim.PerChat.empty() {
 		kinds = append(kinds, ScopeChat)
@@ -175,7 +174,15 @@ func (b *Budgets) checks(c Caller) []check {
 
 // Exempt reports whether c is never limited.
 func (b *Budgets) Exempt(c Caller) bool {
-	return (c.Sender != "" && b.exempt[c.Channel+":"+c.Sender]) || (b.lim.ExemptAdmins && c.Admin)
+	if b.lim.ExemptAdmins && c.Admin {
+		return true
+	}
+	for _, e := range b.lim.Exempt {
+		if bus.ChannelSenderMatches(e, c.Channel, c.Sender) {
+			return true
+		}
+	}
+	return false
 }
 
 // Reserve checks c's budgets before a call that may use est. When one is

@@ -277,3 +277,28 @@ func BenchmarkReserve(b *testing.B) {
 		r.Release()
 	}
 }
+
+// TestBudgetExemptNamesSendersAsEverywhere: limits.exempt writes a sender
+// as allowFrom does, so "telegram:123456789" (the form the docs show)
+// exempts a Telegram user who has a username ("123456789|alice"), and so
+// do "telegram:alice" and "telegram:@Alice"; another channel's id does not.
+func TestBudgetExemptNamesSendersAsEverywhere(t *testing.T) {
+	l := openTest(t, t.TempDir(), Options{})
+	spend(t, l, "someone", 500, 0)
+	withName := Caller{Channel: "telegram", Sender: "123456789|alice"}
+	for _, tc := range []struct {
+		entry string
+		want  bool
+	}{
+		{"telegram:123456789", true},
+		{"telegram:alice", true},
+		{"telegram:@Alice", true},
+		{"discord:123456789", false},
+		{"telegram:12345678", false},
+	} {
+		b := NewBudgets(l, Limits{Global: Budget{DailyTokens: 100}, Exempt: []string{tc.entry}}, nil)
+		if got := b.Exempt(withName); got != tc.want {
+			t.Errorf("exempt %q, sender telegram %q: %v, want %v", tc.entry, withName.Sender, got, tc.want)
+		}
+	}
+}
