@@ -87,7 +87,8 @@ func TestSlowClientsLoseTheirConnections(t *testing.T) {
 	llm := &heldLLM{started: make(chan struct{}), release: make(chan struct{})}
 	r := startGatewayOpts(t, apiConfig(), llm, func(o *Options) { o.httpLimits = lim }, hookChannel{newFake("hook")})
 
-	stream := startHeldStream(t, r.addr, llm)
+	token := r.token(t)
+	stream := startHeldStream(t, r.addr, token, llm)
 
 	stop := make(chan struct{})
 	probes := make(chan []time.Duration, 1)
@@ -109,7 +110,9 @@ func TestSlowClientsLoseTheirConnections(t *testing.T) {
 	}
 	body := func(path, contentType string) misbehave {
 		return func(c net.Conn, closed <-chan struct{}) {
-			fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: 1000\r\n\r\n", path, r.addr, contentType)
+			// With the API key: a request the gateway reads the body of
+			// (one without is refused before its body).
+			fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: 1000\r\n\r\n", path, r.addr, token, contentType)
 			trickle(c, "--b\r\n"+strings.Repeat(" ", 995), closed)
 		}
 	}
@@ -173,7 +176,7 @@ func TestSlowClientsLoseTheirConnections(t *testing.T) {
 
 // startHeldStream opens a streamed completion held by llm and returns what
 // it will have read once the stream ends.
-func startHeldStream(t *testing.T, addr string, llm *heldLLM) <-chan string {
+func startHeldStream(t *testing.T, addr, token string, llm *heldLLM) <-chan string {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+"/v1/chat/completions",
 		strings.NewReader(`{"model":"test-model","stream":true,"messages":[{"role":"user","content":"hold"}]}`))
@@ -181,6 +184,7 @@ func startHeldStream(t *testing.T, addr string, llm *heldLLM) <-chan string {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
 	client := &http.Client{Transport: &http.Transport{}}
 	resp, err := client.Do(req)
 	if err != nil {
