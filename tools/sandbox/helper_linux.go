@@ -36,7 +36,7 @@ const rlimitNPROC = 6
 // the pids cgroup, mounts the sandbox's /proc and stays as the namespace's
 // init (runInit), which starts the second stage. Otherwise (and in that
 // second stage) it drops capabilities, sets the limits, applies Landlock
-// and the UNIX socket filter, or builds the bubblewrap command line (which
+// and the socket filter, or builds the bubblewrap command line (which
 // hands bubblewrap the filter), and executes the command.
 func confineAndExec(p policy, prog string, argv []string) error {
 	// Landlock and no_new_privs go on this thread only; the command is
@@ -73,8 +73,8 @@ func confineAndExec(p policy, prog string, argv []string) error {
 			return fmt.Errorf("working folder: %w", err)
 		}
 		filterFD := -1
-		if !p.UnixSockets {
-			f, err := unixSocketFilterFile()
+		if install, blockUnix := p.socketFilter(); install {
+			f, err := socketFilterFile(blockUnix)
 			if err != nil {
 				return err
 			}
@@ -96,9 +96,9 @@ func confineAndExec(p policy, prog string, argv []string) error {
 	if err := restrictLandlock(p); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
-	if !p.UnixSockets {
+	if install, blockUnix := p.socketFilter(); install {
 		// After Landlock, which set no_new_privs.
-		if err := installUnixSocketFilter(); err != nil {
+		if err := installSocketFilter(blockUnix); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,10 @@ import (
 // children, as the nanobot executable does for the gateway's.
 func TestMain(m *testing.M) {
 	sandboxtest.ServeIfAsked()
+	if os.Getenv(tcpProbeEnv) != "" {
+		tcpProbe(os.Args[1:])
+		os.Exit(0)
+	}
 	if target := os.Getenv(unixProbeEnv); target != "" {
 		unixProbe(target)
 		os.Exit(0)

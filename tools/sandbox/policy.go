@@ -79,6 +79,17 @@ type policy struct {
 	Proc bool `json:"proc,omitempty"`
 }
 
+// socketFilter says whether the helper installs the socket filter
+// (seccomp.go) and whether with its UNIX socket half: that half unless
+// UnixSockets, and the filter as a whole also wherever Landlock's TCP
+// rules are what keeps the command off a port (the network off without a
+// network namespace), because MPTCP and SMC sockets would get past them.
+func (p policy) socketFilter() (install, blockUnix bool) {
+	tcpRules := !p.Network && !p.Namespaces && p.Mode != ModeBwrap
+	blockUnix = !p.UnixSockets
+	return blockUnix || tcpRules && UnixSocketFilterSupported(), blockUnix
+}
+
 // policyFor builds the policy of spec: system folders, spec's folders and
 // the program's own folder read-only, spec.Writable read-write.
 func policyFor(spec Spec, prog string) policy {
