@@ -17,7 +17,7 @@ import (
 // datagram pair could send to any address, so those are refused too.
 // (Spec.AllowUnixSockets leaves all of that out.)
 //
-// Landlock's TCP rules (the network off) check TCP sockets
+// Landlock's TCP rules (network off, the port wall) check TCP sockets
 // only, and two other protocols reach any TCP listener: an MPTCP socket
 // falls back to plain TCP against a server that does not speak MPTCP, and
 // SMC falls back to its TCP connection, both made inside the kernel where
@@ -88,7 +88,8 @@ var filterABIs = map[string][]syscallABI{
 // UnixSocketFilterSupported reports whether this build can block UNIX
 // sockets (it has the filter for amd64 and arm64). Elsewhere confined
 // commands run only with Spec.AllowUnixSockets, and without the filter's
-// other half, so Landlock's TCP rules are not the whole story there.
+// other half, so Landlock's TCP rules are not the whole story there (see
+// PortWall).
 func UnixSocketFilterSupported() bool { return filterABIs[runtime.GOARCH] != nil }
 
 // errNoUnixFilter is why a confining mode refuses to run a command on an
