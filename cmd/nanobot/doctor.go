@@ -103,6 +103,9 @@ func diagnose(l *configs.Loaded) []finding {
 		add("warn", "no OS sandbox is available on this machine (no Landlock, no working bubblewrap): exec relies on the command guard and the workspace check only", "use Linux 5.13 or newer with Landlock enabled (lsm=...,landlock), or install bubblewrap (apt install bubblewrap)")
 	} else {
 		add("ok", "commands and MCP stdio servers run confined: "+sandbox.Describe(mode), "")
+		if ok, why := sandbox.PortWall(mode); !ok && c.Tools.Exec.NetworkAllowed() {
+			add("warn", "confined commands can connect to the gateway's own port, where the credential check is the only wall: "+why, "use Linux 6.7 or newer (Landlock ABI 4); under bwrap, a bubblewrap that is not setuid")
+		}
 		if !sandbox.ProcessLimitEnforced() {
 			add("warn", "the gateway runs as root and no pids cgroup can be made: tools.exec.limits.processes does not bind (a fork bomb is stopped only by the timeout)", "run the gateway as an ordinary user (the systemd unit and the Docker image do)")
 		}

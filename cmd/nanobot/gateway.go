@@ -63,6 +63,9 @@ func runGateway(ctx context.Context, a *app) error {
 	} else {
 		a.log.Info("exec sandbox", "sandbox", sb)
 	}
+	if ok, why := sandbox.PortWall(sandbox.Mode(l.Config.Tools.Exec.Sandbox)); !ok && l.Config.Tools.Exec.NetworkAllowed() {
+		a.log.Warn("exec commands can reach the gateway's own port; the credential check is the only wall", "reason", why)
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

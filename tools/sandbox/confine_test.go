@@ -5,7 +5,6 @@ package sandbox_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,28 +184,15 @@ func TestFileAccess(t *testing.T) {
 }
 
 // TestNoNetwork: with the network off a confined command cannot reach a
-// server on the host's loopback; with it on, it can.
+// server on the host's loopback; with it on, it can. The server is another
+// process's: the test process's own ports are walled off (TestPortWall).
 func TestNoNetwork(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("needs bash for /dev/tcp")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("SANDBOX-SECRET\n"))
-			c.Close()
-		}
-	}()
-	command := fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && head -1 <&3", ln.Addr().(*net.TCPAddr).Port)
+	port := sandboxtest.ForeignServer(t, "SANDBOX-SECRET\n")
+	command := fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && head -1 <&3", port)
 	forVariants(t, true, func(t *testing.T, v variant) {
 		if v.noNS && sandbox.LandlockABI() < 4 {
 			t.Skipf("network off needs Landlock ABI 4 or namespaces; ABI %d", sandbox.LandlockABI())

@@ -35,9 +35,10 @@ const rlimitNPROC = 6
 // confineAndExec runs in the helper. Started in fresh namespaces, it joins
 // the pids cgroup, mounts the sandbox's /proc and stays as the namespace's
 // init (runInit), which starts the second stage. Otherwise (and in that
-// second stage) it drops capabilities, sets the limits, applies Landlock
-// and the UNIX socket filter, or builds the bubblewrap command line (which
-// hands bubblewrap the filter), and executes the command.
+// second stage) it drops capabilities, sets the limits, applies Landlock,
+// the port wall (p.WallFD) and the socket filter, or raises the port wall
+// and builds the bubblewrap command line (which hands bubblewrap the
+// filter), and executes the command.
 func confineAndExec(p policy, prog string, argv []string) error {
 	// Landlock and no_new_privs go on this thread only; the command is
 	// executed from it and inherits them. (The all-threads way reads
@@ -72,9 +73,16 @@ func confineAndExec(p policy, prog string, argv []string) error {
 		if err != nil {
 			return fmt.Errorf("working folder: %w", err)
 		}
+		if p.WallFD > 0 {
+			// A Landlock layer that handles no file-system access leaves
+			// bubblewrap free to mount; it and the command inherit it.
+			if err := raisePortWall(p.WallFD); err != nil {
+				return err
+			}
+		}
 		filterFD := -1
-		if !p.UnixSockets {
-			f, err := unixSocketFilterFile()
+		if install, blockUnix := p.socketFilter(); install {
+			f, err := socketFilterFile(blockUnix)
 			if err != nil {
 				return err
 			}
@@ -96,9 +104,14 @@ func confineAndExec(p policy, prog string, argv []string) error {
 	if err := restrictLandlock(p); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
-	if !p.UnixSockets {
+	if p.WallFD > 0 {
+		if err := raisePortWall(p.WallFD); err != nil {
+			return err
+		}
+	}
+	if install, blockUnix := p.socketFilter(); install {
 		// After Landlock, which set no_new_privs.
-		if err := installUnixSocketFilter(); err != nil {
+		if err := installSocketFilter(blockUnix); err != nil {
 			return err
 		}
 	}

@@ -22,11 +22,20 @@ func runInit(p policy, argv []string) error {
 		return fmt.Errorf("init: %w", err)
 	}
 	p.Stage2 = true
+	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
+	var wall *os.File
+	if p.WallFD > 0 {
+		wall = os.NewFile(uintptr(p.WallFD), "landlock-port-wall")
+		files = append(files, wall)
+		p.WallFD = len(files) - 1
+	}
 	args := append([]string{HelperName, p.encode(), "--"}, argv...)
-	proc, err := os.StartProcess(self, args, &os.ProcAttr{
-		Env:   os.Environ(),
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-	})
+	proc, err := os.StartProcess(self, args, &os.ProcAttr{Env: os.Environ(), Files: files})
+	if wall != nil {
+		// The second stage enforces the port wall with its own copy; this
+		// stage does not keep the shared ruleset.
+		wall.Close()
+	}
 	if err != nil {
 		return fmt.Errorf("init: start: %w", err)
 	}

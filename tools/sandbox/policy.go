@@ -77,6 +77,22 @@ type policy struct {
 	// Proc: the helper mounted a /proc of the sandbox's own PID namespace,
 	// which the command may then read.
 	Proc bool `json:"proc,omitempty"`
+	// WallFD is the inherited descriptor of the port wall's Landlock
+	// ruleset (portwall.go), which the helper enforces and closes before
+	// the command runs; 0 = no wall.
+	WallFD int `json:"wallfd,omitempty"`
+}
+
+// socketFilter says whether the helper installs the socket filter
+// (seccomp.go) and whether with its UNIX socket half: that half unless
+// UnixSockets, and the filter as a whole also wherever Landlock's TCP
+// rules are what keeps the command off a port (the port wall, or the
+// network off without a network namespace), because MPTCP and SMC sockets
+// would get past them.
+func (p policy) socketFilter() (install, blockUnix bool) {
+	tcpRules := p.WallFD > 0 || !p.Network && !p.Namespaces && p.Mode != ModeBwrap
+	blockUnix = !p.UnixSockets
+	return blockUnix || tcpRules && UnixSocketFilterSupported(), blockUnix
 }
 
 // policyFor builds the policy of spec: system folders, spec's folders and

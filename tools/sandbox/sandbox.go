@@ -32,6 +32,11 @@
 // folders, unless Spec.AllowUnixSockets; the filter exists for amd64 and
 // arm64, and elsewhere the confining modes need AllowUnixSockets.
 //
+// With the network on, a confined child cannot connect to the TCP ports
+// this process listens on, the gateway's own (the port wall, portwall.go:
+// a Landlock ruleset built once and shared; PortWall says where the host
+// cannot). Command may be called from many goroutines at once.
+//
 // A mode this build or host cannot provide is an error: the child is not
 // started unconfined instead.
 package sandbox
@@ -192,9 +197,22 @@ func helperCommand(ctx context.Context, mode Mode, spec Spec) (*exec.Cmd, error)
 			return nil, fmt.Errorf("%w %q: network off needs Landlock ABI 4 (Linux 6.7) or user namespaces; this host has ABI %d and no user namespaces (use bwrap)", ErrUnsupportedMode, mode, LandlockABI())
 		}
 	}
+	wallFile, err := portWallFile(p)
+	if err != nil {
+		return nil, err
+	}
+	if wallFile != nil {
+		p.WallFD = 3 // ExtraFiles[0]
+	}
 	p.Cgroup = newPidsCgroup(p.Limits.Processes)
 	cmd := exec.CommandContext(ctx, self, append([]string{p.encode(), "--", prog}, spec.Args...)...)
 	cmd.Args[0] = HelperName
+	if wallFile != nil {
+		// Closed when cmd is garbage collected (os.NewFile's cleanup):
+		// exec.Cmd has no hook after Start, and the caller may start cmd
+		// any time later.
+		cmd.ExtraFiles = []*os.File{wallFile}
+	}
 	if p.Namespaces {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 		setNamespaces(cmd.SysProcAttr, spec.DenyNetwork)

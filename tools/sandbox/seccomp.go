@@ -7,14 +7,24 @@ import (
 	"golang.org/x/net/bpf"
 )
 
-// The UNIX socket filter. Landlock does not mediate connect() to an
-// existing pathname socket on the kernels nanobot runs on, and a seccomp
-// filter cannot read the address connect() is given, so the filter works
-// one step earlier: a confined command cannot create a UNIX socket at all
+// The socket filter. Landlock does not mediate connect() to an existing
+// pathname socket on the kernels nanobot runs on, and a seccomp filter
+// cannot read the address connect() is given, so the filter works one step
+// earlier: a confined command cannot create a UNIX socket at all
 // (socket(AF_UNIX, ...) fails with EACCES), and without one it cannot
 // connect to any. Socket pairs stay where they cannot be pointed anywhere:
 // stream and seqpacket pairs are connected to each other for good, while a
 // datagram pair could send to any address, so those are refused too.
+// (Spec.AllowUnixSockets leaves all of that out.)
+//
+// Landlock's TCP rules (network off, the port wall) check TCP sockets
+// only, and two other protocols reach any TCP listener: an MPTCP socket
+// falls back to plain TCP against a server that does not speak MPTCP, and
+// SMC falls back to its TCP connection, both made inside the kernel where
+// Landlock does not look. So the filter refuses to create them
+// (EPROTONOSUPPORT and EAFNOSUPPORT, what a kernel built without them
+// says; programs that try MPTCP first fall back to TCP).
+//
 // io_uring is refused (ENOSYS, which programs take as "no io_uring here"
 // and fall back) because its socket operation would bypass the filter. A
 // system call of an architecture the filter does not know kills the
@@ -22,16 +32,23 @@ import (
 
 // Values the filter tests, from the kernel's UAPI headers.
 const (
-	afUnix         = 1
-	sockStream     = 1
-	sockSeqpacket  = 5
-	sockTypeMask   = 0xf
-	x32SyscallBit  = 0x40000000
-	errnoEACCES    = 13
-	errnoENOSYS    = 38
-	retAllow       = 0x7fff0000
-	retErrno       = 0x00050000
-	retKillProcess = 0x80000000
+	afUnix               = 1
+	afInet               = 2
+	afInet6              = 10
+	afSMC                = 43
+	ipprotoSMC           = 256
+	ipprotoMPTCP         = 262
+	sockStream           = 1
+	sockSeqpacket        = 5
+	sockTypeMask         = 0xf
+	x32SyscallBit        = 0x40000000
+	errnoEACCES          = 13
+	errnoENOSYS          = 38
+	errnoEPROTONOSUPPORT = 93
+	errnoEAFNOSUPPORT    = 97
+	retAllow             = 0x7fff0000
+	retErrno             = 0x00050000
+	retKillProcess       = 0x80000000
 
 	// Offsets in struct seccomp_data: nr, arch, instruction pointer,
 	// then six 64-bit arguments (their low halves first: little endian,
@@ -40,6 +57,7 @@ const (
 	offArch = 4
 	offArg0 = 16
 	offArg1 = 24
+	offArg2 = 32
 )
 
 // syscallABI names the system calls the filter looks at in one of the
@@ -69,7 +87,9 @@ var filterABIs = map[string][]syscallABI{
 
 // UnixSocketFilterSupported reports whether this build can block UNIX
 // sockets (it has the filter for amd64 and arm64). Elsewhere confined
-// commands run only with Spec.AllowUnixSockets.
+// commands run only with Spec.AllowUnixSockets, and without the filter's
+// other half, so Landlock's TCP rules are not the whole story there (see
+// PortWall).
 func UnixSocketFilterSupported() bool { return filterABIs[runtime.GOARCH] != nil }
 
 // errNoUnixFilter is why a confining mode refuses to run a command on an
@@ -78,8 +98,9 @@ func errNoUnixFilter() error {
 	return fmt.Errorf("%w: blocking UNIX sockets needs a seccomp filter, which this build has for amd64 and arm64 only (this is %s); set tools.exec.allowUnixSockets to true to run confined commands without it", ErrUnsupportedMode, runtime.GOARCH)
 }
 
-// unixSocketFilter assembles the filter for goarch.
-func unixSocketFilter(goarch string) ([]bpf.RawInstruction, error) {
+// socketFilter assembles the filter for goarch; blockUnix adds the UNIX
+// socket half.
+func socketFilter(goarch string, blockUnix bool) ([]bpf.RawInstruction, error) {
 	abis := filterABIs[goarch]
 	if abis == nil {
 		return nil, errNoUnixFilter()
@@ -106,15 +127,26 @@ func unixSocketFilter(goarch string) ([]bpf.RawInstruction, error) {
 
 	a.label("socket")
 	a.emit(bpf.LoadAbsolute{Off: offArg0, Size: 4})
-	a.jeq(afUnix, "eacces", "allow")
+	if blockUnix {
+		a.jeq(afUnix, "eacces", "")
+	}
+	a.jeq(afInet, "inet", "")
+	a.jeq(afInet6, "inet", "")
+	a.jeq(afSMC, "eafnosupport", "allow")
+	a.label("inet")
+	a.emit(bpf.LoadAbsolute{Off: offArg2, Size: 4})
+	a.jeq(ipprotoMPTCP, "eprotonosupport", "")
+	a.jeq(ipprotoSMC, "eprotonosupport", "allow")
 
 	a.label("socketpair")
-	a.emit(bpf.LoadAbsolute{Off: offArg0, Size: 4})
-	a.jeq(afUnix, "", "allow")
-	a.emit(bpf.LoadAbsolute{Off: offArg1, Size: 4})
-	a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: sockTypeMask})
-	a.jeq(sockStream, "allow", "")
-	a.jeq(sockSeqpacket, "allow", "eacces")
+	if blockUnix {
+		a.emit(bpf.LoadAbsolute{Off: offArg0, Size: 4})
+		a.jeq(afUnix, "", "allow")
+		a.emit(bpf.LoadAbsolute{Off: offArg1, Size: 4})
+		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: sockTypeMask})
+		a.jeq(sockStream, "allow", "")
+		a.jeq(sockSeqpacket, "allow", "eacces")
+	}
 
 	a.label("allow")
 	a.emit(bpf.RetConstant{Val: retAllow})
@@ -122,6 +154,10 @@ func unixSocketFilter(goarch string) ([]bpf.RawInstruction, error) {
 	a.emit(bpf.RetConstant{Val: retErrno | errnoEACCES})
 	a.label("enosys")
 	a.emit(bpf.RetConstant{Val: retErrno | errnoENOSYS})
+	a.label("eprotonosupport")
+	a.emit(bpf.RetConstant{Val: retErrno | errnoEPROTONOSUPPORT})
+	a.label("eafnosupport")
+	a.emit(bpf.RetConstant{Val: retErrno | errnoEAFNOSUPPORT})
 	return a.assemble()
 }
 

@@ -11,11 +11,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// installUnixSocketFilter restricts this thread, and so the command
-// executed from it, with the UNIX socket filter (see seccomp.go). The
-// thread must have no_new_privs set.
-func installUnixSocketFilter() error {
-	raw, err := unixSocketFilter(runtime.GOARCH)
+// installSocketFilter restricts this thread, and so the command executed
+// from it, with the socket filter (see seccomp.go; blockUnix adds its UNIX
+// socket half). The thread must have no_new_privs set.
+func installSocketFilter(blockUnix bool) error {
+	raw, err := socketFilter(runtime.GOARCH, blockUnix)
 	if err != nil {
 		return err
 	}
@@ -31,12 +31,12 @@ func installUnixSocketFilter() error {
 	return nil
 }
 
-// unixSocketFilterFile returns a file holding the UNIX socket filter as
+// socketFilterFile returns a file holding the socket filter as
 // bubblewrap's --seccomp reads it (struct sock_filter after struct
 // sock_filter, in the machine's byte order), positioned at its start and
 // inherited across exec.
-func unixSocketFilterFile() (*os.File, error) {
-	raw, err := unixSocketFilter(runtime.GOARCH)
+func socketFilterFile(blockUnix bool) (*os.File, error) {
+	raw, err := socketFilter(runtime.GOARCH, blockUnix)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nanobot-go/nanobot/tools/sandbox"
+	"github.com/nanobot-go/nanobot/tools/sandbox/sandboxtest"
 	"go.uber.org/goleak"
 )
 
@@ -13,6 +14,7 @@ import (
 // nanobot executable is the gateway's: the tests run under the default
 // sandbox (Landlock where the kernel has it).
 func TestMain(m *testing.M) {
+	sandboxtest.ServeIfAsked()
 	sandbox.Init()
 	code := m.Run()
 	// A command's watcher that outlives the tests did not stop with it.
