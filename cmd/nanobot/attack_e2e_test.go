@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,7 +61,10 @@ for addr in "$@"; do
     [ "$p" = /api/me ] && [ "$res" = 200 ] && { echo "$out" | grep -q csrf && res=me-csrf || res=me-anon; }
     echo "RESULT bash $addr $p $res"
   done
-  python3 - "$addr" "$port" "$routes" "$code" <<'PY'
+  # The system's Python: one installed under a home folder (pyenv) is
+  # outside what the sandbox shows a command.
+  py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+  $py - "$addr" "$port" "$routes" "$code" <<'PY'
 import json, os, socket, sys, urllib.request, urllib.error, base64
 addr, port, routes, code = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
 host = "[%s]" % addr if ":" in addr else addr
@@ -166,19 +170,20 @@ func TestAgentCannotActAsTheOwner(t *testing.T) {
 	}
 }
 
-func attackFromExec(t *testing.T, bin, mode string) {
+// target is a gateway set up to be attacked: bound to every address (dual
+// stack), with the workbench served (a password is set) and the API on,
+// so everything the owner has is on the port the attacker aims at; a
+// memory, another chat's conversation and a stranger's pending pairing
+// code to protect; and the attack script.
+type target struct {
+	dir, cfg, state, code, script string
+	port                          int
+	llm                           *providertest.Server
+}
+
+func newTarget(t *testing.T, mode string) *target {
 	dir := t.TempDir()
-	port := freePort(t)
-	llm := providertest.New(t)
-	llm.Push(
-		providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "exec",
-			Arguments: fmt.Sprintf(`{"command":"bash attack.sh %d PAIRCODE %s","timeout":300}`, port, strings.Join(hostAddrs(t), " "))}}},
-		providertest.Reply{Text: "Done."},
-	)
-	cfg := filepath.Join(dir, "config.json")
-	// Bound to every address (dual stack), with the workbench served (a
-	// password is set) and the API on: everything the owner has is on the
-	// port the agent aims at.
+	tg := &target{dir: dir, cfg: filepath.Join(dir, "config.json"), state: filepath.Join(dir, "state"), port: freePort(t), llm: providertest.New(t)}
 	body := fmt.Sprintf(`{
 	  "agents": {"defaults": {"model": "test-model", "provider": "vllm"}},
 	  "providers": {"vllm": {"apiBase": %q}},
@@ -187,53 +192,43 @@ func attackFromExec(t *testing.T, bin, mode string) {
 	  "api": {"enabled": true},
 	  "tools": {"exec": {"sandbox": %q, "network": true}},
 	  "channels": {"tg": {"enabled": false, "allowFrom": []}}
-	}`, llm.OpenAIBase(), port, mode)
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ws := filepath.Join(dir, "workspace")
-	state := filepath.Join(dir, "state")
-	for _, d := range []string{filepath.Join(ws, "memory"), filepath.Join(dir, "sessions"), state} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	}`, tg.llm.OpenAIBase(), tg.port, mode)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+	must(os.WriteFile(tg.cfg, []byte(body), 0o600))
+	ws := filepath.Join(dir, "workspace")
+	for _, d := range []string{filepath.Join(ws, "memory"), filepath.Join(dir, "sessions"), tg.state} {
+		must(os.MkdirAll(d, 0o700))
+	}
 	must(os.WriteFile(filepath.Join(ws, "memory", "MEMORY.md"), []byte("# Facts\n- the owner likes tea\n"), 0o600))
 	must(os.WriteFile(filepath.Join(dir, "sessions", "telegram%3A4242.jsonl"),
 		[]byte(`{"_type":"metadata","key":"telegram:4242"}`+"\n"+`{"role":"user","content":"another chat's secret plans"}`+"\n"), 0o600))
-	code, _, err := channels.NewPairingStore(filepath.Join(state, "pairing.json")).Request("tg", "99|stranger", "dm99")
+	var err error
+	tg.code, _, err = channels.NewPairingStore(filepath.Join(tg.state, "pairing.json")).Request("tg", "99|stranger", "dm99")
 	must(err)
-	script := strings.ReplaceAll(attackScript, "PAIRCODE", code)
-	must(os.WriteFile(filepath.Join(ws, "attack.sh"), []byte(script), 0o700))
-	llm.Push() // keep the scripted replies as they are
-	before := ownerState(t, dir)
+	tg.script = filepath.Join(ws, "attack.sh")
+	must(os.WriteFile(tg.script, []byte(attackScript), 0o700))
+	return tg
+}
 
-	startBinaryGateway(t, bin, cfg, port)
-	// The agent's turn, asked for in the web chat by its owner (with the
-	// token); the model has been talked into attacking.
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, fmt.Sprintf("ws://127.0.0.1:%d/ws", port), nil)
-	must(err)
-	defer c.CloseNow()
-	must(wsjson.Write(ctx, c, web.Frame{Type: "auth", Chat: "owner-tab-0001", Token: instanceToken(t, cfg)}))
-	must(wsjson.Write(ctx, c, web.Frame{Type: "message", Text: "summarise this web page for me"}))
-	reqs := llm.WaitRequests(2, 4*time.Minute)
-	var out string
-	for _, m := range reqs[1].Messages() {
-		if m["role"] == "tool" {
-			out = fmt.Sprint(m["content"])
-		}
-	}
+// args are the attack script's arguments.
+func (tg *target) args(t *testing.T) []string {
+	return append([]string{fmt.Sprint(tg.port), tg.code}, hostAddrs(t)...)
+}
+
+// judge checks the attack script's output and what the owner keeps: every
+// attempt refused or 401/403, nothing changed since before.
+func (tg *target) judge(t *testing.T, who, out string, before map[string]string) {
+	t.Helper()
 	lines := regexp.MustCompile(`(?m)^RESULT (\S+) (\S+) (\S+) (\S+)$`).FindAllStringSubmatch(out, -1)
-	if len(lines) < 20 {
-		t.Fatalf("the attack script ran only %d attempts; its output:\n%s", len(lines), out)
+	// Per address: 8 routes by bash, Python and a raw socket (and curl
+	// where it is installed), and the web chat's socket.
+	if want := len(hostAddrs(t)) * (8*3 + 1); len(lines) < want {
+		t.Fatalf("the attack script ran %d attempts, want %d; its output:\n%s", len(lines), want, out)
 	}
 	tally := map[string]int{}
 	for _, l := range lines {
@@ -242,29 +237,113 @@ func attackFromExec(t *testing.T, bin, mode string) {
 		case "refused", "401", "403", "me-anon", "ws-refused":
 			tally[res]++
 		default:
-			t.Errorf("sandbox %s: %s to %s %s got %s, want refused or 401/403", mode, how, addr, route, res)
+			t.Errorf("%s: %s to %s %s got %s, want refused or 401/403", who, how, addr, route, res)
 		}
 	}
-	t.Logf("sandbox %s: %d attempts: %v", mode, len(lines), tally)
+	t.Logf("%s: %d attempts: %v", who, len(lines), tally)
 
-	after := ownerState(t, dir)
+	after := ownerState(t, tg.dir)
 	for f, sum := range before {
 		if after[f] != sum {
-			t.Errorf("sandbox %s: %s changed during the attack", mode, f)
+			t.Errorf("%s: %s changed during the attack", who, f)
 		}
 	}
 	for f := range after {
-		if _, ok := before[f]; !ok && !strings.Contains(f, "owner-tab-0001") && !strings.HasPrefix(f, "state/") && !strings.HasPrefix(f, "logs/") {
-			t.Errorf("sandbox %s: %s appeared during the attack", mode, f)
+		if _, ok := before[f]; !ok && !strings.Contains(f, "owner-tab-0001") {
+			t.Errorf("%s: %s appeared during the attack", who, f)
 		}
 	}
-	if strings.Contains(after["state/pairing.json"], "approved") {
-		t.Errorf("sandbox %s: a pairing approval appeared", mode)
+	// The cron service writes its file on its own; what matters is that
+	// no job of the attacker's is in it.
+	if jobs, _ := os.ReadFile(filepath.Join(tg.dir, "cron", "jobs.json")); strings.Contains(string(jobs), "exfiltrate") {
+		t.Errorf("%s: the attacker's cron job was added", who)
+	}
+	if channels.NewPairingStore(filepath.Join(tg.state, "pairing.json")).IsApproved("tg", "99|stranger") {
+		t.Errorf("%s: the stranger's pairing code was approved", who)
 	}
 }
 
-// ownerState hashes what the owner keeps: the config, memory, other
-// conversations, cron jobs and the pairing decisions.
+func attackFromExec(t *testing.T, bin, mode string) {
+	tg := newTarget(t, mode)
+	tg.llm.Push(
+		providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "exec",
+			Arguments: fmt.Sprintf(`{"command":"bash attack.sh %s","timeout":300}`, strings.Join(tg.args(t), " "))}}},
+		providertest.Reply{Text: "Done."},
+	)
+	startBinaryGateway(t, bin, tg.cfg, tg.port)
+	before := ownerState(t, tg.dir) // after start: the gateway makes its own files
+	// The agent's turn, asked for in the web chat by its owner (with the
+	// token); the model has been talked into attacking.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, fmt.Sprintf("ws://127.0.0.1:%d/ws", tg.port), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if err := wsjson.Write(ctx, c, web.Frame{Type: "auth", Chat: "owner-tab-0001", Token: instanceToken(t, tg.cfg)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wsjson.Write(ctx, c, web.Frame{Type: "message", Text: "summarise this web page for me"}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := tg.llm.WaitRequests(2, 4*time.Minute)
+	var out string
+	for _, m := range reqs[1].Messages() {
+		if m["role"] == "tool" {
+			out = fmt.Sprint(m["content"])
+		}
+	}
+	tg.judge(t, "sandbox "+mode, out, before)
+}
+
+// TestOtherUsersAreNotTheOwner: another user of the machine (nobody) runs
+// the same attack against the gateway's port, unconfined: every attempt
+// is answered 401 or 403 (or refused), and nothing changes.
+func TestOtherUsersAreNotTheOwner(t *testing.T) {
+	bin := binary(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a command as another user")
+	}
+	tg := newTarget(t, "landlock")
+	startBinaryGateway(t, bin, tg.cfg, tg.port)
+	before := ownerState(t, tg.dir)
+	// The script where the other user can read it (the instance's own
+	// folder is the owner's alone).
+	shared, err := os.MkdirTemp("", "attack-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	script := filepath.Join(shared, "attack.sh")
+	if err := os.WriteFile(script, []byte(attackScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", append([]string{script}, tg.args(t)...)...)
+	cmd.Dir = shared
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + shared}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the attack as nobody: %v\n%s", err, out)
+	}
+	// And the files that are the owner's whole credential stay out of
+	// reach of the other user.
+	for _, f := range []string{tg.cfg, filepath.Join(tg.state, "web_token")} {
+		c := exec.Command("cat", f)
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		if b, err := c.Output(); err == nil {
+			t.Errorf("nobody read %s: %q", f, b)
+		}
+	}
+	tg.judge(t, "user nobody", string(out), before)
+}
+
+// ownerState hashes what the owner keeps: the config, memory and other
+// conversations (cron jobs and pairing are checked by what they hold).
 func ownerState(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -274,11 +353,8 @@ func ownerState(t *testing.T, dir string) map[string]string {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		switch {
-		case rel == "config.json", rel == "workspace/memory/MEMORY.md", strings.HasPrefix(rel, "sessions/"), strings.HasPrefix(rel, "cron/"):
+		case rel == "config.json", rel == "workspace/memory/MEMORY.md", strings.HasPrefix(rel, "sessions/"):
 		case rel == "state/pairing.json":
-			b, _ := os.ReadFile(p)
-			out[rel] = string(b) // read for "approved" below; compared as is
-			return nil
 		default:
 			return nil
 		}
