@@ -46,7 +46,8 @@ type Inbox interface {
 	// It returns ErrDenied when access control rejected the sender: the
 	// adapter acknowledges it (it is not retried). Any other error means
 	// the message was not taken: the adapter must not acknowledge it (see
-	// DeliverRetrying). Deliver may block: while the queue is full
+	// DeliverRetrying, and ReportLost for platforms that cannot deliver it
+	// again). Deliver may block: while the queue is full
 	// (back-pressure) and on disk IO, until ctx ends.
 	Deliver(ctx context.Context, m bus.Inbound) error
 }
@@ -58,9 +59,9 @@ type InboxFunc func(ctx context.Context, m bus.Inbound) error
 func (f InboxFunc) Deliver(ctx context.Context, m bus.Inbound) error { return f(ctx, m) }
 
 // ErrUnavailable is returned (wrapped) by Deliver while the gateway cannot
-// store messages (its disk is full or failing). The adapter must not
-// acknowledge the message; DeliverRetrying keeps trying until the gateway
-// takes it or ctx ends.
+// store messages: its disk is full or failing, or (cluster mode) NATS is
+// unreachable. The adapter must not acknowledge the message;
+// DeliverRetrying keeps trying until the gateway takes it or ctx ends.
 var ErrUnavailable = errors.New("gateway cannot store messages right now")
 
 // ErrDenied is returned by Deliver for a sender that is not allowed. The

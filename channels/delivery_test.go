@@ -250,8 +250,8 @@ func TestDeliverRetryingHoldsWhileUnavailable(t *testing.T) {
 		}
 		return nil
 	})
-	if !DeliverRetrying(context.Background(), in, bus.Inbound{Channel: "tg"}, slog.New(slog.DiscardHandler), time.Microsecond, time.Millisecond) {
-		t.Fatal("message given up while the gateway could not store it")
+	if err := DeliverRetrying(context.Background(), in, bus.Inbound{Channel: "tg"}, slog.New(slog.DiscardHandler), time.Microsecond, time.Millisecond); err != nil {
+		t.Fatalf("message given up while the gateway could not store it: %v", err)
 	}
 	if n := calls.Load(); n != 3*DeliverAttempts+1 {
 		t.Errorf("%d attempts", n)

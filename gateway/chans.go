@@ -151,3 +151,8 @@ func (c *countedGate) Deliver(ctx context.Context, m bus.Inbound) error {
 
 // Admits implements channels.Admitter.
 func (c *countedGate) Admits(channel, senderID string) bool { return c.gate.Admits(channel, senderID) }
+
+var _ channels.LossCounter = (*countedGate)(nil)
+
+// CountLost implements channels.LossCounter.
+func (c *countedGate) CountLost(channel string) { c.metrics.Inbound(channel, "lost") }

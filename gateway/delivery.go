@@ -12,6 +12,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/gateway/bus/natsbus"
 	"github.com/nanobot-go/nanobot/gateway/journal"
 	"github.com/nanobot-go/nanobot/gateway/outbox"
 	"github.com/nanobot-go/nanobot/gateway/wal"
@@ -154,14 +155,22 @@ func (d *delivery) storageProblem() string {
 	return ""
 }
 
-// accept hands m to the inbox. A message the journal cannot store is not
-// taken: the error wraps channels.ErrUnavailable, so the adapter leaves it
-// unacknowledged and offers it again, and the sender hears about it once
-// per storageNoticeEvery.
+// accept hands m to the inbox. A message that cannot be stored now is not
+// taken: the error wraps channels.ErrUnavailable, so the adapter holds it
+// unacknowledged and offers it again for as long as that lasts, instead of
+// giving up after a few attempts. That is a journal that cannot write (the
+// sender hears about it once per storageNoticeEvery) and, in cluster mode,
+// a NATS server that does not answer while the caller still waits.
 func (d *delivery) accept(ctx context.Context, in inbox, m bus.Inbound) error {
 	err := in.Accept(ctx, m)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil && natsbus.IsTransient(err) {
+		return fmt.Errorf("%w: %w", channels.ErrUnavailable, err)
+	}
 	var we *wal.WriteError
-	if err == nil || !errors.As(err, &we) {
+	if !errors.As(err, &we) {
 		return err
 	}
 	key := m.Channel + "\x00" + m.ChatID

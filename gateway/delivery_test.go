@@ -1,13 +1,23 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/gateway/bus/natsbus"
 	"github.com/nanobot-go/nanobot/gateway/journal"
 	"github.com/nanobot-go/nanobot/gateway/wal/waltest"
 )
@@ -71,5 +81,50 @@ func TestDiskFullHoldsMessageTellsSenderOnceAndRecovers(t *testing.T) {
 	defer j.Close()
 	if _, err := j.Add(bus.Inbound{Channel: "fake", ChatID: "c1", MessageID: "2"}); err != journal.ErrDuplicate {
 		t.Errorf("message 2 not in the journal after recovery: %v", err)
+	}
+}
+
+// stubInbox answers Accept with err.
+type stubInbox struct{ err error }
+
+func (s stubInbox) Accept(context.Context, bus.Inbound) error { return s.err }
+func (stubInbox) Done(bus.Inbound, bool, error)               {}
+func (stubInbox) Pending() int                                { return 0 }
+
+// A cluster bus that cannot reach NATS is "unavailable, retry", like a
+// full disk: the adapter holds the message instead of giving up on it
+// after a few attempts. Other failures, and a caller that gave up, are
+// passed on as they are.
+func TestAcceptMapsBusOutageToUnavailable(t *testing.T) {
+	d := &delivery{notify: func(context.Context, bus.Outbound) error { t.Error("notice sent"); return nil },
+		log: slog.New(slog.DiscardHandler), noticed: map[string]time.Time{}}
+	m := bus.Inbound{Channel: "telegram", ChatID: "c1", MessageID: "9"}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name        string
+		ctx         context.Context
+		err         error
+		unavailable bool
+	}{
+		{"nats timeout", context.Background(), fmt.Errorf("natsbus: publish inbound: %w", nats.ErrTimeout), true},
+		{"no responders", context.Background(), fmt.Errorf("natsbus: publish inbound: %w", nats.ErrNoResponders), true},
+		{"no stream response", context.Background(), fmt.Errorf("natsbus: publish inbound: %w", jetstream.ErrNoStreamResponse), true},
+		{"reconnecting", context.Background(), fmt.Errorf("natsbus: publish inbound: %w", nats.ErrConnectionReconnecting), true},
+		{"attempt timed out", context.Background(), fmt.Errorf("natsbus: publish inbound: %w", context.DeadlineExceeded), true},
+		{"caller gave up", cancelled, fmt.Errorf("natsbus: publish inbound: %w", context.Canceled), false},
+		{"caller gave up during an outage", cancelled, fmt.Errorf("natsbus: publish inbound: %w", nats.ErrTimeout), false},
+		{"bus closed", context.Background(), natsbus.ErrClosed, false},
+		{"duplicate", context.Background(), journal.ErrDuplicate, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := d.accept(tc.ctx, stubInbox{err: tc.err}, m)
+			if got := errors.Is(err, channels.ErrUnavailable); got != tc.unavailable {
+				t.Errorf("accept = %v: unavailable %v, want %v", err, got, tc.unavailable)
+			}
+			if !errors.Is(err, tc.err) {
+				t.Errorf("accept = %v, want it to wrap %v", err, tc.err)
+			}
+		})
 	}
 }

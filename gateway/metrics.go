@@ -38,7 +38,7 @@ func NewMetrics(queueDepth func() (in, out int)) *Metrics {
 	r := prometheus.NewRegistry()
 	m := &Metrics{
 		Registry:     r,
-		inbound:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_inbound_messages_total", Help: "Messages received, by channel and outcome (accepted, denied, duplicate)."}, []string{"channel", "outcome"}),
+		inbound:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_inbound_messages_total", Help: "Messages received, by channel and outcome (accepted, denied, duplicate, bot, rate_limited; lost: not taken by the gateway on a platform that cannot deliver it again)."}, []string{"channel", "outcome"}),
 		outbound:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_outbound_sends_total", Help: "Platform sends and edits, by channel and kind."}, []string{"channel", "kind"}),
 		sendFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nanobot_send_failures_total", Help: "Sends that failed after all retries, by channel."}, []string{"channel"}),
 		channels:     newChannelCollector(),

@@ -122,10 +122,11 @@ func (c *Channel) message(ctx context.Context, in channels.Inbox, data string) o
 	if msg.Content == "" && len(msg.Media) == 0 {
 		return handled
 	}
-	err := in.Deliver(ctx, msg)
-	if err == nil || errors.Is(err, channels.ErrDenied) || channels.DeliverRetrying(ctx, in, msg, c.log, c.backoffMin, c.backoffMax) {
+	err := channels.DeliverRetrying(ctx, in, msg, c.log, c.backoffMin, c.backoffMax)
+	if err == nil || errors.Is(err, channels.ErrDenied) {
 		return handled
 	}
+	c.log.Warn("dingtalk: the gateway did not take a message; left unacknowledged for DingTalk to deliver again", "message_id", m.MsgID, "err", err)
 	c.dedup.Forget(m.MsgID)
 	return failed
 }

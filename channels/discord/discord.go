@@ -323,7 +323,11 @@ func (c *Channel) session(ctx context.Context, up func()) error {
 }
 
 // deliver hands m to the inbox, retrying a few times on failures other
-// than a denial.
+// than a denial. Gateway events are not acknowledged and a resume replays
+// only what the socket missed (discordgo keeps the sequence), so a message
+// the gateway did not take is lost, and reported so.
 func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m bus.Inbound) {
-	channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
+	if err := channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax); err != nil && !errors.Is(err, channels.ErrDenied) {
+		channels.ReportLost(in, m, err, c.log)
+	}
 }

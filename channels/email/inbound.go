@@ -190,7 +190,12 @@ func (c *Channel) processUnseen(ctx context.Context, cli *imapclient.Client, in 
 			skipped[uid] = true
 			continue
 		}
-		if !c.deliver(ctx, in, m) {
+		if err := channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax); err != nil {
+			if !errors.Is(err, channels.ErrDenied) {
+				// Not taken: it stays unread, and the session ends so
+				// that the channel backs off and reads it again first.
+				return fmt.Errorf("mail %d: %w", uid, err)
+			}
 			skipped[uid] = true // denied: leave it unread for the owner
 			continue
 		}
@@ -276,10 +281,4 @@ func (c *Channel) toInbound(in channels.Inbox, uid imap.UID, raw []byte) (bus.In
 		m.Media = append(m.Media, bus.Media{Path: file, MIMEType: f.MIMEType, Name: f.Name, Size: int64(len(f.Data))})
 	}
 	return m, true
-}
-
-// deliver hands m to the inbox, retrying failures other than a denial; it
-// reports whether the message was taken.
-func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m bus.Inbound) bool {
-	return channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
 }

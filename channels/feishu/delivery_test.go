@@ -52,7 +52,7 @@ func TestUndeliveredNotAcknowledged(t *testing.T) {
 	in := &flaky{}
 	running(t, ch, in)
 	first := fake.Push(feishutest.Message{From: aliceID, Text: "try me", MessageID: "om_same"})
-	waitFor(t, "the adapter to give up on the message", func() bool { return strings.Contains(logs.String(), "given up") })
+	waitFor(t, "the adapter to give up on the message", func() bool { return strings.Contains(logs.String(), "did not take a message") })
 	in.mu.Lock()
 	in.working = true
 	in.mu.Unlock()

@@ -110,16 +110,14 @@ func (c *Channel) handleEvent(ctx context.Context, in channels.Inbox, payload []
 	if strings.TrimSpace(m.Content) == "" && len(m.Media) == 0 {
 		return true
 	}
-	err := in.Deliver(ctx, m)
+	err := channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
 	if errors.Is(err, channels.ErrDenied) {
 		return true // acknowledged, never retried
-	}
-	if err != nil && ctx.Err() == nil && channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax) {
-		err = nil
 	}
 	if err != nil {
 		// Not taken: leave it unacknowledged so that the platform delivers
 		// it again, and let that redelivery through.
+		c.log.Warn("feishu: the gateway did not take a message; left for Feishu to deliver again", "message_id", m.MessageID, "err", err)
 		c.dedup.Forget(m.MessageID)
 		return false
 	}

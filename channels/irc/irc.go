@@ -319,7 +319,10 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 }
 
 // deliver hands m to the inbox, retrying a few times on failures other
-// than a denial.
+// than a denial. IRC acknowledges nothing and keeps no history to fetch
+// again: a message the gateway did not take is lost, and reported so.
 func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m bus.Inbound) {
-	channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
+	if err := channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax); err != nil && !errors.Is(err, channels.ErrDenied) {
+		channels.ReportLost(in, m, err, c.log)
+	}
 }

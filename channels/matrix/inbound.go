@@ -249,5 +249,5 @@ func (c *Channel) download(ctx context.Context, in channels.Inbox, evt *event.Ev
 // deliver hands m to the inbox, retrying a failure other than a denial a
 // few times. It reports whether the message was taken.
 func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m bus.Inbound) bool {
-	return channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
+	return channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax) == nil
 }

@@ -3,6 +3,7 @@ package mattermost
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"slices"
@@ -66,7 +67,12 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, data []byte) {
 	if len(files) > 0 {
 		c.download(ctx, in, &m, files)
 	}
-	channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
+	// The websocket has no acknowledgement, and the resume point has moved
+	// past this post (the server replays only what the socket missed): a
+	// post the gateway did not take is lost, and reported so.
+	if err := channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax); err != nil && !errors.Is(err, channels.ErrDenied) {
+		channels.ReportLost(in, m, err, c.log)
+	}
 }
 
 // toInbound converts a post. It reports false for posts the bot should not

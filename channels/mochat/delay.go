@@ -2,6 +2,7 @@ package mochat
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,12 +154,10 @@ func merge(msgs []bus.Inbound) bus.Inbound {
 }
 
 // deliverHeld hands a flushed batch to the gateway, retrying like any
-// inbound message; a batch that cannot be queued is logged and dropped
-// (its cursor has moved on).
+// inbound message. A batch the gateway did not take is lost (the cursors
+// of its messages moved on when they were held) and reported so.
 func (c *Channel) deliverHeld(ctx context.Context, in channels.Inbox, m bus.Inbound) {
-	err := in.Deliver(ctx, m)
-	if err == nil || ctx.Err() != nil || channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax) || ctx.Err() != nil {
-		return
+	if err := channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax); err != nil && !errors.Is(err, channels.ErrDenied) {
+		channels.ReportLost(in, m, err, c.log)
 	}
-	c.log.Warn("mochat: held panel messages could not be queued and are dropped", "chat", m.ChatID, "message_id", m.MessageID)
 }

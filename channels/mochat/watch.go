@@ -479,18 +479,24 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, kind, target st
 		c.delay.hold(msg)
 		return nil
 	}
+	var held []bus.Inbound
 	if isPanel && c.delay != nil {
-		if held := c.delay.take(chatID); len(held) > 0 {
+		if held = c.delay.take(chatID); len(held) > 0 {
 			msg = merge(append(held, msg))
 		}
 	}
-	err := in.Deliver(ctx, msg)
-	if err == nil || errors.Is(err, channels.ErrDenied) || ctx.Err() != nil ||
-		channels.DeliverRetrying(ctx, in, msg, c.log, c.backoffMin, c.backoffMax) || ctx.Err() != nil {
+	err := channels.DeliverRetrying(ctx, in, msg, c.log, c.backoffMin, c.backoffMax)
+	if err == nil || errors.Is(err, channels.ErrDenied) {
 		return nil
 	}
+	// Not taken (also when ctx ended while the gateway could not store):
+	// the cursor must not move past it, so that the platform gives it
+	// again; what was held for it goes back to wait for that.
+	for _, h := range held {
+		c.delay.hold(h)
+	}
 	d.Forget(id)
-	return errGaveUp
+	return fmt.Errorf("%w: %w", errGaveUp, err)
 }
 
 const panelPrefix = "panel:"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -51,7 +52,11 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, b []byte) {
 	if strings.TrimSpace(m.Content) == "" && len(m.Media) == 0 {
 		return
 	}
-	channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
+	// OneBot events are pushed once and not acknowledged: a message the
+	// gateway did not take is lost, and reported so.
+	if err := channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax); err != nil && !errors.Is(err, channels.ErrDenied) {
+		channels.ReportLost(in, m, err, c.log)
+	}
 }
 
 // toInbound converts an event. It reports false for what the bot should

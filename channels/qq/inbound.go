@@ -116,20 +116,14 @@ func (c *Channel) handle(ctx context.Context, in channels.Inbox, ev event) outco
 	if len(msg.Media) > 0 {
 		c.download(ctx, in, &msg)
 	}
-	denied := false
-	gate := channels.InboxFunc(func(ctx context.Context, m bus.Inbound) error {
-		err := in.Deliver(ctx, m)
-		denied = errors.Is(err, channels.ErrDenied)
-		return err
-	})
-	if !channels.DeliverRetrying(ctx, gate, msg, c.log, c.backoffMin, c.backoffMax) {
-		switch {
-		case ctx.Err() != nil:
-			c.dedup.Forget(msg.MessageID)
-			return stopped
-		case denied:
-			return done
-		}
+	switch err := channels.DeliverRetrying(ctx, in, msg, c.log, c.backoffMin, c.backoffMax); {
+	case errors.Is(err, channels.ErrDenied):
+		return done
+	case err != nil && ctx.Err() != nil:
+		c.dedup.Forget(msg.MessageID)
+		return stopped
+	case err != nil:
+		c.log.Warn("qq: the gateway did not take a message; QQ delivers it again after a resume", "message_id", msg.MessageID, "seq", ev.seq, "err", err)
 		c.dedup.Forget(msg.MessageID) // the redelivery must be taken
 		return retry
 	}

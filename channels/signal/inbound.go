@@ -105,19 +105,27 @@ func (c *Channel) receive(ctx context.Context, in channels.Inbox, data []byte) e
 	if m.Content == "" && len(m.Media) == 0 {
 		return nil
 	}
-	err := in.Deliver(ctx, m)
+	err := channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
 	if err == nil || errors.Is(err, channels.ErrDenied) {
-		return nil
-	}
-	if channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax) {
 		return nil
 	}
 	c.dedup.Forget(key)
 	if ctx.Err() != nil {
 		return nil
 	}
-	return fmt.Errorf("the gateway did not take message %s", m.MessageID)
+	return &notTakenError{m: m, err: err}
 }
+
+// notTakenError is receive's error for a message the gateway did not
+// take: the event stream leaves its event unconfirmed, the TCP transport
+// (which never sends a notification twice) reports the message lost.
+type notTakenError struct {
+	m   bus.Inbound
+	err error
+}
+
+func (e *notTakenError) Error() string { return e.err.Error() }
+func (e *notTakenError) Unwrap() error { return e.err }
 
 // toInbound converts an envelope carrying a data message. It reports false
 // for envelopes without one (receipts, typing, sync), the bot's own

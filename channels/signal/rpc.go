@@ -451,8 +451,13 @@ func (c *Channel) notification(ctx context.Context, in channels.Inbox, n message
 	if n.Method != "receive" {
 		return
 	}
-	if err := c.receive(ctx, in, n.Params); err != nil && ctx.Err() == nil {
+	err := c.receive(ctx, in, n.Params)
+	var nt *notTakenError
+	switch {
+	case errors.As(err, &nt):
 		// signal-cli does not send a notification twice over TCP.
+		channels.ReportLost(in, nt.m, nt.err, c.log)
+	case err != nil && ctx.Err() == nil:
 		c.log.Error("signal: a message could not be queued and is lost", "err", err)
 	}
 }

@@ -106,7 +106,9 @@ func (c *Channel) handleEvent(ctx context.Context, sm *socketmode.Client, in cha
 			c.log.Warn("slack: events_api envelope without an event skipped")
 			return
 		}
-		c.handleEventsAPI(ctx, in, api)
+		if !c.handleEventsAPI(ctx, in, api) {
+			return // not acknowledged: Slack sends the event again
+		}
 		// Only now, after Deliver returned (or the event was skipped).
 		if err := sm.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil && ctx.Err() == nil {
 			c.log.Warn("slack: acknowledging an envelope failed", "err", err)
@@ -120,8 +122,9 @@ func (c *Channel) handleEvent(ctx context.Context, sm *socketmode.Client, in cha
 }
 
 // handleEventsAPI turns an app_mention or message event into an Inbound
-// and delivers it.
-func (c *Channel) handleEventsAPI(ctx context.Context, in channels.Inbox, api slackevents.EventsAPIEvent) {
+// and delivers it. It reports whether the envelope may be acknowledged:
+// false for a message the gateway did not take.
+func (c *Channel) handleEventsAPI(ctx context.Context, in channels.Inbox, api slackevents.EventsAPIEvent) bool {
 	var m msg
 	switch e := api.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
@@ -133,28 +136,35 @@ func (c *Channel) handleEventsAPI(ctx context.Context, in channels.Inbox, api sl
 		}
 	default:
 		c.log.Debug("slack: event skipped", "type", api.InnerEvent.Type)
-		return
+		return true
 	}
 	inb, ok := c.toInbound(m)
 	if !ok {
-		return
+		return true
 	}
 	key := inb.ChatID + "/" + inb.MessageID
 	if c.seen.Seen(key) {
-		return
+		return true
 	}
 	if len(m.files) > 0 {
 		c.download(ctx, in, &inb, m.files)
 	}
-	if !c.deliver(ctx, in, inb) {
+	switch err := channels.DeliverRetrying(ctx, in, inb, c.log, c.backoffMin, c.backoffMax); {
+	case errors.Is(err, channels.ErrDenied):
+		return true
+	case err != nil:
+		if ctx.Err() == nil {
+			c.log.Warn("slack: the gateway did not take a message; left unacknowledged for Slack to send again", "chat_id", inb.ChatID, "message_id", inb.MessageID, "err", err)
+		}
 		c.seen.Forget(key)
-		return
+		return false
 	}
 	if c.cfg.reactions() {
 		if err := c.React(ctx, inb.ChatID, inb.MessageID, "eyes"); err != nil && ctx.Err() == nil {
 			c.log.Debug("slack: 👀 reaction failed", "err", err)
 		}
 	}
+	return true
 }
 
 // msg is the part of a message or app_mention event the adapter uses.
@@ -162,12 +172,6 @@ type msg struct {
 	channel, channelType, user, text, ts, threadTS, botID, subtype string
 	mention                                                        bool
 	files                                                          []slack.File
-}
-
-// deliver hands in to the inbox, retrying a failure other than a denial a
-// few times. It reports whether the message was taken.
-func (c *Channel) deliver(ctx context.Context, inbox channels.Inbox, in bus.Inbound) bool {
-	return channels.DeliverRetrying(ctx, inbox, in, c.log, c.backoffMin, c.backoffMax)
 }
 
 var mentionRE = regexp.MustCompile(`<@([A-Z0-9]+)(?:\|[^>]*)?>`)

@@ -19,34 +19,70 @@ import (
 )
 
 // handleUpdate turns one update into an Inbound and delivers it; updates
-// that are not messages for the bot are skipped.
-func (c *Channel) handleUpdate(ctx context.Context, u *models.Update) {
+// that are not messages for the bot are skipped. It returns nil when the
+// update may be acknowledged (taken, skipped, or from a denied sender),
+// and otherwise why the gateway did not take it: the update must then
+// stay unacknowledged. With retry, delivery is retried with backoff
+// (channels.DeliverRetrying); without, it is tried once.
+func (c *Channel) handleUpdate(ctx context.Context, u *models.Update, retry bool) error {
 	msg := u.Message
 	if msg == nil {
 		msg = u.ChannelPost
 	}
 	if msg == nil {
 		c.log.Debug("telegram: update without a message skipped", "update_id", u.ID)
-		return
+		return nil
 	}
 	in, ok := c.toInbound(ctx, msg)
 	if !ok {
-		return
+		return nil
 	}
-	c.deliver(ctx, in)
+	return c.deliver(ctx, in, retry)
 }
 
-// deliver hands in to the inbox. A failure other than a denial is retried
-// a few times: the update stays unacknowledged while it is.
-func (c *Channel) deliver(ctx context.Context, in bus.Inbound) {
+// errNotRunning is deliver's answer while Run is not running.
+var errNotRunning = errors.New("telegram: the channel is not running")
+
+// deliver hands in to the inbox (see handleUpdate).
+func (c *Channel) deliver(ctx context.Context, in bus.Inbound, retry bool) error {
 	c.mu.Lock()
 	inbox := c.inbox
 	c.mu.Unlock()
 	if inbox == nil {
-		c.log.Warn("telegram: message received while not running; dropped", "chat_id", in.ChatID)
-		return
+		return errNotRunning
 	}
-	channels.DeliverRetrying(ctx, inbox, in, c.log, c.backoffMin, c.backoffMax)
+	watched := channels.InboxFunc(func(ctx context.Context, m bus.Inbound) error {
+		err := inbox.Deliver(ctx, m)
+		c.noteDelivery(ctx, err)
+		return err
+	})
+	var err error
+	if retry {
+		err = channels.DeliverRetrying(ctx, watched, in, c.log, c.backoffMin, c.backoffMax)
+	} else {
+		err = watched.Deliver(ctx, in)
+	}
+	if errors.Is(err, channels.ErrDenied) {
+		return nil // acknowledged, never retried
+	}
+	return err
+}
+
+// noteDelivery keeps Health honest about the gateway's side of the
+// channel: while the gateway does not take messages (a full disk, the
+// cluster bus down) updates pile up unacknowledged at Telegram although
+// Telegram is reachable, so the channel reports reconnecting with why,
+// and connected again once a message is taken.
+func (c *Channel) noteDelivery(ctx context.Context, err error) {
+	switch {
+	case err == nil || errors.Is(err, channels.ErrDenied):
+		if c.refusing.CompareAndSwap(true, false) {
+			c.health.Set(channels.StateConnected, "")
+		}
+	case ctx.Err() == nil:
+		c.refusing.Store(true)
+		c.health.Set(channels.StateReconnecting, "the gateway is not taking messages: "+c.redact.Error(err))
+	}
 }
 
 // toInbound converts a message. It reports false for messages the bot

@@ -7,6 +7,9 @@
 // acknowledged to Telegram only after the gateway's Inbox took it: the next
 // getUpdates (whose offset confirms the previous batch) waits until every
 // update of the batch was handled, and the webhook answers after delivery.
+// An update the gateway did not take is never acknowledged: polling ends
+// the session and starts the next one at that update, the webhook answers
+// 503, and Health reports reconnecting until the gateway takes messages.
 // A failing poll is retried with backoff and jitter; Health says whether the
 // channel is connected or reconnecting, with the last error.
 //
@@ -26,6 +29,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -166,10 +170,18 @@ type Channel struct {
 	backoffMin   time.Duration
 	backoffMax   time.Duration
 
-	mu     sync.Mutex
 	health channels.HealthState
-	me     *models.User
-	inbox  channels.Inbox
+	// refusing is set while the gateway refuses messages (noteDelivery).
+	refusing atomic.Bool
+
+	mu    sync.Mutex
+	me    *models.User
+	inbox channels.Inbox
+	// offset is the id of the first polled update not yet handled (0:
+	// none known): a new poll session starts there, so that an update the
+	// gateway did not take is fetched again and the ones before it are
+	// confirmed, not delivered twice.
+	offset int64
 	// conflictSince and conflictLast bound the current run of 409
 	// Conflict answers (see conflict).
 	conflictSince, conflictLast time.Time
@@ -331,21 +343,30 @@ func (c *Channel) connect(ctx context.Context, register bool) error {
 
 var allowedUpdates = []string{"message", "channel_post"}
 
-// poll long-polls through the library until ctx ends or a poll fails; it
-// returns why (the Loop reconnects with backoff).
+// poll long-polls through the library until ctx ends, a poll fails or the
+// gateway does not take an update; it returns why (the Loop reconnects
+// with backoff, and the next session fetches that update again).
 func (c *Channel) poll(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := &poller{c: c, stop: cancel, idle: make(chan struct{})}
 	close(p.idle)
-	// A fresh library client per session: its offset starts over, so
-	// updates a previous session took but did not deliver are fetched again.
-	b, err := c.newBot(p,
+	opts := []bot.Option{
 		bot.WithDefaultHandler(p.handle),
 		bot.WithNotAsyncHandlers(), // in order, and done before the next poll acks
 		bot.WithWorkers(1),
 		bot.WithAllowedUpdates(allowedUpdates),
-	)
+	}
+	// A fresh library client per session starts at the first update not
+	// handled yet: one a previous session fetched but could not deliver is
+	// fetched again, and the first poll confirms only what went before it.
+	c.mu.Lock()
+	offset := c.offset
+	c.mu.Unlock()
+	if offset > 0 {
+		opts = append(opts, bot.WithInitialOffset(offset-1)) // the library asks for its value + 1
+	}
+	b, err := c.newBot(p, opts...)
 	if err != nil {
 		return err
 	}

@@ -152,6 +152,13 @@ func run(t *testing.T, ch *Channel) *inbox {
 func start(t *testing.T, ch *Channel) *inbox {
 	t.Helper()
 	in := &inbox{}
+	startWith(t, ch, in)
+	return in
+}
+
+// startWith runs ch delivering to in until the test ends.
+func startWith(t *testing.T, ch *Channel, in channels.Inbox) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ch.Run(ctx, in) }()
@@ -166,7 +173,6 @@ func start(t *testing.T, ch *Channel) *inbox {
 			t.Error("Run did not return within 5 s")
 		}
 	})
-	return in
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -56,7 +56,8 @@ func (s *sender) Do(req *http.Request) (*http.Response, error) {
 //   - acknowledge only handled updates: Telegram takes the offset of the
 //     next getUpdates as confirmation of everything before it, so that
 //     request waits until every update of the previous batch went through
-//     handle (the library fetches ahead otherwise);
+//     handle (the library fetches ahead otherwise), and is never sent once
+//     an update was not taken (handle ends the session instead);
 //   - skip malformed updates: an update that does not decode would fail the
 //     whole batch again and again, so it is logged and replaced by an empty
 //     update with the same id, which handle skips;
@@ -84,6 +85,11 @@ func (p *poller) Do(req *http.Request) (*http.Response, error) {
 	select {
 	case <-idle:
 	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if ctx.Err() != nil {
+		// The session ended while its last update was handled (it was not
+		// taken, or Run is stopping): this poll would confirm it.
 		return nil, ctx.Err()
 	}
 	// The poll's deadline: the long-poll timeout plus room for the network.
@@ -175,10 +181,24 @@ func (p *poller) check(status int, body []byte) ([]byte, error) {
 	return out, nil
 }
 
-// handle is the library's handler for every update of this Run.
+// handle is the library's handler for every update of this session. An
+// update the gateway did not take ends the session before the next poll
+// could confirm it; the updates after it in the batch are left alone, and
+// the next session fetches them all again from that update on.
 func (p *poller) handle(ctx context.Context, _ *bot.Bot, u *models.Update) {
 	defer p.done()
-	p.c.handleUpdate(ctx, u)
+	if ctx.Err() != nil {
+		return // the session is over: this update is fetched again
+	}
+	if err := p.c.handleUpdate(ctx, u, true); err != nil {
+		if ctx.Err() == nil {
+			p.stop(fmt.Errorf("update %d not taken; fetching it again: %w", u.ID, err))
+		}
+		return
+	}
+	p.c.mu.Lock()
+	p.c.offset = u.ID + 1
+	p.c.mu.Unlock()
 }
 
 func (p *poller) done() {

@@ -29,9 +29,10 @@ const maxUpdateBytes = 4 << 20
 
 // WebhookHandler receives updates in webhook mode. It checks Telegram's
 // secret token header (constant time), delivers the update before
-// answering (a 2xx is Telegram's acknowledgement; an error makes it
-// redeliver), and answers 200 to updates it cannot decode so they are not
-// sent again and again. It answers 503 while the channel is not running.
+// answering (a 2xx is Telegram's acknowledgement), answers 503 when the
+// gateway did not take it (Telegram sends it again later), and answers
+// 200 to updates it cannot decode so they are not sent again and again.
+// It answers 503 while the channel is not running.
 func (c *Channel) WebhookHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !channels.AllowPost(w, r) {
@@ -60,9 +61,16 @@ func (c *Channel) WebhookHandler() http.Handler {
 			w.WriteHeader(http.StatusOK)
 			return
 		}
-		c.handleUpdate(r.Context(), &u)
-		if r.Context().Err() != nil {
-			return // Telegram gave up; it redelivers
+		// One attempt: a refusal is answered at once, and Telegram, which
+		// keeps an unacknowledged update and sends it again with its own
+		// backoff, does the retrying (holding the request would hold one
+		// of its connections to the bot as well).
+		if err := c.handleUpdate(r.Context(), &u, false); err != nil {
+			if r.Context().Err() == nil {
+				c.log.Warn("telegram: the gateway did not take an update; answering 503 so that Telegram sends it again", "update_id", u.ID, "err", err)
+			}
+			http.Error(w, "not taken; retry", http.StatusServiceUnavailable)
+			return
 		}
 		w.WriteHeader(http.StatusOK)
 	})

@@ -145,14 +145,10 @@ func (c *Channel) message(ctx context.Context, in channels.Inbox, reqID string, 
 	if m.Content == "" && len(m.Media) == 0 {
 		return
 	}
-	err := in.Deliver(ctx, m)
-	if err == nil || errors.Is(err, channels.ErrDenied) {
-		return
-	}
-	if !channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax) && ctx.Err() == nil {
+	if err := channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax); err != nil && !errors.Is(err, channels.ErrDenied) {
 		// WeCom does not deliver a message twice: say so rather than
 		// leave the user waiting.
-		c.log.Error("wecom: a message could not be queued and is lost", "msgid", b.MsgID, "chat_id", chatID)
+		channels.ReportLost(in, m, err, c.log)
 		c.dedup.Forget(b.MsgID)
 	}
 }

@@ -169,11 +169,13 @@ func (c *Channel) deliver(ctx context.Context, in channels.Inbox, m message) boo
 	if msg.Content == "" && len(msg.Media) == 0 {
 		return true
 	}
-	err := in.Deliver(ctx, msg)
-	if err == nil || errors.Is(err, channels.ErrDenied) || ctx.Err() != nil ||
-		channels.DeliverRetrying(ctx, in, msg, c.log, c.backoffMin, c.backoffMax) {
+	// Not taken, also when ctx ended while the gateway could not store:
+	// the cursor must not be committed past it.
+	err := channels.DeliverRetrying(ctx, in, msg, c.log, c.backoffMin, c.backoffMax)
+	if err == nil || errors.Is(err, channels.ErrDenied) {
 		return true
 	}
+	c.log.Warn("weixin: the gateway did not take a message; it is polled again", "message_id", id, "err", err)
 	c.dedup.Forget(id)
 	return false
 }

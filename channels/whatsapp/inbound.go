@@ -2,6 +2,7 @@ package whatsapp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -25,7 +26,12 @@ func (c *Channel) handle(ctx context.Context, cli client, in channels.Inbox, e *
 	if !ok {
 		return
 	}
-	if !channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax) {
+	if err := channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax); err != nil {
+		if !errors.Is(err, channels.ErrDenied) {
+			// whatsmeow acknowledges the message once this handler
+			// returns, whatever became of it.
+			channels.ReportLost(in, m, err, c.log)
+		}
 		return
 	}
 	if err := cli.MarkRead(ctx, []types.MessageID{e.Info.ID}, time.Now(), e.Info.Chat, e.Info.Sender); err != nil {

@@ -3,6 +3,7 @@ package xmpp
 import (
 	"context"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -192,8 +193,15 @@ func (c *Channel) deliverLoop(ctx context.Context, in channels.Inbox, queue <-ch
 		case <-ctx.Done():
 			return
 		case q := <-queue:
-			if m, ok := c.toInbound(q); ok {
-				channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax)
+			m, ok := c.toInbound(q)
+			if !ok {
+				continue
+			}
+			// Without stream management nothing is acknowledged and
+			// nothing is offered again: a message the gateway did not take
+			// is lost, and reported so.
+			if err := channels.DeliverRetrying(ctx, in, m, c.log, c.backoffMin, c.backoffMax); err != nil && !errors.Is(err, channels.ErrDenied) {
+				channels.ReportLost(in, m, err, c.log)
 			}
 		}
 	}
