@@ -191,7 +191,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 	builder := &ContextBuilder{Workspace: workspace, Location: a.Location,
 		Skills: skills.New(skills.Options{Workspace: workspace, Logger: log})}
 	mem, err := memory.New(memory.Options{
-		Workspace: workspace, Provider: meteredProvider{a.Runner}, Model: deps.Model, Store: deps.Store,
+		Workspace: workspace, Provider: a.Runner.Metered(usage.SourceConsolidation), Model: deps.Model, Store: deps.Store,
 		ContextWindowTokens: d.ContextWindowTokens, MaxTokens: d.MaxTokens, Location: a.Location,
 		SystemPrompt: builder.SystemPrompt, Lock: deps.MemoryLock, Logger: log,
 	})

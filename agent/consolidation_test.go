@@ -81,7 +81,7 @@ func TestConsolidationMeteredAndWaitsForBudget(t *testing.T) {
 	h, srv, led := usageHarness(t)
 	logs := &lockedBuffer{}
 	mem, err := memory.New(memory.Options{
-		Workspace: h.ws, Provider: meteredProvider{h.loop.cfg.Runner}, Model: "gpt-4o", Store: h.store,
+		Workspace: h.ws, Provider: h.loop.cfg.Runner.Metered(usage.SourceConsolidation), Model: "gpt-4o", Store: h.store,
 		ContextWindowTokens: 4000, MaxTokens: 500, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	if err != nil {

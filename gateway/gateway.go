@@ -377,7 +377,8 @@ func (g *Gateway) background(ctx context.Context) error {
 	if hb := g.cfg.Gateway.Heartbeat; hb.Enabled {
 		h := heartbeat.New(heartbeat.Config{
 			Workspace: g.o.Paths.Workspace, Interval: time.Duration(hb.IntervalS) * time.Second,
-			Provider: g.o.Provider, Model: g.o.Model, Publish: g.be.PublishInbound, Target: g.agent.LastActive,
+			Provider: g.agent.Runner.Metered(bus.SourceHeartbeat.String()), Model: g.o.Model,
+			Publish: g.be.PublishInbound, Target: g.agent.LastActive,
 			Log: g.log, OnDecision: g.metrics.Heartbeat,
 		})
 		wg.Go(func() { _ = h.Run(ctx) })

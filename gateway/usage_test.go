@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,3 +132,62 @@ func TestPricesKeyedLikeTheLedger(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// The heartbeat's own call (is a task due?) is a model call like any
+// other: it is in the usage ledger under source "heartbeat", charged to
+// the chat the tasks run in, and held to the budgets. Every request the
+// model server answered has a ledger record.
+func TestHeartbeatDecisionIsMetered(t *testing.T) {
+	if _, ok := natsURL.Load(t); ok {
+		t.Skip("the ledger's cluster parts are covered in agent/usage")
+	}
+	srv := providertest.New(t)
+	srv.Handle(func(req providertest.Request) providertest.Reply {
+		if strings.Contains(string(req.Raw), `"heartbeat"`) && strings.Contains(string(req.Raw), "Tasks (from HEARTBEAT.md)") {
+			return providertest.Reply{ToolCalls: []providertest.ToolCall{{Name: "heartbeat", Arguments: `{"action":"skip"}`}},
+				Usage: &providertest.Usage{PromptTokens: 300, CompletionTokens: 5}}
+		}
+		return providertest.Reply{Text: "hello", Usage: &providertest.Usage{PromptTokens: 100, CompletionTokens: 2}}
+	})
+	p, err := openai.New(openai.Options{Endpoint: providers.Endpoint{Name: "openai", APIKey: "sk-test", APIBase: srv.OpenAIBase(), HTTPClient: srv.Client()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(map[string][]any{"fake": {"*"}})
+	cfg.Gateway.Heartbeat.Enabled, cfg.Gateway.Heartbeat.IntervalS = true, 1
+	fc := newFake("fake")
+	r := startGatewayOpts(t, cfg, p, func(o *Options) {
+		o.Model, o.ProviderName = "gpt-4o-mini", "openai"
+		if err := os.MkdirAll(o.Paths.Workspace, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(o.Paths.Workspace, "HEARTBEAT.md"), []byte("- water the plants at 18:00\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}, fc)
+	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "hi", MessageID: "1"}
+	waitFor(t, "reply", func() bool { return len(fc.texts("c1")) > 0 })
+
+	dir := filepath.Join(r.dir, "usage")
+	var recs []usage.Record
+	waitFor(t, "a heartbeat decision and every request in the ledger", func() bool {
+		n := len(srv.Requests())
+		recs, err = usage.Records(context.Background(), dir, time.Local, usage.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n >= 2 && len(recs) == n
+	})
+	var hb *usage.Record
+	for i := range recs {
+		if recs[i].Source == "heartbeat" {
+			hb = &recs[i]
+		}
+	}
+	if hb == nil {
+		t.Fatalf("no heartbeat record in %+v", recs)
+	}
+	if hb.Channel != "fake" || hb.Chat != "c1" || hb.Session != "heartbeat" || hb.Input != 300 || hb.Output != 5 || hb.Outcome != "ok" {
+		t.Errorf("heartbeat record = %+v", *hb)
+	}
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
 )
 
 // SessionKey is the heartbeat's own conversation.
@@ -34,8 +35,11 @@ const MaxHistory = 8
 type Config struct {
 	Workspace string
 	Interval  time.Duration
-	Provider  providers.Provider
-	Model     string
+	// Provider decides whether a task is due. The gateway passes the
+	// agent's metered provider (agent.Runner.Metered), so the decision is
+	// held to the budgets and in the usage ledger like any other call.
+	Provider providers.Provider
+	Model    string
 	// Publish hands the run's task to the agent loop.
 	Publish func(ctx context.Context, m bus.Inbound) error
 	// Target returns the most recently active chat.
@@ -131,6 +135,9 @@ func (s *Service) Beat(ctx context.Context) (string, error) {
 		return decide("no-target"), nil
 	}
 	now := time.Now()
+	// The decision is charged to the conversation the tasks run in.
+	ctx = tools.WithCallContext(ctx, tools.CallContext{Channel: channel, ChatID: chat, SenderID: "heartbeat",
+		SessionKey: SessionKey, Source: bus.SourceHeartbeat.String()})
 	resp, err := s.cfg.Provider.Chat(ctx, providers.ChatRequest{
 		Model: s.cfg.Model,
 		Messages: []providers.Message{

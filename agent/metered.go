@@ -9,18 +9,28 @@ import (
 	"github.com/nanobot-go/nanobot/tools"
 )
 
-// meteredProvider is the provider memory consolidation calls: the
-// runner's provider, with every call held against the budgets first and
-// recorded in the usage ledger (and told to the observer) afterwards,
-// under source "consolidation" and charged to the conversation named by
-// the call context (the session whose history is folded). A used-up
-// budget fails the call with a *usage.BudgetError before the provider is
-// reached; the memory package then leaves the history for later.
+// meteredProvider is the provider for model calls made outside a turn
+// (memory consolidation, the heartbeat's decision): the runner's provider,
+// with every call held against the budgets first and recorded in the usage
+// ledger (and told to the observer) afterwards, under source and charged to
+// the conversation named by the call context, or to fallback when the
+// context names none. A used-up budget fails the call with a
+// *usage.BudgetError before the provider is reached.
 type meteredProvider struct {
-	r *Runner
+	r      *Runner
+	source string
 }
 
 var _ providers.Provider = meteredProvider{}
+
+// Metered returns the runner's provider metered like a turn's calls: held
+// to the budgets and recorded in the usage ledger under source, charged to
+// the conversation named by each call's context (tools.WithCallContext).
+// Services that call the model on their own (the heartbeat) use it so that
+// no model call goes unmetered.
+func (r *Runner) Metered(source string) providers.Provider {
+	return meteredProvider{r: r, source: source}
+}
 
 // consolidationContext names the conversation m belongs to on ctx, so the
 // consolidation calls made for sess are charged to it.
@@ -45,7 +55,7 @@ func (p meteredProvider) Stream(ctx context.Context, req providers.ChatRequest, 
 
 func (p meteredProvider) call(ctx context.Context, req providers.ChatRequest, do func(context.Context) (*providers.LLMResponse, error)) (*providers.LLMResponse, error) {
 	cc, _ := tools.CallContextFrom(ctx)
-	cc.Source = usage.SourceConsolidation
+	cc.Source = p.source
 	ctx = tools.WithCallContext(ctx, cc)
 	rsv, err := p.r.reserveBudget(ctx, req.Messages, req.Tools)
 	if err != nil {
