@@ -13,7 +13,9 @@
 //
 // Rules:
 //   - A job's next run is saved before its message is sent, so a crash
-//     right after firing never fires it twice.
+//     right after firing never fires it twice: runs are at most once. The
+//     run's status is "firing" until the publish returned, then "ok" or
+//     "error" (settle).
 //   - Missed runs (the gateway was down) are coalesced: a recurring job
 //     that is overdue fires once, then follows its schedule from now. A
 //     one-off job fires late if it is less than MaxLateness overdue;
@@ -102,14 +104,14 @@ func (s *Service) fireDue(ctx context.Context) (time.Time, error) {
 				late := now.Sub(due)
 				if j.Schedule.Kind == KindAt && late > MaxLateness {
 					j.Enabled = false
-					j.State.LastStatus = "missed"
+					j.State.LastStatus = StatusMissed
 					j.State.LastError = fmt.Sprintf("the gateway was not running at %s", due.Format(time.RFC3339))
 					s.log.Warn("one-off job missed", "job", j.ID, "due", due)
 					out = append(out, j)
 					continue
 				}
 				j.State.LastRunAtMs = now.UnixMilli()
-				j.State.LastStatus = "ok"
+				j.State.LastStatus, j.State.LastError = StatusFiring, ""
 				j.UpdatedAtMs = now.UnixMilli()
 				fire = append(fire, j)
 				if next, ok := j.Schedule.Next(now, time.UnixMilli(j.CreatedAtMs)); ok && j.Schedule.Kind != KindAt {
@@ -143,9 +145,46 @@ func (s *Service) fireDue(ctx context.Context) (time.Time, error) {
 			SourceRef:  j.ID,
 			ReceivedAt: now,
 		}
-		if err := s.publish(ctx, m); err != nil {
-			s.log.Error("delivering job failed", "job", j.ID, "err", err)
+		err := s.publish(ctx, m)
+		if err != nil {
+			s.log.Error("delivering job failed; this run is lost (cron runs are at most once)", "job", j.ID, "err", err)
 		}
+		s.settle(ctx, j, err)
 	}
 	return earliest, nil
+}
+
+// Run statuses (Job.State.LastStatus).
+const (
+	// StatusFiring: the run's next time is saved and its message is being
+	// handed to the agent; a crash here leaves it (the run is lost).
+	StatusFiring = "firing"
+	// StatusOK: the agent's inbox took the run's message.
+	StatusOK = "ok"
+	// StatusError: the message could not be handed over (LastError says
+	// why); the run is not retried.
+	StatusError = "error"
+	// StatusMissed: a one-off job more than MaxLateness overdue.
+	StatusMissed = "missed"
+)
+
+// settle records how handing j's run over went, on the job as it is now
+// (it may have been edited meanwhile); a job removed or fired again since
+// is left alone.
+func (s *Service) settle(ctx context.Context, j Job, perr error) {
+	err := s.store.UpdateQuiet(context.WithoutCancel(ctx), func(list []Job) ([]Job, error) {
+		for i := range list {
+			if list[i].ID != j.ID || list[i].State.LastRunAtMs != j.State.LastRunAtMs {
+				continue
+			}
+			list[i].State.LastStatus, list[i].State.LastError = StatusOK, ""
+			if perr != nil {
+				list[i].State.LastStatus, list[i].State.LastError = StatusError, perr.Error()
+			}
+		}
+		return list, nil
+	})
+	if err != nil {
+		s.log.Warn("recording a job's status failed", "job", j.ID, "err", err)
+	}
 }

@@ -2,6 +2,7 @@ package cron
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -193,4 +194,62 @@ func TestCronToolRules(t *testing.T) {
 	if _, err := tool.Execute(ctx, map[string]any{"action": "remove", "job_id": list[0].ID}); err != nil {
 		t.Errorf("owner could not remove: %v", err)
 	}
+}
+
+// A run's status is recorded after its message was handed over: "firing"
+// while the publish is under way, then "ok", or "error" with the reason
+// when the agent's inbox did not take it.
+func TestRunStatusAfterPublish(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewStore(filepath.Join(t.TempDir(), "jobs.json"))
+		id := addJob(t, store, map[string]any{"message": "stretch", "every_seconds": 60})
+		status := func() (string, string) {
+			list, err := store.Jobs(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range list {
+				if j.ID == id {
+					return j.State.LastStatus, j.State.LastError
+				}
+			}
+			t.Fatalf("job %s gone", id)
+			return "", ""
+		}
+		var mu sync.Mutex
+		var during []string
+		fail := true
+		publish := func(context.Context, bus.Inbound) error {
+			st, _ := status()
+			mu.Lock()
+			defer mu.Unlock()
+			during = append(during, st)
+			if fail {
+				return errors.New("bus closed")
+			}
+			return nil
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := run(ctx, New(store, publish, nil))
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		if st, msg := status(); st != StatusError || msg != "bus closed" {
+			t.Errorf("after a failed publish: %q %q, want error", st, msg)
+		}
+		mu.Lock()
+		fail = false
+		mu.Unlock()
+		time.Sleep(60 * time.Second)
+		synctest.Wait()
+		if st, msg := status(); st != StatusOK || msg != "" {
+			t.Errorf("after a publish: %q %q, want ok", st, msg)
+		}
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		if len(during) != 2 || during[0] != StatusFiring || during[1] != StatusFiring {
+			t.Errorf("status while publishing = %q, want firing twice", during)
+		}
+	})
 }
