@@ -145,7 +145,7 @@ func (l *Loop) Reset(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("agent: load %s: %w", key, err)
 	}
-	channel, chat, _ := strings.Cut(key, ":")
+	channel, chat := sess.Origin()
 	if err := l.archive(consolidationContext(ctx, channel, chat, "", key, false), sess); err != nil {
 		return fmt.Errorf("agent: archive %s: %w", key, err)
 	}

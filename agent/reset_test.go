@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
 )
 
 // archiveRecorder is a Consolidator that records what ArchiveAll saw.
@@ -64,5 +66,54 @@ func TestReset(t *testing.T) {
 	s, err := h.store.Load(ctx, "test:c")
 	if err != nil || s.Len() != 0 {
 		t.Errorf("after Reset the session holds %d messages (%v), want 0", s.Len(), err)
+	}
+}
+
+// ctxRecorder is a Consolidator that records the call context ArchiveAll
+// was charged to.
+type ctxRecorder struct {
+	archiveRecorder
+	cc chan tools.CallContext
+}
+
+func (r *ctxRecorder) ArchiveAll(ctx context.Context, _ *session.Session) error {
+	cc, _ := tools.CallContextFrom(ctx)
+	r.cc <- cc
+	return nil
+}
+
+// A session remembers the channel and chat its turns came from: a key
+// with more after the chat (a Telegram topic) cannot be split back, so
+// Reset charged its consolidation to chat "42:topic:7".
+func TestSessionOriginRecorded(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("answer") }}
+	rec := &ctxRecorder{cc: make(chan tools.CallContext, 1)}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Consolidator = rec })
+	ctx := context.Background()
+	const key = "telegram:42:topic:7"
+	h.loop.Submit(ctx, bus.Inbound{Channel: "telegram", ChatID: "42", SenderID: "u", Content: "hi", MessageID: "1", SessionKey: key})
+	waitUntil(t, "the turn", func() bool { return h.doneCount() == 1 })
+	waitUntil(t, "the worker gone", func() bool {
+		h.loop.mu.Lock()
+		defer h.loop.mu.Unlock()
+		return len(h.loop.workers) == 0
+	})
+	s, err := h.store.Load(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch, chat := s.Origin(); ch != "telegram" || chat != "42" {
+		t.Errorf("Origin() = %q %q, want telegram 42", ch, chat)
+	}
+	if err := h.loop.Reset(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if cc := <-rec.cc; cc.Channel != "telegram" || cc.ChatID != "42" || cc.SessionKey != key {
+		t.Errorf("consolidation charged to %+v, want telegram 42", cc)
+	}
+	// Written before origins were recorded: read from the key.
+	old := &session.Session{Key: "slack:C1"}
+	if ch, chat := old.Origin(); ch != "slack" || chat != "C1" {
+		t.Errorf("old session Origin() = %q %q", ch, chat)
 	}
 }

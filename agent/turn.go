@@ -53,6 +53,11 @@ func (l *Loop) turnOf(ctx context.Context, ts *turnState) error {
 		return err
 	}
 	l.rememberQueueChoice(sess)
+	if o := sess.OriginValue(m.Channel, m.ChatID); o != nil && m.Channel != "" {
+		if err := l.cfg.Store.SetMetadata(ctx, sess, session.MetaOrigin, o); err != nil {
+			l.log.Warn("recording the session's chat failed", "session", sess.Key, "err", err)
+		}
+	}
 	if len(ts.members) > 1 && splitStored(ts, sess.Tail(replayWindow)) {
 		// Delivered again after a crash, part of the burst is in the
 		// session already (stored by an interrupted turn): the model sees

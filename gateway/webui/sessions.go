@@ -56,13 +56,8 @@ type toolCall struct {
 	Arguments string `json:"arguments"`
 }
 
-func splitKey(key string) (channel, chat string) {
-	channel, chat, _ = strings.Cut(key, ":")
-	return channel, chat
-}
-
 func describe(sess *session.Session, messages []providers.Message) sessionInfo {
-	ch, chat := splitKey(sess.Key)
+	ch, chat := sess.Origin()
 	title, _ := sess.Meta(titleMeta).(string)
 	if title == "" {
 		for _, m := range messages {
