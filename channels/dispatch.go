@@ -62,7 +62,8 @@ type DispatcherConfig struct {
 	// MaxAge bounds the retries of a durable message (DefaultMaxAge).
 	MaxAge time.Duration
 	// RetryMax caps the wait between two tries of a durable message
-	// (DefaultRetryMax); the wait doubles from RetryBase, with jitter.
+	// (DefaultRetryMax); the wait doubles from RetryBase, with jitter. It
+	// also caps a platform's retry-after hint, for every message.
 	RetryMax time.Duration
 	Log      *slog.Logger
 }
@@ -612,7 +613,8 @@ func (w *chatWorker) send(ctx context.Context, m bus.Outbound) (MessageRef, erro
 }
 
 // retry calls f until it succeeds, fails permanently, or MaxRetries retries
-// (1 s, 2 s, 4 s ... with jitter, or the platform's retry-after) are spent.
+// (1 s, 2 s, 4 s ... with jitter, or the platform's retry-after up to
+// RetryMax) are spent.
 // A durable message m is retried instead until it is older than MaxAge,
 // the waits growing to RetryMax: a channel that is down or reconnecting
 // holds its chat's messages back, in order, and delivers them once it is
@@ -648,7 +650,10 @@ func (w *chatWorker) retry(ctx context.Context, m bus.Outbound, f func() (Messag
 		wait := delay + time.Duration(rand.Int64N(int64(delay)/4+1))
 		var ra *RetryAfterError
 		if errors.As(err, &ra) && ra.After > 0 {
-			wait = ra.After
+			// The platform's hint, but never longer than RetryMax: a
+			// Retry-After of hours would hold the chat (its typing, its
+			// stream edits, the messages after) for that long.
+			wait = min(ra.After, cfg.RetryMax)
 		}
 		w.d.log.Warn("send failed, retrying", "channel", w.ch.Name(), "attempt", attempt, "wait", wait, "err", err)
 		t := time.NewTimer(wait)

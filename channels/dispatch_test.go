@@ -388,3 +388,12 @@ func TestWorkerRetirementLosesNothing(t *testing.T) {
 		last[m.ChatID] = v
 	}
 }
+
+// A platform's retry-after is capped at RetryMax: an hour-long hint does
+// not hold the chat for an hour.
+func TestRetryAfterCapped(t *testing.T) {
+	ch := &retryAfterChannel{fakeChannel: &fakeChannel{name: "ra", limit: 4096}, after: time.Hour}
+	out := startDispatcher(t, DispatcherConfig{MaxRetries: 2, RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond}, ch)
+	out <- bus.Outbound{Channel: "ra", ChatID: "1", Kind: bus.KindMessage, Content: "x"}
+	waitFor(t, "send after the capped wait", func() bool { s, _ := ch.snapshot(); return len(s) == 1 })
+}
