@@ -58,7 +58,7 @@ type Journal struct {
 	w       *wal.Log
 	seq     int64
 	pending map[string]bus.Inbound // id -> message
-	order   []string               // pending ids in arrival order
+	order   []string               // ids in arrival order: the pending ones, and done ones until compact drops them
 	seen    *dedupSet              // recent dedup keys
 	done    int                    // done lines since the last compaction
 }
@@ -158,13 +158,7 @@ func (j *Journal) Done(id string) error {
 	if _, ok := j.pending[id]; !ok {
 		return nil
 	}
-	delete(j.pending, id)
-	for i, o := range j.order {
-		if o == id {
-			j.order = append(j.order[:i], j.order[i+1:]...)
-			break
-		}
-	}
+	delete(j.pending, id) // order keeps id until the next compaction
 	// Done lines need not be fsynced: losing one replays a finished
 	// message, which the session's duplicate check answers from the stored
 	// turn and whose reply the outbox does not send a second time.
@@ -204,6 +198,7 @@ func (j *Journal) Err() error {
 // unfinished messages. The counter keeps ids unique after every message
 // is done: the outbox keys a turn's replies by them.
 func (j *Journal) compact() error {
+	j.order = wal.Present(j.order, j.pending)
 	recs := []record{{Op: "seq", ID: strconv.FormatInt(j.seq, 10)}}
 	j.seen.each(func(h uint64) { recs = append(recs, record{Op: "seen", Key: formatStored(h)}) })
 	for _, id := range j.order {

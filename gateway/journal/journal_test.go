@@ -148,3 +148,33 @@ func TestDiskFull(t *testing.T) {
 		t.Errorf("replay = %+v", replay)
 	}
 }
+
+// BenchmarkDoneManyPending marks messages done while 20,000 others wait,
+// newest first (the worst order for a scan of the arrival list). Done
+// does no search: its cost is the done record's write, whatever waits.
+func BenchmarkDoneManyPending(b *testing.B) {
+	j, _, err := Open(filepath.Join(b.TempDir(), "journal.jsonl"), Options{CompactAfter: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	add := func(n int) []string {
+		ids := make([]string, n)
+		for i := range ids {
+			m, err := j.Add(bus.Inbound{Channel: "c", ChatID: "x", Content: "hi"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids[i] = m.ID
+		}
+		return ids
+	}
+	add(20000)
+	ids := add(b.N)
+	b.ResetTimer()
+	for i := len(ids) - 1; i >= 0; i-- {
+		if err := j.Done(ids[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -92,7 +92,7 @@ type Outbox struct {
 	w         *wal.Log
 	seq       int64
 	pending   map[string]*entry
-	order     []string
+	order     []string // ids in arrival order: the pending ones, and finished ones until compact drops them
 	answered  map[string]struct{}
 	turns     []string // answered, oldest first
 	streams   map[string]stream
@@ -334,12 +334,6 @@ func (o *Outbox) finished(id string, outcome channels.Outcome) error {
 	if o.opts.OnFinished != nil {
 		o.opts.OnFinished(outcome)
 	}
-	for i, p := range o.order {
-		if p == id {
-			o.order = append(o.order[:i], o.order[i+1:]...)
-			break
-		}
-	}
 	if err := o.write(record{Op: "done", ID: id, Outcome: string(outcome)}, false); err != nil {
 		return err
 	}
@@ -396,6 +390,7 @@ func (o *Outbox) write(r record, sync bool) error {
 
 // compact rewrites the file with what is still needed.
 func (o *Outbox) compact() error {
+	o.order = wal.Present(o.order, o.pending)
 	recs := []record{{Op: "seq", ID: strconv.FormatInt(o.seq, 10)}}
 	for _, t := range o.turns {
 		recs = append(recs, record{Op: "answered", Turn: t})
