@@ -87,8 +87,22 @@ type LoopConfig struct {
 	// ErrQueueFull. A /stop is never refused.
 	MaxSessionQueue int
 	MaxQueue        int
-	Log             *slog.Logger
+	// SaveRetry is how long a turn's failed save (a full disk) is tried
+	// again, with backoff, before the turn gives up with ErrNotSaved
+	// (default DefaultSaveRetry). The session's worker waits meanwhile.
+	SaveRetry time.Duration
+	Log       *slog.Logger
 }
+
+// DefaultSaveRetry is LoopConfig.SaveRetry's default.
+const DefaultSaveRetry = 30 * time.Second
+
+// ErrNotSaved is OnTurnDone's error for a turn that ran (its reply may
+// have been sent) but could not be saved to its session within
+// SaveRetry. The message must not be marked done: replayed at the next
+// start, the turn runs again, its reply is not sent a second time (the
+// outbox holds it) and the session gets the turn.
+var ErrNotSaved = errors.New("agent: the turn could not be saved")
 
 // Default queue bounds (LoopConfig.MaxSessionQueue, MaxQueue): far more
 // than a person writes while one answer runs, and enough to absorb every
@@ -183,6 +197,9 @@ func NewLoop(cfg LoopConfig) *Loop {
 	}
 	if cfg.MaxQueue <= 0 {
 		cfg.MaxQueue = DefaultMaxQueue
+	}
+	if cfg.SaveRetry <= 0 {
+		cfg.SaveRetry = DefaultSaveRetry
 	}
 	log := cfg.Log
 	if log == nil {

@@ -9,7 +9,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	mrand "math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/gateway/bus"
@@ -143,9 +146,12 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 
 	runErr = l.saveAfter(saveCtx, m, sess, msgs[len(msgs)-1], res, runErr, rerun, ts)
 	if runErr != nil {
-		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, session.ErrConflict) {
+		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, session.ErrConflict) ||
+			(errors.Is(runErr, ErrNotSaved) && rp.answered) {
 			// Stopped, or the session moved to another worker (cluster
-			// mode), which answers instead.
+			// mode), which answers instead, or the user has the answer and
+			// only the saving failed (the turn is replayed at the next
+			// start, see ErrNotSaved).
 			return runErr
 		}
 		l.publish(saveCtx, m, bus.Outbound{Kind: bus.KindMessage, Content: failureReply(runErr), Final: true, IsError: true})
@@ -187,9 +193,9 @@ func (l *Loop) saveAfter(ctx context.Context, m bus.Inbound, sess *session.Sessi
 		save = nil
 	}
 	if err := l.saveTurn(ctx, sess, save); err != nil {
-		l.log.Error("saving turn failed", "session", sess.Key, "err", err)
+		l.log.Error("saving turn failed; it is run again at the next start", "session", sess.Key, "err", err)
 		if runErr == nil {
-			runErr = err
+			runErr = fmt.Errorf("%w: %w", ErrNotSaved, err)
 		}
 	} else {
 		ts.saved = true
@@ -212,6 +218,8 @@ type replies struct {
 	sofar  strings.Builder
 	usage  bus.Usage
 	spoken string // the final answer as published, for a voice reply
+	// answered is set once the final answer was published.
+	answered bool
 }
 
 func (r *replies) emit(ctx context.Context, ev Event) {
@@ -243,6 +251,7 @@ func (r *replies) emit(ctx context.Context, ev Event) {
 			}
 			out := bus.Outbound{Kind: bus.KindStreamEnd, Content: text, StreamID: r.streamID, Final: ev.Final}
 			if ev.Final {
+				r.answered = true
 				u := r.usage
 				out.Usage = &u
 				if ev.Text != "" {
@@ -283,12 +292,35 @@ func (r *replies) closeStream(ctx context.Context) {
 }
 
 // saveTurn appends a turn's messages to its session; nothing to save
-// (an ephemeral turn) touches no store.
+// (an ephemeral turn) touches no store. A failed write is tried again with
+// backoff for up to SaveRetry (a disk full for a moment); a conflict (the
+// session moved to another worker) is final at once.
 func (l *Loop) saveTurn(ctx context.Context, sess *session.Session, msgs []providers.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	return l.cfg.Store.Append(ctx, sess, msgs...)
+	deadline := time.Now().Add(l.cfg.SaveRetry)
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := l.cfg.Store.Append(ctx, sess, msgs...)
+		if err == nil || errors.Is(err, session.ErrConflict) || time.Now().Add(wait).After(deadline) {
+			if err == nil && attempt > 1 {
+				l.log.Info("turn saved after the store recovered", "session", sess.Key, "attempts", attempt)
+			}
+			return err
+		}
+		if attempt == 1 {
+			l.log.Warn("saving turn failed; trying again", "session", sess.Key, "err", err)
+		}
+		t := time.NewTimer(wait + mrand.N(wait/4))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		wait = min(wait*2, 5*time.Second)
+	}
 }
 
 // failureReply tells the user what went wrong without internals or secrets.

@@ -257,6 +257,12 @@ func (g *Gateway) turnDone(m bus.Inbound, err error) {
 	case errors.Is(err, context.Canceled) && g.stopping.Load(), errors.Is(err, agent.ErrHandedBack):
 		g.be.Done(m, true, err) // replayed at the next start, or redelivered
 		return
+	case errors.Is(err, agent.ErrNotSaved):
+		// Answered (maybe) but not in its session: left unfinished, so
+		// the next start runs it again and the session gets it.
+		g.metrics.Turn(time.Since(m.ReceivedAt), "error")
+		g.be.Done(m, true, err)
+		return
 	case errors.Is(err, context.Canceled):
 		outcome = "stopped"
 	case errors.Is(err, agent.ErrQueueFull):
