@@ -148,7 +148,7 @@ func (b *ContextBuilder) RuntimeContext(m bus.Inbound) string {
 	fmt.Fprintf(&sb, "Current time: %s (%s, %s)\n", t.Format("2006-01-02 15:04"), t.Weekday(), zoneName(t, loc))
 	fmt.Fprintf(&sb, "Channel: %s\n", m.Channel)
 	fmt.Fprintf(&sb, "Chat ID: %s\n", m.ChatID)
-	if m.SenderID != "" && m.Channel != bus.ChannelSystem {
+	if m.SenderID != "" && m.FromPerson() {
 		fmt.Fprintf(&sb, "Sender ID: %s\n", m.SenderID)
 	}
 	sb.WriteString(runtimeContextClose)

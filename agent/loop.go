@@ -305,7 +305,7 @@ func (l *Loop) full(key string) string {
 // messages to report would grow with the flood it is meant to bound.
 func (l *Loop) refuse(ctx context.Context, m bus.Inbound, bound string) {
 	l.log.Warn("message refused: too many messages waiting", "session", m.Key(), "bound", bound)
-	if !m.Background && m.Channel != bus.ChannelSystem {
+	if !m.Background && m.FromPerson() {
 		text := "I have too many messages from this chat waiting already, so I did not take this one. Please send it again once I have caught up."
 		if bound == "loop" {
 			text = "I have too many messages waiting right now, so I did not take this one. Please send it again in a few minutes."

@@ -42,16 +42,9 @@ type Media struct {
 // IsImage reports whether the attachment is an image.
 func (m Media) IsImage() bool { return len(m.MIMEType) > 6 && m.MIMEType[:6] == "image/" }
 
-// Channel names used by internal sources of inbound messages.
-const (
-	// ChannelSystem marks a message from inside nanobot (a finished
-	// sub-agent); its ChatID is the origin "channel:chat_id" it belongs to.
-	ChannelSystem = "system"
-)
-
 // Inbound is a message for the agent.
 type Inbound struct {
-	// Channel is the platform ("telegram", "web", ...) or ChannelSystem.
+	// Channel is the platform ("telegram", "web", ...).
 	Channel string `json:"channel"`
 	// SenderID identifies the author on the platform ("id|username" on
 	// Telegram).

@@ -32,13 +32,15 @@ func (s Source) String() string {
 // FromPerson is false for messages nanobot produces itself (cron jobs,
 // heartbeats, sub-agent results).
 func (m Inbound) FromPerson() bool {
-	return m.Channel != ChannelSystem && (m.Source == SourceUser || m.Source == SourceAPI)
+	return m.Source == SourceUser || m.Source == SourceAPI
 }
 
 // UnmarshalJSON reads an Inbound, including the shape written before the
 // control data became typed fields: journals and NATS streams written by
 // older versions carried them as Metadata keys ("cron", "heartbeat",
-// "subagent", "maxHistory"), which are moved into the fields here.
+// "subagent", "maxHistory"), which are moved into the fields here, and a
+// sub-agent's result came on channel "system" with the origin
+// "channel:chat" as its chat.
 func (m *Inbound) UnmarshalJSON(data []byte) error {
 	type plain Inbound // without this method
 	var p plain
@@ -46,11 +48,19 @@ func (m *Inbound) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*m = Inbound(p)
-	m.liftLegacyMetadata()
+	m.liftLegacy()
 	return nil
 }
 
-func (m *Inbound) liftLegacyMetadata() {
+func (m *Inbound) liftLegacy() {
+	if m.Channel == "system" {
+		if ch, chat, ok := strings.Cut(m.ChatID, ":"); ok {
+			m.Channel, m.ChatID = ch, chat
+		}
+		if m.Source == SourceUser {
+			m.Source = SourceSubagent
+		}
+	}
 	if len(m.Metadata) == 0 {
 		return
 	}

@@ -43,6 +43,8 @@ func TestInboundLegacyMetadata(t *testing.T) {
 			Inbound{Channel: "telegram", ChatID: "1", Source: SourceHeartbeat, Background: true, MaxHistory: 8, Metadata: Metadata{"thread": "t"}}},
 		{"subagent", `{"channel":"slack","chatId":"C","metadata":{"subagent":"ab12"}}`,
 			Inbound{Channel: "slack", ChatID: "C", Source: SourceSubagent, SourceRef: "ab12"}},
+		{"system channel", `{"channel":"system","chatId":"telegram:42","content":"done"}`,
+			Inbound{Channel: "telegram", ChatID: "42", Content: "done", Source: SourceSubagent}},
 		{"typed wins", `{"channel":"web","chatId":"c","source":"api","maxHistory":3}`,
 			Inbound{Channel: "web", ChatID: "c", Source: SourceAPI, MaxHistory: 3}},
 	}
