@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/usage"
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nanobot-go/nanobot/agent/session"
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // Commands lists the slash commands handled without the LLM.

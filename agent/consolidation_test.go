@@ -12,7 +12,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/memory"
 	"github.com/nanobot-go/nanobot/agent/usage"
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )

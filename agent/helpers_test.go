@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )

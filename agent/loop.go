@@ -12,8 +12,8 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/agent/usage"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )

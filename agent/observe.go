@@ -3,10 +3,11 @@ package agent
 import (
 	"context"
 	"errors"
-	"github.com/nanobot-go/nanobot/configs"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nanobot-go/nanobot/configs"
 
 	"github.com/nanobot-go/nanobot/agent/memory"
 	"github.com/nanobot-go/nanobot/agent/usage"

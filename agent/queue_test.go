@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )

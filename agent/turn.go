@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/session"
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/usage"
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // usageText answers /usage: this conversation (since it began or the last

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/nanobot-go/nanobot/agent/session"
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // MetaVoiceReplies is the session metadata key set by "/voice on": every

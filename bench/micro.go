@@ -23,7 +23,7 @@ type microResult struct {
 var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(.*)$`)
 
 // microPackages are the hot paths and their benchmarks.
-var microPackages = []string{"./gateway/bus", "./agent/session", "./agent", "./tools", "./channels/telegram", "./channels"}
+var microPackages = []string{"./bus", "./agent/session", "./agent", "./tools", "./channels/telegram", "./channels"}
 
 const microPattern = `^Benchmark(PublishConsume|Append|Load|History|TurnOverhead|CastValidate|ToHTML|DispatchDeltas)$`
 

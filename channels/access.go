@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // Gate is the Inbox in front of the agent: it admits senders on a channel's

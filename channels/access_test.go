@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 type recorder struct {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // pairingSetup gives a gate whose store holds one pending code, requested by

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 func TestBackoff(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // Channel is one chat platform adapter.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 type fillTestConfig struct {

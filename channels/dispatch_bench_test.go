@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // doneChannel signals each final text it is shown, sent or edited.

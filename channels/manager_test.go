@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // flakyChannel fails its first runs, then runs until ctx ends.

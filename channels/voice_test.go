@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // mediaChannel sends files; voiceChannel also has voice messages. Both

@@ -13,8 +13,8 @@ import (
 	"github.com/nanobot-go/nanobot/agent/routing"
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/agent/templates"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"

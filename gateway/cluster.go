@@ -13,11 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
-	"github.com/nanobot-go/nanobot/gateway/bus/natsbus"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/journal"
+	"github.com/nanobot-go/nanobot/gateway/natsbus"
 )
 
 // Roles of a gateway process (configs.ClusterConfig.Role).

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // BenchmarkClusterThroughput measures answered messages per second with 1,

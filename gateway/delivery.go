@@ -9,13 +9,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
-	"github.com/nanobot-go/nanobot/gateway/bus/natsbus"
 	"github.com/nanobot-go/nanobot/gateway/journal"
+	"github.com/nanobot-go/nanobot/gateway/natsbus"
 	"github.com/nanobot-go/nanobot/gateway/outbox"
-	"github.com/nanobot-go/nanobot/gateway/wal"
+	"github.com/nanobot-go/nanobot/internal/wal"
 )
 
 // delivery is the single-process gateway's durable reply path and its

@@ -15,11 +15,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
-	"github.com/nanobot-go/nanobot/gateway/bus/natsbus"
 	"github.com/nanobot-go/nanobot/gateway/journal"
-	"github.com/nanobot-go/nanobot/gateway/wal/waltest"
+	"github.com/nanobot-go/nanobot/gateway/natsbus"
+	"github.com/nanobot-go/nanobot/internal/wal/waltest"
 )
 
 // Disk full while a message comes in: the platform is not acknowledged

@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
-	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/gateway/natsbus/natstest"
 	"github.com/nanobot-go/nanobot/internal/owner"
 	"github.com/nanobot-go/nanobot/providers"
 )

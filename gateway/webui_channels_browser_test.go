@@ -8,8 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // TestWorkbenchChannelsInBrowser: the channels page shows each channel's

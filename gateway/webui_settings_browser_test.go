@@ -9,8 +9,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // TestWorkbenchSettingsInBrowser: a channel's allowFrom changed on the

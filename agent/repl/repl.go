@@ -18,7 +18,7 @@ import (
 
 	"github.com/chzyer/readline"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // Agent is what the REPL needs of the agent loop.

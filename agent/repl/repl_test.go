@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // scriptAgent answers every message with deltas then a final message, via

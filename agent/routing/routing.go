@@ -12,8 +12,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // Decision is where a message goes.

@@ -5,8 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 func testConfig() *configs.Config {

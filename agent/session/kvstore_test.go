@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/gateway/natsbus/natstest"
 )
 
 func jetstreamNew(nc *nats.Conn) (jetstream.JetStream, error) { return jetstream.New(nc) }

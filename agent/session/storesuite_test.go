@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
 
-	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/gateway/natsbus/natstest"
 	"github.com/nanobot-go/nanobot/providers"
 )
 

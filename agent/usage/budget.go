@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // Budget caps what one scope may spend in a day and in a month (the

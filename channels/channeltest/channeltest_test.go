@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // platform is an in-memory chat service: users post events, the bot's

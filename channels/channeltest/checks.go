@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // waitInbound waits until a message containing text was delivered (or,

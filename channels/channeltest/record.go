@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // inbox records deliveries and denies one sender, like channels.Gate does

@@ -8,9 +8,9 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/media"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // handle decodes one MESSAGE_CREATE itself (discordgo would pass a half

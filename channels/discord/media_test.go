@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 func TestAttachmentsAreDownloaded(t *testing.T) {

@@ -11,9 +11,9 @@ import (
 
 	gomail "github.com/emersion/go-message/mail"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/email/emailtest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // TestSendMediaAttachesFiles: files go out as attachments of one mail,

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/feishu/feishutest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // flaky is an Inbox that fails until it is told to work.

@@ -14,9 +14,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/media"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // Send implements channels.Channel: one message (the dispatcher already

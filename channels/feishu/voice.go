@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/media"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 var _ channels.VoiceSender = (*Channel)(nil)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/ergochat/irc-go/ircmsg"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // event is a PRIVMSG as the reader received it, with the nick the bot had

@@ -10,8 +10,8 @@ import (
 
 	"github.com/ergochat/irc-go/ircmsg"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // Room assumed for the parts of the relay prefix the bot cannot be sure

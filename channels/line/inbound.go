@@ -15,9 +15,9 @@ import (
 
 	"github.com/line/line-bot-sdk-go/v8/linebot/webhook"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/media"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // maxBodyBytes bounds one webhook request.

@@ -9,14 +9,14 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/nanobot-go/nanobot/gateway/wal"
+	"github.com/nanobot-go/nanobot/internal/wal"
 )
 
 // The crypto store's message indexes (replay protection) grow by one per
 // decrypted message and must be on disk before the message is handled;
 // rewriting the whole store for each would cost more with every message
 // seen. So they are appended to their own record file beside the store,
-// matrix-crypto.indexes (gateway/wal: one checksummed JSON line each,
+// matrix-crypto.indexes (internal/wal: one checksummed JSON line each,
 // fsynced, a torn tail cut off at open). cryptoStore's mutex serialises
 // its use.
 

@@ -12,9 +12,9 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/media"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // handle turns one m.room.message into an Inbound and delivers it, if it

@@ -14,10 +14,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/channels/media"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // newPost is the body of POST /api/v4/posts.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 func TestCollector(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // ErrNoSource is a bus.Media with neither a local path nor a URL.

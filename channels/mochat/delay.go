@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // Reply delay modes (replyDelayMode), as the Python nanobot has them.

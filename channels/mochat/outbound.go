@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // Send implements channels.Channel: the text to the session or panel,

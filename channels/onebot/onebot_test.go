@@ -17,11 +17,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/onebot/onebottest"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 const (

@@ -3,7 +3,7 @@ package qq
 import (
 	"testing"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 func TestToPlain(t *testing.T) {

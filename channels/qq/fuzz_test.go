@@ -6,8 +6,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // FuzzEvent feeds arbitrary event payloads to the worker's handler: it must

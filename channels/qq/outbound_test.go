@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/qq/qqtest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // Every reply to one message carries its msg_id and a new msg_seq; after

@@ -12,9 +12,9 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/media"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // receiveParams are the params of a `receive` notification (and the data

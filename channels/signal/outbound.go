@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/media"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // codeRateLimit is signal-cli's error for a send the Signal server rate

@@ -10,9 +10,9 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/media"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // download fetches the files a user shared into the media folder, so the

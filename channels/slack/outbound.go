@@ -11,8 +11,8 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // Send implements channels.Channel: one message (the dispatcher already

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // maxBodyBytes bounds one activity.

@@ -8,9 +8,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/kit"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // outActivity is an activity the bot sends.

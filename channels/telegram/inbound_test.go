@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 func TestForumTopicsAreSessions(t *testing.T) {

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 func TestSendFormatsHTML(t *testing.T) {

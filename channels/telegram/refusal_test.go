@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // refusingInbox refuses messages while refuse says so, and records what it

@@ -3,7 +3,7 @@ package web
 import (
 	"strings"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // A temporary chat is a browser conversation that is never stored: its

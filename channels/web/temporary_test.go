@@ -11,8 +11,8 @@ import (
 	"github.com/coder/websocket/wsjson"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 func dialTemp(t *testing.T, c *Channel, url, chat string, temporary bool) (*websocket.Conn, Frame) {

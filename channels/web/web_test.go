@@ -13,9 +13,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 type inbox struct {

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/webhook"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // BenchmarkSignedRequest measures one async request through the handler:

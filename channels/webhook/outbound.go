@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // Reply is the JSON body POSTed to a hook's replyUrl, signed with the

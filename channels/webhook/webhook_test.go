@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/webhook"
 	"github.com/nanobot-go/nanobot/channels/webhook/webhooktest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 const (

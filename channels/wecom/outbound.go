@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/kit"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // replyWindow is how long WeCom keeps a message's req_id open for replies

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/wecom/wecomtest"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 func newChannel(t *testing.T, f *wecomtest.Server, log *slog.Logger, deps channels.Deps, edit func(*Config)) *Channel {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 // Send implements channels.Channel: a text message to the user, with the

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/weixin/weixintest"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 func newChannel(t *testing.T, f *weixintest.Server, log *slog.Logger, deps channels.Deps, edit func(*Config)) *Channel {

@@ -11,9 +11,9 @@ import (
 
 	"go.mau.fi/whatsmeow"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers/tts/ttstest"
 )
 

@@ -12,10 +12,10 @@ import (
 	"mellium.im/xmpp/jid"
 	"mellium.im/xmpp/ping"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/xmpp/xmpptest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 )
 
 const (

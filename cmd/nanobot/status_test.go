@@ -15,7 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
-	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/gateway/natsbus/natstest"
 	"github.com/nanobot-go/nanobot/providers"
 )
 

@@ -6,8 +6,8 @@ import (
 	"net/http"
 
 	"github.com/nanobot-go/nanobot/agent"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/tts"
 )

@@ -49,8 +49,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/internal/owner"
 )
 

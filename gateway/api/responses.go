@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // responsesRequest is the part of a /v1/responses request the gateway

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/internal/reqbody"
 )
 

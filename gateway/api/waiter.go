@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // waiter collects one request's answer from the dispatcher's calls.

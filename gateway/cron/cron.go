@@ -31,7 +31,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // MaxLateness is how late a one-off job may still fire.

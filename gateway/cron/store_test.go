@@ -11,8 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"errors"
-	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
 	"os"
+
+	"github.com/nanobot-go/nanobot/gateway/natsbus/natstest"
 )
 
 // stores returns two Stores over the same jobs, as two processes (or two

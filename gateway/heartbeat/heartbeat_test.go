@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/nanobot-go/nanobot/agent/templates"
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/providers"
 )
 

@@ -6,7 +6,7 @@
 // de-duplicated by channel and platform message id, so a platform that
 // redelivers does not cause a second answer.
 //
-// File format: records of gateway/wal (checksummed lines; a torn tail is
+// File format: records of internal/wal (checksummed lines; a torn tail is
 // cut off), each a JSON object: {"op":"add","msg":{...}}, {"op":"done",
 // "id":..}, {"op":"seen","key":..} and {"op":"seq","id":..}. The file is
 // compacted (atomically rewritten with only the unfinished messages, the
@@ -25,9 +25,9 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
-	"github.com/nanobot-go/nanobot/gateway/wal"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/internal/option"
+	"github.com/nanobot-go/nanobot/internal/wal"
 )
 
 // Options configure a journal.

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
-	"github.com/nanobot-go/nanobot/gateway/wal/waltest"
+	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/wal/waltest"
 )
 
 func TestReplayUnfinished(t *testing.T) {

@@ -12,7 +12,7 @@
 // remembered (StreamStarted), so the reply of an attempt after a crash
 // edits that message instead of sending a second one.
 //
-// File format: gateway/wal records, JSON objects with op add (a message),
+// File format: internal/wal records, JSON objects with op add (a message),
 // part (a part sent), done (finished), stream (a streamed message),
 // answered (a turn with a final reply) and seq (the id counter). Compacted
 // on open and after CompactAfter finished messages.
@@ -31,10 +31,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
-	"github.com/nanobot-go/nanobot/gateway/wal"
 	"github.com/nanobot-go/nanobot/internal/option"
+	"github.com/nanobot-go/nanobot/internal/wal"
 )
 
 // Options configure an Outbox.

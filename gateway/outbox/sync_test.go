@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/outbox"
-	"github.com/nanobot-go/nanobot/gateway/wal"
+	"github.com/nanobot-go/nanobot/internal/wal"
 )
 
 // slowSyncFile is an os file whose Sync waits until released, standing in

@@ -21,7 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nanobot-go/nanobot/agent/usage"
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/tools"
 	imagetool "github.com/nanobot-go/nanobot/tools/image"
 	"github.com/nanobot-go/nanobot/tools/message"

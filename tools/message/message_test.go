@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/tools"
 )
 

@@ -2,7 +2,7 @@
 // several machines: the inbound queue is a stream partitioned by a hash of
 // the session key (subjects <prefix>.in.<partition>), the outbound queue is
 // a second stream, and leases, duplicate markers and membership live in
-// JetStream key-value buckets. The in-memory gateway/bus stays the default;
+// JetStream key-value buckets. The in-memory bus stays the default;
 // this package is used only when the config has a cluster section.
 //
 // Delivery is at least once, end to end:
@@ -52,7 +52,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/internal/option"
 )
 

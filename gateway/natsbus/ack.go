@@ -7,7 +7,7 @@ package natsbus
 import (
 	"context"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

@@ -13,10 +13,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/bus/bustest"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
-	"github.com/nanobot-go/nanobot/gateway/bus"
-	"github.com/nanobot-go/nanobot/gateway/bus/bustest"
-	"github.com/nanobot-go/nanobot/gateway/bus/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/gateway/natsbus/natstest"
 )
 
 // testOpts are short timings so takeovers happen within a test.

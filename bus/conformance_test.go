@@ -3,8 +3,8 @@ package bus_test
 import (
 	"testing"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
-	"github.com/nanobot-go/nanobot/gateway/bus/bustest"
+	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/bus/bustest"
 )
 
 // The in-memory bus passes the suite natsbus passes too.

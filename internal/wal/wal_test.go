@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nanobot-go/nanobot/gateway/wal"
-	"github.com/nanobot-go/nanobot/gateway/wal/waltest"
+	"github.com/nanobot-go/nanobot/internal/wal"
+	"github.com/nanobot-go/nanobot/internal/wal/waltest"
 )
 
 func readAll(t *testing.T, path string, opts wal.Options) (*wal.Log, []string) {

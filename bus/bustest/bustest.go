@@ -1,5 +1,5 @@
 // Package bustest is the conformance suite every bus implementation
-// passes: the in-memory gateway/bus and the JetStream natsbus run the same
+// passes: the in-memory bus and the JetStream natsbus run the same
 // tests. It checks what the gateway relies on: every field survives the
 // trip, each message arrives exactly once, messages of a session keep their
 // order under concurrent publishers, and Close refuses later publishers.
@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // Queue is what the gateway uses of a bus.

@@ -1,4 +1,4 @@
-// Package waltest injects storage faults into gateway/wal files: a Disk
+// Package waltest injects storage faults into internal/wal files: a Disk
 // whose Open is passed as wal.Options.Open (or the journal's and outbox's
 // Open option) can be made "full", after which writes store only part of
 // their bytes and fail with ENOSPC, like a real full file system.
@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/nanobot-go/nanobot/gateway/wal"
+	"github.com/nanobot-go/nanobot/internal/wal"
 )
 
 // Disk opens real files whose writes fail while the disk is full.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/nanobot-go/nanobot/gateway/bus"
+	"github.com/nanobot-go/nanobot/bus"
 )
 
 // partState is a partition this instance holds the lease of.
