@@ -287,7 +287,7 @@ func TestLockExcludes(t *testing.T) {
 			n = b
 		}
 		wg.Go(func() {
-			unlock, err := n.Lock(context.Background(), "memory")
+			_, unlock, err := n.Lock(context.Background(), "memory")
 			if err != nil {
 				t.Error(err)
 				return
@@ -305,7 +305,7 @@ func TestLockExcludes(t *testing.T) {
 		t.Errorf("%d holders inside the lock at once", most.Load())
 	}
 	// A dead holder's lock expires.
-	deadUnlock, err := a.Lock(context.Background(), "held")
+	_, deadUnlock, err := a.Lock(context.Background(), "held")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,11 +316,87 @@ func TestLockExcludes(t *testing.T) {
 	t.Cleanup(deadUnlock)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	unlock, err := b.Lock(ctx, "held")
+	_, unlock, err := b.Lock(ctx, "held")
 	if err != nil {
 		t.Fatalf("lock of a dead holder never expired: %v", err)
 	}
 	unlock()
+}
+
+// A holder whose lease is lost hears of it: its context ends, with
+// ErrLockLost as the cause, before another instance takes the lock (here
+// the key is deleted, as its expiry during a NATS outage would).
+func TestLockLossEndsHolderContext(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), false, false)
+	b := start(t, srv, testOpts("b"), false, false)
+	held, release, err := a.Lock(context.Background(), "memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if err := a.leases.Delete(context.Background(), "lock.memory"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder's context did not end after its lease was lost")
+	}
+	if got := context.Cause(held); !errors.Is(got, ErrLockLost) {
+		t.Errorf("cause %v, want ErrLockLost", got)
+	}
+	// The lost lock is free for another holder, and releasing it late
+	// does not take it from that holder.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bHeld, bRelease, err := b.Lock(ctx, "memory")
+	if err != nil {
+		t.Fatalf("lock after a loss: %v", err)
+	}
+	defer bRelease()
+	release()
+	release() // twice is fine
+	if _, err := a.leases.Get(context.Background(), "lock.memory"); err != nil {
+		t.Errorf("the first holder's late release removed the second's lock: %v", err)
+	}
+	if bHeld.Err() != nil {
+		t.Errorf("second holder's context ended: %v", context.Cause(bHeld))
+	}
+}
+
+// The held context ends with the caller's context and on release, and a
+// holder that keeps its lock across several lease periods is not told it
+// lost it.
+func TestLockHeldContext(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), false, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	held, release, err := a.Lock(ctx, "memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Renewals keep the lock through three lease periods; the test waits
+	// for them, not for time: the lease revision moves.
+	e, err := a.leases.Get(context.Background(), "lock.memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.Revision()
+	waitFor(t, "three renewals", func() bool {
+		e, err := a.leases.Get(context.Background(), "lock.memory")
+		return err == nil && e.Revision() >= first+3
+	})
+	if held.Err() != nil {
+		t.Fatalf("held ended while renewed: %v", context.Cause(held))
+	}
+	cancel()
+	<-held.Done()
+	release()
+	waitFor(t, "the lock released", func() bool {
+		_, err := a.leases.Get(context.Background(), "lock.memory")
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	})
 }
 
 // refusalCounter counts the lease creations the bucket refused because the
