@@ -28,7 +28,8 @@
 // messages of a session in order, so a session is never processed by two
 // workers at once and its messages are processed in the order they arrived.
 //
-// Concurrency: all methods are safe for concurrent use.
+// Concurrency: all methods are safe for concurrent use, Close included (any
+// number of times).
 package natsbus
 
 import (
@@ -126,14 +127,15 @@ type Bus struct {
 	in  chan bus.Inbound
 	out chan bus.Outbound
 
-	mu       sync.Mutex
-	closed   bool
-	closing  chan struct{}
-	inflight map[string]*pending // bus.Inbound.ID / bus.Outbound.ID -> message
-	owned    map[int]*partState  // partitions held
-	gen      uint64              // ownership generations handed out
-	revoke   func(sessionKey string)
-	submit   func(m bus.Inbound)
+	mu        sync.Mutex
+	closed    bool
+	closing   chan struct{}
+	closeOnce sync.Once
+	inflight  map[string]*pending // bus.Inbound.ID / bus.Outbound.ID -> message
+	owned     map[int]*partState  // partitions held
+	gen       uint64              // ownership generations handed out
+	revoke    func(sessionKey string)
+	submit    func(m bus.Inbound)
 	// fence orders handing a message to the loop against losing its
 	// partition (see WorkerHooks.Submit).
 	fence sync.Mutex
@@ -353,20 +355,19 @@ func (b *Bus) Depth() (in, out int) {
 // Close stops consumption and intake: later publishers get ErrClosed and
 // both receive channels are closed once the feeding goroutines ended.
 // Unacknowledged messages stay in the streams for the next owner. It does
-// not close the NATS connection.
+// not close the NATS connection. It may be called any number of times,
+// also concurrently; every call returns once the bus is closed.
 func (b *Bus) Close() {
-	b.mu.Lock()
-	if b.closed {
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		close(b.closing)
 		b.mu.Unlock()
-		return
-	}
-	b.closed = true
-	close(b.closing)
-	b.mu.Unlock()
-	b.wg.Wait()
-	b.releaseAll()
-	close(b.in)
-	close(b.out)
+		b.wg.Wait()
+		b.releaseAll()
+		close(b.in)
+		close(b.out)
+	})
 }
 
 // startGoroutine registers a goroutine that must end before Close closes
