@@ -374,7 +374,9 @@ func (b *Bus) startPartition(ctx context.Context, p int, rev uint64) {
 // consumer is created afresh so that it starts at the oldest message not
 // yet acknowledged (the stream is a work queue: acknowledged messages are
 // gone), in stream order; messages a previous owner finished but could not
-// acknowledge are found in the done bucket and skipped.
+// acknowledge are found in the done bucket and skipped. It is created
+// afresh again whenever a delivery was lost (see consume), and messages
+// still being worked on are then not handed out twice.
 func (b *Bus) consumePartition(pctx context.Context, p int, gen uint64) {
 	name := "in-" + strconv.Itoa(p)
 	subj := b.inSubj + "." + strconv.Itoa(p)
@@ -382,15 +384,7 @@ func (b *Bus) consumePartition(pctx context.Context, p int, gen uint64) {
 	backoff := 100 * time.Millisecond
 	for pctx.Err() == nil {
 		cctx, cancel := context.WithTimeout(pctx, 5*time.Second)
-		err := b.js.DeleteConsumer(cctx, b.inStream, name)
-		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			cancel()
-			log.Warn("worker: cannot reset partition consumer; retrying", "err", err)
-			sleep(pctx, jitter(backoff))
-			backoff = min(backoff*2, 5*time.Second)
-			continue
-		}
-		cons, err := b.js.CreateConsumer(cctx, b.inStream, jetstream.ConsumerConfig{
+		cons, err := freshConsumer(cctx, b.js, b.inStream, jetstream.ConsumerConfig{
 			Durable: name, FilterSubject: subj, AckPolicy: jetstream.AckExplicitPolicy,
 			AckWait: b.opts.AckWait, MaxAckPending: 1024, DeliverPolicy: jetstream.DeliverAllPolicy,
 		})
@@ -401,7 +395,12 @@ func (b *Bus) consumePartition(pctx context.Context, p int, gen uint64) {
 			backoff = min(backoff*2, 5*time.Second)
 			continue
 		}
-		if err := b.feed(pctx, cons, p, gen); err != nil && pctx.Err() == nil {
+		err = b.feed(pctx, cons, p, gen)
+		if errors.Is(err, errDeliveryGap) {
+			log.Info("worker: restarting the partition consumer from its oldest unacknowledged message", "err", err)
+			continue
+		}
+		if err != nil && pctx.Err() == nil {
 			log.Warn("worker: partition consumer failed; restarting", "err", err)
 			sleep(pctx, jitter(backoff))
 			backoff = min(backoff*2, 5*time.Second)
@@ -418,6 +417,10 @@ func (b *Bus) feed(pctx context.Context, cons jetstream.Consumer, p int, gen uin
 			doneKey = "seq-" + strconv.FormatUint(seq, 10)
 		}
 		doneKey = "in." + doneKey
+		m.ID = strconv.Itoa(p) + "." + strconv.FormatUint(seq, 10)
+		if b.redelivered(m.ID, gen, msg) {
+			return true, nil
+		}
 		gctx, cancel := context.WithTimeout(pctx, 5*time.Second)
 		_, err := b.done.Get(gctx, doneKey)
 		cancel()
@@ -431,10 +434,10 @@ func (b *Bus) feed(pctx context.Context, cons jetstream.Consumer, p int, gen uin
 			_ = msg.Nak()
 			return false, fmt.Errorf("done check: %w", err)
 		}
-		m.ID = strconv.Itoa(p) + "." + strconv.FormatUint(seq, 10)
-		b.track(m.ID, &pending{msg: msg, part: p, gen: gen, key: doneKey, sess: m.Key(), seq: seq})
+		pm := &pending{msg: msg, part: p, gen: gen, key: doneKey, sess: m.Key(), seq: seq}
+		b.track(m.ID, pm)
 		if !b.hand(pctx, m, p, gen) {
-			b.untrack(m.ID)
+			b.untrack(m.ID, pm)
 			return false, nil
 		}
 		return true, nil

@@ -470,3 +470,153 @@ func TestHandedBackMessageComesBeforeItsSuccessors(t *testing.T) {
 		t.Fatalf("redelivered in order %v, want m0 m1 m2", order)
 	}
 }
+
+// A message handed back while an earlier one of its session is on its way
+// round keeps the wait going after the earlier one came back: a new
+// message of the session delivered in between (JetStream may deliver it
+// before a later hand-back reaches the server) waits too.
+func TestEveryHandedBackMessageIsWaitedFor(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), true, false)
+	ctx := context.Background()
+	publish := func(i int) {
+		t.Helper()
+		if err := a.PublishInbound(ctx, bus.Inbound{Channel: "c", ChatID: "s", MessageID: fmt.Sprint(i), Content: fmt.Sprint("m", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func(want string) bus.Inbound {
+		t.Helper()
+		m, ok := recv(t, a.Inbound(), 10*time.Second)
+		if !ok || m.Content != want {
+			t.Fatalf("got %q (%v), want %s", m.Content, ok, want)
+		}
+		return m
+	}
+	publish(0)
+	publish(1)
+	m0, m1 := next("m0"), next("m1")
+	if !a.Admit(m0) {
+		t.Fatal("m0 refused")
+	}
+	a.Done(m0, true)
+	if a.Admit(m1) {
+		t.Fatal("m1 may run while m0, before it, waits for redelivery")
+	}
+	// m0 comes round before m1's hand-back (Done) reached the server.
+	if m0 = next("m0"); !a.Admit(m0) {
+		t.Fatal("redelivered m0 refused")
+	}
+	a.Done(m0, false)
+	publish(2)
+	m2 := next("m2")
+	if a.Admit(m2) {
+		t.Fatal("m2 may run while m1, before it, waits for redelivery")
+	}
+	a.Done(m1, true)
+	a.Done(m2, true)
+	var order []string
+	for len(order) < 2 {
+		m, ok := recv(t, a.Inbound(), 10*time.Second)
+		if !ok {
+			t.Fatalf("admitted so far %v, want m1 m2", order)
+		}
+		if !a.Admit(m) {
+			a.Done(m, true) // waits for its turn again
+			continue
+		}
+		order = append(order, m.Content)
+		a.Done(m, false)
+	}
+	if !slices.Equal(order, []string{"m1", "m2"}) {
+		t.Fatalf("admitted in order %v, want m1 m2", order)
+	}
+}
+
+func recvOut(t *testing.T, ch <-chan bus.Outbound) bus.Outbound {
+	t.Helper()
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			t.Fatal("outbound closed")
+		}
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no outbound message")
+	}
+	return bus.Outbound{}
+}
+
+// feed runs RunDispatcherFeed until the returned stop is called.
+func feed(n *node) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = n.RunDispatcherFeed(ctx) }()
+	return func() { cancel(); <-done }
+}
+
+// A reply handed to a dispatcher that stopped before sending it (its
+// channels lease was lost) comes first when the feed starts again, not
+// after AckWait behind the replies published meanwhile.
+func TestRestartedFeedStartsAtOldestUndelivered(t *testing.T) {
+	srv := natstest.Start(t)
+	o := testOpts("a")
+	o.AckWait = time.Minute // a redelivery by timeout would come too late to pass
+	n := start(t, srv, o, false, false)
+	ctx := context.Background()
+	say := func(text string) {
+		t.Helper()
+		if err := n.PublishOutbound(ctx, bus.Outbound{Channel: "c", ChatID: "1", Kind: bus.KindMessage, Content: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	say("r0")
+	stop := feed(n)
+	if got := recvOut(t, n.Outbound()); got.Content != "r0" {
+		t.Fatalf("got %q, want r0", got.Content)
+	}
+	stop() // the dispatcher went with it: r0 was never sent
+	say("r1")
+	stop = feed(n)
+	defer stop()
+	for _, want := range []string{"r0", "r1"} {
+		got := recvOut(t, n.Outbound())
+		if got.Content != want {
+			t.Fatalf("got %q, want %s", got.Content, want)
+		}
+		n.Delivered(got)
+	}
+	waitFor(t, "the outbound stream drained", func() bool { _, out := n.Depth(); return out == 0 })
+}
+
+// A consumer recreated while a reply waits at the dispatcher (here deleted
+// from outside, as a reset after a lost delivery does) delivers the reply
+// again; it is not handed out twice, and Delivered acknowledges it
+// through the new consumer.
+func TestRecreatedConsumerDoesNotRepeatHeldReplies(t *testing.T) {
+	srv := natstest.Start(t)
+	o := testOpts("a")
+	o.AckWait = time.Minute
+	n := start(t, srv, o, false, false)
+	ctx := context.Background()
+	say := func(text string) {
+		t.Helper()
+		if err := n.PublishOutbound(ctx, bus.Outbound{Channel: "c", ChatID: "1", Kind: bus.KindMessage, Content: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer feed(n)()
+	say("r0")
+	r0 := recvOut(t, n.Outbound())
+	if err := n.js.DeleteConsumer(ctx, n.outStream, "dispatcher"); err != nil {
+		t.Fatal(err)
+	}
+	say("r1")
+	if got := recvOut(t, n.Outbound()); got.Content != "r1" {
+		t.Fatalf("got %q after the consumer was recreated, want r1 (r0 is still at the dispatcher)", got.Content)
+	} else {
+		n.Delivered(got)
+	}
+	n.Delivered(r0)
+	waitFor(t, "the outbound stream drained", func() bool { _, out := n.Depth(); return out == 0 })
+}
