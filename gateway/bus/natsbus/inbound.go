@@ -93,6 +93,13 @@ func (b *Bus) RunWorkerWith(ctx context.Context, hooks WorkerHooks) error {
 	b.submit = hooks.Submit
 	b.mu.Unlock()
 	memberKey := "member." + b.opts.Role + "." + sanitize(b.opts.Instance)
+	// Renewals run on their own, until Close (turns still running after
+	// ctx ended are not taken over): a balance round can wait seconds on
+	// NATS (listing the members while it is away), and a lease not renewed
+	// meanwhile would expire unnoticed while this instance goes on feeding
+	// its partition, next to the new owner.
+	b.wg.Add(1) // under our own registration, so Close cannot have started waiting
+	go func() { defer b.wg.Done(); b.keepLeases() }()
 	t := time.NewTicker(b.renewEvery())
 	defer t.Stop()
 	for {
@@ -100,16 +107,14 @@ func (b *Bus) RunWorkerWith(ctx context.Context, hooks WorkerHooks) error {
 		select {
 		case <-ctx.Done():
 			b.stopFetching()
-			b.wg.Add(1) // under our own registration, so Close cannot have started waiting
-			go func() { defer b.wg.Done(); b.keepLeases() }()
 			return nil
 		case <-t.C:
 		}
 	}
 }
 
-// keepLeases renews the held leases after RunWorker returned, until Close,
-// so turns still running are not taken over.
+// keepLeases renews the held partition leases every LeaseTTL/3 until
+// Close.
 func (b *Bus) keepLeases() {
 	b.everyUntilClosed(b.renewEvery(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), b.renewEvery())
@@ -118,14 +123,14 @@ func (b *Bus) keepLeases() {
 	})
 }
 
-// balance is one round of membership, renewal, release and acquisition.
+// balance is one round of membership, release and acquisition (renewals
+// run on their own: keepLeases).
 func (b *Bus) balance(ctx context.Context, memberKey string) {
 	rctx, cancel := context.WithTimeout(ctx, b.renewEvery())
 	defer cancel()
 	if _, err := b.leases.Put(rctx, memberKey, []byte(b.memberInfo())); err != nil && ctx.Err() == nil {
 		b.log.Warn("worker: cannot announce membership", "err", err)
 	}
-	b.renewAll(rctx)
 	workers := 1
 	if keys, err := b.memberKeys(rctx); err == nil {
 		n := 0
@@ -412,15 +417,15 @@ func (b *Bus) consumePartition(pctx context.Context, p int, gen uint64) {
 
 func (b *Bus) feed(pctx context.Context, cons jetstream.Consumer, p int, gen uint64) error {
 	return consume(pctx, cons, 64, b.log.With("partition", p), "worker: dropping undecodable inbound message", func(msg jetstream.Msg, seq uint64, m bus.Inbound) (bool, error) {
+		m.ID = strconv.Itoa(p) + "." + strconv.FormatUint(seq, 10)
+		if b.redelivered(m.ID, gen, msg) {
+			return true, nil
+		}
 		doneKey := inboundDedupKey(m)
 		if doneKey == "" {
 			doneKey = "seq-" + strconv.FormatUint(seq, 10)
 		}
 		doneKey = "in." + doneKey
-		m.ID = strconv.Itoa(p) + "." + strconv.FormatUint(seq, 10)
-		if b.redelivered(m.ID, gen, msg) {
-			return true, nil
-		}
 		gctx, cancel := context.WithTimeout(pctx, 5*time.Second)
 		_, err := b.done.Get(gctx, doneKey)
 		cancel()

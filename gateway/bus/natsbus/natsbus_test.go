@@ -620,3 +620,49 @@ func TestRecreatedConsumerDoesNotRepeatHeldReplies(t *testing.T) {
 	n.Delivered(r0)
 	waitFor(t, "the outbound stream drained", func() bool { _, out := n.Depth(); return out == 0 })
 }
+
+// stallingLister is a lease bucket whose member listing hangs until
+// released, as it did while NATS was away (stopping the lister waits for
+// a consumer deletion that cannot be answered).
+type stallingLister struct {
+	jetstream.KeyValue
+	stall chan struct{}
+}
+
+func (s *stallingLister) ListKeysFiltered(ctx context.Context, filters ...string) (jetstream.KeyLister, error) {
+	<-s.stall
+	return s.KeyValue.ListKeysFiltered(ctx, filters...)
+}
+
+// Partition leases are renewed while a balance round is stuck: otherwise
+// they expire unnoticed, and the partition is fed here and by its next
+// owner at once.
+func TestLeasesRenewedWhileBalanceIsStuck(t *testing.T) {
+	srv := natstest.Start(t)
+	o := testOpts("a")
+	o.Partitions = 1
+	n := start(t, srv, o, false, false)
+	kv := n.leases
+	stuck := &stallingLister{KeyValue: kv, stall: make(chan struct{})}
+	n.leases = stuck // before RunWorker: nothing of n's uses it yet
+	defer close(stuck.stall)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n.runs.Go(func() { _ = n.RunWorker(ctx, nil) })
+	// The first round acquires nothing yet: it waits on the listing
+	// before acquiring. Let it through once, then stall the next round.
+	stuck.stall <- struct{}{}
+	waitFor(t, "partition 0 acquired", func() bool { return slices.Equal(n.Owned(), []int{0}) })
+	e, err := kv.Get(context.Background(), partKey(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.Revision()
+	waitFor(t, "the partition lease renewed while balancing is stuck", func() bool {
+		e, err := kv.Get(context.Background(), partKey(0))
+		return err == nil && e.Revision() >= first+4 && string(e.Value()) == "a"
+	})
+	if !slices.Equal(n.Owned(), []int{0}) {
+		t.Errorf("owned %v, want [0]", n.Owned())
+	}
+}
