@@ -40,8 +40,9 @@ type Deps struct {
 	// they go straight back into this agent's loop.
 	Inbound func(ctx context.Context, m bus.Inbound) error
 	// MemoryLock serialises memory writers that share a workspace (cluster
-	// workers); nil: the process is the only writer.
-	MemoryLock func(ctx context.Context) (unlock func(), err error)
+	// workers); nil: the process is the only writer. See
+	// memory.Options.Lock.
+	MemoryLock func(ctx context.Context) (held context.Context, release func(), err error)
 	// Targets decides which chats the message tool may reach besides the
 	// current one (nil: only the current chat).
 	Targets message.Targets

@@ -255,9 +255,10 @@ type Bus struct {
 	in  *queue[Inbound]
 	out *queue[Outbound]
 
-	mu     sync.RWMutex
-	closed bool
-	done   chan struct{}
+	mu        sync.RWMutex
+	closed    bool
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // Default queue sizes: deep enough to absorb a burst from every channel
@@ -323,20 +324,16 @@ func (b *Bus) Depth() (in, out int) { return int(b.in.held.Load()), int(b.out.he
 
 // Close stops intake: blocked and later publishers get ErrClosed, and both
 // receive channels are closed once their queued messages are drained by the
-// consumers (queued messages are still delivered).
+// consumers (queued messages are still delivered). It may be called any
+// number of times, also concurrently; every call returns once publishers
+// are refused.
 func (b *Bus) Close() {
-	select {
-	case <-b.done:
-		return
-	default:
-	}
-	close(b.done) // wake blocked publishers before taking the write lock
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return
-	}
-	b.closed = true
-	close(b.in.intake)
-	close(b.out.intake)
+	b.closeOnce.Do(func() {
+		close(b.done) // wake blocked publishers before taking the write lock
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.closed = true
+		close(b.in.intake)
+		close(b.out.intake)
+	})
 }

@@ -168,3 +168,21 @@ func TestOrderAcrossGrowth(t *testing.T) {
 	receive(70)
 	depth(0)
 }
+
+// Close may race with itself (a service's drain and the gateway's
+// shutdown): closing the bus's channels twice would panic.
+func TestCloseConcurrently(t *testing.T) {
+	for range 2000 {
+		b := New(1, 1)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() { <-start; b.Close() })
+		}
+		close(start)
+		wg.Wait()
+		if err := b.PublishInbound(context.Background(), Inbound{}); !errors.Is(err, ErrClosed) {
+			t.Fatalf("publish after Close: %v, want ErrClosed", err)
+		}
+	}
+}

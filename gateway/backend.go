@@ -21,8 +21,8 @@ type backend interface {
 	sessions() session.Store
 	cronStore() *cron.Store
 	// memoryLock serialises memory writers sharing a workspace (nil: none
-	// needed).
-	memoryLock() func(ctx context.Context) (func(), error)
+	// needed). Writers work under held, which ends when the lock is lost.
+	memoryLock() func(ctx context.Context) (held context.Context, release func(), err error)
 	// admission is the agent loop's Admit (nil: every message runs when
 	// its turn comes).
 	admission() func(m bus.Inbound) bool
@@ -57,12 +57,15 @@ func openLocal(o Options, jobs *cron.Store) (*local, error) {
 	return &local{Bus: mem, journalInbox: journalInbox{jr: jr, b: mem, log: o.Log}, store: store, cron: jobs, replay: pending}, nil
 }
 
-func (l *local) sessions() session.Store                               { return l.store }
-func (l *local) cronStore() *cron.Store                                { return l.cron }
-func (l *local) admission() func(bus.Inbound) bool                     { return nil }
-func (l *local) memoryLock() func(ctx context.Context) (func(), error) { return nil }
-func (l *local) status(context.Context) *ClusterStatus                 { return nil }
-func (l *local) close()                                                { l.Close(); _ = l.jr.Close() }
+func (l *local) sessions() session.Store               { return l.store }
+func (l *local) cronStore() *cron.Store                { return l.cron }
+func (l *local) admission() func(bus.Inbound) bool     { return nil }
+func (l *local) status(context.Context) *ClusterStatus { return nil }
+func (l *local) close()                                { l.Close(); _ = l.jr.Close() }
+
+// memoryLock is nil: the process is the only writer of its workspace, and
+// the consolidator's own lock serialises its writers.
+func (l *local) memoryLock() func(ctx context.Context) (context.Context, func(), error) { return nil }
 
 // flushTimeout bounds how long delivery may take to send what the agent
 // said before shutdown.

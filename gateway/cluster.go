@@ -145,9 +145,9 @@ func (c *clusterBackend) runsChannels() bool { return c.role != RoleWorker }
 func (c *clusterBackend) sessions() session.Store           { return c.store }
 func (c *clusterBackend) cronStore() *cron.Store            { return c.cron }
 func (c *clusterBackend) admission() func(bus.Inbound) bool { return c.Bus.Admit }
-func (c *clusterBackend) memoryLock() func(ctx context.Context) (func(), error) {
+func (c *clusterBackend) memoryLock() func(ctx context.Context) (context.Context, func(), error) {
 	// Workers share the workspace volume: one memory writer at a time.
-	return func(ctx context.Context) (func(), error) { return c.Lock(ctx, "memory") }
+	return func(ctx context.Context) (context.Context, func(), error) { return c.Lock(ctx, "memory") }
 }
 func (c *clusterBackend) status(ctx context.Context) *ClusterStatus {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -425,6 +425,7 @@ func TestClusterNATSRestart(t *testing.T) {
 			t.Errorf("%s: replies %q, want %q", chat, got, want)
 		}
 	}
+	llm.check(t)
 }
 
 // waitDrained waits until the cluster's inbound and outbound streams hold

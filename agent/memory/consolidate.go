@@ -64,8 +64,11 @@ type Options struct {
 	// Lock, when set, is taken around every write of the memory files in
 	// addition to the in-process lock: in cluster mode the workers share
 	// the workspace volume and this is a lock in NATS, so two workers never
-	// write MEMORY.md or HISTORY.md at once.
-	Lock func(ctx context.Context) (unlock func(), err error)
+	// write MEMORY.md or HISTORY.md at once. The consolidation call and the
+	// writes run under held, which must end when the lock is lost (its
+	// lease could not be renewed): nothing is written after that, and the
+	// consolidation is tried again on a later turn.
+	Lock func(ctx context.Context) (held context.Context, release func(), err error)
 	// CallTimeout bounds one consolidation call (default 2 minutes).
 	CallTimeout time.Duration
 	// MaxRounds bounds the consolidation calls of one trigger (default 5).
@@ -204,7 +207,8 @@ func (c *Consolidator) EstimatePrompt(s *session.Session) int {
 // remaining rounds, so the session gets under budget without the model.
 // A call refused by a used-up usage budget is not a failure: consolidation
 // waits (logged, nil returned, nothing archived) until the budget allows
-// it again.
+// it again. Nor is losing the shared lock (Options.Lock): the trigger ends
+// with an error, and a later turn tries again.
 func (c *Consolidator) MaybeConsolidate(ctx context.Context, s *session.Session) error {
 	budget := c.Budget()
 	est := c.EstimatePrompt(s)
@@ -227,8 +231,8 @@ func (c *Consolidator) MaybeConsolidate(ctx context.Context, s *session.Session)
 				return err
 			}
 		} else if err := c.consolidateChunk(ctx, s, end); err != nil {
-			if ctx.Err() != nil {
-				return err // the turn was cancelled: not the model's failure
+			if ctx.Err() != nil || errors.Is(err, errLockLost) {
+				return err // the turn was cancelled, or another worker may write now: not the model's failure
 			}
 			if be, ok := errors.AsType[*usage.BudgetError](err); ok {
 				// Not the model's failure either: the history stays as it
@@ -274,7 +278,7 @@ func (c *Consolidator) ArchiveAll(ctx context.Context, s *session.Session) error
 			continue
 		}
 		if err := c.consolidateChunk(ctx, s, end); err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || errors.Is(err, errLockLost) {
 				return err
 			}
 			if be, ok := errors.AsType[*usage.BudgetError](err); ok {
@@ -346,21 +350,36 @@ func (c *Consolidator) pickChunk(s *session.Session, need int, toEnd bool) (end 
 	return best, best >= 0
 }
 
-func (c *Consolidator) acquire(ctx context.Context) error {
+// acquire takes the in-process lock and opts.Lock. The work is done under
+// held: it ends with ctx, or when the shared lock is lost.
+func (c *Consolidator) acquire(ctx context.Context) (held context.Context, err error) {
 	select {
 	case c.lock <- struct{}{}:
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	if c.opts.Lock != nil {
-		unlock, err := c.opts.Lock(ctx)
-		if err != nil {
-			<-c.lock
-			return err
-		}
-		c.unlock = unlock
+	if c.opts.Lock == nil {
+		return ctx, nil
 	}
-	return nil
+	held, release, err := c.opts.Lock(ctx)
+	if err != nil {
+		<-c.lock
+		return nil, err
+	}
+	c.unlock = release
+	return held, nil
+}
+
+// errLockLost marks work stopped because the shared lock was lost: not the
+// model's failure.
+var errLockLost = errors.New("memory: lock lost")
+
+// stillHeld returns an error once held ended: no write may follow.
+func stillHeld(held context.Context) error {
+	if held.Err() == nil {
+		return nil
+	}
+	return fmt.Errorf("%w before writing: %w", errLockLost, context.Cause(held))
 }
 
 func (c *Consolidator) release() {
@@ -376,7 +395,8 @@ func (c *Consolidator) release() {
 // are written before the cursor moves: a crash in between repeats a chunk
 // (a duplicate history entry) but never drops one.
 func (c *Consolidator) consolidateChunk(ctx context.Context, s *session.Session, end int) error {
-	if err := c.acquire(ctx); err != nil {
+	held, err := c.acquire(ctx)
+	if err != nil {
 		return err
 	}
 	defer c.release()
@@ -402,9 +422,12 @@ func (c *Consolidator) consolidateChunk(ctx context.Context, s *session.Session,
 		ToolChoice: saveMemoryTool,
 		MaxTokens:  c.opts.MaxTokens,
 	}
-	callCtx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
+	callCtx, cancel := context.WithTimeout(held, c.opts.CallTimeout)
 	resp, err := c.opts.Provider.Chat(callCtx, req)
 	cancel()
+	if err := stillHeld(held); err != nil {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("consolidation call: %w", err)
 	}
@@ -444,15 +467,21 @@ func (c *Consolidator) consolidateChunk(ctx context.Context, s *session.Session,
 			update = kept
 		}
 	}
+	if err := stillHeld(held); err != nil {
+		return err
+	}
 	if err := c.files.appendHistory(entries...); err != nil {
 		return err
 	}
 	if update != current {
+		if err := stillHeld(held); err != nil {
+			return err // a repeated chunk later: a duplicate history entry, nothing lost
+		}
 		if err := c.files.writeMemory(update); err != nil {
 			return err
 		}
 	}
-	if err := c.opts.Store.SetCursor(ctx, s, end); err != nil {
+	if err := c.opts.Store.SetCursor(held, s, end); err != nil {
 		return fmt.Errorf("memory: move cursor of %s to %d: %w", s.Key, end, err)
 	}
 	return nil
@@ -461,17 +490,21 @@ func (c *Consolidator) consolidateChunk(ctx context.Context, s *session.Session,
 // archiveRaw appends s.Messages[cursor:end] verbatim to HISTORY.md and
 // moves the cursor: rough, but nothing is lost.
 func (c *Consolidator) archiveRaw(ctx context.Context, s *session.Session, end int, why string) error {
-	if err := c.acquire(ctx); err != nil {
+	held, err := c.acquire(ctx)
+	if err != nil {
 		return err
 	}
 	defer c.release()
 	chunk := s.Messages[s.LastConsolidated:end]
 	entry := fmt.Sprintf("%s [raw archive] %d messages of %s (%s):\n\n%s",
 		c.stamp(), len(chunk), s.Key, why, strings.TrimRight(formatMessages(chunk, c.opts.Location, 0), "\n"))
+	if err := stillHeld(held); err != nil {
+		return err
+	}
 	if err := c.files.appendHistory(entry); err != nil {
 		return err
 	}
-	if err := c.opts.Store.SetCursor(ctx, s, end); err != nil {
+	if err := c.opts.Store.SetCursor(held, s, end); err != nil {
 		return fmt.Errorf("memory: move cursor of %s to %d: %w", s.Key, end, err)
 	}
 	return nil

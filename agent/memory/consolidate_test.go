@@ -203,6 +203,47 @@ func TestBadResponsesCountAsFailures(t *testing.T) {
 	}
 }
 
+// A shared lock lost while the model answers stops the consolidation
+// before anything is written, and is not counted as the model's failure
+// (no raw archive however often it happens).
+func TestLockLostDuringCallWritesNothing(t *testing.T) {
+	lockLost := errors.New("lease lost")
+	var cancelHeld context.CancelCauseFunc
+	releases := 0
+	st := newStore(t, t.TempDir())
+	p := &fakeProvider{reply: func(context.Context, providers.ChatRequest) (*providers.LLMResponse, error) {
+		cancelHeld(lockLost) // another worker may write from now on
+		return saveCall("[2026-03-01 10:00] summary.", "# Memory\n- fact\n"), nil
+	}}
+	opts := testOptions(t.TempDir(), p, st)
+	opts.Lock = func(ctx context.Context) (context.Context, func(), error) {
+		held, cancel := context.WithCancelCause(ctx)
+		cancelHeld = cancel
+		return held, func() { releases++; cancel(context.Canceled) }, nil
+	}
+	c := newConsolidator(t, opts)
+	s := load(t, st, "test:1")
+	addTurns(t, st, s, 0, 30, 60)
+	for i := range 4 {
+		err := c.MaybeConsolidate(context.Background(), s)
+		if !errors.Is(err, errLockLost) || !errors.Is(err, lockLost) {
+			t.Fatalf("attempt %d: err = %v, want the lost lock", i+1, err)
+		}
+	}
+	if s.LastConsolidated != 0 {
+		t.Errorf("cursor = %d, want 0", s.LastConsolidated)
+	}
+	if got := readFile(t, c.MemoryPath()); got != "" {
+		t.Errorf("MEMORY.md written after the lock was lost: %q", got)
+	}
+	if got := readFile(t, c.HistoryPath()); got != "" {
+		t.Errorf("HISTORY.md written after the lock was lost: %q", got)
+	}
+	if releases != 4 {
+		t.Errorf("lock released %d times, want 4", releases)
+	}
+}
+
 func TestCallTimeout(t *testing.T) {
 	st := newStore(t, t.TempDir())
 	p := &fakeProvider{reply: func(ctx context.Context, _ providers.ChatRequest) (*providers.LLMResponse, error) {

@@ -2,7 +2,8 @@
 // passes: the in-memory bus and the JetStream natsbus run the same
 // tests. It checks what the gateway relies on: every field survives the
 // trip, each message arrives exactly once, messages of a session keep their
-// order under concurrent publishers, and Close refuses later publishers.
+// order under concurrent publishers, and Close refuses later publishers
+// and may be called any number of times, also at once.
 package bustest
 
 import (
@@ -42,6 +43,7 @@ func Run(t *testing.T, impl Impl) {
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, impl) })
 	t.Run("SessionOrder", func(t *testing.T) { testSessionOrder(t, impl) })
 	t.Run("CloseRefusesPublishers", func(t *testing.T) { testClose(t, impl) })
+	t.Run("ConcurrentClose", func(t *testing.T) { testConcurrentClose(t, impl) })
 }
 
 const wait = 20 * time.Second
@@ -181,4 +183,27 @@ func testClose(t *testing.T, impl Impl) {
 		}
 	}
 	q.Close() // idempotent
+}
+
+// testConcurrentClose closes from several goroutines at once (the gateway's
+// shutdown and a service's drain may race): none panics, and none returns
+// before the bus refuses publishers.
+func testConcurrentClose(t *testing.T, impl Impl) {
+	for range 20 {
+		q := impl.New(t)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				<-start
+				q.Close()
+				if err := q.PublishInbound(context.Background(), bus.Inbound{Channel: "x", ChatID: "1"}); !errors.Is(err, bus.ErrClosed) {
+					t.Errorf("inbound after Close returned: %v, want ErrClosed", err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		q.Close()
+	}
 }

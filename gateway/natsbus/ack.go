@@ -21,9 +21,14 @@ import (
 func (b *Bus) Done(m bus.Inbound, replay bool) {
 	b.mu.Lock()
 	p, ok := b.inflight[m.ID]
-	if ok && b.pubFailed[p.sess] {
-		delete(b.pubFailed, p.sess)
-		replay = true
+	var msg jetstream.Msg
+	if ok {
+		if b.pubFailed[p.sess] {
+			delete(b.pubFailed, p.sess)
+			replay = true
+		}
+		p.settling = true
+		msg = p.msg
 	}
 	b.mu.Unlock()
 	if !ok {
@@ -31,18 +36,21 @@ func (b *Bus) Done(m bus.Inbound, replay bool) {
 	}
 	// The entry stays until the message is settled, so a partition being
 	// handed back is released only after its done marker and ack.
-	defer b.untrack(m.ID)
+	defer b.untrack(m.ID, p)
 	if !b.owns(p.part, p.gen) {
 		b.log.Info("partition moved while its message ran; leaving it to the new owner", "partition", p.part)
 		return
 	}
 	if replay {
 		b.mu.Lock()
-		if h, ok := b.handedBack[p.sess]; !ok || h.part != p.part || h.gen != p.gen || p.seq < h.seq {
-			b.handedBack[p.sess] = handedBack{part: p.part, gen: p.gen, seq: p.seq}
+		h := b.handedBack[p.sess]
+		if h == nil || h.part != p.part || h.gen != p.gen {
+			h = &handedBack{part: p.part, gen: p.gen, seqs: map[uint64]bool{}}
+			b.handedBack[p.sess] = h
 		}
+		h.seqs[p.seq] = true
 		b.mu.Unlock()
-		_ = p.msg.Nak()
+		_ = msg.Nak()
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), MaxRetry)
@@ -61,7 +69,7 @@ func (b *Bus) Done(m bus.Inbound, replay bool) {
 		if !b.owns(p.part, p.gen) {
 			return nil
 		}
-		return p.msg.DoubleAck(ctx)
+		return msg.DoubleAck(ctx)
 	}); err != nil {
 		b.log.Warn("acknowledging inbound failed; it may be replayed (and skipped as done)", "err", err)
 	}
@@ -70,9 +78,12 @@ func (b *Bus) Done(m bus.Inbound, replay bool) {
 // Admit reports whether inbound m may start its turn now (the agent loop
 // asks before each turn). It may not while an earlier message of its
 // session was handed back by Done and has not come round again: m is then
-// handed back too (the loop calls Done with replay), and JetStream
-// redelivers both in stream order. The earlier message clears the wait
-// when it is admitted, or when it turns out to be done already.
+// handed back too (the loop calls Done with replay), and waits in turn.
+// Every message handed back is waited for, not only the first: the
+// hand-backs are separate Naks, and JetStream may deliver a new message of
+// the session between two of them (seen as replies 0, 2, 1 after a NATS
+// restart). A handed-back message clears its wait when it is admitted, or
+// when it turns out to be done already.
 func (b *Bus) Admit(m bus.Inbound) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -81,25 +92,39 @@ func (b *Bus) Admit(m bus.Inbound) bool {
 		return true
 	}
 	h, ok := b.handedBack[p.sess]
-	switch {
-	case !ok:
+	if !ok {
 		return true
-	case h.part != p.part || h.gen != p.gen:
+	}
+	if h.part != p.part || h.gen != p.gen {
 		delete(b.handedBack, p.sess) // from an earlier ownership of the partition
 		return true
-	case p.seq > h.seq:
-		return false
 	}
-	delete(b.handedBack, p.sess)
+	for seq := range h.seqs {
+		if seq < p.seq {
+			// Counted as handed back now, not at Done: the earlier one may
+			// come round before Done, and must not end the wait for m.
+			h.seqs[p.seq] = true
+			return false
+		}
+	}
+	b.cameRound(p.sess, h, p.seq)
 	return true
 }
 
-// skipped clears the wait on session sess when the message handed back
-// (at seq) is found answered already and skipped.
+// skipped clears the wait for the message of session sess at seq when it
+// is found answered already and skipped.
 func (b *Bus) skipped(sess string, part int, gen, seq uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if h, ok := b.handedBack[sess]; ok && h.part == part && h.gen == gen && h.seq == seq {
+	if h, ok := b.handedBack[sess]; ok && h.part == part && h.gen == gen {
+		b.cameRound(sess, h, seq)
+	}
+}
+
+// cameRound ends the wait for the message at seq. b.mu is held.
+func (b *Bus) cameRound(sess string, h *handedBack, seq uint64) {
+	delete(h.seqs, seq)
+	if len(h.seqs) == 0 {
 		delete(b.handedBack, sess)
 	}
 }
@@ -112,12 +137,14 @@ func (b *Bus) Delivered(m bus.Outbound) {
 	}
 	b.mu.Lock()
 	p, ok := b.inflight[m.ID]
+	var msg jetstream.Msg
 	if ok {
 		delete(b.inflight, m.ID)
+		msg = p.msg
 	}
 	b.mu.Unlock()
 	if ok {
-		if err := p.msg.Ack(); err != nil {
+		if err := msg.Ack(); err != nil {
 			b.log.Warn("acknowledging outbound failed; it may be sent again", "err", err)
 		}
 	}

@@ -93,6 +93,13 @@ func (b *Bus) RunWorkerWith(ctx context.Context, hooks WorkerHooks) error {
 	b.submit = hooks.Submit
 	b.mu.Unlock()
 	memberKey := "member." + b.opts.Role + "." + sanitize(b.opts.Instance)
+	// Renewals run on their own, until Close (turns still running after
+	// ctx ended are not taken over): a balance round can wait seconds on
+	// NATS (listing the members while it is away), and a lease not renewed
+	// meanwhile would expire unnoticed while this instance goes on feeding
+	// its partition, next to the new owner.
+	b.wg.Add(1) // under our own registration, so Close cannot have started waiting
+	go func() { defer b.wg.Done(); b.keepLeases() }()
 	t := time.NewTicker(b.renewEvery())
 	defer t.Stop()
 	for {
@@ -100,16 +107,14 @@ func (b *Bus) RunWorkerWith(ctx context.Context, hooks WorkerHooks) error {
 		select {
 		case <-ctx.Done():
 			b.stopFetching()
-			b.wg.Add(1) // under our own registration, so Close cannot have started waiting
-			go func() { defer b.wg.Done(); b.keepLeases() }()
 			return nil
 		case <-t.C:
 		}
 	}
 }
 
-// keepLeases renews the held leases after RunWorker returned, until Close,
-// so turns still running are not taken over.
+// keepLeases renews the held partition leases every LeaseTTL/3 until
+// Close.
 func (b *Bus) keepLeases() {
 	b.everyUntilClosed(b.renewEvery(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), b.renewEvery())
@@ -118,14 +123,14 @@ func (b *Bus) keepLeases() {
 	})
 }
 
-// balance is one round of membership, renewal, release and acquisition.
+// balance is one round of membership, release and acquisition (renewals
+// run on their own: keepLeases).
 func (b *Bus) balance(ctx context.Context, memberKey string) {
 	rctx, cancel := context.WithTimeout(ctx, b.renewEvery())
 	defer cancel()
 	if _, err := b.leases.Put(rctx, memberKey, []byte(b.memberInfo())); err != nil && ctx.Err() == nil {
 		b.log.Warn("worker: cannot announce membership", "err", err)
 	}
-	b.renewAll(rctx)
 	workers := 1
 	if keys, err := b.memberKeys(rctx); err == nil {
 		n := 0
@@ -374,7 +379,9 @@ func (b *Bus) startPartition(ctx context.Context, p int, rev uint64) {
 // consumer is created afresh so that it starts at the oldest message not
 // yet acknowledged (the stream is a work queue: acknowledged messages are
 // gone), in stream order; messages a previous owner finished but could not
-// acknowledge are found in the done bucket and skipped.
+// acknowledge are found in the done bucket and skipped. It is created
+// afresh again whenever a delivery was lost (see consume), and messages
+// still being worked on are then not handed out twice.
 func (b *Bus) consumePartition(pctx context.Context, p int, gen uint64) {
 	name := "in-" + strconv.Itoa(p)
 	subj := b.inSubj + "." + strconv.Itoa(p)
@@ -382,15 +389,7 @@ func (b *Bus) consumePartition(pctx context.Context, p int, gen uint64) {
 	backoff := 100 * time.Millisecond
 	for pctx.Err() == nil {
 		cctx, cancel := context.WithTimeout(pctx, 5*time.Second)
-		err := b.js.DeleteConsumer(cctx, b.inStream, name)
-		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			cancel()
-			log.Warn("worker: cannot reset partition consumer; retrying", "err", err)
-			sleep(pctx, jitter(backoff))
-			backoff = min(backoff*2, 5*time.Second)
-			continue
-		}
-		cons, err := b.js.CreateConsumer(cctx, b.inStream, jetstream.ConsumerConfig{
+		cons, err := freshConsumer(cctx, b.js, b.inStream, jetstream.ConsumerConfig{
 			Durable: name, FilterSubject: subj, AckPolicy: jetstream.AckExplicitPolicy,
 			AckWait: b.opts.AckWait, MaxAckPending: 1024, DeliverPolicy: jetstream.DeliverAllPolicy,
 		})
@@ -401,7 +400,12 @@ func (b *Bus) consumePartition(pctx context.Context, p int, gen uint64) {
 			backoff = min(backoff*2, 5*time.Second)
 			continue
 		}
-		if err := b.feed(pctx, cons, p, gen); err != nil && pctx.Err() == nil {
+		err = b.feed(pctx, cons, p, gen)
+		if errors.Is(err, errDeliveryGap) {
+			log.Info("worker: restarting the partition consumer from its oldest unacknowledged message", "err", err)
+			continue
+		}
+		if err != nil && pctx.Err() == nil {
 			log.Warn("worker: partition consumer failed; restarting", "err", err)
 			sleep(pctx, jitter(backoff))
 			backoff = min(backoff*2, 5*time.Second)
@@ -413,6 +417,10 @@ func (b *Bus) consumePartition(pctx context.Context, p int, gen uint64) {
 
 func (b *Bus) feed(pctx context.Context, cons jetstream.Consumer, p int, gen uint64) error {
 	return consume(pctx, cons, 64, b.log.With("partition", p), "worker: dropping undecodable inbound message", func(msg jetstream.Msg, seq uint64, m bus.Inbound) (bool, error) {
+		m.ID = strconv.Itoa(p) + "." + strconv.FormatUint(seq, 10)
+		if b.redelivered(m.ID, gen, msg) {
+			return true, nil
+		}
 		doneKey := inboundDedupKey(m)
 		if doneKey == "" {
 			doneKey = "seq-" + strconv.FormatUint(seq, 10)
@@ -431,10 +439,10 @@ func (b *Bus) feed(pctx context.Context, cons jetstream.Consumer, p int, gen uin
 			_ = msg.Nak()
 			return false, fmt.Errorf("done check: %w", err)
 		}
-		m.ID = strconv.Itoa(p) + "." + strconv.FormatUint(seq, 10)
-		b.track(m.ID, &pending{msg: msg, part: p, gen: gen, key: doneKey, sess: m.Key(), seq: seq})
+		pm := &pending{msg: msg, part: p, gen: gen, key: doneKey, sess: m.Key(), seq: seq}
+		b.track(m.ID, pm)
 		if !b.hand(pctx, m, p, gen) {
-			b.untrack(m.ID)
+			b.untrack(m.ID, pm)
 			return false, nil
 		}
 		return true, nil

@@ -3,7 +3,9 @@ package natsbus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -155,45 +157,91 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// ErrLockLost is the cause (context.Cause) of a held lock's context
+// ending because its lease could not be renewed: another instance may hold
+// the lock now.
+var ErrLockLost = errors.New("natsbus: lock lost")
+
 // Lock takes the cluster-wide lock called name, waiting until it is free
-// or ctx ends. The lock is a lease: it is renewed while held and expires
-// LeaseTTL after its holder died. unlock releases it.
-func (b *Bus) Lock(ctx context.Context, name string) (unlock func(), err error) {
+// or ctx ends. The lock is a lease, renewed while held, that expires
+// LeaseTTL after its holder died.
+//
+// The holder must do its work under held: it ends, with ErrLockLost as
+// its cause, as soon as the lease cannot be renewed (see the lease rules
+// above), before another instance can take the lock; it also ends with
+// ctx, and when release is called. A write done after held ended may
+// overlap another holder's. release gives the lock back (it may be called
+// more than once); until then a lost lease is not deleted, so the next
+// holder waits for it to expire.
+func (b *Bus) Lock(ctx context.Context, name string) (held context.Context, release func(), err error) {
 	key := "lock." + sanitize(name)
+	// The value names this acquisition, not just the instance: two holders
+	// in one process must not mistake each other's renewal for their own.
+	token := b.opts.Instance + " " + randomID()
 	wait := 20 * time.Millisecond
 	for {
-		rev, ok, err := b.acquire(ctx, key)
-		if err != nil && !IsTransient(err) {
-			return nil, err
-		}
-		if ok {
-			lctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
+		rev, err := b.leases.Create(ctx, key, []byte(token))
+		switch {
+		case err == nil:
+			held, cancel := context.WithCancelCause(ctx)
+			stop, done := make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(done)
-				t := time.NewTicker(b.renewEvery())
-				defer t.Stop()
-				for {
-					select {
-					case <-lctx.Done():
-						b.release(key, rev)
-						return
-					case <-t.C:
-						rctx, rcancel := context.WithTimeout(lctx, b.renewEvery())
-						if next, err := b.renew(rctx, key, rev); err == nil {
-							rev = next
-						}
-						rcancel()
-					}
-				}
+				rev := b.keepLock(held, cancel, stop, key, token, rev)
+				b.release(key, rev)
 			}()
-			return func() { cancel(); <-done }, nil
+			var once sync.Once
+			return held, func() {
+				once.Do(func() { close(stop) })
+				<-done
+				cancel(context.Canceled)
+			}, nil
+		case !errors.Is(err, jetstream.ErrKeyExists) && !IsTransient(err):
+			return nil, nil, fmt.Errorf("natsbus: lock %s: %w", name, err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-time.After(jitter(wait)):
 		}
 		wait = min(wait*2, b.renewEvery())
+	}
+}
+
+// keepLock renews lock key until stop is closed and returns the last
+// revision held. When the lease is lost it cancels held with ErrLockLost
+// and stops renewing.
+func (b *Bus) keepLock(held context.Context, cancel context.CancelCauseFunc, stop <-chan struct{}, key, token string, rev uint64) uint64 {
+	t := time.NewTicker(b.renewEvery())
+	defer t.Stop()
+	renewed := time.Now()
+	for {
+		select {
+		case <-stop:
+			return rev
+		case <-t.C:
+		}
+		// Renewals go on after the caller's ctx ended: the holder may still
+		// be finishing, and the lock is its until release.
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(held), b.renewEvery())
+		next, err := b.leases.Update(rctx, key, []byte(token), rev)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			// A renewal whose reply was lost may have landed: the key then
+			// still carries our token, at a newer revision.
+			if e, gerr := b.leases.Get(rctx, key); gerr == nil && string(e.Value()) == token {
+				next, err = e.Revision(), nil
+			}
+		}
+		rcancel()
+		if err == nil {
+			rev, renewed = next, time.Now()
+			continue
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || time.Since(renewed) > b.staleAfter() {
+			b.log.Warn("lock lost; stopping its holder", "lock", key, "err", err)
+			cancel(ErrLockLost)
+			<-stop
+			return rev
+		}
 	}
 }

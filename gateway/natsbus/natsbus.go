@@ -23,12 +23,19 @@
 //     twice inside the duplicate window.
 //
 // Ordering and ownership: the messages of one session are in one partition
-// and every partition is consumed by exactly one worker at a time, the
-// holder of its lease in the lease bucket (see Worker). The agent loop keeps
-// messages of a session in order, so a session is never processed by two
-// workers at once and its messages are processed in the order they arrived.
+// and every partition is consumed by one worker at a time, the holder of
+// its lease in the lease bucket (see RunWorker); a worker whose renewals
+// fail for 2/3 of LeaseTTL stops feeding the partition before the lease can
+// expire. Every feed (a partition's, the dispatcher's) reads a consumer it
+// created afresh, so it starts at the oldest unacknowledged message, and
+// starts over the same way when a delivery was lost (see consume): no
+// message is handed out after one that followed it in the stream. A message
+// handed back for redelivery holds back its session's later messages
+// (Admit). From there the agent loop keeps a session's messages in order,
+// and the dispatcher a chat's replies.
 //
-// Concurrency: all methods are safe for concurrent use.
+// Concurrency: all methods are safe for concurrent use, Close included (any
+// number of times).
 package natsbus
 
 import (
@@ -126,14 +133,15 @@ type Bus struct {
 	in  chan bus.Inbound
 	out chan bus.Outbound
 
-	mu       sync.Mutex
-	closed   bool
-	closing  chan struct{}
-	inflight map[string]*pending // bus.Inbound.ID / bus.Outbound.ID -> message
-	owned    map[int]*partState  // partitions held
-	gen      uint64              // ownership generations handed out
-	revoke   func(sessionKey string)
-	submit   func(m bus.Inbound)
+	mu        sync.Mutex
+	closed    bool
+	closing   chan struct{}
+	closeOnce sync.Once
+	inflight  map[string]*pending // bus.Inbound.ID / bus.Outbound.ID -> message
+	owned     map[int]*partState  // partitions held
+	gen       uint64              // ownership generations handed out
+	revoke    func(sessionKey string)
+	submit    func(m bus.Inbound)
 	// fence orders handing a message to the loop against losing its
 	// partition (see WorkerHooks.Submit).
 	fence sync.Mutex
@@ -142,29 +150,37 @@ type Bus struct {
 	// pubFailed marks sessions whose reply could not be published: the
 	// message being worked on is replayed instead of acknowledged.
 	pubFailed map[string]bool
-	// handedBack holds, per session, the first message handed back for
-	// another delivery: later messages of the session wait behind it (see
-	// Admit), so a redelivered message is never answered after its
-	// successors.
-	handedBack map[string]handedBack
+	// handedBack holds, per session, the messages handed back for another
+	// delivery that have not come round yet: later messages of the session
+	// wait behind them (see Admit), so a redelivered message is never
+	// answered after its successors.
+	handedBack map[string]*handedBack
+	feedRuns   uint64 // RunDispatcherFeed calls so far
 	wg         sync.WaitGroup
 }
 
-// handedBack is a message given back to JetStream by Done.
+// handedBack is what Done gave back to JetStream of one session, in one
+// ownership of its partition.
 type handedBack struct {
 	part int
 	gen  uint64
-	seq  uint64
+	seqs map[uint64]bool // stream sequences
 }
 
 // pending is a delivered, not yet acknowledged message.
 type pending struct {
+	// msg is the latest delivery of the message: a consumer recreated
+	// while the message is worked on delivers it again, and only the new
+	// delivery can be acknowledged. Guarded by Bus.mu.
 	msg  jetstream.Msg
 	part int    // -1 for outbound
-	gen  uint64 // the partition's ownership generation it was delivered in
+	gen  uint64 // inbound: the partition's ownership generation; outbound: the feed run
 	key  string // done marker key, inbound only
 	sess string // session key, inbound only
 	seq  uint64 // stream sequence, inbound only
+	// settling is set once Done or Delivered started to settle it: a
+	// delivery after that is a new one (guarded by Bus.mu).
+	settling bool
 }
 
 // ErrClosed is bus.ErrClosed: Publish after Close.
@@ -186,7 +202,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 		inStream: upper + "_IN", outStream: upper + "_OUT",
 		inSubj: lower + ".in", outSubj: lower + ".out",
 		in: make(chan bus.Inbound), out: make(chan bus.Outbound),
-		closing: make(chan struct{}), inflight: map[string]*pending{}, pubFailed: map[string]bool{}, handedBack: map[string]handedBack{},
+		closing: make(chan struct{}), inflight: map[string]*pending{}, pubFailed: map[string]bool{}, handedBack: map[string]*handedBack{},
 	}
 	for _, sc := range []jetstream.StreamConfig{
 		{Name: b.inStream, Subjects: []string{b.inSubj + ".>"}, Storage: jetstream.FileStorage, Replicas: o.Replicas,
@@ -353,20 +369,19 @@ func (b *Bus) Depth() (in, out int) {
 // Close stops consumption and intake: later publishers get ErrClosed and
 // both receive channels are closed once the feeding goroutines ended.
 // Unacknowledged messages stay in the streams for the next owner. It does
-// not close the NATS connection.
+// not close the NATS connection. It may be called any number of times,
+// also concurrently; every call returns once the bus is closed.
 func (b *Bus) Close() {
-	b.mu.Lock()
-	if b.closed {
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		close(b.closing)
 		b.mu.Unlock()
-		return
-	}
-	b.closed = true
-	close(b.closing)
-	b.mu.Unlock()
-	b.wg.Wait()
-	b.releaseAll()
-	close(b.in)
-	close(b.out)
+		b.wg.Wait()
+		b.releaseAll()
+		close(b.in)
+		close(b.out)
+	})
 }
 
 // startGoroutine registers a goroutine that must end before Close closes
@@ -387,10 +402,29 @@ func (b *Bus) track(id string, p *pending) {
 	b.mu.Unlock()
 }
 
-func (b *Bus) untrack(id string) {
+// untrack forgets p, unless a later delivery of its message replaced it.
+func (b *Bus) untrack(id string, p *pending) {
 	b.mu.Lock()
-	delete(b.inflight, id)
+	if b.inflight[id] == p {
+		delete(b.inflight, id)
+	}
 	b.mu.Unlock()
+}
+
+// redelivered reports whether id is a message still being worked on in
+// run gen (a partition's ownership, or a dispatcher feed run), delivered
+// again because its consumer was recreated; it then takes the new
+// delivery for the acknowledgement, and the message is not handed out
+// twice.
+func (b *Bus) redelivered(id string, gen uint64, msg jetstream.Msg) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, ok := b.inflight[id]
+	if !ok || p.settling || p.gen != gen {
+		return false
+	}
+	p.msg = msg
+	return true
 }
 
 // sanitize keeps a name usable in subjects, stream and bucket names.

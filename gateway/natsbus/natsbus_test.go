@@ -287,7 +287,7 @@ func TestLockExcludes(t *testing.T) {
 			n = b
 		}
 		wg.Go(func() {
-			unlock, err := n.Lock(context.Background(), "memory")
+			_, unlock, err := n.Lock(context.Background(), "memory")
 			if err != nil {
 				t.Error(err)
 				return
@@ -305,7 +305,7 @@ func TestLockExcludes(t *testing.T) {
 		t.Errorf("%d holders inside the lock at once", most.Load())
 	}
 	// A dead holder's lock expires.
-	deadUnlock, err := a.Lock(context.Background(), "held")
+	_, deadUnlock, err := a.Lock(context.Background(), "held")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,11 +316,87 @@ func TestLockExcludes(t *testing.T) {
 	t.Cleanup(deadUnlock)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	unlock, err := b.Lock(ctx, "held")
+	_, unlock, err := b.Lock(ctx, "held")
 	if err != nil {
 		t.Fatalf("lock of a dead holder never expired: %v", err)
 	}
 	unlock()
+}
+
+// A holder whose lease is lost hears of it: its context ends, with
+// ErrLockLost as the cause, before another instance takes the lock (here
+// the key is deleted, as its expiry during a NATS outage would).
+func TestLockLossEndsHolderContext(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), false, false)
+	b := start(t, srv, testOpts("b"), false, false)
+	held, release, err := a.Lock(context.Background(), "memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if err := a.leases.Delete(context.Background(), "lock.memory"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder's context did not end after its lease was lost")
+	}
+	if got := context.Cause(held); !errors.Is(got, ErrLockLost) {
+		t.Errorf("cause %v, want ErrLockLost", got)
+	}
+	// The lost lock is free for another holder, and releasing it late
+	// does not take it from that holder.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bHeld, bRelease, err := b.Lock(ctx, "memory")
+	if err != nil {
+		t.Fatalf("lock after a loss: %v", err)
+	}
+	defer bRelease()
+	release()
+	release() // twice is fine
+	if _, err := a.leases.Get(context.Background(), "lock.memory"); err != nil {
+		t.Errorf("the first holder's late release removed the second's lock: %v", err)
+	}
+	if bHeld.Err() != nil {
+		t.Errorf("second holder's context ended: %v", context.Cause(bHeld))
+	}
+}
+
+// The held context ends with the caller's context and on release, and a
+// holder that keeps its lock across several lease periods is not told it
+// lost it.
+func TestLockHeldContext(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), false, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	held, release, err := a.Lock(ctx, "memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Renewals keep the lock through three lease periods; the test waits
+	// for them, not for time: the lease revision moves.
+	e, err := a.leases.Get(context.Background(), "lock.memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.Revision()
+	waitFor(t, "three renewals", func() bool {
+		e, err := a.leases.Get(context.Background(), "lock.memory")
+		return err == nil && e.Revision() >= first+3
+	})
+	if held.Err() != nil {
+		t.Fatalf("held ended while renewed: %v", context.Cause(held))
+	}
+	cancel()
+	<-held.Done()
+	release()
+	waitFor(t, "the lock released", func() bool {
+		_, err := a.leases.Get(context.Background(), "lock.memory")
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	})
 }
 
 // refusalCounter counts the lease creations the bucket refused because the
@@ -392,5 +468,201 @@ func TestHandedBackMessageComesBeforeItsSuccessors(t *testing.T) {
 	}
 	if !slices.Equal(order, []string{"m0", "m1", "m2"}) {
 		t.Fatalf("redelivered in order %v, want m0 m1 m2", order)
+	}
+}
+
+// A message handed back while an earlier one of its session is on its way
+// round keeps the wait going after the earlier one came back: a new
+// message of the session delivered in between (JetStream may deliver it
+// before a later hand-back reaches the server) waits too.
+func TestEveryHandedBackMessageIsWaitedFor(t *testing.T) {
+	srv := natstest.Start(t)
+	a := start(t, srv, testOpts("a"), true, false)
+	ctx := context.Background()
+	publish := func(i int) {
+		t.Helper()
+		if err := a.PublishInbound(ctx, bus.Inbound{Channel: "c", ChatID: "s", MessageID: fmt.Sprint(i), Content: fmt.Sprint("m", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func(want string) bus.Inbound {
+		t.Helper()
+		m, ok := recv(t, a.Inbound(), 10*time.Second)
+		if !ok || m.Content != want {
+			t.Fatalf("got %q (%v), want %s", m.Content, ok, want)
+		}
+		return m
+	}
+	publish(0)
+	publish(1)
+	m0, m1 := next("m0"), next("m1")
+	if !a.Admit(m0) {
+		t.Fatal("m0 refused")
+	}
+	a.Done(m0, true)
+	if a.Admit(m1) {
+		t.Fatal("m1 may run while m0, before it, waits for redelivery")
+	}
+	// m0 comes round before m1's hand-back (Done) reached the server.
+	if m0 = next("m0"); !a.Admit(m0) {
+		t.Fatal("redelivered m0 refused")
+	}
+	a.Done(m0, false)
+	publish(2)
+	m2 := next("m2")
+	if a.Admit(m2) {
+		t.Fatal("m2 may run while m1, before it, waits for redelivery")
+	}
+	a.Done(m1, true)
+	a.Done(m2, true)
+	var order []string
+	for len(order) < 2 {
+		m, ok := recv(t, a.Inbound(), 10*time.Second)
+		if !ok {
+			t.Fatalf("admitted so far %v, want m1 m2", order)
+		}
+		if !a.Admit(m) {
+			a.Done(m, true) // waits for its turn again
+			continue
+		}
+		order = append(order, m.Content)
+		a.Done(m, false)
+	}
+	if !slices.Equal(order, []string{"m1", "m2"}) {
+		t.Fatalf("admitted in order %v, want m1 m2", order)
+	}
+}
+
+func recvOut(t *testing.T, ch <-chan bus.Outbound) bus.Outbound {
+	t.Helper()
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			t.Fatal("outbound closed")
+		}
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no outbound message")
+	}
+	return bus.Outbound{}
+}
+
+// feed runs RunDispatcherFeed until the returned stop is called.
+func feed(n *node) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = n.RunDispatcherFeed(ctx) }()
+	return func() { cancel(); <-done }
+}
+
+// A reply handed to a dispatcher that stopped before sending it (its
+// channels lease was lost) comes first when the feed starts again, not
+// after AckWait behind the replies published meanwhile.
+func TestRestartedFeedStartsAtOldestUndelivered(t *testing.T) {
+	srv := natstest.Start(t)
+	o := testOpts("a")
+	o.AckWait = time.Minute // a redelivery by timeout would come too late to pass
+	n := start(t, srv, o, false, false)
+	ctx := context.Background()
+	say := func(text string) {
+		t.Helper()
+		if err := n.PublishOutbound(ctx, bus.Outbound{Channel: "c", ChatID: "1", Kind: bus.KindMessage, Content: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	say("r0")
+	stop := feed(n)
+	if got := recvOut(t, n.Outbound()); got.Content != "r0" {
+		t.Fatalf("got %q, want r0", got.Content)
+	}
+	stop() // the dispatcher went with it: r0 was never sent
+	say("r1")
+	stop = feed(n)
+	defer stop()
+	for _, want := range []string{"r0", "r1"} {
+		got := recvOut(t, n.Outbound())
+		if got.Content != want {
+			t.Fatalf("got %q, want %s", got.Content, want)
+		}
+		n.Delivered(got)
+	}
+	waitFor(t, "the outbound stream drained", func() bool { _, out := n.Depth(); return out == 0 })
+}
+
+// A consumer recreated while a reply waits at the dispatcher (here deleted
+// from outside, as a reset after a lost delivery does) delivers the reply
+// again; it is not handed out twice, and Delivered acknowledges it
+// through the new consumer.
+func TestRecreatedConsumerDoesNotRepeatHeldReplies(t *testing.T) {
+	srv := natstest.Start(t)
+	o := testOpts("a")
+	o.AckWait = time.Minute
+	n := start(t, srv, o, false, false)
+	ctx := context.Background()
+	say := func(text string) {
+		t.Helper()
+		if err := n.PublishOutbound(ctx, bus.Outbound{Channel: "c", ChatID: "1", Kind: bus.KindMessage, Content: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer feed(n)()
+	say("r0")
+	r0 := recvOut(t, n.Outbound())
+	if err := n.js.DeleteConsumer(ctx, n.outStream, "dispatcher"); err != nil {
+		t.Fatal(err)
+	}
+	say("r1")
+	if got := recvOut(t, n.Outbound()); got.Content != "r1" {
+		t.Fatalf("got %q after the consumer was recreated, want r1 (r0 is still at the dispatcher)", got.Content)
+	} else {
+		n.Delivered(got)
+	}
+	n.Delivered(r0)
+	waitFor(t, "the outbound stream drained", func() bool { _, out := n.Depth(); return out == 0 })
+}
+
+// stallingLister is a lease bucket whose member listing hangs until
+// released, as it did while NATS was away (stopping the lister waits for
+// a consumer deletion that cannot be answered).
+type stallingLister struct {
+	jetstream.KeyValue
+	stall chan struct{}
+}
+
+func (s *stallingLister) ListKeysFiltered(ctx context.Context, filters ...string) (jetstream.KeyLister, error) {
+	<-s.stall
+	return s.KeyValue.ListKeysFiltered(ctx, filters...)
+}
+
+// Partition leases are renewed while a balance round is stuck: otherwise
+// they expire unnoticed, and the partition is fed here and by its next
+// owner at once.
+func TestLeasesRenewedWhileBalanceIsStuck(t *testing.T) {
+	srv := natstest.Start(t)
+	o := testOpts("a")
+	o.Partitions = 1
+	n := start(t, srv, o, false, false)
+	kv := n.leases
+	stuck := &stallingLister{KeyValue: kv, stall: make(chan struct{})}
+	n.leases = stuck // before RunWorker: nothing of n's uses it yet
+	defer close(stuck.stall)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n.runs.Go(func() { _ = n.RunWorker(ctx, nil) })
+	// The first round acquires nothing yet: it waits on the listing
+	// before acquiring. Let it through once, then stall the next round.
+	stuck.stall <- struct{}{}
+	waitFor(t, "partition 0 acquired", func() bool { return slices.Equal(n.Owned(), []int{0}) })
+	e, err := kv.Get(context.Background(), partKey(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.Revision()
+	waitFor(t, "the partition lease renewed while balancing is stuck", func() bool {
+		e, err := kv.Get(context.Background(), partKey(0))
+		return err == nil && e.Revision() >= first+4 && string(e.Value()) == "a"
+	})
+	if !slices.Equal(n.Owned(), []int{0}) {
+		t.Errorf("owned %v, want [0]", n.Owned())
 	}
 }

@@ -54,13 +54,18 @@ func (s *Server) putMemory(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.o.MemoryLock != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), maxLockWait)
-		unlock, err := s.o.MemoryLock(ctx)
-		cancel()
+		defer cancel()
+		held, release, err := s.o.MemoryLock(ctx)
 		if err != nil {
 			writeError(w, http.StatusConflict, "", "memory is being consolidated; try again in a moment")
 			return
 		}
-		defer unlock()
+		defer release()
+		if held.Err() != nil {
+			// Lost between taking it and writing (NATS unreachable).
+			writeError(w, http.StatusServiceUnavailable, "", "the memory lock was lost; try again in a moment")
+			return
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		writeError(w, http.StatusInternalServerError, "", "could not create the memory folder")

@@ -83,8 +83,9 @@ type Options struct {
 	// Workspace holds HEARTBEAT.md ("" : no heartbeat editing).
 	Workspace string
 	// MemoryLock serialises MEMORY.md writers sharing the workspace (the
-	// cluster's lock; nil: none).
-	MemoryLock func(ctx context.Context) (unlock func(), err error)
+	// cluster's lock; nil: none). The write is made only while held has
+	// not ended (the lock is lost when it does).
+	MemoryLock func(ctx context.Context) (held context.Context, release func(), err error)
 	// Heartbeat is gateway.heartbeat, shown beside the file.
 	Heartbeat configs.HeartbeatConfig
 	// ConfigFile is config.json, edited by the settings page ("": the
