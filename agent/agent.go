@@ -117,7 +117,7 @@ func imageTool(cfg *configs.Config, paths configs.Paths, deps Deps, log *slog.Lo
 	}
 	return image.New(image.Options{
 		APIBase: base, APIKey: key, API: api, Provider: name, Model: model, MediaDir: paths.Media,
-		PricePerImage: ic.PricePerImage, Ledger: deps.Usage, Logger: log,
+		PricePerImage: ic.PricePerImage, Record: imageRecorder(deps.Usage, log), Logger: log,
 	})
 }
 
@@ -208,4 +208,12 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Queue: d.Queue,
 	})
 	return a, nil
+}
+
+// imageRecorder is the image tool's usage recorder; nil without a ledger.
+func imageRecorder(l *usage.Ledger, log *slog.Logger) func(context.Context, image.Call) {
+	if l == nil {
+		return nil
+	}
+	return usage.ImageRecorder(l, log)
 }

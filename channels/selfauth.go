@@ -10,3 +10,11 @@ package channels
 type SenderAuthenticator interface {
 	AuthenticatesSenders() bool
 }
+
+// AllowDefaulter is a Channel whose allow-list has a default other than
+// "nobody" (the local web chat's is everyone who signed in): the gateway
+// uses DefaultAllowFrom when the config sets no allowFrom for it, at start
+// and on every reload. It must not block.
+type AllowDefaulter interface {
+	DefaultAllowFrom() []string
+}

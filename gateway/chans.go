@@ -14,7 +14,6 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/api"
 	"github.com/nanobot-go/nanobot/gateway/journal"
@@ -110,18 +109,17 @@ func (g *Gateway) accept(ctx context.Context, m bus.Inbound) error {
 
 // allowLists collects each channel's allowFrom.
 func allowLists(cfg *configs.Config, chans []channels.Channel) map[string][]string {
-	webCfg := web.DefaultConfig()
-	_ = cfg.Channels.Decode("web", &webCfg)
-	allow := map[string][]string{"web": webCfg.AllowFrom}
+	allow := map[string][]string{}
 	for _, name := range cfg.Channels.Names() {
-		if name != "web" {
-			allow[name] = cfg.Channels.Common(name).AllowFrom
-		}
+		allow[name] = cfg.Channels.Common(name).AllowFrom
 	}
 	allow[api.Name] = []string{"*"} // the API key is the access check
 	for _, c := range chans {
 		if _, ok := allow[c.Name()]; !ok {
 			allow[c.Name()] = cfg.Channels.Common(c.Name()).AllowFrom
+		}
+		if d, ok := c.(channels.AllowDefaulter); ok && allow[c.Name()] == nil {
+			allow[c.Name()] = d.DefaultAllowFrom()
 		}
 		if sa, ok := c.(channels.SenderAuthenticator); ok && sa.AuthenticatesSenders() {
 			allow[c.Name()] = []string{"*"} // the channel checked the sender itself

@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/nanobot-go/nanobot/internal/oggopus"
+
 	"github.com/nanobot-go/nanobot/bus"
-	"github.com/nanobot-go/nanobot/providers/tts"
 )
 
 // Voice is the audio of an outbound voice message (bus.Outbound with
@@ -47,7 +48,7 @@ func ReadVoice(m bus.Outbound, max int64) (Voice, error) {
 	if err != nil {
 		return Voice{}, err
 	}
-	info, err := tts.CheckOggOpus(data)
+	info, err := oggopus.Check(data)
 	if err != nil {
 		return Voice{}, fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}

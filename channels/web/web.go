@@ -133,6 +133,10 @@ func (c *Channel) SetLogin(loggedIn func(r *http.Request) bool) {
 // Name implements channels.Channel.
 func (c *Channel) Name() string { return "web" }
 
+// DefaultAllowFrom implements channels.AllowDefaulter: the web chat admits
+// whoever passed its sign-in unless allowFrom says otherwise.
+func (c *Channel) DefaultAllowFrom() []string { return DefaultConfig().AllowFrom }
+
 // Run makes the channel accept messages until ctx ends; the HTTP server
 // serves the connections.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {

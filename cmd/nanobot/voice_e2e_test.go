@@ -15,13 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/internal/oggopus"
+
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
-	"github.com/nanobot-go/nanobot/providers/tts"
 	"github.com/nanobot-go/nanobot/providers/tts/ttstest"
 )
 
@@ -101,7 +102,7 @@ func TestVoiceNoteGetsVoiceAnswer(t *testing.T) {
 	if up == nil || up.Field != "voice" || !strings.HasSuffix(up.Name, ".ogg") {
 		t.Fatalf("sendVoice upload = %+v, want a .ogg file in the voice field", up)
 	}
-	info, err := tts.CheckOggOpus(up.Data)
+	info, err := oggopus.Check(up.Data)
 	if err != nil {
 		t.Fatalf("the voice message is not a valid Ogg/Opus file: %v", err)
 	}

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/internal/oggopus"
+
 	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
 	"github.com/nanobot-go/nanobot/channels/feishu/feishutest"
 	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
 	"github.com/nanobot-go/nanobot/providers/providertest"
-	"github.com/nanobot-go/nanobot/providers/tts"
 	"github.com/nanobot-go/nanobot/providers/tts/ttstest"
 )
 
@@ -41,7 +42,7 @@ func TestVoiceRepliesOnMoreChannels(t *testing.T) {
 
 	checkOpus := func(t *testing.T, data []byte) {
 		t.Helper()
-		if info, err := tts.CheckOggOpus(data); err != nil || info.Samples <= 0 {
+		if info, err := oggopus.Check(data); err != nil || info.Samples <= 0 {
 			t.Errorf("the audio is not a valid Ogg/Opus file: %+v %v", info, err)
 		}
 	}

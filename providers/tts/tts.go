@@ -4,7 +4,7 @@
 //
 // A Client asks for Ogg/Opus ("opus"), which OpenAI returns as an Ogg
 // container: the format Telegram voice messages need, so nothing is
-// transcoded. The answer is checked page by page (CheckOggOpus) before it
+// transcoded. The answer is checked page by page (oggopus.Check) before it
 // is used. A server that only returns mp3 or wav is transcoded with
 // ffmpeg when Config.FFmpeg names one; without ffmpeg the error says so
 // (nanobot doctor reports it too).
@@ -28,6 +28,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/nanobot-go/nanobot/internal/oggopus"
 
 	"github.com/nanobot-go/nanobot/internal/atomicfile"
 	"github.com/nanobot-go/nanobot/providers"
@@ -133,9 +135,9 @@ func (c *Client) Synthesize(ctx context.Context, text string) ([]byte, error) {
 	if len(audio) > maxAudioBytes {
 		return nil, fmt.Errorf("tts: audio larger than %d MB", maxAudioBytes>>20)
 	}
-	if _, err := CheckOggOpus(audio); err == nil {
+	if _, err := oggopus.Check(audio); err == nil {
 		return audio, nil
-	} else if !errors.Is(err, ErrNotOggOpus) {
+	} else if !errors.Is(err, oggopus.ErrNotOggOpus) {
 		return nil, fmt.Errorf("tts: %s returned a broken Ogg/Opus stream: %w", c.cfg.Model, err)
 	}
 	if c.cfg.FFmpeg == "" {
@@ -145,7 +147,7 @@ func (c *Client) Synthesize(ctx context.Context, text string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := CheckOggOpus(out); err != nil {
+	if _, err := oggopus.Check(out); err != nil {
 		return nil, fmt.Errorf("tts: ffmpeg output: %w", err)
 	}
 	return out, nil

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nanobot-go/nanobot/internal/oggopus"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nanobot-go/nanobot/providers/tts"
@@ -18,7 +20,7 @@ import (
 const key = "sk-tts-0123456789"
 
 func TestCheckOggOpusAcceptsTheAsset(t *testing.T) {
-	info, err := tts.CheckOggOpus(ttstest.Opus)
+	info, err := oggopus.Check(ttstest.Opus)
 	if err != nil {
 		t.Fatalf("CheckOggOpus(asset): %v", err)
 	}
@@ -52,7 +54,7 @@ func TestCheckOggOpusRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := tts.CheckOggOpus(tt.data)
+			_, err := oggopus.Check(tt.data)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}
@@ -67,9 +69,9 @@ func TestCheckOggOpusChecksMagicBehindValidCRC(t *testing.T) {
 	nseg := int(b[26])
 	copy(b[27+nseg:], "OpusHEAD")
 	binary.LittleEndian.PutUint32(b[22:26], 0)
-	binary.LittleEndian.PutUint32(b[22:26], tts.OggCRCForTest(b[:27+nseg+int(b[27])]))
-	_, err := tts.CheckOggOpus(b)
-	if !errors.Is(err, tts.ErrNotOggOpus) {
+	binary.LittleEndian.PutUint32(b[22:26], oggopus.CRC(b[:27+nseg+int(b[27])]))
+	_, err := oggopus.Check(b)
+	if !errors.Is(err, oggopus.ErrNotOggOpus) {
 		t.Errorf("err = %v, want ErrNotOggOpus", err)
 	}
 }
@@ -89,7 +91,7 @@ func TestSpeakSavesOpus0600(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tts.CheckOggOpus(data); err != nil {
+	if _, err := oggopus.Check(data); err != nil {
 		t.Errorf("saved file: %v", err)
 	}
 	st, _ := os.Stat(path)
@@ -149,7 +151,7 @@ func TestSynthesizeTranscodesWithFFmpeg(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Synthesize: %v", err)
 	}
-	if _, err := tts.CheckOggOpus(out); err != nil {
+	if _, err := oggopus.Check(out); err != nil {
 		t.Errorf("output: %v", err)
 	}
 	got, _ := os.ReadFile(filepath.Join(dir, "in.wav"))

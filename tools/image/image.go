@@ -32,7 +32,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/internal/atomicfile"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
@@ -75,8 +74,9 @@ type Options struct {
 	// PricePerImage, when > 0, is the cost of one image in US dollars;
 	// otherwise the built-in table prices known models.
 	PricePerImage float64
-	// Ledger records each call (optional).
-	Ledger *usage.Ledger
+	// Record is told each call, failed ones too (optional): the agent puts
+	// it in the usage ledger (usage.ImageRecorder).
+	Record func(ctx context.Context, c Call)
 	// HTTPClient overrides the client (default: 3-minute timeout).
 	HTTPClient *http.Client
 	Logger     *slog.Logger
@@ -195,18 +195,14 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 	default:
 		ans, err = t.openAI(ctx, prompt, size, n)
 	}
-	rec := usage.Record{Kind: usage.KindImage, Provider: t.opts.Provider, Model: t.opts.Model, Latency: time.Since(start), Outcome: usage.OutcomeOK}
-	if cc, ok := tools.CallContextFrom(ctx); ok {
-		rec.Channel, rec.Chat, rec.Session, rec.Sender, rec.Source = cc.Channel, cc.ChatID, cc.SessionKey, cc.SenderID, cc.Source
-	}
+	call := Call{Provider: t.opts.Provider, Model: t.opts.Model, Latency: time.Since(start), Err: err}
 	if err != nil {
-		rec.Outcome = usage.OutcomeError
-		t.record(rec)
+		t.record(ctx, call)
 		return tools.Result{}, err
 	}
-	rec.Input, rec.Output = ans.input, ans.output
-	rec.CostUSD = t.cost(size, ans)
-	t.record(rec)
+	call.Input, call.Output = ans.input, ans.output
+	call.CostUSD = t.cost(size, ans)
+	t.record(ctx, call)
 
 	var paths, notes []string
 	for i, d := range ans.images {
@@ -364,11 +360,20 @@ func (t *Tool) save(data []byte) (string, error) {
 	return p, nil
 }
 
-func (t *Tool) record(r usage.Record) {
-	if t.opts.Ledger == nil {
-		return
-	}
-	if _, err := t.opts.Ledger.Append(r); err != nil {
-		t.log.Error("recording image usage failed", "err", err)
+// Call is one image request, as Options.Record is told it.
+type Call struct {
+	Provider, Model string
+	Latency         time.Duration
+	// Err is the request's failure; nil when it succeeded.
+	Err error
+	// Input and Output are the tokens the server reported (0 when none).
+	Input, Output int64
+	// CostUSD is the call's price; nil when the model's price is unknown.
+	CostUSD *float64
+}
+
+func (t *Tool) record(ctx context.Context, c Call) {
+	if t.opts.Record != nil {
+		t.opts.Record(ctx, c)
 	}
 }

@@ -116,7 +116,7 @@ func TestGenerateSaveRecordAndSend(t *testing.T) {
 	fake, base := newFake(t, pngData)
 	led, ledDir := openLedger(t)
 	media := t.TempDir()
-	tool, err := imagetool.New(imagetool.Options{APIBase: base, APIKey: key, Provider: "openai", MediaDir: media, Ledger: led})
+	tool, err := imagetool.New(imagetool.Options{APIBase: base, APIKey: key, Provider: "openai", MediaDir: media, Record: usage.ImageRecorder(led, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestOwnDirRefusesSymlinkOut(t *testing.T) {
 func TestGenerateErrors(t *testing.T) {
 	led, ledDir := openLedger(t)
 	fake, base := newFake(t, []byte("not an image"))
-	tool, _ := imagetool.New(imagetool.Options{APIBase: base, APIKey: key, Provider: "openai", Model: "dall-e-3", MediaDir: t.TempDir(), Ledger: led})
+	tool, _ := imagetool.New(imagetool.Options{APIBase: base, APIKey: key, Provider: "openai", Model: "dall-e-3", MediaDir: t.TempDir(), Record: usage.ImageRecorder(led, nil)})
 
 	_, err := tool.Execute(t.Context(), map[string]any{"prompt": "x"})
 	if err == nil || !strings.Contains(err.Error(), "not PNG") {

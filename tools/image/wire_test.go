@@ -107,7 +107,7 @@ func TestGeminiGenerateContent(t *testing.T) {
 	led, ledDir := openLedger(t)
 	media := t.TempDir()
 	tool, err := imagetool.New(imagetool.Options{APIBase: url + "/v1beta/openai", APIKey: key, API: imagetool.APIGemini,
-		Provider: "gemini", Model: "gemini-2.5-flash-image", MediaDir: media, Ledger: led})
+		Provider: "gemini", Model: "gemini-2.5-flash-image", MediaDir: media, Record: usage.ImageRecorder(led, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestGeminiImagenAndRefusals(t *testing.T) {
 	led, ledDir := openLedger(t)
 	media := t.TempDir()
 	imagen, _ := imagetool.New(imagetool.Options{APIBase: url + "/v1beta", APIKey: key, API: imagetool.APIGemini,
-		Provider: "gemini", Model: "imagen-4.0-generate-001", MediaDir: media, Ledger: led})
+		Provider: "gemini", Model: "imagen-4.0-generate-001", MediaDir: media, Record: usage.ImageRecorder(led, nil)})
 	res, err := imagen.Execute(t.Context(), map[string]any{"prompt": "three dots", "size": "1024x1536", "n": 3})
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestGeminiImagenAndRefusals(t *testing.T) {
 
 	unknownLed, unknownDir := openLedger(t)
 	other, _ := imagetool.New(imagetool.Options{APIBase: url + "/v1beta", APIKey: key, API: imagetool.APIGemini,
-		Provider: "gemini", Model: "gemini-9-image-next", MediaDir: media, Ledger: unknownLed})
+		Provider: "gemini", Model: "gemini-9-image-next", MediaDir: media, Record: usage.ImageRecorder(unknownLed, nil)})
 	if _, err := other.Execute(t.Context(), map[string]any{"prompt": "x"}); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestOpenRouterImages(t *testing.T) {
 	led, ledDir := openLedger(t)
 	media := t.TempDir()
 	tool, err := imagetool.New(imagetool.Options{APIBase: url + "/api/v1", APIKey: key, API: imagetool.APIOpenRouter,
-		Provider: "openrouter", Model: "google/gemini-2.5-flash-image", MediaDir: media, Ledger: led})
+		Provider: "openrouter", Model: "google/gemini-2.5-flash-image", MediaDir: media, Record: usage.ImageRecorder(led, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestOpenRouterImages(t *testing.T) {
 	mode = "nocost"
 	noCostLed, noCostDir := openLedger(t)
 	nc, _ := imagetool.New(imagetool.Options{APIBase: url + "/api/v1", APIKey: key, API: imagetool.APIOpenRouter,
-		Provider: "openrouter", Model: "google/gemini-2.5-flash-image", MediaDir: media, Ledger: noCostLed})
+		Provider: "openrouter", Model: "google/gemini-2.5-flash-image", MediaDir: media, Record: usage.ImageRecorder(noCostLed, nil)})
 	if _, err := nc.Execute(t.Context(), map[string]any{"prompt": "x"}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package tts
+// Package oggopus checks Ogg/Opus audio (RFC 3533, RFC 7845) the way a
+// player reads it, without decoding: the voice replies the TTS client
+// makes and the voice notes channels send must pass it. It has no state;
+// its functions are safe for concurrent use.
+package oggopus
 
 import (
 	"bytes"
@@ -7,8 +11,8 @@ import (
 	"fmt"
 )
 
-// OggOpusInfo describes a checked Ogg/Opus stream.
-type OggOpusInfo struct {
+// Info describes a checked Ogg/Opus stream.
+type Info struct {
 	// Pages is the number of Ogg pages, Packets the number of complete
 	// packets (OpusHead and OpusTags included).
 	Pages, Packets int
@@ -24,7 +28,7 @@ type OggOpusInfo struct {
 	AudioSizes []int
 }
 
-// ErrNotOggOpus is returned by CheckOggOpus for data that is not an
+// ErrNotOggOpus is returned by Check for data that is not an
 // Ogg/Opus stream (mp3, wav, a JSON error body).
 var ErrNotOggOpus = errors.New("not an Ogg/Opus stream")
 
@@ -43,7 +47,9 @@ var crcTable = func() (t [256]uint32) {
 	return t
 }()
 
-func oggCRC(page []byte) uint32 {
+// CRC is the checksum of an Ogg page (its checksum field zeroed), for
+// tests that forge pages.
+func CRC(page []byte) uint32 {
 	var crc uint32
 	for _, b := range page {
 		crc = crc<<8 ^ crcTable[byte(crc>>24)^b]
@@ -51,14 +57,14 @@ func oggCRC(page []byte) uint32 {
 	return crc
 }
 
-// CheckOggOpus walks an Ogg/Opus stream (RFC 3533, RFC 7845) as a player
+// Check walks an Ogg/Opus stream (RFC 3533, RFC 7845) as a player
 // would: every page's capture pattern, version and CRC; one logical
 // stream that begins (BOS) with an OpusHead packet, version 1 and at least
 // one channel, followed by OpusTags, and ends with an EOS page. Audio
 // packets are not decoded.
-func CheckOggOpus(data []byte) (OggOpusInfo, error) {
+func Check(data []byte) (Info, error) {
 	var (
-		info    OggOpusInfo
+		info    Info
 		serial  uint32
 		packet  []byte
 		granule int64
@@ -93,7 +99,7 @@ func CheckOggOpus(data []byte) (OggOpusInfo, error) {
 		page := append([]byte(nil), h[:size]...)
 		want := binary.LittleEndian.Uint32(page[22:26])
 		clear(page[22:26])
-		if got := oggCRC(page); got != want {
+		if got := CRC(page); got != want {
 			return info, fmt.Errorf("ogg: page %d: CRC %08x, header says %08x", info.Pages, got, want)
 		}
 		s := binary.LittleEndian.Uint32(h[14:18])
@@ -134,7 +140,7 @@ func CheckOggOpus(data []byte) (OggOpusInfo, error) {
 	return info, nil
 }
 
-func (info *OggOpusInfo) packet(p []byte) error {
+func (info *Info) packet(p []byte) error {
 	switch info.Packets {
 	case 0:
 		if len(p) < 19 || string(p[:8]) != "OpusHead" {
