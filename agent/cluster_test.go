@@ -9,6 +9,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -34,7 +35,7 @@ func TestSessionMovedNoFailureReply(t *testing.T) {
 		h.mu.Unlock()
 	}
 	h.send("c", "hi")
-	waitUntil(t, "turn done", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "turn done", func() bool { return h.doneCount() == 1 })
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !errors.Is(doneErr, session.ErrConflict) {
@@ -55,13 +56,13 @@ func TestMaxHistoryFromJSONQueue(t *testing.T) {
 	for _, m := range []string{"one", "two", "three"} {
 		h.send("c", m)
 	}
-	waitUntil(t, "three turns", func() bool { return h.doneCount() == 3 })
+	waitfor.True(t, "three turns", func() bool { return h.doneCount() == 3 })
 	var m bus.Inbound
 	if err := json.Unmarshal([]byte(`{"channel":"test","chatId":"c","senderId":"u","content":"four","metadata":{"maxHistory":2}}`), &m); err != nil {
 		t.Fatal(err)
 	}
 	h.loop.Submit(context.Background(), m)
-	waitUntil(t, "fourth turn", func() bool { return h.doneCount() == 4 })
+	waitfor.True(t, "fourth turn", func() bool { return h.doneCount() == 4 })
 	reqs := llm.reqs()
 	last := reqs[len(reqs)-1]
 	// system + the last 2 stored messages (user three, assistant ok) + the new user message
@@ -86,7 +87,7 @@ func TestAdmitRefusedMessageIsHandedBack(t *testing.T) {
 	}
 	h.send("c", "wait")
 	h.send("c", "go")
-	waitUntil(t, "both handled", func() bool { return h.doneCount() == 2 })
+	waitfor.True(t, "both handled", func() bool { return h.doneCount() == 2 })
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !errors.Is(errs["wait"], ErrHandedBack) || errs["go"] != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -24,7 +25,7 @@ func TestEphemeralTurnUsesSuppliedHistoryAndStoresNothing(t *testing.T) {
 		Content: "And its capital?",
 		History: []bus.Turn{{Role: "user", Content: "Think of France."}, {Role: "assistant", Content: "Done."}, {Role: "tool", Content: "dropped"}},
 	})
-	waitUntil(t, "turn done", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "turn done", func() bool { return h.doneCount() == 1 })
 
 	req := llm.reqs()[0]
 	var got []string

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )
@@ -22,7 +23,7 @@ func TestPlainTurnStreamsAndSaves(t *testing.T) {
 	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("Hello there, friend.") }}
 	h := newHarness(t, llm, nil, nil)
 	h.send("c1", "hi")
-	waitUntil(t, "turn done", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "turn done", func() bool { return h.doneCount() == 1 })
 
 	var deltas []string
 	var final bus.Outbound
@@ -93,7 +94,7 @@ func TestMultiToolTurnRunsToolsConcurrently(t *testing.T) {
 	}}
 	h := newHarness(t, llm, toolList{slow}, nil)
 	h.send("c", "go")
-	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 1 })
 	if peak.Load() != 2 {
 		t.Errorf("tool calls ran one at a time (peak %d)", peak.Load())
 	}
@@ -136,7 +137,7 @@ func TestIterationCapGivesFinalAnswer(t *testing.T) {
 	}}
 	h := newHarness(t, llm, toolList{loopy}, nil)
 	h.send("c", "research")
-	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 1 })
 	reqs := llm.reqs()
 	if len(reqs) != 6 {
 		t.Errorf("%d LLM calls, want 5 with tools + 1 final", len(reqs))
@@ -169,7 +170,7 @@ func TestErrorHintAndCircuitBreaker(t *testing.T) {
 	}}
 	h := newHarness(t, llm, toolList{failing}, func(c *LoopConfig) { c.Runner.MaxIterations = 40 })
 	h.send("c", "fetch it")
-	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 1 })
 	reqs := llm.reqs()
 	if len(reqs) != 4 {
 		t.Fatalf("%d LLM calls, want 3 failing attempts + 1 final (breaker at 3)", len(reqs))
@@ -200,15 +201,15 @@ func TestStopCancelsRunningTurn(t *testing.T) {
 	}
 	h.send("c", "queued behind")
 	h.send("c", "/stop")
-	waitUntil(t, "stopped turns done", func() bool { return h.doneCount() == 3 })
+	waitfor.True(t, "stopped turns done", func() bool { return h.doneCount() == 3 })
 	finals := h.out.finals()["test:c"]
 	if len(finals) != 1 || finals[0] != "Stopped." {
 		t.Errorf("finals %v", finals)
 	}
-	waitUntil(t, "idle", h.loop.Idle)
+	waitfor.True(t, "idle", h.loop.Idle)
 	// The session stays usable.
 	h.send("c", "fast")
-	waitUntil(t, "next turn", func() bool { return h.doneCount() == 4 })
+	waitfor.True(t, "next turn", func() bool { return h.doneCount() == 4 })
 	if got := h.out.finals()["test:c"]; got[len(got)-1] != "ok" {
 		t.Errorf("after stop: %v", got)
 	}
@@ -245,7 +246,7 @@ func TestSessionsInParallelFIFOWithin(t *testing.T) {
 	h.send("slowchat", "slow")
 	// While slowchat waits, another chat gets answered.
 	h.send("fast", "quick")
-	waitUntil(t, "fast chat answered while the slow one waits", func() bool {
+	waitfor.True(t, "fast chat answered while the slow one waits", func() bool {
 		return len(h.out.finals()["test:fast"]) == 1
 	})
 	close(release)
@@ -253,7 +254,7 @@ func TestSessionsInParallelFIFOWithin(t *testing.T) {
 	for i := range 20 {
 		h.send("fifo", fmt.Sprint("m", i))
 	}
-	waitUntil(t, "fifo done", func() bool { return len(h.out.finals()["test:fifo"]) == 20 })
+	waitfor.True(t, "fifo done", func() bool { return len(h.out.finals()["test:fifo"]) == 20 })
 	got := h.out.finals()["test:fifo"]
 	for i, g := range got {
 		if g != fmt.Sprint("re:m", i) {
@@ -276,7 +277,7 @@ func TestConcurrencyCap(t *testing.T) {
 	for i := range 12 {
 		h.send(fmt.Sprint("chat", i), "hi")
 	}
-	waitUntil(t, "all answered", func() bool { return h.doneCount() == 12 })
+	waitfor.True(t, "all answered", func() bool { return h.doneCount() == 12 })
 	if p := peak.Load(); p > 3 || p < 2 {
 		t.Errorf("peak concurrent turns %d, want at most 3 (and some parallelism)", p)
 	}
@@ -286,11 +287,11 @@ func TestSlashCommands(t *testing.T) {
 	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("answer") }}
 	h := newHarness(t, llm, nil, nil)
 	h.send("c", "hello")
-	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 1 })
 	h.send("c", "/status")
 	h.send("c", "/help@nanobot_bot")
 	h.send("c", "/new")
-	waitUntil(t, "commands", func() bool { return h.doneCount() == 4 })
+	waitfor.True(t, "commands", func() bool { return h.doneCount() == 4 })
 	if len(llm.reqs()) != 1 {
 		t.Errorf("commands reached the LLM: %d calls", len(llm.reqs()))
 	}
@@ -314,7 +315,7 @@ func TestSlashCommands(t *testing.T) {
 	}
 	// Unknown commands go to the LLM as text.
 	h.send("c", "/weather Berlin")
-	waitUntil(t, "unknown command", func() bool { return h.doneCount() == 5 })
+	waitfor.True(t, "unknown command", func() bool { return h.doneCount() == 5 })
 	if len(llm.reqs()) != 2 {
 		t.Error("unknown slash command did not reach the LLM")
 	}
@@ -333,7 +334,7 @@ func TestPromptPrefixIsStable(t *testing.T) {
 	h := newHarness(t, llm, toolList{echo}, nil)
 	for i := range 10 {
 		h.send("c", fmt.Sprint("turn ", i))
-		waitUntil(t, "turn", func() bool { return h.doneCount() == i+1 })
+		waitfor.True(t, "turn", func() bool { return h.doneCount() == i+1 })
 	}
 	// First request of each turn: system + history + new user message.
 	var firsts []providers.ChatRequest
@@ -370,7 +371,7 @@ func TestImagesInUserMessage(t *testing.T) {
 	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("a cat") }}
 	h := newHarness(t, llm, nil, nil)
 	h.loop.Submit(context.Background(), bus.Inbound{Channel: "test", ChatID: "c", SenderID: "u", Content: "what is this?", Media: []bus.Media{{Path: img, MIMEType: "image/png"}}})
-	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 1 })
 	um := llm.reqs()[0].Messages[len(llm.reqs()[0].Messages)-1]
 	if !um.HasImages() || !strings.HasPrefix(um.Parts[1].ImageURL.URL, "data:image/png;base64,") {
 		t.Errorf("user message parts %+v", um.Parts)
@@ -387,7 +388,7 @@ func TestProviderErrorTellsUser(t *testing.T) {
 	}}
 	h := newHarness(t, llm, nil, nil)
 	h.send("c", "hi")
-	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 1 })
 	var final bus.Outbound
 	for _, m := range h.out.all() {
 		if m.Final {
@@ -413,7 +414,7 @@ func TestToolResultTruncatedWhenStored(t *testing.T) {
 	}}
 	h := newHarness(t, llm, toolList{dump}, func(c *LoopConfig) { c.MaxToolResultChars = 1000 })
 	h.send("c", "dump")
-	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 1 })
 	s, _ := h.store.Load(context.Background(), "test:c")
 	tm := s.Messages[2]
 	if len([]rune(tm.Content)) > 1100 || !strings.Contains(tm.Content, "characters cut") || !strings.HasSuffix(tm.Content, "TAIL") {
@@ -445,7 +446,7 @@ func TestBackgroundRunsSpeakOnlyWithNews(t *testing.T) {
 	for i, body := range bodies {
 		h.loop.Submit(context.Background(), bus.Inbound{Channel: "test", ChatID: "c", SenderID: "heartbeat", SessionKey: "heartbeat",
 			Content: "[Heartbeat] " + body, Source: bus.SourceHeartbeat, Background: true, MaxHistory: 2})
-		waitUntil(t, "beat", func() bool { return h.doneCount() == i+1 })
+		waitfor.True(t, "beat", func() bool { return h.doneCount() == i+1 })
 	}
 	var delivered []string
 	for _, m := range h.out.all() {
@@ -475,9 +476,9 @@ func TestRedeliveredMessageIsAnsweredFromTheSession(t *testing.T) {
 	h := newHarness(t, llm, nil, nil)
 	m := bus.Inbound{Channel: "test", ChatID: "c1", SenderID: "u", Content: "the answer?", MessageID: "m-1"}
 	h.loop.Submit(context.Background(), m)
-	waitUntil(t, "the first turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "the first turn", func() bool { return h.doneCount() == 1 })
 	h.loop.Submit(context.Background(), m) // the platform (or the journal) delivers it again
-	waitUntil(t, "the redelivery", func() bool { return h.doneCount() == 2 })
+	waitfor.True(t, "the redelivery", func() bool { return h.doneCount() == 2 })
 	if n := len(llm.reqs()); n != 1 {
 		t.Errorf("%d model calls, want 1", n)
 	}
@@ -494,7 +495,7 @@ func TestRedeliveredMessageIsAnsweredFromTheSession(t *testing.T) {
 	// A new message with another id is a new turn.
 	m.MessageID, m.Content = "m-2", "and again?"
 	h.loop.Submit(context.Background(), m)
-	waitUntil(t, "a new turn", func() bool { return h.doneCount() == 3 })
+	waitfor.True(t, "a new turn", func() bool { return h.doneCount() == 3 })
 	if n := len(llm.reqs()); n != 2 {
 		t.Errorf("%d model calls after a new message, want 2", n)
 	}
@@ -521,7 +522,7 @@ func TestInterruptedTurnRunsAgainWithoutASecondUserMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.loop.Submit(ctx, bus.Inbound{Channel: "test", ChatID: "c1", SenderID: "u", Content: "the answer?", MessageID: "m-1"})
-	waitUntil(t, "the turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "the turn", func() bool { return h.doneCount() == 1 })
 	reqs := llm.reqs()
 	if len(reqs) != 1 {
 		t.Fatalf("%d model calls, want 1", len(reqs))
@@ -561,7 +562,7 @@ func TestLoopForgetsQuietChats(t *testing.T) {
 	for i := range chats {
 		h.send(fmt.Sprint("c", i), "hello")
 	}
-	waitUntil(t, "every chat answered and its worker gone", func() bool { return h.doneCount() == chats && h.loop.Idle() })
+	waitfor.True(t, "every chat answered and its worker gone", func() bool { return h.doneCount() == chats && h.loop.Idle() })
 	h.loop.mu.Lock()
 	defer h.loop.mu.Unlock()
 	if n, q := len(h.loop.workers), len(h.loop.queueChoices); n != 0 || q != 0 {
@@ -608,6 +609,6 @@ func TestBlockedTurnDoneHoldsUpNoSubmit(t *testing.T) {
 		}
 	}
 	releaseOnce.Do(func() { close(release) })
-	waitUntil(t, "every message done", func() bool { return h.doneCount() == 4 })
-	waitUntil(t, "idle", h.loop.Idle)
+	waitfor.True(t, "every message done", func() bool { return h.doneCount() == 4 })
+	waitfor.True(t, "idle", h.loop.Idle)
 }

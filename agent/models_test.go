@@ -10,6 +10,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )
@@ -33,7 +34,7 @@ func (h *harness) ask(t *testing.T, m bus.Inbound) string {
 	before := h.doneCount()
 	m.MessageID = fmt.Sprint(time.Now().UnixNano())
 	h.loop.Submit(context.Background(), m)
-	waitUntil(t, "reply to "+m.Content, func() bool { return h.doneCount() == before+1 })
+	waitfor.True(t, "reply to "+m.Content, func() bool { return h.doneCount() == before+1 })
 	all := h.out.all()
 	for i := len(all) - 1; i >= 0; i-- {
 		if all[i].Final {

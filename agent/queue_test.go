@@ -11,6 +11,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )
@@ -66,14 +67,14 @@ func TestSteerInjectsAfterToolResult(t *testing.T) {
 	h.send("c", "what is the weather?")
 	<-toolStarted
 	h.send("c", "in fahrenheit please")
-	waitUntil(t, "the second message parked for the running turn", func() bool {
+	waitfor.True(t, "the second message parked for the running turn", func() bool {
 		h.loop.mu.Lock()
 		defer h.loop.mu.Unlock()
 		w := h.loop.workers["test:c"]
 		return w != nil && len(w.steered) == 1
 	})
 	close(releaseTool)
-	waitUntil(t, "both messages done", func() bool { return h.doneCount() == 2 })
+	waitfor.True(t, "both messages done", func() bool { return h.doneCount() == 2 })
 
 	reqs := llm.reqs()
 	if len(reqs) != 2 {
@@ -125,13 +126,13 @@ func TestSteerDuringFinalAnswerIsNextTurn(t *testing.T) {
 	h.send("c", "first")
 	<-answering
 	h.send("c", "second")
-	waitUntil(t, "the second message parked", func() bool {
+	waitfor.True(t, "the second message parked", func() bool {
 		h.loop.mu.Lock()
 		defer h.loop.mu.Unlock()
 		return len(h.loop.workers["test:c"].steered) == 1
 	})
 	close(release)
-	waitUntil(t, "both answered", func() bool { return h.doneCount() == 2 })
+	waitfor.True(t, "both answered", func() bool { return h.doneCount() == 2 })
 	if got := h.out.finals()["test:c"]; strings.Join(got, "|") != "re:first|re:second" {
 		t.Errorf("final replies %q, want one per message in order", got)
 	}
@@ -145,7 +146,7 @@ func TestCollectMergesBurst(t *testing.T) {
 	for _, s := range []string{"hi", "can you", "check the logs?"} {
 		h.send("g", s)
 	}
-	waitUntil(t, "the burst done", func() bool { return h.doneCount() == 3 })
+	waitfor.True(t, "the burst done", func() bool { return h.doneCount() == 3 })
 	reqs := llm.reqs()
 	if len(reqs) != 1 {
 		t.Fatalf("%d model calls, want 1", len(reqs))
@@ -167,7 +168,7 @@ func TestCollectMergesBurst(t *testing.T) {
 	}
 	// A message after the pause is a turn of its own.
 	h.send("g", "thanks")
-	waitUntil(t, "the next burst", func() bool { return h.doneCount() == 4 })
+	waitfor.True(t, "the next burst", func() bool { return h.doneCount() == 4 })
 	if n := len(llm.reqs()); n != 2 {
 		t.Errorf("%d model calls, want 2", n)
 	}
@@ -188,7 +189,7 @@ func TestInterruptCancelsAndAnswersBoth(t *testing.T) {
 	h.send("c", "write a long essay, slow")
 	<-started
 	h.send("c", "actually make it a haiku")
-	waitUntil(t, "both done", func() bool { return h.doneCount() == 2 })
+	waitfor.True(t, "both done", func() bool { return h.doneCount() == 2 })
 	select {
 	case <-cancelled:
 	default:
@@ -247,7 +248,7 @@ func TestQueueCommandPersists(t *testing.T) {
 	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) { return text("ok") }}
 	h := newHarness(t, llm, nil, nil)
 	h.send("c", "/queue collect")
-	waitUntil(t, "the command", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "the command", func() bool { return h.doneCount() == 1 })
 	sess, err := h.store.Load(context.Background(), "test:c")
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +258,7 @@ func TestQueueCommandPersists(t *testing.T) {
 	}
 	h.send("c", "/queue sideways")
 	h.send("c", "/queue")
-	waitUntil(t, "the commands", func() bool { return h.doneCount() == 3 })
+	waitfor.True(t, "the commands", func() bool { return h.doneCount() == 3 })
 	got := h.out.finals()["test:c"]
 	if !strings.Contains(got[1], `Unknown queue mode "sideways"`) || !strings.HasPrefix(got[2], "Queue mode: collect (chosen with /queue)") {
 		t.Errorf("replies %q", got)
@@ -268,7 +269,7 @@ func TestQueueCommandPersists(t *testing.T) {
 	h2.loop.cfg.Queue.CollectMs = 300
 	h2.send("c", "one")
 	h2.send("c", "two")
-	waitUntil(t, "the burst", func() bool { return h2.doneCount() == 2 })
+	waitfor.True(t, "the burst", func() bool { return h2.doneCount() == 2 })
 	if n := len(llm.reqs()); n != 1 {
 		t.Errorf("%d model calls after the restart, want 1 (collected)", n)
 	}
@@ -317,7 +318,7 @@ func TestSteerKeepsOrderBehindQueued(t *testing.T) {
 	h.send("c", "/help")
 	h.send("c", "third")
 	close(release)
-	waitUntil(t, "all three done", func() bool { return h.doneCount() == 3 })
+	waitfor.True(t, "all three done", func() bool { return h.doneCount() == 3 })
 	got := h.out.finals()["test:c"]
 	if len(got) != 3 || got[0] != "re:first" || !strings.HasPrefix(got[1], "Commands:") || got[2] != "re:third" {
 		t.Errorf("final replies %q, want first, the help, third", got)
@@ -344,7 +345,7 @@ func TestInterruptDuringToolKeepsHistoryLegal(t *testing.T) {
 	h.send("c", "build the project")
 	<-toolStarted
 	h.send("c", "no wait, run the tests instead")
-	waitUntil(t, "both done", func() bool { return h.doneCount() == 2 })
+	waitfor.True(t, "both done", func() bool { return h.doneCount() == 2 })
 	<-toolCancelled
 	reqs := llm.reqs()
 	if len(reqs) != 2 {
@@ -367,8 +368,8 @@ func TestStopDuringCollectReportsTheBurst(t *testing.T) {
 	h.send("g", "one")
 	h.send("g", "two")
 	h.send("g", "/stop")
-	waitUntil(t, "all three done", func() bool { return h.doneCount() == 3 })
-	waitUntil(t, "idle", h.loop.Idle)
+	waitfor.True(t, "all three done", func() bool { return h.doneCount() == 3 })
+	waitfor.True(t, "idle", h.loop.Idle)
 	if n := len(llm.reqs()); n != 0 {
 		t.Errorf("%d model calls after /stop, want 0", n)
 	}
@@ -407,7 +408,7 @@ func TestMergedReplayWithPartStoredLosesNothing(t *testing.T) {
 	for i, s := range []string{"first line", "second line"} {
 		h.loop.Submit(ctx, bus.Inbound{Channel: "test", ChatID: "c", SenderID: "u", Content: s, MessageID: fmt.Sprint("m-", i+1), Replayed: true})
 	}
-	waitUntil(t, "both done", func() bool { return h.doneCount() == 2 })
+	waitfor.True(t, "both done", func() bool { return h.doneCount() == 2 })
 	reqs := llm.reqs()
 	if len(reqs) != 1 {
 		t.Fatalf("%d model calls, want 1", len(reqs))
@@ -472,10 +473,10 @@ func TestSessionQueueIsBounded(t *testing.T) {
 		t.Errorf("replies %q, want two refusals", got)
 	}
 	h.send("b", "hello")
-	waitUntil(t, "the other session answered", func() bool { return len(h.out.finals()["test:b"]) == 1 })
+	waitfor.True(t, "the other session answered", func() bool { return len(h.out.finals()["test:b"]) == 1 })
 	h.send("a", "/stop")
-	waitUntil(t, "every message done", func() bool { return h.doneCount() == 8 })
-	waitUntil(t, "idle", h.loop.Idle)
+	waitfor.True(t, "every message done", func() bool { return h.doneCount() == 8 })
+	waitfor.True(t, "idle", h.loop.Idle)
 	if n := h.loop.Queued(); n != 0 {
 		t.Errorf("Queued() = %d when idle, want 0", n)
 	}
@@ -492,7 +493,7 @@ func TestLoopQueueIsBounded(t *testing.T) {
 	errs := doneErrs(h)
 	for i, chat := range []string{"a", "b"} {
 		h.send(chat, "slow")
-		waitUntil(t, "the turn of "+chat+" taken from the queue", func() bool { return h.loop.Queued() == 2*i })
+		waitfor.True(t, "the turn of "+chat+" taken from the queue", func() bool { return h.loop.Queued() == 2*i })
 		h.send(chat, "q1")
 		h.send(chat, "q2")
 		if n := h.loop.Queued(); n != 2*(i+1) {
@@ -508,8 +509,8 @@ func TestLoopQueueIsBounded(t *testing.T) {
 	}
 	h.send("a", "/stop")
 	h.send("b", "/stop")
-	waitUntil(t, "every message done", func() bool { return h.doneCount() == 9 })
-	waitUntil(t, "idle", h.loop.Idle)
+	waitfor.True(t, "every message done", func() bool { return h.doneCount() == 9 })
+	waitfor.True(t, "idle", h.loop.Idle)
 	if n := h.loop.Queued(); n != 0 {
 		t.Errorf("Queued() = %d when idle, want 0", n)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/internal/redact"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
@@ -198,7 +199,7 @@ func TestToolHintsAreRedacted(t *testing.T) {
 	exec := toolFunc{name: "exec", fn: func(context.Context, map[string]any) (tools.Result, error) { return tools.Result{Content: "ok"}, nil }}
 	h := newHarness(t, llm, toolList{exec}, func(c *LoopConfig) { c.Runner.Redact = red })
 	h.send("c", "call the API")
-	waitUntil(t, "the turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "the turn", func() bool { return h.doneCount() == 1 })
 	hints := 0
 	for _, m := range h.out.all() {
 		if m.Kind != bus.KindToolHint {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )
@@ -47,8 +48,8 @@ func TestReset(t *testing.T) {
 		t.Fatalf("Reset during a turn: %v, want ErrSessionBusy", err)
 	}
 	close(release)
-	waitUntil(t, "the turn", func() bool { return h.doneCount() == 1 })
-	waitUntil(t, "the worker gone", func() bool {
+	waitfor.True(t, "the turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "the worker gone", func() bool {
 		h.loop.mu.Lock()
 		defer h.loop.mu.Unlock()
 		return len(h.loop.workers) == 0
@@ -92,8 +93,8 @@ func TestSessionOriginRecorded(t *testing.T) {
 	ctx := context.Background()
 	const key = "telegram:42:topic:7"
 	h.loop.Submit(ctx, bus.Inbound{Channel: "telegram", ChatID: "42", SenderID: "u", Content: "hi", MessageID: "1", SessionKey: key})
-	waitUntil(t, "the turn", func() bool { return h.doneCount() == 1 })
-	waitUntil(t, "the worker gone", func() bool {
+	waitfor.True(t, "the turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "the worker gone", func() bool {
 		h.loop.mu.Lock()
 		defer h.loop.mu.Unlock()
 		return len(h.loop.workers) == 0

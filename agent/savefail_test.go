@@ -11,6 +11,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -46,7 +47,7 @@ func TestTurnSavedAfterStoreRecovers(t *testing.T) {
 		c.Store = fs
 	})
 	h.send("c", "question")
-	waitUntil(t, "the turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "the turn", func() bool { return h.doneCount() == 1 })
 	s, err := h.store.Load(context.Background(), "test:c")
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestTurnNotSavedIsReportedNotApologised(t *testing.T) {
 		}
 	})
 	h.send("c", "question")
-	waitUntil(t, "the turn", func() bool { mu.Lock(); defer mu.Unlock(); return len(errs) == 1 })
+	waitfor.True(t, "the turn", func() bool { mu.Lock(); defer mu.Unlock(); return len(errs) == 1 })
 	if !errors.Is(errs[0], ErrNotSaved) || !errors.Is(errs[0], syscall.ENOSPC) {
 		t.Errorf("OnTurnDone got %v, want ErrNotSaved wrapping ENOSPC", errs[0])
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/relay"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -106,10 +108,10 @@ func (t tee) PublishOutbound(ctx context.Context, m bus.Outbound) error {
 
 // dispatchTo makes h's loop publish through a real Dispatcher to a screen
 // as well, until the test ends.
-func dispatchTo(t *testing.T, h *harness) (*channels.Dispatcher, *screen) {
+func dispatchTo(t *testing.T, h *harness) (*relay.Dispatcher, *screen) {
 	t.Helper()
 	sc := &screen{}
-	d := channels.NewDispatcher(channels.DispatcherConfig{WorkerIdle: 10 * time.Millisecond}, []channels.Channel{sc})
+	d := relay.NewDispatcher(relay.DispatcherConfig{WorkerIdle: 10 * time.Millisecond}, []channels.Channel{sc})
 	out := make(chan bus.Outbound, 256)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -125,15 +127,15 @@ func dispatchTo(t *testing.T, h *harness) (*channels.Dispatcher, *screen) {
 // streamsClosed checks that every stream the loop opened got exactly one
 // end, and waits until the dispatcher holds no stream and its chat worker
 // retired.
-func streamsClosed(t *testing.T, h *harness, d *channels.Dispatcher) {
+func streamsClosed(t *testing.T, h *harness, d *relay.Dispatcher) {
 	t.Helper()
-	waitUntil(t, "the loop idle", h.loop.Idle)
+	waitfor.True(t, "the loop idle", h.loop.Idle)
 	defer func() {
 		if t.Failed() {
 			t.Logf("the dispatcher holds %+v", d.Stats())
 		}
 	}()
-	waitUntil(t, "the dispatcher to hold no stream and its chat worker to retire", func() bool {
+	waitfor.True(t, "the dispatcher to hold no stream and its chat worker to retire", func() bool {
 		s := d.Stats()
 		return s.Streams == 0 && s.Chats == 0
 	})
@@ -179,7 +181,7 @@ func TestStopClosesTheStream(t *testing.T) {
 	d, sc := dispatchTo(t, h)
 	h.send("c", "answer slow")
 	<-llm.streamed
-	waitUntil(t, "the partial answer on screen", func() bool { sent, _ := sc.snapshot(); return len(sent) == 1 })
+	waitfor.True(t, "the partial answer on screen", func() bool { sent, _ := sc.snapshot(); return len(sent) == 1 })
 	h.send("c", "/stop")
 	streamsClosed(t, h, d)
 	interruptedEnd(t, h)
@@ -204,7 +206,7 @@ func TestInterruptModeClosesTheStream(t *testing.T) {
 	h.send("c", "answer slow")
 	<-llm.streamed
 	h.send("c", "and quickly")
-	waitUntil(t, "both messages done", func() bool { return h.doneCount() == 2 })
+	waitfor.True(t, "both messages done", func() bool { return h.doneCount() == 2 })
 	streamsClosed(t, h, d)
 	interruptedEnd(t, h)
 	if got := h.out.finals()["test:c"]; len(got) != 1 || got[0] != "all answered" {
@@ -219,7 +221,7 @@ func TestProviderErrorMidStreamClosesTheStream(t *testing.T) {
 	h := newHarness(t, llm.fakeLLM, nil, func(c *LoopConfig) { c.Runner.Provider = llm })
 	d, _ := dispatchTo(t, h)
 	h.send("c", "answer slow")
-	waitUntil(t, "the turn done", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "the turn done", func() bool { return h.doneCount() == 1 })
 	streamsClosed(t, h, d)
 	end := interruptedEnd(t, h)
 	all := h.out.all()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 	"github.com/nanobot-go/nanobot/tools/message"
@@ -49,7 +50,7 @@ func TestSpawnResultReachesParentSession(t *testing.T) {
 
 	h.send("c", "research this")
 	// Both turns done means both are saved (replies go out before the save).
-	waitUntil(t, "both turns", func() bool { return h.doneCount() == 2 })
+	waitfor.True(t, "both turns", func() bool { return h.doneCount() == 2 })
 	got := h.out.finals()["test:c"]
 	if got[0] != "I started a background task." || got[1] != "Your research finished: 42." {
 		t.Errorf("finals %v", got)
@@ -84,16 +85,16 @@ func TestStopCancelsSubagents(t *testing.T) {
 	h = newHarness(t, llm, toolsRegistry(t, spawn.New(subs)), func(c *LoopConfig) { c.Subagents = subs })
 	subs.Runner = Runner{Provider: blockForever{}}
 	h.send("c", "go")
-	waitUntil(t, "sub-agent running", func() bool { return subs.Running() == 1 })
+	waitfor.True(t, "sub-agent running", func() bool { return subs.Running() == 1 })
 	// The parent turn has answered; only the sub-agent is still running.
-	waitUntil(t, "parent turn done", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "parent turn done", func() bool { return h.doneCount() == 1 })
 	h.send("c", "/stop")
-	waitUntil(t, "sub-agent cancelled", func() bool { return subs.Running() == 0 })
+	waitfor.True(t, "sub-agent cancelled", func() bool { return subs.Running() == 0 })
 	// A sub-agent publishes its report before it stops counting as
 	// running, and one chat's messages are answered in order: once a later
 	// message is answered, a report would have been answered before it.
 	h.send("c", "anything else?")
-	waitUntil(t, "the later message answered", func() bool {
+	waitfor.True(t, "the later message answered", func() bool {
 		f := h.out.finals()["test:c"]
 		return len(f) > 0 && f[len(f)-1] == "nothing else"
 	})
@@ -123,7 +124,7 @@ func TestMessageToolReplyNotSentTwice(t *testing.T) {
 	h := newHarness(t, llm, toolsRegistry(t, message.New(out, message.Options{Workspace: t.TempDir()})), func(c *LoopConfig) { c.Out = out })
 	h.out = out
 	h.send("c", "summarise")
-	waitUntil(t, "turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 1 })
 	n := 0
 	for _, m := range out.all() {
 		if strings.Contains(m.Content, "Here is your summary.") && (m.Kind == bus.KindMessage || m.Kind == bus.KindStreamEnd) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
@@ -41,7 +42,7 @@ func (h *harness) askFinal(t *testing.T, m bus.Inbound) string {
 	n := h.doneCount()
 	m.MessageID = time.Now().Format(time.RFC3339Nano)
 	h.loop.Submit(context.Background(), m)
-	waitUntil(t, "the answer to "+m.Content, func() bool { return h.doneCount() > n })
+	waitfor.True(t, "the answer to "+m.Content, func() bool { return h.doneCount() > n })
 	finals := h.out.finals()[m.Key()]
 	if len(finals) <= before {
 		t.Fatalf("no answer to %q", m.Content)

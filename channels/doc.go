@@ -1,13 +1,20 @@
-// Package channels owns the chat-platform side of the gateway: the Channel
-// interface every platform adapter implements, the optional capability
-// interfaces (Editor, Typer, MediaSender, LoginRunner, HealthReporter,
-// WebhookHandler, Noticer) detected by type assertion and switched per run
-// by CapabilityReporter, the registry cmd fills with the
-// built-in adapters, the Manager that supervises one goroutine per enabled
-// channel, access control (allow-lists and pairing) and the outbound
-// dispatcher (retries, delta merging, splitting to platform limits).
+// Package channels is the kit every chat-platform adapter is built from,
+// and nothing else: the Channel interface, the optional capability
+// interfaces (Editor, Typer, MediaSender, VoiceSender, LoginRunner,
+// HealthReporter, WebhookHandler, Noticer, SenderAuthenticator,
+// AllowDefaulter) detected by type assertion and switched per run by
+// CapabilityReporter, the typed errors (PermanentError, RetryAfterError,
+// ErrDenied, FatalError), Loop (reconnect with backoff and jitter, health),
+// DeliverRetrying and ReportLost (handing a message to the gateway), and the
+// registry cmd fills with the built-in adapters.
 //
-// Adapters live in one sub-package per platform (channels/telegram, ...);
-// channels/channeltest is the conformance suite they all pass. Channels never
-// import the agent.
+// Adapters live in one sub-package per platform (channels/telegram, ...)
+// and import only this kit, its sub-packages (kit, media, markdown), bus
+// and configs; channels/channeltest is the conformance suite they all
+// pass. The runtime that runs them (supervision, access control, the
+// outbound dispatcher) is the gateway's: gateway/relay.
+//
+// Concurrency: a Channel's Send, Edit and Typing are called concurrently
+// with Run, one caller per chat at a time; Loop and the helpers here are
+// safe for concurrent use.
 package channels

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 func redactSecret(err error) string { return strings.ReplaceAll(err.Error(), "s3cret", "***") }
@@ -41,7 +43,7 @@ func TestLoopReconnectsAndStops(t *testing.T) {
 	if got := <-firstState; got != StateConnecting {
 		t.Errorf("state during the first attempt = %s, want connecting", got)
 	}
-	waitFor(t, "third session connected", func() bool {
+	waitfor.True(t, "third session connected", func() bool {
 		return sessions.Load() >= 3 && h.Get().State == StateConnected
 	})
 	cancel()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 func TestReplyLimiterCapsAChatPerMinute(t *testing.T) {
@@ -72,7 +73,7 @@ func TestReplyCapTellsTheChatOnce(t *testing.T) {
 	// The fake delivers in order, so once c2 is answered every message of
 	// c1 has been screened.
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c2", SenderID: "u2", Content: "other", MessageID: "9"}
-	waitFor(t, "c2 answered and c1's three replies and notice", func() bool {
+	waitfor.True(t, "c2 answered and c1's three replies and notice", func() bool {
 		return slices.Contains(fc.texts("c2"), "echo: other") && len(fc.texts("c1")) >= 4
 	})
 	var echoes, notices int

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
@@ -32,14 +33,14 @@ func TestBudgetThroughTheGateway(t *testing.T) {
 	startGatewayOpts(t, cfg, p, func(o *Options) { o.Model, o.ProviderName = "gpt-4o-mini", "openai" }, fc)
 
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "one", MessageID: "1"}
-	waitFor(t, "the first answer", func() bool { return len(fc.texts("c1")) == 1 })
+	waitfor.True(t, "the first answer", func() bool { return len(fc.texts("c1")) == 1 })
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "two", MessageID: "2"}
-	waitFor(t, "the refusal", func() bool { return len(fc.texts("c1")) == 2 })
+	waitfor.True(t, "the refusal", func() bool { return len(fc.texts("c1")) == 2 })
 	if got := fc.texts("c1")[1]; !strings.HasPrefix(got, "You have reached your daily token budget (1,000 tokens). It resets at 00:00 on ") {
 		t.Errorf("second answer %q, want the budget message", got)
 	}
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c2", SenderID: "u2", Content: "three", MessageID: "3"}
-	waitFor(t, "another sender's answer", func() bool { return len(fc.texts("c2")) == 1 })
+	waitfor.True(t, "another sender's answer", func() bool { return len(fc.texts("c2")) == 1 })
 	if got := fc.texts("c2")[0]; got != "answer" {
 		t.Errorf("another sender got %q, want answer", got)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/api"
 	"github.com/nanobot-go/nanobot/gateway/journal"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 )
 
 // buildChannels builds the enabled channels, the access gate in front of
@@ -47,24 +48,24 @@ func (g *Gateway) buildChannels() error {
 			g.chans = append(g.chans, a)
 		}
 	}
-	g.gate = &channels.Gate{
+	g.gate = &relay.Gate{
 		AllowFrom: allowLists(g.cfg, g.chans),
 		Admins:    adminLists(g.cfg),
-		Pairing:   channels.NewPairingStore(filepath.Join(g.o.Paths.State, "pairing.json")),
+		Pairing:   relay.NewPairingStore(filepath.Join(g.o.Paths.State, "pairing.json")),
 		Reply:     g.be.PublishOutbound,
 		Log:       g.log.With("component", "access"),
 		Next:      channels.InboxFunc(g.accept),
 	}
-	g.mgr = channels.NewManager(channels.ManagerConfig{Inbox: &countedGate{gate: g.gate, metrics: g.metrics}, Log: g.log}, g.chans)
+	g.mgr = relay.NewManager(relay.ManagerConfig{Inbox: &countedGate{gate: g.gate, metrics: g.metrics}, Log: g.log}, g.chans)
 	g.metrics.WatchChannels(g.mgr.Health)
-	dcfg := channels.DispatcherConfig{
+	dcfg := relay.DispatcherConfig{
 		SendProgress: g.cfg.Channels.SendProgress, SendToolHints: g.cfg.Channels.SendToolHints,
 		MaxRetries: g.cfg.Channels.SendMaxRetries, Observer: g.metrics, Log: g.log,
-		PerChannel: map[string]channels.ProgressPolicy{}, WorkerIdle: g.o.DeliveryIdle,
+		PerChannel: map[string]relay.ProgressPolicy{}, WorkerIdle: g.o.DeliveryIdle,
 	}
 	for _, name := range g.cfg.Channels.Names() {
 		if cc := g.cfg.Channels.Common(name); cc.SendProgress != nil || cc.SendToolHints != nil || cc.ToolHintPrefix != nil {
-			p := channels.ProgressPolicy{SendProgress: cc.SendProgress, SendToolHints: cc.SendToolHints}
+			p := relay.ProgressPolicy{SendProgress: cc.SendProgress, SendToolHints: cc.SendToolHints}
 			if cc.ToolHintPrefix != nil {
 				prefix := *cc.ToolHintPrefix
 				if prefix != "" && !strings.HasSuffix(prefix, " ") && !strings.HasSuffix(prefix, "\n") {
@@ -79,7 +80,7 @@ func (g *Gateway) buildChannels() error {
 		dcfg.Handled = c.Delivered // acknowledged once the platform took it
 	}
 	g.dl.configure(&dcfg)
-	g.disp = channels.NewDispatcher(dcfg, g.chans)
+	g.disp = relay.NewDispatcher(dcfg, g.chans)
 	g.metrics.WatchDelivery(g.disp.Stats)
 	return nil
 }
@@ -135,7 +136,7 @@ func (f admitterFunc) Admits(channel, id string) bool { return f(channel, id) }
 
 // countedGate counts the messages the gate denies.
 type countedGate struct {
-	gate    *channels.Gate
+	gate    *relay.Gate
 	metrics *Metrics
 }
 

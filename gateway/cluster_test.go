@@ -17,10 +17,10 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -209,7 +209,7 @@ func TestClusterThreeWorkers(t *testing.T) {
 	// The first worker takes every partition and hands some back as the
 	// others join (a round every leaseTtlS/3): send once each owns some,
 	// or the first may answer everything before the others have a share.
-	waitForLong(t, "every worker owns partitions", 30*time.Second, func() bool {
+	waitfor.Within(t, "every worker owns partitions", 30*time.Second, func() bool {
 		for _, w := range workers {
 			var st Status
 			if _, body := get(t, "http://"+w.addr+"/api/status"); json.Unmarshal([]byte(body), &st) != nil || st.Cluster == nil || len(st.Cluster.Owned) == 0 {
@@ -225,7 +225,7 @@ func TestClusterThreeWorkers(t *testing.T) {
 			fc.in <- bus.Inbound{Channel: "fake", ChatID: chat, SenderID: "u", Content: fmt.Sprintf("%s %d", chat, i), MessageID: fmt.Sprint(s, "-", i)}
 		}
 	}
-	waitForLong(t, "every message answered", 60*time.Second, func() bool {
+	waitfor.Within(t, "every message answered", 60*time.Second, func() bool {
 		for s := range sessions {
 			if len(fc.texts(fmt.Sprint("s", s))) < each {
 				return false
@@ -242,7 +242,7 @@ func TestClusterThreeWorkers(t *testing.T) {
 	llm.check(t)
 	// /api/status (what `nanobot status` prints) shows the cluster.
 	var st Status
-	waitForLong(t, "status lists the four instances", 10*time.Second, func() bool {
+	waitfor.Within(t, "status lists the four instances", 10*time.Second, func() bool {
 		_, body := get(t, "http://"+w1.addr+"/api/status")
 		st = Status{}
 		return json.Unmarshal([]byte(body), &st) == nil && st.Cluster != nil && len(st.Cluster.Members) == 4
@@ -294,12 +294,12 @@ func TestClusterWorkerKilledMidTurn(t *testing.T) {
 	}
 	stop(t, workers[holder])
 
-	waitForLong(t, "interrupted message answered by another worker", 30*time.Second, func() bool {
+	waitfor.Within(t, "interrupted message answered by another worker", 30*time.Second, func() bool {
 		return len(fc.texts("victim")) >= 2
 	})
 	for s := range 10 {
 		chat := fmt.Sprint("o", s)
-		waitForLong(t, chat+" answered", 30*time.Second, func() bool { return len(fc.texts(chat)) >= 1 })
+		waitfor.Within(t, chat+" answered", 30*time.Second, func() bool { return len(fc.texts(chat)) >= 1 })
 	}
 	// A second answer could only come from a message still in a stream
 	// (unacknowledged, so redelivered): wait until both are empty.
@@ -325,14 +325,14 @@ func TestClusterChannelsFailover(t *testing.T) {
 	active, standby := platform("fake"), platform("fake")
 	standby.in, standby.front = active.in, active.front // one platform, offered to whichever instance polls it
 	first := c.start(RoleChannels, "channels-1", llm.worker("c1"), active)
-	waitForLong(t, "first instance connected", 10*time.Second, func() bool { return active.runs.Load() == 1 })
+	waitfor.Within(t, "first instance connected", 10*time.Second, func() bool { return active.runs.Load() == 1 })
 	second := c.start(RoleChannels, "channels-2", llm.worker("c2"), standby)
 	c.start(RoleWorker, "worker-1", llm.worker("worker-1"))
 	c.start(RoleWorker, "worker-2", llm.worker("worker-2"))
 	// The standby tries the lease every third of its TTL (±50 %): eight
 	// refused attempts span more than a whole lease, in which it must stay
 	// idle.
-	waitForLong(t, "the standby tried the lease eight times", 20*time.Second, func() bool {
+	waitfor.Within(t, "the standby tried the lease eight times", 20*time.Second, func() bool {
 		_, m := get(t, "http://"+second.addr+"/metrics")
 		return metricValue(m, "nanobot_cluster_channels_standby_attempts_total") >= 8
 	})
@@ -351,14 +351,14 @@ func TestClusterChannelsFailover(t *testing.T) {
 	}
 	killed := time.Now()
 	stop(t, first)
-	waitForLong(t, "standby took over", 10*time.Second, func() bool { return standby.runs.Load() == 1 })
+	waitfor.Within(t, "standby took over", 10*time.Second, func() bool { return standby.runs.Load() == 1 })
 	if took := time.Since(killed); took > 3*time.Second {
 		t.Errorf("takeover took %v with a 1 s lease", took)
 	}
 	for i := each / 2; i < each; i++ {
 		send(i)
 	}
-	waitForLong(t, "every message answered", 60*time.Second, func() bool {
+	waitfor.Within(t, "every message answered", 60*time.Second, func() bool {
 		for s := range sessions {
 			if len(uniq(replies(fmt.Sprint("s", s), active, standby))) < each {
 				return false
@@ -411,7 +411,7 @@ func TestClusterNATSRestart(t *testing.T) {
 	c.srv.Restart()
 	send(2)
 	send(3)
-	waitForLong(t, "every message answered after the restart", 90*time.Second, func() bool {
+	waitfor.Within(t, "every message answered after the restart", 90*time.Second, func() bool {
 		for s := range sessions {
 			if len(uniq(fc.texts(fmt.Sprint("s", s)))) < each {
 				return false
@@ -433,7 +433,7 @@ func TestClusterNATSRestart(t *testing.T) {
 // r's /api/status reports them.
 func waitDrained(t *testing.T, r *running) {
 	t.Helper()
-	waitForLong(t, "the streams to drain", 30*time.Second, func() bool {
+	waitfor.Within(t, "the streams to drain", 30*time.Second, func() bool {
 		resp, err := http.Get("http://" + r.addr + "/api/status")
 		if err != nil {
 			return false
@@ -442,11 +442,6 @@ func waitDrained(t *testing.T, r *running) {
 		var st Status
 		return json.NewDecoder(resp.Body).Decode(&st) == nil && st.Inbound == 0 && st.Outbound == 0
 	})
-}
-
-func waitForLong(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, d, cond)
 }
 
 // Cron jobs live in NATS: a job added through one worker's store (as its
@@ -472,8 +467,8 @@ func TestClusterCronJobsShared(t *testing.T) {
 	if err := storeA.Add(t.Context(), job); err != nil {
 		t.Fatal(err)
 	}
-	waitForLong(t, "the job's reply", 20*time.Second, func() bool { return len(fc.texts("cronchat")) > 0 })
-	waitForLong(t, "the job disabled after its one run", 10*time.Second, func() bool {
+	waitfor.Within(t, "the job's reply", 20*time.Second, func() bool { return len(fc.texts("cronchat")) > 0 })
+	waitfor.Within(t, "the job disabled after its one run", 10*time.Second, func() bool {
 		list, err := storeA.Jobs(t.Context())
 		return err == nil && len(list) == 1 && !list[0].Enabled && list[0].State.LastStatus == "ok"
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/journal"
 	"github.com/nanobot-go/nanobot/gateway/natsbus"
 	"github.com/nanobot-go/nanobot/gateway/outbox"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 	"github.com/nanobot-go/nanobot/internal/wal"
 )
 
@@ -54,7 +55,7 @@ func openDelivery(cfg *configs.Config, paths configs.Paths, jr *journal.Journal,
 	d := &delivery{jr: jr, notify: notify, log: log.With("component", "delivery"), noticed: map[string]time.Time{}}
 	d.maxAge = time.Duration(cfg.Channels.OutboxMaxAgeH) * time.Hour
 	if d.maxAge <= 0 {
-		d.maxAge = channels.DefaultMaxAge
+		d.maxAge = relay.DefaultMaxAge
 	}
 	if jr == nil {
 		return d, nil
@@ -112,7 +113,7 @@ func (r recorder) PublishOutbound(ctx context.Context, m bus.Outbound) error {
 }
 
 // configure makes the dispatcher deliver through the outbox.
-func (d *delivery) configure(c *channels.DispatcherConfig) {
+func (d *delivery) configure(c *relay.DispatcherConfig) {
 	if d.ob == nil {
 		return
 	}

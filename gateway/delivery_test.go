@@ -19,6 +19,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/journal"
 	"github.com/nanobot-go/nanobot/gateway/natsbus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/internal/wal/waltest"
 )
 
@@ -35,12 +36,12 @@ func TestDiskFullHoldsMessageTellsSenderOnceAndRecovers(t *testing.T) {
 	r := startGatewayOpts(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{}, func(o *Options) { o.StorageOpen = disk.Open }, fc)
 
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u", Content: "first", MessageID: "1"}
-	waitFor(t, "first reply", func() bool { return len(fc.texts("c1")) == 1 })
+	waitfor.True(t, "first reply", func() bool { return len(fc.texts("c1")) == 1 })
 
 	disk.SetFull(true)
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u", Content: "second", MessageID: "2"}
-	waitFor(t, "several failed writes", func() bool { return disk.Failures() >= 6 })
-	waitFor(t, "the storage notice", func() bool { return len(fc.texts("c1")) == 2 })
+	waitfor.True(t, "several failed writes", func() bool { return disk.Failures() >= 6 })
+	waitfor.True(t, "the storage notice", func() bool { return len(fc.texts("c1")) == 2 })
 	if got := fc.texts("c1")[1]; !strings.Contains(got, "can't store new messages") {
 		t.Errorf("notice %q", got)
 	}
@@ -50,20 +51,20 @@ func TestDiskFullHoldsMessageTellsSenderOnceAndRecovers(t *testing.T) {
 	}
 	// More attempts of the same message do not repeat the notice.
 	n := disk.Failures()
-	waitFor(t, "more attempts", func() bool { return disk.Failures() >= n+4 })
+	waitfor.True(t, "more attempts", func() bool { return disk.Failures() >= n+4 })
 	if got := len(fc.texts("c1")); got != 2 {
 		t.Errorf("%d messages in the chat, want the first reply and one notice", got)
 	}
 
 	disk.SetFull(false)
-	waitFor(t, "the held message answered", func() bool { return len(fc.texts("c1")) == 3 })
+	waitfor.True(t, "the held message answered", func() bool { return len(fc.texts("c1")) == 3 })
 	if got := fc.texts("c1")[2]; got != "echo: second" {
 		t.Errorf("reply %q", got)
 	}
-	waitFor(t, "/readyz ready again", func() bool { code, _ := get(t, "http://"+r.addr+"/readyz"); return code == http.StatusOK })
+	waitfor.True(t, "/readyz ready again", func() bool { code, _ := get(t, "http://"+r.addr+"/readyz"); return code == http.StatusOK })
 	// The platform shows the reply a moment before the outbox records it
 	// delivered.
-	waitFor(t, "no reply pending", func() bool {
+	waitfor.True(t, "no reply pending", func() bool {
 		var st Status
 		_, sbody := get(t, "http://"+r.addr+"/api/status")
 		return json.Unmarshal([]byte(sbody), &st) == nil && st.PendingReplies == 0

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/testproc"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // A gateway that opens its own port answers /healthz as soon as New has
@@ -106,7 +107,7 @@ func runUntilReady(t *testing.T, g *Gateway, status func(string) (int, string)) 
 			t.Error("gateway did not stop")
 		}
 	})
-	waitFor(t, "ready after Run", func() bool {
+	waitfor.True(t, "ready after Run", func() bool {
 		code, _ := status("/readyz")
 		return code == 200
 	})

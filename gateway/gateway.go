@@ -22,6 +22,7 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
 	"github.com/nanobot-go/nanobot/gateway/journal"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 	"github.com/nanobot-go/nanobot/internal/owner"
 	"github.com/nanobot-go/nanobot/tools"
 )
@@ -46,9 +47,9 @@ type Gateway struct {
 	// workbench is served, so announce prints a sign-in link.
 	owner   *owner.Key
 	signIn  bool
-	gate    *channels.Gate
-	mgr     *channels.Manager
-	disp    *channels.Dispatcher
+	gate    *relay.Gate
+	mgr     *relay.Manager
+	disp    *relay.Dispatcher
 	metrics *Metrics
 	usage   *usage.Ledger // nil on a channels-only cluster instance
 	// budgets refuses calls over a budget; nil when none is set.

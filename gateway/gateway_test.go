@@ -17,11 +17,12 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 	"github.com/nanobot-go/nanobot/internal/owner"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -276,11 +277,6 @@ func startGatewayOpts(t testing.TB, cfg configs.Config, llm providers.Provider, 
 	return r
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, 10*time.Second, cond)
-}
-
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -309,7 +305,7 @@ func testMessageInReplyOutStreamed(t *testing.T) {
 	// interval), as from a real model.
 	startGateway(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{pause: 20 * time.Millisecond}, fc)
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "hello world", MessageID: "1"}
-	waitFor(t, "reply", func() bool {
+	waitfor.True(t, "reply", func() bool {
 		got := fc.texts("c1")
 		return len(got) == 1 && got[0] == "echo: hello world"
 	})
@@ -328,7 +324,7 @@ func testQuickReplyIsOneMessage(t *testing.T) {
 	fc.interval = 2 * time.Second // the first message is held up to 500 ms
 	startGateway(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{}, fc)
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "hi there", MessageID: "1"}
-	waitFor(t, "reply", func() bool {
+	waitfor.True(t, "reply", func() bool {
 		got := fc.texts("c1")
 		return len(got) == 1 && got[0] == "echo: hi there"
 	})
@@ -347,7 +343,7 @@ func testLongReplySplit(t *testing.T) {
 	startGateway(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{}, fc)
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c", SenderID: "u", Content: "long please", MessageID: "1"}
 	want := strings.TrimSpace(strings.Repeat("All work and no play makes a dull bot. ", 20))
-	waitFor(t, "split reply", func() bool {
+	waitfor.True(t, "split reply", func() bool {
 		got := strings.Join(fc.texts("c"), " ")
 		return strings.Join(strings.Fields(got), " ") == want
 	})
@@ -369,22 +365,22 @@ func testAllowListAndPairing(t *testing.T) {
 	r := startGateway(t, testConfig(map[string][]any{"fake": {"owner"}}), llm, fc)
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "grp", SenderID: "stranger", Content: "hi", MessageID: "1", IsGroup: true}
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "dm", SenderID: "stranger", Content: "hi", MessageID: "2"}
-	waitFor(t, "pairing code", func() bool { return len(fc.texts("dm")) == 1 })
+	waitfor.True(t, "pairing code", func() bool { return len(fc.texts("dm")) == 1 })
 	if len(fc.texts("grp")) != 0 || llm.calls.Load() != 0 {
 		t.Fatal("stranger reached the agent")
 	}
 	code := strings.Fields(strings.SplitAfter(fc.texts("dm")[0], "pairing code is ")[1])[0]
-	store := channels.NewPairingStore(filepath.Join(r.dir, "state", "pairing.json"))
+	store := relay.NewPairingStore(filepath.Join(r.dir, "state", "pairing.json"))
 	if _, err := store.Approve(code); err != nil {
 		t.Fatal(err)
 	}
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "dm", SenderID: "stranger", Content: "now?", MessageID: "3"}
-	waitFor(t, "approved sender answered", func() bool {
+	waitfor.True(t, "approved sender answered", func() bool {
 		got := fc.texts("dm")
 		return len(got) == 2 && got[1] == "echo: now?"
 	})
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "o", SenderID: "owner", Content: "yo", MessageID: "4"}
-	waitFor(t, "owner answered", func() bool { return len(fc.texts("o")) == 1 })
+	waitfor.True(t, "owner answered", func() bool { return len(fc.texts("o")) == 1 })
 }
 
 func TestDeniedByDefault(t *testing.T) { forEachBus(t, testDeniedByDefault) }
@@ -394,7 +390,7 @@ func testDeniedByDefault(t *testing.T) {
 	llm := &echoLLM{}
 	startGateway(t, testConfig(map[string][]any{"fake": {}}), llm, fc)
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "g", SenderID: "x", Content: "hi", MessageID: "1", IsGroup: true}
-	waitFor(t, "denied", func() bool { fc.mu.Lock(); defer fc.mu.Unlock(); return len(fc.denied) == 1 })
+	waitfor.True(t, "denied", func() bool { fc.mu.Lock(); defer fc.mu.Unlock(); return len(fc.denied) == 1 })
 	if llm.calls.Load() != 0 {
 		t.Error("empty allowFrom let a message through")
 	}
@@ -418,7 +414,7 @@ func testChannelFailureVisibleThenRecovers(t *testing.T) {
 	} else if !strings.Contains(body, "fake") {
 		t.Errorf("readyz body %q does not name the channel", body)
 	}
-	waitFor(t, "channel recovered", func() bool {
+	waitfor.True(t, "channel recovered", func() bool {
 		c, _ := get(t, "http://"+r.addr+"/readyz")
 		return c == 200
 	})
@@ -457,7 +453,7 @@ func testHealthAndWebUI(t *testing.T) {
 	}
 	// In cluster mode the channels start once the instance holds the
 	// channels lease, a moment after the HTTP server.
-	waitFor(t, "ready with only the web chat", func() bool {
+	waitfor.True(t, "ready with only the web chat", func() bool {
 		code, _ := get(t, "http://"+r.addr+"/readyz")
 		return code == 200
 	})
@@ -474,9 +470,9 @@ func testReloadUpdatesAllowLists(t *testing.T) {
 		o.ReloadConfig = func() (*configs.Config, error) { return &next, nil }
 	}, fc)
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "g", SenderID: "newcomer", Content: "hi", MessageID: "1", IsGroup: true}
-	waitFor(t, "denied before reload", func() bool { fc.mu.Lock(); defer fc.mu.Unlock(); return len(fc.denied) == 1 })
+	waitfor.True(t, "denied before reload", func() bool { fc.mu.Lock(); defer fc.mu.Unlock(); return len(fc.denied) == 1 })
 	reload <- struct{}{}
-	waitFor(t, "admitted after reload", func() bool {
+	waitfor.True(t, "admitted after reload", func() bool {
 		fc.in <- bus.Inbound{Channel: "fake", ChatID: "g", SenderID: "newcomer", Content: "again", MessageID: fmt.Sprint(time.Now().UnixNano()), IsGroup: true}
 		time.Sleep(20 * time.Millisecond)
 		return len(fc.texts("g")) > 0

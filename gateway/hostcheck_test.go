@@ -15,9 +15,10 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/nanobot-go/nanobot/bus"
-	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/web"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/relay"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // wsOutcome opens the web chat socket at addr with the given Host and Origin
@@ -160,14 +161,14 @@ func TestWebAdminApprovesPairing(t *testing.T) {
 	cfg := testConfig(map[string][]any{"fake": {"*"}, "tg": {}})
 	cfg.Channels.Platforms["tg"]["enabled"] = false // only its allow-list matters here
 	r := startGatewayOpts(t, cfg, &echoLLM{}, func(o *Options) { o.Channels = webOnly() }, fc)
-	store := channels.NewPairingStore(filepath.Join(r.dir, "state", "pairing.json"))
+	store := relay.NewPairingStore(filepath.Join(r.dir, "state", "pairing.json"))
 	code, _, err := store.Request("tg", "99|stranger", "dm99")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An everyone-allowed chat user is not an admin.
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c", SenderID: "5|mallory", Content: "/pairing approve " + code, MessageID: "1"}
-	waitFor(t, "refusal", func() bool { return len(fc.texts("c")) == 1 })
+	waitfor.True(t, "refusal", func() bool { return len(fc.texts("c")) == 1 })
 	if got := fc.texts("c")[0]; got != "Only an admin can approve pairing codes." || store.IsApproved("tg", "99|stranger") {
 		t.Fatalf("non-admin approve: reply %q", got)
 	}

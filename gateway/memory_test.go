@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 func TestReleaseOncePerBusySpell(t *testing.T) {
@@ -26,7 +28,7 @@ func TestReleaseOncePerBusySpell(t *testing.T) {
 
 	// Starting up counts as a busy spell: one release once idle, then none
 	// while the gateway stays idle.
-	waitFor(t, "release after start-up", func() bool { return released.Load() == 1 })
+	waitfor.True(t, "release after start-up", func() bool { return released.Load() == 1 })
 	waitMoreProbes(t, &probes)
 	if n := released.Load(); n != 1 {
 		t.Fatalf("released %d times without any work", n)
@@ -34,9 +36,9 @@ func TestReleaseOncePerBusySpell(t *testing.T) {
 	for spell := 2; spell <= 3; spell++ {
 		sawBusy.Store(0)
 		idle.Store(false)
-		waitFor(t, "the busy spell to be seen", func() bool { return sawBusy.Load() > 0 })
+		waitfor.True(t, "the busy spell to be seen", func() bool { return sawBusy.Load() > 0 })
 		idle.Store(true)
-		waitFor(t, "release after the busy spell", func() bool { return released.Load() == int32(spell) })
+		waitfor.True(t, "release after the busy spell", func() bool { return released.Load() == int32(spell) })
 		// Staying idle does not release again.
 		waitMoreProbes(t, &probes)
 		if n := released.Load(); n != int32(spell) {
@@ -51,5 +53,5 @@ func TestReleaseOncePerBusySpell(t *testing.T) {
 func waitMoreProbes(t *testing.T, probes *atomic.Int32) {
 	t.Helper()
 	from := probes.Load()
-	waitFor(t, "20 more idle checks", func() bool { return probes.Load() >= from+20 })
+	waitfor.True(t, "20 more idle checks", func() bool { return probes.Load() >= from+20 })
 }

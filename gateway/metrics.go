@@ -11,6 +11,7 @@ import (
 	"github.com/nanobot-go/nanobot/agent"
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 )
 
 // Metrics are the gateway's Prometheus metrics, on their own registry (no
@@ -61,7 +62,7 @@ func NewMetrics(queueDepth func() (in, out int)) *Metrics {
 	return m
 }
 
-// Sent implements channels.SendObserver.
+// Sent implements relay.SendObserver.
 func (m *Metrics) Sent(channel string, kind bus.Kind, _ int, err error) {
 	if err != nil {
 		m.sendFailures.WithLabelValues(channel).Inc()
@@ -173,7 +174,7 @@ func (m *Metrics) ObserveTool(_ context.Context, t agent.ToolCall) {
 
 // WatchDelivery reports the dispatcher's chat workers, open streams and
 // dropped best-effort messages, read from stats at scrape time.
-func (m *Metrics) WatchDelivery(stats func() channels.DispatcherStats) {
+func (m *Metrics) WatchDelivery(stats func() relay.DispatcherStats) {
 	m.Registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nanobot_outbound_chat_workers", Help: "Chats with a delivery worker (a worker ends once its chat has been idle for 20 s)."},
 			func() float64 { return float64(stats().Chats) }),
@@ -185,7 +186,7 @@ func (m *Metrics) WatchDelivery(stats func() channels.DispatcherStats) {
 }
 
 // OutboxFinished counts a durable reply whose delivery ended.
-func (m *Metrics) OutboxFinished(o channels.Outcome) { m.outboxDone.WithLabelValues(string(o)).Inc() }
+func (m *Metrics) OutboxFinished(o relay.Outcome) { m.outboxDone.WithLabelValues(string(o)).Inc() }
 
 // OutboxPending reports the replies not yet delivered at scrape time.
 func (m *Metrics) OutboxPending(pending func() int) {

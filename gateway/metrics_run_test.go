@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )
@@ -53,7 +54,7 @@ func TestMetricsAfterTurnWithToolCall(t *testing.T) {
 	}
 	r := startGatewayOpts(t, testConfig(map[string][]any{"fake": {"*"}}), &toolLLM{}, func(o *Options) { o.Tools = reg }, fc)
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "time?", MessageID: "1"}
-	waitFor(t, "reply", func() bool {
+	waitfor.True(t, "reply", func() bool {
 		got := fc.texts("c1") // the tool hint, then the answer
 		return len(got) > 0 && got[len(got)-1] == "It is 12:00"
 	})
@@ -67,7 +68,7 @@ func TestMetricsAfterTurnWithToolCall(t *testing.T) {
 	}
 	// The turn's reply is delivered before the observer of its last call
 	// may have run in another goroutine: poll the scrape.
-	waitFor(t, "metrics", func() bool {
+	waitfor.True(t, "metrics", func() bool {
 		_, body = get(t, "http://"+r.addr+"/metrics")
 		for _, w := range want {
 			if !strings.Contains(body, w) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 )
 
 // stagedChannel connects when told to, then fails for good when told to,
@@ -50,7 +51,7 @@ func (s *stagedChannel) Run(ctx context.Context, _ channels.Inbox) error {
 func TestChannelMetricsFollowManagerHealth(t *testing.T) {
 	m := NewMetrics(nil)
 	ch := &stagedChannel{connect: make(chan struct{}), fail: make(chan struct{})}
-	mgr := channels.NewManager(channels.ManagerConfig{}, []channels.Channel{ch})
+	mgr := relay.NewManager(relay.ManagerConfig{}, []channels.Channel{ch})
 	m.WatchChannels(mgr.Health)
 	srv := httptest.NewServer(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	defer srv.Close()

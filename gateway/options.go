@@ -71,7 +71,7 @@ type Options struct {
 	// (default 20 s); unfinished ones are replayed at the next start.
 	DrainTimeout time.Duration
 	// DeliveryIdle is how long a chat's delivery worker outlives its last
-	// message (default channels.DefaultWorkerIdle, 20 s).
+	// message (default relay.DefaultWorkerIdle, 20 s).
 	DeliveryIdle time.Duration
 	// CronStore overrides the jobs store (default cron/jobs.json).
 	CronStore *cron.Store

@@ -10,6 +10,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -75,7 +76,7 @@ func TestAPIDisconnectMidStreamClosesTheStream(t *testing.T) {
 			t.Logf("last scrape:\n%s", grepLines(last, "nanobot_outbound_"))
 		}
 	}()
-	waitFor(t, "no open stream and no chat worker", func() bool {
+	waitfor.True(t, "no open stream and no chat worker", func() bool {
 		last = metrics()
 		return strings.Contains(last, "nanobot_outbound_streams_open 0") && strings.Contains(last, "nanobot_outbound_chat_workers 0")
 	})
@@ -98,12 +99,12 @@ func TestQueueDepthCountsSessionQueues(t *testing.T) {
 			t.Logf("last scrape:\n%s", grepLines(last, "queue_depth"))
 		}
 	}()
-	waitFor(t, "two messages waiting for the agent", func() bool {
+	waitfor.True(t, "two messages waiting for the agent", func() bool {
 		_, last = get(t, "http://"+r.addr+"/metrics")
 		return strings.Contains(last, "nanobot_inbound_queue_depth 2")
 	})
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "/stop", MessageID: "4"}
-	waitFor(t, "nothing waiting after /stop", func() bool {
+	waitfor.True(t, "nothing waiting after /stop", func() bool {
 		_, last = get(t, "http://"+r.addr+"/metrics")
 		return strings.Contains(last, "nanobot_inbound_queue_depth 0")
 	})

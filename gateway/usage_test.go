@@ -13,6 +13,7 @@ import (
 	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
@@ -43,7 +44,7 @@ func TestUsageLedgerAndMetricsAfterTurn(t *testing.T) {
 		o.Tools, o.Model, o.ProviderName = reg, "gpt-4o-mini", "openai"
 	}, fc)
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "time?", MessageID: "1"}
-	waitFor(t, "reply", func() bool {
+	waitfor.True(t, "reply", func() bool {
 		got := fc.texts("c1")
 		return len(got) > 0 && got[len(got)-1] == "It is noon."
 	})
@@ -61,7 +62,7 @@ func TestUsageLedgerAndMetricsAfterTurn(t *testing.T) {
 		`nanobot_tool_calls_total{outcome="ok",tool="clock"} 1`,
 	}
 	var body string
-	waitFor(t, "metrics", func() bool {
+	waitfor.True(t, "metrics", func() bool {
 		_, body = get(t, "http://"+r.addr+"/metrics")
 		for _, w := range want {
 			if !strings.Contains(body, w) {
@@ -166,11 +167,11 @@ func TestHeartbeatDecisionIsMetered(t *testing.T) {
 		}
 	}, fc)
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c1", SenderID: "u1", Content: "hi", MessageID: "1"}
-	waitFor(t, "reply", func() bool { return len(fc.texts("c1")) > 0 })
+	waitfor.True(t, "reply", func() bool { return len(fc.texts("c1")) > 0 })
 
 	dir := filepath.Join(r.dir, "usage")
 	var recs []usage.Record
-	waitFor(t, "a heartbeat decision and every request in the ledger", func() bool {
+	waitfor.True(t, "a heartbeat decision and every request in the ledger", func() bool {
 		n := len(srv.Requests())
 		recs, err = usage.Records(context.Background(), dir, time.Local, usage.Filter{})
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/nanobot-go/nanobot/gateway/cron"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // TestWorkbenchAutomationsInBrowser: a cron job is refused with the error on
@@ -71,7 +72,7 @@ func TestWorkbenchAutomationsInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the job's answer in its chat", func() bool { return slices.Contains(fc.texts("c9"), "echo: water the plants") })
+	waitfor.True(t, "the job's answer in its chat", func() bool { return slices.Contains(fc.texts("c9"), "echo: water the plants") })
 
 	err = chromedp.Do(ctx,
 		click(`#job-list .job[data-job="`+id+`"] button.toggle`),

@@ -9,7 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/nanobot-go/nanobot/bus"
-	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/relay"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // TestWorkbenchChannelsInBrowser: the channels page shows each channel's
@@ -26,11 +27,11 @@ func TestWorkbenchChannelsInBrowser(t *testing.T) {
 
 	// A stranger writes; the gate answers with a pairing code.
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c77", SenderID: "u77", Content: "hi there", MessageID: "1"}
-	waitFor(t, "the pairing code reply", func() bool {
+	waitfor.True(t, "the pairing code reply", func() bool {
 		got := fc.texts("c77")
 		return len(got) == 1 && strings.Contains(got[0], "pairing code")
 	})
-	store := channels.NewPairingStore(filepath.Join(r.dir, "state", "pairing.json"))
+	store := relay.NewPairingStore(filepath.Join(r.dir, "state", "pairing.json"))
 	if n := len(store.Pending()); n != 1 {
 		t.Fatalf("%d pairing requests, want 1", n)
 	}
@@ -60,7 +61,7 @@ func TestWorkbenchChannelsInBrowser(t *testing.T) {
 	}
 	// The running gateway obeys: the stranger is answered now.
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c77", SenderID: "u77", Content: "hello again", MessageID: "2"}
-	waitFor(t, "the answer to the approved sender", func() bool {
+	waitfor.True(t, "the answer to the approved sender", func() bool {
 		return slices.Contains(fc.texts("c77"), "echo: hello again")
 	})
 
@@ -76,7 +77,7 @@ func TestWorkbenchChannelsInBrowser(t *testing.T) {
 		t.Fatal("the revocation did not reach pairing.json")
 	}
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c77", SenderID: "u77", Content: "still there?", MessageID: "3"}
-	waitFor(t, "a new pairing code", func() bool { return len(store.Pending()) == 1 })
+	waitfor.True(t, "a new pairing code", func() bool { return len(store.Pending()) == 1 })
 	if slices.Contains(fc.texts("c77"), "echo: still there?") {
 		t.Error("a revoked sender was answered")
 	}

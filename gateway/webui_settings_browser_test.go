@@ -11,6 +11,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // TestWorkbenchSettingsInBrowser: a channel's allowFrom changed on the
@@ -31,7 +32,7 @@ func TestWorkbenchSettingsInBrowser(t *testing.T) {
 
 	// u2 is not allowed yet: the gate hands out a pairing code instead.
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c2", SenderID: "u2", Content: "anyone there?", MessageID: "1"}
-	waitFor(t, "the pairing reply to u2", func() bool {
+	waitfor.True(t, "the pairing reply to u2", func() bool {
 		got := fc.texts("c2")
 		return len(got) == 1 && strings.Contains(got[0], "pairing code")
 	})
@@ -71,7 +72,7 @@ func TestWorkbenchSettingsInBrowser(t *testing.T) {
 		t.Errorf("no config.json.bak: %v", err)
 	}
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c2", SenderID: "u2", Content: "now?", MessageID: "2"}
-	waitFor(t, "the answer to u2", func() bool { return slices.Contains(fc.texts("c2"), "echo: now?") })
+	waitfor.True(t, "the answer to u2", func() bool { return slices.Contains(fc.texts("c2"), "echo: now?") })
 
 	// A refused value: the error on its field, the file untouched.
 	interval := `#settings [data-path="gateway.heartbeat.intervalS"]`

@@ -8,7 +8,7 @@
 //   - a sender the Inbox denies is acknowledged and the adapter keeps going;
 //   - a message is acknowledged to the platform only after Deliver returned;
 //   - a reply is sent, and a reply over the platform's limit, run through
-//     the real channels.Dispatcher, arrives split with code blocks intact;
+//     the real relay.Dispatcher, arrives split with code blocks intact;
 //   - streamed deltas become edits no faster than EditInterval (Editors) or
 //     one message (the others);
 //   - a dropped connection is survived, a malformed payload is logged and

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 )
 
 // waitInbound waits until a message containing text was delivered (or,
@@ -160,12 +161,12 @@ func messageLimit(ch channels.Channel) int {
 	if l, ok := ch.(channels.Limiter); ok && l.MessageLimit() > 0 {
 		return l.MessageLimit()
 	}
-	return channels.DefaultMessageLimit
+	return relay.DefaultMessageLimit
 }
 
 // dispatcher runs a real Dispatcher over the channel until the check ends.
 func (s *suite) dispatcher(t *testing.T) chan<- bus.Outbound {
-	d := channels.NewDispatcher(channels.DispatcherConfig{MaxRetries: 3, RetryBase: 50 * time.Millisecond, Log: slog.New(s.logs)}, []channels.Channel{s.fx.Channel})
+	d := relay.NewDispatcher(relay.DispatcherConfig{MaxRetries: 3, RetryBase: 50 * time.Millisecond, Log: slog.New(s.logs)}, []channels.Channel{s.fx.Channel})
 	out := make(chan bus.Outbound, 256)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -11,7 +11,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 )
 
-// inbox records deliveries and denies one sender, like channels.Gate does
+// inbox records deliveries and denies one sender, like relay.Gate does
 // for a sender not on allowFrom.
 type inbox struct {
 	deny string

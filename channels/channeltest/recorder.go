@@ -9,6 +9,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // Recorder is an Inbox for an adapter's own tests: it records every
@@ -44,7 +45,7 @@ func (r *Recorder) All() []bus.Inbound {
 func (r *Recorder) Wait(t testing.TB, text string) bus.Inbound {
 	t.Helper()
 	var got bus.Inbound
-	WaitFor(t, "inbound "+text, 20*time.Second, func() bool {
+	waitfor.Within(t, "inbound "+text, 20*time.Second, func() bool {
 		for _, m := range r.All() {
 			if strings.Contains(m.Content, text) {
 				got = m
@@ -54,18 +55,6 @@ func (r *Recorder) Wait(t testing.TB, text string) bus.Inbound {
 		return false
 	})
 	return got
-}
-
-// WaitFor polls cond until it holds, failing the test after timeout.
-func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // Start runs ch with in until the test ends, then stops it and checks that
@@ -83,7 +72,7 @@ func Start(t testing.TB, ch channels.Channel, in channels.Inbox) context.Context
 		}
 	})
 	if hr, ok := ch.(channels.HealthReporter); ok {
-		WaitFor(t, ch.Name()+" connected", 10*time.Second, func() bool { return hr.Health().State == channels.StateConnected })
+		waitfor.Within(t, ch.Name()+" connected", 10*time.Second, func() bool { return hr.Health().State == channels.StateConnected })
 	}
 	return ctx
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/dingtalk/dingtalktest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 const groupID = "cidGroupAbc123=="
@@ -99,13 +100,13 @@ func TestPingAndDisconnect(t *testing.T) {
 	rec := &channeltest.Recorder{}
 	channeltest.Start(t, newChannel(t, f, nil, channels.Deps{}, nil), rec)
 	ping := f.Ping()
-	channeltest.WaitFor(t, "the ping echoed", 5*time.Second, func() bool { _, _, ok := f.Acked(ping); return ok })
+	waitfor.Within(t, "the ping echoed", 5*time.Second, func() bool { _, _, ok := f.Acked(ping); return ok })
 	bye := f.Disconnect()
-	channeltest.WaitFor(t, "the disconnect acknowledged", 5*time.Second, func() bool { _, _, ok := f.Acked(bye); return ok })
-	channeltest.WaitFor(t, "a second connection", 10*time.Second, func() bool { return f.Opens() >= 2 && f.Connected() })
+	waitfor.Within(t, "the disconnect acknowledged", 5*time.Second, func() bool { _, _, ok := f.Acked(bye); return ok })
+	waitfor.Within(t, "a second connection", 10*time.Second, func() bool { return f.Opens() >= 2 && f.Connected() })
 	_, frame := f.Send(dingtalktest.Message{From: "staff-ann", Text: "still there?"})
 	rec.Wait(t, "still there?")
-	channeltest.WaitFor(t, "the message acknowledged", 5*time.Second, func() bool {
+	waitfor.Within(t, "the message acknowledged", 5*time.Second, func() bool {
 		code, data, ok := f.Acked(frame)
 		return ok && code == 200 && data == `{"response":null}`
 	})
@@ -131,7 +132,7 @@ func TestGroupsAndPrivateChats(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every frame is acknowledged once the adapter is done with it.
-	channeltest.WaitFor(t, "all three frames acknowledged", 5*time.Second, func() bool {
+	waitfor.Within(t, "all three frames acknowledged", 5*time.Second, func() bool {
 		_, _, a := f.Acked(private)
 		_, _, b := f.Acked(chatter)
 		_, _, c := f.Acked(status)

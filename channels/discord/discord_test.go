@@ -16,6 +16,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 var (
@@ -121,7 +122,7 @@ func (in *inbox) all() []bus.Inbound {
 func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
 	t.Helper()
 	var got bus.Inbound
-	waitFor(t, "inbound "+text, func() bool {
+	waitfor.True(t, "inbound "+text, func() bool {
 		for _, m := range in.all() {
 			if strings.Contains(m.Content, text) {
 				got = m
@@ -131,11 +132,6 @@ func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
 		return false
 	})
 	return got
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // run starts ch, waits until it is connected, and stops it when the test ends.
@@ -156,7 +152,7 @@ func run(t *testing.T, ch *Channel) *inbox {
 			t.Error("Run did not return within 5 s")
 		}
 	})
-	waitFor(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
 	return in
 }
 
@@ -282,7 +278,7 @@ func TestResumeAfterDrop(t *testing.T) {
 	if ids, resumes, _ := fake.Counts(); ids != 1 || resumes != 1 {
 		t.Errorf("identifies %d resumes %d, want 1 and 1", ids, resumes)
 	}
-	waitFor(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
 }
 
 func TestConfig(t *testing.T) {
@@ -326,7 +322,7 @@ func TestFatalCloseCodes(t *testing.T) {
 		ch := newChannel(t, fake, nil, nil)
 		done := make(chan error, 1)
 		go func() { done <- ch.Run(t.Context(), &inbox{}) }()
-		waitFor(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
+		waitfor.True(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
 		fake.CloseOnIdentify(4014)
 		fake.Drop()
 		select {

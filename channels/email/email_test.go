@@ -14,6 +14,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/email/emailtest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 func config(s *emailtest.Server, insecure bool) Config {
@@ -92,11 +93,6 @@ func newRecorder(stranger string) *recorder {
 	return &channeltest.Recorder{Refuse: func(s string) bool { return stranger != "" && s == stranger }}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, 15*time.Second, cond)
-}
-
 func run(t *testing.T, ch *Channel, in channels.Inbox) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -123,7 +119,7 @@ func TestThreadingFilteringAndSeen(t *testing.T) {
 	s.Send(t, "alice@example.test", "Out of office", "I am away", "Auto-Submitted: auto-replied")
 	s.Send(t, "news@example.test", "Weekly digest", "news", "Precedence: bulk")
 	s.Send(t, emailtest.BotAddress, "Re: loop", "my own mail")
-	waitFor(t, "alice's mail", func() bool { return len(in.All()) >= 1 })
+	waitfor.True(t, "alice's mail", func() bool { return len(in.All()) >= 1 })
 	got := in.All()[0]
 	if got.SenderID != "alice@example.test" || got.ChatID != "alice@example.test" || got.MessageID != first {
 		t.Errorf("inbound ids %+v", got)
@@ -135,11 +131,11 @@ func TestThreadingFilteringAndSeen(t *testing.T) {
 		t.Errorf("mail body not marked as external content: %q", got.Content)
 	}
 	// Only Alice's mail was read; the rest stays unread for the owner.
-	waitFor(t, "alice's mail marked seen", func() bool { return s.Unseen(t, "INBOX") == 4 })
+	waitfor.True(t, "alice's mail marked seen", func() bool { return s.Unseen(t, "INBOX") == 4 })
 	// Mail is read oldest first: once a later mail from alice is in, every
 	// mail before it was looked at.
 	s.Send(t, "alice@example.test", "One more thing", "and the hotel?")
-	waitFor(t, "alice's later mail", func() bool { return len(in.All()) >= 2 })
+	waitfor.True(t, "alice's later mail", func() bool { return len(in.All()) >= 2 })
 	if all := in.All(); len(all) != 2 || !strings.Contains(all[1].Content, "and the hotel?") {
 		t.Errorf("delivered %+v, want only alice's two mails", all)
 	}
@@ -162,7 +158,7 @@ func TestThreadingFilteringAndSeen(t *testing.T) {
 	// Alice answers in the thread: same session.
 	replyID := strings.Trim(h.Get("Message-ID"), "<>")
 	s.Send(t, "alice@example.test", "Re: Re: Trip to Lisbon", "Book it", "In-Reply-To: <"+replyID+">", fmt.Sprintf("References: <%s> <%s>", first, replyID))
-	waitFor(t, "the follow-up", func() bool { return len(in.All()) == 3 })
+	waitfor.True(t, "the follow-up", func() bool { return len(in.All()) == 3 })
 	if a, b := in.All()[0].SessionKey, in.All()[2].SessionKey; a != b || a == "" {
 		t.Errorf("thread sessions %q and %q differ", a, b)
 	}
@@ -177,12 +173,12 @@ func TestHTMLMailPollingAndMoveTo(t *testing.T) {
 	ch := newChannel(t, s, nil, channels.Deps{}, func(c *Config) { c.MoveTo = "Processed" })
 	run(t, ch, in)
 	s.Send(t, "alice@example.test", "html", "<html><head><style>p{}</style></head><body><p>Hello <b>there</b></p><p>Second line</p><script>x()</script></body></html>", "Content-Type: text/html; charset=utf-8")
-	waitFor(t, "the html mail (polling)", func() bool { return len(in.All()) == 1 })
+	waitfor.True(t, "the html mail (polling)", func() bool { return len(in.All()) == 1 })
 	c := in.All()[0].Content
 	if !strings.Contains(c, "Hello there") || !strings.Contains(c, "Second line") || strings.Contains(c, "x()") || strings.Contains(c, "<p>") {
 		t.Errorf("html as text: %q", c)
 	}
-	waitFor(t, "the mail moved", func() bool { return s.Count(t, "Processed") == 1 && s.Count(t, "INBOX") == 0 })
+	waitfor.True(t, "the mail moved", func() bool { return s.Count(t, "Processed") == 1 && s.Count(t, "INBOX") == 0 })
 }
 
 func TestSecurityRules(t *testing.T) {
@@ -211,7 +207,7 @@ func TestSecurityRules(t *testing.T) {
 	in := newRecorder("")
 	run(t, ins, in)
 	plain.Send(t, "alice@example.test", "q", "over plain IMAP")
-	waitFor(t, "mail over an insecure (allowed) connection", func() bool { return len(in.All()) == 1 })
+	waitfor.True(t, "mail over an insecure (allowed) connection", func() bool { return len(in.All()) == 1 })
 }
 
 func TestWrongPasswordFails(t *testing.T) {

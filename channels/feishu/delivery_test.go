@@ -13,6 +13,7 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/feishu/feishutest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // flaky is an Inbox that fails until it is told to work.
@@ -52,17 +53,17 @@ func TestUndeliveredNotAcknowledged(t *testing.T) {
 	in := &flaky{}
 	running(t, ch, in)
 	first := fake.Push(feishutest.Message{From: aliceID, Text: "try me", MessageID: "om_same"})
-	waitFor(t, "the adapter to give up on the message", func() bool { return strings.Contains(logs.String(), "did not take a message") })
+	waitfor.True(t, "the adapter to give up on the message", func() bool { return strings.Contains(logs.String(), "did not take a message") })
 	in.mu.Lock()
 	in.working = true
 	in.mu.Unlock()
 	again := fake.Push(feishutest.Message{From: aliceID, Text: "try me", MessageID: "om_same"})
-	waitFor(t, "the redelivery to be taken and acknowledged", func() bool { _, n := in.state(); return n == 1 && fake.Acked(again.FrameID) })
+	waitfor.True(t, "the redelivery to be taken and acknowledged", func() bool { _, n := in.state(); return n == 1 && fake.Acked(again.FrameID) })
 	if fake.Acked(first.FrameID) { // handled before the redelivery, so decided by now
 		t.Error("a message the inbox refused to take was acknowledged")
 	}
 	dup := fake.Push(feishutest.Message{From: aliceID, Text: "try me", MessageID: "om_same"})
-	waitFor(t, "the duplicate to be acknowledged", func() bool { return fake.Acked(dup.FrameID) })
+	waitfor.True(t, "the duplicate to be acknowledged", func() bool { return fake.Acked(dup.FrameID) })
 	if _, n := in.state(); n != 1 {
 		t.Errorf("%d deliveries, want the message once", n)
 	}

@@ -121,11 +121,6 @@ func running(t *testing.T, ch channels.Channel, in channels.Inbox) {
 	})
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, 10*time.Second, cond)
-}
-
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)

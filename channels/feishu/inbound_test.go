@@ -10,6 +10,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/feishu/feishutest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 func TestReassemble(t *testing.T) {
@@ -76,7 +77,7 @@ func TestSplitEventAcknowledgedOnce(t *testing.T) {
 	if got.Content != strings.TrimSpace(long) {
 		t.Errorf("content has %d bytes, want %d", len(got.Content), len(strings.TrimSpace(long)))
 	}
-	waitFor(t, "the ack", func() bool { return fake.Acked(p.FrameID) })
+	waitfor.True(t, "the ack", func() bool { return fake.Acked(p.FrameID) })
 	fake.Push(feishutest.Message{From: aliceID, Text: "next"})
 	rec.Wait(t, "next")
 	if n := len(rec.All()); n != 2 {
@@ -108,7 +109,7 @@ func TestGroupPolicy(t *testing.T) {
 			if !got.IsGroup || got.ChatID != groupID || got.SenderID != aliceID {
 				t.Errorf("inbound %+v", got)
 			}
-			waitFor(t, "the unaddressed message to be acknowledged", func() bool { return fake.Acked(unaddressed.FrameID) })
+			waitfor.True(t, "the unaddressed message to be acknowledged", func() bool { return fake.Acked(unaddressed.FrameID) })
 			var texts []string
 			for _, m := range rec.All() {
 				texts = append(texts, m.Content)
@@ -169,7 +170,7 @@ func TestEncryptedEventAndVerificationToken(t *testing.T) {
 	wrongKey := fake.Push(feishutest.Message{From: aliceID, Text: "wrong key", EncryptKey: "another-key", Token: "vtoken-123"})
 	fake.Push(feishutest.Message{From: aliceID, Text: "secret hello", EncryptKey: "my-encrypt-key", Token: "vtoken-123"})
 	rec.Wait(t, "secret hello")
-	waitFor(t, "the rejected events to be acknowledged", func() bool { return fake.Acked(forged.FrameID) && fake.Acked(wrongKey.FrameID) })
+	waitfor.True(t, "the rejected events to be acknowledged", func() bool { return fake.Acked(forged.FrameID) && fake.Acked(wrongKey.FrameID) })
 	if n := len(rec.All()); n != 1 {
 		t.Errorf("%d deliveries, want only the correctly encrypted one", n)
 	}
@@ -189,7 +190,7 @@ func TestMediaInbound(t *testing.T) {
 	fake.Push(feishutest.Message{From: aliceID, Type: "image", Content: `{"image_key":"img_k1"}`})
 	fake.Push(feishutest.Message{From: aliceID, Type: "file", Content: `{"file_key":"file_big","file_name":"big.bin"}`})
 	fake.Push(feishutest.Message{From: aliceID, Type: "post", Content: `{"title":"Trip","content":[[{"tag":"text","text":"see "},{"tag":"a","text":"map","href":"https://example.com/m"}],[{"tag":"img","image_key":"img_k1"}]]}`})
-	waitFor(t, "four deliveries", func() bool { return len(rec.All()) == 4 })
+	waitfor.True(t, "four deliveries", func() bool { return len(rec.All()) == 4 })
 	all := rec.All()
 	if m := all[0]; len(m.Media) != 0 || !contains(m.Content, "not downloaded, sender not allowed") {
 		t.Errorf("stranger's image: %+v", m)
@@ -221,7 +222,7 @@ func TestReactionAfterDelivery(t *testing.T) {
 	running(t, ch, rec)
 	p := fake.Push(feishutest.Message{From: aliceID, Text: "react to me"})
 	rec.Wait(t, "react to me")
-	waitFor(t, "the reaction", func() bool { return len(fake.Reactions()) == 1 })
+	waitfor.True(t, "the reaction", func() bool { return len(fake.Reactions()) == 1 })
 	if r := fake.Reactions()[0]; r.MessageID != p.MessageID || r.Emoji != "OK" {
 		t.Errorf("reaction %+v", r)
 	}
@@ -235,13 +236,13 @@ func TestPingAndReconnect(t *testing.T) {
 	ch := newChannel(t, fake, nil, "", nil)
 	rec := &channeltest.Recorder{}
 	running(t, ch, rec)
-	waitFor(t, "two pings", func() bool { return fake.Pings() >= 2 })
+	waitfor.True(t, "two pings", func() bool { return fake.Pings() >= 2 })
 	if got := ch.Health().State; got != "connected" {
 		t.Errorf("Health = %s", got)
 	}
 	opens := fake.Opens()
 	fake.Drop()
-	waitFor(t, "a new connection", func() bool { return fake.Opens() > opens && fake.Connected() })
+	waitfor.True(t, "a new connection", func() bool { return fake.Opens() > opens && fake.Connected() })
 	fake.Push(feishutest.Message{From: aliceID, Text: "after reconnect"})
 	rec.Wait(t, "after reconnect")
 }

@@ -15,17 +15,19 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/feishu/feishutest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/relay"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // dispatch runs a real Dispatcher over ch until the test ends.
 func dispatch(t *testing.T, ch channels.Channel) chan<- bus.Outbound {
 	t.Helper()
-	return dispatchWith(t, ch, channels.DispatcherConfig{MaxRetries: 2, RetryBase: 20 * time.Millisecond})
+	return dispatchWith(t, ch, relay.DispatcherConfig{MaxRetries: 2, RetryBase: 20 * time.Millisecond})
 }
 
-func dispatchWith(t *testing.T, ch channels.Channel, cfg channels.DispatcherConfig) chan<- bus.Outbound {
+func dispatchWith(t *testing.T, ch channels.Channel, cfg relay.DispatcherConfig) chan<- bus.Outbound {
 	t.Helper()
-	d := channels.NewDispatcher(cfg, []channels.Channel{ch})
+	d := relay.NewDispatcher(cfg, []channels.Channel{ch})
 	out := make(chan bus.Outbound, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -59,7 +61,7 @@ func TestStreamingCard(t *testing.T) {
 	}
 	out <- bus.Outbound{Channel: "feishu", ChatID: in.ChatID, Kind: bus.KindStreamEnd, Content: full.String() + "**done**", StreamID: "s1", Final: true, Metadata: in.Metadata}
 	var card *feishutest.Card
-	waitFor(t, "the card to be finished", func() bool {
+	waitfor.True(t, "the card to be finished", func() bool {
 		sent := fake.Sent()
 		if len(sent) == 0 {
 			return false
@@ -114,7 +116,7 @@ func TestStreamingIdleCardFinished(t *testing.T) {
 	if err := ch.Edit(ctx, ref, bus.Outbound{Kind: bus.KindDelta, Content: "thinking more"}); err != nil {
 		t.Fatalf("Edit: %v", err)
 	}
-	waitFor(t, "the idle card to be finished", func() bool { c := fake.CardOf(ref.MessageID); return c != nil && !c.Streaming })
+	waitfor.True(t, "the idle card to be finished", func() bool { c := fake.CardOf(ref.MessageID); return c != nil && !c.Streaming })
 	if err := ch.Edit(ctx, ref, bus.Outbound{Kind: bus.KindStreamEnd, Content: "thinking more, late", Final: true}); err != nil {
 		t.Fatalf("late Edit: %v", err)
 	}
@@ -172,9 +174,9 @@ func TestQuietStreamCardFinished(t *testing.T) {
 	running(t, ch, rec)
 	fake.Push(feishutest.Message{From: aliceID, Text: "hi"})
 	in := rec.Wait(t, "hi")
-	out := dispatchWith(t, ch, channels.DispatcherConfig{StreamQuiet: time.Second, WorkerIdle: 50 * time.Millisecond})
+	out := dispatchWith(t, ch, relay.DispatcherConfig{StreamQuiet: time.Second, WorkerIdle: 50 * time.Millisecond})
 	out <- bus.Outbound{Channel: "feishu", ChatID: in.ChatID, Kind: bus.KindDelta, Content: "half an", StreamID: "s1", Metadata: in.Metadata}
-	waitFor(t, "the quiet stream's card to be finished", func() bool {
+	waitfor.True(t, "the quiet stream's card to be finished", func() bool {
 		sent := fake.Sent()
 		if len(sent) == 0 {
 			return false
@@ -213,7 +215,7 @@ func TestStreamingOff(t *testing.T) {
 	out := dispatch(t, ch)
 	out <- bus.Outbound{Channel: "feishu", ChatID: in.ChatID, Kind: bus.KindDelta, Content: "# Title\n", StreamID: "s1"}
 	out <- bus.Outbound{Channel: "feishu", ChatID: in.ChatID, Kind: bus.KindStreamEnd, Content: "# Title\nbody", StreamID: "s1", Final: true}
-	waitFor(t, "the reply", func() bool { return len(fake.Sent()) == 1 })
+	waitfor.True(t, "the reply", func() bool { return len(fake.Sent()) == 1 })
 	if s := fake.Sent()[0]; s.MsgType != "post" || s.Text != "**Title**\nbody" {
 		t.Errorf("sent %+v", s)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/irc/irctest"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 )
 
 const (
@@ -302,9 +303,9 @@ func TestStrangerGetsPairingCode(t *testing.T) {
 	stranger := irctest.Dial(t, srv.Addr(), "stranger")
 	ch := newChannel(t, srv.Port, nil, func(c *Config) { c.AllowFrom = []string{"alice"} })
 	next := &inbox{}
-	gate := &channels.Gate{
+	gate := &relay.Gate{
 		AllowFrom: map[string][]string{"irc": {"alice"}},
-		Pairing:   channels.NewPairingStore(t.TempDir() + "/pairing.json"),
+		Pairing:   relay.NewPairingStore(t.TempDir() + "/pairing.json"),
 		Next:      next,
 		Reply: func(ctx context.Context, m bus.Outbound) error {
 			_, err := ch.Send(ctx, m)

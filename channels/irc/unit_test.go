@@ -12,6 +12,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 )
 
 func TestSplitLines(t *testing.T) {
@@ -117,7 +118,7 @@ func TestSenderID(t *testing.T) {
 		t.Errorf("senderID = %q", id)
 	}
 	// A nick with | must not pass for the part after it.
-	g := &channels.Gate{AllowFrom: map[string][]string{"irc": {"alice"}}, Next: &inbox{}}
+	g := &relay.Gate{AllowFrom: map[string][]string{"irc": {"alice"}}, Next: &inbox{}}
 	if err := g.Deliver(context.Background(), inboundFrom(id)); err == nil {
 		t.Error("evil|alice passed allowFrom [alice]")
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/line/linetest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 const (
@@ -68,7 +69,7 @@ func TestConformance(t *testing.T) {
 				Emit: func(m channeltest.Message) channeltest.Emitted {
 					// LINE sends webhooks to a running bot; before Run
 					// the handler answers 503.
-					channeltest.WaitFor(t, "line connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
+					waitfor.Within(t, "line connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
 					msg := linetest.Message{From: users[m.From], Text: m.Text}
 					if m.Group {
 						msg.Group, msg.MentionBot = group, true
@@ -206,7 +207,7 @@ func TestGroupsAndTyping(t *testing.T) {
 	_, quiet := f.Emit(linetest.Message{From: alice, Group: group, Text: "just us talking"})
 	f.Emit(linetest.Message{From: alice, Group: group, Text: "what time is it?", MentionBot: true})
 	in := rec.Wait(t, "what time")
-	channeltest.WaitFor(t, "the unmentioned message acknowledged", 10*time.Second, func() bool { return f.Acked(quiet) == http.StatusOK })
+	waitfor.Within(t, "the unmentioned message acknowledged", 10*time.Second, func() bool { return f.Acked(quiet) == http.StatusOK })
 	if all := rec.All(); len(all) != 1 || all[0].Content != "what time is it?" || !all[0].IsGroup || all[0].ChatID != group {
 		t.Fatalf("delivered %+v", all)
 	}
@@ -232,7 +233,7 @@ func TestContentIn(t *testing.T) {
 	f.Emit(linetest.Message{From: mallory, Image: png})
 	f.Emit(linetest.Message{From: alice, File: []byte("%PDF-1.4"), FileName: "plan.pdf"})
 	f.Emit(linetest.Message{From: alice, Image: png})
-	channeltest.WaitFor(t, "three deliveries", 10*time.Second, func() bool { return len(rec.All()) == 3 })
+	waitfor.Within(t, "three deliveries", 10*time.Second, func() bool { return len(rec.All()) == 3 })
 	var images, files int
 	for _, m := range rec.All() {
 		switch {

@@ -20,6 +20,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/matrix/matrixtest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // inbox records deliveries and refuses the stranger (if any).
@@ -27,11 +28,6 @@ type inbox = channeltest.Recorder
 
 func newInbox(stranger string) *inbox {
 	return &channeltest.Recorder{Refuse: func(s string) bool { return stranger != "" && s == stranger }}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, 20*time.Second, cond)
 }
 
 // run starts ch and stops it when the test ends; the error Run returned
@@ -57,7 +53,7 @@ func run(t *testing.T, ch *Channel, in channels.Inbox) chan error {
 func getEvent(t *testing.T, u *matrixtest.User, room id.RoomID, eid id.EventID) *event.Event {
 	t.Helper()
 	var evt *event.Event
-	waitFor(t, "event "+string(eid), func() bool {
+	waitfor.True(t, "event "+string(eid), func() bool {
 		e, err := u.GetEvent(t.Context(), room, eid)
 		evt = e
 		return err == nil && e != nil
@@ -88,7 +84,7 @@ func TestFreshStartSkipsBacklogAndJoinsInvites(t *testing.T) {
 	in := newInbox(string(stranger.ID))
 	ch := newChannel(t, s, w.bot, channels.Deps{Paths: configs.Paths{State: t.TempDir()}}, nil)
 	run(t, ch, in)
-	waitFor(t, "the bot to join Alice's room", func() bool {
+	waitfor.True(t, "the bot to join Alice's room", func() bool {
 		resp, err := w.alice.JoinedMembers(ctx, byAlice.RoomID)
 		_, in := resp.Joined[w.bot.ID]
 		return err == nil && in
@@ -113,7 +109,7 @@ func TestGroupPolicies(t *testing.T) {
 	in := newInbox("")
 	ch := newChannel(t, s, w.bot, channels.Deps{}, nil)
 	run(t, ch, in)
-	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
 	say(t, w.alice, w.group, text("just chatting, not for the bot"))
 	say(t, w.alice, w.group, text("hey "+w.bot.ID.Localpart()+", what time is it?"))
 	got := in.Wait(t, "what time is it?")
@@ -244,7 +240,7 @@ func TestMediaBothWays(t *testing.T) {
 	}
 	// Dendrite's read side trails its writes a little: poll.
 	var img *event.MessageEventContent
-	waitFor(t, "the bot's m.image", func() bool {
+	waitfor.True(t, "the bot's m.image", func() bool {
 		resp, err := w.alice.Messages(ctx, w.dm["alice"], "", "", mautrix.DirectionBackward, nil, 5)
 		if err != nil {
 			return false
@@ -301,7 +297,7 @@ func TestPasswordLogin(t *testing.T) {
 	}
 	in := newInbox("")
 	run(t, ch, in)
-	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
 	say(t, w.alice, w.dm["alice"], text("after a password login"))
 	in.Wait(t, "after a password login")
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/matrix/matrixtest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // syncBuffer is a log sink tests read while the channel writes to it.
@@ -75,7 +76,7 @@ func encryptedBot(t *testing.T, s *matrixtest.Server, bot *matrixtest.User, stat
 		})
 	}
 	t.Cleanup(stop)
-	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
 	return ch, in, stop
 }
 
@@ -84,7 +85,7 @@ func encryptedBot(t *testing.T, s *matrixtest.Server, bot *matrixtest.User, stat
 func waitReply(t *testing.T, dev *matrixtest.Device, room id.RoomID, bot id.UserID, text string) matrixtest.Received {
 	t.Helper()
 	var got matrixtest.Received
-	waitFor(t, "the encrypted reply "+text, func() bool {
+	waitfor.True(t, "the encrypted reply "+text, func() bool {
 		for _, r := range dev.Seen() {
 			if r.Room == room && r.Sender == bot && r.Body == text {
 				got = r
@@ -207,12 +208,12 @@ func TestEncryptedRoomWithEncryptionOffIsReported(t *testing.T) {
 	ch := newChannel(t, s, bot, channels.Deps{Log: slog.New(slog.NewTextHandler(logs, nil)), Paths: configs.Paths{State: t.TempDir()}}, nil)
 	in := newInbox("")
 	run(t, ch, in)
-	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
 	dev := s.NewDevice(t, ann)
 	room := dev.CreateEncryptedDM(t, bot.ID)
 	dev.WaitJoined(t, room, bot.ID)
 	dev.Say(t, room, "can you read this?")
-	waitFor(t, "the unreadable message to be reported", func() bool {
+	waitfor.True(t, "the unreadable message to be reported", func() bool {
 		return strings.Contains(logs.String(), "end-to-end encryption is off (channels.matrix.e2eeEnabled)")
 	})
 	if n := len(in.All()); n != 0 {
@@ -261,7 +262,7 @@ func TestEncryptedFilesBothWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r matrixtest.Received
-	waitFor(t, "the encrypted file", func() bool {
+	waitfor.True(t, "the encrypted file", func() bool {
 		for _, m := range dev.Seen() {
 			if m.Sender == bot.ID && m.Body == "answer.png" {
 				r = m
@@ -299,7 +300,7 @@ func TestSASVerification(t *testing.T) {
 	}, func(c *Config) { c.E2EEEnabled, c.SASVerification = true, true })
 	in := newInbox(string(mallory.ID))
 	run(t, ch, in)
-	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
 	dev := s.NewDevice(t, ann)
 	room := dev.CreateEncryptedDM(t, bot.ID)
 	dev.WaitJoined(t, room, bot.ID)
@@ -314,12 +315,12 @@ func TestSASVerification(t *testing.T) {
 	// The operator compares what the log shows with the user's screen:
 	// the same numbers.
 	want := fmt.Sprintf("decimals=\"%d %d %d\"", sas.Decimals[0], sas.Decimals[1], sas.Decimals[2])
-	waitFor(t, "the bot to log "+want, func() bool { return strings.Contains(logs.String(), want) })
+	waitfor.True(t, "the bot to log "+want, func() bool { return strings.Contains(logs.String(), want) })
 	trust, err := dev.DeviceTrust(context.Background(), bot.ID, ch.cli.DeviceID)
 	if err != nil || trust != id.TrustStateVerified {
 		t.Errorf("the user's device regards the bot's as %v (%v), want verified", trust, err)
 	}
-	waitFor(t, "the bot to finish", func() bool { return strings.Contains(logs.String(), "device verification done") })
+	waitfor.True(t, "the bot to finish", func() bool { return strings.Contains(logs.String(), "device verification done") })
 
 	// An in-room request (what mautrix cannot finish) is answered with a
 	// log line, not a half-done verification, and never reaches the agent.
@@ -329,7 +330,7 @@ func TestSASVerification(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the in-room request to be declined in the log", func() bool {
+	waitfor.True(t, "the in-room request to be declined in the log", func() bool {
 		return strings.Contains(logs.String(), "in-room device verification is not supported")
 	})
 	if n := len(in.All()); n != 0 {
@@ -374,7 +375,7 @@ func TestEncryptedRestartKeepsSessionsAndVerification(t *testing.T) {
 	if _, err := dev.Verify(t, bot.ID); err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
 	}
-	waitFor(t, "the bot to finish the verification", func() bool { return strings.Contains(logs.String(), "device verification done") })
+	waitfor.True(t, "the bot to finish the verification", func() bool { return strings.Contains(logs.String(), "device verification done") })
 	dev.Say(t, room, "before the restart")
 	m := in.Wait(t, "before the restart")
 	if _, err := ch.Send(ctx, bus.Outbound{Channel: "matrix", ChatID: m.ChatID, Content: "answer before"}); err != nil {
@@ -457,7 +458,7 @@ func TestEncryptionAfterSQLiteStore(t *testing.T) {
 	})
 	in := newInbox("")
 	run(t, ch2, in)
-	waitFor(t, "the channel to connect", func() bool { return ch2.Health().State == channels.StateConnected })
+	waitfor.True(t, "the channel to connect", func() bool { return ch2.Health().State == channels.StateConnected })
 	if ch2.cli.DeviceID == ch.cli.DeviceID {
 		t.Errorf("password login kept the old device %s", ch.cli.DeviceID)
 	}

@@ -16,6 +16,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // lateKeyEngine is an encryption whose room keys never arrive: every
@@ -136,7 +137,7 @@ func TestLateRoomKeyWaitsOnlyForAdmittedMessages(t *testing.T) {
 			in := newInbox(stranger)
 			ch.handleEncrypted(t.Context(), in, encrypted(tt.room, tt.sender, 1))
 			if tt.requests > 0 {
-				waitFor(t, "the key request", func() bool { return eng.requests.Load() == tt.requests })
+				waitfor.True(t, "the key request", func() bool { return eng.requests.Load() == tt.requests })
 			}
 			got := in.All()
 			if len(got) != tt.delivered {
@@ -183,7 +184,7 @@ func TestLateRoomKeyWaitsAreCapped(t *testing.T) {
 	for i := range maxKeyWaits + 8 {
 		ch.handleEncrypted(t.Context(), in, encrypted(dmRoom, "@ann:localhost", i))
 	}
-	waitFor(t, "the waits to start", func() bool { return eng.requests.Load() == maxKeyWaits })
+	waitfor.True(t, "the waits to start", func() bool { return eng.requests.Load() == maxKeyWaits })
 	if n := logs.count("too many messages are already waiting"); n != 8 {
 		t.Errorf("%d messages skipped with a warning, want 8", n)
 	}

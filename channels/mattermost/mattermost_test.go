@@ -17,6 +17,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/mattermost/mattermosttest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 var (
@@ -118,7 +119,7 @@ func (in *inbox) all() []bus.Inbound {
 func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
 	t.Helper()
 	var got bus.Inbound
-	waitFor(t, "inbound "+text, func() bool {
+	waitfor.True(t, "inbound "+text, func() bool {
 		for _, m := range in.all() {
 			if strings.Contains(m.Content, text) {
 				got = m
@@ -128,11 +129,6 @@ func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
 		return false
 	})
 	return got
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // run starts ch, waits until it is connected, and stops it when the test ends.
@@ -153,7 +149,7 @@ func run(t *testing.T, ch *Channel) *inbox {
 			t.Error("Run did not return within 5 s")
 		}
 	})
-	waitFor(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
 	return in
 }
 
@@ -257,7 +253,7 @@ func TestSilentDeathIsNoticed(t *testing.T) {
 	ch.pingEvery = 50 * time.Millisecond
 	in := run(t, ch)
 	fake.Mute()
-	waitFor(t, "a second connection", func() bool { c, _ := fake.Counts(); return c >= 2 })
+	waitfor.True(t, "a second connection", func() bool { c, _ := fake.Counts(); return c >= 2 })
 	fake.Post(mattermosttest.Msg{From: alice, ChannelID: dm(alice), ChannelType: "D", Message: "still there?"})
 	in.wait(t, "still there?")
 }
@@ -272,7 +268,7 @@ func TestTyping(t *testing.T) {
 	if err := ch.Typing(t.Context(), town, bus.Metadata{"root_id": "p1"}); err != nil {
 		t.Fatalf("Typing: %v", err)
 	}
-	waitFor(t, "the user_typing action", func() bool {
+	waitfor.True(t, "the user_typing action", func() bool {
 		ty := fake.Typings()
 		return len(ty) == 1 && ty[0] == mattermosttest.Typing{ChannelID: town, ParentID: "p1"}
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/mochat/mochattest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 func runChannel(t *testing.T, ch *Channel, rec *channeltest.Recorder) {
@@ -16,7 +17,7 @@ func runChannel(t *testing.T, ch *Channel, rec *channeltest.Recorder) {
 	done := make(chan error, 1)
 	go func() { done <- ch.Run(ctx, rec) }()
 	t.Cleanup(func() { cancel(); <-done })
-	channeltest.WaitFor(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.Within(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
 }
 
 // Under "non-mention", panel messages that do not mention the bot are

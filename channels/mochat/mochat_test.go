@@ -16,6 +16,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/mochat/mochattest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 const lobby = "lobby"
@@ -117,7 +118,7 @@ func TestHistoryOwnMessagesMentionsAndResume(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ch.Run(ctx, rec) }()
-	channeltest.WaitFor(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.Within(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
 
 	f.Say(alice, mochattest.Message{From: mochattest.BotID, Text: "my own echo"})
 	f.Post(lobby, mochattest.Message{From: "bob", Text: "not for the bot"})
@@ -131,7 +132,7 @@ func TestHistoryOwnMessagesMentionsAndResume(t *testing.T) {
 	if _, err := ch.Send(ctx, bus.Outbound{ChatID: panel.ChatID, Content: "hi bob", ReplyTo: panel.MessageID, Metadata: panel.Metadata}); err != nil {
 		t.Fatal(err)
 	}
-	channeltest.WaitFor(t, "the cursor past the new question", 5*time.Second, func() bool { return f.Watched(alice, first) })
+	waitfor.Within(t, "the cursor past the new question", 5*time.Second, func() bool { return f.Watched(alice, first) })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

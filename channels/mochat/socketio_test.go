@@ -12,6 +12,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/mochat/mochattest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // sioPath is not the default, so the test proves socketPath is used.
@@ -46,7 +47,7 @@ func TestConformanceOverSocketIO(t *testing.T) {
 		// arrive by push (a message written before would be read by the
 		// cold start over HTTP).
 		subscribed := func() {
-			channeltest.WaitFor(t, "the Socket.IO subscriptions", 10*time.Second, func() bool {
+			waitfor.Within(t, "the Socket.IO subscriptions", 10*time.Second, func() bool {
 				return sio.Seen("subscribe-sessions") > 0 && sio.Seen("subscribe-panels") > 0
 			})
 		}
@@ -107,7 +108,7 @@ func TestSocketIOResubscribeDeliversMissedOnce(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- ch.Run(ctx, rec) }()
 	defer func() { cancel(); <-done }()
-	channeltest.WaitFor(t, "subscribed", 10*time.Second, func() bool { return sio.Seen("subscribe-sessions") == 1 })
+	waitfor.Within(t, "subscribed", 10*time.Second, func() bool { return sio.Seen("subscribe-sessions") == 1 })
 
 	f.Say(alice, mochattest.Message{From: "alice", Text: "pushed one"})
 	rec.Wait(t, "pushed one")
@@ -116,9 +117,9 @@ func TestSocketIOResubscribeDeliversMissedOnce(t *testing.T) {
 	// message can only come back through the resubscribe's answer.
 	f.Fail(300 * time.Millisecond)
 	sio.DisconnectAll()
-	channeltest.WaitFor(t, "the disconnect", 10*time.Second, func() bool { return sio.Seen("disconnect") >= 1 })
+	waitfor.Within(t, "the disconnect", 10*time.Second, func() bool { return sio.Seen("disconnect") >= 1 })
 	f.Say(alice, mochattest.Message{From: "alice", Text: "while away"})
-	channeltest.WaitFor(t, "the resubscribe", 10*time.Second, func() bool { return sio.Seen("subscribe-sessions") >= 2 })
+	waitfor.Within(t, "the resubscribe", 10*time.Second, func() bool { return sio.Seen("subscribe-sessions") >= 2 })
 	rec.Wait(t, "while away")
 
 	// A marker after everything: once it is in, nothing else may be.
@@ -167,7 +168,7 @@ func TestSocketIOUnreachableFallsBackToHTTP(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- ch.Run(ctx, rec) }()
 	defer func() { cancel(); <-done }()
-	channeltest.WaitFor(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.Within(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
 	f.Say(userSession(channeltest.Alice), mochattest.Message{From: "alice", Text: "by long poll"})
 	rec.Wait(t, "by long poll")
 	if f.LongPolls() == 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/kit"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // A failed action comes back as a *kit.APIError carrying the retcode, the
@@ -15,7 +16,7 @@ import (
 func TestFailedActionIsAPIError(t *testing.T) {
 	_, ch, _ := setup(t, false, nil, channels.Deps{}, nil)
 	channeltest.Start(t, ch, &channeltest.Recorder{})
-	channeltest.WaitFor(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.Within(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
 	cn := ch.liveConn()
 	if cn == nil {
 		t.Fatal("connected, but no live connection")

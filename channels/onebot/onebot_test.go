@@ -22,6 +22,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/onebot/onebottest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 const (
@@ -150,7 +151,7 @@ func TestReverseEndpointChecks(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	channeltest.WaitFor(t, "the endpoint to take connections", 10*time.Second, func() bool {
+	waitfor.Within(t, "the endpoint to take connections", 10*time.Second, func() bool {
 		return onebottest.TryReverse(ctx, endpoint, http.Header{}) == http.StatusUnauthorized && ch.incoming()
 	})
 	for name, tc := range map[string]struct {
@@ -272,14 +273,14 @@ func TestMissedHeartbeatsReconnect(t *testing.T) {
 	ch.backoffMin, ch.backoffMax, ch.watchEvery = 20*time.Millisecond, 100*time.Millisecond, 10*time.Millisecond
 	rec := &channeltest.Recorder{}
 	channeltest.Start(t, ch, rec)
-	channeltest.WaitFor(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
-	channeltest.WaitFor(t, "heartbeats", 10*time.Second, func() bool { return f.Heartbeats() >= 2 })
+	waitfor.Within(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.Within(t, "heartbeats", 10*time.Second, func() bool { return f.Heartbeats() >= 2 })
 	f.SetSilent(true)
-	channeltest.WaitFor(t, "a second connection after heartbeats stopped", 10*time.Second, func() bool { return f.Connects() >= 2 })
+	waitfor.Within(t, "a second connection after heartbeats stopped", 10*time.Second, func() bool { return f.Connects() >= 2 })
 	f.SetSilent(false)
 	f.Emit(onebottest.Message{From: alice, Text: "still here"})
 	rec.Wait(t, "still here")
-	channeltest.WaitFor(t, "connected again", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.Within(t, "connected again", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
 }
 
 func TestParseCQ(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/qq/qqtest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // Every reply to one message carries its msg_id and a new msg_seq; after
@@ -223,7 +224,7 @@ func TestAckMessage(t *testing.T) {
 	fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: malloryID, Content: "stranger"})
 	fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: aliceID, Content: "friend"})
 	m := in.Wait(t, "friend")
-	waitFor(t, "the ack message", func() bool { return len(fake.Sent()) > 0 })
+	waitfor.True(t, "the ack message", func() bool { return len(fake.Sent()) > 0 })
 	s := fake.Sent()
 	if len(s) != 1 || s[0].Target != aliceID || s[0].Content != "收到，思考中…" || s[0].MsgID != m.MessageID || s[0].MsgSeq != 1 {
 		t.Fatalf("sent %+v, want one ack to alice only", s)

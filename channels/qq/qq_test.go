@@ -16,6 +16,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/qq/qqtest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/redact"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 const (
@@ -128,12 +129,7 @@ func run(t *testing.T, ch *Channel, in channels.Inbox) {
 			t.Error("Run did not return within 5 s")
 		}
 	})
-	waitFor(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, 10*time.Second, cond)
+	waitfor.True(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
 }
 
 func TestReconnectOp7Resumes(t *testing.T) {
@@ -189,12 +185,12 @@ func TestDropDuringDeliveryReplaysOnce(t *testing.T) {
 	id := fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: aliceID, Content: "slow one"})
 	<-in.entered
 	fake.Drop()
-	waitFor(t, "the resume", func() bool { _, r, _ := fake.Counts(); return r == 1 && fake.Ready() })
+	waitfor.True(t, "the resume", func() bool { _, r, _ := fake.Counts(); return r == 1 && fake.Ready() })
 	if fake.Acked(id) {
 		t.Fatal("the message was reported handled while Deliver had not returned")
 	}
 	close(in.release)
-	waitFor(t, "the message reported handled", func() bool { return fake.Acked(id) })
+	waitfor.True(t, "the message reported handled", func() bool { return fake.Acked(id) })
 	fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: aliceID, Content: "last"})
 	in.Wait(t, "last")
 	n := 0
@@ -214,13 +210,13 @@ func TestInvalidSessionIdentifiesAfresh(t *testing.T) {
 	in := &channeltest.Recorder{}
 	run(t, ch, in)
 	fake.InvalidateSession()
-	waitFor(t, "a fresh Identify", func() bool { ids, _, _ := fake.Counts(); return ids == 2 && fake.Ready() })
+	waitfor.True(t, "a fresh Identify", func() bool { ids, _, _ := fake.Counts(); return ids == 2 && fake.Ready() })
 	if _, resumes, _ := fake.Counts(); resumes != 0 {
 		t.Errorf("%d resumes accepted for an invalidated session", resumes)
 	}
 	fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: aliceID, Content: "new session"})
 	in.Wait(t, "new session")
-	waitFor(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "connected", func() bool { return ch.Health().State == channels.StateConnected })
 }
 
 func TestHeartbeats(t *testing.T) {
@@ -230,9 +226,9 @@ func TestHeartbeats(t *testing.T) {
 	run(t, ch, in)
 	id := fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: aliceID, Content: "count me"})
 	in.Wait(t, "count me")
-	waitFor(t, "a heartbeat carrying the message's seq", func() bool { return fake.Acked(id) })
+	waitfor.True(t, "a heartbeat carrying the message's seq", func() bool { return fake.Acked(id) })
 	_, _, beats := fake.Counts()
-	waitFor(t, "more heartbeats", func() bool { _, _, b := fake.Counts(); return b >= beats+3 })
+	waitfor.True(t, "more heartbeats", func() bool { _, _, b := fake.Counts(); return b >= beats+3 })
 	if ids, resumes, _ := fake.Counts(); ids != 1 || resumes != 0 {
 		t.Errorf("identifies %d resumes %d on a healthy connection, want 1 and 0", ids, resumes)
 	}
@@ -348,7 +344,7 @@ func TestCloseCodes(t *testing.T) {
 		before := fake.Tokens()
 		fake.CloseNext(4004)
 		fake.Drop()
-		waitFor(t, "a resume with a new token", func() bool { _, r, _ := fake.Counts(); return r == 1 })
+		waitfor.True(t, "a resume with a new token", func() bool { _, r, _ := fake.Counts(); return r == 1 })
 		if fake.Tokens() != before+1 {
 			t.Errorf("%d tokens issued after close 4004, want one more than %d", fake.Tokens(), before)
 		}
@@ -360,7 +356,7 @@ func TestCloseCodes(t *testing.T) {
 		run(t, ch, in)
 		fake.CloseNext(4006)
 		fake.Drop()
-		waitFor(t, "a fresh Identify", func() bool { ids, _, _ := fake.Counts(); return ids == 2 && fake.Ready() })
+		waitfor.True(t, "a fresh Identify", func() bool { ids, _, _ := fake.Counts(); return ids == 2 && fake.Ready() })
 		if _, r, _ := fake.Counts(); r != 0 {
 			t.Errorf("%d resumes after close 4006", r)
 		}
@@ -422,7 +418,7 @@ func TestUndeliverableMessageIsRedelivered(t *testing.T) {
 	after := fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: aliceID, Content: "after it"})
 	in.Wait(t, "flaky")
 	in.Wait(t, "after it")
-	waitFor(t, "both reported handled", func() bool { return fake.Acked(flaky) && fake.Acked(after) })
+	waitfor.True(t, "both reported handled", func() bool { return fake.Acked(flaky) && fake.Acked(after) })
 	if _, resumes, _ := fake.Counts(); resumes != 1 {
 		t.Errorf("%d resumes, want 1", resumes)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/signal/signaltest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 const group = "Pmpi+EfPWmsxiomLe9Nx2XF9HOE483p6iKiFj65iMwI="
@@ -78,7 +79,7 @@ func harness(tcp bool) channeltest.Harness {
 				if tcp {
 					// signal-cli sends notifications only to connected
 					// sockets.
-					channeltest.WaitFor(t, "a socket", 10*time.Second, func() bool { return f.Sockets() > 0 })
+					waitfor.Within(t, "a socket", 10*time.Second, func() bool { return f.Sockets() > 0 })
 				}
 				ts := f.Emit(msg)
 				return channeltest.Emitted{ChatID: chat, MessageID: strconv.FormatInt(ts, 10)}
@@ -226,7 +227,7 @@ func TestResumeAfterDrop(t *testing.T) {
 	f.RefuseStreams(true)
 	f.Drop()
 	f.Emit(signaltest.Message{From: alice, Text: "two, while away"})
-	channeltest.WaitFor(t, "a refused reconnect", 10*time.Second, func() bool { n, _ := f.Streams(); return n >= 2 })
+	waitfor.Within(t, "a refused reconnect", 10*time.Second, func() bool { n, _ := f.Streams(); return n >= 2 })
 	f.RefuseStreams(false)
 	rec.Wait(t, "two, while away")
 	n, last := f.Streams()
@@ -246,7 +247,7 @@ func TestSilentStreamReconnects(t *testing.T) {
 	ch := newChannel(t, f, nil, channels.Deps{}, nil)
 	ch.idle = 150 * time.Millisecond
 	channeltest.Start(t, ch, rec)
-	channeltest.WaitFor(t, "a reconnect", 10*time.Second, func() bool { n, _ := f.Streams(); return n >= 2 })
+	waitfor.Within(t, "a reconnect", 10*time.Second, func() bool { n, _ := f.Streams(); return n >= 2 })
 	f.Emit(signaltest.Message{From: alice, Text: "still there"})
 	rec.Wait(t, "still there")
 }

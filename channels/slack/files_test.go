@@ -10,6 +10,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 func TestSharedFilesAreDownloaded(t *testing.T) {
@@ -54,7 +55,7 @@ func TestSharedFilesAreDownloaded(t *testing.T) {
 
 	// A file alone (no text) is still a message.
 	fake.Push(slacktest.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Files: []slacktest.SharedFile{{Name: "notes.txt", Mimetype: "text/plain", Data: []byte("n")}}})
-	waitFor(t, "the file-only message", func() bool {
+	waitfor.True(t, "the file-only message", func() bool {
 		for _, m := range in.all() {
 			if len(m.Media) == 1 && m.Media[0].Name == "notes.txt" {
 				return true

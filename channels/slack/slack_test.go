@@ -15,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 const (
@@ -138,7 +139,7 @@ func (in *inbox) all() []bus.Inbound {
 func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
 	t.Helper()
 	var got bus.Inbound
-	waitFor(t, "inbound "+text, func() bool {
+	waitfor.True(t, "inbound "+text, func() bool {
 		for _, m := range in.all() {
 			if strings.Contains(m.Content, text) {
 				got = m
@@ -148,11 +149,6 @@ func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
 		return false
 	})
 	return got
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // run starts ch with in and stops it when the test ends.
@@ -206,7 +202,7 @@ func TestThreadSessions(t *testing.T) {
 	if last := sent[len(sent)-1]; last.ThreadTS != top {
 		t.Errorf("reply thread_ts = %q, want %q", last.ThreadTS, top)
 	}
-	waitFor(t, "reactions", func() bool {
+	waitfor.True(t, "reactions", func() bool {
 		var eyes, check bool
 		for _, r := range fake.Reactions() {
 			eyes = eyes || r.TS == top && r.Name == "eyes"
@@ -240,7 +236,7 @@ func TestReplyInThreadOff(t *testing.T) {
 		t.Errorf("thread_ts = %q, want none", s[0].ThreadTS)
 	}
 	// 👀 would be added before the envelope is acknowledged, ✅ within Send.
-	waitFor(t, "the mention acknowledged", func() bool { return fake.Acked(env) })
+	waitfor.True(t, "the mention acknowledged", func() bool { return fake.Acked(env) })
 	if r := fake.Reactions(); len(r) != 0 {
 		t.Errorf("reactions = %v, want none", r)
 	}
@@ -270,7 +266,7 @@ func TestGroupPolicy(t *testing.T) {
 			fake.Push(slacktest.Event{Channel: general, ChannelType: "channel", User: "UB", BotID: "B2", Text: "<@UBOT> from a bot"})
 			end, _ := fake.Push(slacktest.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "the end"})
 			in.wait(t, "the end")
-			waitFor(t, "all acked", func() bool { return fake.Acked(end) && fake.Acked("dup") })
+			waitfor.True(t, "all acked", func() bool { return fake.Acked(end) && fake.Acked("dup") })
 			var got []string
 			for _, m := range in.all() {
 				if m.Content != "the end" {
@@ -292,15 +288,15 @@ func TestAckAfterDelivery(t *testing.T) {
 	env, _ := fake.Push(slacktest.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "held"})
 	// Deliver has the message and has not returned: an adapter that acks
 	// first would have written the ack before calling it.
-	waitFor(t, "Deliver called", func() bool { return in.holding.Load() == 1 })
+	waitfor.True(t, "Deliver called", func() bool { return in.holding.Load() == 1 })
 	if fake.Acked(env) {
 		t.Fatal("acknowledged before Deliver returned")
 	}
 	close(in.hold)
-	waitFor(t, "ack", func() bool { return fake.Acked(env) })
+	waitfor.True(t, "ack", func() bool { return fake.Acked(env) })
 	// A denied sender is acknowledged too, and gets no 👀.
 	denied, ts := fake.Push(slacktest.Event{Channel: dm(malloryID), ChannelType: "im", User: malloryID, Text: "let me in"})
-	waitFor(t, "ack of denied", func() bool { return fake.Acked(denied) })
+	waitfor.True(t, "ack of denied", func() bool { return fake.Acked(denied) })
 	for _, r := range fake.Reactions() {
 		if r.TS == ts {
 			t.Errorf("denied message got reaction %q", r.Name)
@@ -356,7 +352,7 @@ func TestDisconnectRefresh(t *testing.T) {
 	fake.Push(slacktest.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "one"})
 	in.wait(t, "one")
 	fake.Disconnect()
-	waitFor(t, "a second connection", func() bool { return fake.Opens() >= 2 })
+	waitfor.True(t, "a second connection", func() bool { return fake.Opens() >= 2 })
 	fake.Push(slacktest.Event{Channel: dm(aliceID), ChannelType: "im", User: aliceID, Text: "two"})
 	in.wait(t, "two")
 	if h := ch.Health(); h.State != channels.StateConnected {

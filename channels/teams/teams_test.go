@@ -16,6 +16,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/teams/teamstest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 const (
@@ -76,7 +77,7 @@ func TestConformance(t *testing.T) {
 				Channel:  ch,
 				SenderID: func(user string) string { return users[user] + "|aad-" + user },
 				Emit: func(m channeltest.Message) channeltest.Emitted {
-					channeltest.WaitFor(t, "teams ready", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
+					waitfor.Within(t, "teams ready", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
 					msg := teamstest.Message{From: users[m.From], AAD: "aad-" + m.From, Text: m.Text}
 					if m.Group {
 						msg.Conversation, msg.Type, msg.MentionBot = group, teamstest.GroupChat, true

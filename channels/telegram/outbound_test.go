@@ -18,6 +18,8 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+	"github.com/nanobot-go/nanobot/gateway/relay"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 func TestSendFormatsHTML(t *testing.T) {
@@ -106,7 +108,7 @@ func TestDispatcherHonoursRetryAfter(t *testing.T) {
 	fake := telegramtest.New(t)
 	ch := newChannel(t, fake, nil, t.TempDir(), nil)
 	fake.Fail("sendMessage", 429, "Too Many Requests: retry after 1", 1)
-	d := channels.NewDispatcher(channels.DispatcherConfig{MaxRetries: 2, RetryBase: 10 * time.Millisecond}, []channels.Channel{ch})
+	d := relay.NewDispatcher(relay.DispatcherConfig{MaxRetries: 2, RetryBase: 10 * time.Millisecond}, []channels.Channel{ch})
 	out := make(chan bus.Outbound, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -114,7 +116,7 @@ func TestDispatcherHonoursRetryAfter(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	start := time.Now()
 	out <- bus.Outbound{Channel: "telegram", ChatID: "1001", Kind: bus.KindMessage, Content: "eventually"}
-	waitFor(t, "the retried message", func() bool { return len(fake.Sent()) == 1 })
+	waitfor.True(t, "the retried message", func() bool { return len(fake.Sent()) == 1 })
 	if took := time.Since(start); took < time.Second {
 		t.Errorf("retried after %s, want the server's retry_after of 1 s", took)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // refusingInbox refuses messages while refuse says so, and records what it
@@ -80,8 +81,8 @@ func TestPollingKeepsRefusedUpdateUntilTaken(t *testing.T) {
 		acked: func(m bus.Inbound) bool { return fake.Acked(ids[m.Content]) },
 	}
 	startWith(t, ch, in)
-	waitFor(t, "all three taken", func() bool { taken, _, _ := in.snapshot(); return len(taken) == 3 })
-	waitFor(t, "the last update acknowledged", func() bool { return fake.Acked(ids["three"]) })
+	waitfor.True(t, "all three taken", func() bool { taken, _, _ := in.snapshot(); return len(taken) == 3 })
+	waitfor.True(t, "the last update acknowledged", func() bool { return fake.Acked(ids["three"]) })
 
 	taken, early, attempts := in.snapshot()
 	if want := []string{"one", "two", "three"}; !slices.Equal(taken, want) {
@@ -114,11 +115,11 @@ func TestPollingHoldsUpdateWhileGatewayUnavailable(t *testing.T) {
 	}}
 	startWith(t, ch, in)
 	upd, _ := fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "held"})
-	waitFor(t, "Health to report the refusal", func() bool {
+	waitfor.True(t, "Health to report the refusal", func() bool {
 		h := ch.Health()
 		return h.State == channels.StateReconnecting && strings.Contains(h.LastError, "not taking messages")
 	})
-	waitFor(t, "more attempts than one session's", func() bool {
+	waitfor.True(t, "more attempts than one session's", func() bool {
 		_, _, attempts := in.snapshot()
 		return attempts["held"] > channels.DeliverAttempts
 	})
@@ -126,9 +127,9 @@ func TestPollingHoldsUpdateWhileGatewayUnavailable(t *testing.T) {
 		t.Fatal("the update was acknowledged while the gateway refused it")
 	}
 	down.Store(false)
-	waitFor(t, "the update taken", func() bool { taken, _, _ := in.snapshot(); return len(taken) == 1 })
-	waitFor(t, "Health connected again", func() bool { return ch.Health().State == channels.StateConnected })
-	waitFor(t, "the update acknowledged", func() bool { return fake.Acked(upd) })
+	waitfor.True(t, "the update taken", func() bool { taken, _, _ := in.snapshot(); return len(taken) == 1 })
+	waitfor.True(t, "Health connected again", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "the update acknowledged", func() bool { return fake.Acked(upd) })
 	if taken, _, _ := in.snapshot(); !slices.Equal(taken, []string{"held"}) {
 		t.Errorf("taken %q, want it once", taken)
 	}
@@ -152,7 +153,7 @@ func TestWebhookAnswers503WhileGatewayRefuses(t *testing.T) {
 		return nil
 	}}
 	startWith(t, ch, in)
-	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
 	id, _ := fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "via webhook"})
 	post := func() int {
 		t.Helper()

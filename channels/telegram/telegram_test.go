@@ -15,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 var (
@@ -128,7 +129,7 @@ func (in *inbox) all() []bus.Inbound {
 func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
 	t.Helper()
 	var got bus.Inbound
-	waitFor(t, "inbound "+strconv.Quote(text), func() bool {
+	waitfor.True(t, "inbound "+strconv.Quote(text), func() bool {
 		for _, m := range in.all() {
 			if strings.Contains(m.Content, text) {
 				got = m
@@ -144,7 +145,7 @@ func (in *inbox) wait(t *testing.T, text string) bus.Inbound {
 func run(t *testing.T, ch *Channel) *inbox {
 	t.Helper()
 	in := start(t, ch)
-	waitFor(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "the channel to connect", func() bool { return ch.Health().State == channels.StateConnected })
 	return in
 }
 
@@ -173,11 +174,6 @@ func startWith(t *testing.T, ch *Channel, in channels.Inbox) {
 			t.Error("Run did not return within 5 s")
 		}
 	})
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, 10*time.Second, cond)
 }
 
 func TestDefaults(t *testing.T) {
@@ -321,13 +317,13 @@ func TestPollFailuresShowInHealthAndRecover(t *testing.T) {
 	// waits between attempts are long enough to be seen.
 	ch.backoffMin, ch.backoffMax = 300*time.Millisecond, 600*time.Millisecond
 	in := start(t, ch)
-	waitFor(t, "Health to report the conflict", func() bool {
+	waitfor.True(t, "Health to report the conflict", func() bool {
 		h := ch.Health()
 		return h.State == channels.StateReconnecting && strings.Contains(h.LastError, "Conflict")
 	})
 	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "still there?"})
 	in.wait(t, "still there?")
-	waitFor(t, "Health to be connected again", func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.True(t, "Health to be connected again", func() bool { return ch.Health().State == channels.StateConnected })
 }
 
 func TestCommandsRegistered(t *testing.T) {
@@ -345,7 +341,7 @@ func TestCommandsRegistered(t *testing.T) {
 	}
 	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "/help@" + telegramtest.BotUsername})
 	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "/new"})
-	waitFor(t, "both commands", func() bool { return len(in.all()) == 2 })
+	waitfor.True(t, "both commands", func() bool { return len(in.all()) == 2 })
 	got := in.all()
 	if got[0].Content != "/help" || got[1].Content != "/new" {
 		t.Errorf("commands arrived as %q and %q, want /help and /new", got[0].Content, got[1].Content)

@@ -9,8 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
-
-	"github.com/nanobot-go/nanobot/channels/channeltest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // dialAs opens the chat socket with a chosen Host header and extra headers,
@@ -65,7 +64,7 @@ func TestEveryConnectionNeedsTheToken(t *testing.T) {
 			}
 			before := in.len()
 			_ = wsjson.Write(context.Background(), ws, Frame{Type: "message", Text: "/pairing approve X"})
-			channeltest.WaitFor(t, "the message", 5*time.Second, func() bool { return in.len() > before })
+			waitfor.Within(t, "the message", 5*time.Second, func() bool { return in.len() > before })
 			in.mu.Lock()
 			defer in.mu.Unlock()
 			if len(in.got) != before+1 || !in.got[before].Admin {

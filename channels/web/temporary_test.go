@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nanobot-go/nanobot/bus"
-	"github.com/nanobot-go/nanobot/channels/channeltest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 func dialTemp(t *testing.T, c *Channel, url, chat string, temporary bool) (*websocket.Conn, Frame) {
@@ -47,7 +47,7 @@ func TestTemporaryChat(t *testing.T) {
 	}
 
 	_ = wsjson.Write(ctx, ws, Frame{Type: "message", Text: "first question"})
-	channeltest.WaitFor(t, "the first message", 5*time.Second, func() bool { return in.len() == 1 })
+	waitfor.Within(t, "the first message", 5*time.Second, func() bool { return in.len() == 1 })
 	// The reply streams: a message, then edits, the last one final.
 	ref, err := c.Send(ctx, bus.Outbound{ChatID: "temporary-tab-1", Content: "first"})
 	if err != nil {
@@ -61,7 +61,7 @@ func TestTemporaryChat(t *testing.T) {
 		_ = read(t, ws)
 	}
 	_ = wsjson.Write(ctx, ws, Frame{Type: "message", Text: "second question"})
-	channeltest.WaitFor(t, "the second message", 5*time.Second, func() bool { return in.len() == 2 })
+	waitfor.Within(t, "the second message", 5*time.Second, func() bool { return in.len() == 2 })
 
 	in.mu.Lock()
 	first, second := in.got[0], in.got[1]
@@ -81,7 +81,7 @@ func TestTemporaryChat(t *testing.T) {
 	}
 	// /stop passes (it stores nothing), as a command, not an ephemeral turn.
 	_ = wsjson.Write(ctx, ws, Frame{Type: "message", Text: "/stop"})
-	channeltest.WaitFor(t, "/stop", 5*time.Second, func() bool { return in.len() == 3 })
+	waitfor.Within(t, "/stop", 5*time.Second, func() bool { return in.len() == 3 })
 	in.mu.Lock()
 	stop := in.got[2]
 	in.mu.Unlock()
@@ -97,7 +97,7 @@ func TestTemporaryChat(t *testing.T) {
 
 	// The last tab closes: the conversation is forgotten.
 	ws.Close(websocket.StatusNormalClosure, "")
-	channeltest.WaitFor(t, "the temporary chat forgotten", 5*time.Second, func() bool {
+	waitfor.Within(t, "the temporary chat forgotten", 5*time.Second, func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return len(c.temps) == 0 && len(c.conns) == 0
@@ -113,7 +113,7 @@ func TestStoredChatIsNotEphemeral(t *testing.T) {
 		t.Fatalf("hello = %+v", hello)
 	}
 	_ = wsjson.Write(context.Background(), ws, Frame{Type: "message", Text: "/new"})
-	channeltest.WaitFor(t, "the message", 5*time.Second, func() bool { return in.len() == 1 })
+	waitfor.Within(t, "the message", 5*time.Second, func() bool { return in.len() == 1 })
 	if m := in.got[0]; m.Ephemeral || m.History != nil || m.Content != "/new" {
 		t.Errorf("stored chat delivered %+v", m)
 	}
@@ -152,7 +152,7 @@ func TestSignedInBrowserChatsWithoutToken(t *testing.T) {
 		t.Fatalf("a signed-in tab: %+v, want hello", f)
 	}
 	_ = wsjson.Write(context.Background(), ws, Frame{Type: "message", Text: "hello from afar"})
-	channeltest.WaitFor(t, "the message", 5*time.Second, func() bool { return in.len() == 1 })
+	waitfor.Within(t, "the message", 5*time.Second, func() bool { return in.len() == 1 })
 	if m := in.got[0]; m.Content != "hello from afar" || !m.Admin {
 		t.Errorf("delivered %+v, want the message as admin", m)
 	}

@@ -15,7 +15,8 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/channels/channeltest"
+	"github.com/nanobot-go/nanobot/gateway/relay"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 type inbox struct {
@@ -102,7 +103,7 @@ func TestChatRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	_ = wsjson.Write(ctx, ws, Frame{Type: "bogus"}) // ignored
 	_ = wsjson.Write(ctx, ws, Frame{Type: "message", Text: "hi bot"})
-	channeltest.WaitFor(t, "the message delivered", 5*time.Second, func() bool { return in.len() > 0 })
+	waitfor.Within(t, "the message delivered", 5*time.Second, func() bool { return in.len() > 0 })
 	if in.len() != 1 || in.got[0].Content != "hi bot" || in.got[0].ChatID != "browser-tab-1" || in.got[0].Channel != "web" {
 		t.Fatalf("inbound = %+v", in.got)
 	}
@@ -149,7 +150,7 @@ func TestTokenRequiredOnLoopbackToo(t *testing.T) {
 		t.Errorf("right token got %+v", f)
 	}
 	_ = wsjson.Write(context.Background(), ws, Frame{Type: "message", Text: "owner here"})
-	channeltest.WaitFor(t, "the owner's message", 5*time.Second, func() bool { return in.len() == 1 })
+	waitfor.Within(t, "the owner's message", 5*time.Second, func() bool { return in.len() == 1 })
 	in.mu.Lock()
 	got := in.got
 	in.mu.Unlock()
@@ -202,7 +203,7 @@ func TestStreamEndTellsThePageTheAnswerIsFinal(t *testing.T) {
 	ws, hello := dial(t, srv, "browser-tab-2", c.Token())
 	out := make(chan bus.Outbound, 4)
 	ctx, cancel := context.WithCancel(context.Background())
-	d := channels.NewDispatcher(channels.DispatcherConfig{}, []channels.Channel{c})
+	d := relay.NewDispatcher(relay.DispatcherConfig{}, []channels.Channel{c})
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx, out); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -249,7 +250,7 @@ func TestMessageAfterRunEndedRefusedAtOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = c.Run(ctx, &inbox{}); close(done) }()
-	channeltest.WaitFor(t, "Run holds its inbox", 5*time.Second, func() bool {
+	waitfor.Within(t, "Run holds its inbox", 5*time.Second, func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return c.inbox != nil
@@ -297,7 +298,7 @@ func TestMessageBeforeRunWaitsForIt(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = c.Run(ctx, in); close(done) }()
 	t.Cleanup(func() { ws.CloseNow(); cancel(); <-done })
-	channeltest.WaitFor(t, "the early message delivered", 5*time.Second, func() bool { return in.len() == 1 })
+	waitfor.Within(t, "the early message delivered", 5*time.Second, func() bool { return in.len() == 1 })
 	if got := in.got[0].Content; got != "sent before Run" {
 		t.Errorf("delivered %q", got)
 	}

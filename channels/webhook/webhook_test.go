@@ -19,6 +19,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/webhook"
 	"github.com/nanobot-go/nanobot/channels/webhook/webhooktest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 const (
@@ -85,7 +86,7 @@ func run(t testing.TB, ch *webhook.Channel, in channels.Inbox) {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	channeltest.WaitFor(t, "running", 5*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.Within(t, "running", 5*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
 }
 
 func TestConformance(t *testing.T) {
@@ -129,7 +130,7 @@ func TestConformance(t *testing.T) {
 					// once Run took the inbox (Health turns connected).
 					req := webhook.Request{ChatID: "chat-" + m.From, SenderID: m.From, Text: m.Text, ID: id}
 					if res := caller.Post(t, req); res.Status == http.StatusServiceUnavailable {
-						channeltest.WaitFor(t, "Run to take requests", 10*time.Second, func() bool {
+						waitfor.Within(t, "Run to take requests", 10*time.Second, func() bool {
 							return ch.Health().State == channels.StateConnected
 						})
 						caller.Post(t, req)
@@ -367,7 +368,7 @@ func TestSync(t *testing.T) {
 		t.Errorf("504 after %s, want about syncTimeoutS (1 s)", took)
 	}
 	close(release)
-	channeltest.WaitFor(t, "the late answer at replyUrl", 5*time.Second, func() bool {
+	waitfor.Within(t, "the late answer at replyUrl", 5*time.Second, func() bool {
 		for _, r := range recv.Got() {
 			if r.Verified && r.Reply.Final && r.Reply.ReplyTo == "q2" && strings.Contains(r.Reply.Text, "21 °C") {
 				return true

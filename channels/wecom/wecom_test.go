@@ -17,6 +17,8 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/wecom/wecomtest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/relay"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 func newChannel(t *testing.T, f *wecomtest.Server, log *slog.Logger, deps channels.Deps, edit func(*Config)) *Channel {
@@ -140,13 +142,13 @@ func TestQuietStreamFinished(t *testing.T) {
 	ctx := channeltest.Start(t, ch, rec)
 	f.Emit(wecomtest.Message{From: "zhangsan", Text: "写一首诗"})
 	in := rec.Wait(t, "写一首诗")
-	d := channels.NewDispatcher(channels.DispatcherConfig{StreamQuiet: time.Second, WorkerIdle: 50 * time.Millisecond}, []channels.Channel{ch})
+	d := relay.NewDispatcher(relay.DispatcherConfig{StreamQuiet: time.Second, WorkerIdle: 50 * time.Millisecond}, []channels.Channel{ch})
 	out := make(chan bus.Outbound, 1)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = d.Run(ctx, out) }()
 	t.Cleanup(func() { close(out); <-done })
 	out <- bus.Outbound{Channel: "wecom", ChatID: in.ChatID, Kind: bus.KindDelta, Content: "床前明月光", StreamID: "s1", Metadata: in.Metadata}
-	channeltest.WaitFor(t, "the finishing frame", 10*time.Second, func() bool {
+	waitfor.Within(t, "the finishing frame", 10*time.Second, func() bool {
 		for _, s := range f.Sent() {
 			if s.Finish {
 				return true
@@ -180,7 +182,7 @@ func TestMediaGroupsAndWelcome(t *testing.T) {
 	if g.Content != "总结一下" || !g.IsGroup || g.ChatID != "grp7" {
 		t.Errorf("group message %+v", g)
 	}
-	channeltest.WaitFor(t, "an image", 5*time.Second, func() bool {
+	waitfor.Within(t, "an image", 5*time.Second, func() bool {
 		for _, m := range rec.All() {
 			if len(m.Media) == 1 {
 				data, err := os.ReadFile(m.Media[0].Path)
@@ -189,7 +191,7 @@ func TestMediaGroupsAndWelcome(t *testing.T) {
 		}
 		return false
 	})
-	channeltest.WaitFor(t, "the welcome", 5*time.Second, func() bool {
+	waitfor.Within(t, "the welcome", 5*time.Second, func() bool {
 		for _, s := range f.Sent() {
 			if s.Welcome && s.Content == "你好，我是助手" {
 				return true
@@ -210,7 +212,7 @@ func TestHeartbeatAndTakeOver(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- ch.Run(ctx, &channeltest.Recorder{}) }()
-	channeltest.WaitFor(t, "pings", 5*time.Second, func() bool { return f.Pings() >= 3 })
+	waitfor.Within(t, "pings", 5*time.Second, func() bool { return f.Pings() >= 3 })
 	if f.Connections() != 1 {
 		t.Fatalf("%d connections while pings were answered", f.Connections())
 	}

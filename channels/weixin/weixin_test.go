@@ -19,6 +19,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/weixin/weixintest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 func newChannel(t *testing.T, f *weixintest.Server, log *slog.Logger, deps channels.Deps, edit func(*Config)) *Channel {
@@ -97,7 +98,7 @@ func TestContextTokensCursorAndRestart(t *testing.T) {
 	if _, err := ch.Send(ctx, bus.Outbound{ChatID: in.ChatID, Content: "## Answer\n**bold** and [docs](https://example.test)"}); err != nil {
 		t.Fatal(err)
 	}
-	channeltest.WaitFor(t, "the cursor past the second message", 5*time.Second, func() bool { return f.Acked(id) })
+	waitfor.Within(t, "the cursor past the second message", 5*time.Second, func() bool { return f.Acked(id) })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -125,7 +126,7 @@ func TestContextTokensCursorAndRestart(t *testing.T) {
 	}
 	// The cursor moved past the new message: everything before it in the
 	// update stream (a replay of old messages) would have been delivered.
-	channeltest.WaitFor(t, "the cursor past the new message", 5*time.Second, func() bool { return f.Acked(away) })
+	waitfor.Within(t, "the cursor past the new message", 5*time.Second, func() bool { return f.Acked(away) })
 	if n := len(rec2.All()); n != 1 {
 		t.Errorf("%d messages after the restart, want only the new one", n)
 	}
@@ -146,7 +147,7 @@ func TestMedia(t *testing.T) {
 	f.Emit("ann", "", weixintest.Item{"type": 2, "image_item": map[string]any{"media": f.AddFile(png)}})
 	f.Emit("ann", "", weixintest.Item{"type": 3, "voice_item": map[string]any{"text": "晚上吃什么"}})
 	rec.Wait(t, "晚上吃什么")
-	channeltest.WaitFor(t, "the image", 5*time.Second, func() bool {
+	waitfor.Within(t, "the image", 5*time.Second, func() bool {
 		for _, m := range rec.All() {
 			if len(m.Media) == 1 {
 				data, err := os.ReadFile(m.Media[0].Path)
@@ -164,7 +165,7 @@ func TestExpiredAndMissingLogin(t *testing.T) {
 	ch := newChannel(t, f, nil, channels.Deps{}, nil)
 	done := make(chan error, 1)
 	go func() { done <- ch.Run(context.Background(), &channeltest.Recorder{}) }()
-	channeltest.WaitFor(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.Within(t, "connected", 10*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
 	f.Expire()
 	select {
 	case err := <-done:

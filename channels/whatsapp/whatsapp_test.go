@@ -21,6 +21,8 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/relay"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 var (
@@ -208,7 +210,7 @@ func TestDirectMessageAndLIDs(t *testing.T) {
 	if got[0].Content != "hello bot" || got[0].ChatID != alicePN.String() || got[0].MessageID != "M1" || got[0].IsGroup {
 		t.Errorf("first: %+v", got[0])
 	}
-	gate := &channels.Gate{AllowFrom: map[string][]string{"whatsapp": {"+491701234567"}}}
+	gate := &relay.Gate{AllowFrom: map[string][]string{"whatsapp": {"+491701234567"}}}
 	for i, m := range got {
 		if !gate.Admits("whatsapp", m.SenderID) {
 			t.Errorf("message %d: sender %q does not match allowFrom +491701234567", i, m.SenderID)
@@ -407,7 +409,7 @@ func TestLoginByCode(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- ch.Login(t.Context(), p) }()
 	<-fake.connected
-	channeltest.WaitFor(t, "the pairing code requested", 5*time.Second, func() bool { return fake.pairCodeSet() != "" })
+	waitfor.Within(t, "the pairing code requested", 5*time.Second, func() bool { return fake.pairCodeSet() != "" })
 	fake.emit(&events.PairSuccess{ID: botPN})
 	if err := <-done; err != nil {
 		t.Fatal(err)

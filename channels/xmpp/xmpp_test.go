@@ -16,6 +16,8 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/xmpp/xmpptest"
+	"github.com/nanobot-go/nanobot/gateway/relay"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 const (
@@ -117,7 +119,7 @@ func TestConformance(t *testing.T) {
 					}
 					// The bot must have joined before a testRoom message
 					// means anything to it.
-					channeltest.WaitFor(t, "the bot to connect", 20*time.Second, func() bool {
+					waitfor.Within(t, "the bot to connect", 20*time.Second, func() bool {
 						return ch.Health().State == channels.StateConnected
 					})
 					if m.Group {
@@ -138,7 +140,7 @@ func TestConformance(t *testing.T) {
 				Drop: func() {
 					before := ch.Health().Since
 					e.proxy.Drop()
-					channeltest.WaitFor(t, "the bot to reconnect", 20*time.Second, func() bool {
+					waitfor.Within(t, "the bot to reconnect", 20*time.Second, func() bool {
 						h := ch.Health()
 						return h.State == channels.StateConnected && h.Since.After(before)
 					})
@@ -202,7 +204,7 @@ func (c *collect) all() []bus.Inbound {
 
 func waitConnected(t *testing.T, ch *Channel) {
 	t.Helper()
-	channeltest.WaitFor(t, "the bot to connect", 20*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
+	waitfor.Within(t, "the bot to connect", 20*time.Second, func() bool { return ch.Health().State == channels.StateConnected })
 }
 
 // TestRoomMentionPolicy: in a testRoom, a message naming the bot's nick is
@@ -222,10 +224,10 @@ func TestRoomMentionPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.alice.Send(t, testRoom, "groupchat", "nanobot: what is the time?", "")
-	channeltest.WaitFor(t, "the mention", 20*time.Second, func() bool { _, ok := in.find("what is the time?"); return ok })
+	waitfor.Within(t, "the mention", 20*time.Second, func() bool { _, ok := in.find("what is the time?"); return ok })
 	// Alice saw the bot's message, so the testRoom relayed it (and its echo to
 	// the bot) before the mention.
-	channeltest.WaitFor(t, "Alice to see the bot's testRoom message", 10*time.Second, func() bool {
+	waitfor.Within(t, "Alice to see the bot's testRoom message", 10*time.Second, func() bool {
 		for _, m := range e.alice.Messages() {
 			if m.Body == "the bot speaks in the testRoom" {
 				return true
@@ -252,7 +254,7 @@ func TestStreamingCorrections(t *testing.T) {
 	ch := newChannel(t, e.config(), nil)
 	run(t, ch, in)
 	waitConnected(t, ch)
-	d := channels.NewDispatcher(channels.DispatcherConfig{MaxRetries: 3, RetryBase: 50 * time.Millisecond}, []channels.Channel{ch})
+	d := relay.NewDispatcher(relay.DispatcherConfig{MaxRetries: 3, RetryBase: 50 * time.Millisecond}, []channels.Channel{ch})
 	out := make(chan bus.Outbound, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	dd := make(chan struct{})
@@ -269,7 +271,7 @@ func TestStreamingCorrections(t *testing.T) {
 	out <- bus.Outbound{Channel: "xmpp", ChatID: e.aliceJID, Kind: bus.KindStreamEnd, Content: full.String(), StreamID: "s", Final: true}
 	want := strings.TrimSpace(full.String())
 	var msgs []xmpptest.Message
-	channeltest.WaitFor(t, "the full text", 20*time.Second, func() bool {
+	waitfor.Within(t, "the full text", 20*time.Second, func() bool {
 		msgs = nil
 		for _, m := range e.alice.Messages() {
 			if m.Body != "" {
@@ -301,7 +303,7 @@ func TestTypingChatState(t *testing.T) {
 	if err := ch.Typing(t.Context(), e.aliceJID, nil); err != nil {
 		t.Fatal(err)
 	}
-	channeltest.WaitFor(t, "composing", 10*time.Second, func() bool {
+	waitfor.Within(t, "composing", 10*time.Second, func() bool {
 		for _, m := range e.alice.Messages() {
 			if m.Composing {
 				return true
@@ -320,20 +322,20 @@ func TestServerRestart(t *testing.T) {
 	run(t, ch, in)
 	waitConnected(t, ch)
 	e.alice.Send(t, e.botJID, "chat", "before the restart", "")
-	channeltest.WaitFor(t, "the first message", 20*time.Second, func() bool { _, ok := in.find("before the restart"); return ok })
+	waitfor.Within(t, "the first message", 20*time.Second, func() bool { _, ok := in.find("before the restart"); return ok })
 
 	if err := e.srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	channeltest.WaitFor(t, "the bot to notice", 20*time.Second, func() bool { return ch.Health().State != channels.StateConnected })
+	waitfor.Within(t, "the bot to notice", 20*time.Second, func() bool { return ch.Health().State != channels.StateConnected })
 	waitConnected(t, ch)
 	alice := e.srv.Dial(t, "alice", pw)
 	alice.Send(t, e.botJID, "chat", "after the restart", "")
-	channeltest.WaitFor(t, "a message after the restart", 20*time.Second, func() bool { _, ok := in.find("after the restart"); return ok })
+	waitfor.Within(t, "a message after the restart", 20*time.Second, func() bool { _, ok := in.find("after the restart"); return ok })
 	if _, err := ch.Send(t.Context(), bus.Outbound{ChatID: e.aliceJID, Content: "still here"}); err != nil {
 		t.Fatal(err)
 	}
-	channeltest.WaitFor(t, "the answer after the restart", 10*time.Second, func() bool {
+	waitfor.Within(t, "the answer after the restart", 10*time.Second, func() bool {
 		for _, m := range alice.Messages() {
 			if m.Body == "still here" {
 				return true
@@ -378,7 +380,7 @@ func TestUntrustedCertificate(t *testing.T) {
 	cfg.CAFile = ""
 	ch := newChannel(t, cfg, nil)
 	run(t, ch, &collect{})
-	channeltest.WaitFor(t, "a certificate error", 20*time.Second, func() bool {
+	waitfor.Within(t, "a certificate error", 20*time.Second, func() bool {
 		return strings.Contains(ch.Health().LastError, "caFile")
 	})
 
@@ -398,7 +400,7 @@ func TestDirectTLS(t *testing.T) {
 	run(t, ch, in)
 	waitConnected(t, ch)
 	e.alice.Send(t, e.botJID, "chat", "over direct tls", "")
-	channeltest.WaitFor(t, "the message", 20*time.Second, func() bool { _, ok := in.find("over direct tls"); return ok })
+	waitfor.Within(t, "the message", 20*time.Second, func() bool { _, ok := in.find("over direct tls"); return ok })
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
@@ -133,7 +134,7 @@ func TestAgentsEndToEnd(t *testing.T) {
 	// contains want.
 	waitReply := func(chat int64, want string) {
 		t.Helper()
-		waitUntil(t, "reply containing "+want, 20*time.Second, func() bool {
+		waitfor.Within(t, "reply containing "+want, 20*time.Second, func() bool {
 			for _, s := range tg.Sent() {
 				if s.ChatID == chat && strings.Contains(s.Visible, want) {
 					return true
@@ -188,7 +189,7 @@ func TestAgentsEndToEnd(t *testing.T) {
 	homeBefore := len(home.Requests())
 	base, _ = runAgentsGateway(t, path)
 	say(ann, "after the restart")
-	waitUntil(t, "second answer from the preset", 20*time.Second, func() bool { return countIn(100, "fast answers") == 2 })
+	waitfor.Within(t, "second answer from the preset", 20*time.Second, func() bool { return countIn(100, "fast answers") == 2 })
 	if n := len(home.Requests()); n != homeBefore {
 		t.Errorf("home provider got %d new requests after the restart, want 0 (the chat chose fast)", n-homeBefore)
 	}
@@ -200,7 +201,7 @@ func TestAgentsEndToEnd(t *testing.T) {
 	// Another bot writing in the chat is not answered.
 	requestsBefore := len(fast.Requests())
 	say(telegramtest.User{ID: 100, Username: "otherbot", FirstName: "Robo", IsBot: true}, "talk to me, bot")
-	waitUntil(t, "the bot message screened", 20*time.Second, func() bool { return inboundCount(t, base, "telegram", "bot") == 1 })
+	waitfor.Within(t, "the bot message screened", 20*time.Second, func() bool { return inboundCount(t, base, "telegram", "bot") == 1 })
 	say(ann, "/model")
 	waitReply(100, "fast — fast-model (current)")
 	if n := len(fast.Requests()); n != requestsBefore {

@@ -20,8 +20,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
-	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/web"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
 )
@@ -208,7 +208,7 @@ func newTarget(t *testing.T, mode string) *target {
 	must(os.WriteFile(filepath.Join(dir, "sessions", "telegram%3A4242.jsonl"),
 		[]byte(`{"_type":"metadata","key":"telegram:4242"}`+"\n"+`{"role":"user","content":"another chat's secret plans"}`+"\n"), 0o600))
 	var err error
-	tg.code, _, err = channels.NewPairingStore(filepath.Join(tg.state, "pairing.json")).Request("tg", "99|stranger", "dm99")
+	tg.code, _, err = relay.NewPairingStore(filepath.Join(tg.state, "pairing.json")).Request("tg", "99|stranger", "dm99")
 	must(err)
 	tg.script = filepath.Join(ws, "attack.sh")
 	must(os.WriteFile(tg.script, []byte(attackScript), 0o700))
@@ -258,7 +258,7 @@ func (tg *target) judge(t *testing.T, who, out string, before map[string]string)
 	if jobs, _ := os.ReadFile(filepath.Join(tg.dir, "cron", "jobs.json")); strings.Contains(string(jobs), "exfiltrate") {
 		t.Errorf("%s: the attacker's cron job was added", who)
 	}
-	if channels.NewPairingStore(filepath.Join(tg.state, "pairing.json")).IsApproved("tg", "99|stranger") {
+	if relay.NewPairingStore(filepath.Join(tg.state, "pairing.json")).IsApproved("tg", "99|stranger") {
 		t.Errorf("%s: the stranger's pairing code was approved", who)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/dingtalk/dingtalktest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -27,9 +28,9 @@ func TestDingTalkEndToEnd(t *testing.T) {
 
 	fake.Send(dingtalktest.Message{From: "stranger9", Group: "cidG1", AtBot: true, Text: "@bot 你好"})
 	_, frame := fake.Send(dingtalktest.Message{From: "manager01", Nick: "王经理", Text: "周会是什么时候？"})
-	waitUntil(t, "the answer to manager01", 30*time.Second, func() bool { return len(fake.Sent()) > 0 })
-	waitUntil(t, "the frame acknowledged", 10*time.Second, func() bool { code, _, ok := fake.Acked(frame); return ok && code == 200 })
-	waitUntil(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "dingtalk", "denied") == 1 })
+	waitfor.Within(t, "the answer to manager01", 30*time.Second, func() bool { return len(fake.Sent()) > 0 })
+	waitfor.Within(t, "the frame acknowledged", 10*time.Second, func() bool { code, _, ok := fake.Acked(frame); return ok && code == 200 })
+	waitfor.Within(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "dingtalk", "denied") == 1 })
 	if n := inboundCount(t, base, "dingtalk", "accepted"); n != 1 {
 		t.Errorf("%d messages accepted, want only manager01's", n)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/email/emailtest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -30,7 +31,7 @@ func TestEmailEndToEnd(t *testing.T) {
 
 	mail.Send(t, "stranger@example.test", "hi", "please answer me")
 	id := mail.Send(t, "Ann <ann@example.test>", "Flights to Lisbon", "Which is the cheapest flight?")
-	waitUntil(t, "the answer by mail", 30*time.Second, func() bool { return len(mail.Outbox()) > 0 })
+	waitfor.Within(t, "the answer by mail", 30*time.Second, func() bool { return len(mail.Outbox()) > 0 })
 	out := mail.Outbox()[0]
 	if out.To != "ann@example.test" || !strings.Contains(out.Body, "The cheapest flight leaves at 7:05.") {
 		t.Errorf("reply %+v", out)

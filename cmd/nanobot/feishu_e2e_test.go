@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/feishu/feishutest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -25,7 +26,7 @@ func TestFeishuEndToEnd(t *testing.T) {
 		"enabled": true, "appId": feishutest.AppID, "appSecret": feishutest.AppSecret,
 		"apiBase": fake.URL, "allowFrom": []string{"ou_ann"},
 	}}, llm)
-	waitUntil(t, "the long connection", 20*time.Second, fake.Connected)
+	waitfor.Within(t, "the long connection", 20*time.Second, fake.Connected)
 
 	mention := []feishutest.Mention{{Key: "@_user_1", OpenID: feishutest.BotOpenID, Name: feishutest.BotName}}
 	group := fake.Push(feishutest.Message{From: "ou_stranger", ChatID: "oc_group", ChatType: "group", Text: "@_user_1 answer me", Mentions: mention})
@@ -33,7 +34,7 @@ func TestFeishuEndToEnd(t *testing.T) {
 	ann := fake.Push(feishutest.Message{From: "ou_ann", Text: "hello there"})
 
 	var cardMsg string
-	waitUntil(t, "the streamed answer in Ann's chat", 30*time.Second, func() bool {
+	waitfor.Within(t, "the streamed answer in Ann's chat", 30*time.Second, func() bool {
 		for _, s := range fake.Sent() {
 			if s.ChatID == ann.ChatID && s.MsgType == "interactive" && !s.Edit {
 				cardMsg = s.MessageID
@@ -45,12 +46,12 @@ func TestFeishuEndToEnd(t *testing.T) {
 	if c := fake.CardOf(cardMsg); c.Updates == 0 {
 		t.Errorf("the answer arrived without card updates; want it streamed")
 	}
-	waitUntil(t, "the strangers' events to be acknowledged", 10*time.Second, func() bool {
+	waitfor.Within(t, "the strangers' events to be acknowledged", 10*time.Second, func() bool {
 		return fake.Acked(group.FrameID) && fake.Acked(dm.FrameID) && fake.Acked(ann.FrameID)
 	})
 	// Both of the stranger's messages were turned away at the gate and only
 	// Ann's got in: no turn for the stranger can still be on its way.
-	waitUntil(t, "the stranger's two messages denied", 10*time.Second, func() bool { return inboundCount(t, base, "feishu", "denied") == 2 })
+	waitfor.Within(t, "the stranger's two messages denied", 10*time.Second, func() bool { return inboundCount(t, base, "feishu", "denied") == 2 })
 	if n := inboundCount(t, base, "feishu", "accepted"); n != 1 {
 		t.Errorf("%d messages accepted, want only Ann's", n)
 	}

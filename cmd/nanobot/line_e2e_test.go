@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/line/linetest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -29,14 +30,14 @@ func TestLINEEndToEnd(t *testing.T) {
 		"apiBase": fake.URL, "dataApiBase": fake.URL, "allowFrom": []string{ann},
 	}}, llm)
 	fake.WebhookURL = base + "/line/webhook"
-	waitUntil(t, "the LINE channel connected", 20*time.Second, func() bool {
+	waitfor.Within(t, "the LINE channel connected", 20*time.Second, func() bool {
 		// The webhook answers 503 until the channel runs.
 		return fake.Post([]byte(`{"destination":"x","events":[]}`), linetest.Sign(linetest.Secret, []byte(`{"destination":"x","events":[]}`))) == 200
 	})
 
 	_, strangerMsg := fake.Emit(linetest.Message{From: stranger, Text: "let me in"})
 	_, annMsg := fake.Emit(linetest.Message{From: ann, Text: "where is my order?"})
-	waitUntil(t, "the answer to ann", 30*time.Second, func() bool {
+	waitfor.Within(t, "the answer to ann", 30*time.Second, func() bool {
 		for _, s := range fake.Sent() {
 			if s.ChatID == ann && s.Text == "Your order ships tomorrow." {
 				return true
@@ -52,7 +53,7 @@ func TestLINEEndToEnd(t *testing.T) {
 			t.Errorf("the stranger got %q", s.Text)
 		}
 	}
-	waitUntil(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "line", "denied") == 1 })
+	waitfor.Within(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "line", "denied") == 1 })
 	if n := inboundCount(t, base, "line", "accepted"); n != 1 {
 		t.Errorf("%d messages accepted, want only ann's", n)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/matrix/matrixtest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
@@ -69,7 +70,7 @@ func TestMatrixEncryptedDirectChatEndToEnd(t *testing.T) {
 		if typ, err := dev.RawType(context.Background(), room, asked); err != nil || typ != "m.room.encrypted" {
 			t.Fatalf("the question is stored as %q (%v), want m.room.encrypted", typ, err)
 		}
-		waitUntil(t, "the encrypted answer "+answer, 40*time.Second, func() bool {
+		waitfor.Within(t, "the encrypted answer "+answer, 40*time.Second, func() bool {
 			for _, r := range dev.Seen() {
 				if r.Sender == bot.ID && r.Body == answer {
 					return true

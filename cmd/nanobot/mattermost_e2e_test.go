@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/mattermost/mattermosttest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -52,21 +53,21 @@ func TestMattermostEndToEnd(t *testing.T) {
 		}
 		return texts, edits
 	}
-	waitUntil(t, "the streamed answer to ann", 30*time.Second, func() bool {
+	waitfor.Within(t, "the streamed answer to ann", 30*time.Second, func() bool {
 		texts, _ := shown("dm-ann")
 		return len(texts) == 1 && texts[0] == scriptedAnswer
 	})
 	if _, edits := shown("dm-ann"); edits == 0 {
 		t.Error("the answer arrived without patches; want it streamed")
 	}
-	waitUntil(t, "a pairing code for eve", 10*time.Second, func() bool {
+	waitfor.Within(t, "a pairing code for eve", 10*time.Second, func() bool {
 		texts, _ := shown("dm-eve")
 		return len(texts) == 1 && strings.Contains(texts[0], "pairing code")
 	})
-	waitUntil(t, "eve denied", 10*time.Second, func() bool { return inboundCount(t, base, "mattermost", "denied") == 1 })
+	waitfor.Within(t, "eve denied", 10*time.Second, func() bool { return inboundCount(t, base, "mattermost", "denied") == 1 })
 
 	top := fake.Post(mattermosttest.Msg{From: ann, ChannelID: "town-square", ChannelType: "O", Message: "@nanobot summarise please", Mentions: []string{mattermosttest.Bot.ID}})
-	waitUntil(t, "the answer in a thread under ann's post", 30*time.Second, func() bool {
+	waitfor.Within(t, "the answer in a thread under ann's post", 30*time.Second, func() bool {
 		for _, s := range fake.Sent() {
 			if s.ChannelID == "town-square" && !s.Edit && s.RootID == top {
 				return true

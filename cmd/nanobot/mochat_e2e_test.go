@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/mochat/mochattest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -26,8 +27,8 @@ func TestMochatEndToEnd(t *testing.T) {
 
 	fake.Post("lobby", mochattest.Message{From: "stranger", Text: "@bot answer me", Mentions: []string{mochattest.BotID}})
 	id := fake.Say("session_ann", mochattest.Message{From: "ann", Text: "Is the build green?"})
-	waitUntil(t, "the answer in ann's session", 30*time.Second, func() bool { return len(fake.Sent()) > 0 })
-	waitUntil(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "mochat", "denied") == 1 })
+	waitfor.Within(t, "the answer in ann's session", 30*time.Second, func() bool { return len(fake.Sent()) > 0 })
+	waitfor.Within(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "mochat", "denied") == 1 })
 	if n := inboundCount(t, base, "mochat", "accepted"); n != 1 {
 		t.Errorf("%d messages accepted, want only ann's", n)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/onebot/onebottest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -34,7 +35,7 @@ func TestOneBotEndToEnd(t *testing.T) {
 
 	fake.Emit(onebottest.Message{From: stranger, Text: "let me in"})
 	_, annMsg := fake.Emit(onebottest.Message{From: ann, Text: "where is my order?"})
-	waitUntil(t, "the answer to ann", 30*time.Second, func() bool {
+	waitfor.Within(t, "the answer to ann", 30*time.Second, func() bool {
 		for _, s := range fake.Sent() {
 			if s.ChatID == "424242" && s.Text == "Your order ships tomorrow." {
 				return true
@@ -43,7 +44,7 @@ func TestOneBotEndToEnd(t *testing.T) {
 		return false
 	})
 	fake.Emit(onebottest.Message{From: ann, Group: grp, Text: "and the invoice?", AtBot: true})
-	waitUntil(t, "the answer in the group", 30*time.Second, func() bool {
+	waitfor.Within(t, "the answer in the group", 30*time.Second, func() bool {
 		for _, s := range fake.Sent() {
 			if s.ChatID == "group:777" {
 				return true
@@ -59,7 +60,7 @@ func TestOneBotEndToEnd(t *testing.T) {
 			t.Errorf("the stranger got %q", s.Text)
 		}
 	}
-	waitUntil(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "onebot", "denied") == 1 })
+	waitfor.Within(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "onebot", "denied") == 1 })
 	if n := inboundCount(t, base, "onebot", "accepted"); n != 2 {
 		t.Errorf("%d messages accepted, want ann's two", n)
 	}

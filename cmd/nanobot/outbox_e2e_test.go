@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -84,7 +85,7 @@ func TestKill9RepliesExactlyOnce(t *testing.T) {
 			}
 		}
 		// Kill once some answers are out and the rest are in flight.
-		waitUntil(t, "the first answers", 30*time.Second, func() bool {
+		waitfor.Within(t, "the first answers", 30*time.Second, func() bool {
 			got := answers()
 			n := 0
 			for _, w := range want {
@@ -101,7 +102,7 @@ func TestKill9RepliesExactlyOnce(t *testing.T) {
 		}
 		_, _ = gw.Process.Wait()
 		gw = startBinaryGateway(t, bin, cfg, port)
-		waitUntil(t, "every message answered", 90*time.Second, func() bool {
+		waitfor.Within(t, "every message answered", 90*time.Second, func() bool {
 			got := answers()
 			for _, w := range want {
 				if got[w] == 0 {
@@ -111,7 +112,7 @@ func TestKill9RepliesExactlyOnce(t *testing.T) {
 			return true
 		})
 		// Settled: nothing left in the inbox or the outbox.
-		waitUntil(t, "inbox and outbox empty", 30*time.Second, func() bool {
+		waitfor.Within(t, "inbox and outbox empty", 30*time.Second, func() bool {
 			st, err := httpGetJSON(fmt.Sprintf("http://127.0.0.1:%d/api/status", port))
 			return err == nil && st["pendingMessages"] == 0.0 && st["pendingReplies"] == 0.0
 		})

@@ -5,14 +5,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/nanobot-go/nanobot/gateway/relay"
 	"github.com/spf13/cobra"
-
-	"github.com/nanobot-go/nanobot/channels"
 )
 
 func newPairingCmd(a *app) *cobra.Command {
-	store := func() *channels.PairingStore {
-		return channels.NewPairingStore(filepath.Join(a.loaded.Paths.State, "pairing.json"))
+	store := func() *relay.PairingStore {
+		return relay.NewPairingStore(filepath.Join(a.loaded.Paths.State, "pairing.json"))
 	}
 	list := command("list", "List pending pairing codes", func(cmd *cobra.Command) error {
 		pending := store().Pending()

@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 )
 
 func TestPairingApproveCLI(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.json")
-	store := channels.NewPairingStore(filepath.Join(dir, "state", "pairing.json"))
+	store := relay.NewPairingStore(filepath.Join(dir, "state", "pairing.json"))
 	code, _, err := store.Request("telegram", "5|bob", "5")
 	if err != nil {
 		t.Fatal(err)

@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
 	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
@@ -166,7 +166,7 @@ func TestPlatformsEndToEnd(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			before := len(llm.Requests())
 			p.send("hello there")
-			waitUntil(t, "the streamed reply", 30*time.Second, func() bool {
+			waitfor.Within(t, "the streamed reply", 30*time.Second, func() bool {
 				texts, _ := p.shown()
 				return len(texts) == 1 && texts[0] == scriptedAnswer
 			})
@@ -181,7 +181,7 @@ func TestPlatformsEndToEnd(t *testing.T) {
 			// A slash command is answered by the gateway, not the model.
 			before = len(llm.Requests())
 			p.send("/help")
-			waitUntil(t, "the /help answer", 30*time.Second, func() bool {
+			waitfor.Within(t, "the /help answer", 30*time.Second, func() bool {
 				texts, _ := p.shown()
 				return len(texts) >= 2 && strings.Contains(texts[len(texts)-1], "/new")
 			})
@@ -190,11 +190,6 @@ func TestPlatformsEndToEnd(t *testing.T) {
 			}
 		})
 	}
-}
-
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, timeout, cond)
 }
 
 // startTestGateway runs the real gateway in-process with the given

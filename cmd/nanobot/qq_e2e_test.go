@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/qq/qqtest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -33,7 +34,7 @@ func TestQQEndToEnd(t *testing.T) {
 	fake.Send(qqtest.Msg{Kind: qqtest.Group, From: stranger, Chat: group, Content: " what's the weather?"})
 	fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: stranger, Content: "let me in"})
 	id := fake.Send(qqtest.Msg{Kind: qqtest.C2C, From: ann, Content: "明天北京天气怎么样？"})
-	waitUntil(t, "the answer in ann's chat", 30*time.Second, func() bool {
+	waitfor.Within(t, "the answer in ann's chat", 30*time.Second, func() bool {
 		for _, s := range fake.Sent() {
 			if s.Target == ann {
 				return true
@@ -41,7 +42,7 @@ func TestQQEndToEnd(t *testing.T) {
 		}
 		return false
 	})
-	waitUntil(t, "the handled messages reported to the platform", 30*time.Second, func() bool { return fake.Acked(id) })
+	waitfor.Within(t, "the handled messages reported to the platform", 30*time.Second, func() bool { return fake.Acked(id) })
 	for _, s := range fake.Sent() {
 		switch {
 		case s.Target == ann:

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/signal/signaltest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -26,7 +27,7 @@ func TestSignalEndToEnd(t *testing.T) {
 
 	fake.Emit(signaltest.Message{From: stranger, Text: "let me in"})
 	fake.Emit(signaltest.Message{From: ann, Text: "when is the meeting?"})
-	waitUntil(t, "the answer to ann", 30*time.Second, func() bool {
+	waitfor.Within(t, "the answer to ann", 30*time.Second, func() bool {
 		for _, s := range fake.Sent() {
 			if s.Recipient == ann.Number && s.Text == "The meeting is at three." {
 				return true
@@ -34,7 +35,7 @@ func TestSignalEndToEnd(t *testing.T) {
 		}
 		return false
 	})
-	waitUntil(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "signal", "denied") == 1 })
+	waitfor.Within(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "signal", "denied") == 1 })
 	if n := inboundCount(t, base, "signal", "accepted"); n != 1 {
 		t.Errorf("%d messages accepted, want only ann's", n)
 	}

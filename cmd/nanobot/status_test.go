@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/nanobot-go/nanobot/gateway/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -47,7 +47,7 @@ func TestStatusShowsRunningGateway(t *testing.T) {
 		t.Fatal("gateway not ready")
 	}
 	// Serving is not yet connected: the channels report in a moment later.
-	channeltest.WaitFor(t, "/readyz to answer 200", 10*time.Second, func() bool {
+	waitfor.Within(t, "/readyz to answer 200", 10*time.Second, func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
 		if err != nil {
 			return false

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/teams/teamstest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -27,7 +28,7 @@ func TestTeamsEndToEnd(t *testing.T) {
 		"openIdMetadataUrl": fake.MetadataURL(), "loginUrl": fake.LoginURL(), "allowFrom": []string{"aad-ann"},
 	}}, llm)
 	fake.WebhookURL = base + "/teams/messages"
-	waitUntil(t, "the Teams channel ready", 20*time.Second, func() bool {
+	waitfor.Within(t, "the Teams channel ready", 20*time.Second, func() bool {
 		body, _, _ := fake.Activity(teamstest.Message{From: ann, AAD: "aad-ann", Text: ""})
 		return fake.Post(body, fake.Token(teamstest.Claims{})) == http.StatusOK
 	})
@@ -58,18 +59,18 @@ func TestTeamsEndToEnd(t *testing.T) {
 		}
 		return texts, edits, replyTo
 	}
-	waitUntil(t, "the streamed answer to ann", 30*time.Second, func() bool {
+	waitfor.Within(t, "the streamed answer to ann", 30*time.Second, func() bool {
 		texts, _, _ := shown(annConv)
 		return len(texts) == 1 && texts[0] == scriptedAnswer
 	})
 	if _, edits, replyTo := shown(annConv); edits == 0 || replyTo != annMsg {
 		t.Errorf("%d edits, reply to %q; want the answer streamed as a reply to %s", edits, replyTo, annMsg)
 	}
-	waitUntil(t, "a pairing code for the stranger", 10*time.Second, func() bool {
+	waitfor.Within(t, "a pairing code for the stranger", 10*time.Second, func() bool {
 		texts, _, _ := shown(strangerConv)
 		return len(texts) == 1 && strings.Contains(texts[0], "pairing code")
 	})
-	waitUntil(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "teams", "denied") == 1 })
+	waitfor.Within(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "teams", "denied") == 1 })
 	if n := len(llm.Requests()); n != 1 {
 		t.Errorf("%d model requests, want 1: the stranger and the forger must not reach the model", n)
 	}

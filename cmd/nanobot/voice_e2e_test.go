@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/internal/oggopus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/configs"
@@ -78,7 +79,7 @@ func TestVoiceNoteGetsVoiceAnswer(t *testing.T) {
 
 	// 1. A voice note: text answer, then the voice answer.
 	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Voice: tg.AddFile("note.oga", ttstest.Opus, 0)})
-	waitUntil(t, "the voice answer", 30*time.Second, func() bool { return len(methods("sendVoice")) == 1 })
+	waitfor.Within(t, "the voice answer", 30*time.Second, func() bool { return len(methods("sendVoice")) == 1 })
 	if transcribed.Load() != 1 {
 		t.Errorf("transcription calls = %d, want 1", transcribed.Load())
 	}
@@ -127,7 +128,7 @@ func TestVoiceNoteGetsVoiceAnswer(t *testing.T) {
 	// typed message would have been sent before it.
 	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: "and tomorrow?"})
 	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: "/voice"})
-	waitUntil(t, "the /voice answer", 30*time.Second, func() bool {
+	waitfor.Within(t, "the /voice answer", 30*time.Second, func() bool {
 		ts := texts()
 		return len(ts) > 0 && strings.Contains(ts[len(ts)-1], "Voice replies are off")
 	})
@@ -138,7 +139,7 @@ func TestVoiceNoteGetsVoiceAnswer(t *testing.T) {
 	// 3. /voice on: typed messages are spoken too.
 	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: "/voice on"})
 	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: "and the day after?"})
-	waitUntil(t, "the voice answer to a typed message", 30*time.Second, func() bool { return len(methods("sendVoice")) == 2 })
+	waitfor.Within(t, "the voice answer to a typed message", 30*time.Second, func() bool { return len(methods("sendVoice")) == 2 })
 }
 
 func lastContent(msgs []map[string]any) string {

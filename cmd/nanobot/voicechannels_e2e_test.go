@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/internal/oggopus"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 
 	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
 	"github.com/nanobot-go/nanobot/channels/feishu/feishutest"
@@ -38,7 +39,7 @@ func TestVoiceRepliesOnMoreChannels(t *testing.T) {
 		"gateway":   map[string]any{"heartbeat": map[string]any{"enabled": false}},
 	})
 	runSpeakingGateway(t, filepath.Join(t.TempDir(), "config.json"), body, llm)
-	waitUntil(t, "feishu's long connection", 20*time.Second, fs.Connected)
+	waitfor.Within(t, "feishu's long connection", 20*time.Second, fs.Connected)
 
 	checkOpus := func(t *testing.T, data []byte) {
 		t.Helper()
@@ -53,7 +54,7 @@ func TestVoiceRepliesOnMoreChannels(t *testing.T) {
 		dc.Send(discordtest.Msg{From: user, ChannelID: "D4242", Content: "say something"})
 		var voice *discordtest.Sent
 		textAt := -1
-		waitUntil(t, "the discord voice message", 30*time.Second, func() bool {
+		waitfor.Within(t, "the discord voice message", 30*time.Second, func() bool {
 			for i, s := range dc.Sent() {
 				if s.ChannelID == "D4242" && s.Flags == 1<<13 {
 					voice = &s
@@ -79,7 +80,7 @@ func TestVoiceRepliesOnMoreChannels(t *testing.T) {
 		sl.Push(slacktest.Event{Channel: "D4242", ChannelType: "im", User: "U4242", Text: "say something"})
 		// A file is listed from files.getUploadURLExternal on; it is whole
 		// once files.completeUploadExternal gave it its channel.
-		waitUntil(t, "the slack audio upload", 30*time.Second, func() bool {
+		waitfor.Within(t, "the slack audio upload", 30*time.Second, func() bool {
 			f := sl.Files()
 			return len(f) == 1 && f[0].Channel != ""
 		})
@@ -100,7 +101,7 @@ func TestVoiceRepliesOnMoreChannels(t *testing.T) {
 	t.Run("feishu", func(t *testing.T) {
 		fs.Push(feishutest.Message{From: "ou_ann", Text: "/voice on"})
 		fs.Push(feishutest.Message{From: "ou_ann", Text: "say something"})
-		waitUntil(t, "the feishu audio message", 30*time.Second, func() bool {
+		waitfor.Within(t, "the feishu audio message", 30*time.Second, func() bool {
 			for _, s := range fs.Sent() {
 				if s.MsgType == "audio" {
 					return true

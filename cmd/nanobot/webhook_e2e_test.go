@@ -8,6 +8,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels/webhook"
 	"github.com/nanobot-go/nanobot/channels/webhook/webhooktest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -31,7 +32,7 @@ func TestWebhookEndToEnd(t *testing.T) {
 		},
 	}}, llm)
 	// The hooks answer 503 until the channel runs; /readyz says when it does.
-	waitUntil(t, "the webhook channel running (/readyz 200)", 20*time.Second, func() bool {
+	waitfor.Within(t, "the webhook channel running (/readyz 200)", 20*time.Second, func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
@@ -60,7 +61,7 @@ func TestWebhookEndToEnd(t *testing.T) {
 	if res := ci.Post(t, webhook.Request{ChatID: "build-2", SenderID: "pipeline", Text: "summarise the build", ID: "b2"}); res.Status != http.StatusAccepted {
 		t.Fatalf("async hook: %d %s, want 202", res.Status, res.Raw)
 	}
-	waitUntil(t, "the signed answer at replyUrl", 30*time.Second, func() bool {
+	waitfor.Within(t, "the signed answer at replyUrl", 30*time.Second, func() bool {
 		for _, r := range recv.Got() {
 			if r.Verified && r.Reply.ChatID == "build-2" && r.Reply.ReplyTo == "b2" && strings.Contains(r.Reply.Text, "garage door") {
 				return true

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/wecom/wecomtest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -28,7 +29,7 @@ func TestWeComEndToEnd(t *testing.T) {
 	fake.Emit(wecomtest.Message{From: "stranger", Text: "帮我查一下"})
 	fake.Emit(wecomtest.Message{From: "zhangsan", Text: "报销单提交了吗？"})
 	defer func() { t.Logf("sent: %+v", fake.Sent()) }()
-	waitUntil(t, "a finished answer to zhangsan", 30*time.Second, func() bool {
+	waitfor.Within(t, "a finished answer to zhangsan", 30*time.Second, func() bool {
 		for _, s := range fake.Sent() {
 			if s.ChatID == "zhangsan" && s.Finish && strings.Contains(s.Content, "审批人是李经理") {
 				return true
@@ -38,7 +39,7 @@ func TestWeComEndToEnd(t *testing.T) {
 	})
 	// The gate has turned the stranger away (so no turn of theirs can
 	// still be on its way) and let only zhangsan in.
-	waitUntil(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "wecom", "denied") == 1 })
+	waitfor.Within(t, "the stranger denied", 10*time.Second, func() bool { return inboundCount(t, base, "wecom", "denied") == 1 })
 	if n := inboundCount(t, base, "wecom", "accepted"); n != 1 {
 		t.Errorf("%d messages accepted, want only zhangsan's", n)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/weixin/weixintest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -26,7 +27,7 @@ func TestWeixinEndToEnd(t *testing.T) {
 
 	fake.Emit("stranger@im.wechat", "你好")
 	id := fake.Emit("ann@im.wechat", "明天要带伞吗？")
-	waitUntil(t, "the answer to ann", 30*time.Second, func() bool {
+	waitfor.Within(t, "the answer to ann", 30*time.Second, func() bool {
 		for _, s := range fake.Sent() {
 			if s.To == "ann@im.wechat" {
 				return true
@@ -34,7 +35,7 @@ func TestWeixinEndToEnd(t *testing.T) {
 		}
 		return false
 	})
-	waitUntil(t, "the cursor past ann's message", 10*time.Second, func() bool { return fake.Acked(id) })
+	waitfor.Within(t, "the cursor past ann's message", 10*time.Second, func() bool { return fake.Acked(id) })
 	for _, s := range fake.Sent() {
 		switch s.To {
 		case "ann@im.wechat":

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/xmpp/xmpptest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -39,7 +40,7 @@ func TestXMPPEndToEnd(t *testing.T) {
 	ann.Send(t, bot, "chat", "hello there", "")
 	var first xmpptest.Message
 	corrections := 0
-	waitUntil(t, "the streamed reply", 60*time.Second, func() bool {
+	waitfor.Within(t, "the streamed reply", 60*time.Second, func() bool {
 		corrections = 0
 		shown := ""
 		for _, m := range ann.Messages() {
@@ -62,7 +63,7 @@ func TestXMPPEndToEnd(t *testing.T) {
 	}
 
 	stranger.Send(t, bot, "chat", "let me in", "")
-	waitUntil(t, "the stranger's pairing code", 30*time.Second, func() bool {
+	waitfor.Within(t, "the stranger's pairing code", 30*time.Second, func() bool {
 		for _, m := range stranger.Messages() {
 			if strings.Contains(m.Body, "pairing code") {
 				return true
@@ -70,7 +71,7 @@ func TestXMPPEndToEnd(t *testing.T) {
 		}
 		return false
 	})
-	waitUntil(t, "the gate to count the denial", 10*time.Second, func() bool {
+	waitfor.Within(t, "the gate to count the denial", 10*time.Second, func() bool {
 		return inboundCount(t, base, "xmpp", "denied") >= 1
 	})
 	if got := len(llm.Requests()); got != 1 {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/bus/bustest"
-	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/gateway/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // testOpts are short timings so takeovers happen within a test.
@@ -204,12 +204,12 @@ func TestPartitionsSpreadAndMove(t *testing.T) {
 	srv := natstest.Start(t)
 	a := start(t, srv, testOpts("a"), true, false)
 	b := start(t, srv, testOpts("b"), true, false)
-	waitFor(t, "partitions split between two workers", func() bool {
+	waitfor.True(t, "partitions split between two workers", func() bool {
 		pa, pb := a.Owned(), b.Owned()
 		return len(pa) == 4 && len(pb) == 4 && disjoint(pa, pb)
 	})
 	a.crash()
-	waitFor(t, "survivor owns every partition", func() bool { return len(b.Owned()) == 8 })
+	waitfor.True(t, "survivor owns every partition", func() bool { return len(b.Owned()) == 8 })
 }
 
 func TestHoldOneAtATime(t *testing.T) {
@@ -233,20 +233,20 @@ func TestHoldOneAtATime(t *testing.T) {
 		})
 	}
 	hold(a, "a")
-	waitFor(t, "a holds the lease", func() bool { return a.Holds("channels") })
+	waitfor.True(t, "a holds the lease", func() bool { return a.Holds("channels") })
 	refusals := &refusalCounter{KeyValue: b.leases}
 	b.leases = refusals // before b's Hold starts: nothing else of b's uses it yet
 	hold(b, "b")
 	// b must stay a standby while a is alive: b tries every LeaseTTL/3
 	// (jittered), so eight refusals span well over two lease periods, in
 	// which a's lease would have expired had a not renewed it.
-	waitFor(t, "b refused the lease eight times", func() bool { return refusals.n.Load() >= 8 })
+	waitfor.True(t, "b refused the lease eight times", func() bool { return refusals.n.Load() >= 8 })
 	if b.Holds("channels") {
 		t.Fatal("standby took the lease from a live holder")
 	}
 	a.crash()
 	start := time.Now()
-	waitFor(t, "standby takes over", func() bool { return b.Holds("channels") })
+	waitfor.True(t, "standby takes over", func() bool { return b.Holds("channels") })
 	if took := time.Since(start); took > 3*a.opts.LeaseTTL {
 		t.Errorf("takeover took %v, lease TTL %v", took, a.opts.LeaseTTL)
 	}
@@ -268,11 +268,6 @@ func disjoint(a, b []int) bool {
 		}
 	}
 	return true
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, 20*time.Second, cond)
 }
 
 func TestLockExcludes(t *testing.T) {
@@ -383,7 +378,7 @@ func TestLockHeldContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := e.Revision()
-	waitFor(t, "three renewals", func() bool {
+	waitfor.True(t, "three renewals", func() bool {
 		e, err := a.leases.Get(context.Background(), "lock.memory")
 		return err == nil && e.Revision() >= first+3
 	})
@@ -393,7 +388,7 @@ func TestLockHeldContext(t *testing.T) {
 	cancel()
 	<-held.Done()
 	release()
-	waitFor(t, "the lock released", func() bool {
+	waitfor.True(t, "the lock released", func() bool {
 		_, err := a.leases.Get(context.Background(), "lock.memory")
 		return errors.Is(err, jetstream.ErrKeyNotFound)
 	})
@@ -586,7 +581,7 @@ func TestRestartedFeedStartsAtOldestUndelivered(t *testing.T) {
 		}
 		n.Delivered(got)
 	}
-	waitFor(t, "the outbound stream drained", func() bool { _, out := n.Depth(); return out == 0 })
+	waitfor.True(t, "the outbound stream drained", func() bool { _, out := n.Depth(); return out == 0 })
 }
 
 // A consumer recreated while a reply waits at the dispatcher (here deleted
@@ -618,7 +613,7 @@ func TestRecreatedConsumerDoesNotRepeatHeldReplies(t *testing.T) {
 		n.Delivered(got)
 	}
 	n.Delivered(r0)
-	waitFor(t, "the outbound stream drained", func() bool { _, out := n.Depth(); return out == 0 })
+	waitfor.True(t, "the outbound stream drained", func() bool { _, out := n.Depth(); return out == 0 })
 }
 
 // stallingLister is a lease bucket whose member listing hangs until
@@ -652,13 +647,13 @@ func TestLeasesRenewedWhileBalanceIsStuck(t *testing.T) {
 	// The first round acquires nothing yet: it waits on the listing
 	// before acquiring. Let it through once, then stall the next round.
 	stuck.stall <- struct{}{}
-	waitFor(t, "partition 0 acquired", func() bool { return slices.Equal(n.Owned(), []int{0}) })
+	waitfor.True(t, "partition 0 acquired", func() bool { return slices.Equal(n.Owned(), []int{0}) })
 	e, err := kv.Get(context.Background(), partKey(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := e.Revision()
-	waitFor(t, "the partition lease renewed while balancing is stuck", func() bool {
+	waitfor.True(t, "the partition lease renewed while balancing is stuck", func() bool {
 		e, err := kv.Get(context.Background(), partKey(0))
 		return err == nil && e.Revision() >= first+4 && string(e.Value()) == "a"
 	})

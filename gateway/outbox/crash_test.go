@@ -14,6 +14,7 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/outbox"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 )
 
 // platform is a chat platform: it shows messages, can edit them, and (when
@@ -80,7 +81,7 @@ type hooked struct {
 	beforeFinished func()
 }
 
-func (h hooked) Finished(id string, o channels.Outcome) {
+func (h hooked) Finished(id string, o relay.Outcome) {
 	if h.beforeFinished != nil {
 		h.beforeFinished()
 	}
@@ -106,7 +107,7 @@ func start(t *testing.T, path string, p *platform, beforeFinished func()) *run {
 	for _, m := range pending {
 		out <- m
 	}
-	d := channels.NewDispatcher(channels.DispatcherConfig{RetryBase: time.Millisecond, Delivery: hooked{ob, beforeFinished}}, []channels.Channel{p})
+	d := relay.NewDispatcher(relay.DispatcherConfig{RetryBase: time.Millisecond, Delivery: hooked{ob, beforeFinished}}, []channels.Channel{p})
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx, out); close(done) }()
 	r := &run{ob: ob, out: out}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 	"github.com/nanobot-go/nanobot/internal/option"
 	"github.com/nanobot-go/nanobot/internal/wal"
 )
@@ -50,7 +51,7 @@ type Options struct {
 	// Open opens the file (default os.OpenFile); tests inject faults.
 	Open wal.OpenFunc
 	// OnFinished is told how each delivery ended (metrics).
-	OnFinished func(channels.Outcome)
+	OnFinished func(relay.Outcome)
 	Log        *slog.Logger
 }
 
@@ -80,10 +81,10 @@ type stream struct {
 	at  time.Time
 }
 
-var _ channels.DeliveryLog = (*Outbox)(nil)
+var _ relay.DeliveryLog = (*Outbox)(nil)
 
 // Outbox is the durable outbound queue; it is the Dispatcher's
-// channels.DeliveryLog.
+// relay.DeliveryLog.
 type Outbox struct {
 	opts Options
 	log  *slog.Logger
@@ -319,13 +320,13 @@ func (o *Outbox) PartSent(id string, part int, ref channels.MessageRef) error {
 // Finished records that message id needs no more delivery. The line is
 // not fsynced: lost, it replays a message whose parts are all marked sent,
 // which sends nothing. A write failure is logged.
-func (o *Outbox) Finished(id string, outcome channels.Outcome) {
+func (o *Outbox) Finished(id string, outcome relay.Outcome) {
 	if err := o.finished(id, outcome); err != nil {
 		o.log.Warn("outbox: recording a finished reply failed", "err", err)
 	}
 }
 
-func (o *Outbox) finished(id string, outcome channels.Outcome) error {
+func (o *Outbox) finished(id string, outcome relay.Outcome) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.finish(id) {

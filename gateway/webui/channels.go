@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 )
 
 // channelInfo is one channel's card.
@@ -34,7 +35,7 @@ func (s *Server) listChannels(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	slices.SortFunc(out, func(a, b channelInfo) int { return cmp.Compare(a.Name, b.Name) })
-	pending := []channels.PendingPairing{}
+	pending := []relay.PendingPairing{}
 	approved := []approvedSender{}
 	if p := s.o.Pairing; p != nil {
 		pending = append(pending, p.Pending()...)
@@ -50,7 +51,7 @@ func (s *Server) listChannels(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"channels": out, "pending": pending, "approved": approved})
 }
 
-func (s *Server) pairing(w http.ResponseWriter) *channels.PairingStore {
+func (s *Server) pairing(w http.ResponseWriter) *relay.PairingStore {
 	if s.o.Pairing == nil {
 		writeError(w, http.StatusServiceUnavailable, "", "this gateway instance keeps no pairing store")
 	}
@@ -59,21 +60,21 @@ func (s *Server) pairing(w http.ResponseWriter) *channels.PairingStore {
 
 // approvePairing is POST /api/pairing/{code}/approve.
 func (s *Server) approvePairing(w http.ResponseWriter, r *http.Request) {
-	s.decide(w, r, "approve", (*channels.PairingStore).Approve)
+	s.decide(w, r, "approve", (*relay.PairingStore).Approve)
 }
 
 // denyPairing is POST /api/pairing/{code}/deny.
 func (s *Server) denyPairing(w http.ResponseWriter, r *http.Request) {
-	s.decide(w, r, "deny", (*channels.PairingStore).Deny)
+	s.decide(w, r, "deny", (*relay.PairingStore).Deny)
 }
 
-func (s *Server) decide(w http.ResponseWriter, r *http.Request, verb string, op func(*channels.PairingStore, string) (channels.PendingPairing, error)) {
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, verb string, op func(*relay.PairingStore, string) (relay.PendingPairing, error)) {
 	p := s.pairing(w)
 	if p == nil {
 		return
 	}
 	got, err := op(p, r.PathValue("code"))
-	if errors.Is(err, channels.ErrUnknownCode) {
+	if errors.Is(err, relay.ErrUnknownCode) {
 		writeError(w, http.StatusNotFound, "code", "unknown or expired pairing code")
 		return
 	}
@@ -95,7 +96,7 @@ func (s *Server) revokePairing(w http.ResponseWriter, r *http.Request) {
 	}
 	ch, sender := r.PathValue("channel"), r.PathValue("sender")
 	err := p.Revoke(ch, sender)
-	if errors.Is(err, channels.ErrNotApproved) {
+	if errors.Is(err, relay.ErrNotApproved) {
 		writeError(w, http.StatusNotFound, "sender", "sender "+truncate(sender, 100)+" was not approved on "+truncate(ch, 40)+" by pairing")
 		return
 	}

@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 )
 
 func TestChannelsAndPairing(t *testing.T) {
-	pairing := channels.NewPairingStore(filepath.Join(t.TempDir(), "pairing.json"))
+	pairing := relay.NewPairingStore(filepath.Join(t.TempDir(), "pairing.json"))
 	since := time.Date(2026, 5, 1, 11, 0, 0, 0, time.UTC)
 	health := func() map[string]channels.Health {
 		return map[string]channels.Health{

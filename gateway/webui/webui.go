@@ -39,6 +39,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/logging"
+	"github.com/nanobot-go/nanobot/gateway/relay"
 	"github.com/nanobot-go/nanobot/internal/owner"
 	"github.com/nanobot-go/nanobot/internal/reqbody"
 )
@@ -76,7 +77,7 @@ type Options struct {
 	Health func() map[string]channels.Health
 	// Pairing is the pairing store the access gate consults (nil: the
 	// pairing endpoints answer 503).
-	Pairing *channels.PairingStore
+	Pairing *relay.PairingStore
 	// Cron is the jobs store the cron service runs (nil: the automation
 	// endpoints answer 503).
 	Cron *cron.Store

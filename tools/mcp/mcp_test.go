@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent"
-	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/untrusted"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/providers/providertest"
@@ -104,11 +104,6 @@ func call(t *testing.T, reg *tools.Registry, name string, args map[string]any) (
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	return reg.Execute(ctx, name, args)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	channeltest.WaitFor(t, what, 30*time.Second, cond)
 }
 
 func TestStdioEverything(t *testing.T) {
@@ -271,7 +266,7 @@ func TestStdioServerKilledIsRestarted(t *testing.T) {
 	}
 	// In the sandbox's PID namespace the server dies a moment after the
 	// helper (its init); a call in that moment would still be answered.
-	waitFor(t, "the loss of the server", func() bool {
+	waitfor.True(t, "the loss of the server", func() bool {
 		st := m.Status()[0]
 		return st.Restarts >= 1 || st.State != StateConnected
 	})
@@ -347,7 +342,7 @@ func TestUnreachableServerIsReportedAndAgentRunsOn(t *testing.T) {
 	if len(reg.Names()) != 0 {
 		t.Errorf("tools registered for a dead server: %v", reg.Names())
 	}
-	waitFor(t, "a retry", func() bool { return m.Status()[0].Restarts >= 2 })
+	waitfor.True(t, "a retry", func() bool { return m.Status()[0].Restarts >= 2 })
 	if !strings.Contains(logs.String(), "mcp server unavailable") {
 		t.Errorf("failure not logged:\n%s", logs)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/tools"
 )
 
@@ -246,7 +247,7 @@ func TestOAuthWithoutSignInSaysHowToSignIn(t *testing.T) {
 	m.Start(context.Background(), 5*time.Second)
 	t.Cleanup(m.Close)
 	var last string
-	waitFor(t, "the server to fail", func() bool {
+	waitfor.True(t, "the server to fail", func() bool {
 		for _, s := range m.Status() {
 			last = s.LastError
 			return s.State == StateFailed

@@ -40,7 +40,7 @@ type Outbox interface {
 }
 
 // Targets says whether a chat other than the current one may be messaged.
-// The gateway's access gate implements it (channels.Gate.Admits). It must
+// The gateway's access gate implements it (relay.Gate.Admits). It must
 // not block and is called concurrently.
 type Targets interface {
 	// Admits reports whether id is allowed on channel; the tool passes the

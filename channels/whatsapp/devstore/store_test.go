@@ -15,8 +15,8 @@ import (
 	"go.mau.fi/whatsmeow/store"
 	"go.mau.fi/whatsmeow/types"
 
-	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/whatsapp/devstore"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // reopened closes s and opens its file again, so each check below also
@@ -521,7 +521,7 @@ func TestDurableAndDebouncedWrites(t *testing.T) {
 	if _, _, err := fast.PutPushName(ctx, carol, "Carol"); err != nil {
 		t.Fatal(err)
 	}
-	channeltest.WaitFor(t, "the debounced push name in the file", 5*time.Second, func() bool {
+	waitfor.Within(t, "the debounced push name in the file", 5*time.Second, func() bool {
 		data, err := os.ReadFile(fast.Path())
 		if err != nil {
 			return false

@@ -1,4 +1,4 @@
-package channels
+package relay
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/channels"
 )
 
 // SendObserver is told the outcome of every platform call the dispatcher
@@ -114,7 +115,7 @@ func (c DispatcherConfig) progressFor(channel string) (progress, hints bool) {
 type Dispatcher struct {
 	cfg      DispatcherConfig
 	log      *slog.Logger
-	channels map[string]Channel
+	channels map[string]channels.Channel
 
 	mu      sync.Mutex
 	workers map[string]*chatWorker
@@ -152,7 +153,7 @@ func (d *Dispatcher) Stats() DispatcherStats {
 }
 
 // NewDispatcher returns a dispatcher for the given channels.
-func NewDispatcher(cfg DispatcherConfig, chans []Channel) *Dispatcher {
+func NewDispatcher(cfg DispatcherConfig, chans []channels.Channel) *Dispatcher {
 	if cfg.MaxRetries < 0 {
 		cfg.MaxRetries = 0
 	}
@@ -178,7 +179,7 @@ func NewDispatcher(cfg DispatcherConfig, chans []Channel) *Dispatcher {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Dispatcher{cfg: cfg, log: log.With("component", "dispatcher"), channels: map[string]Channel{}, workers: map[string]*chatWorker{}}
+	d := &Dispatcher{cfg: cfg, log: log.With("component", "dispatcher"), channels: map[string]channels.Channel{}, workers: map[string]*chatWorker{}}
 	for _, c := range chans {
 		d.channels[c.Name()] = c
 	}
@@ -186,7 +187,7 @@ func NewDispatcher(cfg DispatcherConfig, chans []Channel) *Dispatcher {
 }
 
 // AddChannel registers a channel after construction (the web chat).
-func (d *Dispatcher) AddChannel(c Channel) {
+func (d *Dispatcher) AddChannel(c channels.Channel) {
 	d.mu.Lock()
 	d.channels[c.Name()] = c
 	d.mu.Unlock()
@@ -319,7 +320,7 @@ func (d *Dispatcher) retire(w *chatWorker) bool {
 type chatWorker struct {
 	d   *Dispatcher
 	key string
-	ch  Channel
+	ch  channels.Channel
 	// queue, closed and full are guarded by d.mu; wake holds one pending
 	// signal. full is set from the first message dropped at a full queue
 	// until the queue is empty again.
@@ -407,10 +408,10 @@ func (w *chatWorker) next() (m bus.Outbound, ok, closed bool) {
 	return m, true, false
 }
 
-func (w *chatWorker) editor() (Editor, bool) { return EditorOf(w.ch) }
+func (w *chatWorker) editor() (channels.Editor, bool) { return channels.EditorOf(w.ch) }
 
 func (w *chatWorker) limit() int {
-	if l, ok := w.ch.(Limiter); ok && l.MessageLimit() > 0 {
+	if l, ok := w.ch.(channels.Limiter); ok && l.MessageLimit() > 0 {
 		return l.MessageLimit()
 	}
 	return DefaultMessageLimit
@@ -426,7 +427,7 @@ func (w *chatWorker) finished(m bus.Outbound, err error) {
 	if !w.durable(m) {
 		return
 	}
-	var perm *PermanentError
+	var perm *channels.PermanentError
 	outcome := OutcomeSent
 	switch {
 	case errors.Is(err, errSkipped):
@@ -450,7 +451,7 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 	sendProgress, sendHints := cfg.progressFor(w.ch.Name())
 	switch m.Kind {
 	case bus.KindTyping:
-		if t, ok := w.ch.(Typer); ok {
+		if t, ok := w.ch.(channels.Typer); ok {
 			if err := t.Typing(ctx, m.ChatID, m.Metadata); err != nil {
 				w.d.log.Debug("typing failed", "channel", w.ch.Name(), "err", err)
 			}
@@ -531,7 +532,7 @@ func (w *chatWorker) endStream(ctx context.Context, st *stream, m bus.Outbound) 
 		return w.sendText(ctx, m, st.current())
 	}
 	w.finish(ctx, st)
-	if se, ok := w.ch.(StreamEnder); ok {
+	if se, ok := w.ch.(channels.StreamEnder); ok {
 		se.StreamEnded(ctx, st.ref, m)
 	}
 	return nil
@@ -569,7 +570,7 @@ func (w *chatWorker) sendText(ctx context.Context, m bus.Outbound, text string) 
 		return errSkipped
 	}
 	chunks := Split(text, w.limit())
-	var sent map[int]MessageRef
+	var sent map[int]channels.MessageRef
 	durable := w.durable(m)
 	if durable {
 		sent = w.d.cfg.Delivery.SentParts(m.ID)
@@ -600,12 +601,12 @@ func (w *chatWorker) sendText(ctx context.Context, m bus.Outbound, text string) 
 }
 
 // send delivers one message, with media through MediaSender when present.
-func (w *chatWorker) send(ctx context.Context, m bus.Outbound) (MessageRef, error) {
-	return w.retry(ctx, m, func() (MessageRef, error) {
-		if vs, ok := w.ch.(VoiceSender); ok && m.Voice && len(m.Media) > 0 {
+func (w *chatWorker) send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
+	return w.retry(ctx, m, func() (channels.MessageRef, error) {
+		if vs, ok := w.ch.(channels.VoiceSender); ok && m.Voice && len(m.Media) > 0 {
 			return vs.SendVoice(ctx, m)
 		}
-		if ms, ok := w.ch.(MediaSender); ok && len(m.Media) > 0 {
+		if ms, ok := w.ch.(channels.MediaSender); ok && len(m.Media) > 0 {
 			return ms.SendMedia(ctx, m)
 		}
 		return w.ch.Send(ctx, m)
@@ -619,7 +620,7 @@ func (w *chatWorker) send(ctx context.Context, m bus.Outbound) (MessageRef, erro
 // the waits growing to RetryMax: a channel that is down or reconnecting
 // holds its chat's messages back, in order, and delivers them once it is
 // back.
-func (w *chatWorker) retry(ctx context.Context, m bus.Outbound, f func() (MessageRef, error)) (MessageRef, error) {
+func (w *chatWorker) retry(ctx context.Context, m bus.Outbound, f func() (channels.MessageRef, error)) (channels.MessageRef, error) {
 	cfg := w.d.cfg
 	kind := m.Kind
 	delay := cfg.RetryBase
@@ -637,7 +638,7 @@ func (w *chatWorker) retry(ctx context.Context, m bus.Outbound, f func() (Messag
 			w.observe(kind, attempt, nil)
 			return ref, nil
 		}
-		var perm *PermanentError
+		var perm *channels.PermanentError
 		givenUp := attempt > cfg.MaxRetries
 		if durable {
 			givenUp = time.Since(queued) > cfg.MaxAge
@@ -645,10 +646,10 @@ func (w *chatWorker) retry(ctx context.Context, m bus.Outbound, f func() (Messag
 		if errors.As(err, &perm) || givenUp || ctx.Err() != nil {
 			w.observe(kind, attempt, err)
 			w.d.log.Error("send failed, giving up", "channel", w.ch.Name(), "attempts", attempt, "err", err)
-			return MessageRef{}, err
+			return channels.MessageRef{}, err
 		}
 		wait := delay + time.Duration(rand.Int64N(int64(delay)/4+1))
-		var ra *RetryAfterError
+		var ra *channels.RetryAfterError
 		if errors.As(err, &ra) && ra.After > 0 {
 			// The platform's hint, but never longer than RetryMax: a
 			// Retry-After of hours would hold the chat (its typing, its
@@ -662,7 +663,7 @@ func (w *chatWorker) retry(ctx context.Context, m bus.Outbound, f func() (Messag
 		case <-ctx.Done():
 			t.Stop()
 			w.observe(kind, attempt, ctx.Err())
-			return MessageRef{}, ctx.Err()
+			return channels.MessageRef{}, ctx.Err()
 		}
 		delay *= 2
 		if durable {

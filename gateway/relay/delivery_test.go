@@ -1,4 +1,4 @@
-package channels
+package relay
 
 import (
 	"context"
@@ -12,21 +12,23 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // memLog is an in-memory DeliveryLog.
 type memLog struct {
 	mu       sync.Mutex
 	queued   map[string]time.Time
-	parts    map[string]map[int]MessageRef
+	parts    map[string]map[int]channels.MessageRef
 	outcomes map[string]Outcome
-	streams  map[string]MessageRef
+	streams  map[string]channels.MessageRef
 	done     chan string
 }
 
 func newMemLog() *memLog {
-	return &memLog{queued: map[string]time.Time{}, parts: map[string]map[int]MessageRef{}, outcomes: map[string]Outcome{},
-		streams: map[string]MessageRef{}, done: make(chan string, 100)}
+	return &memLog{queued: map[string]time.Time{}, parts: map[string]map[int]channels.MessageRef{}, outcomes: map[string]Outcome{},
+		streams: map[string]channels.MessageRef{}, done: make(chan string, 100)}
 }
 
 func (l *memLog) Queued(id string) time.Time {
@@ -39,20 +41,20 @@ func (l *memLog) queue(id string, at time.Time) {
 	defer l.mu.Unlock()
 	l.queued[id] = at
 }
-func (l *memLog) SentParts(id string) map[int]MessageRef {
+func (l *memLog) SentParts(id string) map[int]channels.MessageRef {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := map[int]MessageRef{}
+	out := map[int]channels.MessageRef{}
 	for i, r := range l.parts[id] {
 		out[i] = r
 	}
 	return out
 }
-func (l *memLog) PartSent(id string, part int, ref MessageRef) error {
+func (l *memLog) PartSent(id string, part int, ref channels.MessageRef) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.parts[id] == nil {
-		l.parts[id] = map[int]MessageRef{}
+		l.parts[id] = map[int]channels.MessageRef{}
 	}
 	l.parts[id][part] = ref
 	return nil
@@ -63,13 +65,13 @@ func (l *memLog) Finished(id string, o Outcome) {
 	l.mu.Unlock()
 	l.done <- id
 }
-func (l *memLog) StreamMessage(turn string) (MessageRef, bool) {
+func (l *memLog) StreamMessage(turn string) (channels.MessageRef, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r, ok := l.streams[turn]
 	return r, ok
 }
-func (l *memLog) StreamStarted(turn string, ref MessageRef) {
+func (l *memLog) StreamStarted(turn string, ref channels.MessageRef) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.streams[turn] = ref
@@ -101,22 +103,22 @@ type downChannel struct {
 	err      error // returned while down (default a transient error)
 }
 
-func (d *downChannel) Send(ctx context.Context, m bus.Outbound) (MessageRef, error) {
+func (d *downChannel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if d.down.Load() {
 		d.failures.Add(1)
 		if d.err != nil {
-			return MessageRef{}, d.err
+			return channels.MessageRef{}, d.err
 		}
-		return MessageRef{}, errors.New("connection refused")
+		return channels.MessageRef{}, errors.New("connection refused")
 	}
 	return d.fakeChannel.Send(ctx, m)
 }
 
-func startDurable(t *testing.T, cfg DispatcherConfig, ch Channel) chan<- bus.Outbound {
+func startDurable(t *testing.T, cfg DispatcherConfig, ch channels.Channel) chan<- bus.Outbound {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := make(chan bus.Outbound, 100)
-	d := NewDispatcher(cfg, []Channel{ch})
+	d := NewDispatcher(cfg, []channels.Channel{ch})
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx, out); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -140,7 +142,7 @@ func TestDurableRepliesSurviveOutage(t *testing.T) {
 		want = append(want, chat+":reply "+id)
 	}
 	// Down until well past the old retry budget in both chats.
-	waitFor(t, "30 failed sends", func() bool { return ch.failures.Load() >= 30 })
+	waitfor.True(t, "30 failed sends", func() bool { return ch.failures.Load() >= 30 })
 	ch.down.Store(false)
 	outcomes := log.wait(t, 6)
 	for id, o := range outcomes {
@@ -192,7 +194,7 @@ func TestDurableReplyExpires(t *testing.T) {
 
 // A permanent error (chat gone, bot blocked) is not retried.
 func TestDurablePermanentErrorNotRetried(t *testing.T) {
-	ch := &downChannel{fakeChannel: &fakeChannel{name: "tg"}, err: Permanentf("chat not found")}
+	ch := &downChannel{fakeChannel: &fakeChannel{name: "tg"}, err: channels.Permanentf("chat not found")}
 	ch.down.Store(true)
 	log := newMemLog()
 	out := startDurable(t, DispatcherConfig{RetryBase: time.Millisecond, Delivery: log}, ch)
@@ -213,7 +215,7 @@ func TestDurableSkipsSentParts(t *testing.T) {
 	log := newMemLog()
 	out := startDurable(t, DispatcherConfig{Delivery: log}, ch)
 	log.queue("7", time.Now())
-	_ = log.PartSent("7", 0, MessageRef{ChatID: "c", MessageID: "old"})
+	_ = log.PartSent("7", 0, channels.MessageRef{ChatID: "c", MessageID: "old"})
 	out <- bus.Outbound{Channel: "tg", ChatID: "c", Kind: bus.KindMessage, Content: "first part here\n\nsecond part here", ID: "7"}
 	log.wait(t, 1)
 	sent, _ := ch.snapshot()
@@ -227,7 +229,7 @@ func TestDurableSkipsSentParts(t *testing.T) {
 func TestDurableStreamEndFinishesEarlierMessage(t *testing.T) {
 	ch := editChannel{&fakeChannel{name: "tg", interval: time.Millisecond}}
 	log := newMemLog()
-	log.streams["turn9"] = MessageRef{ChatID: "c", MessageID: "41"}
+	log.streams["turn9"] = channels.MessageRef{ChatID: "c", MessageID: "41"}
 	log.queue("3", time.Now())
 	out := startDurable(t, DispatcherConfig{Delivery: log}, ch)
 	out <- bus.Outbound{Channel: "tg", ChatID: "c", Kind: bus.KindStreamEnd, StreamID: "s2", Turn: "turn9", Final: true, Content: "the whole answer", ID: "3"}
@@ -244,16 +246,16 @@ func TestDurableStreamEndFinishesEarlierMessage(t *testing.T) {
 // message (past DeliverAttempts) and hands it over once it can.
 func TestDeliverRetryingHoldsWhileUnavailable(t *testing.T) {
 	var calls atomic.Int32
-	in := InboxFunc(func(context.Context, bus.Inbound) error {
-		if calls.Add(1) <= 3*DeliverAttempts {
-			return fmt.Errorf("journal: %w", ErrUnavailable)
+	in := channels.InboxFunc(func(context.Context, bus.Inbound) error {
+		if calls.Add(1) <= 3*channels.DeliverAttempts {
+			return fmt.Errorf("journal: %w", channels.ErrUnavailable)
 		}
 		return nil
 	})
-	if err := DeliverRetrying(context.Background(), in, bus.Inbound{Channel: "tg"}, slog.New(slog.DiscardHandler), time.Microsecond, time.Millisecond); err != nil {
+	if err := channels.DeliverRetrying(context.Background(), in, bus.Inbound{Channel: "tg"}, slog.New(slog.DiscardHandler), time.Microsecond, time.Millisecond); err != nil {
 		t.Fatalf("message given up while the gateway could not store it: %v", err)
 	}
-	if n := calls.Load(); n != 3*DeliverAttempts+1 {
+	if n := calls.Load(); n != 3*channels.DeliverAttempts+1 {
 		t.Errorf("%d attempts", n)
 	}
 }

@@ -1,24 +1,26 @@
-package channels
+package relay
 
 import (
 	"context"
 	"testing"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // mediaChannel sends files; voiceChannel also has voice messages. Both
 // record which call carried a message.
 type mediaChannel struct{ *fakeChannel }
 
-func (c mediaChannel) SendMedia(ctx context.Context, m bus.Outbound) (MessageRef, error) {
+func (c mediaChannel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	m.Content = "media:" + m.Content
 	return c.Send(ctx, m)
 }
 
 type voiceChannel struct{ mediaChannel }
 
-func (c voiceChannel) SendVoice(ctx context.Context, m bus.Outbound) (MessageRef, error) {
+func (c voiceChannel) SendVoice(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	m.Content = "voice:" + m.Content
 	return c.Send(ctx, m)
 }
@@ -34,7 +36,7 @@ func TestDispatcherRoutesVoice(t *testing.T) {
 		out <- bus.Outbound{Channel: ch, ChatID: "1", Kind: bus.KindMessage, Media: audio, Voice: true}
 		out <- bus.Outbound{Channel: ch, ChatID: "1", Kind: bus.KindMessage, Media: audio, Content: "file"}
 	}
-	waitFor(t, "both channels' messages", func() bool {
+	waitfor.True(t, "both channels' messages", func() bool {
 		a, _ := voice.snapshot()
 		b, _ := files.snapshot()
 		return len(a) == 2 && len(b) == 2
@@ -51,7 +53,7 @@ func TestDispatcherRoutesVoice(t *testing.T) {
 			t.Errorf("sent %q, want %q", tt.got, tt.want)
 		}
 	}
-	if !CanSpeak(voice) || !CanSpeak(files) || CanSpeak(&fakeChannel{name: "irc"}) {
+	if !channels.CanSpeak(voice) || !channels.CanSpeak(files) || channels.CanSpeak(&fakeChannel{name: "irc"}) {
 		t.Error("CanSpeak: want true for voice and media channels, false for text-only")
 	}
 }

@@ -1,4 +1,4 @@
-package channels
+package relay
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // An interrupted stream nothing of which was shown sends nothing: not on
@@ -23,7 +25,7 @@ func TestInterruptedEndOfUnshownStreamSendsNothing(t *testing.T) {
 	out <- bus.Outbound{Channel: "mail", ChatID: "x", Kind: bus.KindDelta, StreamID: "s", Content: "half an ans"}
 	out <- bus.Outbound{Channel: "mail", ChatID: "x", Kind: bus.KindStreamEnd, StreamID: "s", Content: "half an ans", Interrupted: true}
 	out <- bus.Outbound{Channel: "mail", ChatID: "x", Kind: bus.KindMessage, Content: "Stopped.", Final: true}
-	waitFor(t, "the stop reply", func() bool { s, _ := fc.snapshot(); return len(s) > 0 })
+	waitfor.True(t, "the stop reply", func() bool { s, _ := fc.snapshot(); return len(s) > 0 })
 	if s, _ := fc.snapshot(); len(s) != 1 || s[0].Content != "Stopped." {
 		t.Errorf("sent %+v, want only the stop reply", s)
 	}
@@ -35,8 +37,8 @@ func TestInterruptedEndOfUnshownStreamSendsNothing(t *testing.T) {
 func TestQuietStreamsExpireAndWorkersRetire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fc := &fakeChannel{name: "tg", interval: time.Second, limit: 4096}
-		ch := finishChannel{editChannel{fc}, make(chan MessageRef, 100)}
-		d := NewDispatcher(DispatcherConfig{}, []Channel{ch})
+		ch := finishChannel{editChannel{fc}, make(chan channels.MessageRef, 100)}
+		d := NewDispatcher(DispatcherConfig{}, []channels.Channel{ch})
 		out := make(chan bus.Outbound)
 		done := make(chan struct{})
 		go func() { _ = d.Run(context.Background(), out); close(done) }()
@@ -94,13 +96,13 @@ func workerGoroutines() int {
 // finishes their messages.
 func TestCloseFinishesOpenStreams(t *testing.T) {
 	fc := &fakeChannel{name: "fs", interval: 20 * time.Millisecond, limit: 4096}
-	ch := finishChannel{editChannel{fc}, make(chan MessageRef, 4)}
+	ch := finishChannel{editChannel{fc}, make(chan channels.MessageRef, 4)}
 	out := make(chan bus.Outbound, 4)
-	d := NewDispatcher(DispatcherConfig{}, []Channel{ch})
+	d := NewDispatcher(DispatcherConfig{}, []channels.Channel{ch})
 	done := make(chan struct{})
 	go func() { _ = d.Run(context.Background(), out); close(done) }()
 	out <- bus.Outbound{Channel: "fs", ChatID: "1", Kind: bus.KindDelta, StreamID: "s1", Content: "never ended"}
-	waitFor(t, "the first message", func() bool { s, _ := fc.snapshot(); return len(s) == 1 })
+	waitfor.True(t, "the first message", func() bool { s, _ := fc.snapshot(); return len(s) == 1 })
 	close(out)
 	<-done
 	select {
@@ -122,7 +124,7 @@ func TestChatQueueStaysBounded(t *testing.T) {
 	fc := &fakeChannel{name: "c", limit: 4096}
 	bc := &blockingChannel{fakeChannel: fc, release: make(chan struct{})}
 	var handled atomic.Int64
-	d := NewDispatcher(DispatcherConfig{ChatQueue: 8, SendToolHints: true, Handled: func(bus.Outbound) { handled.Add(1) }}, []Channel{bc})
+	d := NewDispatcher(DispatcherConfig{ChatQueue: 8, SendToolHints: true, Handled: func(bus.Outbound) { handled.Add(1) }}, []channels.Channel{bc})
 	out := make(chan bus.Outbound)
 	done := make(chan struct{})
 	go func() { _ = d.Run(context.Background(), out); close(done) }()
@@ -133,7 +135,7 @@ func TestChatQueueStaysBounded(t *testing.T) {
 		return bus.Outbound{Channel: "c", ChatID: "slow", Kind: kind, Content: text}
 	}
 	out <- msg(bus.KindMessage, "first")
-	waitFor(t, "the worker held up by the first send", func() bool { s := d.Stats(); return s.Chats == 1 && s.Queued == 0 })
+	waitfor.True(t, "the worker held up by the first send", func() bool { s := d.Stats(); return s.Chats == 1 && s.Queued == 0 })
 	total := 1
 	var streamed strings.Builder
 	for i := range 500 {
@@ -161,13 +163,13 @@ func TestChatQueueStaysBounded(t *testing.T) {
 	total++
 	// Queued: the merged delta, one typing, 6 hints (the limit of 8), the
 	// 3 replies and the stream's end; dropped: the 14 other hints.
-	waitFor(t, "every message routed", func() bool { s := d.Stats(); return s.Queued+int(handled.Load()) == total-1 })
+	waitfor.True(t, "every message routed", func() bool { s := d.Stats(); return s.Queued+int(handled.Load()) == total-1 })
 	if s := d.Stats(); s.Queued != 12 || s.Dropped != 14 {
 		t.Errorf("while held up: %+v, want 12 queued and 14 dropped", s)
 	}
 
 	releaseOnce.Do(func() { close(bc.release) })
-	waitFor(t, "every message handled", func() bool { return handled.Load() == int64(total) })
+	waitfor.True(t, "every message handled", func() bool { return handled.Load() == int64(total) })
 	sent, _ := fc.snapshot()
 	var got []string
 	for _, m := range sent {

@@ -1,4 +1,4 @@
-package channels
+package relay
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/channels"
 )
 
 // Gate is the Inbox in front of the agent: it admits senders on a channel's
@@ -34,7 +35,7 @@ type Gate struct {
 	Admins  map[string][]string
 	Pairing *PairingStore
 	// Next receives admitted messages.
-	Next Inbox
+	Next channels.Inbox
 	// Reply sends the gate's own messages (pairing codes, approvals);
 	// one it fails to send is logged at warn.
 	Reply func(ctx context.Context, m bus.Outbound) error
@@ -72,23 +73,23 @@ func (g *Gate) Deliver(ctx context.Context, m bus.Inbound) error {
 	log := g.logger().With("channel", m.Channel, "sender", m.SenderID)
 	if m.IsGroup || g.Pairing == nil {
 		log.Info("message from a sender not on allowFrom dropped", "group", m.IsGroup)
-		return ErrDenied
+		return channels.ErrDenied
 	}
 	code, created, err := g.Pairing.Request(m.Channel, m.SenderID, m.ChatID)
 	switch {
 	case errors.Is(err, ErrTooManyPending):
 		log.Warn("pairing request refused: too many pending")
-		return ErrDenied
+		return channels.ErrDenied
 	case err != nil:
 		log.Error("pairing request failed", "err", err)
-		return ErrDenied
+		return channels.ErrDenied
 	}
 	if created {
 		log.Info("pairing code issued; approve with `nanobot pairing approve "+code+"`", "code", code)
 		text := fmt.Sprintf("Hi! I only talk to people my owner approved. Your pairing code is %s — ask the owner to run `nanobot pairing approve %s` (it expires in an hour).", code, code)
 		g.reply(ctx, "pairing code", m.SenderID, bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text, Final: true})
 	}
-	return ErrDenied
+	return channels.ErrDenied
 }
 
 // Admits implements Admitter: the sender is on the channel's allow-list or

@@ -1,8 +1,9 @@
-package channels
+package relay
 
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/channels"
 )
 
 type recorder struct {
@@ -53,13 +55,13 @@ func TestAllowList(t *testing.T) {
 		r := &recorder{}
 		g := &Gate{AllowFrom: map[string][]string{"tg": tt.allow}, Next: r}
 		err := g.Deliver(context.Background(), bus.Inbound{Channel: "tg", SenderID: tt.sender, ChatID: "c", IsGroup: true})
-		if got := Admits(g, "tg", tt.sender); got != tt.want {
+		if got := channels.Admits(g, "tg", tt.sender); got != tt.want {
 			t.Errorf("allow %v sender %q: Admits=%v, want %v", tt.allow, tt.sender, got, tt.want)
 		}
 		if got := err == nil; got != tt.want {
 			t.Errorf("allow %v sender %q: admitted=%v, want %v (err %v)", tt.allow, tt.sender, got, tt.want, err)
 		}
-		if !tt.want && !errors.Is(err, ErrDenied) {
+		if !tt.want && !errors.Is(err, channels.ErrDenied) {
 			t.Errorf("denied with %v, want ErrDenied", err)
 		}
 	}
@@ -74,7 +76,7 @@ func TestPairingFlow(t *testing.T) {
 
 	// A stranger in a direct chat gets a code, once.
 	for range 2 {
-		if err := g.Deliver(ctx, bus.Inbound{Channel: "tg", SenderID: "99|stranger", ChatID: "dm99", Content: "hi"}); !errors.Is(err, ErrDenied) {
+		if err := g.Deliver(ctx, bus.Inbound{Channel: "tg", SenderID: "99|stranger", ChatID: "dm99", Content: "hi"}); !errors.Is(err, channels.ErrDenied) {
 			t.Fatalf("stranger: %v", err)
 		}
 	}
@@ -161,7 +163,7 @@ func TestCrossProcessApproval(t *testing.T) {
 	}
 	// Make sure the mtime moves even on coarse file systems.
 	later := time.Now().Add(2 * time.Second)
-	_ = osChtimes(path, later)
+	_ = os.Chtimes(path, later, later)
 	if !gateway.IsApproved("tg", "5") {
 		t.Error("gateway did not see the CLI's approval")
 	}

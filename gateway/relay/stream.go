@@ -3,7 +3,7 @@
 // when the text outgrows the limit, and the end of the stream. The chat
 // worker that calls this is in dispatch.go.
 
-package channels
+package relay
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/channels"
 )
 
 // stream is a reply being streamed into platform messages. total is all
@@ -23,7 +24,7 @@ type stream struct {
 	total    string
 	done     int
 	reopen   string
-	ref      MessageRef
+	ref      channels.MessageRef
 	shown    string // what the current platform message shows
 	shownEnd int    // offset in total up to which the platform shows text
 	lastEdit time.Time
@@ -39,9 +40,9 @@ func (s *stream) current() string { return s.reopen + strings.TrimLeft(s.total[s
 // unfinishedStream is the platform message a stream of turn showed without
 // being finished (an attempt before a restart), on channels that can edit
 // it; the zero ref if none.
-func (w *chatWorker) unfinishedStream(turn string) MessageRef {
+func (w *chatWorker) unfinishedStream(turn string) channels.MessageRef {
 	if _, ok := w.editor(); !ok || w.d.cfg.Delivery == nil || turn == "" {
-		return MessageRef{}
+		return channels.MessageRef{}
 	}
 	ref, _ := w.d.cfg.Delivery.StreamMessage(turn)
 	return ref
@@ -49,7 +50,7 @@ func (w *chatWorker) unfinishedStream(turn string) MessageRef {
 
 // finish tells a Finisher that the stream's current message is complete.
 func (w *chatWorker) finish(ctx context.Context, s *stream) {
-	if f, ok := w.ch.(Finisher); ok && !s.failed && s.ref.MessageID != "" {
+	if f, ok := w.ch.(channels.Finisher); ok && !s.failed && s.ref.MessageID != "" {
 		if err := f.Finish(ctx, s.ref); err != nil {
 			w.d.log.Warn("finishing a streamed message failed", "channel", w.ch.Name(), "err", err)
 		}
@@ -87,7 +88,7 @@ func (w *chatWorker) pushStream(ctx context.Context, s *stream, final bool) {
 			}
 			w.finish(ctx, s) // the piece is complete; the rest goes on in a new message
 			s.done += skipped + cut
-			s.reopen, s.ref, s.shown = reopen, MessageRef{}, ""
+			s.reopen, s.ref, s.shown = reopen, channels.MessageRef{}, ""
 			continue
 		}
 		if s.ref.MessageID == "" && s.done == 0 && !final {
@@ -113,14 +114,14 @@ const MaxFirstShowDelay = 500 * time.Millisecond
 
 // firstShowDelay is how long a stream's first message waits for more text:
 // half the edit interval, at most MaxFirstShowDelay.
-func firstShowDelay(ed Editor) time.Duration {
+func firstShowDelay(ed channels.Editor) time.Duration {
 	return min(ed.EditInterval()/2, MaxFirstShowDelay)
 }
 
 // show puts text on the stream's current message: a send if there is none,
 // an edit (after the edit interval when wait is set) if the text changed.
 // end is the offset in s.total that text reaches.
-func (w *chatWorker) show(ctx context.Context, s *stream, ed Editor, text string, wait bool, end int) {
+func (w *chatWorker) show(ctx context.Context, s *stream, ed channels.Editor, text string, wait bool, end int) {
 	if s.ref.MessageID == "" {
 		m := s.base
 		m.Kind, m.Content = bus.KindMessage, text
@@ -155,7 +156,7 @@ func (w *chatWorker) show(ctx context.Context, s *stream, ed Editor, text string
 	m.Content = text
 	kind := m.Kind
 	m.Kind = bus.KindDelta
-	_, err := w.retry(ctx, m, func() (MessageRef, error) { return MessageRef{}, ed.Edit(ctx, s.ref, m) })
+	_, err := w.retry(ctx, m, func() (channels.MessageRef, error) { return channels.MessageRef{}, ed.Edit(ctx, s.ref, m) })
 	m.Kind = kind
 	s.lastEdit = time.Now()
 	if err != nil {

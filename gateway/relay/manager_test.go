@@ -1,4 +1,4 @@
-package channels
+package relay
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // flakyChannel fails its first runs, then runs until ctx ends.
@@ -18,7 +20,7 @@ type flakyChannel struct {
 }
 
 func (f *flakyChannel) Name() string { return "flaky" }
-func (f *flakyChannel) Run(ctx context.Context, _ Inbox) error {
+func (f *flakyChannel) Run(ctx context.Context, _ channels.Inbox) error {
 	n := f.runs.Add(1)
 	if n <= f.failures {
 		if f.panicky && n == 1 {
@@ -29,28 +31,28 @@ func (f *flakyChannel) Run(ctx context.Context, _ Inbox) error {
 	<-ctx.Done()
 	return nil
 }
-func (f *flakyChannel) Send(context.Context, bus.Outbound) (MessageRef, error) {
-	return MessageRef{}, nil
+func (f *flakyChannel) Send(context.Context, bus.Outbound) (channels.MessageRef, error) {
+	return channels.MessageRef{}, nil
 }
 
 func TestManagerRestartsWithBackoff(t *testing.T) {
 	fc := &flakyChannel{failures: 3, panicky: true}
-	m := NewManager(ManagerConfig{BackoffMin: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond}, []Channel{fc})
+	m := NewManager(ManagerConfig{BackoffMin: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond}, []channels.Channel{fc})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	start := time.Now()
 	go func() { _ = m.Run(ctx); close(done) }()
 
 	// While failing, the channel is visibly not ready.
-	waitFor(t, "reconnecting state", func() bool {
+	waitfor.True(t, "reconnecting state", func() bool {
 		h := m.Health()["flaky"]
-		return h.State == StateReconnecting && h.LastError != ""
+		return h.State == channels.StateReconnecting && h.LastError != ""
 	})
 	if ok, bad := m.Ready(); ok || len(bad) != 1 {
 		t.Errorf("Ready() = %v %v while reconnecting", ok, bad)
 	}
-	waitFor(t, "connected after restarts", func() bool {
-		return fc.runs.Load() == 4 && m.Health()["flaky"].State == StateConnected
+	waitfor.True(t, "connected after restarts", func() bool {
+		return fc.runs.Load() == 4 && m.Health()["flaky"].State == channels.StateConnected
 	})
 	// Backoff 10, 20, 40 ms with jitter in [d/2, d]: at least 35 ms in all.
 	if el := time.Since(start); el < 35*time.Millisecond {
@@ -68,7 +70,7 @@ func TestManagerRestartsWithBackoff(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
-	if h := m.Health()["flaky"]; h.State != StateStopped {
+	if h := m.Health()["flaky"]; h.State != channels.StateStopped {
 		t.Errorf("state after stop = %s", h.State)
 	}
 }
@@ -78,17 +80,17 @@ func TestManagerRestartsWithBackoff(t *testing.T) {
 type fatalChannel struct {
 	fatalRuns int32
 	runs      atomic.Int32
-	health    HealthState
+	health    channels.HealthState
 	release   chan struct{} // closed: connect
 }
 
-func (f *fatalChannel) Name() string   { return "fatal" }
-func (f *fatalChannel) Health() Health { return f.health.Get() }
-func (f *fatalChannel) Run(ctx context.Context, _ Inbox) error {
-	l := &Loop{Name: "fatal", Health: &f.health, Min: time.Millisecond}
+func (f *fatalChannel) Name() string            { return "fatal" }
+func (f *fatalChannel) Health() channels.Health { return f.health.Get() }
+func (f *fatalChannel) Run(ctx context.Context, _ channels.Inbox) error {
+	l := &channels.Loop{Name: "fatal", Health: &f.health, Min: time.Millisecond}
 	return l.Run(ctx, func(ctx context.Context, up func()) error {
 		if f.runs.Add(1) <= f.fatalRuns {
-			return Fatal(errors.New("fatal: the platform rejected the token"))
+			return channels.Fatal(errors.New("fatal: the platform rejected the token"))
 		}
 		select {
 		case <-f.release:
@@ -100,8 +102,8 @@ func (f *fatalChannel) Run(ctx context.Context, _ Inbox) error {
 		return nil
 	})
 }
-func (f *fatalChannel) Send(context.Context, bus.Outbound) (MessageRef, error) {
-	return MessageRef{}, nil
+func (f *fatalChannel) Send(context.Context, bus.Outbound) (channels.MessageRef, error) {
+	return channels.MessageRef{}, nil
 }
 
 func TestManagerDoesNotRestartAFatalChannel(t *testing.T) {
@@ -110,14 +112,14 @@ func TestManagerDoesNotRestartAFatalChannel(t *testing.T) {
 	// that proves the Manager kept supervising while the fatal one stayed
 	// down (its backoff is longer than the flaky one's two restarts).
 	flaky := &flakyChannel{failures: 2}
-	m := NewManager(ManagerConfig{BackoffMin: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond}, []Channel{fatal, flaky})
+	m := NewManager(ManagerConfig{BackoffMin: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond}, []channels.Channel{fatal, flaky})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = m.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	waitFor(t, "fatal channel failed and flaky channel restarted twice", func() bool {
-		return m.Health()["fatal"].State == StateFailed && flaky.runs.Load() == 3 && m.Health()["flaky"].State == StateConnected
+	waitfor.True(t, "fatal channel failed and flaky channel restarted twice", func() bool {
+		return m.Health()["fatal"].State == channels.StateFailed && flaky.runs.Load() == 3 && m.Health()["flaky"].State == channels.StateConnected
 	})
 	if n := fatal.runs.Load(); n != 1 {
 		t.Fatalf("fatal channel ran %d times, want 1 (not restarted)", n)
@@ -135,11 +137,11 @@ func TestManagerDoesNotRestartAFatalChannel(t *testing.T) {
 	if n := m.RetryFailed(); n != 1 {
 		t.Errorf("RetryFailed() = %d, want 1", n)
 	}
-	waitFor(t, "second run connecting", func() bool {
-		return fatal.runs.Load() == 2 && m.Health()["fatal"].State == StateConnecting
+	waitfor.True(t, "second run connecting", func() bool {
+		return fatal.runs.Load() == 2 && m.Health()["fatal"].State == channels.StateConnecting
 	})
 	close(fatal.release)
-	waitFor(t, "connected after retry", func() bool { return m.Health()["fatal"].State == StateConnected })
+	waitfor.True(t, "connected after retry", func() bool { return m.Health()["fatal"].State == channels.StateConnected })
 	if h := m.Health()["fatal"]; h.Restarts != 1 || h.LastError != "" {
 		t.Errorf("health after retry = %+v, want 1 restart and no error", h)
 	}
@@ -147,18 +149,18 @@ func TestManagerDoesNotRestartAFatalChannel(t *testing.T) {
 
 func TestManagerStopsAFailedChannelOnShutdown(t *testing.T) {
 	fatal := &fatalChannel{fatalRuns: 5, release: make(chan struct{})}
-	m := NewManager(ManagerConfig{}, []Channel{fatal})
+	m := NewManager(ManagerConfig{}, []channels.Channel{fatal})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = m.Run(ctx); close(done) }()
-	waitFor(t, "failed", func() bool { return m.Health()["fatal"].State == StateFailed })
+	waitfor.True(t, "failed", func() bool { return m.Health()["fatal"].State == channels.StateFailed })
 	cancel()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after cancel with a failed channel")
 	}
-	if h := m.Health()["fatal"]; h.State != StateStopped || h.LastError == "" {
+	if h := m.Health()["fatal"]; h.State != channels.StateStopped || h.LastError == "" {
 		t.Errorf("health after shutdown = %+v", h)
 	}
 }

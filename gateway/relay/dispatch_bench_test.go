@@ -1,4 +1,4 @@
-package channels
+package relay
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/channels"
 )
 
 // doneChannel signals each final text it is shown, sent or edited.
@@ -15,7 +16,7 @@ type doneChannel struct {
 	final chan string
 }
 
-func (d doneChannel) Send(ctx context.Context, m bus.Outbound) (MessageRef, error) {
+func (d doneChannel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	ref, err := d.fakeChannel.Send(ctx, m)
 	if m.Final {
 		d.final <- m.Content
@@ -23,7 +24,7 @@ func (d doneChannel) Send(ctx context.Context, m bus.Outbound) (MessageRef, erro
 	return ref, err
 }
 
-func (d doneChannel) Edit(_ context.Context, _ MessageRef, m bus.Outbound) error {
+func (d doneChannel) Edit(_ context.Context, _ channels.MessageRef, m bus.Outbound) error {
 	if m.Final {
 		d.final <- m.Content
 	}
@@ -40,7 +41,7 @@ func BenchmarkDispatchDeltas(b *testing.B) {
 	fc := &fakeChannel{name: "c", limit: 4096}
 	ch := doneChannel{fakeChannel: fc, final: make(chan string, 1)}
 	out := make(chan bus.Outbound, 100)
-	d := NewDispatcher(DispatcherConfig{}, []Channel{ch})
+	d := NewDispatcher(DispatcherConfig{}, []channels.Channel{ch})
 	done := make(chan struct{})
 	go func() { _ = d.Run(context.Background(), out); close(done) }()
 	defer func() { close(out); <-done }()

@@ -1,4 +1,4 @@
-package channels
+package relay
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // fakeChannel records sends and edits; failN makes the next N sends fail.
@@ -27,23 +29,23 @@ type fakeChannel struct {
 }
 
 type editCall struct {
-	ref  MessageRef
+	ref  channels.MessageRef
 	text string
 	at   time.Time
 }
 
-func (f *fakeChannel) Name() string                           { return f.name }
-func (f *fakeChannel) Run(ctx context.Context, _ Inbox) error { <-ctx.Done(); return nil }
-func (f *fakeChannel) Send(_ context.Context, m bus.Outbound) (MessageRef, error) {
+func (f *fakeChannel) Name() string                                    { return f.name }
+func (f *fakeChannel) Run(ctx context.Context, _ channels.Inbox) error { <-ctx.Done(); return nil }
+func (f *fakeChannel) Send(_ context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failAl || f.failN > 0 {
 		f.failN--
-		return MessageRef{}, errors.New("platform down")
+		return channels.MessageRef{}, errors.New("platform down")
 	}
 	f.nextID++
 	f.sent = append(f.sent, m)
-	return MessageRef{ChatID: m.ChatID, MessageID: fmt.Sprint(f.nextID)}, nil
+	return channels.MessageRef{ChatID: m.ChatID, MessageID: fmt.Sprint(f.nextID)}, nil
 }
 func (f *fakeChannel) MessageLimit() int { return f.limit }
 
@@ -56,7 +58,7 @@ func (f *fakeChannel) snapshot() ([]bus.Outbound, []editCall) {
 // editChannel adds editing.
 type editChannel struct{ *fakeChannel }
 
-func (e editChannel) Edit(_ context.Context, ref MessageRef, m bus.Outbound) error {
+func (e editChannel) Edit(_ context.Context, ref channels.MessageRef, m bus.Outbound) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.edits = append(e.edits, editCall{ref: ref, text: m.Content, at: time.Now()})
@@ -79,7 +81,7 @@ func (o *countObserver) Sent(_ string, _ bus.Kind, attempts int, err error) {
 	o.attempts = append(o.attempts, attempts)
 }
 
-func startDispatcher(t *testing.T, cfg DispatcherConfig, chans ...Channel) chan bus.Outbound {
+func startDispatcher(t *testing.T, cfg DispatcherConfig, chans ...channels.Channel) chan bus.Outbound {
 	t.Helper()
 	out := make(chan bus.Outbound, 100)
 	d := NewDispatcher(cfg, chans)
@@ -87,17 +89,6 @@ func startDispatcher(t *testing.T, cfg DispatcherConfig, chans ...Channel) chan 
 	go func() { _ = d.Run(context.Background(), out); close(done) }()
 	t.Cleanup(func() { close(out); <-done })
 	return out
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func TestStreamingBecomesRateLimitedEdits(t *testing.T) {
@@ -112,7 +103,7 @@ func TestStreamingBecomesRateLimitedEdits(t *testing.T) {
 	}
 	full = strings.TrimSpace(full) + "\nDone."
 	out <- bus.Outbound{Channel: "tg", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "s1", Content: full, Final: true}
-	waitFor(t, "final edit", func() bool {
+	waitfor.True(t, "final edit", func() bool {
 		_, e := fc.snapshot()
 		return len(e) > 0 && e[len(e)-1].text == full
 	})
@@ -139,10 +130,10 @@ func TestStreamingBecomesRateLimitedEdits(t *testing.T) {
 // finishChannel is an editor whose streamed messages must be finished.
 type finishChannel struct {
 	editChannel
-	finished chan MessageRef
+	finished chan channels.MessageRef
 }
 
-func (f finishChannel) Finish(_ context.Context, ref MessageRef) error {
+func (f finishChannel) Finish(_ context.Context, ref channels.MessageRef) error {
 	f.finished <- ref
 	return nil
 }
@@ -151,10 +142,10 @@ func (f finishChannel) Finish(_ context.Context, ref MessageRef) error {
 // Finisher is still told that the stream ended.
 func TestFinisherToldWhenTheStreamEndsWithoutAnEdit(t *testing.T) {
 	fc := &fakeChannel{name: "fs", interval: 20 * time.Millisecond, limit: 4096}
-	ch := finishChannel{editChannel{fc}, make(chan MessageRef, 4)}
+	ch := finishChannel{editChannel{fc}, make(chan channels.MessageRef, 4)}
 	out := startDispatcher(t, DispatcherConfig{MaxRetries: 3, RetryBase: time.Millisecond}, ch)
 	out <- bus.Outbound{Channel: "fs", ChatID: "1", Kind: bus.KindDelta, StreamID: "s1", Content: "all of it"}
-	waitFor(t, "the first message", func() bool { s, _ := fc.snapshot(); return len(s) == 1 })
+	waitfor.True(t, "the first message", func() bool { s, _ := fc.snapshot(); return len(s) == 1 })
 	out <- bus.Outbound{Channel: "fs", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "s1", Content: "all of it", Final: true}
 	select {
 	case ref := <-ch.finished:
@@ -181,7 +172,7 @@ func TestNonEditorGetsTheWholeReplyOnce(t *testing.T) {
 		out <- bus.Outbound{Channel: "mail", ChatID: "x", Kind: bus.KindDelta, StreamID: "s", Content: d}
 	}
 	out <- bus.Outbound{Channel: "mail", ChatID: "x", Kind: bus.KindStreamEnd, StreamID: "s", Content: "abc", Final: true}
-	waitFor(t, "send", func() bool { s, _ := fc.snapshot(); return len(s) == 1 })
+	waitfor.True(t, "send", func() bool { s, _ := fc.snapshot(); return len(s) == 1 })
 	s, _ := fc.snapshot()
 	if s[0].Content != "abc" {
 		t.Errorf("sent %q", s[0].Content)
@@ -194,7 +185,7 @@ func TestProgressAndHintsSwitches(t *testing.T) {
 	out <- bus.Outbound{Channel: "c", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "a", Content: "let me look"} // intermediate
 	out <- bus.Outbound{Channel: "c", ChatID: "1", Kind: bus.KindToolHint, Content: "exec: ls"}
 	out <- bus.Outbound{Channel: "c", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "b", Content: "answer", Final: true}
-	waitFor(t, "two sends", func() bool { s, _ := fc.snapshot(); return len(s) == 2 })
+	waitfor.True(t, "two sends", func() bool { s, _ := fc.snapshot(); return len(s) == 2 })
 	s, _ := fc.snapshot()
 	if s[0].Content != "🔧 exec: ls" || s[1].Content != "answer" {
 		t.Errorf("sent %q, %q", s[0].Content, s[1].Content)
@@ -215,8 +206,8 @@ func TestProgressAndHintsPerChannel(t *testing.T) {
 		out <- bus.Outbound{Channel: ch, ChatID: "1", Kind: bus.KindToolHint, Content: "exec: ls"}
 		out <- bus.Outbound{Channel: ch, ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "b", Content: "answer", Final: true}
 	}
-	waitFor(t, "chatty's three sends", func() bool { s, _ := chatty.snapshot(); return len(s) == 3 })
-	waitFor(t, "quiet's final answer", func() bool { s, _ := quiet.snapshot(); return len(s) >= 1 })
+	waitfor.True(t, "chatty's three sends", func() bool { s, _ := chatty.snapshot(); return len(s) == 3 })
+	waitfor.True(t, "quiet's final answer", func() bool { s, _ := quiet.snapshot(); return len(s) >= 1 })
 	if s, _ := quiet.snapshot(); len(s) != 1 || s[0].Content != "answer" {
 		t.Errorf("quiet channel got %d sends, want only the answer: %+v", len(s), s)
 	}
@@ -239,7 +230,7 @@ func TestLongStreamContinuesInNewMessage(t *testing.T) {
 		out <- bus.Outbound{Channel: "d", ChatID: "1", Kind: bus.KindDelta, StreamID: "s", Content: text[i:min(i+7, len(text))]}
 	}
 	out <- bus.Outbound{Channel: "d", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "s", Content: text, Final: true}
-	waitFor(t, "the end shown", func() bool {
+	waitfor.True(t, "the end shown", func() bool {
 		s, e := fc.snapshot()
 		return (len(e) > 0 && strings.HasSuffix(e[len(e)-1].text, "the end")) || (len(s) > 0 && strings.HasSuffix(s[len(s)-1].Content, "the end"))
 	})
@@ -275,13 +266,13 @@ func TestRetriesThenGivesUp(t *testing.T) {
 	obs := &countObserver{}
 	out := startDispatcher(t, DispatcherConfig{MaxRetries: 3, RetryBase: time.Millisecond, Observer: obs}, fc)
 	out <- bus.Outbound{Channel: "r", ChatID: "1", Kind: bus.KindMessage, Content: "hello"}
-	waitFor(t, "delivery after retries", func() bool { s, _ := fc.snapshot(); return len(s) == 1 })
+	waitfor.True(t, "delivery after retries", func() bool { s, _ := fc.snapshot(); return len(s) == 1 })
 
 	fc.mu.Lock()
 	fc.failAl = true
 	fc.mu.Unlock()
 	out <- bus.Outbound{Channel: "r", ChatID: "1", Kind: bus.KindMessage, Content: "lost"}
-	waitFor(t, "give up", func() bool { obs.mu.Lock(); defer obs.mu.Unlock(); return obs.failures == 1 })
+	waitfor.True(t, "give up", func() bool { obs.mu.Lock(); defer obs.mu.Unlock(); return obs.failures == 1 })
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	if want := []int{3, 4}; fmt.Sprint(obs.attempts) != fmt.Sprint(want) {
@@ -294,7 +285,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 	out := startDispatcher(t, DispatcherConfig{MaxRetries: 2, RetryBase: time.Millisecond}, ch)
 	start := time.Now()
 	out <- bus.Outbound{Channel: "ra", ChatID: "1", Kind: bus.KindMessage, Content: "x"}
-	waitFor(t, "send", func() bool { s, _ := ch.snapshot(); return len(s) == 1 })
+	waitfor.True(t, "send", func() bool { s, _ := ch.snapshot(); return len(s) == 1 })
 	if el := time.Since(start); el < 60*time.Millisecond {
 		t.Errorf("retried after %v, before the platform's retry-after of 60ms", el)
 	}
@@ -306,11 +297,11 @@ type retryAfterChannel struct {
 	once  sync.Once
 }
 
-func (r *retryAfterChannel) Send(ctx context.Context, m bus.Outbound) (MessageRef, error) {
+func (r *retryAfterChannel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	var err error
-	r.once.Do(func() { err = &RetryAfterError{After: r.after, Err: errors.New("429")} })
+	r.once.Do(func() { err = &channels.RetryAfterError{After: r.after, Err: errors.New("429")} })
 	if err != nil {
-		return MessageRef{}, err
+		return channels.MessageRef{}, err
 	}
 	return r.fakeChannel.Send(ctx, m)
 }
@@ -320,12 +311,12 @@ func TestSlowChatDoesNotBlockOthers(t *testing.T) {
 	out := startDispatcher(t, DispatcherConfig{}, slow)
 	out <- bus.Outbound{Channel: "b", ChatID: "slow", Kind: bus.KindMessage, Content: "1"}
 	out <- bus.Outbound{Channel: "b", ChatID: "fast", Kind: bus.KindMessage, Content: "2"}
-	waitFor(t, "fast chat delivered while slow blocks", func() bool {
+	waitfor.True(t, "fast chat delivered while slow blocks", func() bool {
 		s, _ := slow.snapshot()
 		return len(s) == 1 && s[0].ChatID == "fast"
 	})
 	close(slow.release)
-	waitFor(t, "slow delivered", func() bool { s, _ := slow.snapshot(); return len(s) == 2 })
+	waitfor.True(t, "slow delivered", func() bool { s, _ := slow.snapshot(); return len(s) == 2 })
 }
 
 type blockingChannel struct {
@@ -333,7 +324,7 @@ type blockingChannel struct {
 	release chan struct{}
 }
 
-func (b *blockingChannel) Send(ctx context.Context, m bus.Outbound) (MessageRef, error) {
+func (b *blockingChannel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if m.ChatID == "slow" {
 		<-b.release
 	}
@@ -343,7 +334,7 @@ func (b *blockingChannel) Send(ctx context.Context, m bus.Outbound) (MessageRef,
 func TestIdleChatWorkersRetire(t *testing.T) {
 	fc := &fakeChannel{name: "c", limit: 4096}
 	out := make(chan bus.Outbound, 100)
-	d := NewDispatcher(DispatcherConfig{WorkerIdle: 20 * time.Millisecond}, []Channel{fc})
+	d := NewDispatcher(DispatcherConfig{WorkerIdle: 20 * time.Millisecond}, []channels.Channel{fc})
 	done := make(chan struct{})
 	go func() { _ = d.Run(context.Background(), out); close(done) }()
 	t.Cleanup(func() { close(out); <-done })
@@ -355,17 +346,17 @@ func TestIdleChatWorkersRetire(t *testing.T) {
 	for i := range 50 {
 		out <- bus.Outbound{Channel: "c", ChatID: fmt.Sprint(i), Kind: bus.KindMessage, Content: "hi", Final: true}
 	}
-	waitFor(t, "50 sends", func() bool { s, _ := fc.snapshot(); return len(s) == 50 })
-	waitFor(t, "idle workers to retire", func() bool { return workers() == 0 })
+	waitfor.True(t, "50 sends", func() bool { s, _ := fc.snapshot(); return len(s) == 50 })
+	waitfor.True(t, "idle workers to retire", func() bool { return workers() == 0 })
 	// A chat whose worker retired is served by a new one.
 	out <- bus.Outbound{Channel: "c", ChatID: "7", Kind: bus.KindMessage, Content: "again", Final: true}
-	waitFor(t, "send after retirement", func() bool { s, _ := fc.snapshot(); return len(s) == 51 && s[50].Content == "again" })
+	waitfor.True(t, "send after retirement", func() bool { s, _ := fc.snapshot(); return len(s) == 51 && s[50].Content == "again" })
 }
 
 func TestWorkerRetirementLosesNothing(t *testing.T) {
 	fc := &fakeChannel{name: "c", limit: 4096}
 	out := make(chan bus.Outbound, 100)
-	d := NewDispatcher(DispatcherConfig{WorkerIdle: 5 * time.Millisecond}, []Channel{fc})
+	d := NewDispatcher(DispatcherConfig{WorkerIdle: 5 * time.Millisecond}, []channels.Channel{fc})
 	done := make(chan struct{})
 	go func() { _ = d.Run(context.Background(), out); close(done) }()
 	t.Cleanup(func() { close(out); <-done })
@@ -376,7 +367,7 @@ func TestWorkerRetirementLosesNothing(t *testing.T) {
 		out <- bus.Outbound{Channel: "c", ChatID: fmt.Sprint(i % 3), Kind: bus.KindMessage, Content: fmt.Sprint(i), Final: true}
 		time.Sleep(time.Duration(i%11) * time.Millisecond)
 	}
-	waitFor(t, "every message", func() bool { s, _ := fc.snapshot(); return len(s) == n })
+	waitfor.True(t, "every message", func() bool { s, _ := fc.snapshot(); return len(s) == n })
 	s, _ := fc.snapshot()
 	last := map[string]int{}
 	for _, m := range s {
@@ -395,5 +386,5 @@ func TestRetryAfterCapped(t *testing.T) {
 	ch := &retryAfterChannel{fakeChannel: &fakeChannel{name: "ra", limit: 4096}, after: time.Hour}
 	out := startDispatcher(t, DispatcherConfig{MaxRetries: 2, RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond}, ch)
 	out <- bus.Outbound{Channel: "ra", ChatID: "1", Kind: bus.KindMessage, Content: "x"}
-	waitFor(t, "send after the capped wait", func() bool { s, _ := ch.snapshot(); return len(s) == 1 })
+	waitfor.True(t, "send after the capped wait", func() bool { s, _ := ch.snapshot(); return len(s) == 1 })
 }

@@ -1,4 +1,4 @@
-package channels
+package relay
 
 import (
 	"context"
@@ -8,13 +8,15 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
 )
 
 // ManagerConfig configures a Manager.
 type ManagerConfig struct {
 	// Inbox is where every channel delivers (access control and the durable
 	// journal wrap the bus behind it).
-	Inbox Inbox
+	Inbox channels.Inbox
 	// BackoffMin and BackoffMax bound the restart delay (1 s and 5 min by
 	// default); it doubles per consecutive failure, with jitter.
 	BackoffMin, BackoffMax time.Duration
@@ -32,7 +34,7 @@ type ManagerConfig struct {
 type Manager struct {
 	cfg      ManagerConfig
 	log      *slog.Logger
-	channels []Channel
+	channels []channels.Channel
 
 	mu     sync.Mutex
 	health map[string]entry
@@ -41,12 +43,12 @@ type Manager struct {
 
 // entry is the Manager's own view of a channel.
 type entry struct {
-	h       Health
+	h       channels.Health
 	running bool // Run is running: the adapter's own state applies
 }
 
 // NewManager returns a manager for chans.
-func NewManager(cfg ManagerConfig, chans []Channel) *Manager {
+func NewManager(cfg ManagerConfig, chans []channels.Channel) *Manager {
 	if cfg.BackoffMin <= 0 {
 		cfg.BackoffMin = time.Second
 	}
@@ -62,13 +64,13 @@ func NewManager(cfg ManagerConfig, chans []Channel) *Manager {
 	}
 	m := &Manager{cfg: cfg, log: log, channels: chans, health: map[string]entry{}, retry: make(chan struct{})}
 	for _, c := range chans {
-		m.health[c.Name()] = entry{h: Health{State: StateStarting, Since: time.Now()}}
+		m.health[c.Name()] = entry{h: channels.Health{State: channels.StateStarting, Since: time.Now()}}
 	}
 	return m
 }
 
 // Channels returns the managed channels.
-func (m *Manager) Channels() []Channel { return m.channels }
+func (m *Manager) Channels() []channels.Channel { return m.channels }
 
 // Run supervises every channel until ctx ends, then waits for them to stop.
 func (m *Manager) Run(ctx context.Context) error {
@@ -80,32 +82,32 @@ func (m *Manager) Run(ctx context.Context) error {
 	return nil
 }
 
-func (m *Manager) supervise(ctx context.Context, c Channel) {
+func (m *Manager) supervise(ctx context.Context, c channels.Channel) {
 	name := c.Name()
 	log := m.log.With("channel", name)
 	delay := m.cfg.BackoffMin
 	restarts := 0
 	for {
-		m.set(name, entry{h: Health{State: StateConnecting, Since: time.Now(), Restarts: restarts}, running: true})
+		m.set(name, entry{h: channels.Health{State: channels.StateConnecting, Since: time.Now(), Restarts: restarts}, running: true})
 		start := time.Now()
 		err := runSafely(ctx, c, m.cfg.Inbox)
 		if ctx.Err() != nil {
-			m.set(name, entry{h: Health{State: StateStopped, Since: time.Now(), Restarts: restarts}})
+			m.set(name, entry{h: channels.Health{State: channels.StateStopped, Since: time.Now(), Restarts: restarts}})
 			return
 		}
 		if err == nil {
 			err = errors.New("stopped unexpectedly")
 		}
-		if IsFatal(err) {
+		if channels.IsFatal(err) {
 			// Logged once here; the adapter does not log it.
 			log.Error("channel failed for good; not restarting until a reload (SIGHUP) or restart", "err", err)
-			m.set(name, entry{h: Health{State: StateFailed, LastError: err.Error(), Since: time.Now(), Restarts: restarts}})
+			m.set(name, entry{h: channels.Health{State: channels.StateFailed, LastError: err.Error(), Since: time.Now(), Restarts: restarts}})
 			m.mu.Lock()
 			retry := m.retry
 			m.mu.Unlock()
 			select {
 			case <-ctx.Done():
-				m.set(name, entry{h: Health{State: StateStopped, LastError: err.Error(), Since: time.Now(), Restarts: restarts}})
+				m.set(name, entry{h: channels.Health{State: channels.StateStopped, LastError: err.Error(), Since: time.Now(), Restarts: restarts}})
 				return
 			case <-retry:
 			}
@@ -118,14 +120,14 @@ func (m *Manager) supervise(ctx context.Context, c Channel) {
 			delay = m.cfg.BackoffMin
 		}
 		restarts++
-		wait := Backoff(1, delay, delay)
+		wait := channels.Backoff(1, delay, delay)
 		log.Error("channel failed; restarting", "err", err, "in", wait.Round(time.Millisecond), "restarts", restarts)
-		m.set(name, entry{h: Health{State: StateReconnecting, LastError: err.Error(), Since: time.Now(), Restarts: restarts}})
+		m.set(name, entry{h: channels.Health{State: channels.StateReconnecting, LastError: err.Error(), Since: time.Now(), Restarts: restarts}})
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			m.set(name, entry{h: Health{State: StateStopped, LastError: err.Error(), Since: time.Now(), Restarts: restarts}})
+			m.set(name, entry{h: channels.Health{State: channels.StateStopped, LastError: err.Error(), Since: time.Now(), Restarts: restarts}})
 			return
 		case <-t.C:
 		}
@@ -141,7 +143,7 @@ func (m *Manager) RetryFailed() int {
 	defer m.mu.Unlock()
 	n := 0
 	for _, e := range m.health {
-		if e.h.State == StateFailed {
+		if e.h.State == channels.StateFailed {
 			n++
 		}
 	}
@@ -151,7 +153,7 @@ func (m *Manager) RetryFailed() int {
 }
 
 // runSafely runs the channel, turning a panic into an error.
-func runSafely(ctx context.Context, c Channel, in Inbox) (err error) {
+func runSafely(ctx context.Context, c channels.Channel, in channels.Inbox) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v", p)
@@ -170,9 +172,9 @@ func (m *Manager) set(name string, e entry) {
 // channel's Run runs, a HealthReporter's own state applies (connecting
 // until the platform confirmed, connected, reconnecting); a channel without
 // one counts as connected while Run runs.
-func (m *Manager) Health() map[string]Health {
+func (m *Manager) Health() map[string]channels.Health {
 	m.mu.Lock()
-	out := make(map[string]Health, len(m.health))
+	out := make(map[string]channels.Health, len(m.health))
 	running := make(map[string]bool, len(m.health))
 	for k, e := range m.health {
 		out[k] = e.h
@@ -185,20 +187,20 @@ func (m *Manager) Health() map[string]Health {
 		if !running[name] {
 			continue
 		}
-		hr, ok := c.(HealthReporter)
+		hr, ok := c.(channels.HealthReporter)
 		if !ok {
-			h.State = StateConnected
+			h.State = channels.StateConnected
 			out[name] = h
 			continue
 		}
 		own := hr.Health()
 		switch own.State {
-		case StateConnecting, StateConnected, StateReconnecting:
+		case channels.StateConnecting, channels.StateConnected, channels.StateReconnecting:
 			own.Restarts = h.Restarts
 			out[name] = own
 		default:
 			// Left over from a previous Run, or Run has not reported yet.
-			h.State = StateConnecting
+			h.State = channels.StateConnecting
 			out[name] = h
 		}
 	}
@@ -210,7 +212,7 @@ func (m *Manager) Health() map[string]Health {
 func (m *Manager) Ready() (bool, []string) {
 	var bad []string
 	for name, h := range m.Health() {
-		if h.State != StateConnected {
+		if h.State != channels.StateConnected {
 			bad = append(bad, name+": "+string(h.State))
 		}
 	}

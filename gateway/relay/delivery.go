@@ -1,7 +1,9 @@
-package channels
+package relay
 
 import (
 	"time"
+
+	"github.com/nanobot-go/nanobot/channels"
 )
 
 // DeliveryLog is a durable outbox the Dispatcher reports to. Messages that
@@ -18,16 +20,16 @@ type DeliveryLog interface {
 	Queued(id string) time.Time
 	// SentParts returns the parts of message id the platform accepted
 	// already, by index.
-	SentParts(id string) map[int]MessageRef
+	SentParts(id string) map[int]channels.MessageRef
 	// PartSent records that the platform accepted part i of message id.
-	PartSent(id string, part int, ref MessageRef) error
+	PartSent(id string, part int, ref channels.MessageRef) error
 	// Finished records that message id needs no more delivery.
 	Finished(id string, outcome Outcome)
 	// StreamMessage returns the platform message an unfinished stream of
 	// turn shows (in this run or before a crash).
-	StreamMessage(turn string) (MessageRef, bool)
+	StreamMessage(turn string) (channels.MessageRef, bool)
 	// StreamStarted records the first platform message of a stream of turn.
-	StreamStarted(turn string, ref MessageRef)
+	StreamStarted(turn string, ref channels.MessageRef)
 }
 
 // Outcome is how the delivery of a durable message ended.

@@ -1,8 +1,0 @@
-package channels
-
-import (
-	"os"
-	"time"
-)
-
-func osChtimes(p string, t time.Time) error { return os.Chtimes(p, t, t) }
