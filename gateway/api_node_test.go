@@ -32,7 +32,9 @@ func TestAPIWithNodeSDK(t *testing.T) {
 	llm := newAPILLM()
 	llm.pause = 30 * time.Millisecond // words far enough apart to stream as several chunks
 	r := startGateway(t, apiConfig(), llm)
-	out, err := exec.CommandContext(t.Context(), node, filepath.Join("testdata", "openai_client.cjs"), mods, "http://"+r.addr+"/v1").Output()
+	cmd := exec.CommandContext(t.Context(), node, filepath.Join("testdata", "openai_client.cjs"), mods, "http://"+r.addr+"/v1")
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+r.token(t)) // the key, not on the command line
+	out, err := cmd.Output()
 	if err != nil {
 		var stderr []byte
 		if ee, ok := err.(*exec.ExitError); ok {

@@ -1,5 +1,5 @@
 // Drives the gateway's OpenAI-compatible API with the official Node SDK:
-// node openai_client.cjs <node_modules dir> <base URL>. Prints one JSON
+// OPENAI_API_KEY=<key> node openai_client.cjs <node_modules dir> <base URL>. Prints one JSON
 // object with what it got; exits non-zero on any error.
 const { createRequire } = require('node:module');
 const path = require('node:path');
@@ -7,7 +7,7 @@ const req = createRequire(path.join(process.argv[2], 'noop.js'));
 const { OpenAI } = req('openai');
 
 async function main() {
-  const client = new OpenAI({ baseURL: process.argv[3], apiKey: 'unused', maxRetries: 0 });
+  const client = new OpenAI({ baseURL: process.argv[3], apiKey: process.env.OPENAI_API_KEY, maxRetries: 0 });
   const models = await client.models.list();
   const ids = [];
   for await (const m of models) ids.push(m.id);
