@@ -233,7 +233,7 @@ func (l *Loop) Run(ctx context.Context, in <-chan bus.Inbound) error {
 // Submit hands one message to its session's worker. /stop is handled at
 // once, ahead of the queue.
 func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
-	if name, _ := parseCommand(m.Content); name == "stop" {
+	if name, _ := parseCommand(m.Content); m.Stop || name == "stop" {
 		n := l.StopSession(m.Key())
 		l.reply(ctx, m, stopReply(n))
 		l.finishLater(ctx, m, nil)

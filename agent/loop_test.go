@@ -187,31 +187,42 @@ func TestErrorHintAndCircuitBreaker(t *testing.T) {
 	}
 }
 
+// A person's /stop and a typed Stop (an API client that went away) both
+// cancel the running turn and what is queued behind it.
 func TestStopCancelsRunningTurn(t *testing.T) {
-	started := make(chan struct{})
-	var once sync.Once
-	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("ok") }}
-	blocking := &ctxLLM{fakeLLM: llm, started: started, once: &once}
-	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Runner.Provider = blocking })
-	h.send("c", "slow")
-	select {
-	case <-started:
-	case <-time.After(5 * time.Second):
-		t.Fatal("turn did not start")
-	}
-	h.send("c", "queued behind")
-	h.send("c", "/stop")
-	waitfor.True(t, "stopped turns done", func() bool { return h.doneCount() == 3 })
-	finals := h.out.finals()["test:c"]
-	if len(finals) != 1 || finals[0] != "Stopped." {
-		t.Errorf("finals %v", finals)
-	}
-	waitfor.True(t, "idle", h.loop.Idle)
-	// The session stays usable.
-	h.send("c", "fast")
-	waitfor.True(t, "next turn", func() bool { return h.doneCount() == 4 })
-	if got := h.out.finals()["test:c"]; got[len(got)-1] != "ok" {
-		t.Errorf("after stop: %v", got)
+	for name, stop := range map[string]func(h *harness){
+		"text": func(h *harness) { h.send("c", "/stop") },
+		"typed": func(h *harness) {
+			h.loop.Submit(context.Background(), bus.Inbound{Channel: "test", ChatID: "c", SenderID: "api", Stop: true, MessageID: "s1"})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			started := make(chan struct{})
+			var once sync.Once
+			llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("ok") }}
+			blocking := &ctxLLM{fakeLLM: llm, started: started, once: &once}
+			h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Runner.Provider = blocking })
+			h.send("c", "slow")
+			select {
+			case <-started:
+			case <-time.After(5 * time.Second):
+				t.Fatal("turn did not start")
+			}
+			h.send("c", "queued behind")
+			stop(h)
+			waitfor.True(t, "stopped turns done", func() bool { return h.doneCount() == 3 })
+			finals := h.out.finals()["test:c"]
+			if len(finals) != 1 || finals[0] != "Stopped." {
+				t.Errorf("finals %v", finals)
+			}
+			waitfor.True(t, "idle", h.loop.Idle)
+			// The session stays usable.
+			h.send("c", "fast")
+			waitfor.True(t, "next turn", func() bool { return h.doneCount() == 4 })
+			if got := h.out.finals()["test:c"]; got[len(got)-1] != "ok" {
+				t.Errorf("after stop: %v", got)
+			}
+		})
 	}
 }
 

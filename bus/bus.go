@@ -100,6 +100,10 @@ type Inbound struct {
 	// Replayed is set when the gateway delivers the message again after a
 	// restart (it was journalled but its turn never finished).
 	Replayed bool `json:"replayed,omitempty"`
+	// Stop asks the agent to stop the session's running turn and drop what
+	// it has queued, as a person's /stop does; the message has no content
+	// and is not a turn (an API client that went away sends it).
+	Stop bool `json:"stop,omitempty"`
 	// Ephemeral marks a turn whose conversation the sender supplies (the
 	// OpenAI-compatible API without a session id): the agent runs it on
 	// History and Content, and neither loads nor stores a session.

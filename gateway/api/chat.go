@@ -195,8 +195,8 @@ func (c *Channel) chatCompletions(w http.ResponseWriter, r *http.Request, who ca
 	}
 }
 
-// stop cancels the turn of a request whose client went away: a /stop for
-// its session, which the agent handles ahead of its queue. It goes through
+// stop cancels the turn of a request whose client went away: a Stop for
+// its session, which the agent handles ahead of its queue, like /stop. It goes through
 // the inbox, so it reaches the agent wherever it runs (also on a cluster
 // worker). In a named session it also stops what other requests of that
 // session have queued, as /stop does in a chat.
@@ -208,7 +208,7 @@ func (c *Channel) stop(m bus.Inbound) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StopTimeout)
 	defer cancel()
 	s := bus.Inbound{Channel: Name, ChatID: m.ChatID, SenderID: Name, Source: bus.SourceAPI,
-		SessionKey: m.SessionKey, Content: "/stop", MessageID: m.MessageID + "/stop", ReceivedAt: time.Now()}
+		SessionKey: m.SessionKey, Stop: true, MessageID: m.MessageID + "/stop", ReceivedAt: time.Now()}
 	if err := inbox.Deliver(ctx, s); err != nil {
 		c.log.Warn("stopping the turn of a disconnected client failed", "err", err)
 	}
