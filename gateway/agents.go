@@ -11,7 +11,6 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent"
 	"github.com/nanobot-go/nanobot/agent/routing"
-	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/agent/templates"
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
@@ -65,13 +64,9 @@ func (g *Gateway) profileAgent(prof configs.Agent) (*agent.Agent, error) {
 	if _, err := templates.Sync(paths.Workspace); err != nil {
 		return nil, err
 	}
-	store := g.be.sessions()
-	if _, ok := g.be.(*local); ok {
-		fs, err := session.NewFileStore(paths.Sessions, session.FileStoreOptions{Logger: g.log})
-		if err != nil {
-			return nil, err
-		}
-		store = fs
+	store, err := g.be.agentSessions(paths.Sessions, g.log)
+	if err != nil {
+		return nil, err
 	}
 	provider, model, providerName := g.o.Provider, g.o.Model, g.o.ProviderName
 	if g.o.BuildModel != nil {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/journal"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // backend is what differs between one process on local files (the
@@ -30,6 +32,24 @@ type backend interface {
 	services(g *Gateway) []service
 	// status is the cluster part of Status (nil for local).
 	status(ctx context.Context) *ClusterStatus
+	// runsAgent and runsChannels say which halves this process runs (both,
+	// unless it is one role of a cluster).
+	runsAgent() bool
+	runsChannels() bool
+	// agentSessions is the session store of an agent profile whose
+	// sessions live in dir (a folder of its own locally, the shared store
+	// in a cluster).
+	agentSessions(dir string, log *slog.Logger) (session.Store, error)
+	// journal is the inbox journal (nil when the inbox is elsewhere).
+	journal() *journal.Journal
+	// delivered is told each outbound message the dispatcher is done with
+	// (nil: nothing to acknowledge).
+	delivered() func(bus.Outbound)
+	// instance names this process among its cluster's ("" alone).
+	instance() string
+	// observe registers the backend's metrics and returns log with its
+	// identity (role, instance) attached.
+	observe(reg *prometheus.Registry, log *slog.Logger) *slog.Logger
 	close()
 }
 
@@ -62,6 +82,18 @@ func (l *local) cronStore() *cron.Store                { return l.cron }
 func (l *local) admission() func(bus.Inbound) bool     { return nil }
 func (l *local) status(context.Context) *ClusterStatus { return nil }
 func (l *local) close()                                { l.Close(); _ = l.jr.Close() }
+func (l *local) runsAgent() bool                       { return true }
+func (l *local) runsChannels() bool                    { return true }
+func (l *local) journal() *journal.Journal             { return l.jr }
+func (l *local) delivered() func(bus.Outbound)         { return nil }
+func (l *local) instance() string                      { return "" }
+
+func (l *local) observe(_ *prometheus.Registry, log *slog.Logger) *slog.Logger { return log }
+
+// agentSessions is a folder of session files of the profile's own.
+func (l *local) agentSessions(dir string, log *slog.Logger) (session.Store, error) {
+	return session.NewFileStore(dir, session.FileStoreOptions{Logger: log})
+}
 
 // memoryLock is nil: the process is the only writer of its workspace, and
 // the consolidator's own lock serialises its writers.

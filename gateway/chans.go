@@ -76,9 +76,7 @@ func (g *Gateway) buildChannels() error {
 			dcfg.PerChannel[name] = p
 		}
 	}
-	if c, ok := g.be.(*clusterBackend); ok {
-		dcfg.Handled = c.Delivered // acknowledged once the platform took it
-	}
+	dcfg.Handled = g.be.delivered() // in a cluster: acknowledged once the platform took it
 	g.dl.configure(&dcfg)
 	g.disp = relay.NewDispatcher(dcfg, g.chans)
 	g.metrics.WatchDelivery(g.disp.Stats)

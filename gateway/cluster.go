@@ -154,7 +154,20 @@ func (c *clusterBackend) status(ctx context.Context) *ClusterStatus {
 	defer cancel()
 	return clusterStatus(ctx, c.Bus, c.role)
 }
-func (c *clusterBackend) close() { c.Bus.Close(); c.nc.Close() }
+func (c *clusterBackend) close()                        { c.Bus.Close(); c.nc.Close() }
+func (c *clusterBackend) journal() *journal.Journal     { return nil }
+func (c *clusterBackend) delivered() func(bus.Outbound) { return c.Delivered }
+func (c *clusterBackend) instance() string              { return c.Options().Instance }
+
+func (c *clusterBackend) observe(reg *prometheus.Registry, log *slog.Logger) *slog.Logger {
+	registerClusterMetrics(reg, c.Bus, c.role)
+	return log.With("role", c.role, "instance", c.instance())
+}
+
+// agentSessions is the shared store: every worker serves every profile.
+func (c *clusterBackend) agentSessions(string, *slog.Logger) (session.Store, error) {
+	return c.store, nil
+}
 
 func (c *clusterBackend) services(g *Gateway) []service {
 	var svcs []service

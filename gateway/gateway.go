@@ -21,7 +21,6 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
-	"github.com/nanobot-go/nanobot/gateway/journal"
 	"github.com/nanobot-go/nanobot/gateway/relay"
 	"github.com/nanobot-go/nanobot/internal/owner"
 	"github.com/nanobot-go/nanobot/tools"
@@ -122,14 +121,8 @@ func New(ctx context.Context, o Options) (_ *Gateway, err error) {
 		o.Redact.Keep(g.owner.Token())
 	}
 	g.metrics = NewMetrics(g.depth)
-	var jr *journal.Journal // the inbox journal; nil in cluster mode
-	if c, ok := g.be.(*clusterBackend); ok {
-		registerClusterMetrics(g.metrics.Registry, c.Bus, c.role)
-		g.log = g.log.With("role", c.role, "instance", c.Options().Instance)
-	} else {
-		jr = g.be.(*local).jr
-	}
-	if g.dl, err = openDelivery(g.cfg, o.Paths, jr, o.StorageOpen, g.be.PublishOutbound, g.metrics, g.log); err != nil {
+	g.log = g.be.observe(g.metrics.Registry, g.log)
+	if g.dl, err = openDelivery(g.cfg, o.Paths, g.be.journal(), o.StorageOpen, g.be.PublishOutbound, g.metrics, g.log); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -205,15 +198,8 @@ func (g *Gateway) prepareWorkspace() error {
 
 // runsAgent and runsChannels say which halves this process runs (both,
 // unless it is one role of a cluster).
-func (g *Gateway) runsAgent() bool {
-	c, ok := g.be.(*clusterBackend)
-	return !ok || c.runsAgent()
-}
-
-func (g *Gateway) runsChannels() bool {
-	c, ok := g.be.(*clusterBackend)
-	return !ok || c.runsChannels()
-}
+func (g *Gateway) runsAgent() bool    { return g.be.runsAgent() }
+func (g *Gateway) runsChannels() bool { return g.be.runsChannels() }
 
 func (g *Gateway) newAgent() (*agent.Agent, error) {
 	if !g.runsAgent() {

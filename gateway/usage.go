@@ -17,8 +17,8 @@ func UsageDir(p configs.Paths) string { return filepath.Join(p.Dir, "usage") }
 // or in cluster mode one part per worker instance.
 func (g *Gateway) openUsage(ctx context.Context) (*usage.Ledger, error) {
 	opts := usage.Options{Prices: Prices(g.cfg), Location: g.cfg.Agents.Defaults.Location()}
-	if c, ok := g.be.(*clusterBackend); ok {
-		opts.Worker = strings.NewReplacer("/", "_", `\`, "_").Replace(c.Options().Instance)
+	if inst := g.be.instance(); inst != "" {
+		opts.Worker = strings.NewReplacer("/", "_", `\`, "_").Replace(inst)
 	}
 	led, err := usage.Open(ctx, UsageDir(g.o.Paths), opts)
 	if err != nil {
