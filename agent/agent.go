@@ -170,7 +170,10 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 	if publish == nil {
 		publish = func(ctx context.Context, m bus.Inbound) error { a.Submit(ctx, m); return nil }
 	}
-	a.Subagents = &Subagents{Runner: *a.Runner, Publish: publish, Max: d.MaxConcurrentSubagents, Workspace: workspace, Log: log}
+	// A sub-agent's result comes back to the agent that started it, also
+	// where bindings would route its chat elsewhere.
+	toSelf := func(ctx context.Context, m bus.Inbound) error { m.Agent = name; return publish(ctx, m) }
+	a.Subagents = &Subagents{Runner: *a.Runner, Publish: toSelf, Max: d.MaxConcurrentSubagents, Workspace: workspace, Log: log}
 	msg := message.New(deps.Out, message.Options{
 		Workspace: workspace, Restrict: cfg.Tools.RestrictToWorkspace, MediaDir: paths.Media,
 		Targets: deps.Targets, AllowAnyTarget: cfg.Tools.Message.AllowAnyTarget,

@@ -40,7 +40,7 @@ func (g *Gateway) buildAgents() error {
 	}
 	ma := &multiAgent{router: routing.New(g.cfg), byName: map[string]*agent.Agent{configs.DefaultAgent: g.agent}, names: []string{configs.DefaultAgent}}
 	for _, prof := range g.cfg.AgentList()[1:] {
-		a, err := g.profileAgent(prof)
+		a, err := g.agentFor(prof)
 		if err != nil {
 			return fmt.Errorf("gateway: agent %q (%s): %w", prof.Name, prof.Path, err)
 		}
@@ -52,47 +52,57 @@ func (g *Gateway) buildAgents() error {
 	return nil
 }
 
-// profileAgent assembles one agent besides the default: its own workspace,
-// sessions, provider and tools.
-func (g *Gateway) profileAgent(prof configs.Agent) (*agent.Agent, error) {
-	paths := g.o.Paths.ForAgent(prof)
-	for _, dir := range []string{paths.Workspace, paths.Sessions} {
-		if err := mkdirPrivate(dir); err != nil {
+// agentFor assembles agent prof through agent.New, the same way for every
+// agent. The default one works in the instance's paths with the backend's
+// sessions and Options' provider and tools; any other in its own
+// workspace and sessions, with its own model and tools where Options can
+// build them.
+func (g *Gateway) agentFor(prof configs.Agent) (*agent.Agent, error) {
+	paths, store := g.o.Paths, g.be.sessions()
+	provider, model, providerName, reg := g.o.Provider, g.o.Model, g.o.ProviderName, g.o.Tools
+	if prof.Name != configs.DefaultAgent {
+		paths = g.o.Paths.ForAgent(prof)
+		for _, dir := range []string{paths.Workspace, paths.Sessions} {
+			if err := mkdirPrivate(dir); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := templates.Sync(paths.Workspace); err != nil {
 			return nil, err
 		}
-	}
-	if _, err := templates.Sync(paths.Workspace); err != nil {
-		return nil, err
-	}
-	store, err := g.be.agentSessions(paths.Sessions, g.log)
-	if err != nil {
-		return nil, err
-	}
-	provider, model, providerName := g.o.Provider, g.o.Model, g.o.ProviderName
-	if g.o.BuildModel != nil {
-		provider, model, providerName = g.o.BuildModel(prof.Settings)
-	}
-	reg := tools.NewRegistry(tools.WithLogger(g.log), tools.WithRedactor(g.o.Redact))
-	if g.o.ToolsFor != nil {
-		r, err := g.o.ToolsFor(prof, paths)
-		if err != nil {
+		var err error
+		if store, err = g.be.agentSessions(paths.Sessions, g.log); err != nil {
 			return nil, err
 		}
-		reg = r
+		if g.o.BuildModel != nil {
+			provider, model, providerName = g.o.BuildModel(prof.Settings)
+		}
+		reg = nil
+		if g.o.ToolsFor != nil {
+			if reg, err = g.o.ToolsFor(prof, paths); err != nil {
+				return nil, err
+			}
+		}
 	}
-	name := prof.Name
+	if reg == nil {
+		reg = tools.NewRegistry(tools.WithLogger(g.log), tools.WithRedactor(g.o.Redact))
+	}
 	return agent.New(g.cfg, paths, agent.Deps{
-		Agent: name, Provider: provider, Model: model, Tools: reg, Store: store,
-		Targets: admitterFunc(func(ch, id string) bool { return g.gate != nil && g.gate.Admits(ch, id) }),
-		Out:     g.dl.publisher(g.be), MemoryLock: g.be.memoryLock(),
-		// A sub-agent's result comes back to the agent that started it.
-		Inbound: func(ctx context.Context, m bus.Inbound) error {
-			m.Agent = name
-			return g.be.PublishInbound(ctx, m)
-		},
-		Observer: agent.Observers(g.metrics, g.o.Observer), OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Presets: g.presetsFor(prof), Log: g.log,
-		Usage: g.usage, ProviderName: providerName, Budgets: g.budgets,
-		Voice: agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
+		Agent: prof.Name, Provider: provider, Model: model, ProviderName: providerName, Tools: reg, Store: store,
+		// The gate is built after the default agent; agents run only after New.
+		Targets:    admitterFunc(func(ch, id string) bool { return g.gate != nil && g.gate.Admits(ch, id) }),
+		Out:        g.dl.publisher(g.be),
+		Inbound:    g.be.PublishInbound,
+		MemoryLock: g.be.memoryLock(),
+		Observer:   agent.Observers(g.metrics, g.o.Observer),
+		OnTurnDone: g.turnDone,
+		Admit:      g.be.admission(),
+		Redact:     g.o.Redact,
+		Presets:    g.presetsFor(prof),
+		Usage:      g.usage,
+		Budgets:    g.budgets,
+		Voice:      agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
+		Log:        g.log,
 	})
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
 	"github.com/nanobot-go/nanobot/gateway/relay"
 	"github.com/nanobot-go/nanobot/internal/owner"
-	"github.com/nanobot-go/nanobot/tools"
 )
 
 // Gateway is an assembled gateway: New builds every part without starting
@@ -205,21 +204,7 @@ func (g *Gateway) newAgent() (*agent.Agent, error) {
 	if !g.runsAgent() {
 		return nil, nil
 	}
-	reg := g.o.Tools
-	if reg == nil {
-		reg = tools.NewRegistry(tools.WithLogger(g.log), tools.WithRedactor(g.o.Redact))
-	}
-	return agent.New(g.cfg, g.o.Paths, agent.Deps{
-		Provider: g.o.Provider, Model: g.o.Model, Tools: reg, Store: g.be.sessions(),
-		// The gate is built next; the agent runs only after New.
-		Targets: admitterFunc(func(ch, id string) bool { return g.gate != nil && g.gate.Admits(ch, id) }),
-		Out:     g.dl.publisher(g.be), Inbound: g.be.PublishInbound, MemoryLock: g.be.memoryLock(),
-		Observer: agent.Observers(g.metrics, g.o.Observer), OnTurnDone: g.turnDone, Admit: g.be.admission(), Redact: g.o.Redact, Log: g.log,
-		Presets: g.presetsFor(g.cfg.AgentList()[0]),
-		Usage:   g.usage, ProviderName: g.o.ProviderName,
-		Voice:   agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
-		Budgets: g.budgets,
-	})
+	return g.agentFor(g.cfg.AgentList()[0])
 }
 
 // canSpeak reports whether the named channel can deliver a voice reply.

@@ -1,0 +1,41 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools"
+)
+
+// A sub-agent's result comes back to the agent that started it, the
+// default one included: it names its agent, so bindings that route its
+// chat to another agent do not take it there.
+func TestSubagentResultNamesItsAgent(t *testing.T) {
+	cfg := configs.Default()
+	cfg.Agents.Defaults.Workspace = t.TempDir()
+	paths := configs.PathsFor(filepath.Join(t.TempDir(), "config.json"), &cfg)
+	store, err := session.NewFileStore(t.TempDir(), session.FileStoreOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bus.Inbound
+	a, err := New(&cfg, paths, Deps{
+		Provider: &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("done") }},
+		Model:    "m", Tools: tools.NewRegistry(), Store: store, Out: &outbox{},
+		Inbound: func(_ context.Context, m bus.Inbound) error { got = append(got, m); return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Subagents.Publish(context.Background(), bus.Inbound{Channel: "telegram", ChatID: "1", Source: bus.SourceSubagent}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Agent != configs.DefaultAgent {
+		t.Errorf("published %+v, want one message naming agent %q", got, configs.DefaultAgent)
+	}
+}
