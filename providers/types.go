@@ -7,6 +7,13 @@
 // configured rpm/tpm and to what the vendors' rate-limit headers allow.
 //
 // The agent only ever sees these types; which vendor answers is decided here.
+//
+// Concurrency: the agent calls one Provider from many goroutines at once
+// (one per running turn), so every Provider must be safe for concurrent use;
+// Stream calls onDelta one call at a time, never concurrently. Retry,
+// Fallback and the providers New, NewChain and NewChainOf build are safe for
+// concurrent use when the backends they wrap are; RateLimiters and
+// RateLimiter are safe for concurrent use.
 package providers
 
 import (

@@ -3,6 +3,12 @@
 // tolerant-cast-then-strict-validate treatment of the arguments a model sends.
 // Built-in tools live in sub-packages (shell, fs, web, message, spawn, cron,
 // mcp); every child process they start goes through tools/sandbox.
+//
+// Concurrency: a Registry is safe for concurrent use, and tools may be
+// registered and unregistered (MCP servers connect late) while calls
+// execute; Execute holds no lock while a tool runs. The agent runs the tool
+// calls of one turn in parallel and turns of different sessions at once, so
+// a Tool's Execute must be safe for concurrent use; a Turn's methods are.
 package tools
 
 import (

@@ -12,6 +12,11 @@
 // cursor moves. When the model keeps failing, the raw messages are archived
 // into HISTORY.md instead, so nothing is lost and no turn blocks for long.
 //
-// One Consolidator serves every session of a workspace and serializes all
-// writes to the memory files; do not run two Consolidators on one workspace.
+// Concurrency: one Consolidator serves every session of a workspace and is
+// safe for concurrent use; a lock (waiting on ctx) serializes every
+// read-modify-write of the memory files across sessions. Calls for one
+// session must not run concurrently with writes to that session (the
+// agent's per-session worker sees to it). Consolidators in several
+// processes on one workspace (cluster workers on a shared volume) must
+// share an Options.Lock; without one, run a single Consolidator.
 package memory

@@ -2,6 +2,13 @@
 // prompt with line editing and history, streamed replies rendered from
 // Markdown to ANSI, a "thinking…" indicator, Ctrl-C to stop a turn, and a
 // one-shot mode that prints only the reply.
+//
+// Concurrency: PublishOutbound may be called from any goroutine, concurrently
+// with the rest; Ask, Interactive and WaitIdle have one caller at a time (the
+// terminal is one conversation), and SetAgent is called before them. During a
+// turn one goroutine watches for Ctrl-C and ends with the turn; an Indicator
+// animates on a goroutine of its own between Start and Stop, both safe from
+// any goroutine. A Renderer is not safe for concurrent use.
 package repl
 
 import (

@@ -28,6 +28,12 @@
 // http.Client whose transport rewrites https://discord.com/ to apiBase;
 // the gateway URL comes from GET /gateway, so the fake's websocket is
 // reached without touching any global.
+//
+// Concurrency: Send, SendMedia, SendVoice, Edit and Typing use only the REST
+// API and may be called from any goroutine, concurrently with Run and with
+// each other. discordgo's reader goroutine only queues message events; one
+// worker goroutine of Run's hands them to the Inbox in order, and Run stops
+// it and closes the socket before it returns.
 package discord
 
 import (

@@ -5,6 +5,12 @@
 // left untouched and unread. Replies carry In-Reply-To, References and a
 // "Re:" subject, and mark themselves Auto-Submitted so that other robots
 // do not answer them; auto-replies and list mail are never answered.
+//
+// Concurrency: Send and SendMedia share nothing with Run: each opens an SMTP
+// connection of its own, so they may be called from any goroutine,
+// concurrently with Run and with each other. Run reads the mailbox on its
+// own goroutine, one IMAP connection at a time; a helper goroutine per
+// connection closes it when ctx ends, and is waited for before the next one.
 package email
 
 import (

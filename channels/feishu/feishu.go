@@ -24,6 +24,14 @@
 // chat_id (oc_…) for direct chats and groups alike. In topic groups (and
 // threads) with topicIsolation each topic is its own session
 // ("feishu:<chat_id>:<thread>") and replies go into the topic.
+//
+// Concurrency: Send, SendMedia, SendVoice, Edit, Finish and React use only
+// REST and may be called from any goroutine, concurrently with Run; each
+// streaming card has its own lock, and its idle-finish timer runs on a
+// goroutine of the time package. A connection has three goroutines — the
+// reader, a pinger and one worker that hands events to the Inbox in order —
+// and Run waits for them, and for the reactions it started, before it
+// returns.
 package feishu
 
 import (

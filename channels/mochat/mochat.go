@@ -30,6 +30,14 @@
 //
 // Chat ids are the session id, or "panel:<panel id>" for panels; the
 // sender id is the author's user id.
+//
+// Concurrency: Send uses only HTTP and may be called from any goroutine,
+// concurrently with Run. Run receives on goroutines of its own: over
+// Socket.IO, one reader feeding Run's loop; over HTTP, one watcher per
+// session and one poller per panel, delivering concurrently for different
+// chats. The shared state (cursors, dedup sets, held panel messages) is
+// under locks, the reply delay's flusher is one more goroutine, and Run
+// waits for all of them before it returns.
 package mochat
 
 import (

@@ -27,6 +27,13 @@
 // openid>"; a guild direct message is "dms:<guild id>". Sender ids are the
 // platform's openids: user_openid in single chats, member_openid in groups
 // (QQ gives one user different openids per context), author id in guild DMs.
+//
+// Concurrency: Send and SendMedia use only REST and may be called from any
+// goroutine, concurrently with Run and with each other; the msg_seq counter
+// they share is under a lock. Each connection has a reader and a heartbeat
+// goroutine, and one worker of Run's hands the dispatches to the Inbox in
+// order; Run stops the worker, and each connection its heartbeat, before
+// returning.
 package qq
 
 import (

@@ -14,6 +14,14 @@
 //
 // Sending converts Markdown to mrkdwn (format.go), streams by chat.update,
 // and reacts 👀 on receipt and ✅ when the final answer is sent.
+//
+// Concurrency: Send, Edit, SendMedia, SendVoice and React use only the Web
+// API and may be called from any goroutine, concurrently with Run and with
+// each other; the state they share with Run (the bot's id, the messages
+// given ✅) is under a lock. Run handles the Socket Mode events on its own
+// goroutine, one at a time and in order; the socketmode client runs its
+// connection on goroutines of its own, and each session waits for them
+// before Run reconnects or returns.
 package slack
 
 import (

@@ -18,6 +18,15 @@
 // documents. Photos, documents, voice notes and audio users send are
 // downloaded into the media folder; voice notes are transcribed when a
 // Whisper-compatible endpoint is configured.
+//
+// Concurrency: Send, Edit, Typing, SendMedia and SendVoice use a client that
+// never polls and may be called from any goroutine, concurrently with Run
+// and with each other. In polling mode one library goroutine fetches updates
+// and one worker handles them in order, and each poll session waits for both
+// before Run reconnects or returns; in webhook mode the handler is called on
+// the HTTP server's goroutines, concurrently, and answers 503 while Run is
+// not running. The state Run shares with them (the bot's identity, the
+// Inbox, the poll offset) is under a lock.
 package telegram
 
 import (

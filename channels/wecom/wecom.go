@@ -21,6 +21,15 @@
 // decrypted (AES-256-CBC, the key from the message's aeskey, the IV its
 // first 16 bytes, PKCS#7 padding to 32 bytes). Voice messages arrive
 // already transcribed.
+//
+// Concurrency: Send, Edit and Finish may be called from any goroutine,
+// concurrently with Run and with each other. They take the live connection,
+// which Run publishes under a lock (and fail, retryably, while there is
+// none); writes to it are serialized, and each stream has a lock of its own
+// so that its frames go one at a time. Each connection has a reader
+// goroutine that hands WeCom's answers to the calls waiting for them and
+// every other frame to Run's goroutine, which handles them in order; welcome
+// messages go on short goroutines bounded by the connection's context.
 package wecom
 
 import (

@@ -16,6 +16,13 @@
 // Images, files and videos come from WeChat's CDN encrypted with
 // AES-128-ECB and are decrypted into the media folder; voice messages
 // arrive with WeChat's transcript.
+//
+// Concurrency: Send uses only HTTP and may be called from any goroutine,
+// concurrently with Run; the state it shares with Run (the login, the
+// cursor, the users' context tokens) is under a lock and saved atomically.
+// Run long-polls and delivers on its own goroutine, one message at a time,
+// and starts no others. Login runs from `nanobot channels login`, not while
+// the gateway runs the channel.
 package weixin
 
 import (

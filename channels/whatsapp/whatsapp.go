@@ -11,6 +11,14 @@
 // its translation (events to bus.Inbound, bus.Outbound to messages) and
 // the login flow are tested without WhatsApp's servers, which cannot run
 // here; see README.md for exactly what is verified.
+//
+// Concurrency: Send, SendMedia, SendVoice and Typing may be called from any
+// goroutine, concurrently with Run and with each other; they take the client
+// Run publishes under a lock and fail, retryably, while Run is not running.
+// whatsmeow owns the connection and its goroutines (it reconnects by itself)
+// and calls the event handler on them; Run disconnects the client before it
+// returns, and events that arrive after that are dropped. Login runs from
+// `nanobot channels login`, not while the gateway runs the channel.
 package whatsapp
 
 import (

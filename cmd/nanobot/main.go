@@ -1,6 +1,12 @@
 // Command nanobot is the personal AI assistant gateway: `nanobot gateway`
 // runs the daemon, `nanobot agent` talks to the agent in a terminal, and
 // `nanobot onboard` writes a starter config and workspace.
+//
+// Concurrency: the commands run on the main goroutine; `gateway` ends on
+// SIGINT or SIGTERM and turns SIGHUP into a reload from a goroutine of its
+// own, `agent` ends on SIGTERM (Ctrl-C belongs to the REPL) and `channels
+// login` on SIGINT. The Langfuse exporter runs on a goroutine of its own
+// until the command's wiring is closed.
 package main
 
 import (

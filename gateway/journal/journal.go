@@ -15,6 +15,11 @@
 //
 // A failed write (disk full) fails Add and leaves the journal as it was;
 // Err reports it until a write succeeds again, without a restart.
+//
+// Concurrency: a Journal is safe for concurrent use; one lock serializes
+// Add, Done, Err, Pending and Close, so an fsync holds up the others for its
+// duration. A Journal owns its file and takes no file lock: two Journals
+// (in one process or two) must not open the same path.
 package journal
 
 import (

@@ -1,6 +1,10 @@
 // Package logging builds the process logger: log/slog with a text or JSON
 // handler on stderr, and a redacting handler in front of it so that
 // credentials never reach a log line, whichever component logs them.
+//
+// Concurrency: the logger New returns and a Ring are safe for concurrent
+// use: slog's handlers serialize their writes to w, and a Ring takes its own
+// lock.
 package logging
 
 import (

@@ -3,6 +3,11 @@
 // JSON frames) and the robot REST APIs the dingtalk channel uses. It checks
 // what the adapter sends — credentials, the access token header, the
 // robotCode, every frame's acknowledgement — and records protocol errors.
+//
+// Concurrency: a Server is safe for concurrent use by the code under test
+// and the test: every method may be called from any goroutine, and the REST
+// handlers and the stream websocket run on the httptest server's goroutines
+// under one lock. New registers t.Cleanup to shut it down.
 package dingtalktest
 
 import (

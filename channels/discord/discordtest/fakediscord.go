@@ -3,6 +3,11 @@
 // create (JSON or multipart with files) and edit, typing, attachment
 // downloads as from the CDN) and a gateway websocket speaking Hello, Identify,
 // READY, heartbeats and their ACKs, MESSAGE_CREATE and Resume.
+//
+// Concurrency: a Server is safe for concurrent use by the code under test
+// and the test: every method may be called from any goroutine, while the
+// REST handlers and the gateway websocket run on the httptest server's
+// goroutines, sharing one lock. New registers t.Cleanup to shut it down.
 package discordtest
 
 import (

@@ -5,6 +5,11 @@
 // outbox the test reads. Both offer STARTTLS with a certificate made for
 // the test (Roots trusts it) and refuse passwords before TLS unless
 // Insecure is set.
+//
+// Concurrency: the IMAP and SMTP servers serve the code under test on
+// goroutines of their own until t.Cleanup closes them. Outbox may be called
+// from any goroutine; Send, Deliver, Seen, Count and Unseen fail through the
+// t they are given and belong to the goroutine running the test.
 package emailtest
 
 import (

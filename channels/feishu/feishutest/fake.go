@@ -12,6 +12,12 @@
 // frame or whose payload is not {"code":200}, a card update whose sequence
 // does not increase, card content updates less than MinEditGap apart or
 // after streaming mode was turned off.
+//
+// Concurrency: a Server is safe for concurrent use by the code under test
+// and the test: every method may be called from any goroutine, and the REST
+// handlers and each long connection (a reader, and a writer goroutine
+// draining what Push queued) share one lock. New registers t.Cleanup to shut
+// it down.
 package feishutest
 
 import (

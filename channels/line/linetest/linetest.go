@@ -10,6 +10,12 @@
 // messages per call, at most 5,000 characters (UTF-16 units) per text, a
 // retry key must be a UUID and a repeated one gets 409 — and records what a
 // real client should never do as violations.
+//
+// Concurrency: a Server is safe for concurrent use by the code under test
+// and the test: every method may be called from any goroutine. Emit and
+// EmitRaw post to the webhook on a goroutine of their own and return at once
+// (Acked reports the answer later); t.Cleanup waits for those goroutines and
+// shuts the server down.
 package linetest
 
 import (

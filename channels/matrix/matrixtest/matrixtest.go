@@ -6,6 +6,13 @@
 // The Dendrite binaries are built by .ci/run into $NANOBOT_TEST_DENDRITE
 // (default ~/.cache/nanobot-ci/dendrite/bin). Without them the tests skip
 // with a message, except under CI, where they fail.
+//
+// Concurrency: Dendrite runs in a process of its own, and the proxy accepts
+// and copies each connection on goroutines of its own; Drop may be called
+// from any goroutine. Start, Register and a Device's methods that take a
+// testing.TB fail through it and belong to the goroutine running the test. A
+// Device syncs on a goroutine of its own until the test ends; Seen may be
+// read from any goroutine while it runs.
 package matrixtest
 
 import (

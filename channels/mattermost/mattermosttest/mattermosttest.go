@@ -22,6 +22,11 @@
 //     {"text":"pong"}; "user_typing" is recorded.
 //
 // Anything the client does against the protocol is recorded in Violations.
+//
+// Concurrency: a Server is safe for concurrent use by the code under test
+// and the test: every method may be called from any goroutine, and the REST
+// handlers and the websockets run on the httptest server's goroutines under
+// one lock. New registers t.Cleanup to shut it down.
 package mattermosttest
 
 import (

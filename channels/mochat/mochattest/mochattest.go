@@ -2,6 +2,14 @@
 // API the mochat channel uses, with sessions watched by long poll, panels
 // read by polling, and sends recorded. It checks the X-Claw-Token header on
 // every call and answers in the {code, message, data} envelope.
+//
+// Concurrency: a Server and a SocketIO are safe for concurrent use by the
+// code under test and the test: every method may be called from any
+// goroutine, and the handlers (long polls included) run on the httptest
+// server's goroutines under one lock. New and StartSocketIO call t.Fatal and
+// belong to the goroutine running the test. New's t.Cleanup closes the
+// server; StartSocketIO's ends the Socket.IO process and waits for the
+// goroutine reading its output.
 package mochattest
 
 import (

@@ -21,6 +21,12 @@
 // Dispatch sequence numbers grow across sessions, so Acked can tell
 // whether the adapter has reported (heartbeat or Resume) a message's seq.
 // Anything the adapter does against the protocol is recorded in Violations.
+//
+// Concurrency: a Server is safe for concurrent use by the code under test
+// and the test: every method may be called from any goroutine, and the REST
+// handlers and the gateway websocket run on the httptest server's goroutines
+// under one lock. New calls t.Fatal, so it belongs to the goroutine running
+// the test, and registers t.Cleanup to shut the server down.
 package qqtest
 
 import (

@@ -11,6 +11,13 @@
 // but not both, known groups) and records protocol violations. It runs one
 // account; requests naming another get signal-cli's "Specified account does
 // not exist" error.
+//
+// Concurrency: a Server is safe for concurrent use by the code under test
+// and the test: every method may be called from any goroutine, and the HTTP
+// handlers, the TCP listener's accept goroutine and each connection share
+// one lock. New calls t.Fatal, so it belongs to the goroutine running the
+// test; its t.Cleanup drops the connections and waits for the accept
+// goroutine before it closes the server.
 package signaltest
 
 import (

@@ -3,6 +3,12 @@
 // apps.connections.open, chat.postMessage, chat.update, reactions.add) and
 // serving a Socket Mode WebSocket that sends "hello", then the envelopes a
 // test pushes, and records the acknowledgements it gets back.
+//
+// Concurrency: a Server is safe for concurrent use by the code under test
+// and the test: every method may be called from any goroutine, and the Web
+// API handlers and each Socket Mode connection (with a reader goroutine
+// taking the acknowledgements) share one lock. New registers t.Cleanup to
+// shut it down.
 package slacktest
 
 import (

@@ -5,6 +5,12 @@
 // /file/bot<token>/<path>), keeps the chats' messages, validates HTML the way
 // Telegram does, and lets a test inject failures (429 with retry_after, a
 // dropped connection, a malformed update).
+//
+// Concurrency: a Server is safe for concurrent use by the code under test
+// and the test: every method may be called from any goroutine, and the Bot
+// API handlers, held long polls included, run on the httptest server's
+// goroutines under one lock. New registers t.Cleanup(Close); ParseHTML keeps
+// no state.
 package telegramtest
 
 import (

@@ -5,6 +5,12 @@
 // req_id in flight, nothing after a stream finished — and records
 // protocol violations. Attachments are served encrypted the way WeCom
 // encrypts them.
+//
+// Concurrency: a Server is safe for concurrent use by the code under test
+// and the test: every method may be called from any goroutine, and the
+// websocket (which answers each frame on a goroutine of its own) and the
+// attachment handler share one lock. New registers t.Cleanup to shut it
+// down.
 package wecomtest
 
 import (

@@ -4,6 +4,12 @@
 // sends — the bot token and the ilink headers (a fresh X-WECHAT-UIN per
 // request), the cursor, the user's latest context token on every reply —
 // and records protocol violations.
+//
+// Concurrency: a Server is safe for concurrent use by the code under test
+// and the test: every method may be called from any goroutine, and the
+// handlers, held getupdates long polls included, run on the httptest
+// server's goroutines under one lock. New registers t.Cleanup to shut it
+// down.
 package weixintest
 
 import (

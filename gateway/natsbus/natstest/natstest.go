@@ -2,6 +2,12 @@
 // process: random loopback port, storage in t.TempDir(), stopped by
 // t.Cleanup. Restart stops it and starts it again on the same port and
 // store, to test reconnection without losing what JetStream acknowledged.
+//
+// Concurrency: Stop may be called from any goroutine, also concurrently with
+// itself. Start, Restart and Connect call t.Fatal and belong to the
+// goroutine running the test, and URL must not be called concurrently with
+// Restart, which sets the port again. The server's own goroutines run until
+// Stop (or t.Cleanup).
 package natstest
 
 import (

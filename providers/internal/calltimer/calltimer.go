@@ -3,6 +3,11 @@
 // Both cancel the call's context with a cause, so the backend can tell its
 // own timeouts apart from the caller's cancellation when it classifies the
 // error.
+//
+// Concurrency: a Timer's methods may be called from any goroutine,
+// concurrently with each other (a stream's reader Kicks while the caller
+// Stops); the two timeouts fire on goroutines of the time package and do
+// nothing but cancel the context. Stop may be called more than once.
 package calltimer
 
 import (

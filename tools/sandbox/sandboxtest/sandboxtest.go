@@ -2,6 +2,13 @@
 
 // Package sandboxtest holds test helpers for code that starts processes
 // through tools/sandbox.
+//
+// Concurrency: the helpers keep no state; those that take a testing.TB
+// fail through it and belong to the goroutine running the test, the others
+// may be called from any goroutine. TimeoutAfterStart calls run on a
+// goroutine of its own, so run reports failure by its error, not through t.
+// Serve answers each connection on a goroutine of its own, which ends when
+// the client closes or after ten seconds.
 package sandboxtest
 
 import (
