@@ -376,6 +376,9 @@ func (l *Loop) publish(ctx context.Context, m bus.Inbound, out bus.Outbound) {
 	if out.Metadata == nil && len(m.Metadata) > 0 {
 		out.Metadata = m.Metadata
 	}
+	if out.ThreadID == "" {
+		out.ThreadID = m.ThreadID
+	}
 	if err := l.cfg.Out.PublishOutbound(ctx, out); err != nil {
 		l.log.Warn("publish failed", "session", m.Key(), "kind", out.Kind.String(), "err", err)
 	}

@@ -116,7 +116,8 @@ type Inbound struct {
 	// unless agents.defaults.allowBotMessages.
 	FromBot bool `json:"fromBot,omitempty"`
 	// ThreadID is the platform thread the message belongs to (a Telegram
-	// forum topic, a Slack thread), for routing rules.
+	// forum topic, a Slack thread, a Matrix thread): routing rules match
+	// it, and the replies carry it back (Outbound.ThreadID).
 	ThreadID string `json:"threadId,omitempty"`
 	// Agent names the agent that handles the message: set by the router,
 	// or by an agent for its own sub-agents' results ("" = route by the
@@ -232,9 +233,12 @@ type Outbound struct {
 	// Usage is set on a turn's final reply: the tokens of all its model
 	// calls (nil when unknown).
 	Usage *Usage `json:"usage,omitempty"`
-	// Metadata carries what the channel needs back (thread ids, ...): the
-	// inbound message's Metadata, untouched.
+	// Metadata carries what else the channel needs back: the inbound
+	// message's Metadata, untouched.
 	Metadata Metadata `json:"metadata,omitempty"`
+	// ThreadID is the platform thread to answer in (a Telegram forum topic,
+	// a Slack thread, a Matrix thread): the inbound message's ThreadID.
+	ThreadID string `json:"threadId,omitempty"`
 	// SessionKey is the conversation this belongs to.
 	SessionKey string `json:"sessionKey,omitempty"`
 	// Turn is the gateway id (Inbound.ID) of the message this answers, if

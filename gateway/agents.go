@@ -320,7 +320,7 @@ func (g *Gateway) rateNotice(ctx context.Context, m bus.Inbound) {
 	text := fmt.Sprintf("⏸️ This chat sent more than %d messages in a minute, so I'm skipping new ones until the minute is over. "+
 		"Please send again after that what you still want answered.", g.limiter.max)
 	notice := bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text,
-		ReplyTo: m.MessageID, Metadata: m.Metadata, SessionKey: m.Key(), IsError: true}
+		ReplyTo: m.MessageID, Metadata: m.Metadata, ThreadID: m.ThreadID, SessionKey: m.Key(), IsError: true}
 	if err := g.dl.notify(ctx, notice); err != nil {
 		g.log.Warn("rate notice not sent", "channel", m.Channel, "err", err)
 	}

@@ -189,7 +189,7 @@ func (d *delivery) accept(ctx context.Context, in inbox, m bus.Inbound) error {
 	d.mu.Unlock()
 	if tell {
 		notice := bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: storageNotice,
-			ReplyTo: m.MessageID, Metadata: m.Metadata, SessionKey: m.Key(), IsError: true}
+			ReplyTo: m.MessageID, Metadata: m.Metadata, ThreadID: m.ThreadID, SessionKey: m.Key(), IsError: true}
 		if nerr := d.notify(ctx, notice); nerr != nil {
 			d.log.Warn("storage notice not sent", "channel", m.Channel, "err", nerr)
 		}

@@ -88,6 +88,7 @@ func (c *Channel) toInbound(ctx context.Context, in channels.Inbox, evt *event.E
 	if root := rel.GetThreadParent(); root != "" {
 		// A thread is its own conversation; replies go into it.
 		meta["thread_root"] = string(root)
+		m.ThreadID = string(root)
 		m.SessionKey = fmt.Sprintf("%s:%s:thread:%s", c.Name(), room, root)
 	}
 	parts := []string{}

@@ -183,7 +183,10 @@ func render(markdown string) event.MessageEventContent {
 
 // relate puts the reply in the thread the user wrote in.
 func (c *Channel) relate(content *event.MessageEventContent, m bus.Outbound) {
-	root := m.Metadata["thread_root"]
+	root := m.ThreadID
+	if root == "" {
+		root = m.Metadata["thread_root"] // a reply written before ThreadID
+	}
 	if root == "" {
 		return
 	}

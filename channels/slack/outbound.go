@@ -17,7 +17,7 @@ import (
 
 // Send implements channels.Channel: one message (the dispatcher already
 // split it to MessageLimit) as mrkdwn, in the message's thread
-// (Metadata["thread_ts"]) when replyInThread is on. A final answer marks
+// (m.ThreadID) when replyInThread is on. A final answer marks
 // the user's message ✅.
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if err := channels.CheckSend("slack", m); err != nil {
@@ -26,7 +26,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	opts := []slack.MsgOption{slack.MsgOptionText(toMrkdwn(m.Content), false)}
 	thread := ""
 	if c.cfg.threads() {
-		thread = metaString(m.Metadata, "thread_ts")
+		thread = replyThread(m)
 	}
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
@@ -78,7 +78,7 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 	}
 	thread := ""
 	if c.cfg.threads() {
-		thread = metaString(m.Metadata, "thread_ts")
+		thread = replyThread(m)
 	}
 	for _, media := range m.Media {
 		if err := c.upload(ctx, m.ChatID, thread, media); err != nil {
@@ -202,4 +202,13 @@ func (c *Channel) sendError(what string, err error) error {
 		return &channels.PermanentError{Err: wrapped}
 	}
 	return wrapped
+}
+
+// replyThread is the thread m answers in: its ThreadID, or for a reply
+// written before outbound messages carried one, its metadata.
+func replyThread(m bus.Outbound) string {
+	if m.ThreadID != "" {
+		return m.ThreadID
+	}
+	return metaString(m.Metadata, "thread_ts")
 }

@@ -26,7 +26,7 @@ func (c *Channel) SendVoice(ctx context.Context, m bus.Outbound) (channels.Messa
 	}
 	thread := ""
 	if c.cfg.threads() {
-		thread = metaString(m.Metadata, "thread_ts")
+		thread = replyThread(m)
 	}
 	title := fmt.Sprintf("Voice reply (%d s)", media.Seconds(v.Duration))
 	_, err = c.api.UploadFileContext(ctx, slack.UploadFileParameters{

@@ -35,8 +35,11 @@ func TestForumTopicsAreSessions(t *testing.T) {
 	if plain.Key() != "telegram:-100777" {
 		t.Errorf("plain group session = %q, want telegram:-100777", plain.Key())
 	}
-	// The reply goes back to the topic.
-	if _, err := ch.Send(context.Background(), bus.Outbound{ChatID: t42.ChatID, Content: "answer", Metadata: t42.Metadata}); err != nil {
+	if t42.ThreadID != "42" {
+		t.Errorf("topic 42 ThreadID = %q", t42.ThreadID)
+	}
+	// The reply goes back to the topic: the typed ThreadID is enough.
+	if _, err := ch.Send(context.Background(), bus.Outbound{ChatID: t42.ChatID, Content: "answer", ThreadID: t42.ThreadID}); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 	if err := ch.Typing(context.Background(), t42.ChatID, t42.Metadata); err != nil {
@@ -50,8 +53,9 @@ func TestForumTopicsAreSessions(t *testing.T) {
 	if len(calls) != 1 || calls[0].Params["message_thread_id"] != "42" || calls[0].Params["action"] != "typing" {
 		t.Errorf("sendChatAction calls %+v, want typing in thread 42", calls)
 	}
-	// Metadata that went through JSON (a journal, NATS), also in the shape
-	// older versions wrote (a number), still finds the topic.
+	// A reply written before ThreadID existed finds the topic in its
+	// metadata, also after JSON (a journal, NATS) and in the shape older
+	// versions wrote (a number).
 	var meta bus.Metadata
 	raw, _ := json.Marshal(map[string]any{"message_thread_id": 43})
 	_ = json.Unmarshal(raw, &meta)

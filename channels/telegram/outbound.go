@@ -32,7 +32,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	}
 	p := &bot.SendMessageParams{
 		ChatID:          chat,
-		MessageThreadID: threadID(m.Metadata),
+		MessageThreadID: replyThread(m),
 		Text:            toHTML(m.Content),
 		ParseMode:       models.ParseModeHTML,
 		ReplyParameters: c.replyTo(m),
@@ -140,7 +140,7 @@ func (c *Channel) SendVoice(ctx context.Context, m bus.Outbound) (channels.Messa
 	}
 	defer f.Close()
 	params := &bot.SendVoiceParams{
-		ChatID: chat, MessageThreadID: threadID(m.Metadata), ReplyParameters: c.replyTo(m),
+		ChatID: chat, MessageThreadID: replyThread(m), ReplyParameters: c.replyTo(m),
 		Voice: &models.InputFileUpload{Filename: filepath.Base(m.Media[0].Path), Data: f},
 	}
 	if caption := strings.TrimSpace(m.Content); caption != "" && utf8.RuneCountInString(caption) <= captionLimit {
@@ -182,7 +182,7 @@ func (c *Channel) sendFile(ctx context.Context, chat any, m bus.Outbound, media 
 	if strings.TrimSpace(caption) != "" {
 		html, mode = toHTML(caption), models.ParseModeHTML
 	}
-	thread, reply := threadID(m.Metadata), c.replyTo(m)
+	thread, reply := replyThread(m), c.replyTo(m)
 	var msg *models.Message
 	var err error
 	if media.IsImage() && size <= photoLimit {
@@ -225,8 +225,17 @@ func chatID(s string) (any, error) {
 	return nil, channels.Permanentf("telegram: %q is not a chat id", s)
 }
 
-// threadID reads the forum topic from message metadata, whatever number
-// type it has (JSON round trips turn ints into float64).
+// replyThread is the forum topic m answers in: its ThreadID, or for a
+// reply written before outbound messages carried one, its metadata.
+func replyThread(m bus.Outbound) int {
+	if n, err := strconv.Atoi(m.ThreadID); err == nil {
+		return n
+	}
+	return threadID(m.Metadata)
+}
+
+// threadID reads the forum topic from message metadata (typing gets no
+// more than the inbound metadata).
 func threadID(meta bus.Metadata) int {
 	n, _ := strconv.Atoi(meta["message_thread_id"])
 	return n
