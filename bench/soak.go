@@ -355,9 +355,10 @@ func runSoak(ctx context.Context, o soakOptions) (res *soakResult, err error) {
 	hangCtx, stopHangs := context.WithCancel(context.Background())
 	hangDone := make(chan struct{})
 	defer func() { stopHangs(); <-hangDone }()
+	hangRng := rand.New(rand.NewPCG(seeds.Uint64(), 2))
 	go func() {
 		defer close(hangDone)
-		rng := rand.New(rand.NewPCG(seeds.Uint64(), 2))
+		rng := hangRng
 		for {
 			select {
 			case <-hangCtx.Done():
