@@ -128,23 +128,27 @@ func (l *soakLedger) waiting(chat int64) int {
 	defer l.mu.Unlock()
 	c := l.chats[chat]
 	n := 0
+	stopped := stoppedAfter(c.msgs)
 	for i, m := range c.msgs {
-		if !m.stop && !m.answered && !stoppedAfter(c.msgs, i) {
+		if !m.stop && !m.answered && !stopped[i] {
 			n++
 		}
 	}
 	return n
 }
 
-// stoppedAfter reports whether a /stop sent after msgs[i] was acknowledged
-// with "Stopped.".
-func stoppedAfter(msgs []*userMsg, i int) bool {
-	for _, m := range msgs[i+1:] {
-		if m.stop && m.ack == ackStopped {
-			return true
+// stoppedAfter reports for each message whether a /stop sent after it was
+// acknowledged with "Stopped.".
+func stoppedAfter(msgs []*userMsg) []bool {
+	out := make([]bool, len(msgs))
+	later := false
+	for i := len(msgs) - 1; i >= 0; i-- {
+		out[i] = later
+		if msgs[i].stop && msgs[i].ack == ackStopped {
+			later = true
 		}
 	}
-	return false
+	return out
 }
 
 // observe takes what the bot sent or edited, in the platform's order.
@@ -239,6 +243,7 @@ func (l *soakLedger) tally() []chatTally {
 		c := l.chats[id]
 		t := chatTally{Chat: id, Duplicates: len(c.dups), OutOfOr: len(c.outOfOrd), Misrouted: len(c.misrouted)}
 		var open []*userMsg
+		stopped := stoppedAfter(c.msgs)
 		for i, m := range c.msgs {
 			switch {
 			case m.stop:
@@ -251,7 +256,7 @@ func (l *soakLedger) tally() []chatTally {
 			case m.answered:
 				t.Sent++
 				t.Answered++
-			case stoppedAfter(c.msgs, i):
+			case stopped[i]:
 				t.Sent++
 				t.Interrupted++
 			default:
