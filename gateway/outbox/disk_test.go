@@ -1,31 +1,14 @@
 package outbox_test
 
 import (
-	"os"
 	"path/filepath"
-	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/bus"
 	"github.com/nanobot-go/nanobot/gateway/outbox"
-	"github.com/nanobot-go/nanobot/gateway/wal"
+	"github.com/nanobot-go/nanobot/gateway/wal/waltest"
 )
-
-// fullDiskFile is an os file whose writes fail with ENOSPC while full is
-// set, as on a full disk.
-type fullDiskFile struct {
-	*os.File
-	full *atomic.Bool
-}
-
-func (f fullDiskFile) Write(p []byte) (int, error) {
-	if f.full.Load() {
-		return 0, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
-	}
-	return f.File.Write(p)
-}
 
 // TestFullDiskDoesNotRepeatASentReply: the platform accepts a reply while
 // the disk is full, so neither the sent part nor the reply's end can be
@@ -35,15 +18,8 @@ func (f fullDiskFile) Write(p []byte) (int, error) {
 // an answer twice).
 func TestFullDiskDoesNotRepeatASentReply(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "outbox.jsonl")
-	var full atomic.Bool
-	open := func(name string, flag int, perm os.FileMode) (wal.File, error) {
-		f, err := os.OpenFile(name, flag, perm)
-		if err != nil {
-			return nil, err
-		}
-		return fullDiskFile{File: f, full: &full}, nil
-	}
-	ob, _, err := outbox.Open(path, outbox.Options{Open: open})
+	var disk waltest.Disk
+	ob, _, err := outbox.Open(path, outbox.Options{Open: disk.Open})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +28,12 @@ func TestFullDiskDoesNotRepeatASentReply(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	full.Store(true)
+	disk.SetFull(true)
 	if err := ob.PartSent(first.ID, 0, channels.MessageRef{ChatID: "1", MessageID: "77"}); err == nil {
 		t.Fatal("PartSent on a full disk: no error")
 	}
 	ob.Finished(first.ID, channels.OutcomeSent)
-	full.Store(false)
+	disk.SetFull(false)
 
 	// Any later record, here the next reply, brings the file up to date.
 	second, err := ob.Add(bus.Outbound{Channel: "tg", ChatID: "2", Content: "second", Kind: bus.KindMessage})
@@ -87,15 +63,8 @@ func TestFullDiskDoesNotRepeatASentReply(t *testing.T) {
 // disk has room again.
 func TestFullDiskKeepsWhatWasSent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "outbox.jsonl")
-	var full atomic.Bool
-	open := func(name string, flag int, perm os.FileMode) (wal.File, error) {
-		f, err := os.OpenFile(name, flag, perm)
-		if err != nil {
-			return nil, err
-		}
-		return fullDiskFile{File: f, full: &full}, nil
-	}
-	ob, _, err := outbox.Open(path, outbox.Options{Open: open})
+	var disk waltest.Disk
+	ob, _, err := outbox.Open(path, outbox.Options{Open: disk.Open})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,12 +72,12 @@ func TestFullDiskKeepsWhatWasSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full.Store(true)
+	disk.SetFull(true)
 	_ = ob.PartSent(long.ID, 0, channels.MessageRef{ChatID: "1", MessageID: "77"})
 	if got := ob.SentParts(long.ID); got[0].MessageID != "77" {
 		t.Errorf("SentParts after a failed write = %v, want part 0 as message 77", got)
 	}
-	full.Store(false)
+	disk.SetFull(false)
 	if _, err := ob.Add(bus.Outbound{Channel: "tg", ChatID: "2", Content: "next", Kind: bus.KindMessage}); err != nil {
 		t.Fatal(err)
 	}
