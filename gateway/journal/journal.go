@@ -14,7 +14,10 @@
 // done lines have accumulated.
 //
 // A failed write (disk full) fails Add and leaves the journal as it was;
-// Err reports it until a write succeeds again, without a restart.
+// Err reports it until a write succeeds again, without a restart. A done
+// line that could not be written is kept in memory, and the next write
+// first rewrites the file from memory, so a restart after the disk has
+// room again does not answer that message a second time.
 package journal
 
 import (
@@ -61,6 +64,11 @@ type Journal struct {
 	order   []string               // pending ids in arrival order
 	seen    *dedupSet              // recent dedup keys
 	done    int                    // done lines since the last compaction
+	// stale is set when a done line could not be written (a full disk):
+	// the file still holds a message memory knows is finished, and a
+	// restart would answer it again. The next write first rewrites the
+	// file from memory.
+	stale bool
 }
 
 // ErrDuplicate is returned by Add for a message already journaled.
@@ -186,7 +194,15 @@ func (j *Journal) Pending() int {
 }
 
 func (j *Journal) write(r record, sync bool) error {
+	if j.stale {
+		if err := j.compact(); err != nil {
+			return err
+		}
+	}
 	if err := wal.AppendJSON(j.w, r, sync); err != nil {
+		if r.Op == "done" {
+			j.stale = true
+		}
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
@@ -214,6 +230,7 @@ func (j *Journal) compact() error {
 		return fmt.Errorf("journal compact: %w", err)
 	}
 	j.done = 0
+	j.stale = false
 	return nil
 }
 
