@@ -308,7 +308,7 @@ func runSoak(ctx context.Context, o soakOptions) (res *soakResult, err error) {
 	for i := range ids {
 		ids[i] = int64(1001 + i)
 	}
-	led := newSoakLedger(ids)
+	led := newSoakLedger(ids, res.Started)
 	users := soakUsers{tg}
 
 	// The follower reads what the bot sent, in order.
@@ -349,7 +349,7 @@ func runSoak(ctx context.Context, o soakOptions) (res *soakResult, err error) {
 	}()
 
 	inj := &injector{kinds: kinds, rng: rand.New(rand.NewPCG(seeds.Uint64(), 1)), every: o.FaultEvery, longest: o.MaxFault, procs: procs,
-		proxy: proxy, model: model, disk: disk, nats: ns, led: led, users: users, ids: ids, log: lg}
+		proxy: proxy, model: model, disk: disk, nats: ns, led: led, users: users, ids: ids, log: lg, start: res.Started}
 
 	// A stream the model hangs gets a /stop from its user.
 	hangCtx, stopHangs := context.WithCancel(context.Background())
@@ -505,6 +505,7 @@ type injector struct {
 	users   soakUsers
 	ids     []int64
 	log     *log.Logger
+	start   time.Time // the run's, for offsets in the log
 
 	mu  sync.Mutex
 	evs []faultEvent
@@ -534,9 +535,7 @@ func (in *injector) run(ctx context.Context) {
 			e := faultEvent{Kind: k, At: time.Now()}
 			e.Detail, e.Err = in.inject(k)
 			e.End = time.Now()
-			if e.Err != "" {
-				in.log.Printf("fault %s: %s", k, e.Err)
-			}
+			in.log.Printf("fault %s at %.1fs for %s: %s %s", k, e.At.Sub(in.start).Seconds(), e.End.Sub(e.At).Round(100*time.Millisecond), e.Detail, e.Err)
 			in.record(e)
 		}
 	}

@@ -96,7 +96,7 @@ func TestSoakLedger(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := newSoakLedger([]int64{chat})
+			l := newSoakLedger([]int64{chat}, t0)
 			for _, s := range tt.steps {
 				switch s.send {
 				case "q":

@@ -63,7 +63,7 @@ type chatLog struct {
 	firstMid  map[int]int64
 	dupSeen   map[[2]int64]bool
 	dups      []duplicate
-	outOfOrd  []int
+	outOfOrd  []string // what showed when
 	misrouted []string
 	errs      []botReply
 	extraAcks int
@@ -75,10 +75,11 @@ type soakLedger struct {
 	mu    sync.Mutex
 	chats map[int64]*chatLog
 	ids   []int64
+	start time.Time // offsets in details count from here
 }
 
-func newSoakLedger(ids []int64) *soakLedger {
-	l := &soakLedger{chats: map[int64]*chatLog{}, ids: ids}
+func newSoakLedger(ids []int64, start time.Time) *soakLedger {
+	l := &soakLedger{chats: map[int64]*chatLog{}, ids: ids, start: start}
 	for _, id := range ids {
 		l.chats[id] = &chatLog{id: id, byN: map[int]*userMsg{}, firstMid: map[int]int64{}, dupSeen: map[[2]int64]bool{}, final: map[int64]string{}}
 	}
@@ -177,7 +178,9 @@ func (l *soakLedger) observe(sent []telegramtest.Sent) {
 				q.answered, q.answerAt = true, s.At
 				c.firstMid[n] = s.MessageID
 				if n < c.maxSeen {
-					c.outOfOrd = append(c.outOfOrd, n)
+					later := c.byN[c.maxSeen]
+					c.outOfOrd = append(c.outOfOrd, fmt.Sprintf("%s (sent at %s) first shown at %s in message %d, after %s (sent at %s) at %s in message %d",
+						soakMarker(c.id, n), l.off(q.at), l.off(s.At), s.MessageID, soakMarker(c.id, c.maxSeen), l.off(later.at), l.off(later.answerAt), c.firstMid[c.maxSeen]))
 				}
 				c.maxSeen = max(c.maxSeen, n)
 				continue
@@ -218,9 +221,11 @@ type chatTally struct {
 	Stops, StopsAcked, StopsLost      int
 	Misrouted                         int
 	// LostN and FailedN are the lost and failed sequence numbers; Reasons
-	// the error replies that explain the failed ones.
+	// the error replies that explain the failed ones; LostWhen when each
+	// lost one was sent and what the chat showed last before the count.
 	LostN, FailedN []int
 	Reasons        []string
+	LostWhen       []string
 }
 
 // tally classifies every message of every chat as it stands:
@@ -279,6 +284,7 @@ func (l *soakLedger) tally() []chatTally {
 		for _, m := range open {
 			if !used[m] {
 				t.LostN = append(t.LostN, m.n)
+				t.LostWhen = append(t.LostWhen, fmt.Sprintf("%s sent at %s; %s", soakMarker(id, m.n), l.off(m.at), c.around(m.n, l)))
 			}
 		}
 		t.Failed, t.Lost = len(t.FailedN), len(t.LostN)
@@ -317,8 +323,8 @@ func (l *soakLedger) problems() []string {
 	var out []string
 	for _, id := range l.ids {
 		c := l.chats[id]
-		for _, n := range c.outOfOrd {
-			out = append(out, fmt.Sprintf("out of order: %s answered after a later question", soakMarker(id, n)))
+		for _, d := range c.outOfOrd {
+			out = append(out, "out of order: "+d)
 		}
 		out = append(out, c.misrouted...)
 	}
@@ -345,4 +351,25 @@ func (l *soakLedger) others() map[string]int {
 		}
 	}
 	return out
+}
+
+// off is t as an offset into the run.
+func (l *soakLedger) off(t time.Time) string {
+	return fmt.Sprintf("%.1fs", t.Sub(l.start).Seconds())
+}
+
+// around says when the questions before and after n were answered.
+func (c *chatLog) around(n int, l *soakLedger) string {
+	var parts []string
+	for _, k := range []int{n - 1, n + 1} {
+		q := c.byN[k]
+		switch {
+		case q == nil:
+		case q.answered:
+			parts = append(parts, fmt.Sprintf("%s answered at %s (message %d)", soakMarker(c.id, k), l.off(q.answerAt), c.firstMid[k]))
+		default:
+			parts = append(parts, fmt.Sprintf("%s unanswered", soakMarker(c.id, k)))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -323,8 +323,8 @@ func (r *soakResult) markdown() string {
 	// What needs a reader's eye.
 	var notes []string
 	for _, c := range r.Chats {
-		for _, n := range c.LostN {
-			notes = append(notes, fmt.Sprintf("lost: %s", soakMarker(c.Chat, n)))
+		for _, w := range c.LostWhen {
+			notes = append(notes, "lost: "+w)
 		}
 		for _, why := range c.Reasons {
 			notes = append(notes, "failed with an error reply: "+why)
