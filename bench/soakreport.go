@@ -165,30 +165,67 @@ func (tr trend) fmt(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// explain names the faults around a duplicate: those that ran between the
-// first and the second showing, or else the last one before it.
-func (r *soakResult) explain(d duplicate) string {
-	var names []string
-	var last *faultEvent
-	for i := range r.Faults {
-		f := &r.Faults[i]
-		if f.At.After(d.dup) {
-			continue
+// dupGroup is the duplicates whose second showing followed the same
+// fault.
+type dupGroup struct {
+	after   string // the last fault before the second showings, other than /stop
+	markers []string
+	between map[string]int // faults between the first and second showings
+}
+
+// groupDups groups the duplicates by the last fault (not a /stop) before
+// their second showing, and counts the faults between their showings.
+func (r *soakResult) groupDups() []*dupGroup {
+	var out []*dupGroup
+	byAfter := map[string]*dupGroup{}
+	for _, d := range r.Dups {
+		after := "no fault"
+		var last *faultEvent
+		for i := range r.Faults {
+			f := &r.Faults[i]
+			if strings.HasPrefix(f.Kind, "stop") || f.At.After(d.dup) {
+				continue
+			}
+			if last == nil || f.At.After(last.At) {
+				last = f
+			}
 		}
-		if !f.End.Before(d.first) {
-			names = append(names, fmt.Sprintf("%s at %s", f.Kind, r.at(f.At)))
+		if last != nil {
+			after = fmt.Sprintf("%s at %s", last.Kind, r.at(last.At))
 		}
-		if last == nil || f.At.After(last.At) {
-			last = f
+		g := byAfter[after]
+		if g == nil {
+			g = &dupGroup{after: after, between: map[string]int{}}
+			byAfter[after] = g
+			out = append(out, g)
+		}
+		g.markers = append(g.markers, fmt.Sprintf("%s (%s, %s)", soakMarker(d.chat, d.n), r.at(d.first), r.at(d.dup)))
+		for _, f := range r.Faults {
+			if !f.End.Before(d.first) && !f.At.After(d.dup) {
+				g.between[f.Kind]++
+			}
 		}
 	}
-	if len(names) == 0 && last != nil {
-		names = append(names, fmt.Sprintf("last fault before it: %s at %s", last.Kind, r.at(last.At)))
+	return out
+}
+
+func (g *dupGroup) String() string {
+	var kinds []string
+	for k := range g.between {
+		kinds = append(kinds, k)
 	}
-	if len(names) == 0 {
-		return "no fault before it"
+	sort.Strings(kinds)
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, g.between[k]))
 	}
-	return strings.Join(names, ", ")
+	shown := g.markers
+	more := ""
+	if len(shown) > 4 {
+		shown, more = shown[:4], fmt.Sprintf(" and %d more", len(g.markers)-4)
+	}
+	return fmt.Sprintf("answered twice, shown again after %s: %d (%s%s; first and second showing); faults between the showings: %s",
+		g.after, len(g.markers), strings.Join(shown, ", "), more, strings.Join(parts, ", "))
 }
 
 // at is a time as an offset into the run.
@@ -332,8 +369,8 @@ func (r *soakResult) markdown() string {
 	}
 	notes = append(notes, r.Problems...)
 	notes = append(notes, r.LogProblems...)
-	for _, d := range r.Dups {
-		notes = append(notes, fmt.Sprintf("answered twice: %s, messages %d and %d, %s and %s (%s)", soakMarker(d.chat, d.n), d.mids[0], d.mids[1], r.at(d.first), r.at(d.dup), r.explain(d)))
+	for _, g := range r.groupDups() {
+		notes = append(notes, g.String())
 	}
 	for _, c := range r.API {
 		for _, s := range c.Samples {
