@@ -215,3 +215,41 @@ func (w testLog) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// TestSoakSection: -out adds the section once and replaces only its mode's
+// block; `go run ./bench` carries the whole section, notes included, into
+// the page it writes.
+func TestSoakSection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "benchmarks.md")
+	if err := os.WriteFile(path, []byte("# Benchmarks\n\n## Peers\n\nold\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(mode string, sent int) {
+		r := &soakResult{Opts: soakOptions{Mode: mode, Workers: 2}, Started: time.Now(), Chats: []chatTally{{Chat: 1, Sent: sent, Answered: sent}}}
+		if err := spliceSoak(path, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("single", 11)
+	run("cluster", 22)
+	run("single", 33)
+	b, _ := os.ReadFile(path)
+	page := string(b) + "\nnotes kept\n"
+	for _, want := range []string{"33 chat messages sent", "22 chat messages sent", "## Peers"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "11 chat messages sent") || strings.Count(page, soakSectionTitle+"\n") != 1 {
+		t.Errorf("the single block was not replaced, or the section added twice:\n%s", page)
+	}
+	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fresh := keepSoakSection("# Benchmarks\n\n## Peers\n\nnew\n", path)
+	for _, want := range []string{"new", "33 chat messages sent", "22 chat messages sent", "notes kept"} {
+		if !strings.Contains(fresh, want) {
+			t.Errorf("rewritten page lacks %q:\n%s", want, fresh)
+		}
+	}
+}
