@@ -23,9 +23,16 @@ import (
 )
 
 // buildBinary builds the stripped binary the way a release would.
-func buildBinary(work string) (string, int64, error) {
-	bin := filepath.Join(work, "nanobot")
+func buildBinary(work string) (string, int64, error) { return buildBinaryIn(".", work) }
+
+// buildBinaryIn builds it from the module root at root (tests run in bench/).
+func buildBinaryIn(root, work string) (string, int64, error) {
+	bin, err := filepath.Abs(filepath.Join(work, "nanobot"))
+	if err != nil {
+		return "", 0, err
+	}
 	cmd := exec.Command("go", "build", "-tags", "goolm", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/nanobot")
+	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", 0, fmt.Errorf("go build: %v\n%s", err, out)

@@ -11,6 +11,7 @@
 //
 //	go run ./bench                 # full run, writes docs/benchmarks.md
 //	go run ./bench -quick          # smoke run: checks the driver works; numbers meaningless
+//	go run ./bench soak -duration 30m   # chaos soak (soak.go); -out docs/benchmarks.md
 //
 // Only loopback is used. The gateway runs with HOME and its config in a
 // temporary folder, so nothing touches the user's ~/.nanobot.
@@ -27,6 +28,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "soak" {
+		if err := soakMain(os.Args[2:]); err != nil {
+			log.SetFlags(log.Ltime)
+			log.Fatalf("bench soak: %v", err)
+		}
+		return
+	}
 	quick := flag.Bool("quick", false, "smoke mode: tiny loads and short waits (checks the driver, not the numbers)")
 	out := flag.String("out", "", "where to write the results page (default docs/benchmarks.md; none in -quick mode)")
 	idle := flag.Duration("idle", 60*time.Second, "how long the gateway idles before its memory is read")
@@ -120,6 +128,7 @@ func run(quick bool, out string, idle time.Duration) error {
 		}
 		return r.check(quick)
 	}
+	page = keepSoakSection(page, out)
 	if err := os.WriteFile(out, []byte(page), 0o644); err != nil {
 		return err
 	}

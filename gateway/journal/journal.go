@@ -14,7 +14,10 @@
 // done lines have accumulated.
 //
 // A failed write (disk full) fails Add and leaves the journal as it was;
-// Err reports it until a write succeeds again, without a restart.
+// Err reports it until a write succeeds again, without a restart. A done
+// line that could not be written is kept in memory, and the next write
+// first rewrites the file from memory, so a restart after the disk has
+// room again does not answer that message a second time.
 //
 // Concurrency: a Journal is safe for concurrent use; one lock serializes
 // Add, Done, Err, Pending and Close, so an fsync holds up the others for its
@@ -66,6 +69,11 @@ type Journal struct {
 	order   []string               // ids in arrival order: the pending ones, and done ones until compact drops them
 	seen    *dedupSet              // recent dedup keys
 	done    int                    // done lines since the last compaction
+	// stale is set when a done line could not be written (a full disk):
+	// the file still holds a message memory knows is finished, and a
+	// restart would answer it again. The next write first rewrites the
+	// file from memory.
+	stale bool
 }
 
 // ErrDuplicate is returned by Add for a message already journaled.
@@ -185,7 +193,15 @@ func (j *Journal) Pending() int {
 }
 
 func (j *Journal) write(r record, sync bool) error {
+	if j.stale {
+		if err := j.compact(); err != nil {
+			return err
+		}
+	}
 	if err := wal.AppendJSON(j.w, r, sync); err != nil {
+		if r.Op == "done" {
+			j.stale = true
+		}
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
@@ -214,6 +230,7 @@ func (j *Journal) compact() error {
 		return fmt.Errorf("journal compact: %w", err)
 	}
 	j.done = 0
+	j.stale = false
 	return nil
 }
 

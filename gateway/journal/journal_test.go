@@ -178,3 +178,38 @@ func BenchmarkDoneManyPending(b *testing.B) {
 		}
 	}
 }
+
+// A message finished while the disk is full: its done line cannot be
+// written. Once the disk has room again the journal must say so before a
+// restart, or the restart answers the message a second time (found by
+// `go run ./bench soak`: answers shown twice after a full disk and a
+// later kill -9, the turn's save and its reply's record having failed
+// too, so nothing else stopped the replay).
+func TestDiskFullDoneIsWrittenOnceThereIsRoom(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inbox.jsonl")
+	var disk waltest.Disk
+	j, _, err := Open(path, Options{Open: disk.Open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := j.Add(bus.Inbound{Channel: "tg", ChatID: "1", MessageID: "1", Content: "a"})
+	disk.SetFull(true)
+	if err := j.Done(a.ID); err == nil {
+		t.Fatal("Done on a full disk: no error")
+	}
+	disk.SetFull(false)
+	b, err := j.Add(bus.Inbound{Channel: "tg", ChatID: "1", MessageID: "2", Content: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, replay, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(replay) != 1 || replay[0].ID != b.ID {
+		t.Errorf("replay = %+v, want only b (%s): a was done", replay, b.ID)
+	}
+}

@@ -20,6 +20,10 @@
 // Concurrency: an Outbox is safe for concurrent use. Writes are serialized;
 // Add fsyncs (a reply is never lost); the progress records are written
 // without fsync (a kill -9 keeps them; a power cut may repeat a send).
+//
+// A full disk: a progress record that cannot be written is still known in
+// memory, and the next write first rewrites the file from memory, so a
+// restart after the disk has room again does not repeat what was sent.
 package outbox
 
 import (
@@ -98,6 +102,11 @@ type Outbox struct {
 	turns     []string // answered, oldest first
 	streams   map[string]stream
 	nFinished int
+	// stale is set when a record could not be written (a full disk): the
+	// file then knows less than memory (a part the platform accepted, a
+	// reply finished), and a restart would send that again. The next write
+	// first rewrites the file from memory.
+	stale bool
 }
 
 // Open opens (creating) the outbox at path and returns the messages not
@@ -310,11 +319,10 @@ func (o *Outbox) PartSent(id string, part int, ref channels.MessageRef) error {
 	if !ok {
 		return nil
 	}
-	if err := o.write(record{Op: "part", ID: id, Part: part, Ref: &ref}, false); err != nil {
-		return err
-	}
+	// The platform has it whether or not the line is written: memory says
+	// so, and a failed write makes the next one rewrite the file.
 	e.sent[part] = ref
-	return nil
+	return o.write(record{Op: "part", ID: id, Part: part, Ref: &ref}, false)
 }
 
 // Finished records that message id needs no more delivery. The line is
@@ -383,7 +391,13 @@ func (o *Outbox) Err() error {
 }
 
 func (o *Outbox) write(r record, sync bool) error {
+	if o.stale {
+		if err := o.compact(); err != nil {
+			return err
+		}
+	}
 	if err := wal.AppendJSON(o.w, r, sync); err != nil {
+		o.stale = true
 		return fmt.Errorf("outbox: %w", err)
 	}
 	return nil
@@ -414,6 +428,7 @@ func (o *Outbox) compact() error {
 		return fmt.Errorf("outbox compact: %w", err)
 	}
 	o.nFinished = 0
+	o.stale = false
 	return nil
 }
 
