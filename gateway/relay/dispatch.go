@@ -422,6 +422,18 @@ func (w *chatWorker) durable(m bus.Outbound) bool {
 	return w.d.cfg.Delivery != nil && m.ID != ""
 }
 
+// held reports whether a durable queue holds m until the dispatcher is
+// done with it: the outbox (durable), or in a cluster the JetStream stream,
+// which acknowledges a reply only through Handled. A held reply is retried
+// until MaxAge like a durable one: given up after MaxRetries, Handled
+// would acknowledge a reply the platform never took.
+func (w *chatWorker) held(m bus.Outbound) bool {
+	if w.durable(m) {
+		return true
+	}
+	return w.d.cfg.Handled != nil && m.ID != "" && (m.Kind == bus.KindMessage || m.Kind == bus.KindStreamEnd)
+}
+
 // finished tells the DeliveryLog how a durable message's delivery ended.
 func (w *chatWorker) finished(m bus.Outbound, err error) {
 	if !w.durable(m) {
@@ -616,7 +628,7 @@ func (w *chatWorker) send(ctx context.Context, m bus.Outbound) (channels.Message
 // retry calls f until it succeeds, fails permanently, or MaxRetries retries
 // (1 s, 2 s, 4 s ... with jitter, or the platform's retry-after up to
 // RetryMax) are spent.
-// A durable message m is retried instead until it is older than MaxAge,
+// A durable or held message m is retried instead until it is older than MaxAge,
 // the waits growing to RetryMax: a channel that is down or reconnecting
 // holds its chat's messages back, in order, and delivers them once it is
 // back.
@@ -624,10 +636,12 @@ func (w *chatWorker) retry(ctx context.Context, m bus.Outbound, f func() (channe
 	cfg := w.d.cfg
 	kind := m.Kind
 	delay := cfg.RetryBase
-	durable := w.durable(m)
+	durable := w.held(m)
 	var queued time.Time
 	if durable {
-		queued = cfg.Delivery.Queued(m.ID)
+		if cfg.Delivery != nil {
+			queued = cfg.Delivery.Queued(m.ID)
+		}
 		if queued.IsZero() {
 			queued = time.Now()
 		}

@@ -388,3 +388,27 @@ func TestRetryAfterCapped(t *testing.T) {
 	out <- bus.Outbound{Channel: "ra", ChatID: "1", Kind: bus.KindMessage, Content: "x"}
 	waitfor.True(t, "send after the capped wait", func() bool { s, _ := ch.snapshot(); return len(s) == 1 })
 }
+
+// In a cluster the JetStream stream holds a reply until Handled
+// acknowledges it, so a platform that is down longer than MaxRetries must
+// not make the dispatcher give up and acknowledge it: the reply is retried
+// until MaxAge, like the outbox's, and acknowledged once sent (found by
+// the chaos soak: a 12 s outage lost two replies). A typing indicator is
+// still best-effort.
+func TestHeldReplyOutlastsMaxRetries(t *testing.T) {
+	fc := &fakeChannel{name: "tg", limit: 4096, failN: 6}
+	var mu sync.Mutex
+	var handled []bus.Outbound
+	out := startDispatcher(t, DispatcherConfig{MaxRetries: 1, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond,
+		Handled: func(m bus.Outbound) { mu.Lock(); handled = append(handled, m); mu.Unlock() }}, fc)
+	out <- bus.Outbound{ID: "out.1", Channel: "tg", ChatID: "1", Kind: bus.KindMessage, Content: "the answer", Final: true}
+	waitfor.True(t, "the reply sent and acknowledged", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		s, _ := fc.snapshot()
+		return len(s) == 1 && len(handled) == 1
+	})
+	if s, _ := fc.snapshot(); s[0].Content != "the answer" {
+		t.Errorf("sent %q", s[0].Content)
+	}
+}
