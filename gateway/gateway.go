@@ -63,6 +63,8 @@ type Gateway struct {
 	// stopping is set when shutdown begins: /readyz fails, and turns
 	// cancelled from then on are replayed at the next start.
 	stopping atomic.Bool
+	// reloads tracks what reloads applied and what waits for a restart.
+	reloads reloads
 }
 
 // Run assembles and runs the gateway until ctx ends (New, then Run).
@@ -280,8 +282,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 	return runErr
 }
 
-// wait serves until ctx ends or a service fails, applying reloads.
+// wait serves until ctx ends or a service fails, applying reloads: on
+// SIGHUP (Options.Reload) and when the config file changes.
 func (g *Gateway) wait(ctx context.Context, failed <-chan error) error {
+	changed := g.watchConfig(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -290,29 +294,13 @@ func (g *Gateway) wait(ctx context.Context, failed <-chan error) error {
 			g.log.Error("gateway failing", "err", err)
 			return err
 		case <-g.o.Reload:
-			g.reload()
+			g.reload("SIGHUP")
+		case <-changed:
+			g.reload("the config file changed")
 		}
 	}
 }
 
-// reload restarts channels that failed for good, re-reads the config and
-// applies what can change live: the allow-lists and admins.
-func (g *Gateway) reload() {
-	if n := g.mgr.RetryFailed(); n > 0 {
-		g.log.Info("reload: retrying channels that had failed for good", "count", n)
-	}
-	if g.o.ReloadConfig == nil {
-		return
-	}
-	next, err := g.o.ReloadConfig()
-	if err != nil {
-		g.log.Error("reload failed; keeping the running config", "err", err)
-		return
-	}
-	g.gate.SetAllowFrom(allowLists(next, g.chans))
-	g.gate.SetAdmins(adminLists(next))
-	g.log.Info("config reloaded: allow-lists updated; other changes take effect after a restart")
-}
 
 // agentService runs the agent on feed (which blocks until ctx ends), with
 // the sub-agents and the idle memory release; on shutdown it first lets
@@ -370,7 +358,7 @@ func (g *Gateway) Status(ctx context.Context) Status {
 	inQ, outQ := g.depth()
 	ready, _ := g.mgr.Ready()
 	st := Status{Version: g.o.Version, Ready: ready, Channels: g.mgr.Health(), Inbound: inQ, Outbound: outQ,
-		Pending: g.be.Pending(), PendingReplies: g.dl.pending(), Started: g.started, Cluster: g.be.status(ctx)}
+		Pending: g.be.Pending(), PendingReplies: g.dl.pending(), Started: g.started, Cluster: g.be.status(ctx), Reload: g.reloads.status()}
 	if g.o.MCP != nil {
 		st.MCP = g.o.MCP.Status()
 	}

@@ -125,4 +125,6 @@ type Status struct {
 	MCP []mcp.Status `json:"mcpServers,omitempty"`
 	// Cluster is set in cluster mode.
 	Cluster *ClusterStatus `json:"cluster,omitempty"`
+	// Reload is what the last reload did; nil before the first.
+	Reload *ReloadStatus `json:"reload,omitempty"`
 }

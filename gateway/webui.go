@@ -27,11 +27,12 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 		MemoryLock: g.be.memoryLock(),
 		ConfigFile: g.o.Paths.ConfigFile, Platforms: g.o.Platforms, Logs: g.o.Logs,
 		UsageDir: UsageDir(g.o.Paths), UsageLocation: g.cfg.Agents.Defaults.Location(),
-		Apply: func(next *configs.Config) {
-			// What SIGHUP applies: the allow-lists and admins.
-			g.gate.SetAllowFrom(allowLists(next, g.chans))
-			g.gate.SetAdmins(adminLists(next))
-			g.log.Info("config changed in the workbench: allow-lists updated")
+		Apply: func(next *configs.Config) { g.apply("the workbench", next) }, // what a reload applies
+		RestartNeeded: func() []string {
+			if st := g.reloads.status(); st != nil {
+				return st.Restart
+			}
+			return nil
 		},
 		Log: g.log.With("component", "webui"),
 	}

@@ -124,6 +124,7 @@ func printGateway(w io.Writer, c *configs.Config) {
 		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintf(w, "  queues: %d inbound, %d outbound, %d unfinished\n", st.Inbound, st.Outbound, st.Pending)
+	printReload(w, st.Reload)
 	for _, m := range st.MCP {
 		fmt.Fprintf(w, "  mcp %-8s %s (%s, %d tools) since %s%s\n", m.Name, m.State, m.Transport, m.Tools,
 			m.Since.Local().Format("15:04:05"), troubles(m.Restarts, m.LastError))
@@ -254,5 +255,25 @@ func printAgents(w io.Writer, a *app) {
 			line += ", queue " + b.Queue
 		}
 		fmt.Fprintln(w, line)
+	}
+}
+
+// printReload says what the last config reload did and which changed
+// settings wait for a restart.
+func printReload(w io.Writer, r *gateway.ReloadStatus) {
+	if r == nil {
+		return
+	}
+	at := r.At.Local().Format("15:04:05")
+	switch {
+	case r.Error != "":
+		fmt.Fprintf(w, "  reload at %s (%s) failed, running config kept: %s\n", at, r.Source, r.Error)
+	case len(r.Applied) > 0:
+		fmt.Fprintf(w, "  reload at %s (%s) applied: %s\n", at, r.Source, strings.Join(r.Applied, ", "))
+	default:
+		fmt.Fprintf(w, "  reload at %s (%s): nothing to apply live\n", at, r.Source)
+	}
+	if len(r.Restart) > 0 {
+		fmt.Fprintf(w, "  restart needed for: %s\n", strings.Join(r.Restart, ", "))
 	}
 }

@@ -176,13 +176,18 @@ func (s *Server) getSettings(w http.ResponseWriter, _ *http.Request) {
 		}
 		chans = append(chans, v)
 	}
+	var restart []string
+	if s.o.RestartNeeded != nil {
+		restart = s.o.RestartNeeded()
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"file":      l.Path,
-		"agent":     map[string]any{"model": c.Agents.Defaults.Model},
-		"providers": providers,
-		"channels":  chans,
-		"heartbeat": map[string]any{"enabled": c.Gateway.Heartbeat.Enabled, "intervalS": c.Gateway.Heartbeat.IntervalS},
-		"tools":     map[string]any{"restrictToWorkspace": c.Tools.RestrictToWorkspace, "sandbox": c.Tools.Exec.Sandbox},
+		"restartNeeded": nonNil(restart),
+		"file":          l.Path,
+		"agent":         map[string]any{"model": c.Agents.Defaults.Model},
+		"providers":     providers,
+		"channels":      chans,
+		"heartbeat":     map[string]any{"enabled": c.Gateway.Heartbeat.Enabled, "intervalS": c.Gateway.Heartbeat.IntervalS},
+		"tools":         map[string]any{"restrictToWorkspace": c.Tools.RestrictToWorkspace, "sandbox": c.Tools.Exec.Sandbox},
 	})
 }
 

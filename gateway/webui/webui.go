@@ -98,6 +98,9 @@ type Options struct {
 	// Apply applies a saved config's live settings (the allow-lists) to
 	// the running gateway.
 	Apply func(next *configs.Config)
+	// RestartNeeded lists the settings whose saved value differs from the
+	// running one and takes effect after a restart (nil: none known).
+	RestartNeeded func() []string
 	// Logs are the process's last log lines, redacted (nil: none).
 	Logs *logging.Ring
 	// UsageDir is the usage ledger's folder, read by GET /api/usage

@@ -109,6 +109,9 @@ export async function showSettings() {
   $("settings-file").textContent = s.file;
   const root = $("settings");
   root.replaceChildren();
+  if (s.restartNeeded.length) {
+    root.append(el("p", "notice", "Changed in the config and waiting for a restart of the gateway: " + s.restartNeeded.join(", ") + "."));
+  }
   root.append(section("Agent", [field("Model", "agents.defaults.model", "text", s.agent.model)]));
   const prov = [];
   for (const p of s.providers) {
