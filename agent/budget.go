@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"time"
 
 	"github.com/nanobot-go/nanobot/agent/memory"
 	"github.com/nanobot-go/nanobot/agent/usage"
@@ -35,10 +34,4 @@ func (r *Runner) reserveBudget(ctx context.Context, conv []providers.Message, de
 		out = defaultReplyEstimate
 	}
 	return r.Budgets.Reserve(c, usage.Estimate{Input: int64(memory.EstimateTokens(conv, defs)), Output: out})
-}
-
-// withWaitNotice tells the run, through emit, when the provider's rate
-// limiter holds a call back, so the chat shows typing while it waits.
-func withWaitNotice(ctx context.Context, emit func(Event)) context.Context {
-	return providers.WithWaitNotice(ctx, func(time.Duration) { emit(Event{Kind: EventWaiting}) })
 }

@@ -240,7 +240,8 @@ func (r *Runner) call(ctx context.Context, conv []providers.Message, defs []prov
 		return nil, err
 	}
 	defer rsv.Release() // after observeLLM put the real usage in the ledger
-	ctx = withWaitNotice(ctx, emit)
+	// A rate limiter holding the call back is told to the chat (typing).
+	req.OnWait = func(time.Duration) { emit(Event{Kind: EventWaiting}) }
 	start := time.Now()
 	if !r.Stream {
 		resp, err := r.Provider.Chat(ctx, req)

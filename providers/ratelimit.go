@@ -75,7 +75,7 @@ const noticeEvery = 4 * time.Second
 // the configured RPM and TPM, and within what the vendor's rate-limit
 // headers say is left. Calls wait in the order they asked (token buckets
 // that may go into debt: each call is given the moment its share is
-// free); the wait is reported through WithWaitNotice, never as an error.
+// free); the wait is reported to ChatRequest.OnWait, never as an error.
 // A cancelled wait returns the caller's context error.
 //
 // Concurrency: safe for concurrent use; one mutex guards the buckets and
@@ -210,7 +210,7 @@ func (l *RateLimiter) bucketsOf(model string) []*bucket {
 // wait blocks until a call to model estimated at tokens may be sent, and
 // returns the ticket to settle after it. It returns ctx's error if ctx
 // ends first (the call is then not made).
-func (l *RateLimiter) wait(ctx context.Context, model string, tokens int64) (ticket, error) {
+func (l *RateLimiter) wait(ctx context.Context, model string, tokens int64, notice func(time.Duration)) (ticket, error) {
 	t := ticket{model: model, tokens: tokens}
 	l.mu.Lock()
 	now := time.Now()
@@ -228,7 +228,6 @@ func (l *RateLimiter) wait(ctx context.Context, model string, tokens int64) (tic
 		}
 	}
 	l.mu.Unlock()
-	notice := waitNoticeFrom(ctx)
 	for {
 		l.mu.Lock()
 		now = time.Now()
@@ -406,7 +405,7 @@ func (p *limited) Stream(ctx context.Context, req ChatRequest, onDelta func(Delt
 }
 
 func (p *limited) do(ctx context.Context, req ChatRequest, call func(context.Context) (*LLMResponse, error)) (*LLMResponse, error) {
-	t, err := p.l.wait(ctx, req.Model, EstimateRequestTokens(req))
+	t, err := p.l.wait(ctx, req.Model, EstimateRequestTokens(req), req.OnWait)
 	if err != nil {
 		return nil, Canceled(p.l.provider, err)
 	}
@@ -450,19 +449,4 @@ func EstimateRequestTokens(req ChatRequest) int64 {
 		reply = defaultReplyTokens
 	}
 	return int64(chars/4 + reply)
-}
-
-// waitNoticeKey carries the function told about rate-limit waits.
-type waitNoticeKey struct{}
-
-// WithWaitNotice returns ctx carrying f, which a rate limiter calls (from
-// the calling goroutine, about every four seconds of a wait) when it holds
-// a call back for d.
-func WithWaitNotice(ctx context.Context, f func(d time.Duration)) context.Context {
-	return context.WithValue(ctx, waitNoticeKey{}, f)
-}
-
-func waitNoticeFrom(ctx context.Context) func(time.Duration) {
-	f, _ := ctx.Value(waitNoticeKey{}).(func(time.Duration))
-	return f
 }

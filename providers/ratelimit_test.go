@@ -57,15 +57,16 @@ func TestRPMSpreadsABurst(t *testing.T) {
 		for range 100 {
 			wg.Go(func() {
 				told := false
-				ctx := WithWaitNotice(t.Context(), func(time.Duration) {
+				req := hi("gpt-4o")
+				req.OnWait = func(time.Duration) {
 					if !told {
 						told = true
 						mu.Lock()
 						noticed++
 						mu.Unlock()
 					}
-				})
-				if _, err := p.Chat(ctx, hi("gpt-4o")); err != nil {
+				}
+				if _, err := p.Chat(t.Context(), req); err != nil {
 					t.Error(err)
 				}
 			})
@@ -152,8 +153,9 @@ func TestRetryAfterPausesTheBucket(t *testing.T) {
 			t.Fatal(err)
 		}
 		var waits []time.Duration
-		ctx := WithWaitNotice(t.Context(), func(d time.Duration) { waits = append(waits, d) })
-		if _, err := p.Chat(ctx, hi("gpt-4o")); err != nil {
+		req := hi("gpt-4o")
+		req.OnWait = func(d time.Duration) { waits = append(waits, d) }
+		if _, err := p.Chat(t.Context(), req); err != nil {
 			t.Fatal(err)
 		}
 		want := []time.Duration{0, time.Second, 6 * time.Second}

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Roles of a Message.
@@ -224,6 +225,10 @@ type ChatRequest struct {
 	// CacheKey groups requests that share a prompt prefix (the session
 	// key), sent as prompt_cache_key where the backend supports it.
 	CacheKey string
+	// OnWait, when set, is told when a rate limiter holds the call back
+	// for d: from the calling goroutine, about every four seconds of a
+	// wait (the chat shows typing meanwhile). It is not sent.
+	OnWait func(d time.Duration) `json:"-"`
 }
 
 // ToolCallRequest is a decoded tool call of a response.

@@ -94,7 +94,9 @@ func TestRateLimitLearnsFromResponseHeaders(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := providers.ChatRequest{Model: tt.model, Messages: []providers.Message{{Role: "user", Content: "hi"}}, MaxTokens: 100}
-			call := func(ctx context.Context) error {
+			call := func(ctx context.Context, onWait func(time.Duration)) error {
+				req := req
+				req.OnWait = onWait
 				if tt.stream {
 					_, err := p.Stream(ctx, req, nil)
 					return err
@@ -102,11 +104,11 @@ func TestRateLimitLearnsFromResponseHeaders(t *testing.T) {
 				_, err := p.Chat(ctx, req)
 				return err
 			}
-			if err := call(t.Context()); (err != nil) != tt.wantErr {
+			if err := call(t.Context(), nil); (err != nil) != tt.wantErr {
 				t.Fatalf("first call: err = %v, want error %v", err, tt.wantErr)
 			}
 			waited := false
-			if err := call(providers.WithWaitNotice(t.Context(), func(time.Duration) { waited = true })); err != nil {
+			if err := call(t.Context(), func(time.Duration) { waited = true }); err != nil {
 				t.Fatalf("second call: %v", err)
 			}
 			if gap := script.gap(1); gap < hold-50*time.Millisecond {
