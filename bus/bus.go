@@ -20,6 +20,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 )
@@ -153,12 +154,21 @@ type Usage struct {
 	CompletionTokens int `json:"completionTokens"`
 }
 
-// Key is the session key of the message.
+// Key is the session key of the message: its SessionKey, or the chat's
+// (SessionKeyOf(Channel, ChatID)).
 func (m Inbound) Key() string {
 	if m.SessionKey != "" {
 		return m.SessionKey
 	}
-	return m.Channel + ":" + m.ChatID
+	return SessionKeyOf(m.Channel, m.ChatID)
+}
+
+// SessionKeyOf is the one way a session key is written: the channel, the
+// chat, and what divides the chat further (a topic, a thread, a sender),
+// joined by ":" — "telegram:-100888:topic:42". A key is never split back
+// into its parts: a session records its channel and chat (session.Origin).
+func SessionKeyOf(channel, chatID string, within ...string) string {
+	return strings.Join(append([]string{channel, chatID}, within...), ":")
 }
 
 // Kind says what an Outbound is.

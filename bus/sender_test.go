@@ -44,3 +44,19 @@ func TestChannelSenderMatches(t *testing.T) {
 		}
 	}
 }
+
+// Session keys are written one way, whatever divides the chat.
+func TestSessionKeyOf(t *testing.T) {
+	for _, tc := range []struct {
+		got, want string
+	}{
+		{SessionKeyOf("telegram", "42"), "telegram:42"},
+		{SessionKeyOf("telegram", "-100888", "topic", "42"), "telegram:-100888:topic:42"},
+		{SessionKeyOf("slack", "C1", "thread", "1700.1"), "slack:C1:thread:1700.1"},
+		{Inbound{Channel: "web", ChatID: "c"}.Key(), "web:c"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}

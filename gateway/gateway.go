@@ -301,7 +301,6 @@ func (g *Gateway) wait(ctx context.Context, failed <-chan error) error {
 	}
 }
 
-
 // agentService runs the agent on feed (which blocks until ctx ends), with
 // the sub-agents and the idle memory release; on shutdown it first lets
 // running turns finish, bounded by DrainTimeout.

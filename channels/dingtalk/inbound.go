@@ -81,7 +81,7 @@ func (c *Channel) message(ctx context.Context, in channels.Inbox, data string) o
 		msg.ChatID = "group:" + m.ConversationID
 		msg.Metadata["chat_title"] = m.ConversationTitle
 		if c.cfg.GroupUserIsolation {
-			msg.SessionKey = c.Name() + ":" + msg.ChatID + ":" + sender
+			msg.SessionKey = bus.SessionKeyOf(c.Name(), msg.ChatID, sender)
 		}
 	}
 	var items []media.Item

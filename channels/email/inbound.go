@@ -260,7 +260,7 @@ func (c *Channel) toInbound(in channels.Inbox, uid imap.UID, raw []byte) (bus.In
 		SenderID:   p.From,
 		ChatID:     p.From,
 		MessageID:  id,
-		SessionKey: fmt.Sprintf("%s:%s:%s", c.Name(), p.From, root),
+		SessionKey: bus.SessionKeyOf(c.Name(), p.From, root),
 		Content:    untrusted.Wrap("email from "+p.From, "Subject: "+p.Subject+"\n\n"+text),
 		Metadata: bus.Metadata{
 			"subject": p.Subject, "message_id": p.MessageID,

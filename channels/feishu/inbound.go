@@ -197,7 +197,7 @@ func (c *Channel) toInbound(ev *messageEvent) (bus.Inbound, []resource, bool) {
 	}
 	if topic := c.topic(msg.ChatType, msg.ThreadID, msg.RootID, msg.MessageID); topic != "" {
 		meta["topic"] = topic
-		m.SessionKey = c.Name() + ":" + msg.ChatID + ":" + topic
+		m.SessionKey = bus.SessionKeyOf(c.Name(), msg.ChatID, topic)
 	}
 	return m, refs, true
 }

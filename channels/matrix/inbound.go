@@ -89,7 +89,7 @@ func (c *Channel) toInbound(ctx context.Context, in channels.Inbox, evt *event.E
 		// A thread is its own conversation; replies go into it.
 		meta["thread_root"] = string(root)
 		m.ThreadID = string(root)
-		m.SessionKey = fmt.Sprintf("%s:%s:thread:%s", c.Name(), room, root)
+		m.SessionKey = bus.SessionKeyOf(c.Name(), string(room), "thread", string(root))
 	}
 	parts := []string{}
 	if t := strings.TrimSpace(text); t != "" {

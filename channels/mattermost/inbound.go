@@ -121,7 +121,7 @@ func (c *Channel) toInbound(d postedData, p post) (bus.Inbound, []fileInfo, bool
 	sessionKey := ""
 	if root != "" {
 		meta["root_id"] = root
-		sessionKey = c.Name() + ":" + p.ChannelID + ":" + root
+		sessionKey = bus.SessionKeyOf(c.Name(), p.ChannelID, root)
 	}
 	files := p.Metadata.Files
 	if len(files) == 0 {

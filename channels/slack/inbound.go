@@ -231,7 +231,7 @@ func (c *Channel) toInbound(m msg) (bus.Inbound, bool) {
 	}
 	if thread != "" && c.cfg.threads() {
 		meta["thread_ts"] = thread
-		in.SessionKey = fmt.Sprintf("%s:%s:thread:%s", c.Name(), m.channel, thread)
+		in.SessionKey = bus.SessionKeyOf(c.Name(), m.channel, "thread", thread)
 		in.ThreadID = thread
 	}
 	return in, true

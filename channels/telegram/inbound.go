@@ -155,7 +155,7 @@ func (c *Channel) toInbound(ctx context.Context, msg *models.Message) (bus.Inbou
 	if msg.IsTopicMessage && msg.MessageThreadID != 0 {
 		// Each forum topic is its own conversation.
 		meta["message_thread_id"] = strconv.Itoa(msg.MessageThreadID)
-		in.SessionKey = fmt.Sprintf("%s:%s:topic:%d", c.Name(), chatID, msg.MessageThreadID)
+		in.SessionKey = bus.SessionKeyOf(c.Name(), chatID, "topic", strconv.Itoa(msg.MessageThreadID))
 		in.ThreadID = strconv.Itoa(msg.MessageThreadID)
 	}
 	if msg.From != nil && msg.From.IsBot {

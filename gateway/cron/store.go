@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
@@ -69,7 +70,7 @@ func (j Job) Session() string {
 	if j.Payload.SessionKey != "" {
 		return j.Payload.SessionKey
 	}
-	return j.Payload.Channel + ":" + j.Payload.To
+	return bus.SessionKeyOf(j.Payload.Channel, j.Payload.To)
 }
 
 type file struct {
