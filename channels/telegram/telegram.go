@@ -320,32 +320,42 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 
 // connect learns who the bot is, registers the commands (the first time)
 // and sets up the webhook (or removes one, for polling): Telegram has
-// confirmed the token once it returns nil.
+// confirmed the token once it returns nil. The three calls are
+// independent and run at once, so a start waits for the slowest of them,
+// not their sum; connect returns only when all three have.
 func (c *Channel) connect(ctx context.Context, register bool) error {
-	me, err := c.api.GetMe(ctx)
-	if err != nil {
-		if errors.Is(err, bot.ErrorUnauthorized) {
+	var wg sync.WaitGroup
+	var me *models.User
+	var meErr, hookErr error
+	wg.Go(func() { me, meErr = c.api.GetMe(ctx) })
+	if register {
+		wg.Go(func() {
+			if _, err := c.api.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: commands}); err != nil && ctx.Err() == nil {
+				c.log.Warn("telegram: registering commands failed", "err", c.redact.Error(err))
+			}
+		})
+	}
+	wg.Go(func() {
+		if c.cfg.WebhookURL != "" {
+			_, hookErr = c.api.SetWebhook(ctx, &bot.SetWebhookParams{URL: c.cfg.WebhookURL, SecretToken: c.cfg.WebhookSecret, MaxConnections: c.cfg.WebhookMaxConnections, AllowedUpdates: allowedUpdates})
+		} else {
+			// getUpdates fails while a webhook is set.
+			_, hookErr = c.api.DeleteWebhook(ctx, &bot.DeleteWebhookParams{})
+		}
+	})
+	wg.Wait()
+	if meErr != nil {
+		if errors.Is(meErr, bot.ErrorUnauthorized) {
 			return channels.Fatal(ErrUnauthorized)
 		}
-		return fmt.Errorf("getMe: %w", err)
+		return fmt.Errorf("getMe: %w", meErr)
+	}
+	if hookErr != nil {
+		return fmt.Errorf("webhook setup: %w", hookErr)
 	}
 	c.mu.Lock()
 	c.me = me
 	c.mu.Unlock()
-	if register {
-		if _, err := c.api.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: commands}); err != nil && ctx.Err() == nil {
-			c.log.Warn("telegram: registering commands failed", "err", c.redact.Error(err))
-		}
-	}
-	if c.cfg.WebhookURL != "" {
-		_, err = c.api.SetWebhook(ctx, &bot.SetWebhookParams{URL: c.cfg.WebhookURL, SecretToken: c.cfg.WebhookSecret, MaxConnections: c.cfg.WebhookMaxConnections, AllowedUpdates: allowedUpdates})
-	} else {
-		// getUpdates fails while a webhook is set.
-		_, err = c.api.DeleteWebhook(ctx, &bot.DeleteWebhookParams{})
-	}
-	if err != nil {
-		return fmt.Errorf("webhook setup: %w", err)
-	}
 	c.log.Info("telegram: connected", "bot", me.Username, "mode", map[bool]string{true: "webhook", false: "polling"}[c.cfg.WebhookURL != ""])
 	return nil
 }

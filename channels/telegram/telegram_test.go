@@ -357,3 +357,23 @@ func TestSenderIDWithoutUsername(t *testing.T) {
 		t.Errorf("SenderID = %q, want 2002", got)
 	}
 }
+
+// Starting does not wait for each set-up call in turn: while getMe is
+// still unanswered, the commands are registered and the webhook removed
+// already, and polling starts once getMe answers (the start costs the
+// slowest call, not the sum of three round trips).
+func TestStartCallsRunAtOnce(t *testing.T) {
+	fake := telegramtest.New(t)
+	release := fake.Hold("getMe")
+	defer release()
+	ch := newChannel(t, fake, nil, t.TempDir(), nil)
+	start(t, ch)
+	waitfor.True(t, "setMyCommands and deleteWebhook while getMe is held", func() bool {
+		return len(fake.Calls("getMe")) == 1 && len(fake.Calls("setMyCommands")) == 1 && len(fake.Calls("deleteWebhook")) == 1
+	})
+	if n := fake.Polls(); n != 0 {
+		t.Fatalf("%d polls before getMe answered", n)
+	}
+	release()
+	waitfor.True(t, "polling after getMe answered", func() bool { return fake.Polls() > 0 })
+}

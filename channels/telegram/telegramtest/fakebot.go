@@ -145,6 +145,7 @@ type Server struct {
 	rejectHTML int
 	blocked    map[int64]bool
 	users      map[int64]User
+	holds      map[string]chan struct{}
 }
 
 // New starts a fake and closes it when the test ends.
@@ -157,6 +158,27 @@ func New(t testing.TB) *Server {
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// Hold makes calls of method wait (recorded, unanswered) until release is
+// called: a test sees what the client does while one call is pending.
+func (s *Server) Hold(method string) (release func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	if s.holds == nil {
+		s.holds = map[string]chan struct{}{}
+	}
+	s.holds[method] = ch
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			delete(s.holds, method)
+			s.mu.Unlock()
+			close(ch)
+		})
+	}
 }
 
 // Close stops the server, ending the long polls first.
@@ -397,7 +419,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if q := s.fails[method]; len(q) > 0 {
 		fail, s.fails[method] = &q[0], q[1:]
 	}
+	hold := s.holds[method]
 	s.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if fail != nil {
 		reply(w, fail.code, fail.desc, fail.retryAfter, nil)
 		return
