@@ -23,11 +23,11 @@ func TestConfigFileChangeIsAppliedOrNamed(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.json")
-	write := func(allow []string, model string) {
+	write := func(allow, admins []string, model string) {
 		raw, _ := json.Marshal(map[string]any{
 			"agents":   map[string]any{"defaults": map[string]any{"model": model}},
 			"gateway":  map[string]any{"heartbeat": map[string]any{"enabled": false}},
-			"channels": map[string]any{"fake": map[string]any{"enabled": true, "allowFrom": allow}},
+			"channels": map[string]any{"fake": map[string]any{"enabled": true, "allowFrom": allow, "admins": admins}},
 		})
 		tmp := path + ".tmp"
 		if err := os.WriteFile(tmp, raw, 0o600); err != nil {
@@ -44,7 +44,7 @@ func TestConfigFileChangeIsAppliedOrNamed(t *testing.T) {
 		}
 		return &l.Config, nil
 	}
-	write([]string{"u1"}, "test")
+	write([]string{"u1"}, []string{"u1"}, "test")
 	start, err := load()
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestConfigFileChangeIsAppliedOrNamed(t *testing.T) {
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "g", SenderID: "newcomer", Content: "hi", MessageID: "1"}
 	waitfor.True(t, "denied before the edit", func() bool { fc.mu.Lock(); defer fc.mu.Unlock(); return len(fc.denied) == 1 })
 
-	write([]string{"u1", "newcomer"}, "other/model")
+	write([]string{"u1", "newcomer"}, []string{"u1", "newcomer"}, "other/model")
 	var st *ReloadStatus
 	waitfor.True(t, "the reload in /api/status", func() bool {
 		var s Status
@@ -71,8 +71,8 @@ func TestConfigFileChangeIsAppliedOrNamed(t *testing.T) {
 	if st.Source != "the config file changed" || st.Error != "" {
 		t.Errorf("reload = %+v", st)
 	}
-	if !slices.Equal(st.Applied, []string{"channels.fake.allowFrom"}) {
-		t.Errorf("applied %q, want [channels.fake.allowFrom]", st.Applied)
+	if !slices.Equal(st.Applied, []string{"channels.fake.admins", "channels.fake.allowFrom"}) {
+		t.Errorf("applied %q, want [channels.fake.admins channels.fake.allowFrom]", st.Applied)
 	}
 	if !slices.Contains(st.Restart, "agents.defaults.model") || slices.Contains(st.Restart, "channels.fake.allowFrom") {
 		t.Errorf("restart needed for %q, want agents.defaults.model and not the allow-list", st.Restart)
