@@ -247,19 +247,5 @@ func (g *gateway) saveHeap(ctx context.Context, path string) error {
 }
 
 func (g *gateway) metric(ctx context.Context, name string) (float64, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+g.addr+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, name+" ") {
-			return strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, name)), 64)
-		}
-	}
-	return 0, fmt.Errorf("metric %s not found", name)
+	return readMetric(ctx, g.addr, name)
 }

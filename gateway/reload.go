@@ -34,7 +34,9 @@ type ReloadStatus struct {
 	// one and takes effect only after a restart (all of them, not only
 	// those this reload saw change).
 	Restart []string `json:"restart,omitempty"`
-	// Error is why the config could not be read; the running one is kept.
+	// Error says the config could not be read (the running one is kept).
+	// The reason is in the log only: /api/status answers without a
+	// credential, and a config error can quote a value.
 	Error string `json:"error,omitempty"`
 }
 
@@ -72,7 +74,7 @@ func (g *Gateway) reload(source string) {
 	if err != nil {
 		g.log.Error("reload failed; keeping the running config", "source", source, "err", err)
 		g.reloads.mu.Lock()
-		g.reloads.last = &ReloadStatus{At: time.Now(), Source: source, Error: err.Error()}
+		g.reloads.last = &ReloadStatus{At: time.Now(), Source: source, Error: "the config does not load; the gateway's log says why"}
 		g.reloads.mu.Unlock()
 		return
 	}

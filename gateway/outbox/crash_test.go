@@ -15,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/gateway/outbox"
 	"github.com/nanobot-go/nanobot/gateway/relay"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // platform is a chat platform: it shows messages, can edit them, and (when
@@ -304,13 +305,7 @@ func TestShutdownMidStreamFinishesTheSameMessage(t *testing.T) {
 	p := newPlatform(false)
 	r := start(t, path, p, nil)
 	r.publish(t, bus.Outbound{Kind: bus.KindDelta, StreamID: "s1", Turn: "3", Content: "Let me think"})
-	deadline := time.Now().Add(10 * time.Second)
-	for _, shown := r.ob.StreamMessage("3"); !shown; _, shown = r.ob.StreamMessage("3") {
-		if time.Now().After(deadline) {
-			t.Fatal("the stream never showed")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitfor.True(t, "the stream shown", func() bool { _, shown := r.ob.StreamMessage("3"); return shown })
 	r.publish(t, bus.Outbound{Kind: bus.KindStreamEnd, StreamID: "s1", Turn: "3", Content: "Let me think", Interrupted: true})
 	r.drain(t)
 	if got := p.messages(); len(got) != 1 || got[0] != "Let me think" {
