@@ -188,7 +188,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		own = append(own, img)
 	}
 	for _, t := range own {
-		if err := deps.Tools.Register(t); err != nil {
+		if err := deps.Tools.RegisterOwn(t); err != nil {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 	}

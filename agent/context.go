@@ -19,10 +19,9 @@ var BootstrapFiles = []string{"AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md"}
 // SkillsSource supplies the skills part of the system prompt. The skills
 // package implements it; nil means no skills.
 type SkillsSource interface {
-	// AlwaysOn returns the full text of the always-on skills.
-	AlwaysOn() string
-	// Index returns the catalogue of the other skills (read on demand).
-	Index() string
+	// Prompt returns the full text of the always-on skills and the
+	// catalogue of the others (read on demand), from one look at them.
+	Prompt() (alwaysOn, index string)
 }
 
 // MemorySource supplies long-term memory (MEMORY.md) for the prompt.
@@ -66,10 +65,11 @@ func (b *ContextBuilder) SystemPrompt() string {
 		parts = append(parts, "# Memory\n\n"+mem)
 	}
 	if b.Skills != nil {
-		if s := strings.TrimSpace(b.Skills.AlwaysOn()); s != "" {
+		on, idx := b.Skills.Prompt()
+		if s := strings.TrimSpace(on); s != "" {
 			parts = append(parts, "# Active skills\n\n"+s)
 		}
-		if s := strings.TrimSpace(b.Skills.Index()); s != "" {
+		if s := strings.TrimSpace(idx); s != "" {
 			parts = append(parts, "# Skills\n\nThe following skills extend your capabilities. To use one, read its SKILL.md with read_file first.\n\n"+s)
 		}
 	}

@@ -39,3 +39,29 @@ func TestSubagentResultNamesItsAgent(t *testing.T) {
 		t.Errorf("published %+v, want one message naming agent %q", got, configs.DefaultAgent)
 	}
 }
+
+// TestOwnToolSchemasCompile compiles the schemas of the tools New adds
+// (message, spawn, image), which it registers with RegisterOwn: their
+// compile waits for the first call, and this test stands behind that.
+func TestOwnToolSchemasCompile(t *testing.T) {
+	cfg := configs.Default()
+	cfg.Agents.Defaults.Workspace = t.TempDir()
+	cfg.Tools.Image.Enabled = true
+	paths := configs.PathsFor(filepath.Join(t.TempDir(), "config.json"), &cfg)
+	store, err := session.NewFileStore(t.TempDir(), session.FileStoreOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tools.NewRegistry()
+	if _, err := New(&cfg, paths, Deps{Provider: &fakeLLM{}, Model: "m", Tools: reg, Store: store, Out: &outbox{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := reg.Names(); len(got) != 3 {
+		t.Errorf("New registered %v, want message, spawn and the image tool", got)
+	}
+	for _, d := range reg.Definitions() {
+		if _, err := tools.CompileSchema(d.Parameters); err != nil {
+			t.Errorf("%s: %v", d.Name, err)
+		}
+	}
+}

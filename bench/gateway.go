@@ -20,6 +20,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
 	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+	"github.com/nanobot-go/nanobot/internal/owner"
 )
 
 // buildBinary builds the stripped binary the way a release would.
@@ -57,6 +58,11 @@ type gwOptions struct {
 	NoTrim bool
 	// Probe is the endpoint startGateway waits for (default /readyz).
 	Probe string
+	// Defaults leaves the agent's, channels' and gateway's settings at
+	// their defaults (progress messages, heartbeat, profiles off): only the
+	// provider, the port, the enabled channels and a reply cap of 0 are
+	// written.
+	Defaults bool
 }
 
 // gateway is a running `nanobot gateway` child.
@@ -79,6 +85,12 @@ func writeConfig(dir string, fx *fakes, port int, o gwOptions) (string, error) {
 		defaults["maxConcurrentTurns"] = o.Cap
 	}
 	chans := map[string]any{"sendProgress": false, "sendToolHints": false}
+	if o.Defaults {
+		// The reply cap stays off: 50 messages in a few seconds into one
+		// chat would trip it, and its wait is not latency.
+		defaults = map[string]any{"model": "bench-model", "provider": "vllm", "maxRepliesPerMinute": 0}
+		chans = map[string]any{}
+	}
 	if o.Channels {
 		chans["telegram"] = map[string]any{"enabled": true, "token": telegramtest.Token, "apiBase": fx.telegram.URL, "allowFrom": []string{"*"}}
 		chans["slack"] = map[string]any{"enabled": true, "appToken": slacktest.AppToken, "botToken": slacktest.BotToken, "apiBase": fx.slack.APIBase(), "allowFrom": []string{"*"}}
@@ -88,6 +100,9 @@ func writeConfig(dir string, fx *fakes, port int, o gwOptions) (string, error) {
 		chans["telegram"] = map[string]any{"enabled": true, "token": telegramtest.Token, "apiBase": o.Telegram.URL, "allowFrom": []string{"*"}}
 	}
 	gw := map[string]any{"host": "127.0.0.1", "port": port, "heartbeat": map[string]any{"enabled": false}, "pprof": true}
+	if o.Defaults {
+		gw = map[string]any{"host": "127.0.0.1", "port": port}
+	}
 	if o.NoTrim {
 		gw["trimCodePages"] = false
 	}
@@ -118,55 +133,28 @@ func freePort() (int, error) {
 // and returns once /readyz (or o.Probe) answers 200, with the time from
 // the spawn to that answer.
 func startGateway(bin, dir string, fx *fakes, o gwOptions) (*gateway, time.Duration, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, 0, err
-	}
-	port, err := freePort()
+	g, err := spawnGateway(bin, dir, fx, o)
 	if err != nil {
 		return nil, 0, err
 	}
-	cfg, err := writeConfig(dir, fx, port, o)
-	if err != nil {
-		return nil, 0, err
-	}
-	logf, err := os.OpenFile(filepath.Join(dir, "gateway.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, 0, err
-	}
-	g := &gateway{addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, logf: logf, done: make(chan error, 1)}
-	g.cmd = exec.Command(bin, "gateway", "--config", cfg)
-	g.cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
-	if v := os.Getenv("NANOBOT_BENCH_GODEBUG"); v != "" {
-		// e.g. memprofilerate=4096: heap profiles (-profiles) fine enough
-		// to see small per-session entries.
-		g.cmd.Env = append(g.cmd.Env, "GODEBUG="+v)
-	}
-	g.cmd.Stdout, g.cmd.Stderr = logf, logf
 	probe := o.Probe
 	if probe == "" {
 		probe = "/readyz"
 	}
 	client := &http.Client{Timeout: time.Second}
-	start := time.Now()
-	g.started = start
-	if err := g.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, 0, err
-	}
-	go func() { g.done <- g.cmd.Wait() }()
-	deadline := start.Add(30 * time.Second)
+	deadline := g.started.Add(30 * time.Second)
 	for {
 		resp, err := client.Get("http://" + g.addr + probe)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return g, time.Since(start), nil
+				return g, time.Since(g.started), nil
 			}
 		}
 		select {
 		case err := <-g.done:
-			logf.Close()
+			g.logf.Close()
 			return nil, 0, fmt.Errorf("gateway exited before ready: %v (log: %s)", err, filepath.Join(dir, "gateway.log"))
 		case <-time.After(time.Millisecond):
 		}
@@ -175,6 +163,55 @@ func startGateway(bin, dir string, fx *fakes, o gwOptions) (*gateway, time.Durat
 			return nil, 0, fmt.Errorf("gateway not ready after 30 s (log: %s)", filepath.Join(dir, "gateway.log"))
 		}
 	}
+}
+
+// spawnGateway writes the config in dir (created if needed) and starts
+// the binary on it, without waiting for anything.
+func spawnGateway(bin, dir string, fx *fakes, o gwOptions) (*gateway, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := writeConfig(dir, fx, port, o)
+	if err != nil {
+		return nil, err
+	}
+	env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+	if v := os.Getenv("NANOBOT_BENCH_GODEBUG"); v != "" {
+		// e.g. memprofilerate=4096: heap profiles (-profiles) fine enough
+		// to see small per-session entries.
+		env = append(env, "GODEBUG="+v)
+	}
+	return spawnProcess(dir, fmt.Sprintf("127.0.0.1:%d", port), env, bin, "gateway", "--config", cfg)
+}
+
+// spawnProcess starts a gateway process (ours or a peer's) with its
+// output in dir/gateway.log.
+func spawnProcess(dir, addr string, env []string, bin string, args ...string) (*gateway, error) {
+	logf, err := os.OpenFile(filepath.Join(dir, "gateway.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	g := &gateway{addr: addr, dir: dir, logf: logf, done: make(chan error, 1)}
+	g.cmd = exec.Command(bin, args...)
+	if w := os.Getenv("NANOBOT_BENCH_WRAP"); w != "" {
+		// e.g. a script running `perf record -g -o <unique file> -- "$@"`:
+		// profiles of the start-up, the first turn included.
+		parts := strings.Fields(w)
+		g.cmd = exec.Command(parts[0], append(append(parts[1:], bin), args...)...)
+	}
+	g.cmd.Env = env
+	g.cmd.Stdout, g.cmd.Stderr = logf, logf
+	g.started = time.Now()
+	if err := g.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	go func() { g.done <- g.cmd.Wait() }()
+	return g, nil
 }
 
 // stop asks the gateway to shut down (SIGTERM) and waits for it.
@@ -227,6 +264,13 @@ func (g *gateway) smaps() (map[string]int64, error) {
 // `go tool pprof -sample_index=inuse_space -diff_base a b`.
 func (g *gateway) saveHeap(ctx context.Context, path string) error {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+g.addr+"/debug/pprof/heap?gc=1", nil)
+	// Profiles need the instance's access token, which the gateway keeps
+	// in the state folder beside its config.
+	key, err := owner.Load(owner.Path(filepath.Join(g.dir, "state")))
+	if err != nil {
+		return fmt.Errorf("heap profile: the access token: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key.Token())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

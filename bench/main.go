@@ -13,6 +13,13 @@
 //	go run ./bench -quick          # smoke run: checks the driver works; numbers meaningless
 //	go run ./bench soak -duration 30m   # chaos soak (soak.go); -out docs/benchmarks.md
 //
+// The reply section (issue 38) measures spawn → first reply and warm
+// per-message latency; -baseline and -picoclaw add another build of ours
+// and PicoClaw to it, measured in turns with ours. NANOBOT_BENCH_WRAP
+// prefixes every gateway command (a profiler), NANOBOT_BENCH_TIMELINE=1
+// logs each restart's Bot API calls against the time since the spawn, and
+// NANOBOT_BENCH_KEEP=1 keeps the temporary folder with the gateways' logs.
+//
 // Only loopback is used. The gateway runs with HOME and its config in a
 // temporary folder, so nothing touches the user's ~/.nanobot.
 package main
@@ -40,7 +47,9 @@ func main() {
 	idle := flag.Duration("idle", 60*time.Second, "how long the gateway idles before its memory is read")
 	flag.IntVar(&growthTurns, "growth-turns", 6, "turns per session in the memory-growth run (20 reproduces the issue's full load, ~15 min here)")
 	flag.StringVar(&profiles, "profiles", "", "save the gateway's heap profile at each memory reading of the growth run into this folder")
-	flag.StringVar(&only, "only", "", "run only these sections, comma-separated (deps, lean, startup, load, growth, prefix, micro); prints the page instead of writing it")
+	flag.StringVar(&only, "only", "", "run only these sections, comma-separated (deps, reply, lean, startup, load, growth, prefix, micro); prints the page instead of writing it")
+	flag.StringVar(&picoclawBin, "picoclaw", "", "a PicoClaw binary to measure beside ours in the reply section (built from sipeed/picoclaw)")
+	flag.StringVar(&baselineBin, "baseline", "", "another nanobot binary (an earlier commit) to measure beside this one in the reply section")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
@@ -63,7 +72,9 @@ func run(quick bool, out string, idle time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	if os.Getenv("NANOBOT_BENCH_KEEP") == "" {
+		defer os.RemoveAll(work)
+	}
 
 	r := &report{Quick: quick, Started: time.Now(), Machine: describeMachine(), LoadBefore: loadAverage()}
 	fx := startFakes()
@@ -82,6 +93,7 @@ func run(quick bool, out string, idle time.Duration) error {
 	}{
 		{"deps", "bytes per module", func() error { return measureDeps(r, work) }},
 		{"lean", "issue 28: size, spawn to /healthz, early and idle memory, a burst", func() error { return measureLean(r, fx, bin, work, quick) }},
+		{"reply", "issue 38: spawn to first reply, warm per-message latency", func() error { return measureReply(r, fx, bin, work, quick) }},
 		{"startup", "time to ready and idle memory, 4 channels", func() error { return measureStartup(r, fx, bin, work, idle) }},
 		{"load", "throughput and latency", func() error { return measureLoad(r, fx, bin, work, quick) }},
 		{"growth", "memory growth over sessions", func() error { return measureGrowth(r, fx, bin, work, quick) }},
@@ -113,6 +125,7 @@ func run(quick bool, out string, idle time.Duration) error {
 		}
 		var b strings.Builder
 		w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+		r.replyMarkdown(w)
 		r.leanMarkdown(w)
 		r.depsMarkdown(w)
 		r.residentMarkdown(w)

@@ -46,7 +46,9 @@ type report struct {
 	Cluster []microResult
 
 	Lean leanFigures
-	Deps *depReport
+	// Reply is issue 38's rows: ours first, then a peer's if measured.
+	Reply []replyFigures
+	Deps  *depReport
 	// Resident is what the executable has mapped in at the early reading.
 	Resident []residentSection
 
@@ -208,6 +210,7 @@ func (r *report) markdown() string {
 		w("| %s | %s | %s | %s |\n", t.What, t.Goal, t.Got, met)
 	}
 
+	r.replyMarkdown(w)
 	r.leanMarkdown(w)
 	w("\n## Size, start, idle\n\n| figure | value |\n|---|---|\n")
 	w("| stripped binary (all channels; no build tags to leave any out yet) | %.1f MiB |\n", float64(r.BinaryBytes)/(1<<20))

@@ -4,15 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 )
-
-// JSONPathKey escapes a top-level JSON key for the SDKs' WithJSONSet, whose
-// path syntax would otherwise read "a.b" as a nested key.
-func JSONPathKey(k string) string {
-	return strings.NewReplacer(`\`, `\\`, ".", `\.`, "*", `\*`, "?", `\?`, "|", `\|`, "#", `\#`, "@", `\@`).Replace(k)
-}
 
 // ProxyClient is an HTTP client that sends every request through proxy
 // (http://, https:// or socks5://). The transport keeps the defaults of

@@ -72,7 +72,9 @@ type Registry struct {
 type entry struct {
 	tool   Tool
 	params map[string]any
-	schema *Schema
+	// schema compiles the parameter schema once, at registration or at
+	// the first call (RegisterOwn).
+	schema func() (*Schema, error)
 }
 
 // Option configures a Registry.
@@ -120,30 +122,44 @@ func NewRegistry(opts ...Option) *Registry {
 
 // Register adds a tool. It fails on an invalid or duplicate name and on a
 // parameter schema that does not compile. A disabled tool is skipped
-// without error.
-func (r *Registry) Register(t Tool) error {
+// (nil error).
+func (r *Registry) Register(t Tool) error { return r.register(t, false) }
+
+// RegisterOwn adds one of the program's own tools. Their schemas are fixed
+// in the code, and a test compiles every one of them, so the compile waits
+// for the tool's first call: start-up, and the first reply after it, do
+// not pay for it (about 5 ms for the built-ins). Tools from outside (MCP
+// servers) go through Register.
+func (r *Registry) RegisterOwn(t Tool) error { return r.register(t, true) }
+
+func (r *Registry) register(t Tool, later bool) error {
 	name := t.Name()
 	if len(name) > 64 || !nameChars.MatchString(name) {
 		return fmt.Errorf("tools: register %q: name must match %s", name, nameRule)
+	}
+	r.mu.RLock()
+	off := r.disabled[name]
+	r.mu.RUnlock()
+	if off {
+		r.log.Debug("tool disabled by configuration", "tool", name)
+		return nil
 	}
 	params := t.Parameters()
 	if params == nil {
 		params = map[string]any{"type": "object", "properties": map[string]any{}}
 	}
-	schema, err := CompileSchema(params)
-	if err != nil {
-		return fmt.Errorf("tools: register %s: %w", name, err)
+	compile := sync.OnceValues(func() (*Schema, error) { return CompileSchema(params) })
+	if !later {
+		if _, err := compile(); err != nil {
+			return fmt.Errorf("tools: register %s: %w", name, err)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.disabled[name] {
-		r.log.Debug("tool disabled by configuration", "tool", name)
-		return nil
-	}
 	if _, dup := r.entries[name]; dup {
 		return fmt.Errorf("tools: register %s: already registered", name)
 	}
-	r.entries[name] = &entry{tool: t, params: params, schema: schema}
+	r.entries[name] = &entry{tool: t, params: params, schema: compile}
 	r.order = append(r.order, name)
 	return nil
 }
@@ -245,8 +261,12 @@ func (r *Registry) Execute(ctx context.Context, name string, args map[string]any
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("%s not run: %w", name, err)
 	}
+	schema, err := e.schema()
+	if err != nil {
+		return Result{}, fmt.Errorf("%s not run: its parameter schema is invalid: %w", name, err)
+	}
 	cast := Cast(e.params, args)
-	if problems := e.schema.Validate(cast); len(problems) > 0 {
+	if problems := schema.Validate(cast); len(problems) > 0 {
 		return Result{}, &ArgumentError{Tool: name, Problems: problems}
 	}
 	start := time.Now()

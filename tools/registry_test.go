@@ -272,3 +272,35 @@ func TestRegistryRedactsResultsAndErrors(t *testing.T) {
 		t.Errorf("redacted error %v no longer unwraps to the tool's error", err)
 	}
 }
+
+// TestRegisterOwnCompilesAtFirstCall: Register refuses a schema that does
+// not compile; RegisterOwn takes it and the first call says why it cannot
+// run, without running the tool; a valid one validates as with Register.
+func TestRegisterOwnCompilesAtFirstCall(t *testing.T) {
+	bad := &fakeTool{name: "bad", params: map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integr"}}}}
+	r := NewRegistry(WithLogger(quietLogger()))
+	if err := r.Register(bad); err == nil {
+		t.Fatal("Register took a schema that does not compile")
+	}
+	if err := r.RegisterOwn(bad); err != nil {
+		t.Fatalf("RegisterOwn: %v", err)
+	}
+	_, err := r.Execute(context.Background(), "bad", map[string]any{"n": 1})
+	if err == nil || !strings.Contains(err.Error(), "schema is invalid") {
+		t.Errorf("call with a bad schema: %v", err)
+	}
+	if len(bad.seen) != 0 {
+		t.Error("the tool ran although its schema is invalid")
+	}
+	good := newFake("good")
+	if err := r.RegisterOwn(good); err != nil {
+		t.Fatal(err)
+	}
+	var argErr *ArgumentError
+	if _, err := r.Execute(context.Background(), "good", map[string]any{"n": 0}); !errors.As(err, &argErr) {
+		t.Errorf("n below its minimum: %v, want an ArgumentError", err)
+	}
+	if _, err := r.Execute(context.Background(), "good", map[string]any{"n": 2}); err != nil {
+		t.Errorf("valid call: %v", err)
+	}
+}

@@ -109,6 +109,10 @@ type Loader struct {
 
 	mu    sync.Mutex
 	cache map[string]*entry // workspace SKILL.md path -> last parse
+	paths pathSearches      // guarded by mu
+	// keepPaths is set when LookPath is exec.LookPath: its answers are
+	// kept between scans while PATH's folders do not change.
+	keepPaths bool
 }
 
 // entry is a parsed SKILL.md and the file version it came from.
@@ -127,6 +131,7 @@ func New(opts Options) *Loader {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	keepPaths := opts.LookPath == nil
 	if opts.LookPath == nil {
 		opts.LookPath = exec.LookPath
 	}
@@ -140,10 +145,11 @@ func New(opts Options) *Loader {
 		opts.Builtin = builtinFS()
 	}
 	l := &Loader{
-		opts:    opts,
-		log:     opts.Logger.With("component", "skills"),
-		userDir: filepath.Join(opts.Workspace, "skills"),
-		cache:   map[string]*entry{},
+		opts:      opts,
+		log:       opts.Logger.With("component", "skills"),
+		userDir:   filepath.Join(opts.Workspace, "skills"),
+		cache:     map[string]*entry{},
+		keepPaths: keepPaths,
 	}
 	if !opts.NoBuiltin {
 		l.builtins, l.builtinPb = l.loadBuiltins()
@@ -182,17 +188,8 @@ func (l *Loader) Get(name string) (Skill, bool) {
 // the system prompt. An always-on skill with unmet requirements is listed
 // in Index instead, where the model can see why.
 func (l *Loader) AlwaysOn() string {
-	var b strings.Builder
-	for _, s := range l.Skills() {
-		if !s.Always || !s.Available() {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
-		}
-		fmt.Fprintf(&b, "### Skill: %s\n\n%s", s.Name, s.Body)
-	}
-	return b.String()
+	on, _ := l.Prompt()
+	return on
 }
 
 // Index returns the catalogue of the skills not in AlwaysOn:
@@ -206,8 +203,34 @@ func (l *Loader) AlwaysOn() string {
 //
 // It is empty when there are no such skills.
 func (l *Loader) Index() string {
+	_, idx := l.Prompt()
+	return idx
+}
+
+// Prompt returns AlwaysOn and Index from one scan: the system prompt asks
+// for both on every turn.
+func (l *Loader) Prompt() (alwaysOn, index string) {
+	skills := l.Skills()
+	return alwaysOnText(skills), indexText(skills)
+}
+
+func alwaysOnText(skills []Skill) string {
 	var b strings.Builder
-	for _, s := range l.Skills() {
+	for _, s := range skills {
+		if !s.Always || !s.Available() {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "### Skill: %s\n\n%s", s.Name, s.Body)
+	}
+	return b.String()
+}
+
+func indexText(skills []Skill) string {
+	var b strings.Builder
+	for _, s := range skills {
 		if s.Always && s.Available() {
 			continue
 		}
@@ -283,7 +306,7 @@ func (l *Loader) scan() ([]Skill, []Problem) {
 	}
 
 	skills := make([]Skill, 0, len(byName))
-	look := map[string]bool{} // one PATH search per binary per scan
+	look := l.paths.finder(l.opts.LookPath, l.keepPaths)
 	for _, e := range byName {
 		s := e.skill
 		if !osMatches(s.OS, l.opts.GOOS) {
@@ -350,17 +373,11 @@ func build(name string, data []byte) (s Skill, ok bool, problem error) {
 	return s, true, problem
 }
 
-// missing lists the unmet requirements of s. look caches PATH searches.
-func (l *Loader) missing(s Skill, look map[string]bool) []string {
+// missing lists the unmet requirements of s. look answers PATH searches.
+func (l *Loader) missing(s Skill, look func(string) bool) []string {
 	var out []string
 	for _, bin := range s.Bins {
-		found, ok := look[bin]
-		if !ok {
-			_, err := l.opts.LookPath(bin)
-			found = err == nil
-			look[bin] = found
-		}
-		if !found {
+		if !look(bin) {
 			out = append(out, "bin:"+bin)
 		}
 	}

@@ -119,9 +119,27 @@ func scanParallel(ctx context.Context, dir string, loc *time.Location, since, un
 // readChunks calls fn with the file's complete lines, a chunk at a time.
 func readChunks(ctx context.Context, path string, fn func([]byte)) error {
 	free := make(chan []byte, 1)
-	free <- make([]byte, 0, chunkSize)
+	free <- make([]byte, 0, bufferFor(path))
 	return readChunksInto(ctx, path, free, func(c []byte) { fn(c); free <- c[:0] }, func() {})
 }
+
+// bufferFor is the buffer size for reading path: a chunk, or less for a
+// smaller file (a month's ledger is often a few kilobytes; a 4 MiB buffer
+// for it is 4 MB of memory the process keeps from its first second).
+// The buffer grows when the file has grown since.
+func bufferFor(path string) int {
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return minChunk // none yet (the open fails), or it grows as read
+	case st.Size() >= chunkSize:
+		return chunkSize
+	}
+	return max(int(st.Size())+minChunk, 2*minChunk)
+}
+
+// minChunk is the least a read asks for.
+const minChunk = 4 << 10
 
 // readChunksInto reads path in chunks that end at a line end, into buffers
 // taken from free, and hands each to fn (which owns it from then on and
@@ -147,7 +165,7 @@ func readChunksInto(ctx context.Context, path string, free chan []byte, fn func(
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if cap(buf) < len(carry)+chunkSize/2 {
+		if cap(buf)-len(carry) < minChunk {
 			buf = make([]byte, 0, max(chunkSize, 2*len(carry)))
 		}
 		buf = append(buf[:0], carry...)

@@ -58,14 +58,10 @@ func runGateway(ctx context.Context, a *app) error {
 		return err
 	}
 	defer w.close()
-	if sb := sandbox.Describe(sandbox.Mode(l.Config.Tools.Exec.Sandbox)); strings.HasPrefix(sb, "none") {
-		a.log.Warn("exec sandbox: commands and MCP servers run unconfined; see `nanobot doctor`", "sandbox", sb)
-	} else {
-		a.log.Info("exec sandbox", "sandbox", sb)
-	}
-	if ok, why := sandbox.PortWall(sandbox.Mode(l.Config.Tools.Exec.Sandbox)); !ok && l.Config.Tools.Exec.NetworkAllowed() {
-		a.log.Warn("exec commands can reach the gateway's own port; the credential check is the only wall", "reason", why)
-	}
+	// Probing the sandbox starts a confined child (about 10 ms): it runs
+	// beside the rest of the start, not before the first poll. The first
+	// command waits for the same probe.
+	go describeSandbox(a, l.Config.Tools.Exec)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -111,6 +107,19 @@ func runGateway(ctx context.Context, a *app) error {
 	opts.Observer = obs
 	opts.Early, handed = early, true
 	return gateway.Run(ctx, opts)
+}
+
+// describeSandbox logs how exec commands will be confined, and warns when
+// they are not or can reach the gateway's own port.
+func describeSandbox(a *app, ex configs.ExecConfig) {
+	if sb := sandbox.Describe(sandbox.Mode(ex.Sandbox)); strings.HasPrefix(sb, "none") {
+		a.log.Warn("exec sandbox: commands and MCP servers run unconfined; see `nanobot doctor`", "sandbox", sb)
+	} else {
+		a.log.Info("exec sandbox", "sandbox", sb)
+	}
+	if ok, why := sandbox.PortWall(sandbox.Mode(ex.Sandbox)); !ok && ex.NetworkAllowed() {
+		a.log.Warn("exec commands can reach the gateway's own port; the credential check is the only wall", "reason", why)
+	}
 }
 
 func newInstallServiceCmd(a *app) *cobra.Command {

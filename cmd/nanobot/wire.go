@@ -111,7 +111,7 @@ func (a *app) toolRegistry(jobs *cron.Store, ws, sb string) (*tools.Registry, er
 		return nil, err
 	}
 	for _, t := range append(builtins, more...) {
-		if err := reg.Register(t); err != nil {
+		if err := reg.RegisterOwn(t); err != nil {
 			return nil, fmt.Errorf("tools: %w", err)
 		}
 	}

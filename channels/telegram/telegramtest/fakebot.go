@@ -30,8 +30,9 @@ import (
 	"unicode/utf8"
 )
 
-// Token is the bot token the fake accepts.
-const Token = "123456:TEST-token"
+// Token is the bot token the fake accepts. It has the shape of a real one
+// (digits, a colon, 35 characters), which clients such as telego check.
+const Token = "123456:TEST-token-ABCDEFGHIJKLMNOPQRSTUVWX"
 
 // The bot the fake is.
 const (

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+)
+
+// replyFigures are issue 38's rows: how long a user waits for the first
+// reply, from a gateway that is just starting and from one that runs.
+type replyFigures struct {
+	Name string // "nanobot" or the peer's name
+	// Spawn → the first sendMessage answering a message that was waiting
+	// in Telegram before the spawn, over Spawns restarts.
+	Spawns                          int
+	SpawnMedian, SpawnMin, SpawnMax time.Duration
+	// A running gateway, one message at a time in one chat: the update
+	// handed out → the first sendMessage to that chat.
+	Warm                int
+	WarmMedian, WarmP99 time.Duration
+	WarmMax             time.Duration
+}
+
+// replyChat is the chat the reply section talks in.
+var replyChat = telegramtest.Chat{ID: 4242, Type: "private"}
+
+// replyUser is who talks there.
+var replyUser = telegramtest.User{ID: 4242, FirstName: "Ada", Username: "ada"}
+
+// spawner starts one gateway against a Telegram fake; the state
+// directory dir is kept between spawns (a restart, not a first install).
+type spawner func(dir string, tg *telegramtest.Server) (*gateway, error)
+
+// measureReply measures issue 38's rows for our gateway and, when
+// -baseline or -picoclaw name binaries, for those the same way in the same
+// run. All talk to fakes at 0 ms (the model answers at once) and keep
+// their state on the disk the bench's temporary folder is on. The spawns
+// of the candidates take turns, so a change in the machine's load in the
+// middle of the run weighs on each alike.
+func measureReply(r *report, fx *fakes, bin, work string, quick bool) error {
+	spawns, warm := 15, 50
+	if quick {
+		spawns, warm = 2, 5
+	}
+	ours := func(bin string) spawner {
+		return func(dir string, tg *telegramtest.Server) (*gateway, error) {
+			return spawnGateway(bin, dir, fx, gwOptions{Telegram: tg, Defaults: true})
+		}
+	}
+	cands := []*candidate{{name: "nanobot", spawn: ours(bin), dir: "reply-ours"}}
+	if baselineBin != "" {
+		cands = append(cands, &candidate{name: "nanobot (baseline)", spawn: ours(baselineBin), dir: "reply-baseline"})
+	}
+	if picoclawBin != "" {
+		cands = append(cands, &candidate{name: "PicoClaw", dir: "reply-picoclaw", spawn: func(dir string, tg *telegramtest.Server) (*gateway, error) {
+			return spawnPicoClaw(picoclawBin, dir, fx, tg)
+		}})
+	}
+	for _, c := range cands {
+		c.dir = filepath.Join(work, c.dir)
+		if err := os.MkdirAll(c.dir, 0o700); err != nil {
+			return err
+		}
+		// One bot per candidate for all its runs: Telegram never hands
+		// out an update id twice, and a gateway rightly ignores one it
+		// has already taken.
+		c.tg = telegramtest.New(fx.t)
+		defer c.tg.Close()
+	}
+	// The first spawn writes the workspace and is not counted: what a
+	// user waits for after a restart or a rolling update is the rest.
+	for i := range spawns + 1 {
+		for _, c := range cands {
+			took, err := spawnToReply(c.spawn, c.tg, c.dir, i)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			if i > 0 {
+				c.times = append(c.times, took)
+			}
+		}
+	}
+	for _, c := range cands {
+		f := replyFigures{Name: c.name, Spawns: spawns, Warm: warm}
+		sort.Slice(c.times, func(i, j int) bool { return c.times[i] < c.times[j] })
+		f.SpawnMin, f.SpawnMedian, f.SpawnMax = c.times[0], c.times[len(c.times)/2], c.times[len(c.times)-1]
+		lat, err := warmReplies(c.spawn, c.tg, c.dir, warm)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		f.WarmMedian, f.WarmP99, f.WarmMax = percentile(lat, 0.5), percentile(lat, 0.99), lat[len(lat)-1]
+		log.Printf("  %s: spawn → first reply median %s (min %s, max %s); warm update → first send median %s, p99 %s",
+			c.name, round(f.SpawnMedian), round(f.SpawnMin), round(f.SpawnMax), round(f.WarmMedian), round(f.WarmP99))
+		r.Reply = append(r.Reply, f)
+	}
+	return nil
+}
+
+// candidate is one gateway build the reply section measures.
+type candidate struct {
+	name  string
+	spawn spawner
+	dir   string
+	tg    *telegramtest.Server
+	times []time.Duration
+}
+
+// picoclawBin is the -picoclaw flag: a PicoClaw binary to measure beside ours.
+var picoclawBin string
+
+// baselineBin is the -baseline flag: another build of ours (an earlier
+// commit) measured the same way in the same run, so a change is judged
+// against the machine's state of the moment.
+var baselineBin string
+
+// spawnToReply puts a message in the Telegram fake while no gateway
+// polls it, spawns the gateway and returns the time from the spawn to the
+// bot's first sendMessage in that chat. It stops the gateway once the
+// answer is complete.
+func spawnToReply(spawn spawner, tg *telegramtest.Server, dir string, i int) (time.Duration, error) {
+	_, seen := tg.SentSince(1 << 62)
+	token := fmt.Sprintf("m-38-%d", i)
+	tg.Send(telegramtest.Msg{Chat: replyChat, From: replyUser, Text: "hello " + token})
+	g, err := spawn(dir, tg)
+	if err != nil {
+		return 0, err
+	}
+	defer g.stop()
+	calls := len(tg.Calls(""))
+	at, err := firstSend(tg, g, seen, 30*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	if os.Getenv("NANOBOT_BENCH_TIMELINE") != "" {
+		log.Printf("    spawned at %s", g.started.UTC().Format("15:04:05.000000"))
+		for _, c := range tg.Calls("")[calls:] {
+			log.Printf("    %6.1f ms  %s", float64(c.At.Sub(g.started).Microseconds())/1000, c.Method)
+		}
+	}
+	return at.Sub(g.started), waitSent(tg, g, seen, token, 30*time.Second)
+}
+
+// warmReplies starts the gateway, answers one
+// message to warm it, then sends n messages one at a time and returns the
+// time from each update to the first sendMessage in the chat, sorted.
+func warmReplies(spawn spawner, tg *telegramtest.Server, dir string, n int) ([]time.Duration, error) {
+	g, err := spawn(dir, tg)
+	if err != nil {
+		return nil, err
+	}
+	defer g.stop()
+	var lat []time.Duration
+	for i := range n + 1 {
+		_, seen := tg.SentSince(1 << 62)
+		token := fmt.Sprintf("m-39-%d", i)
+		sent := time.Now()
+		tg.Send(telegramtest.Msg{Chat: replyChat, From: replyUser, Text: "tell me " + token})
+		at, err := firstSend(tg, g, seen, 30*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			lat = append(lat, at.Sub(sent))
+		}
+		// The next message goes once this one is answered in full and
+		// the bot is idle again (a user reading the answer).
+		if err := waitSent(tg, g, seen, token, 30*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat, nil
+}
+
+// firstSend waits for the first sendMessage to replyChat after the first
+// seen sends and returns when the fake received it.
+func firstSend(tg *telegramtest.Server, g *gateway, seen int, timeout time.Duration) (time.Time, error) {
+	var at time.Time
+	err := pollSent(tg, g, seen, timeout, func(s telegramtest.Sent) bool {
+		if s.Method == "sendMessage" && s.ChatID == replyChat.ID {
+			at = s.At
+			return true
+		}
+		return false
+	})
+	return at, err
+}
+
+// waitSent waits until something the bot sent or edited in replyChat after
+// the first seen sends shows token.
+func waitSent(tg *telegramtest.Server, g *gateway, seen int, token string, timeout time.Duration) error {
+	return pollSent(tg, g, seen, timeout, func(s telegramtest.Sent) bool {
+		return s.ChatID == replyChat.ID && strings.Contains(s.Visible, token)
+	})
+}
+
+// pollSent polls the fake's sends after the first seen until match is
+// true for one, the gateway exits, or timeout passes. The times compared
+// are the fake's own, so the polling interval adds nothing to them.
+func pollSent(tg *telegramtest.Server, g *gateway, seen int, timeout time.Duration, match func(telegramtest.Sent) bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var sent []telegramtest.Sent
+		sent, seen = tg.SentSince(seen)
+		for _, s := range sent {
+			if match(s) {
+				return nil
+			}
+		}
+		select {
+		case err := <-g.done:
+			g.done <- err // stop() waits for it too
+			return fmt.Errorf("gateway exited: %v (log: %s)", err, filepath.Join(g.dir, "gateway.log"))
+		case <-time.After(200 * time.Microsecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no reply after %s (log: %s)", timeout, filepath.Join(g.dir, "gateway.log"))
+		}
+	}
+}
+
+// spawnPicoClaw starts PicoClaw's gateway on the same fakes, on its
+// defaults otherwise: one model entry pointing at the LLM fake, Telegram
+// on tg, heartbeat off (as ours is in the bench).
+func spawnPicoClaw(bin, dir string, fx *fakes, tg *telegramtest.Server) (*gateway, error) {
+	home := filepath.Join(dir, ".picoclaw")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg := map[string]any{
+		"version": 3,
+		"agents":  map[string]any{"defaults": map[string]any{"workspace": filepath.Join(home, "workspace"), "model_name": "bench-model"}},
+		"model_list": []any{map[string]any{
+			"model_name": "bench-model", "model": "openai/bench-model",
+			"api_keys": []string{"bench-key"}, "api_base": fx.llm.OpenAIBase(),
+		}},
+		"channel_list": map[string]any{"telegram": map[string]any{
+			"enabled": true, "type": "telegram", "allow_from": []string{},
+			"settings": map[string]any{"token": telegramtest.Token, "base_url": strings.TrimSuffix(tg.URL, "/")},
+		}},
+		"gateway":   map[string]any{"host": "127.0.0.1", "port": port},
+		"heartbeat": map[string]any{"enabled": false},
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.json"), b, 0o600); err != nil {
+		return nil, err
+	}
+	env := []string{"HOME=" + dir, "PICOCLAW_HOME=" + home, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+	return spawnProcess(dir, fmt.Sprintf("127.0.0.1:%d", port), env, bin, "gateway")
+}
+
+// replyMarkdown writes issue 38's table.
+func (r *report) replyMarkdown(w func(string, ...any)) {
+	if len(r.Reply) == 0 {
+		return
+	}
+	w("\n## First reply and per-message latency (issue 38)\n\n")
+	w("Each gateway on its defaults with only Telegram enabled, against the Telegram fake and the LLM fake answering at once (0 ms), its state on the disk of the bench's temporary folder (journal and outbox included). ")
+	w("*Spawn → first reply*: a message waits in the Telegram fake while no gateway polls it; the gateway is spawned on a state folder it has started on before (a restart); the time from `exec` to the fake receiving the first `sendMessage` in that chat; %d restarts. ", r.Reply[0].Spawns)
+	w("*Warm*: one running gateway, one message at a time in one chat (the next once the answer is complete); the time from the update being handed out (the gateway is in its long poll) to the fake receiving the first `sendMessage` in the chat; %d messages after one to warm up. ", r.Reply[0].Warm)
+	w("Times are the fake's own receive times.\n\n")
+	w("| figure |")
+	for _, f := range r.Reply {
+		w(" %s |", f.Name)
+	}
+	w(" goal |\n|---|")
+	for range r.Reply {
+		w("---|")
+	}
+	w("---|\n")
+	row := func(what, goal string, v func(replyFigures) string) {
+		w("| %s |", what)
+		for _, f := range r.Reply {
+			w(" %s |", v(f))
+		}
+		w(" %s |\n", goal)
+	}
+	row("spawn → first reply, median (min–max)", "≤ 90 ms", func(f replyFigures) string {
+		return fmt.Sprintf("%s (%s–%s)", round(f.SpawnMedian), round(f.SpawnMin), round(f.SpawnMax))
+	})
+	row("warm update → first send, median", "≤ 20 ms", func(f replyFigures) string { return round(f.WarmMedian).String() })
+	row("warm update → first send, p99 (max)", "≤ 40 ms", func(f replyFigures) string {
+		return fmt.Sprintf("%s (%s)", round(f.WarmP99), round(f.WarmMax))
+	})
+}
