@@ -46,11 +46,31 @@ type ContextBuilder struct {
 	Now func() time.Time
 	// MaxImageBytes caps one image attachment sent inline (default 10 MB).
 	MaxImageBytes int64
+
+	// memo is the last system prompt and what it was made from.
+	memo promptMemo
 }
 
 // SystemPrompt joins identity, bootstrap files, memory and skills with
-// "---" separators.
+// "---" separators. It is asked for twice a turn (to estimate the prompt,
+// then to send it); while the files it reads are unchanged (same size and
+// modification time) and the skills part is the same, the last one is
+// returned without reading them again. Safe for concurrent use.
 func (b *ContextBuilder) SystemPrompt() string {
+	var on, idx string
+	if b.Skills != nil {
+		on, idx = b.Skills.Prompt()
+	}
+	key := b.promptKey(on, idx)
+	if p, ok := b.memo.get(key); ok {
+		return p
+	}
+	p := b.buildSystemPrompt(on, idx)
+	b.memo.put(key, p)
+	return p
+}
+
+func (b *ContextBuilder) buildSystemPrompt(on, idx string) string {
 	parts := []string{b.identity()}
 	for _, name := range BootstrapFiles {
 		data, err := os.ReadFile(filepath.Join(b.Workspace, name))
@@ -65,7 +85,6 @@ func (b *ContextBuilder) SystemPrompt() string {
 		parts = append(parts, "# Memory\n\n"+mem)
 	}
 	if b.Skills != nil {
-		on, idx := b.Skills.Prompt()
 		if s := strings.TrimSpace(on); s != "" {
 			parts = append(parts, "# Active skills\n\n"+s)
 		}

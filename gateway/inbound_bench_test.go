@@ -26,7 +26,7 @@ func (r *replySignal) Send(ctx context.Context, m bus.Outbound) (channels.Messag
 	return channels.MessageRef{ChatID: m.ChatID, MessageID: "x"}, nil
 }
 
-// BenchmarkInboundToReply is one message at a time in one chat through
+// BenchmarkInboundToReply is one message at a time, 50 to a chat, through
 // the whole gateway on its defaults (but no reply cap) — the channel's inbox, the journal
 // (fsynced, in a temporary folder on disk), the gate, the agent loop with
 // the session file, the context and the workspace, a model answering at
@@ -44,7 +44,10 @@ func BenchmarkInboundToReply(b *testing.B) {
 	send := func() {
 		i++
 		text := fmt.Sprint("message ", i)
-		ch.fake.in <- bus.Inbound{Channel: "bench", ChatID: "c1", SenderID: "u1", Content: text, MessageID: fmt.Sprint(i)}
+		// A conversation of 50 messages per chat, so the history (and
+		// its copying) stays the size of a real one however large b.N.
+		chat := fmt.Sprint("c", i/50)
+		ch.fake.in <- bus.Inbound{Channel: "bench", ChatID: chat, SenderID: "u1", Content: text, MessageID: fmt.Sprint(i)}
 		select {
 		case got := <-ch.got:
 			if got != "echo: "+text {

@@ -13,10 +13,16 @@ import (
 // or removing a program changes its folder's modification time). It is
 // not safe for concurrent use (the Loader's mutex guards it).
 type pathSearches struct {
-	path  string      // the PATH the answers are for
-	mods  []time.Time // modification time of each of its folders
-	found map[string]bool
+	path    string      // the PATH the answers are for
+	mods    []time.Time // modification time of each of its folders
+	checked time.Time   // when mods were last compared
+	found   map[string]bool
 }
+
+// pathRecheck is how often the folders on PATH are looked at again: a
+// program installed is seen at the first scan after that (a stat per
+// folder is not free, and two scans run per turn).
+const pathRecheck = 2 * time.Second
 
 // finder returns the function a scan asks whether bin is on PATH. When
 // keep is false (a LookPath other than exec.LookPath, in tests), answers
@@ -24,8 +30,11 @@ type pathSearches struct {
 func (p *pathSearches) finder(lookPath func(string) (string, error), keep bool) func(string) bool {
 	if !keep {
 		*p = pathSearches{}
-	} else if path := os.Getenv("PATH"); path != p.path || p.found == nil || !equalTimes(folderTimes(path), p.mods) {
-		p.path, p.mods, p.found = path, folderTimes(path), map[string]bool{}
+	} else if path := os.Getenv("PATH"); path != p.path || p.found == nil || time.Since(p.checked) >= pathRecheck {
+		if mods := folderTimes(path); path != p.path || p.found == nil || !equalTimes(mods, p.mods) {
+			p.path, p.mods, p.found = path, mods, map[string]bool{}
+		}
+		p.checked = time.Now()
 	}
 	if p.found == nil {
 		p.found = map[string]bool{}

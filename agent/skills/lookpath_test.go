@@ -33,12 +33,18 @@ func TestPathSearchesFollowInstalls(t *testing.T) {
 	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if available() {
+		t.Fatal("PATH's folders looked at again within pathRecheck")
+	}
+	later := func() { l.paths.checked = l.paths.checked.Add(-pathRecheck) }
+	later()
 	if !available() {
 		t.Fatal("nbctl installed on PATH, skill still unavailable")
 	}
 	if err := os.Remove(prog); err != nil {
 		t.Fatal(err)
 	}
+	later()
 	if available() {
 		t.Fatal("nbctl removed, skill still available")
 	}
