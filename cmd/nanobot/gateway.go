@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -58,10 +59,19 @@ func runGateway(ctx context.Context, a *app) error {
 		return err
 	}
 	defer w.close()
-	// Probing the sandbox starts a confined child (about 10 ms): it runs
-	// beside the rest of the start, not before the first poll. The first
-	// command waits for the same probe.
-	go describeSandbox(a, l.Config.Tools.Exec)
+	// Probing the sandbox starts a confined child: a second process whose
+	// start takes the cores for about 50 ms. It runs once the gateway has
+	// started and answered what was waiting, not before the first poll (a
+	// command run before then waits for the same probe).
+	go func() {
+		t := time.NewTimer(sandboxProbeDelay)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+			describeSandbox(a, l.Config.Tools.Exec)
+		}
+	}()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -108,6 +118,10 @@ func runGateway(ctx context.Context, a *app) error {
 	opts.Early, handed = early, true
 	return gateway.Run(ctx, opts)
 }
+
+// sandboxProbeDelay is how long after the start the sandbox is probed and
+// described in the log.
+const sandboxProbeDelay = 2 * time.Second
 
 // describeSandbox logs how exec commands will be confined, and warns when
 // they are not or can reach the gateway's own port.

@@ -94,7 +94,13 @@ func Open(path string, opts Options) (*Journal, []bus.Inbound, error) {
 		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
 	j.w = w
-	replay := wal.Recovered(log, "journal", &j.order, j.pending, j.compact, func(m bus.Inbound) bus.Inbound { return m })
+	atOpen := func() error {
+		if !w.Worth(1 + len(j.seen.set) + len(j.order)) {
+			return nil
+		}
+		return j.compact()
+	}
+	replay := wal.Recovered(log, "journal", &j.order, j.pending, atOpen, func(m bus.Inbound) bus.Inbound { return m })
 	return j, replay, nil
 }
 

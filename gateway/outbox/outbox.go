@@ -125,7 +125,13 @@ func Open(path string, opts Options) (*Outbox, []bus.Outbound, error) {
 		return nil, nil, fmt.Errorf("outbox: %w", err)
 	}
 	o.w = w
-	out := wal.Recovered(log, "outbox", &o.order, o.pending, o.compact, func(e *entry) bus.Outbound { return e.msg })
+	atOpen := func() error {
+		if !w.Worth(o.liveRecords()) {
+			return nil
+		}
+		return o.compact()
+	}
+	out := wal.Recovered(log, "outbox", &o.order, o.pending, atOpen, func(e *entry) bus.Outbound { return e.msg })
 	return o, out, nil
 }
 
@@ -404,6 +410,17 @@ func (o *Outbox) write(r record, sync bool) error {
 }
 
 // compact rewrites the file with what is still needed.
+// liveRecords is how many records compact would write.
+func (o *Outbox) liveRecords() int {
+	n := 1 + len(o.turns) + len(o.streams)
+	for _, id := range o.order {
+		if e, ok := o.pending[id]; ok {
+			n += 1 + len(e.sent)
+		}
+	}
+	return n
+}
+
 func (o *Outbox) compact() error {
 	o.order = wal.Present(o.order, o.pending)
 	recs := []record{{Op: "seq", ID: strconv.FormatInt(o.seq, 10)}}

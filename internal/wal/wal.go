@@ -73,6 +73,10 @@ type Log struct {
 	// torn is set while a failed write may have left bytes after size.
 	torn bool
 	err  error // the last write failure; nil once a write succeeded
+	// read is how many records Open found, damaged whether one of them
+	// (or a torn tail) was not intact.
+	read    int
+	damaged bool
 }
 
 // WriteError is a record that could not be stored. Full reports a storage
@@ -117,6 +121,7 @@ func Open(path string, opts Options, each func(payload []byte) error) (*Log, err
 	good := int64(bytes.LastIndexByte(data, '\n') + 1)
 	if good < int64(len(data)) {
 		l.log.Warn("wal: cutting off a torn last record", "file", path, "bytes", int64(len(data))-good)
+		l.damaged = true
 		if err := os.Truncate(path, good); err != nil {
 			return nil, fmt.Errorf("%s: cut torn tail: %w", path, err)
 		}
@@ -131,8 +136,10 @@ func Open(path string, opts Options, each func(payload []byte) error) (*Log, err
 		if len(raw) == 0 {
 			continue
 		}
+		l.read++
 		payload, ok := decode(raw)
 		if !ok {
+			l.damaged = true
 			payload, ok = salvage(raw)
 			l.log.Warn("wal: damaged line", "file", path, "line", line, "recovered", ok)
 			if !ok {
@@ -287,10 +294,25 @@ func Present[V any](ids []string, m map[string]V) []string {
 	return kept
 }
 
+// Worth reports whether compacting the file Open read is worth its cost
+// (a rewrite and two or three fsyncs, several milliseconds of every
+// start): when a record was damaged, or when the file holds many more
+// records than the live ones a compaction would keep. A store that keeps
+// a few hundred records across restarts is replayed as it is; its own
+// compaction after so many changes still bounds it.
+func (l *Log) Worth(live int) bool {
+	return l.damaged || l.read > 2*live+compactSlack
+}
+
+// compactSlack is how many records beyond twice the live ones a file may
+// hold before a compaction at open pays.
+const compactSlack = 256
+
 // Recovered finishes opening a store kept in a log: it trims *order to the
-// ids still pending (see Present), compacts the file (a failure, such as a
-// full disk at start, is only logged: the store keeps going on the file as
-// it is) and returns what each pending entry holds, oldest first.
+// ids still pending (see Present), calls compact (which compacts the file
+// when Worth says so; a failure, such as a full disk at start, is only
+// logged: the store keeps going on the file as it is) and returns what
+// each pending entry holds, oldest first.
 func Recovered[V, T any](log *slog.Logger, store string, order *[]string, pending map[string]V, compact func() error, value func(V) T) []T {
 	*order = Present(*order, pending)
 	if err := compact(); err != nil {

@@ -2,6 +2,7 @@ package wal_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,5 +141,47 @@ func TestRewriteFailsKeepsOldFile(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(path + ".tmp-*"); len(m) != 0 {
 		t.Errorf("temp files left: %v", m)
+	}
+}
+
+// TestWorthCompactingAtOpen: a file of about its live records is replayed
+// as it is; one of many superseded records, or with a damaged line, is
+// worth compacting.
+func TestWorthCompactingAtOpen(t *testing.T) {
+	open := func(t *testing.T, lines int, damage bool) *wal.Log {
+		path := filepath.Join(t.TempDir(), "log.jsonl")
+		l, err := wal.Open(path, wal.Options{}, func([]byte) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range lines {
+			if err := l.Append([]byte(fmt.Sprintf(`{"n":%d}`, i)), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.Close()
+		if damage {
+			f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("~00000000 {\"n\":\"bad checksum\"}\n")
+			f.Close()
+		}
+		l, err = wal.Open(path, wal.Options{}, func([]byte) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	if l := open(t, 300, false); l.Worth(100) {
+		t.Error("300 records, 100 live: compacted at open")
+	}
+	if l := open(t, 1000, false); !l.Worth(100) {
+		t.Error("1000 records, 100 live: not compacted at open")
+	}
+	if l := open(t, 10, true); !l.Worth(10) {
+		t.Error("a damaged record: not compacted at open")
 	}
 }
