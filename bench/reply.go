@@ -21,11 +21,18 @@ type replyFigures struct {
 	// in Telegram before the spawn, over Spawns restarts.
 	Spawns                          int
 	SpawnMedian, SpawnMin, SpawnMax time.Duration
+	// The medians of its phases: spawn → the first Bot API call, that →
+	// the first getUpdates, that → the first sendMessage.
+	ToFirstCall, CallToPoll, PollToSend time.Duration
 	// A running gateway, one message at a time in one chat: the update
 	// handed out → the first sendMessage to that chat.
 	Warm                int
 	WarmMedian, WarmP99 time.Duration
 	WarmMax             time.Duration
+	// MemAt after the warm gateway's spawn (the messages answered by
+	// then), its RSS and anonymous memory.
+	MemAt        time.Duration
+	RSS, AnonRSS int64
 }
 
 // replyChat is the chat the reply section talks in.
@@ -78,12 +85,15 @@ func measureReply(r *report, fx *fakes, bin, work string, quick bool) error {
 	// user waits for after a restart or a rolling update is the rest.
 	for i := range spawns + 1 {
 		for _, c := range cands {
-			took, err := spawnToReply(c.spawn, c.tg, c.dir, i)
+			ph, err := spawnToReply(c.spawn, c.tg, c.dir, i)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
 			if i > 0 {
-				c.times = append(c.times, took)
+				c.times = append(c.times, ph.Reply)
+				c.calls = append(c.calls, ph.FirstCall)
+				c.polls = append(c.polls, ph.FirstPoll-ph.FirstCall)
+				c.sends = append(c.sends, ph.Reply-ph.FirstPoll)
 			}
 		}
 	}
@@ -91,10 +101,16 @@ func measureReply(r *report, fx *fakes, bin, work string, quick bool) error {
 		f := replyFigures{Name: c.name, Spawns: spawns, Warm: warm}
 		sort.Slice(c.times, func(i, j int) bool { return c.times[i] < c.times[j] })
 		f.SpawnMin, f.SpawnMedian, f.SpawnMax = c.times[0], c.times[len(c.times)/2], c.times[len(c.times)-1]
-		lat, err := warmReplies(c.spawn, c.tg, c.dir, warm)
+		f.ToFirstCall, f.CallToPoll, f.PollToSend = percentile(c.calls, 0.5), percentile(c.polls, 0.5), percentile(c.sends, 0.5)
+		f.MemAt = 10 * time.Second
+		if quick {
+			f.MemAt = 2 * time.Second
+		}
+		lat, mem, err := warmReplies(c.spawn, c.tg, c.dir, warm, f.MemAt)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
+		f.RSS, f.AnonRSS = mem["Rss:"], mem["Anonymous:"]
 		f.WarmMedian, f.WarmP99, f.WarmMax = percentile(lat, 0.5), percentile(lat, 0.99), lat[len(lat)-1]
 		log.Printf("  %s: spawn → first reply median %s (min %s, max %s); warm update → first send median %s, p99 %s",
 			c.name, round(f.SpawnMedian), round(f.SpawnMin), round(f.SpawnMax), round(f.WarmMedian), round(f.WarmP99))
@@ -110,6 +126,9 @@ type candidate struct {
 	dir   string
 	tg    *telegramtest.Server
 	times []time.Duration
+	// calls, polls and sends are each restart's phases: spawn → first
+	// Bot API call, that → first getUpdates, that → first sendMessage.
+	calls, polls, sends []time.Duration
 }
 
 // picoclawBin is the -picoclaw flag: a PicoClaw binary to measure beside ours.
@@ -120,40 +139,59 @@ var picoclawBin string
 // against the machine's state of the moment.
 var baselineBin string
 
+// startPhases split a spawn → first reply, as the platform sees it.
+type startPhases struct {
+	// Reply is the spawn → the first sendMessage in the chat; FirstCall
+	// the spawn → the first Bot API call (the process started and
+	// assembled); FirstPoll the spawn → the first getUpdates, which hands
+	// out the waiting message at once.
+	Reply, FirstCall, FirstPoll time.Duration
+}
+
 // spawnToReply puts a message in the Telegram fake while no gateway
 // polls it, spawns the gateway and returns the time from the spawn to the
-// bot's first sendMessage in that chat. It stops the gateway once the
-// answer is complete.
-func spawnToReply(spawn spawner, tg *telegramtest.Server, dir string, i int) (time.Duration, error) {
+// bot's first sendMessage in that chat, with its phases. It stops the
+// gateway once the answer is complete.
+func spawnToReply(spawn spawner, tg *telegramtest.Server, dir string, i int) (startPhases, error) {
 	_, seen := tg.SentSince(1 << 62)
 	token := fmt.Sprintf("m-38-%d", i)
 	tg.Send(telegramtest.Msg{Chat: replyChat, From: replyUser, Text: "hello " + token})
 	g, err := spawn(dir, tg)
 	if err != nil {
-		return 0, err
+		return startPhases{}, err
 	}
 	defer g.stop()
 	calls := len(tg.Calls(""))
 	at, err := firstSend(tg, g, seen, 30*time.Second)
 	if err != nil {
-		return 0, err
+		return startPhases{}, err
 	}
-	if os.Getenv("NANOBOT_BENCH_TIMELINE") != "" {
-		log.Printf("    spawned at %s", g.started.UTC().Format("15:04:05.000000"))
-		for _, c := range tg.Calls("")[calls:] {
+	ph := startPhases{Reply: at.Sub(g.started)}
+	for _, c := range tg.Calls("")[calls:] {
+		if c.At.After(at) {
+			break
+		}
+		if ph.FirstCall == 0 {
+			ph.FirstCall = c.At.Sub(g.started)
+		}
+		if c.Method == "getUpdates" && ph.FirstPoll == 0 {
+			ph.FirstPoll = c.At.Sub(g.started)
+		}
+		if os.Getenv("NANOBOT_BENCH_TIMELINE") != "" {
 			log.Printf("    %6.1f ms  %s", float64(c.At.Sub(g.started).Microseconds())/1000, c.Method)
 		}
 	}
-	return at.Sub(g.started), waitSent(tg, g, seen, token, 30*time.Second)
+	return ph, waitSent(tg, g, seen, token, 30*time.Second)
 }
 
-// warmReplies starts the gateway, answers one
-// message to warm it, then sends n messages one at a time and returns the
-// time from each update to the first sendMessage in the chat, sorted.
-func warmReplies(spawn spawner, tg *telegramtest.Server, dir string, n int) ([]time.Duration, error) {
+// warmReplies starts the gateway, answers one message to warm it, then
+// sends n messages one at a time and returns the time from each update to
+// the first sendMessage in the chat, sorted, and the gateway's memory
+// (smaps_rollup) memAt after its spawn.
+func warmReplies(spawn spawner, tg *telegramtest.Server, dir string, n int, memAt time.Duration) ([]time.Duration, map[string]int64, error) {
 	g, err := spawn(dir, tg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer g.stop()
 	var lat []time.Duration
@@ -164,7 +202,7 @@ func warmReplies(spawn spawner, tg *telegramtest.Server, dir string, n int) ([]t
 		tg.Send(telegramtest.Msg{Chat: replyChat, From: replyUser, Text: "tell me " + token})
 		at, err := firstSend(tg, g, seen, 30*time.Second)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if i > 0 {
 			lat = append(lat, at.Sub(sent))
@@ -172,11 +210,17 @@ func warmReplies(spawn spawner, tg *telegramtest.Server, dir string, n int) ([]t
 		// The next message goes once this one is answered in full and
 		// the bot is idle again (a user reading the answer).
 		if err := waitSent(tg, g, seen, token, 30*time.Second); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	return lat, nil
+	if wait := time.Until(g.started.Add(memAt)); wait < 0 {
+		log.Printf("  warning: the messages took longer than %s; memory read late", memAt)
+	} else {
+		time.Sleep(wait)
+	}
+	mem, err := g.smaps()
+	return lat, mem, err
 }
 
 // firstSend waits for the first sendMessage to replyChat after the first
@@ -272,7 +316,8 @@ func (r *report) replyMarkdown(w func(string, ...any)) {
 	w("Each gateway on its defaults with only Telegram enabled, against the Telegram fake and the LLM fake answering at once (0 ms), its state on the disk of the bench's temporary folder (journal and outbox included). ")
 	w("*Spawn → first reply*: a message waits in the Telegram fake while no gateway polls it; the gateway is spawned on a state folder it has started on before (a restart); the time from `exec` to the fake receiving the first `sendMessage` in that chat; %d restarts. ", r.Reply[0].Spawns)
 	w("*Warm*: one running gateway, one message at a time in one chat (the next once the answer is complete); the time from the update being handed out (the gateway is in its long poll) to the fake receiving the first `sendMessage` in the chat; %d messages after one to warm up. ", r.Reply[0].Warm)
-	w("Times are the fake's own receive times.\n\n")
+	w("Times are the fake's own receive times. *Memory*: `Rss:` and `Anonymous:` of `/proc/<pid>/smaps_rollup` of that warm gateway %s after its spawn. ", r.Reply[0].MemAt)
+	w("Each gateway on its defaults: ours returns the start's garbage to the OS and unmaps its code pages once idle 3 s after the start (`gateway.trimCodePages`), PicoClaw does nothing of the kind.\n\n")
 	w("| figure |")
 	for _, f := range r.Reply {
 		w(" %s |", f.Name)
@@ -292,8 +337,14 @@ func (r *report) replyMarkdown(w func(string, ...any)) {
 	row("spawn → first reply, median (min–max)", "≤ 90 ms", func(f replyFigures) string {
 		return fmt.Sprintf("%s (%s–%s)", round(f.SpawnMedian), round(f.SpawnMin), round(f.SpawnMax))
 	})
+	row("… spawn → first Bot API call (process start, assembly), median", "", func(f replyFigures) string { return round(f.ToFirstCall).String() })
+	row("… first call → first `getUpdates` (connect), median", "", func(f replyFigures) string { return round(f.CallToPoll).String() })
+	row("… first `getUpdates` → first `sendMessage` (the first turn), median", "", func(f replyFigures) string { return round(f.PollToSend).String() })
 	row("warm update → first send, median", "≤ 20 ms", func(f replyFigures) string { return round(f.WarmMedian).String() })
 	row("warm update → first send, p99 (max)", "≤ 40 ms", func(f replyFigures) string {
 		return fmt.Sprintf("%s (%s)", round(f.WarmP99), round(f.WarmMax))
 	})
+	mb := func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+	row(fmt.Sprintf("RSS %s after start (the warm gateway, its messages answered)", r.Reply[0].MemAt), "≤ 28 MB", func(f replyFigures) string { return mb(f.RSS) })
+	row(fmt.Sprintf("anonymous RSS %s after start", r.Reply[0].MemAt), "≤ 7 MB", func(f replyFigures) string { return mb(f.AnonRSS) })
 }

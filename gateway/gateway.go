@@ -308,6 +308,7 @@ func (g *Gateway) agentService(feed func(ctx context.Context) error) service {
 	return service{name: "agent", run: func(ctx context.Context) error {
 		var wg sync.WaitGroup
 		wg.Go(func() { releaseWhenIdle(ctx, g.allIdle, g.cfg.Gateway.TrimCodePages, g.log) })
+		wg.Go(func() { releaseAfterStart(ctx, g.allIdle, g.cfg.Gateway.TrimCodePages, g.log) })
 		for _, a := range g.allAgents() {
 			wg.Go(func() { a.Subagents.Wait(ctx) })
 		}

@@ -13,6 +13,41 @@ import (
 // workers are gone by then.
 const idleRelease = 30 * time.Second
 
+// startRelease is how long after the start the memory of starting up is
+// returned to the operating system (once the agent is idle).
+const startRelease = 3 * time.Second
+
+// releaseAfterStart returns the start-up's memory to the operating system
+// once, after the agent has been idle at startRelease after the start: the
+// start allocates about twice what stays live (configs, templates, the
+// workspace and journal read, the first poll) and touches most of the
+// executable (package initialisers), and the process would keep both for
+// the first half minute. With trimCode it also unmaps the executable's
+// read-only pages (the ones still needed fault back in from the page
+// cache). One collection, a few milliseconds.
+func releaseAfterStart(ctx context.Context, idle func() bool, trimCode bool, log *slog.Logger) {
+	afterStart(ctx, startRelease, idle, func() { releaseMemory(trimCode, "start", log) })
+}
+
+// afterStart calls release once idle holds at a check, the first after
+// wait and then every wait/6.
+func afterStart(ctx context.Context, wait time.Duration, idle func() bool, release func()) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if idle() {
+			release()
+			return
+		}
+		t.Reset(wait / 6)
+	}
+}
+
 // releaseWhenIdle returns memory to the OS once after each busy spell: Go
 // collects garbage only as it allocates and returns freed pages slowly, so
 // without this a daemon that served a burst would keep its peak RSS for
@@ -20,18 +55,22 @@ const idleRelease = 30 * time.Second
 // With trimCode it also unmaps the executable's read-only pages
 // (gateway.trimCodePages).
 func releaseWhenIdle(ctx context.Context, idle func() bool, trimCode bool, log *slog.Logger) {
-	whenIdle(ctx, idle, idleRelease, func() {
-		start := time.Now()
-		debug.FreeOSMemory()
-		var code int64
-		if trimCode {
-			var err error
-			if code, err = dropCodePages(); err != nil {
-				log.Debug("idle: code pages not released", "err", err)
-			}
+	whenIdle(ctx, idle, idleRelease, func() { releaseMemory(trimCode, "idle", log) })
+}
+
+// releaseMemory returns freed heap to the OS and, with trimCode, unmaps
+// the executable's read-only pages.
+func releaseMemory(trimCode bool, why string, log *slog.Logger) {
+	start := time.Now()
+	debug.FreeOSMemory()
+	var code int64
+	if trimCode {
+		var err error
+		if code, err = dropCodePages(); err != nil {
+			log.Debug(why+": code pages not released", "err", err)
 		}
-		log.Debug("idle: memory returned to the OS", "code_mapped_bytes", code, "took", time.Since(start).Round(time.Microsecond))
-	})
+	}
+	log.Debug(why+": memory returned to the OS", "code_mapped_bytes", code, "took", time.Since(start).Round(time.Microsecond))
 }
 
 // whenIdle calls release once each time idle has held for after, following

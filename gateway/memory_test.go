@@ -55,3 +55,32 @@ func waitMoreProbes(t *testing.T, probes *atomic.Int32) {
 	from := probes.Load()
 	waitfor.True(t, "20 more idle checks", func() bool { return probes.Load() >= from+20 })
 }
+
+// TestReleaseAfterStart releases once, at the first check that finds the
+// agent idle after the wait, and not again however long it stays idle; a
+// gateway stopped before then never releases.
+func TestReleaseAfterStart(t *testing.T) {
+	var idle atomic.Bool
+	var released, probes atomic.Int32
+	probe := func() bool { probes.Add(1); return idle.Load() }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { afterStart(ctx, 30*time.Millisecond, probe, func() { released.Add(1) }); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	waitMoreProbes(t, &probes) // busy: checked again and again, no release
+	if n := released.Load(); n != 0 {
+		t.Fatalf("released %d times while busy", n)
+	}
+	idle.Store(true)
+	waitfor.True(t, "release once idle", func() bool { return released.Load() == 1 })
+	select {
+	case <-done: // returned: it cannot release again
+	case <-time.After(10 * time.Second):
+		t.Fatal("afterStart still running after its release")
+	}
+
+	stopped, cancelStopped := context.WithCancel(context.Background())
+	cancelStopped()
+	afterStart(stopped, time.Hour, func() bool { return true }, func() { t.Error("released after the gateway stopped") })
+}
