@@ -24,6 +24,8 @@ type leanFigures struct {
 	// At EarlyAt after the spawn, page trim off; Telegram connected.
 	EarlyAt             time.Duration
 	EarlyRSS, EarlyAnon int64
+	// The same reading of the gateway on the defaults (trim on).
+	EarlyRSSOn, EarlyAnonOn int64
 	// At LateAt after the spawn, idle, with the trim off and on.
 	LateAt                  time.Duration
 	LateRSSOff, LateAnonOff int64
@@ -101,6 +103,11 @@ func measureLean(r *report, fx *fakes, bin, work string, quick bool) error {
 		return err
 	}
 	l.EarlyRSS, l.EarlyAnon = m["Rss:"], m["Anonymous:"]
+	time.Sleep(time.Until(on.started.Add(l.EarlyAt)))
+	if m, err = on.smaps(); err != nil {
+		return err
+	}
+	l.EarlyRSSOn, l.EarlyAnonOn = m["Rss:"], m["Anonymous:"]
 	if r.Resident, err = residentSections(off.cmd.Process.Pid, bin, r.symBin, r.mods); err != nil {
 		return fmt.Errorf("resident pages: %w", err)
 	}
@@ -176,7 +183,7 @@ func (r *report) leanMarkdown(w func(string, ...any)) {
 	w("\n## Size and the first minute (issue 28)\n\n")
 	w("Gateways with only Telegram (and the always-on web chat) enabled, on the defaults otherwise, against the Telegram and LLM fakes. ")
 	w("*Spawn → `/healthz`*: from `exec` of the binary to the first 200 on `/healthz`, polled every millisecond; median and max of %d spawns. ", l.Spawns)
-	w("*Memory*: two gateways are started together, one with `gateway.trimCodePages` off; RSS and anonymous memory (`Rss:` and `Anonymous:` in `/proc/<pid>/smaps_rollup`; anonymous is the Go heap, stacks and runtime, the rest is the executable's pages) of the first at %s (long before any trim could run) and of both at %s. ", l.EarlyAt, l.LateAt)
+	w("*Memory*: two gateways are started together, one with `gateway.trimCodePages` off; RSS and anonymous memory (`Rss:` and `Anonymous:` in `/proc/<pid>/smaps_rollup`; anonymous is the Go heap, stacks and runtime, the rest is the executable's pages) of both at %s (the first's code pages stay mapped; the default one unmaps them once idle 3 s after the start, and both return the start's garbage to the OS then) and at %s. ", l.EarlyAt, l.LateAt)
 	w("*Burst*: then %d chats each send one message at once to the default gateway, the model taking %s per reply; the time until every reply is on the fake, and RSS right after. ", l.BurstChats, l.BurstLatency)
 	w("The issue's figures were measured once on the same kind of machine: the gateway at commit 14d5d5d and PicoClaw at cf67dd3, built with its release flags.\n\n")
 	w("| | this run | issue 28: ours before | PicoClaw | target | met |\n|---|---|---|---|---|---|\n")
@@ -184,7 +191,8 @@ func (r *report) leanMarkdown(w func(string, ...any)) {
 	w("| spawn → `/healthz` 200 (median / max) | %s / %s | 148 ms | 66 ms | ≤ 50 ms | %s |\n", round(l.HealthMedian), round(l.HealthMax), yes(l.HealthMedian <= 50*time.Millisecond))
 	w("| spawn → `/readyz` 200 (median; assembled and running) | %s | — | — | | |\n", round(l.ReadyMedian))
 	w("| RSS %s after start, Telegram connected, trim off | %s | 40.7 MB | 31.2 MB | ≤ 24 MB | %s |\n", l.EarlyAt, mb(l.EarlyRSS), yes(l.EarlyRSS <= 24e6))
-	w("| anonymous RSS %s after start | %s | 9.8 MB | 6.0 MB | ≤ 6 MB | %s |\n", l.EarlyAt, mb(l.EarlyAnon), yes(l.EarlyAnon <= 6e6))
+	w("| anonymous RSS %s after start, trim off | %s | 9.8 MB | 6.0 MB | ≤ 6 MB | %s |\n", l.EarlyAt, mb(l.EarlyAnon), yes(l.EarlyAnon <= 6e6))
+	w("| RSS %s after start, the default (anonymous) | %s (%s) | — | — | | |\n", l.EarlyAt, mb(l.EarlyRSSOn), mb(l.EarlyAnonOn))
 	w("| RSS after %s idle, trim off (anonymous) | %s (%s) | — | 31.2 MB | | |\n", l.LateAt, mb(l.LateRSSOff), mb(l.LateAnonOff))
 	w("| RSS after %s idle, trim on, the default (anonymous) | %s (%s) | 19.3 MB | — | | |\n", l.LateAt, mb(l.LateRSSOn), mb(l.LateAnonOn))
 	w("| %d chats at once, %s model latency, default cap of 8 turns | %s | 3.2 s | 21.2 s (1.7 s with 20 parallel turns) | | |\n", l.BurstChats, l.BurstLatency, l.BurstTook.Round(10*time.Millisecond))
@@ -200,7 +208,7 @@ func (r *report) gapMarkdown(w func(string, ...any)) {
 		return
 	}
 	w("\n## Where the first-minute figures come from (issue 28)\n\n")
-	w("- **The executable's own pages are most of RSS.** Linux maps file pages in fault-around windows (64 KiB, sometimes a whole large folio), so the first touch of any spot brings its neighbours in. Package initialisers run in every package linked, spread over the whole text, and the runtime reads type data and the function table as it goes; two thirds of `.text` and nearly all of `.rodata` are mapped 10 s after start (table above). Lazy construction cannot change this much: the mapped bytes follow the binary's size. `gateway.trimCodePages` (on by default) unmaps them 30 s after start-up; that is the trim-on row.\n")
+	w("- **The executable's own pages are most of RSS.** Linux maps file pages in fault-around windows (64 KiB, sometimes a whole large folio), so the first touch of any spot brings its neighbours in. Package initialisers run in every package linked, spread over the whole text, and the runtime reads type data and the function table as it goes; two thirds of `.text` and nearly all of `.rodata` are mapped 10 s after start (table above). Lazy construction cannot change this much: the mapped bytes follow the binary's size. `gateway.trimCodePages` (on by default) unmaps them once the gateway is idle 3 s after the start, and 30 s after each busy spell; those are the default rows.\n")
 	w("- **Anonymous memory** is the Go heap (about 6 MB live at ready, plus the garbage of start-up until the heap goal of about twice that is reached), goroutine stacks and the runtime's metadata. The package initialisers alone allocate about 3.7 MB in 17,000 allocations before `main` runs, whatever is enabled (11.4 MB in 119,000 before issue 28's changes; bluemonday's CSS tables were 1 MB of it until the workbench relied on goldmark's safe renderer instead): goldmark, whatsmeow's and mautrix's tables, readability. The largest live items at ready: goldmark's and x/text's tables; compiled regexps. (The bus queues held 1.2 MB of empty message slots, scanned by the GC, from the first second, until they were made to take memory only for the messages they hold.)\n")
 	w("- **Spawn to `/healthz`**: `/healthz` answers as soon as the gateway holds its port, which it takes right after reading the config, before the provider, tools, MCP servers, workspace, journal, agent and channels are built (`/readyz` and everything else say 503 `starting` until the gateway runs), so what is left is the runtime's start, the package initialisers (table in the dependency section) and loading the config. On this shared machine (2 cores, other builds and tests, load average 10–19 during these runs) every timing here is several times what an idle machine shows, and varies run to run by as much.\n")
 	w("- **Done for issue 28** (each measured before and after): the OpenAI-compatible backend is a lean client of the wire on `net/http` and `encoding/json` instead of `github.com/openai/openai-go/v3` (the SDK was 6.3 MiB of symbols plus its share of the function table; the stripped binary went from 66,687,138 to 45,449,378 bytes with this change alone, 63.6 to 43.3 MiB (44,974,242 bytes, 42.9 MiB, with the next one), and RSS at 10 s from about 59 MB to about 43 MB, since mapped pages follow size); tool arguments are validated with `github.com/google/jsonschema-go` (already linked for MCP) instead of `github.com/santhosh-tekuri/jsonschema/v6`, whose initialiser compiled the meta-schemas of five drafts at every start (1.7 MB in 21,000 allocations; all initialisers went from 11.4 MB in 119,000 allocations to 9.3 MB in 96,000); the workbench's code highlighter is a small scanner of our own instead of `github.com/alecthomas/chroma/v2`, whose `lexers` and `styles` packages parsed 279 lexer and 70 style definitions at every start (4.7 MB in 71,000 allocations, about half of all initialiser time, and about 4 MiB of binary); `/healthz` answers before assembly (above), and `/readyz` is reported beside it. Earlier: format regexps compile on first use, length checks replaced bounded repeats, the config check no longer builds a string replacer per key, and the journal's de-duplication set is no longer presized.\n")

@@ -50,6 +50,7 @@ func main() {
 	flag.StringVar(&only, "only", "", "run only these sections, comma-separated (deps, reply, lean, startup, load, growth, prefix, micro); prints the page instead of writing it")
 	flag.StringVar(&picoclawBin, "picoclaw", "", "a PicoClaw binary to measure beside ours in the reply section (built from sipeed/picoclaw)")
 	flag.StringVar(&baselineBin, "baseline", "", "another nanobot binary (an earlier commit) to measure beside this one in the reply section")
+	flag.StringVar(&baselineName, "baseline-name", "nanobot (baseline)", "the heading of the -baseline column")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
