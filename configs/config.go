@@ -180,6 +180,10 @@ type ProviderConfig struct {
 	// Proxy is an http://, https:// or socks5:// proxy for this provider's
 	// requests (empty: the environment's HTTPS_PROXY, if any).
 	Proxy string `json:"proxy,omitempty"`
+	// TextToolCalls: tool calls a model writes as text (<tool_call>,
+	// <|python_tag|>, [TOOL_CALLS], a bare JSON call) become real tool
+	// calls (default true); false keeps them as the answer's text.
+	TextToolCalls *bool `json:"textToolCalls,omitempty"`
 	// ThinkingStyle is how a custom endpoint switches reasoning on:
 	// "thinking_type", "enable_thinking" or "reasoning_split"; the agent's
 	// reasoningEffort ("none" = off) sets it. extraBody still wins.
@@ -453,7 +457,7 @@ type WebConfig struct {
 // WebSearchConfig configures web_search.
 type WebSearchConfig struct {
 	// Provider is "duckduckgo" (no key), "searxng" (baseUrl), "keenable"
-	// (key optional), or a keyed API: "brave", "tavily", "jina", "kagi",
+	// (key optional), or a keyed API: "exa", "brave", "tavily", "jina", "kagi",
 	// "olostep", "bocha", "volcengine", "serper".
 	Provider string `json:"provider"`
 	// APIKey is the search provider's key.

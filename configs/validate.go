@@ -157,7 +157,7 @@ func (v *validator) tools(t ToolsConfig) {
 	}
 	v.patterns("tools.exec.denyPatterns", t.Exec.DenyPatterns)
 	v.patterns("tools.exec.allowPatterns", t.Exec.AllowPatterns)
-	v.oneOf("tools.web.search.provider", t.Web.Search.Provider, "duckduckgo", "brave", "tavily", "searxng", "jina", "kagi", "olostep", "bocha", "volcengine", "keenable", "serper")
+	v.oneOf("tools.web.search.provider", t.Web.Search.Provider, "duckduckgo", "brave", "tavily", "searxng", "jina", "kagi", "olostep", "bocha", "volcengine", "keenable", "serper", "exa")
 	if t.Web.Search.Provider == "searxng" {
 		v.require(t.Web.Search.BaseURL != "", "tools.web.search.baseUrl", "required for searxng")
 	}

@@ -107,6 +107,9 @@ func New(res Resolution, opts Options) (Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: %w", res.Provider, err)
 	}
+	if !res.NoTextToolCalls {
+		p = &textCalls{next: p}
+	}
 	if lim != nil {
 		p = lim.Wrap(p)
 	}

@@ -63,6 +63,10 @@ type ProviderSpec struct {
 	// (nanobot provider login NAME), not an API key; Options.SignIn adds the
 	// short-lived credentials to each request.
 	SignIn bool
+	// Headers are sent with every request unless the config's
+	// extraHeaders set the same header (Kimi's coding endpoint asks for a
+	// User-Agent of its own).
+	Headers map[string]string
 	// AWSCredentials: the provider signs with AWS credentials from the
 	// environment or shared files, and derives its endpoint from the
 	// region; a region, profile, apiKey or apiBase in the config marks it
@@ -94,6 +98,10 @@ type Settings struct {
 	// Region and Profile are AWS settings (bedrock only): the region, and
 	// the shared config/credentials profile.
 	Region, Profile string
+	// NoTextToolCalls keeps tool calls a model writes as text (a local
+	// server's template not parsing them) as text; see TextToolCalls
+	// (config textToolCalls: false).
+	NoTextToolCalls bool
 }
 
 // specs is the registry, in matching order: gateways, then vendors, then
@@ -106,8 +114,33 @@ var specs = []ProviderSpec{
 		DefaultAPIBase: "https://aihubmix.com/v1", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
 	{Name: "siliconflow", DisplayName: "SiliconFlow", Keywords: []string{"siliconflow"}, EnvKey: "SILICONFLOW_API_KEY",
 		DefaultAPIBase: "https://api.siliconflow.cn/v1", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
+	{Name: "orcarouter", DisplayName: "OrcaRouter", Keywords: []string{"orcarouter"}, EnvKey: "ORCAROUTER_API_KEY",
+		DefaultAPIBase: "https://api.orcarouter.ai/v1", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
+	{Name: "edenai", DisplayName: "Eden AI", Keywords: []string{"edenai"}, EnvKey: "EDENAI_API_KEY",
+		DefaultAPIBase: "https://api.edenai.run/v3", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
+	{Name: "huggingface", DisplayName: "Hugging Face", Keywords: []string{"huggingface", "hugging-face"}, EnvKey: "HF_TOKEN",
+		DefaultAPIBase: "https://router.huggingface.co/v1", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
+	{Name: "skywork", DisplayName: "Skywork (APIFree)", Keywords: []string{"skywork", "apifree"}, EnvKey: "SKYWORK_API_KEY",
+		DefaultAPIBase: "https://api.apifree.ai/agent/v1", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
+	{Name: "novita", DisplayName: "Novita AI", Keywords: []string{"novita"}, EnvKey: "NOVITA_API_KEY",
+		DefaultAPIBase: "https://api.novita.ai/openai", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
+	{Name: "modelscope", DisplayName: "ModelScope", Keywords: []string{"modelscope"}, EnvKey: "MODELSCOPE_API_KEY",
+		DefaultAPIBase: "https://api-inference.modelscope.cn/v1", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
+	// OpenCode Zen and Go take bare model names ("opencode/<model>" sends
+	// "<model>"), as do the VolcEngine and BytePlus platforms: not
+	// gateways in WireModel's sense.
+	{Name: "opencode", DisplayName: "OpenCode Zen", Keywords: []string{"opencode", "opencode-zen"}, EnvKey: "OPENCODE_API_KEY",
+		DefaultAPIBase: "https://opencode.ai/zen/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "opencode_go", DisplayName: "OpenCode Go", Keywords: []string{"opencode-go", "opencode_go"}, EnvKey: "OPENCODE_API_KEY",
+		DefaultAPIBase: "https://opencode.ai/zen/go/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
 	{Name: "volcengine", DisplayName: "VolcEngine Ark", Keywords: []string{"volcengine", "volces", "doubao"}, EnvKey: "ARK_API_KEY",
-		DefaultAPIBase: "https://ark.cn-beijing.volces.com/api/v3", Backend: BackendOpenAICompat, IsGateway: true, StripModelPrefix: true},
+		DefaultAPIBase: "https://ark.cn-beijing.volces.com/api/v3", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "volcengine_coding_plan", DisplayName: "VolcEngine Coding Plan", Keywords: []string{"volcengine-plan"}, EnvKey: "ARK_API_KEY",
+		DefaultAPIBase: "https://ark.cn-beijing.volces.com/api/coding/v3", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "byteplus", DisplayName: "BytePlus ModelArk", Keywords: []string{"byteplus"}, EnvKey: "BYTEPLUS_API_KEY",
+		DefaultAPIBase: "https://ark.ap-southeast.bytepluses.com/api/v3", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "byteplus_coding_plan", DisplayName: "BytePlus Coding Plan", Keywords: []string{"byteplus-plan"}, EnvKey: "BYTEPLUS_API_KEY",
+		DefaultAPIBase: "https://ark.ap-southeast.bytepluses.com/api/coding/v3", Backend: BackendOpenAICompat, StripModelPrefix: true},
 
 	// Before anthropic, so Bedrock's "anthropic.claude-..." model ids route
 	// here when both are configured (a bare "claude-..." still goes to
@@ -137,6 +170,30 @@ var specs = []ProviderSpec{
 	{Name: "minimax", DisplayName: "MiniMax", Keywords: []string{"minimax", "abab"}, EnvKey: "MINIMAX_API_KEY",
 		DefaultAPIBase: "https://api.minimax.io/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
 
+	{Name: "kimi_coding", DisplayName: "Kimi Coding (Anthropic API)", Keywords: []string{"kimi-coding", "kimi_coding", "kimi-for-coding"}, EnvKey: "KIMI_CODING_API_KEY",
+		DefaultAPIBase: "https://api.kimi.com/coding", Backend: BackendAnthropic, StripModelPrefix: true, SchemaDialect: DialectAnthropic,
+		Headers: map[string]string{"User-Agent": "claude-code/0.1.0"}},
+	{Name: "minimax_anthropic", DisplayName: "MiniMax (Anthropic API)", Keywords: []string{"minimax_anthropic", "minimax-anthropic"}, EnvKey: "MINIMAX_API_KEY",
+		DefaultAPIBase: "https://api.minimax.io/anthropic", Backend: BackendAnthropic, StripModelPrefix: true, SchemaDialect: DialectAnthropic},
+	{Name: "mistral", DisplayName: "Mistral AI", Keywords: []string{"mistral", "magistral", "ministral", "codestral", "devstral"}, EnvKey: "MISTRAL_API_KEY",
+		DefaultAPIBase: "https://api.mistral.ai/v1", Backend: BackendOpenAICompat, StripModelPrefix: true, NoReasoningReplay: true},
+	{Name: "stepfun", DisplayName: "StepFun", Keywords: []string{"stepfun", "step-"}, EnvKey: "STEPFUN_API_KEY",
+		DefaultAPIBase: "https://api.stepfun.com/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "xiaomi_mimo", DisplayName: "Xiaomi MiMo", Keywords: []string{"xiaomi_mimo", "mimo"}, EnvKey: "XIAOMIMIMO_API_KEY",
+		DefaultAPIBase: "https://api.xiaomimimo.com/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "longcat", DisplayName: "LongCat", Keywords: []string{"longcat"}, EnvKey: "LONGCAT_API_KEY",
+		DefaultAPIBase: "https://api.longcat.chat/openai/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "ant_ling", DisplayName: "Ant Ling", Keywords: []string{"ant_ling", "ant-ling", "ling-", "ring-"}, EnvKey: "ANT_LING_API_KEY",
+		DefaultAPIBase: "https://api.ant-ling.com/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "qianfan", DisplayName: "Baidu Qianfan", Keywords: []string{"qianfan", "ernie"}, EnvKey: "QIANFAN_API_KEY",
+		DefaultAPIBase: "https://qianfan.baidubce.com/v2", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	{Name: "nvidia", DisplayName: "NVIDIA NIM", Keywords: []string{"nvidia", "nemotron"}, EnvKey: "NVIDIA_NIM_API_KEY",
+		DefaultAPIBase: "https://integrate.api.nvidia.com/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
+	// xAI's API with an API key; nanobot's providers.xaiGrok (its
+	// subscription sign-in) is read as this one (see aliases).
+	{Name: "xai", DisplayName: "xAI (Grok)", Keywords: []string{"xai", "grok"}, EnvKey: "XAI_API_KEY",
+		DefaultAPIBase: "https://api.x.ai/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
+
 	{Name: "github-copilot", DisplayName: "GitHub Copilot (sign-in)", Keywords: []string{"copilot"},
 		DefaultAPIBase: "https://api.githubcopilot.com", Backend: BackendOpenAICompat, StripModelPrefix: true,
 		SignIn: true, NoReasoningReplay: true},
@@ -151,10 +208,22 @@ var specs = []ProviderSpec{
 	{Name: "lmstudio", DisplayName: "LM Studio", Keywords: []string{"lmstudio", "lm-studio"}, EnvKey: "LMSTUDIO_API_KEY",
 		DefaultAPIBase: "http://localhost:1234/v1", Backend: BackendOpenAICompat, IsLocal: true, KeyOptional: true, StripModelPrefix: true},
 
+	{Name: "atomic_chat", DisplayName: "Atomic Chat", Keywords: []string{"atomic-chat", "atomic_chat", "atomicchat"}, EnvKey: "ATOMIC_CHAT_API_KEY",
+		DefaultAPIBase: "http://localhost:1337/v1", Backend: BackendOpenAICompat, IsLocal: true, KeyOptional: true, StripModelPrefix: true},
+	{Name: "ovms", DisplayName: "OpenVINO Model Server", Keywords: []string{"ovms", "openvino"},
+		DefaultAPIBase: "http://localhost:8000/v3", Backend: BackendOpenAICompat, IsLocal: true, KeyOptional: true, StripModelPrefix: true},
+
 	{Name: "custom", DisplayName: "Custom OpenAI-compatible endpoint", EnvKey: "CUSTOM_API_KEY",
 		Backend: BackendOpenAICompat, IsDirect: true, KeyOptional: true, StripModelPrefix: true},
 	{Name: "azure_openai", DisplayName: "Azure OpenAI", Keywords: []string{"azure"}, EnvKey: "AZURE_OPENAI_API_KEY",
 		Backend: BackendAzureOpenAI, IsDirect: true, StripModelPrefix: true, NoReasoningReplay: true, MaxCompletionTokens: true},
+}
+
+// aliases are other names of a registry entry (flat: lower case, no
+// separators), as nanobot's configs write them.
+var aliases = map[string]string{
+	"opencodezen": "opencode", // nanobot's older name for OpenCode Zen
+	"xaigrok":     "xai",      // nanobot's xAI entry; here with an API key
 }
 
 // Specs returns a copy of the registry in matching order.
@@ -169,6 +238,9 @@ func Specs() []ProviderSpec {
 // "lm_studio" finds "lmstudio".
 func Lookup(name string) (ProviderSpec, bool) {
 	key := strings.ReplaceAll(normalizeName(name), "_", "")
+	if to, ok := aliases[key]; ok {
+		key = to
+	}
 	for _, s := range specs {
 		if strings.ReplaceAll(normalizeName(s.Name), "_", "") == key {
 			return s, true

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 )
@@ -56,6 +57,8 @@ type Resolution struct {
 	Proxy     string
 	// Region and Profile are the AWS settings (bedrock).
 	Region, Profile string
+	// NoTextToolCalls is Settings.NoTextToolCalls.
+	NoTextToolCalls bool
 }
 
 // Resolve picks the provider for a model. The rules, first match wins:
@@ -196,13 +199,26 @@ func resolution(spec ProviderSpec, st Settings, model string, level MatchLevel, 
 	if base == "" {
 		base = spec.DefaultAPIBase
 	}
+	headers := st.ExtraHeaders
+	if len(spec.Headers) > 0 {
+		headers = make(map[string]string, len(spec.Headers)+len(st.ExtraHeaders))
+		maps.Copy(headers, spec.Headers)
+		for k, v := range st.ExtraHeaders {
+			for d := range spec.Headers {
+				if strings.EqualFold(d, k) {
+					delete(headers, d) // the config's spelling wins
+				}
+			}
+			headers[k] = v
+		}
+	}
 	return Resolution{
 		Spec: spec, Provider: spec.Name, Level: level, Reason: reason,
 		RequestedModel: model, Model: WireModel(spec, model),
-		APIKey: st.APIKey, APIBase: base, ExtraHeaders: st.ExtraHeaders, APIVersion: st.APIVersion,
+		APIKey: st.APIKey, APIBase: base, ExtraHeaders: headers, APIVersion: st.APIVersion,
 		API:       st.API,
 		ExtraBody: st.ExtraBody, Proxy: st.Proxy,
-		Region: st.Region, Profile: st.Profile,
+		Region: st.Region, Profile: st.Profile, NoTextToolCalls: st.NoTextToolCalls,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/matrix"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/providers"
 )
 
 // genericWarning is how a key nobody documented is reported; a documented
@@ -46,6 +47,14 @@ func TestNanobotConfigCorpus(t *testing.T) {
 			for _, w := range l.Warnings {
 				if genericWarning.MatchString(w) {
 					t.Errorf("generic warning for a documented option: %s", w)
+				}
+			}
+			// A provider named as nanobot names it is a provider here too:
+			// never "unknown provider"; the provider examples resolve.
+			d := l.Config.Agents.Defaults
+			if _, err := providers.Resolve(d.Model, d.Provider, providerSettings(&l.Config, nil)); err != nil {
+				if strings.Contains(err.Error(), "unknown provider") || strings.HasPrefix(filepath.Base(f), "provider-") && !strings.Contains(err.Error(), "not configured") {
+					t.Errorf("the model's provider: %v", err)
 				}
 			}
 			_, stderr, err := run(t, "status", "--config", f)

@@ -20,7 +20,8 @@ func providerSettings(c *configs.Config, si *auth.Manager) map[string]providers.
 	out := map[string]providers.Settings{}
 	for name, p := range c.Providers {
 		out[name] = providers.Settings{APIKey: p.APIKey, APIBase: p.APIBase, APIVersion: p.APIVersion, ExtraHeaders: p.ExtraHeaders, API: p.WireAPI(),
-			ExtraBody: extraBody(p, c.Agents.Defaults.ReasoningEffort), Proxy: p.Proxy, Region: p.Region, Profile: p.Profile}
+			ExtraBody: extraBody(p, c.Agents.Defaults.ReasoningEffort), Proxy: p.Proxy, Region: p.Region, Profile: p.Profile,
+			NoTextToolCalls: p.TextToolCalls != nil && !*p.TextToolCalls}
 	}
 	if si == nil {
 		return out

@@ -284,7 +284,7 @@ func TestConfigNamedProvider(t *testing.T) {
 		}
 	}
 	// A name without an apiBase is not a provider.
-	if _, err := providers.Resolve("x", "stepfun", map[string]providers.Settings{"stepfun": {APIKey: "k"}}); err == nil {
+	if _, err := providers.Resolve("x", "acmeproxy", map[string]providers.Settings{"acmeproxy": {APIKey: "k"}}); err == nil {
 		t.Error("a custom name without apiBase resolved")
 	}
 }

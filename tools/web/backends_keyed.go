@@ -276,6 +276,39 @@ func (s *serper) search(ctx context.Context, c *http.Client, query string, count
 	return out, nil
 }
 
+// DefaultExaURL is Exa's search endpoint.
+const DefaultExaURL = "https://api.exa.ai/search"
+
+// exa is Exa's search API: the key in x-api-key, a short extract of each
+// page's text as the snippet.
+type exa struct{ endpoint, key string }
+
+func (e *exa) name() string { return "Exa" }
+
+func (e *exa) search(ctx context.Context, c *http.Client, query string, count int) ([]result, error) {
+	var resp struct {
+		Results []struct {
+			Title      string   `json:"title"`
+			URL        string   `json:"url"`
+			Text       string   `json:"text"`
+			Highlights []string `json:"highlights"`
+		} `json:"results"`
+	}
+	payload := map[string]any{"query": query, "numResults": count, "contents": map[string]any{"text": map[string]any{"maxCharacters": 400}}}
+	if err := postJSON(ctx, c, e.endpoint, map[string]string{"x-api-key": e.key}, payload, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]result, 0, len(resp.Results))
+	for _, r := range resp.Results {
+		snippet := r.Text
+		if snippet == "" && len(r.Highlights) > 0 {
+			snippet = r.Highlights[0]
+		}
+		out = append(out, result{Title: r.Title, URL: r.URL, Snippet: truncateRunes(strings.Join(strings.Fields(snippet), " "), 300)})
+	}
+	return out, nil
+}
+
 func truncateRunes(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {

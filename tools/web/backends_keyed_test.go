@@ -102,6 +102,19 @@ func keyedFake(t *testing.T) (*httptest.Server, func() string) {
 		record("serper q=" + b["q"].(string) + " num=" + jsonNum(b["num"]))
 		json.NewEncoder(w).Encode(map[string]any{"organic": []any{map[string]any{"title": "Serper hit", "link": "https://s.example/", "snippet": "serp", "position": 1}}})
 	})
+	mux.HandleFunc("POST /exa", func(w http.ResponseWriter, r *http.Request) {
+		b := body(r)
+		contents, _ := b["contents"].(map[string]any)
+		if r.Header.Get("x-api-key") != "exa-key" || contents["text"] == nil {
+			http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		record("exa q=" + b["query"].(string) + " numResults=" + jsonNum(b["numResults"]))
+		json.NewEncoder(w).Encode(map[string]any{"requestId": "r1", "results": []any{
+			map[string]any{"title": "Exa hit", "url": "https://e.example/", "id": "https://e.example/", "text": "exa  page\ntext"},
+			map[string]any{"title": "Exa second", "url": "https://e2.example/", "id": "https://e2.example/", "highlights": []any{"a highlight"}},
+		}})
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv, func() string { mu.Lock(); defer mu.Unlock(); return last }
@@ -126,6 +139,7 @@ func TestKeyedSearchBackends(t *testing.T) {
 		{"keenable", "keen-key", "/keenable", "keenable q=go tips", []string{"(Keenable)", "1. Keen hit\n   https://kn.example/\n   keen"}},
 		{"keenable", "", "/keenable", "keenable-public q=go tips key=", []string{"(Keenable)", "1. Public hit\n   https://p.example/\n   public"}},
 		{"serper", "serper-key", "/serper", "serper q=go tips num=3", []string{"(Serper)", "1. Serper hit\n   https://s.example/\n   serp"}},
+		{"exa", "exa-key", "/exa", "exa q=go tips numResults=3", []string{"(Exa)", "1. Exa hit\n   https://e.example/\n   exa page text", "2. Exa second\n   https://e2.example/\n   a highlight"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.provider+"/"+tt.key, func(t *testing.T) {
@@ -151,6 +165,7 @@ func TestKeyedSearchErrors(t *testing.T) {
 		{"serper", "/serper", "HTTP 401"},
 		{"volcengine", "/volc", "error InvalidAuth: bad key"},
 		{"bocha", "/bocha", "HTTP 400"},
+		{"exa", "/exa", "HTTP 401"},
 	} {
 		_, err := runSearch(t, SearchOptions{Provider: tt.provider, APIKey: "wrong", BaseURL: srv.URL + tt.path}, map[string]any{"query": "x"})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -24,11 +24,12 @@ const (
 	ProviderVolcengine = "volcengine"
 	ProviderKeenable   = "keenable"
 	ProviderSerper     = "serper"
+	ProviderExa        = "exa"
 )
 
 // Providers lists every search provider name NewSearch accepts.
 var Providers = []string{ProviderDuckDuckGo, ProviderBrave, ProviderTavily, ProviderSearXNG,
-	ProviderJina, ProviderKagi, ProviderOlostep, ProviderBocha, ProviderVolcengine, ProviderKeenable, ProviderSerper}
+	ProviderJina, ProviderKagi, ProviderOlostep, ProviderBocha, ProviderVolcengine, ProviderKeenable, ProviderSerper, ProviderExa}
 
 // Default endpoints; SearchOptions overrides them.
 const (
@@ -44,7 +45,7 @@ const maxResults = 10
 type SearchOptions struct {
 	// Provider is one of Providers: "duckduckgo" (default, no key),
 	// "searxng" (needs BaseURL), "keenable" (key optional), or a keyed API
-	// (brave, tavily, jina, kagi, olostep, bocha, volcengine, serper).
+	// (brave, tavily, jina, kagi, olostep, bocha, volcengine, serper, exa).
 	Provider string
 	// APIKey is the keyed provider's key. Without one those providers fall
 	// back to DuckDuckGo (keenable uses its public endpoint).
@@ -127,7 +128,7 @@ func NewSearch(opts SearchOptions) (*Search, error) {
 			ddg.endpoint = opts.BaseURL
 		}
 		b = ddg
-	case ProviderBrave, ProviderTavily, ProviderJina, ProviderKagi, ProviderOlostep, ProviderBocha, ProviderVolcengine, ProviderSerper:
+	case ProviderBrave, ProviderTavily, ProviderJina, ProviderKagi, ProviderOlostep, ProviderBocha, ProviderVolcengine, ProviderSerper, ProviderExa:
 		b = keyedBackend(strings.ToLower(strings.TrimSpace(opts.Provider)), opts.BaseURL, opts.APIKey)
 		if opts.APIKey == "" {
 			log.Info(b.name() + " search has no API key; using DuckDuckGo")
@@ -171,6 +172,8 @@ func keyedBackend(provider, base, key string) backend {
 		return &bocha{endpoint: orDefault(DefaultBochaURL), key: key}
 	case ProviderVolcengine:
 		return &volcengine{endpoint: orDefault(DefaultVolcengineURL), key: key}
+	case ProviderExa:
+		return &exa{endpoint: orDefault(DefaultExaURL), key: key}
 	default:
 		return &serper{endpoint: orDefault(DefaultSerperURL), key: key}
 	}
