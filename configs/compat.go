@@ -119,7 +119,6 @@ var compatNotes = []compatNote{
 	{path: "tools.file", status: CompatChanged, msg: "the file tools are always offered; list names in tools.disabled to remove some"},
 	{path: "tools.cliApps", status: CompatUnsupported, msg: "CLI app tools are not supported; use the exec tool or an MCP server"},
 	{path: "tools.my", status: CompatUnsupported, msg: "the self-configuration tool is not supported"},
-	{path: "tools.imageGeneration", status: CompatUnsupported, msg: "image generation is not supported yet; use an MCP server that generates images"},
 	{path: "tools.maxSessionMessagesPerMinute", status: CompatChanged, msg: "use agents.defaults.maxRepliesPerMinute"},
 	{path: "tools.webuiAllowLocalServiceAccess", status: CompatUnsupported, msg: "there is no nanobot web UI here; the gateway's web chat has no such switch"},
 	{path: "tools.webuiAllowRemotePackageInstall", status: CompatUnsupported, msg: "there is no nanobot web UI here"},
@@ -317,7 +316,51 @@ func translateCompat(tree map[string]any) []CompatFinding {
 			delete(em, k)
 		}
 	}
+	out = append(out, translateImageGeneration(tree)...)
 	out = append(out, translateValues(tree)...)
+	return out
+}
+
+// translateImageGeneration carries tools.imageGeneration over to
+// tools.image (the generate_image tool): enabled, provider and model keep
+// their meaning; the per-call defaults are the tool's arguments here.
+func translateImageGeneration(tree map[string]any) []CompatFinding {
+	tools := lookupMap(tree, []string{"tools"}, false)
+	k, ok := findKey(tools, "imageGeneration")
+	if !ok {
+		return nil
+	}
+	src, _ := tools[k].(map[string]any)
+	delete(tools, k)
+	if src == nil {
+		return nil
+	}
+	dst := lookupMap(tools, []string{"image"}, true)
+	if dst == nil {
+		return []CompatFinding{{Path: "tools.imageGeneration", Status: CompatChanged, Msg: "not carried over: tools.image is set and is not an object"}}
+	}
+	var out []CompatFinding
+	for _, key := range []string{"enabled", "provider", "model"} {
+		if sk, ok := findKey(src, key); ok {
+			if _, has := findKey(dst, key); !has {
+				dst[key] = src[sk]
+			}
+			out = append(out, CompatFinding{Path: "tools.imageGeneration." + key, Status: CompatSame, Msg: "carried over as tools.image." + key})
+		}
+	}
+	if _, ok := findKey(dst, "model"); !ok && isTrue(dst["enabled"]) {
+		// nanobot's default; ours would be OpenAI's gpt-image-1.
+		dst["model"] = "openai/gpt-5.4-image-2"
+	}
+	if _, ok := findKey(dst, "provider"); !ok && isTrue(dst["enabled"]) {
+		dst["provider"] = "openrouter"
+	}
+	for _, key := range []string{"defaultAspectRatio", "defaultImageSize", "maxImagesPerTurn", "saveDir"} {
+		if _, ok := findKey(src, key); ok {
+			out = append(out, CompatFinding{Path: "tools.imageGeneration." + key, Status: CompatChanged,
+				Msg: "the size and aspect are generate_image's arguments, images are saved under the media folder, one image per call"})
+		}
+	}
 	return out
 }
 

@@ -115,3 +115,48 @@ func TestPythonValuesThatWouldNotValidate(t *testing.T) {
 		t.Errorf("got effort %q timeout %d sandbox %q maxResults %d", c.Agents.Defaults.ReasoningEffort, c.Tools.Exec.Timeout, c.Tools.Exec.Sandbox, c.Tools.Web.Search.MaxResults)
 	}
 }
+
+// TestMigratePythonImageGenerationAndNewProviders: tools.imageGeneration
+// becomes tools.image (generate_image) with nanobot's defaults, and the
+// provider names nanobot knows are carried over as they are.
+func TestMigratePythonImageGenerationAndNewProviders(t *testing.T) {
+	in := `{
+	  "agents": {"defaults": {"provider": "opencodeGo", "model": "opencode-go/kimi-k2.6"}},
+	  "providers": {"opencodeGo": {"apiKey": "${OPENCODE_API_KEY}"}, "antLing": {"apiKey": "k"}},
+	  "tools": {"imageGeneration": {"enabled": true, "defaultImageSize": "2K"}, "web": {"search": {"provider": "exa", "apiKey": "e"}}}
+	}`
+	m, err := MigratePython([]byte(in), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]KeyReport{}
+	for _, k := range m.Keys {
+		got[k.Path] = k
+	}
+	for p, st := range map[string]CompatStatus{
+		"tools.imageGeneration.enabled":          CompatSame,
+		"tools.imageGeneration.defaultImageSize": CompatChanged,
+		"providers.opencodeGo.apiKey":            CompatSame,
+		"providers.antLing.apiKey":               CompatSame,
+		"tools.web.search.provider":              CompatSame,
+	} {
+		if got[p].Status != st {
+			t.Errorf("%s: status %q (%s), want %q", p, got[p].Status, got[p].Note, st)
+		}
+	}
+	var out map[string]any
+	if err := json.Unmarshal(m.Output, &out); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]any{
+		"tools.image.enabled":       true,
+		"tools.image.provider":      "openrouter",
+		"tools.image.model":         "openai/gpt-5.4-image-2",
+		"tools.imageGeneration":     nil,
+		"tools.web.search.provider": "exa",
+	} {
+		if got := valueAt(out, path); got != want {
+			t.Errorf("output %s = %v, want %v", path, got, want)
+		}
+	}
+}
