@@ -50,3 +50,17 @@ func TestAPIConfigValidation(t *testing.T) {
 		t.Errorf("defaults: %+v, want enabled with 8 MiB bodies, 20 MiB uploads, no rate limit", d)
 	}
 }
+
+func TestTranscriptionLanguageValidation(t *testing.T) {
+	for lang, ok := range map[string]bool{"": true, "de": true, "yue": true, "German": false, "d": false, "de-DE": false} {
+		cfg := Default()
+		cfg.Transcription.Language = lang
+		bad := false
+		for _, e := range cfg.Validate() {
+			bad = bad || e.Path == "transcription.language"
+		}
+		if bad == ok {
+			t.Errorf("language %q: refused %v, want %v", lang, bad, !ok)
+		}
+	}
+}

@@ -94,11 +94,9 @@ var compatNotes = []compatNote{
 	{path: "providers.xaiGrok", status: CompatChanged, keep: true, msg: "read as providers.xai: xAI's API (https://api.x.ai/v1) with the apiKey; the Grok subscription sign-in is not supported, so without an apiKey it is not configured"},
 
 	// Transcription.
-	{path: "transcription.language", status: CompatUnsupported, msg: "the language hint is not sent; the service detects the language", when: notEmpty},
 	{path: "transcription.maxDurationSec", status: CompatChanged, msg: "voice notes are bounded by the channel's maxMediaBytes, not by duration"},
 	{path: "transcription.maxUploadMb", status: CompatChanged, msg: "voice notes are bounded by the channel's maxMediaBytes"},
 	{path: "channels.transcriptionProvider", status: CompatChanged, msg: "use the top-level transcription.provider (nanobot deprecated this key too)"},
-	{path: "channels.transcriptionLanguage", status: CompatUnsupported, msg: "the language hint is not sent; the service detects the language"},
 	{path: "channels.showReasoning", status: CompatUnsupported, msg: "model reasoning is never shown in chats", when: isTrue},
 	{path: "channels.extractDocumentText", status: CompatUnsupported, msg: "ignored (deprecated in nanobot as well); documents are read on demand"},
 
@@ -316,6 +314,15 @@ func translateCompat(tree map[string]any) []CompatFinding {
 			delete(em, k)
 		}
 	}
+	if k, ok := findKey(ch, "transcriptionLanguage"); ok && notEmpty(ch[k]) {
+		if tr := lookupMap(tree, []string{"transcription"}, true); tr != nil {
+			if _, has := findKey(tr, "language"); !has {
+				tr["language"] = ch[k]
+			}
+		}
+		delete(ch, k)
+		out = append(out, CompatFinding{Path: "channels.transcriptionLanguage", Status: CompatSame, Msg: "carried over as transcription.language"})
+	}
 	out = append(out, translateImageGeneration(tree)...)
 	out = append(out, translateValues(tree)...)
 	return out
@@ -450,8 +457,18 @@ func compatEnvWarnings(lookup func(string) (string, bool)) []string {
 // Default Whisper-compatible endpoints of the transcription providers
 // nanobot names without an apiBase.
 var transcriptionBases = map[string]string{
-	"groq":   "https://api.groq.com/openai/v1",
-	"openai": "https://api.openai.com/v1",
+	"groq":        "https://api.groq.com/openai/v1",
+	"openai":      "https://api.openai.com/v1",
+	"siliconflow": "https://api.siliconflow.cn/v1",
+	"stepfun":     "https://api.stepfun.com/v1",
+}
+
+// transcriptionModels are the default speech models of the providers
+// whose default is not OpenAI's whisper-1.
+var transcriptionModels = map[string]string{
+	"groq":        "whisper-large-v3",
+	"siliconflow": "FunAudioLLM/SenseVoiceSmall",
+	"stepfun":     "step-asr",
 }
 
 // transcriptionChannels are the platforms with a transcription object.
@@ -488,8 +505,8 @@ func applyTranscription(c *Config) []string {
 	model := t.Model
 	if model == "" {
 		model = "whisper-1"
-		if strings.EqualFold(name, "groq") {
-			model = "whisper-large-v3"
+		if m, ok := transcriptionModels[strings.ToLower(name)]; ok {
+			model = m
 		}
 	}
 	for _, ch := range transcriptionChannels {
@@ -500,7 +517,11 @@ func applyTranscription(c *Config) []string {
 		if cur, ok := raw["transcription"].(map[string]any); ok && notEmpty(cur["apiBase"]) {
 			continue // the channel's own setting wins
 		}
-		raw["transcription"] = map[string]any{"apiBase": base, "apiKey": p.APIKey, "model": model}
+		tr := map[string]any{"apiBase": base, "apiKey": p.APIKey, "model": model}
+		if t.Language != "" {
+			tr["language"] = t.Language
+		}
+		raw["transcription"] = tr
 	}
 	return nil
 }

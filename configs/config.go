@@ -68,8 +68,12 @@ type TranscriptionConfig struct {
 	// with an apiBase).
 	Provider string `json:"provider,omitempty"`
 	// Model is the transcription model (default: whisper-large-v3 on Groq,
-	// whisper-1 elsewhere).
+	// whisper-1 on OpenAI, the provider's own speech model on SiliconFlow
+	// and StepFun).
 	Model string `json:"model,omitempty"`
+	// Language is the spoken language as an ISO 639 code ("de", "zh"),
+	// sent as a hint; empty lets the service detect it.
+	Language string `json:"language,omitempty"`
 }
 
 // AgentsConfig holds the agents: the default agent (defaults) and more

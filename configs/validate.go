@@ -28,6 +28,9 @@ func (c *Config) Validate() []FieldError {
 	c.validateAgents(&v)
 	v.providers(c.Providers)
 	v.media(c)
+	if l := c.Transcription.Language; l != "" {
+		v.require(isLanguageCode(l), "transcription.language", "want an ISO 639 code of 2 or 3 lower-case letters, such as \"de\" or \"zh\"")
+	}
 	v.channels(c.Channels)
 	v.gateway(c.Gateway)
 	v.tools(c.Tools)
@@ -271,4 +274,17 @@ func isBcryptHash(s string) bool {
 		return false
 	}
 	return strings.ContainsRune("aby", rune(s[2]))
+}
+
+// isLanguageCode reports whether s is 2 or 3 lower-case ASCII letters.
+func isLanguageCode(s string) bool {
+	if len(s) < 2 || len(s) > 3 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'a' || s[i] > 'z' {
+			return false
+		}
+	}
+	return true
 }

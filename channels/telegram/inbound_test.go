@@ -226,13 +226,13 @@ func TestVoiceWithoutTranscription(t *testing.T) {
 }
 
 func TestVoiceTranscription(t *testing.T) {
-	var gotAuth, gotModel, gotAudio string
+	var gotAuth, gotModel, gotAudio, gotLang string
 	whisper := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/audio/transcriptions" {
 			http.NotFound(w, r)
 			return
 		}
-		gotAuth, gotModel = r.Header.Get("Authorization"), r.FormValue("model")
+		gotAuth, gotModel, gotLang = r.Header.Get("Authorization"), r.FormValue("model"), r.FormValue("language")
 		if f, _, err := r.FormFile("file"); err == nil {
 			b, _ := io.ReadAll(f)
 			gotAudio = string(b)
@@ -242,7 +242,7 @@ func TestVoiceTranscription(t *testing.T) {
 	t.Cleanup(whisper.Close)
 	fake := telegramtest.New(t)
 	ch := newChannel(t, fake, nil, t.TempDir(), func(c *Config) {
-		c.Transcription = Transcription{APIBase: whisper.URL + "/v1", APIKey: "sk-test", Model: "whisper-large-v3"}
+		c.Transcription = Transcription{APIBase: whisper.URL + "/v1", APIKey: "sk-test", Model: "whisper-large-v3", Language: "de"}
 	})
 	in := run(t, ch)
 	voice := fake.AddFile("voice.oga", []byte("OggS voice"), 0)
@@ -251,8 +251,8 @@ func TestVoiceTranscription(t *testing.T) {
 	if got.Content != "[voice transcription] turn the lights off" {
 		t.Errorf("content = %q", got.Content)
 	}
-	if gotAuth != "Bearer sk-test" || gotModel != "whisper-large-v3" || gotAudio != "OggS voice" {
-		t.Errorf("whisper got auth %q model %q audio %q", gotAuth, gotModel, gotAudio)
+	if gotAuth != "Bearer sk-test" || gotModel != "whisper-large-v3" || gotAudio != "OggS voice" || gotLang != "de" {
+		t.Errorf("whisper got auth %q model %q audio %q language %q", gotAuth, gotModel, gotAudio, gotLang)
 	}
 }
 

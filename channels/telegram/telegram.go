@@ -94,6 +94,9 @@ type Transcription struct {
 	APIKey string `json:"apiKey"`
 	// Model is the model name (default whisper-1).
 	Model string `json:"model"`
+	// Language is the spoken language as an ISO 639 code, sent as a hint
+	// ("language"); empty lets the service detect it.
+	Language string `json:"language,omitempty"`
 }
 
 // DefaultAPIBase is the public Bot API.

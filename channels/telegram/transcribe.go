@@ -36,6 +36,9 @@ func (c *Channel) transcribe(ctx context.Context, file string) (string, error) {
 	_, _ = part.Write(data)
 	_ = form.WriteField("model", model)
 	_ = form.WriteField("response_format", "json")
+	if tc.Language != "" {
+		_ = form.WriteField("language", tc.Language)
+	}
 	if err := form.Close(); err != nil {
 		return "", fmt.Errorf("transcribe: %w", err)
 	}

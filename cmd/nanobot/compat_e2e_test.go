@@ -136,6 +136,13 @@ func TestNanobotOptionsMeanWhatTheySay(t *testing.T) {
 		if tg.Transcription != want {
 			t.Errorf("telegram transcription = %+v, want %+v", tg.Transcription, want)
 		}
+		l = load(t, "transcription-openai-language")
+		tg = telegram.DefaultConfig()
+		l.Config.Channels.Decode("telegram", &tg)
+		want = telegram.Transcription{APIBase: "https://api.openai.com/v1", APIKey: "test-openai_api_key", Model: "whisper-1", Language: "de"}
+		if tg.Transcription != want {
+			t.Errorf("telegram transcription with a language = %+v, want %+v", tg.Transcription, want)
+		}
 	})
 	t.Run("per-channel progress", func(t *testing.T) {
 		l := load(t, "telegram-progress")
