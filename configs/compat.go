@@ -323,9 +323,51 @@ func translateCompat(tree map[string]any) []CompatFinding {
 		delete(ch, k)
 		out = append(out, CompatFinding{Path: "channels.transcriptionLanguage", Status: CompatSame, Msg: "carried over as transcription.language"})
 	}
+	out = append(out, mergeSlackDM(lookupMap(ch, []string{"slack"}, false))...)
 	out = append(out, translateImageGeneration(tree)...)
 	out = append(out, translateValues(tree)...)
 	return out
+}
+
+// mergeSlackDM merges channels.slack.dm.allowFrom (who may write to the
+// bot directly) into channels.slack.allowFrom: here one list admits a
+// sender everywhere, so the ids are kept rather than dropped. The dm
+// object's other keys stay for their compatibility note.
+func mergeSlackDM(slack map[string]any) []CompatFinding {
+	k, ok := findKey(slack, "dm")
+	if !ok {
+		return nil
+	}
+	dm, _ := slack[k].(map[string]any)
+	ak, ok := findKey(dm, "allowFrom")
+	if !ok {
+		return nil
+	}
+	ids, _ := dm[ak].([]any)
+	delete(dm, ak)
+	if len(dm) == 0 {
+		delete(slack, k)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	tk, ok := findKey(slack, "allowFrom")
+	if !ok {
+		tk = "allowFrom"
+	}
+	have, _ := slack[tk].([]any)
+	seen := map[string]bool{}
+	for _, id := range have {
+		seen[fmt.Sprint(id)] = true
+	}
+	for _, id := range ids {
+		if !seen[fmt.Sprint(id)] {
+			have = append(have, id)
+			seen[fmt.Sprint(id)] = true
+		}
+	}
+	slack[tk] = have
+	return []CompatFinding{{Path: "channels.slack.dm.allowFrom", Status: CompatSame, Msg: "merged into channels.slack.allowFrom (one list admits a sender in direct messages and channels)"}}
 }
 
 // translateImageGeneration carries tools.imageGeneration over to

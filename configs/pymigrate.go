@@ -108,10 +108,17 @@ func classify(leaf string, findings []CompatFinding, movedFrom, unknown map[stri
 		np := normPath(p)
 		return norm == np || strings.HasPrefix(norm, np+".")
 	}
-	for _, f := range findings {
-		if under(f.Path) {
-			return KeyReport{Path: leaf, Status: f.Status, Note: f.Msg}
+	// The most specific finding wins: "channels.slack.dm.allowFrom" over
+	// "channels.slack.dm".
+	best := -1
+	for i, f := range findings {
+		if under(f.Path) && (best < 0 || len(f.Path) > len(findings[best].Path)) {
+			best = i
 		}
+	}
+	if best >= 0 {
+		f := findings[best]
+		return KeyReport{Path: leaf, Status: f.Status, Note: f.Msg}
 	}
 	for from, to := range movedFrom {
 		if under(from) {

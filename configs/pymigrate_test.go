@@ -160,3 +160,28 @@ func TestMigratePythonImageGenerationAndNewProviders(t *testing.T) {
 		}
 	}
 }
+
+// TestMigratePythonMergesSlackDMAllowFrom: the ids allowed to write to
+// the bot directly are merged into allowFrom, not dropped.
+func TestMigratePythonMergesSlackDMAllowFrom(t *testing.T) {
+	in := `{"channels": {"slack": {"enabled": true, "allowFrom": ["U1"], "dm": {"enabled": true, "policy": "allowlist", "allowFrom": ["U2", "U1"]}}}}`
+	m, err := MigratePython([]byte(in), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := map[string]CompatStatus{}
+	for _, k := range m.Keys {
+		statuses[k.Path] = k.Status
+	}
+	if statuses["channels.slack.dm.allowFrom"] != CompatSame {
+		t.Errorf("dm.allowFrom reported %q", statuses["channels.slack.dm.allowFrom"])
+	}
+	var out map[string]any
+	if err := json.Unmarshal(m.Output, &out); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(valueAt(out, "channels.slack.allowFrom"))
+	if string(got) != `["U1","U2"]` {
+		t.Errorf("allowFrom %s, want U1 and U2 once each", got)
+	}
+}
