@@ -63,6 +63,9 @@ type ProviderSpec struct {
 	// (nanobot provider login NAME), not an API key; Options.SignIn adds the
 	// short-lived credentials to each request.
 	SignIn bool
+	// EntraID: without an apiKey the provider signs in with Microsoft
+	// Entra ID (providers/entra), configured by its apiBase alone.
+	EntraID bool
 	// Headers are sent with every request unless the config's
 	// extraHeaders set the same header (Kimi's coding endpoint asks for a
 	// User-Agent of its own).
@@ -216,7 +219,7 @@ var specs = []ProviderSpec{
 	{Name: "custom", DisplayName: "Custom OpenAI-compatible endpoint", EnvKey: "CUSTOM_API_KEY",
 		Backend: BackendOpenAICompat, IsDirect: true, KeyOptional: true, StripModelPrefix: true},
 	{Name: "azure_openai", DisplayName: "Azure OpenAI", Keywords: []string{"azure"}, EnvKey: "AZURE_OPENAI_API_KEY",
-		Backend: BackendAzureOpenAI, IsDirect: true, StripModelPrefix: true, NoReasoningReplay: true, MaxCompletionTokens: true},
+		Backend: BackendAzureOpenAI, IsDirect: true, StripModelPrefix: true, NoReasoningReplay: true, MaxCompletionTokens: true, EntraID: true},
 }
 
 // aliases are other names of a registry entry (flat: lower case, no
@@ -281,7 +284,7 @@ func configured(spec ProviderSpec, st Settings) bool {
 	if spec.SignIn {
 		return st.SignedIn
 	}
-	return st.APIKey != "" || (spec.KeyOptional && st.APIBase != "")
+	return st.APIKey != "" || ((spec.KeyOptional || spec.EntraID) && st.APIBase != "")
 }
 
 // howToConfigure says what the config lacks for a provider.
@@ -292,7 +295,7 @@ func howToConfigure(spec ProviderSpec) string {
 	case spec.AWSCredentials:
 		return fmt.Sprintf("set providers.%s.region (and profile, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the environment)", spec.Name)
 	case spec.Backend == BackendAzureOpenAI:
-		return fmt.Sprintf("set providers.%s.apiKey and apiBase (https://NAME.openai.azure.com)", spec.Name)
+		return fmt.Sprintf("set providers.%s.apiBase (https://NAME.openai.azure.com), and apiKey unless it signs in with Entra ID (docs/providers.md)", spec.Name)
 	case spec.IsDirect || spec.IsLocal && spec.DefaultAPIBase == "":
 		return fmt.Sprintf("set providers.%s.apiBase (and apiKey if the endpoint needs one)", spec.Name)
 	case spec.EnvKey != "":

@@ -125,7 +125,7 @@ func Resolve(model, forced string, configuredMap map[string]Settings) (Resolutio
 		}
 		st := cfg[spec.Name]
 		// An AWS provider may take everything from the environment.
-		if !spec.AWSCredentials && (spec.SignIn && !st.SignedIn || spec.DefaultAPIBase == "" && st.APIBase == "" || !spec.SignIn && !spec.KeyOptional && st.APIKey == "" && !spec.IsLocal) {
+		if !spec.AWSCredentials && (spec.SignIn && !st.SignedIn || spec.DefaultAPIBase == "" && st.APIBase == "" || !spec.SignIn && !spec.KeyOptional && !spec.EntraID && st.APIKey == "" && !spec.IsLocal) {
 			return Resolution{}, fmt.Errorf("resolve provider: provider %q is forced but not configured: %s", spec.Name, howToConfigure(spec))
 		}
 		return resolution(spec, st, model, MatchForced, fmt.Sprintf("provider %q set in config", spec.Name)), nil

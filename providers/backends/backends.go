@@ -8,7 +8,12 @@
 package backends
 
 import (
+	"net/http"
+	"os"
+
 	"fmt"
+
+	"github.com/nanobot-go/nanobot/providers/entra"
 
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/anthropic"
@@ -70,11 +75,33 @@ func withProxy(res providers.Resolution, opts *providers.Options) error {
 // AzureOpenAI builds the Azure OpenAI backend for res; the model is the
 // deployment name.
 func AzureOpenAI(res providers.Resolution, opts providers.Options) (providers.Provider, error) {
-	if res.APIKey == "" || res.APIBase == "" {
-		return nil, fmt.Errorf("azure_openai needs apiKey and apiBase (https://NAME.openai.azure.com)")
+	if res.APIBase == "" {
+		return nil, fmt.Errorf("azure_openai needs apiBase (https://NAME.openai.azure.com)")
 	}
 	if err := withProxy(res, &opts); err != nil {
 		return nil, err
+	}
+	if res.APIKey == "" {
+		// Microsoft Entra ID instead of a key, from what the environment
+		// offers (a service principal, a workload or managed identity,
+		// the Azure CLI).
+		src, err := entra.FromEnv(os.Getenv, nil)
+		if err != nil {
+			return nil, fmt.Errorf("azure_openai has no apiKey: %w", err)
+		}
+		base := http.DefaultTransport
+		hc := &http.Client{}
+		if opts.HTTPClient != nil {
+			*hc = *opts.HTTPClient
+			if opts.HTTPClient.Transport != nil {
+				base = opts.HTTPClient.Transport
+			}
+		}
+		hc.Transport = &entra.Transport{Cred: entra.NewCredential(src), Base: base}
+		opts.HTTPClient = hc
+		if opts.Logger != nil {
+			opts.Logger.Info("azure_openai signs in with Entra ID", "source", src.Name())
+		}
 	}
 	o := openAIOptions(res, opts)
 	o.AzureAPIVersion = res.APIVersion

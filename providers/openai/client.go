@@ -35,8 +35,10 @@ func (p *Provider) header() http.Header {
 	h := http.Header{}
 	h.Set("User-Agent", userAgent)
 	switch {
-	case p.opts.AzureAPIVersion != "":
+	case p.opts.AzureAPIVersion != "" && p.opts.APIKey != "":
 		h.Set("Api-Key", p.opts.APIKey)
+	case p.opts.AzureAPIVersion != "":
+		// Entra ID: the client's transport adds the bearer token.
 	case p.opts.APIKey != "":
 		h.Set("Authorization", "Bearer "+p.opts.APIKey)
 	}
