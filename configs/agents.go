@@ -18,6 +18,10 @@ const (
 	// ScopePerIdentity gives a person listed in identityLinks one
 	// conversation across the platforms of their direct chats.
 	ScopePerIdentity = "per-identity"
+	// ScopeShared puts every direct message the agent gets, on every
+	// platform and from anyone allowed, in one conversation: a bot with
+	// one user (nanobot's unifiedSession). Groups keep their own.
+	ScopeShared = "shared"
 )
 
 // ModelPreset is a named model with its settings (modelPresets.<name>), in

@@ -73,7 +73,7 @@ func (c *Config) validateAgents(v *validator) (warnings []string) {
 	for i, name := range d.Presets {
 		c.checkPresetRef(v, fmt.Sprintf("agents.defaults.presets[%d]", i), name)
 	}
-	v.oneOf("agents.defaults.sessionScope", d.SessionScope, "", ScopePerChat, ScopePerIdentity)
+	v.oneOf("agents.defaults.sessionScope", d.SessionScope, "", ScopePerChat, ScopePerIdentity, ScopeShared)
 	d.Queue.validate(v, "agents.defaults.queue")
 	c.checkTools(v, "agents.defaults.tools", &d.Tools)
 
@@ -102,7 +102,7 @@ func (c *Config) validateAgents(v *validator) (warnings []string) {
 		for i, name := range p.Presets {
 			c.checkPresetRef(v, fmt.Sprintf("%s.presets[%d]", pp, i), name)
 		}
-		v.oneOf(pp+".sessionScope", p.SessionScope, "", ScopePerChat, ScopePerIdentity)
+		v.oneOf(pp+".sessionScope", p.SessionScope, "", ScopePerChat, ScopePerIdentity, ScopeShared)
 		v.oneOf(pp+".sandbox", p.Sandbox, "", "auto", "landlock", "bwrap", "none")
 		v.require(p.MaxTokens >= 0, pp+".maxTokens", "want a positive number, got %d", p.MaxTokens)
 		v.require(p.MaxConcurrentTurns >= 0, pp+".maxConcurrentTurns", "want a positive number, got %d", p.MaxConcurrentTurns)

@@ -77,7 +77,6 @@ var compatNotes = []compatNote{
 	{path: "agents.defaults.timezoneMode", status: CompatChanged, msg: "timezone \"\" means the machine's zone and a set timezone is used as given; timezoneMode is not needed"},
 	{path: "agents.defaults.botName", status: CompatUnsupported, msg: "the CLI prompt name is not configurable; name the bot in the workspace's SOUL.md"},
 	{path: "agents.defaults.botIcon", status: CompatUnsupported, msg: "the CLI prompt icon is not configurable"},
-	{path: "agents.defaults.unifiedSession", status: CompatChanged, msg: "use sessionScope \"per-identity\" with identityLinks to share one conversation across platforms (docs/agents.md)", when: isTrue},
 	{path: "agents.defaults.disabledSkills", status: CompatUnsupported, msg: "skills cannot be switched off by name; remove the skill's folder from the workspace's skills/ instead", when: notEmpty},
 	{path: "agents.defaults.sessionTtlMinutes", status: CompatChanged, msg: "sessions do not expire; memory consolidation keeps them inside contextWindowTokens"},
 	{path: "agents.defaults.idleCompactAfterMinutes", status: CompatChanged, msg: "history is consolidated when the context fills up, not after idle time"},
@@ -322,6 +321,17 @@ func translateCompat(tree map[string]any) []CompatFinding {
 		}
 		delete(ch, k)
 		out = append(out, CompatFinding{Path: "channels.transcriptionLanguage", Status: CompatSame, Msg: "carried over as transcription.language"})
+	}
+	if d := lookupMap(tree, []string{"agents", "defaults"}, false); d != nil {
+		if k, ok := findKey(d, "unifiedSession"); ok {
+			if isTrue(d[k]) {
+				if _, has := findKey(d, "sessionScope"); !has {
+					d["sessionScope"] = ScopeShared
+				}
+				out = append(out, CompatFinding{Path: "agents.defaults.unifiedSession", Status: CompatSame, Msg: "carried over as sessionScope \"shared\": every direct message in one conversation (docs/agents.md)"})
+			}
+			delete(d, k)
+		}
 	}
 	out = append(out, mergeSlackDM(lookupMap(ch, []string{"slack"}, false))...)
 	out = append(out, translateImageGeneration(tree)...)

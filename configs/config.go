@@ -112,9 +112,10 @@ type AgentDefaults struct {
 	Presets []string `json:"presets"`
 	// Tools narrows the tools the agent offers (allow / deny by name).
 	Tools ToolPolicy `json:"tools"`
-	// SessionScope is "per-chat" (one conversation per chat) or
+	// SessionScope is "per-chat" (one conversation per chat),
 	// "per-identity" (a person in identityLinks has one conversation
-	// across the platforms of their direct chats).
+	// across the platforms of their direct chats) or "shared" (every
+	// direct message in one conversation).
 	SessionScope string `json:"sessionScope"`
 	// MaxRepliesPerMinute caps the messages answered per chat and minute,
 	// so two bots cannot talk forever (0: no cap).

@@ -25,7 +25,7 @@ func TestMigratePythonReportsEveryKey(t *testing.T) {
 	want := map[string]CompatStatus{
 		"agents.defaults.model":                      CompatSame,
 		"agents.defaults.max_tokens":                 CompatSame,
-		"agents.defaults.unifiedSession":             CompatChanged,
+		"agents.defaults.unifiedSession":             CompatSame,
 		"agents.defaults.botName":                    CompatUnsupported,
 		"agents.defaults.workspace":                  CompatSame,
 		"providers.deepseek.api_key":                 CompatSame,

@@ -72,9 +72,14 @@ func (r *Router) Route(m bus.Inbound) Decision {
 			break
 		}
 	}
-	if r.scopes[d.Agent] == configs.ScopePerIdentity && m.FromPerson() && !m.IsGroup && m.SessionKey == "" {
-		if ident, ok := r.identity(m.Channel, m.SenderID); ok {
-			d.SessionKey = "identity:" + ident
+	if m.FromPerson() && !m.IsGroup && m.SessionKey == "" {
+		switch r.scopes[d.Agent] {
+		case configs.ScopePerIdentity:
+			if ident, ok := r.identity(m.Channel, m.SenderID); ok {
+				d.SessionKey = "identity:" + ident
+			}
+		case configs.ScopeShared:
+			d.SessionKey = "shared:" + d.Agent
 		}
 	}
 	return d

@@ -135,3 +135,30 @@ func TestSendersWrittenAsEverywhere(t *testing.T) {
 		t.Error("a part of a username matched")
 	}
 }
+
+// TestSharedScope: every direct message, on any platform, is one
+// conversation of the agent; groups, threads and non-persons keep theirs.
+func TestSharedScope(t *testing.T) {
+	c := testConfig()
+	c.Agents.Defaults.SessionScope = configs.ScopeShared
+	c.Bindings = nil
+	r := New(c)
+	for _, m := range []bus.Inbound{
+		{Channel: "telegram", ChatID: "123", SenderID: "123|alice"},
+		{Channel: "slack", ChatID: "D77", SenderID: "U9"},
+		{Channel: "web", ChatID: "w1", SenderID: "owner"},
+	} {
+		if got := r.Route(m); got.SessionKey != "shared:"+configs.DefaultAgent {
+			t.Errorf("%s DM: key %q, want shared:%s", m.Channel, got.SessionKey, configs.DefaultAgent)
+		}
+	}
+	for _, m := range []bus.Inbound{
+		{Channel: "telegram", ChatID: "-5", SenderID: "123|alice", IsGroup: true},
+		{Channel: "slack", ChatID: "D77", SenderID: "U9", SessionKey: "slack:D77:thread:1"},
+		{Channel: "telegram", ChatID: "123", SenderID: "cron", Source: bus.SourceCron},
+	} {
+		if got := r.Route(m); got.SessionKey != m.Key() {
+			t.Errorf("%+v: key %q, want its own %q", m, got.SessionKey, m.Key())
+		}
+	}
+}
