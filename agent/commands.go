@@ -14,6 +14,7 @@ import (
 // Commands lists the slash commands handled without the LLM.
 var Commands = []struct{ Name, Help string }{
 	{"new", "start a new conversation (the current one is archived to memory)"},
+	{"compact", "fold this conversation into memory now, keeping the last exchanges word for word"},
 	{"stop", "stop the current answer and anything queued"},
 	{"status", "show the model, conversation size and context use"},
 	{"model", "list the model presets; /model <preset> switches this chat, /model reset goes back"},
@@ -69,6 +70,8 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		}
 		l.reply(ctx, m, "New conversation started.")
 		return true, nil
+	case "compact":
+		return true, l.compactCommand(ctx, m)
 	case "status":
 		sess, err := l.cfg.Store.Load(ctx, m.Key())
 		if err != nil {
@@ -166,4 +169,36 @@ func (l *Loop) archive(ctx context.Context, sess *session.Session) error {
 		}
 	}
 	return l.cfg.Store.Archive(ctx, sess)
+}
+
+// compactKeep is how many of the latest messages /compact leaves as they
+// are (about the last two exchanges).
+const compactKeep = 4
+
+// compactCommand is /compact: the conversation so far is folded into
+// memory (the consolidation's summary keeps names, numbers, decisions and
+// open tasks), the last exchanges stay, and the user is told what it saved.
+func (l *Loop) compactCommand(ctx context.Context, m bus.Inbound) error {
+	c := l.cfg.Consolidator
+	if c == nil {
+		l.reply(ctx, m, "Compaction is not available here.")
+		return nil
+	}
+	sess, err := l.commandSession(ctx, m)
+	if err != nil {
+		return err
+	}
+	before := l.estimateTokens(sess)
+	folded, err := c.Compact(consolidationContext(ctx, m.Channel, m.ChatID, m.SenderID, sess.Key, m.Admin), sess, compactKeep)
+	if err != nil {
+		l.reply(ctx, m, fmt.Sprintf("Sorry, compacting failed after folding %d messages; the rest is kept as it was.", folded))
+		return err
+	}
+	if folded == 0 {
+		l.reply(ctx, m, "Nothing to compact: the conversation is short, or already folded into memory.")
+		return nil
+	}
+	after := l.estimateTokens(sess)
+	l.reply(ctx, m, fmt.Sprintf("Compacted: %d messages folded into memory, the last exchanges kept. Context: about %d tokens, from %d.", folded, after, before))
+	return nil
 }

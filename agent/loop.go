@@ -37,6 +37,9 @@ type Consolidator interface {
 	MaybeConsolidate(ctx context.Context, s *session.Session) error
 	// ArchiveAll consolidates everything not yet consolidated (before /new).
 	ArchiveAll(ctx context.Context, s *session.Session) error
+	// Compact folds all but the last keep messages into memory now
+	// (/compact) and returns how many it folded.
+	Compact(ctx context.Context, s *session.Session, keep int) (folded int, err error)
 }
 
 // SubagentCanceller cancels a session's background sub-agents.

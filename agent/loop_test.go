@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/agent/session"
+
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
@@ -622,4 +624,47 @@ func TestBlockedTurnDoneHoldsUpNoSubmit(t *testing.T) {
 	releaseOnce.Do(func() { close(release) })
 	waitfor.True(t, "every message done", func() bool { return h.doneCount() == 4 })
 	waitfor.True(t, "idle", h.loop.Idle)
+}
+
+// compactor is a Consolidator that records /compact.
+type compactor struct {
+	archiveRecorder
+	keep []int
+	fold int
+}
+
+func (c *compactor) Compact(_ context.Context, s *session.Session, keep int) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keep = append(c.keep, keep)
+	return c.fold, nil
+}
+
+// TestCompactCommand: /compact folds the chat's conversation without the
+// model answering, keeps the last exchanges, and says what it did.
+func TestCompactCommand(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("answer") }}
+	comp := &compactor{fold: 6, archiveRecorder: archiveRecorder{archived: map[string]int{}}}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Consolidator = comp })
+	h.send("c", "hello")
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 1 })
+	h.send("c", "/compact")
+	waitfor.True(t, "compact", func() bool { return h.doneCount() == 2 })
+	comp.mu.Lock()
+	comp.fold = 0
+	comp.mu.Unlock()
+	h.send("c", "/compact")
+	waitfor.True(t, "second compact", func() bool { return h.doneCount() == 3 })
+	if len(llm.reqs()) != 1 {
+		t.Errorf("/compact reached the model as a message: %d calls", len(llm.reqs()))
+	}
+	f := h.out.finals()["test:c"]
+	if !strings.HasPrefix(f[1], "Compacted: 6 messages folded into memory") || !strings.HasPrefix(f[2], "Nothing to compact") {
+		t.Errorf("replies %q", f[1:])
+	}
+	comp.mu.Lock()
+	defer comp.mu.Unlock()
+	if len(comp.keep) != 2 || comp.keep[0] != compactKeep {
+		t.Errorf("Compact called with keep %v", comp.keep)
+	}
 }

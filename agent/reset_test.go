@@ -20,6 +20,9 @@ type archiveRecorder struct {
 }
 
 func (a *archiveRecorder) MaybeConsolidate(context.Context, *session.Session) error { return nil }
+func (a *archiveRecorder) Compact(context.Context, *session.Session, int) (int, error) {
+	return 0, nil
+}
 func (a *archiveRecorder) ArchiveAll(_ context.Context, s *session.Session) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()

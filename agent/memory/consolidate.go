@@ -296,6 +296,34 @@ func (c *Consolidator) ArchiveAll(ctx context.Context, s *session.Session) error
 	return nil
 }
 
+// Compact folds the conversation into memory now (/compact), all but its
+// last keep messages (rounded back to the start of a user message, so the
+// recent exchanges stay word for word). It returns how many messages were
+// folded. Unlike MaybeConsolidate it does not fall back to a raw archive:
+// a failed call is the caller's to report, and the history stays as it is.
+func (c *Consolidator) Compact(ctx context.Context, s *session.Session, keep int) (folded int, err error) {
+	stop := -1
+	for i := s.Len() - max(keep, 0); i > s.LastConsolidated; i-- {
+		if i < s.Len() && s.Messages[i].Role == providers.RoleUser {
+			stop = i
+			break
+		}
+	}
+	from := s.LastConsolidated
+	for stop > 0 && s.LastConsolidated < stop {
+		end, ok := c.pickChunk(s, math.MaxInt, false)
+		if !ok {
+			break
+		}
+		end = min(end, stop)
+		if err := c.consolidateChunk(ctx, s, end); err != nil {
+			return s.LastConsolidated - from, err
+		}
+		c.resetFailures(s.Key)
+	}
+	return s.LastConsolidated - from, nil
+}
+
 func (c *Consolidator) failed(key string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

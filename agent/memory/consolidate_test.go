@@ -522,3 +522,44 @@ var _ interface {
 	ArchiveAll(context.Context, *session.Session) error
 	MemoryContext() string
 } = (*Consolidator)(nil)
+
+// TestCompact folds all but the last exchanges into memory on demand,
+// whatever the budget, at a user message; a second /compact has nothing
+// left; a failed call keeps the history and says so.
+func TestCompact(t *testing.T) {
+	st := newStore(t, t.TempDir())
+	p := &fakeProvider{reply: appendingReply(t, "a")}
+	c := newConsolidator(t, testOptions(t.TempDir(), p, st))
+	s := load(t, st, "test:1")
+	addTurns(t, st, s, 0, 3, 10) // far under the budget
+	folded, err := c.Compact(context.Background(), s, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if folded == 0 || folded != s.LastConsolidated || s.LastConsolidated > s.Len()-4 || s.Messages[s.LastConsolidated].Role != providers.RoleUser {
+		t.Errorf("folded %d, cursor %d of %d (role there %q); want all but the last exchange, ending before a user message",
+			folded, s.LastConsolidated, s.Len(), s.Messages[s.LastConsolidated].Role)
+	}
+	if !strings.Contains(readFile(t, c.HistoryPath()), "a") || p.calls() == 0 {
+		t.Error("nothing written to HISTORY.md")
+	}
+	// The cursor is stored: a fresh load sees it.
+	if again := load(t, st, "test:1"); again.LastConsolidated != s.LastConsolidated {
+		t.Errorf("stored cursor %d, want %d", again.LastConsolidated, s.LastConsolidated)
+	}
+	calls := p.calls()
+	if n, err := c.Compact(context.Background(), s, 4); err != nil || n != 0 || p.calls() != calls {
+		t.Errorf("second compact: folded %d, %v, %d more calls; want nothing", n, err, p.calls()-calls)
+	}
+
+	down := &fakeProvider{reply: func(context.Context, providers.ChatRequest) (*providers.LLMResponse, error) { return nil, errors.New("down") }}
+	c2 := newConsolidator(t, testOptions(t.TempDir(), down, st))
+	s2 := load(t, st, "test:2")
+	addTurns(t, st, s2, 0, 3, 10)
+	if n, err := c2.Compact(context.Background(), s2, 2); err == nil || n != 0 || s2.LastConsolidated != 0 {
+		t.Errorf("failed compact: folded %d, %v, cursor %d; want an error and the history kept", n, err, s2.LastConsolidated)
+	}
+	if strings.Contains(readFile(t, c2.HistoryPath()), "[raw archive]") {
+		t.Error("a failed /compact archived raw messages")
+	}
+}

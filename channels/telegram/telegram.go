@@ -160,6 +160,7 @@ func Factory() channels.Factory {
 // text ("/new"), which handles them without the LLM.
 var commands = []models.BotCommand{
 	{Command: "new", Description: "Start a new conversation"},
+	{Command: "compact", Description: "Fold this conversation into memory"},
 	{Command: "stop", Description: "Stop the current task"},
 	{Command: "help", Description: "Show what I can do"},
 	{Command: "status", Description: "Show the bot's status"},
