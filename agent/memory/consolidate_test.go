@@ -552,7 +552,9 @@ func TestCompact(t *testing.T) {
 		t.Errorf("second compact: folded %d, %v, %d more calls; want nothing", n, err, p.calls()-calls)
 	}
 
-	down := &fakeProvider{reply: func(context.Context, providers.ChatRequest) (*providers.LLMResponse, error) { return nil, errors.New("down") }}
+	down := &fakeProvider{reply: func(context.Context, providers.ChatRequest) (*providers.LLMResponse, error) {
+		return nil, errors.New("down")
+	}}
 	c2 := newConsolidator(t, testOptions(t.TempDir(), down, st))
 	s2 := load(t, st, "test:2")
 	addTurns(t, st, s2, 0, 3, 10)
