@@ -59,7 +59,10 @@ type LoopConfig struct {
 	MaxToolResultChars int
 	// ContextWindowTokens is shown by /status.
 	ContextWindowTokens int
-	Consolidator        Consolidator // optional
+	// IdleCompact is how long a conversation rests before CompactWhenIdle
+	// folds it into memory (0: never).
+	IdleCompact  time.Duration
+	Consolidator Consolidator // optional
 	// Presets let chats switch models (/model) and bindings pick one;
 	// optional.
 	Presets   Presets
@@ -143,6 +146,7 @@ type Loop struct {
 	waiting    int           // messages in the workers' queues and steered lists
 	busy       chan struct{} // closed when the last worker exits; nil while idle
 	lastActive [2]string     // channel, chat id of the latest message from a person
+	idle       idleSessions  // when each session's worker retired (idle compaction)
 	wg         sync.WaitGroup
 
 	presets presetRunners
@@ -175,6 +179,9 @@ type worker struct {
 	interrupted   bool
 	// carried are messages of interrupted turns, answered by the next.
 	carried []bus.Inbound
+	// foldOnly marks a worker started by idle compaction that has been
+	// given no message: its retiring is not a new idle spell.
+	foldOnly bool
 	// finished are messages over without a turn of their own (a /stop
 	// and what it cancelled): the worker reports them to OnTurnDone
 	// before it goes on.
@@ -282,6 +289,7 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 		}
 	}
 	w.queue = append(w.queue, m)
+	w.foldOnly = false
 	l.waiting++
 	l.mu.Unlock()
 	if !ok {
@@ -522,6 +530,12 @@ func (l *Loop) work(ctx context.Context, key string, w *worker) {
 // l.mu held and releases it.
 func (l *Loop) retire(ctx context.Context, key string, w *worker) {
 	delete(l.workers, key)
+	if l.cfg.IdleCompact > 0 && !w.foldOnly {
+		if l.idle == nil {
+			l.idle = idleSessions{}
+		}
+		l.idle[key] = time.Now()
+	}
 	// The chat's queue choice is read again when it next speaks (its
 	// session is loaded for that turn anyway), so what is remembered
 	// stays as many as the chats with a worker.

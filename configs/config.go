@@ -148,6 +148,13 @@ type AgentDefaults struct {
 	// MaxToolResultChars truncates a stored tool result beyond this size
 	// (head and tail kept).
 	MaxToolResultChars int `json:"maxToolResultChars"`
+	// IdleCompactAfterMinutes folds a conversation nobody wrote to for
+	// this long into memory in the background, as /compact does (0: never,
+	// the default).
+	IdleCompactAfterMinutes int `json:"idleCompactAfterMinutes,omitempty"`
+	// IdleCompactCheckIntervalSeconds is how often idle conversations are
+	// looked for (default 60).
+	IdleCompactCheckIntervalSeconds int `json:"idleCompactCheckIntervalSeconds,omitempty"`
 	// MaxConcurrentSubagents caps sub-agents running at once.
 	MaxConcurrentSubagents int `json:"maxConcurrentSubagents"`
 	// RequestTimeoutS is the per-request timeout of one LLM call.

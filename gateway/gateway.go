@@ -311,6 +311,9 @@ func (g *Gateway) agentService(feed func(ctx context.Context) error) service {
 		wg.Go(func() { releaseAfterStart(ctx, g.allIdle, g.cfg.Gateway.TrimCodePages, g.log) })
 		for _, a := range g.allAgents() {
 			wg.Go(func() { a.Subagents.Wait(ctx) })
+			wg.Go(func() {
+				a.Loop.CompactWhenIdle(ctx, time.Duration(g.cfg.Agents.Defaults.IdleCompactCheckIntervalSeconds)*time.Second)
+			})
 		}
 		err := feed(ctx)
 		wg.Wait()

@@ -37,8 +37,8 @@ func TestMigrateFromPythonWrites(t *testing.T) {
 		t.Fatal("the config changed without --write")
 	}
 	for _, want := range []string{
-		"agents.defaults.idleCompactAfterMinutes — history is consolidated when the context fills up",
-		"  tools.mcpServers.notion.auth\n", // carried over: nanobot mcp login
+		"  agents.defaults.idleCompactAfterMinutes\n", // carried over: idle compaction
+		"  tools.mcpServers.notion.auth\n",            // carried over: nanobot mcp login
 		"channels.email.postActionMoveMailbox — carried over as moveTo",
 		"SOUL.md", "used as it is", filepath.Join("memory", "MEMORY.md"),
 		"nothing written",
