@@ -19,6 +19,7 @@ import (
 	"github.com/nanobot-go/nanobot/tools"
 	"github.com/nanobot-go/nanobot/tools/image"
 	"github.com/nanobot-go/nanobot/tools/message"
+	"github.com/nanobot-go/nanobot/tools/recall"
 	"github.com/nanobot-go/nanobot/tools/spawn"
 )
 
@@ -179,7 +180,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Targets: deps.Targets, AllowAnyTarget: cfg.Tools.Message.AllowAnyTarget,
 		OwnDirs: []string{filepath.Join(paths.Media, image.GeneratedDir)},
 	})
-	own := []tools.Tool{msg, spawn.New(a.Subagents)}
+	own := []tools.Tool{msg, spawn.New(a.Subagents), recall.New(recall.Options{Workspace: workspace, Conversations: conversationsOf(deps.Store)})}
 	if cfg.Tools.Image.Enabled {
 		img, err := imageTool(cfg, paths, deps, log)
 		if err != nil {
@@ -219,4 +220,22 @@ func imageRecorder(l *usage.Ledger, log *slog.Logger) func(context.Context, imag
 		return nil
 	}
 	return usage.ImageRecorder(l, log)
+}
+
+// conversationsOf is memory_search's walk over store's conversations, or
+// nil when the store cannot be walked (the memory files are still
+// searched).
+func conversationsOf(store SessionStore) recall.Conversations {
+	type walker interface {
+		Each(ctx context.Context, maxBytes int64, fn func(session.Entry) error) error
+	}
+	w, ok := store.(walker)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, maxBytes int64, fn func(recall.Message) error) error {
+		return w.Each(ctx, maxBytes, func(e session.Entry) error {
+			return fn(recall.Message{Session: e.Key, Archived: e.Archived, Role: e.Message.Role, Text: e.Message.Text(), Time: e.Message.Timestamp})
+		})
+	}
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nanobot-go/nanobot/agent/session"
@@ -41,7 +42,7 @@ func TestSubagentResultNamesItsAgent(t *testing.T) {
 }
 
 // TestOwnToolSchemasCompile compiles the schemas of the tools New adds
-// (message, spawn, image), which it registers with RegisterOwn: their
+// (message, spawn, memory_search, image), which it registers with RegisterOwn: their
 // compile waits for the first call, and this test stands behind that.
 func TestOwnToolSchemasCompile(t *testing.T) {
 	cfg := configs.Default()
@@ -56,12 +57,53 @@ func TestOwnToolSchemasCompile(t *testing.T) {
 	if _, err := New(&cfg, paths, Deps{Provider: &fakeLLM{}, Model: "m", Tools: reg, Store: store, Out: &outbox{}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := reg.Names(); len(got) != 3 {
-		t.Errorf("New registered %v, want message, spawn and the image tool", got)
+	if got := reg.Names(); len(got) != 4 {
+		t.Errorf("New registered %v, want message, spawn, memory_search and the image tool", got)
 	}
 	for _, d := range reg.Definitions() {
 		if _, err := tools.CompileSchema(d.Parameters); err != nil {
 			t.Errorf("%s: %v", d.Name, err)
+		}
+	}
+}
+
+// TestMemorySearchReadsStoredConversations: memory_search, as New wires
+// it, finds what was said in a stored conversation and in one archived by
+// /new, through the session store on disk.
+func TestMemorySearchReadsStoredConversations(t *testing.T) {
+	cfg := configs.Default()
+	cfg.Agents.Defaults.Workspace = t.TempDir()
+	paths := configs.PathsFor(filepath.Join(t.TempDir(), "config.json"), &cfg)
+	store, err := session.NewFileStore(t.TempDir(), session.FileStoreOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	old, _ := store.Load(ctx, "telegram:42")
+	if err := store.Append(ctx, old, providers.Message{Role: "user", Content: "the storage unit number is 318"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Archive(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := store.Load(ctx, "telegram:42")
+	if err := store.Append(ctx, cur, providers.Message{Role: "user", Content: "my dentist is Dr. Okafor on Elm Street"}); err != nil {
+		t.Fatal(err)
+	}
+	reg := tools.NewRegistry()
+	if _, err := New(&cfg, paths, Deps{Provider: &fakeLLM{}, Model: "m", Tools: reg, Store: store, Out: &outbox{}}); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]string{
+		"dentist":             "[conversation telegram:42, the user,",
+		"storage unit number": "[conversation telegram:42 (archived), the user,",
+	} {
+		res, err := reg.Execute(ctx, "memory_search", map[string]any{"query": q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res.Content, want) {
+			t.Errorf("%q:\n%s\nwant a hit from %s", q, res.Content, want)
 		}
 	}
 }
