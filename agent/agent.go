@@ -207,7 +207,8 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 	a.Loop = NewLoop(LoopConfig{
 		Store: deps.Store, Builder: builder, Runner: a.Runner, Subagents: a.Subagents, Consolidator: mem,
 		Out: deps.Out, MaxConcurrentTurns: d.MaxConcurrentTurns, MaxToolResultChars: d.MaxToolResultChars,
-		ContextWindowTokens: d.ContextWindowTokens, IdleCompact: time.Duration(d.IdleCompactAfterMinutes) * time.Minute, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
+		ContextWindowTokens: d.ContextWindowTokens, IdleCompact: time.Duration(d.IdleCompactAfterMinutes) * time.Minute,
+		SessionTTL: time.Duration(d.SessionTTLMinutes) * time.Minute, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
 		Voice: deps.Voice,
 		Queue: d.Queue,
 	})

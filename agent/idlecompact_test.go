@@ -80,3 +80,34 @@ func TestIdleCompaction(t *testing.T) {
 		t.Errorf("after a fold with nothing new: recorded idle again %v, %d compactions; want none more, 2", again, comp.calls())
 	}
 }
+
+// TestSessionTTL: a message after the conversation rested past its time
+// to live starts a new one, the old one archived to memory first; within
+// it, the conversation goes on.
+func TestSessionTTL(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("answer") }}
+	rec := &archiveRecorder{archived: map[string]int{}}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Consolidator, c.SessionTTL = rec, time.Hour })
+	h.send("c", "first")
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 1 })
+	h.send("c", "second, soon after")
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 2 })
+	sess, err := h.store.Load(context.Background(), "test:c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Len() != 4 || len(rec.archived) != 0 {
+		t.Fatalf("within the time to live: %d messages, archived %v; want 4 and nothing", sess.Len(), rec.archived)
+	}
+	sess.UpdatedAt = time.Now().Add(-2 * time.Hour) // two hours of quiet
+	h.send("c", "third, the next day")
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 3 })
+	sess, _ = h.store.Load(context.Background(), "test:c")
+	rec.mu.Lock()
+	archived := rec.archived["test:c"]
+	rec.mu.Unlock()
+	if archived != 4 || sess.Len() != 2 || sess.Messages[0].Text() == "first" {
+		t.Errorf("after the time to live: archived %d messages, now %d (first %q); want 4 archived and a new conversation of 2",
+			archived, sess.Len(), sess.Messages[0].Text())
+	}
+}

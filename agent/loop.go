@@ -61,7 +61,11 @@ type LoopConfig struct {
 	ContextWindowTokens int
 	// IdleCompact is how long a conversation rests before CompactWhenIdle
 	// folds it into memory (0: never).
-	IdleCompact  time.Duration
+	IdleCompact time.Duration
+	// SessionTTL is how long a conversation may rest before the next
+	// message starts a new one, the old one archived as with /new (0:
+	// never).
+	SessionTTL   time.Duration
 	Consolidator Consolidator // optional
 	// Presets let chats switch models (/model) and bindings pick one;
 	// optional.

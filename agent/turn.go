@@ -78,6 +78,15 @@ func (l *Loop) turnOf(ctx context.Context, ts *turnState) error {
 		}
 		return nil
 	}
+	if ttl := l.cfg.SessionTTL; ttl > 0 && sess.Len() > 0 && time.Since(sess.UpdatedAt) >= ttl {
+		// Quiet past its time to live: the conversation goes to memory
+		// and the archive, as with /new, and this message starts a fresh
+		// one.
+		l.log.Info("conversation idle past sessionTtlMinutes; starting a new one", "session", sess.Key, "idle", time.Since(sess.UpdatedAt).Round(time.Minute))
+		if err := l.archive(consolidationContext(ctx, m.Channel, m.ChatID, m.SenderID, sess.Key, m.Admin), sess); err != nil {
+			l.log.Warn("archiving the expired conversation failed; it goes on", "session", sess.Key, "err", err)
+		}
+	}
 	if c := l.cfg.Consolidator; c != nil {
 		consCtx := consolidationContext(ctx, m.Channel, m.ChatID, m.SenderID, sess.Key, m.Admin)
 		if err := c.MaybeConsolidate(consCtx, sess); err != nil {

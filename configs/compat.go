@@ -78,7 +78,6 @@ var compatNotes = []compatNote{
 	{path: "agents.defaults.botName", status: CompatUnsupported, msg: "the CLI prompt name is not configurable; name the bot in the workspace's SOUL.md"},
 	{path: "agents.defaults.botIcon", status: CompatUnsupported, msg: "the CLI prompt icon is not configurable"},
 	{path: "agents.defaults.disabledSkills", status: CompatUnsupported, msg: "skills cannot be switched off by name; remove the skill's folder from the workspace's skills/ instead", when: notEmpty},
-	{path: "agents.defaults.sessionTtlMinutes", status: CompatChanged, msg: "sessions do not expire; memory consolidation keeps them inside contextWindowTokens"},
 	{path: "agents.defaults.consolidationRatio", status: CompatChanged, msg: "memory consolidation uses a fixed share of contextWindowTokens"},
 	{path: "agents.defaults.dream", status: CompatUnsupported, msg: "the periodic Dream consolidation job is not supported; memory is consolidated during conversations (schedule a cron job for periodic reflection)"},
 

@@ -155,6 +155,10 @@ type AgentDefaults struct {
 	// IdleCompactCheckIntervalSeconds is how often idle conversations are
 	// looked for (default 60).
 	IdleCompactCheckIntervalSeconds int `json:"idleCompactCheckIntervalSeconds,omitempty"`
+	// SessionTTLMinutes starts a new conversation when the next message
+	// comes after the chat rested this long; the old one is archived to
+	// memory as with /new (0: never, the default).
+	SessionTTLMinutes int `json:"sessionTtlMinutes,omitempty"`
 	// MaxConcurrentSubagents caps sub-agents running at once.
 	MaxConcurrentSubagents int `json:"maxConcurrentSubagents"`
 	// RequestTimeoutS is the per-request timeout of one LLM call.
