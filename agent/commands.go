@@ -57,6 +57,10 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		for _, c := range Commands {
 			fmt.Fprintf(&b, "/%s — %s\n", c.Name, c.Help)
 		}
+		if m.Admin {
+			// The gate answers these, for admins only: shown to them only.
+			b.WriteString("/pairing list|approve CODE|deny CODE|revoke CHANNEL:SENDER — manage who may talk to the bot (admins)\n")
+		}
 		l.reply(ctx, m, strings.TrimRight(b.String(), "\n"))
 		return true, nil
 	case "new":

@@ -668,3 +668,16 @@ func TestCompactCommand(t *testing.T) {
 		t.Errorf("Compact called with keep %v", comp.keep)
 	}
 }
+
+// TestHelpShowsAdminCommandsToAdminsOnly: /help lists /pairing to an
+// admin and not to anyone else.
+func TestHelpShowsAdminCommandsToAdminsOnly(t *testing.T) {
+	h := newHarness(t, &fakeLLM{}, nil, nil)
+	h.loop.Submit(context.Background(), bus.Inbound{Channel: "test", ChatID: "admin", SenderID: "boss", Content: "/help", MessageID: "1", Admin: true})
+	h.send("guest", "/help")
+	waitfor.True(t, "both helps", func() bool { return h.doneCount() == 2 })
+	f := h.out.finals()
+	if !strings.Contains(f["test:admin"][0], "/pairing") || strings.Contains(f["test:guest"][0], "/pairing") {
+		t.Errorf("admin help:\n%s\nguest help:\n%s", f["test:admin"][0], f["test:guest"][0])
+	}
+}

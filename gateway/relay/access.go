@@ -64,8 +64,12 @@ func (g *Gate) SetAdmins(admins map[string][]string) {
 func (g *Gate) Deliver(ctx context.Context, m bus.Inbound) error {
 	if g.allowed(m.Channel, m.SenderID) {
 		m.Admin = m.Admin || g.isAdmin(m.Channel, m.SenderID)
-		if name, args := parsePairingCommand(m.Content); name == "approve" {
+		switch name, args := parsePairingCommand(m.Content); name {
+		case "approve":
 			g.approve(ctx, m, args)
+			return nil
+		case "list", "deny", "revoke":
+			g.managePairing(ctx, m, name, args)
 			return nil
 		}
 		return g.Next.Deliver(ctx, m)
