@@ -20,7 +20,7 @@ func (g *Gate) managePairing(ctx context.Context, m bus.Inbound, verb, arg strin
 	text := ""
 	switch {
 	case !m.Admin:
-		log.Warn("pairing "+verb+" from a non-admin refused")
+		log.Warn("pairing " + verb + " from a non-admin refused")
 		text = "Only an admin can manage pairing."
 	case g.Pairing == nil:
 		text = "Pairing is not enabled."
