@@ -15,6 +15,8 @@ import (
 var Commands = []struct{ Name, Help string }{
 	{"new", "start a new conversation (the current one is archived to memory)"},
 	{"compact", "fold this conversation into memory now, keeping the last exchanges word for word"},
+	{"dream-log", "list the kept versions of long-term memory (MEMORY.md), newest first"},
+	{"dream-restore", "put a kept version of long-term memory back: /dream-restore <version> (admins)"},
 	{"stop", "stop the current answer and anything queued"},
 	{"status", "show the model, conversation size and context use"},
 	{"model", "list the model presets; /model <preset> switches this chat, /model reset goes back"},
@@ -76,6 +78,10 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		return true, nil
 	case "compact":
 		return true, l.compactCommand(ctx, m)
+	case "dream-log":
+		return true, l.dreamLog(ctx, m)
+	case "dream-restore":
+		return true, l.dreamRestore(ctx, m, args)
 	case "status":
 		sess, err := l.cfg.Store.Load(ctx, m.Key())
 		if err != nil {

@@ -79,7 +79,7 @@ var compatNotes = []compatNote{
 	{path: "agents.defaults.botIcon", status: CompatUnsupported, msg: "the CLI prompt icon is not configurable"},
 	{path: "agents.defaults.disabledSkills", status: CompatUnsupported, msg: "skills cannot be switched off by name; remove the skill's folder from the workspace's skills/ instead", when: notEmpty},
 	{path: "agents.defaults.consolidationRatio", status: CompatChanged, msg: "memory consolidation uses a fixed share of contextWindowTokens"},
-	{path: "agents.defaults.dream", status: CompatUnsupported, msg: "the periodic Dream consolidation job is not supported; memory is consolidated during conversations (schedule a cron job for periodic reflection)"},
+	{path: "agents.defaults.dream", status: CompatUnsupported, msg: "the scheduled Dream job is not supported; conversations are consolidated into memory when full, on /compact and when idle (idleCompactAfterMinutes), and every MEMORY.md rewrite is kept as a version (/dream-log, /dream-restore)"},
 
 	// Providers.
 	{path: "providers.*.extraQuery", status: CompatUnsupported, msg: "extra query parameters are not sent; put an Azure api-version in apiVersion, or the parameters in apiBase", when: notEmpty},

@@ -505,6 +505,9 @@ func (c *Consolidator) consolidateChunk(ctx context.Context, s *session.Session,
 		if err := stillHeld(held); err != nil {
 			return err // a repeated chunk later: a duplicate history entry, nothing lost
 		}
+		if err := c.files.keepVersion(c.opts.Now()); err != nil {
+			c.log.Warn("the memory being replaced could not be kept as a version", "err", err)
+		}
 		if err := c.files.writeMemory(update); err != nil {
 			return err
 		}
