@@ -89,14 +89,30 @@ func signIn(t *testing.T, ctx context.Context, r *running) {
 	}
 }
 
-// until polls a JavaScript condition in the page.
+// until polls a JavaScript condition in the page. A poll whose page was
+// replaced under it (a navigation that had not finished, or the page
+// reloading itself: DevTools answers that the execution context is gone)
+// starts again in the new page, within the same 30 s.
 func until(what, js string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		if _, err := chromedp.Poll[bool](js, chromedp.WithPollingTimeout(30*time.Second))(ctx, t); err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, err := chromedp.Poll[bool](js, chromedp.WithPollingTimeout(time.Until(deadline)))(ctx, t)
+			if err == nil {
+				return nil
+			}
+			if !contextGone(err) || time.Now().After(deadline) {
+				return fmt.Errorf("waiting for %s: %w", what, err)
+			}
 		}
-		return nil
 	})
+}
+
+// contextGone reports DevTools' answer for an evaluation in a page that
+// has since been replaced.
+func contextGone(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot find context with specified id") || strings.Contains(msg, "Execution context was destroyed")
 }
 
 // click clicks the element sel selects inside the page, in one step: the
