@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/configs"
 )
 
 func newChannelsCmd(a *app) *cobra.Command {
@@ -29,10 +31,30 @@ func newChannelsCmd(a *app) *cobra.Command {
 			defer stop()
 			return lr.Login(ctx, printPrompt{cmd.OutOrStdout()})
 		})
-	return group("channels", "Chat channel tools (interactive logins)", login)
+	status := command("status", "Show each channel's configuration and, when the gateway runs, its health (exit status 1 when the gateway is down or a channel stopped for good)", func(cmd *cobra.Command) error {
+		return channelsStatus(cmd.OutOrStdout(), &a.loaded.Config)
+	})
+	return group("channels", "Chat channel tools (status, interactive logins)", status, login)
 }
 
 // printPrompt shows login steps on the terminal.
 type printPrompt struct{ w io.Writer }
 
 func (p printPrompt) Show(text string) { fmt.Fprintln(p.w, text) }
+
+// channelsStatus prints the channels as configured and as the running
+// gateway reports them; the error makes the exit status say what a script
+// needs to know.
+func channelsStatus(w io.Writer, c *configs.Config) error {
+	printChannels(w, c)
+	st, err := fetchStatus(c.Gateway.Host, c.Gateway.Port)
+	if err != nil {
+		fmt.Fprintf(w, "gateway:    http://%s:%d (not running)\n", c.Gateway.Host, c.Gateway.Port)
+		return errors.New("the gateway is not running")
+	}
+	fmt.Fprintf(w, "health (gateway %s, ready: %v):\n", st.Version, st.Ready)
+	if n := printChannelHealth(w, st); n > 0 {
+		return fmt.Errorf("%d channel(s) stopped for good", n)
+	}
+	return nil
+}

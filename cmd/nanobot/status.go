@@ -115,14 +115,7 @@ func printGateway(w io.Writer, c *configs.Config) {
 		return
 	}
 	fmt.Fprintf(w, " (running %s, up since %s, ready: %v)\n", st.Version, st.Started.Local().Format("2006-01-02 15:04"), st.Ready)
-	for _, n := range slices.Sorted(maps.Keys(st.Channels)) {
-		h := st.Channels[n]
-		line := fmt.Sprintf("  %-12s %s since %s", n, h.State, h.Since.Local().Format("15:04:05")) + troubles(h.Restarts, h.LastError)
-		if h.State == channels.StateFailed {
-			line += " (stopped for good: fix the cause, then reload with SIGHUP or restart the gateway)"
-		}
-		fmt.Fprintln(w, line)
-	}
+	printChannelHealth(w, st)
 	fmt.Fprintf(w, "  queues: %d inbound, %d outbound, %d unfinished\n", st.Inbound, st.Outbound, st.Pending)
 	printReload(w, st.Reload)
 	for _, m := range st.MCP {
@@ -139,6 +132,21 @@ func printGateway(w io.Writer, c *configs.Config) {
 			fmt.Fprintln(w, line)
 		}
 	}
+}
+
+// printChannelHealth prints one line per channel of a running gateway; it
+// returns how many have stopped for good.
+func printChannelHealth(w io.Writer, st *gateway.Status) (failed int) {
+	for _, n := range slices.Sorted(maps.Keys(st.Channels)) {
+		h := st.Channels[n]
+		line := fmt.Sprintf("  %-12s %s since %s", n, h.State, h.Since.Local().Format("15:04:05")) + troubles(h.Restarts, h.LastError)
+		if h.State == channels.StateFailed {
+			line += " (stopped for good: fix the cause, then reload with SIGHUP or restart the gateway)"
+			failed++
+		}
+		fmt.Fprintln(w, line)
+	}
+	return failed
 }
 
 // troubles is the tail of a status line for a service's restarts and

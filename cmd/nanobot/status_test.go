@@ -64,6 +64,17 @@ func TestStatusShowsRunningGateway(t *testing.T) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
 	}
+	out, _, err = run(t, "channels", "status", "--config", cfgPath)
+	if err != nil || !strings.Contains(out, "health (gateway") || !strings.Contains(out, "web          connected") {
+		t.Errorf("channels status: %v\n%s", err, out)
+	}
+	cancel()
+	<-done
+	done <- nil // for the deferred wait
+	out, _, err = run(t, "channels", "status", "--config", cfgPath)
+	if err == nil || !strings.Contains(out, "(not running)") {
+		t.Errorf("channels status with the gateway down: %v\n%s", err, out)
+	}
 }
 
 // In cluster mode `nanobot status` lists the instances and their roles.
