@@ -15,6 +15,8 @@ import (
 var Commands = []struct{ Name, Help string }{
 	{"new", "start a new conversation (the current one is archived to memory)"},
 	{"compact", "fold this conversation into memory now, keeping the last exchanges word for word"},
+	{"dream", "tidy long-term memory now: duplicates merged, outdated facts updated (admins)"},
+	{"dream-prompt", "show the dream's instructions; /dream-prompt <text> sets them, /dream-prompt reset goes back (admins)"},
 	{"dream-log", "list the kept versions of long-term memory (MEMORY.md), newest first"},
 	{"dream-restore", "put a kept version of long-term memory back: /dream-restore <version> (admins)"},
 	{"stop", "stop the current answer and anything queued"},
@@ -78,6 +80,10 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		return true, nil
 	case "compact":
 		return true, l.compactCommand(ctx, m)
+	case "dream":
+		return true, l.dream(ctx, m)
+	case "dream-prompt":
+		return true, l.dreamPrompt(ctx, m, args)
 	case "dream-log":
 		return true, l.dreamLog(ctx, m)
 	case "dream-restore":

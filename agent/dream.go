@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nanobot-go/nanobot/agent/memory"
 	"github.com/nanobot-go/nanobot/bus"
@@ -15,6 +16,102 @@ import (
 type MemoryVersions interface {
 	Versions() ([]memory.Version, error)
 	Restore(id string) error
+}
+
+// Dreamer tidies long-term memory (the memory package implements it):
+// /dream, /dream-prompt and the scheduled dream.
+type Dreamer interface {
+	Dream(ctx context.Context) (changed bool, err error)
+	DreamInstructions() (text string, custom bool)
+	SetDreamInstructions(text string) error
+}
+
+// dream is /dream: admins only, since memory is the agent's for every
+// chat and a dream is a model call.
+func (l *Loop) dream(ctx context.Context, m bus.Inbound) error {
+	d, ok := l.cfg.Consolidator.(Dreamer)
+	switch {
+	case !ok:
+		l.reply(ctx, m, "Dreaming is not available here.")
+		return nil
+	case !m.Admin:
+		l.reply(ctx, m, "Only an admin can start a dream.")
+		return nil
+	}
+	changed, err := d.Dream(consolidationContext(ctx, m.Channel, m.ChatID, m.SenderID, m.Key(), m.Admin))
+	switch {
+	case err != nil:
+		l.reply(ctx, m, "Sorry, the dream failed; memory is as it was.")
+		return err
+	case changed:
+		l.reply(ctx, m, "Memory tidied. The previous version is kept: /dream-log lists it, /dream-restore puts it back.")
+	default:
+		l.reply(ctx, m, "Memory needed no change (or there is none yet).")
+	}
+	return nil
+}
+
+// dreamPrompt is /dream-prompt: shows the dream's instructions; an admin
+// sets them with /dream-prompt <text> and goes back to the built-in ones
+// with /dream-prompt reset.
+func (l *Loop) dreamPrompt(ctx context.Context, m bus.Inbound, args string) error {
+	d, ok := l.cfg.Consolidator.(Dreamer)
+	if !ok {
+		l.reply(ctx, m, "Dreaming is not available here.")
+		return nil
+	}
+	args = strings.TrimSpace(args)
+	if args == "" {
+		text, custom := d.DreamInstructions()
+		which := "built-in"
+		if custom {
+			which = "set by /dream-prompt"
+		}
+		l.reply(ctx, m, fmt.Sprintf("Dream instructions (%s):\n\n%s", which, text))
+		return nil
+	}
+	if !m.Admin {
+		l.reply(ctx, m, "Only an admin can change the dream instructions.")
+		return nil
+	}
+	if strings.EqualFold(args, "reset") {
+		args = ""
+	}
+	if err := d.SetDreamInstructions(args); err != nil {
+		l.reply(ctx, m, "Sorry, the instructions could not be saved.")
+		return err
+	}
+	if args == "" {
+		l.reply(ctx, m, "Dream instructions back to the built-in ones.")
+	} else {
+		l.reply(ctx, m, "Dream instructions saved; the next dream follows them.")
+	}
+	return nil
+}
+
+// DreamEvery dreams every interval until ctx ends (interval <= 0: never).
+// A failed dream is logged; the next one tries again.
+func (l *Loop) DreamEvery(ctx context.Context, every time.Duration) {
+	d, ok := l.cfg.Consolidator.(Dreamer)
+	if every <= 0 || !ok {
+		return
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		changed, err := d.Dream(ctx)
+		switch {
+		case err != nil:
+			l.log.Warn("scheduled dream failed", "err", err)
+		case changed:
+			l.log.Info("memory tidied by the scheduled dream")
+		}
+	}
 }
 
 // dreamLog is /dream-log: the kept versions of MEMORY.md, newest first.

@@ -12,11 +12,36 @@ import (
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
-// versioned is a Consolidator with memory versions.
+// versioned is a Consolidator with memory versions and dreams.
 type versioned struct {
 	archiveRecorder
-	mu       sync.Mutex
-	restored []string
+	mu           sync.Mutex
+	restored     []string
+	dreams       int
+	instructions string
+}
+
+func (v *versioned) Dream(context.Context) (bool, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.dreams++
+	return true, nil
+}
+
+func (v *versioned) DreamInstructions() (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.instructions == "" {
+		return "built-in text", false
+	}
+	return v.instructions, true
+}
+
+func (v *versioned) SetDreamInstructions(text string) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.instructions = text
+	return nil
 }
 
 func (v *versioned) Versions() ([]memory.Version, error) {
@@ -61,5 +86,37 @@ func TestDreamCommands(t *testing.T) {
 	defer v.mu.Unlock()
 	if len(v.restored) != 1 {
 		t.Errorf("restored %v, want the admin's one", v.restored)
+	}
+}
+
+// TestDreamNowAndItsPrompt: /dream runs for an admin only; /dream-prompt
+// shows the instructions to anyone and changes them for an admin.
+func TestDreamNowAndItsPrompt(t *testing.T) {
+	v := &versioned{archiveRecorder: archiveRecorder{archived: map[string]int{}}}
+	h := newHarness(t, &fakeLLM{}, nil, func(c *LoopConfig) { c.Consolidator = v })
+	admin := func(text string) {
+		h.loop.Submit(context.Background(), bus.Inbound{Channel: "test", ChatID: "admin", SenderID: "boss", Content: text, MessageID: text, Admin: true})
+	}
+	h.send("guest", "/dream")
+	h.send("guest", "/dream-prompt only family facts")
+	h.send("guest", "/dream-prompt")
+	admin("/dream")
+	admin("/dream-prompt Keep only family facts.")
+	admin("/dream-prompt")
+	admin("/dream-prompt reset")
+	waitfor.True(t, "seven commands", func() bool { return h.doneCount() == 7 })
+	f := h.out.finals()
+	guest, boss := f["test:guest"], f["test:admin"]
+	if guest[0] != "Only an admin can start a dream." || guest[1] != "Only an admin can change the dream instructions." || !strings.Contains(guest[2], "(built-in):") {
+		t.Errorf("guest: %q", guest)
+	}
+	if !strings.HasPrefix(boss[0], "Memory tidied.") || !strings.HasPrefix(boss[1], "Dream instructions saved") ||
+		!strings.Contains(boss[2], "Keep only family facts.") || !strings.HasPrefix(boss[3], "Dream instructions back to the built-in") {
+		t.Errorf("admin: %q", boss)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.dreams != 1 || v.instructions != "" {
+		t.Errorf("%d dreams, instructions %q; want 1 and reset", v.dreams, v.instructions)
 	}
 }

@@ -79,7 +79,8 @@ var compatNotes = []compatNote{
 	{path: "agents.defaults.botIcon", status: CompatUnsupported, msg: "the CLI prompt icon is not configurable"},
 	{path: "agents.defaults.disabledSkills", status: CompatUnsupported, msg: "skills cannot be switched off by name; remove the skill's folder from the workspace's skills/ instead", when: notEmpty},
 	{path: "agents.defaults.consolidationRatio", status: CompatChanged, msg: "memory consolidation uses a fixed share of contextWindowTokens"},
-	{path: "agents.defaults.dream", status: CompatUnsupported, msg: "the scheduled Dream job is not supported; conversations are consolidated into memory when full, on /compact and when idle (idleCompactAfterMinutes), and every MEMORY.md rewrite is kept as a version (/dream-log, /dream-restore)"},
+	{path: "agents.defaults.dream.cron", status: CompatChanged, msg: "dreams run every intervalH hours; a cron expression is not read"},
+	{path: "agents.defaults.dream.modelOverride", status: CompatChanged, msg: "a dream uses the agent's model"},
 
 	// Providers.
 	{path: "providers.*.extraQuery", status: CompatUnsupported, msg: "extra query parameters are not sent; put an Azure api-version in apiVersion, or the parameters in apiBase", when: notEmpty},

@@ -76,6 +76,26 @@ type TranscriptionConfig struct {
 	Language string `json:"language,omitempty"`
 }
 
+// DreamConfig is agents.defaults.dream.
+type DreamConfig struct {
+	// Enabled runs a dream every IntervalH hours (default off).
+	Enabled bool `json:"enabled"`
+	// IntervalH is the hours between dreams (default 24).
+	IntervalH int `json:"intervalH,omitempty"`
+}
+
+// Every is the time between scheduled dreams, or 0 when they are off.
+func (d DreamConfig) Every() time.Duration {
+	if !d.Enabled {
+		return 0
+	}
+	h := d.IntervalH
+	if h <= 0 {
+		h = 24
+	}
+	return time.Duration(h) * time.Hour
+}
+
 // AgentsConfig holds the agents: the default agent (defaults) and more
 // agents in List or as agents.<name> objects (docs/agents.md).
 type AgentsConfig struct {
@@ -159,6 +179,10 @@ type AgentDefaults struct {
 	// comes after the chat rested this long; the old one is archived to
 	// memory as with /new (0: never, the default).
 	SessionTTLMinutes int `json:"sessionTtlMinutes,omitempty"`
+	// Dream tidies long-term memory on a schedule (nanobot's dream):
+	// duplicates merged, outdated facts updated, each rewrite kept as a
+	// version (/dream-log, /dream-restore).
+	Dream DreamConfig `json:"dream"`
 	// MaxConcurrentSubagents caps sub-agents running at once.
 	MaxConcurrentSubagents int `json:"maxConcurrentSubagents"`
 	// RequestTimeoutS is the per-request timeout of one LLM call.

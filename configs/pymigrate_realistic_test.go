@@ -9,7 +9,8 @@ import (
 
 // realisticPythonConfig is the kind of file a nanobot user runs: five
 // channels, four MCP servers, five providers (two of the newer names),
-// Dream, presets, one conversation across platforms and a Slack DM list.
+// Dream (carried over), presets, one conversation across platforms and a
+// Slack DM list.
 const realisticPythonConfig = `{
   "agents": {"defaults": {
     "model": "openrouter/anthropic/claude-sonnet-4.5", "maxTokens": 8192, "temperature": 0.2,
@@ -59,8 +60,8 @@ func TestMigratePythonRealisticConfig(t *testing.T) {
 	for _, k := range m.Keys {
 		got[k.Path] = k
 	}
-	changed := map[string]bool{"agents.defaults.dream.enabled": true, "agents.defaults.dream.intervalH": true, "channels.slack.dm.enabled": true, "channels.slack.dm.policy": true}
-	unsupported := map[string]bool{"agents.defaults.dream.enabled": true, "agents.defaults.dream.intervalH": true}
+	changed := map[string]bool{"channels.slack.dm.enabled": true, "channels.slack.dm.policy": true}
+	unsupported := map[string]bool{}
 	for _, k := range m.Keys {
 		switch {
 		case unsupported[k.Path]:

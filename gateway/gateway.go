@@ -314,6 +314,7 @@ func (g *Gateway) agentService(feed func(ctx context.Context) error) service {
 			wg.Go(func() {
 				a.Loop.CompactWhenIdle(ctx, time.Duration(g.cfg.Agents.Defaults.IdleCompactCheckIntervalSeconds)*time.Second)
 			})
+			wg.Go(func() { a.Loop.DreamEvery(ctx, g.cfg.Agents.Defaults.Dream.Every()) })
 		}
 		err := feed(ctx)
 		wg.Wait()
