@@ -23,16 +23,21 @@ import (
 func newGatewayCmd(a *app) *cobra.Command {
 	var port int
 	var host, role string
+	var background bool
 	cmd := command("gateway", "Run the gateway daemon (chat channels, cron, heartbeat, web chat)", func(cmd *cobra.Command) error {
+		if background {
+			return startBackground(cmd, a)
+		}
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return runGateway(ctx, a)
 	})
+	cmd.Flags().BoolVar(&background, "background", false, "start detached, logging to logs/gateway.log; then `nanobot gateway status|logs|restart|stop`")
 	cmd.Flags().IntVar(&port, "port", 0, "HTTP port (overrides gateway.port)")
 	cmd.Flags().StringVar(&host, "host", "", "HTTP bind address (overrides gateway.host)")
 	cmd.Flags().StringVar(&role, "role", "", "cluster role: all, channels or worker (overrides cluster.role; see docs/cluster.md)")
 	a.flagOverrides(cmd, map[string]string{"port": "gateway.port", "host": "gateway.host", "role": "cluster.role"})
-	cmd.AddCommand(newInstallServiceCmd(a))
+	cmd.AddCommand(newInstallServiceCmd(a), newGatewayStatusCmd(a), newGatewayStopCmd(a), newGatewayRestartCmd(a), newGatewayLogsCmd(a))
 	return cmd
 }
 
@@ -54,6 +59,13 @@ func runGateway(ctx context.Context, a *app) error {
 			early.Close()
 		}
 	}()
+	if l.Config.Cluster.Role == "" || l.Config.Cluster.Role == gateway.RoleAll {
+		release, err := writePid(l.Paths.State)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	w, err := a.wire(ctx)
 	if err != nil {
 		return err
