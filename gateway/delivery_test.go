@@ -69,8 +69,13 @@ func TestDiskFullHoldsMessageTellsSenderOnceAndRecovers(t *testing.T) {
 		_, sbody := get(t, "http://"+r.addr+"/api/status")
 		return json.Unmarshal([]byte(sbody), &st) == nil && st.PendingReplies == 0
 	})
-	_, metrics := get(t, "http://"+r.addr+"/metrics")
-	if !strings.Contains(metrics, `nanobot_outbox_finished_total{outcome="sent"}`) || !strings.Contains(metrics, "nanobot_outbox_pending 0") {
+	// The gauge follows the outbox a moment later still.
+	var metrics string
+	waitfor.True(t, "the outbox gauge at 0", func() bool {
+		_, metrics = get(t, "http://"+r.addr+"/metrics")
+		return strings.Contains(metrics, "nanobot_outbox_pending 0")
+	})
+	if !strings.Contains(metrics, `nanobot_outbox_finished_total{outcome="sent"}`) {
 		t.Errorf("outbox metrics missing:\n%s", grep(metrics, "outbox"))
 	}
 
