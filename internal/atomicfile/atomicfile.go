@@ -17,7 +17,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // Options tune a write. The zero value is what callers want: fsync the file
@@ -134,18 +133,12 @@ func Lock(path string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	for {
-		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
+	if err := lockFile(lock); err != nil {
 		_ = lock.Close()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	return func() {
-		_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+		unlockFile(lock)
 		_ = lock.Close()
 	}, nil
 }
