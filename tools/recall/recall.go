@@ -151,8 +151,18 @@ func (t *Tool) collect(ctx context.Context) ([]*doc, error) {
 		}
 	}
 	if t.opts.Conversations != nil {
+		// Other people's conversations are the owner's to search: an admin
+		// (or the terminal, with no chat) searches them all, anyone else
+		// only the conversation they are in, current and archived.
+		own := ""
+		if cc, ok := tools.CallContextFrom(ctx); ok && !cc.Admin {
+			own = cc.SessionKey
+		}
 		err := t.opts.Conversations(ctx, t.opts.MaxConversationBytes, func(m Message) error {
 			if m.Role != "user" && m.Role != "assistant" || strings.TrimSpace(m.Text) == "" {
+				return nil
+			}
+			if own != "" && m.Session != own {
 				return nil
 			}
 			add(messageSource(m), m.Text)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nanobot-go/nanobot/tools"
 )
 
 func workspace(t *testing.T) string {
@@ -111,5 +113,29 @@ func TestSearchReportsAWalkThatFails(t *testing.T) {
 	}})
 	if _, err := tl.Execute(context.Background(), map[string]any{"query": "anything"}); err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestSearchKeepsOtherConversationsToAdmins: someone who is not an admin
+// finds what was said in their own conversation, and nothing of anyone
+// else's; an admin finds both.
+func TestSearchKeepsOtherConversationsToAdmins(t *testing.T) {
+	tl := New(Options{Workspace: t.TempDir(), Conversations: conversations(
+		Message{Session: "telegram:42", Role: "user", Text: "my locker code is 4471"},
+		Message{Session: "telegram:99", Role: "user", Text: "my locker code is 9983"},
+	)})
+	as := func(admin bool) string {
+		ctx := tools.WithCallContext(context.Background(), tools.CallContext{SessionKey: "telegram:42", Admin: admin})
+		res, err := tl.Execute(ctx, map[string]any{"query": "locker code"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Content
+	}
+	if got := as(false); !strings.Contains(got, "4471") || strings.Contains(got, "9983") {
+		t.Errorf("a non-admin's search:\n%s", got)
+	}
+	if got := as(true); !strings.Contains(got, "4471") || !strings.Contains(got, "9983") {
+		t.Errorf("an admin's search:\n%s", got)
 	}
 }
