@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
 // authority is a fake Entra ID token endpoint for tenant "t1": it checks
@@ -102,19 +104,13 @@ func TestOneFetchForManyCallers(t *testing.T) {
 			got <- tok
 		})
 	}
-	// The first request is at the authority: the others wait for it.
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	// The first request is at the authority, held there: the others
+	// wait for it.
+	waitfor.True(t, "a token request", func() bool {
 		a.mu.Lock()
-		n := len(a.forms)
-		a.mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no token request")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer a.mu.Unlock()
+		return len(a.forms) > 0
+	})
 	close(a.hold)
 	wg.Wait()
 	close(got)
