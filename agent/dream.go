@@ -91,19 +91,12 @@ func (l *Loop) dreamPrompt(ctx context.Context, m bus.Inbound, args string) erro
 
 // DreamEvery dreams every interval until ctx ends (interval <= 0: never).
 // A failed dream is logged; the next one tries again.
-func (l *Loop) DreamEvery(ctx context.Context, every time.Duration) {
+func (l *Loop) DreamEvery(ctx context.Context, interval time.Duration) {
 	d, ok := l.cfg.Consolidator.(Dreamer)
-	if every <= 0 || !ok {
+	if interval <= 0 || !ok {
 		return
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, interval, func() {
 		changed, err := d.Dream(ctx)
 		switch {
 		case err != nil:
@@ -111,7 +104,7 @@ func (l *Loop) DreamEvery(ctx context.Context, every time.Duration) {
 		case changed:
 			l.log.Info("memory tidied by the scheduled dream")
 		}
-	}
+	})
 }
 
 // dreamLog is /dream-log: the kept versions of MEMORY.md, newest first.

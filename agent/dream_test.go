@@ -120,3 +120,21 @@ func TestDreamNowAndItsPrompt(t *testing.T) {
 		t.Errorf("%d dreams, instructions %q; want 1 and reset", v.dreams, v.instructions)
 	}
 }
+
+// TestDreamEvery: scheduled dreams come each interval and stop with ctx;
+// with no interval there are none.
+func TestDreamEvery(t *testing.T) {
+	v := &versioned{archiveRecorder: archiveRecorder{archived: map[string]int{}}}
+	h := newHarness(t, &fakeLLM{}, nil, func(c *LoopConfig) { c.Consolidator = v })
+	h.loop.DreamEvery(context.Background(), 0) // returns at once: off
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.loop.DreamEvery(ctx, 5*time.Millisecond); close(done) }()
+	waitfor.True(t, "two scheduled dreams", func() bool {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.dreams >= 2
+	})
+	cancel()
+	<-done
+}

@@ -28,16 +28,24 @@ func (l *Loop) CompactWhenIdle(ctx context.Context, check time.Duration) {
 	if check <= 0 {
 		check = time.Minute
 	}
-	tick := time.NewTicker(check)
+	every(ctx, check, func() {
+		for _, key := range l.idleFor(after) {
+			l.compactIdle(ctx, key)
+		}
+	})
+}
+
+// every calls fn each interval until ctx ends: the agent's background
+// schedules (idle compaction, dreams).
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		}
-		for _, key := range l.idleFor(after) {
-			l.compactIdle(ctx, key)
+			fn()
 		}
 	}
 }
