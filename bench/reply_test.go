@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,12 +14,7 @@ func TestReplySmoke(t *testing.T) {
 		t.Skip("restarts the real binary; skipped with -short")
 	}
 	work := t.TempDir()
-	bin := filepath.Join(work, "nanobot")
-	build := exec.Command("go", "build", "-race", "-tags", "goolm", "-o", bin, "./cmd/nanobot")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := raceBinary(t, work)
 	fx := startFakes()
 	defer fx.close()
 	r := &report{}

@@ -146,14 +146,7 @@ func TestSoakSmoke(t *testing.T) {
 		t.Skip("a minute of faults against the real binary; skipped with -short")
 	}
 	work := t.TempDir()
-	bin := filepath.Join(work, "nanobot")
-	// -race: the gateway's own races show under faults; the suite has
-	// compiled every package with -race already, so this mostly links.
-	build := exec.Command("go", "build", "-race", "-tags", "goolm", "-o", bin, "./cmd/nanobot")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := raceBinary(t, work)
 	o := defaultSoakOptions()
 	o.Duration, o.Drain, o.Chats, o.APIClients = 60*time.Second, 60*time.Second, 4, 1
 	o.FaultEvery, o.MaxFault, o.Sample, o.Warmup = 3*time.Second, 5*time.Second, 2*time.Second, 10*time.Second
@@ -252,4 +245,18 @@ func TestSoakSection(t *testing.T) {
 			t.Errorf("rewritten page lacks %q:\n%s", want, fresh)
 		}
 	}
+}
+
+// raceBinary builds nanobot with -race into work: the gateway's own races
+// show in the smoke runs; the suite has compiled every package with -race
+// already, so this mostly links.
+func raceBinary(t *testing.T, work string) string {
+	t.Helper()
+	bin := filepath.Join(work, "nanobot")
+	build := exec.Command("go", "build", "-race", "-tags", "goolm", "-o", bin, "./cmd/nanobot")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }

@@ -149,7 +149,6 @@ func (g *Gate) limiter() *attemptLimiter {
 // sending wrong codes is refused without a check until its back-off ends.
 func (g *Gate) approve(ctx context.Context, m bus.Inbound, code string) {
 	log := g.logger().With("channel", m.Channel, "sender", m.SenderID)
-	key := m.Channel + "\x00" + m.SenderID
 	text := ""
 	switch {
 	case !m.Admin:
@@ -158,31 +157,44 @@ func (g *Gate) approve(ctx context.Context, m bus.Inbound, code string) {
 	case g.Pairing == nil:
 		text = "Pairing is not enabled."
 	default:
-		lim := g.limiter()
-		if wait := lim.wait(key); wait > 0 {
-			log.Warn("pairing approve refused: too many wrong codes", "retry_in", wait.Round(time.Second))
-			text = fmt.Sprintf("Too many wrong pairing codes. Try again in %s.", roundUp(wait))
+		p, failed := g.resolveCode(m, "approve", code, g.Pairing.Approve)
+		if failed != "" {
+			text = failed
 			break
 		}
-		p, err := g.Pairing.Approve(code)
-		switch {
-		case errors.Is(err, ErrUnknownCode):
-			text = "Could not approve: " + err.Error() + "."
-			if wait := lim.fail(key); wait > 0 {
-				log.Warn("pairing approve: wrong code; backing off", "retry_in", wait)
-				text += fmt.Sprintf(" Too many wrong codes: try again in %s.", roundUp(wait))
-			}
-		case err != nil:
-			log.Error("pairing approve failed", "err", err)
-			text = "Could not approve: the pairing store failed; see the gateway log."
-		default:
-			lim.succeed(key)
-			log.Info("pairing approved from chat", "approved_channel", p.Channel, "approved_sender", p.SenderID)
-			text = fmt.Sprintf("Approved %s on %s.", p.SenderID, p.Channel)
-			g.reply(ctx, "approval notice", p.SenderID, bus.Outbound{Channel: p.Channel, ChatID: p.ChatID, Kind: bus.KindMessage, Content: "You're approved — say hi!", Final: true})
-		}
+		log.Info("pairing approved from chat", "approved_channel", p.Channel, "approved_sender", p.SenderID)
+		text = fmt.Sprintf("Approved %s on %s.", p.SenderID, p.Channel)
+		g.reply(ctx, "approval notice", p.SenderID, bus.Outbound{Channel: p.Channel, ChatID: p.ChatID, Kind: bus.KindMessage, Content: "You're approved — say hi!", Final: true})
 	}
 	g.reply(ctx, "pairing approve answer", m.SenderID, bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text, Final: true})
+}
+
+// resolveCode approves or denies (verb, resolve) the request behind code
+// for m's sender, who is refused without a check while backing off after
+// wrong codes. failed is the answer when it did not work, "" when it did.
+func (g *Gate) resolveCode(m bus.Inbound, verb, code string, resolve func(string) (PendingPairing, error)) (p PendingPairing, failed string) {
+	log := g.logger().With("channel", m.Channel, "sender", m.SenderID)
+	key := m.Channel + "\x00" + m.SenderID
+	lim := g.limiter()
+	if wait := lim.wait(key); wait > 0 {
+		log.Warn("pairing "+verb+" refused: too many wrong codes", "retry_in", wait.Round(time.Second))
+		return p, fmt.Sprintf("Too many wrong pairing codes. Try again in %s.", roundUp(wait))
+	}
+	p, err := resolve(code)
+	switch {
+	case errors.Is(err, ErrUnknownCode):
+		failed = "Could not " + verb + ": " + err.Error() + "."
+		if wait := lim.fail(key); wait > 0 {
+			log.Warn("pairing "+verb+": wrong code; backing off", "retry_in", wait)
+			failed += fmt.Sprintf(" Too many wrong codes: try again in %s.", roundUp(wait))
+		}
+	case err != nil:
+		log.Error("pairing "+verb+" failed", "err", err)
+		failed = "Could not " + verb + ": the pairing store failed; see the gateway log."
+	default:
+		lim.succeed(key)
+	}
+	return p, failed
 }
 
 // reply sends one of the gate's own messages to sender. The gate is the

@@ -27,25 +27,13 @@ func (g *Gate) managePairing(ctx context.Context, m bus.Inbound, verb, arg strin
 	case verb == "list":
 		text = g.pairingList()
 	case verb == "deny":
-		key := m.Channel + "\x00" + m.SenderID
-		lim := g.limiter()
-		if wait := lim.wait(key); wait > 0 {
-			text = fmt.Sprintf("Too many wrong pairing codes. Try again in %s.", roundUp(wait))
+		p, failed := g.resolveCode(m, "deny", arg, g.Pairing.Deny)
+		if failed != "" {
+			text = failed
 			break
 		}
-		p, err := g.Pairing.Deny(arg)
-		switch {
-		case errors.Is(err, ErrUnknownCode):
-			text = "Could not deny: " + err.Error() + "."
-			lim.fail(key)
-		case err != nil:
-			log.Error("pairing deny failed", "err", err)
-			text = "Could not deny: the pairing store failed; see the gateway log."
-		default:
-			lim.succeed(key)
-			log.Info("pairing denied from chat", "denied_channel", p.Channel, "denied_sender", p.SenderID)
-			text = fmt.Sprintf("Denied %s on %s (they may ask again).", p.SenderID, p.Channel)
-		}
+		log.Info("pairing denied from chat", "denied_channel", p.Channel, "denied_sender", p.SenderID)
+		text = fmt.Sprintf("Denied %s on %s (they may ask again).", p.SenderID, p.Channel)
 	case verb == "revoke":
 		channel, sender, ok := strings.Cut(arg, ":")
 		if !ok || channel == "" || sender == "" {
