@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,5 +88,30 @@ func TestGatewayServiceControls(t *testing.T) {
 	}
 	if out, err := nb("gateway", "--background"); err != nil || !strings.Contains(out, "running in the background") {
 		t.Fatalf("start over a stale pidfile: %v\n%s", err, out)
+	}
+}
+
+// TestBackgroundStartThatFails: a gateway that cannot start (its port is
+// taken) makes --background fail with the end of its log, and leaves no
+// pidfile behind.
+func TestBackgroundStartThatFails(t *testing.T) {
+	bin := binary(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	body := `{"gateway": {"port": ` + strconv.Itoa(taken.Addr().(*net.TCPAddr).Port) + `, "heartbeat": {"enabled": false}}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "gateway", "--background", "--config", cfg).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "exited at start") || !strings.Contains(string(out), "address already in use") {
+		t.Errorf("--background on a taken port: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "gateway.pid")); !os.IsNotExist(err) {
+		t.Errorf("a pidfile is left behind: %v", err)
 	}
 }
