@@ -17,6 +17,7 @@ import (
 	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/approval"
 	"github.com/nanobot-go/nanobot/tools/image"
 	"github.com/nanobot-go/nanobot/tools/message"
 	"github.com/nanobot-go/nanobot/tools/recall"
@@ -74,7 +75,10 @@ type Deps struct {
 	Presets Presets
 	// Voice speaks answers to voice notes (optional; see VoiceConfig).
 	Voice VoiceConfig
-	Log   *slog.Logger
+	// Approvals is the broker the tools ask the owner through; the loop
+	// takes admins' answers to it (optional; see LoopConfig.Approvals).
+	Approvals *approval.Broker
+	Log       *slog.Logger
 }
 
 // imageTool builds generate_image from tools.image, with the endpoint of
@@ -210,7 +214,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		ContextWindowTokens: d.ContextWindowTokens, IdleCompact: time.Duration(d.IdleCompactAfterMinutes) * time.Minute,
 		SessionTTL: time.Duration(d.SessionTTLMinutes) * time.Minute, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
 		Voice: deps.Voice,
-		Queue: d.Queue,
+		Queue: d.Queue, Approvals: deps.Approvals,
 	})
 	return a, nil
 }

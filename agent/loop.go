@@ -15,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools/approval"
 )
 
 // SessionStore is what the loop needs of session storage.
@@ -101,6 +102,10 @@ type LoopConfig struct {
 	// again, with backoff, before the turn gives up with ErrNotSaved
 	// (default DefaultSaveRetry). The session's worker waits meanwhile.
 	SaveRetry time.Duration
+	// Approvals takes admins' answers to approval requests ("/approve ID",
+	// "/deny ID") at once, beside the running turns (one of them waits
+	// for the answer); nil: those words go to the model like any text.
+	Approvals *approval.Broker
 	Log       *slog.Logger
 }
 
@@ -247,9 +252,14 @@ func (l *Loop) Run(ctx context.Context, in <-chan bus.Inbound) error {
 // Submit hands one message to its session's worker. /stop is handled at
 // once, ahead of the queue.
 func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
-	if name, _ := parseCommand(m.Content); m.Stop || name == "stop" {
+	switch name, _ := parseCommand(m.Content); {
+	case m.Stop || name == "stop":
 		n := l.StopSession(m.Key())
 		l.reply(ctx, m, stopReply(n))
+		l.finishLater(ctx, m, nil)
+		return
+	case (name == "approve" || name == "deny") && l.cfg.Approvals != nil:
+		l.reply(ctx, m, l.answerApproval(m))
 		l.finishLater(ctx, m, nil)
 		return
 	}

@@ -254,6 +254,11 @@ type Outbound struct {
 	// Turn is the gateway id (Inbound.ID) of the message this answers, if
 	// any: the outbox knows by it which turns were answered already.
 	Turn string `json:"turn,omitempty"`
+	// Actions are buttons to show under the message (a Telegram inline
+	// keyboard); pressing one sends its Command back as if the presser had
+	// typed it. Channels without buttons ignore them, so Content must name
+	// the commands too. Only the last part of a split message has them.
+	Actions []Action `json:"actions,omitempty"`
 	// IdempotencyKey is set by the dispatcher on each part of a durable
 	// message, the same in every attempt and after a restart. A channel
 	// whose platform de-duplicates sends by a client key passes it on, so
@@ -262,6 +267,14 @@ type Outbound struct {
 	// ID is assigned by a durable queue (the NATS bus, or the outbox of
 	// a single gateway) so the dispatcher can report the message delivered.
 	ID string `json:"-"`
+}
+
+// Action is a button offered with a message.
+type Action struct {
+	// Label is the button's text.
+	Label string `json:"label"`
+	// Command is the chat command pressing it sends ("/approve k3f9m2ab").
+	Command string `json:"command"`
 }
 
 // ErrClosed is returned by Publish after Close.

@@ -457,6 +457,16 @@ type ExecConfig struct {
 	AllowUnixSockets bool `json:"allowUnixSockets"`
 	// Limits are resource limits of confined commands.
 	Limits ExecLimits `json:"limits"`
+	// Approval asks an admin before commands run: "off" (default), "risky"
+	// (network, installs, privileges, deletes and writes outside the
+	// workspace, pipes into a shell) or "always".
+	Approval string `json:"approval"`
+	// ApprovedCommands are regular expressions over the whole command line
+	// that run without asking; "Always allow" appends the exact command.
+	ApprovedCommands []string `json:"approvedCommands"`
+	// ApprovalTimeout is how long a request waits for an answer, in
+	// seconds (default 300); no answer means no.
+	ApprovalTimeout int `json:"approvalTimeout"`
 }
 
 // AllowPathsConfig lists extra folders for the sandbox.

@@ -45,13 +45,16 @@ func Default() Config {
 		Tools: ToolsConfig{
 			RestrictToWorkspace: true,
 			Exec: ExecConfig{
-				Enable:         true,
-				Timeout:        60,
-				DenyPatterns:   []string{},
-				AllowPatterns:  []string{},
-				Sandbox:        "auto",
-				AllowedEnvKeys: []string{},
-				AllowPaths:     AllowPathsConfig{ReadOnly: []string{}, ReadWrite: []string{}},
+				Enable:           true,
+				Timeout:          60,
+				DenyPatterns:     []string{},
+				AllowPatterns:    []string{},
+				Sandbox:          "auto",
+				AllowedEnvKeys:   []string{},
+				AllowPaths:       AllowPathsConfig{ReadOnly: []string{}, ReadWrite: []string{}},
+				Approval:         "off",
+				ApprovedCommands: []string{},
+				ApprovalTimeout:  300,
 			},
 			Web: WebConfig{
 				Search: WebSearchConfig{Provider: "duckduckgo", MaxResults: 5},

@@ -164,6 +164,9 @@ func (v *validator) tools(t ToolsConfig) {
 	}
 	v.patterns("tools.exec.denyPatterns", t.Exec.DenyPatterns)
 	v.patterns("tools.exec.allowPatterns", t.Exec.AllowPatterns)
+	v.oneOf("tools.exec.approval", t.Exec.Approval, "off", "risky", "always")
+	v.patterns("tools.exec.approvedCommands", t.Exec.ApprovedCommands)
+	v.require(t.Exec.ApprovalTimeout >= 10 && t.Exec.ApprovalTimeout <= 86400, "tools.exec.approvalTimeout", "want 10 to 86400 seconds, got %d", t.Exec.ApprovalTimeout)
 	v.oneOf("tools.web.search.provider", t.Web.Search.Provider, "duckduckgo", "brave", "tavily", "searxng", "jina", "kagi", "olostep", "bocha", "volcengine", "keenable", "serper", "exa")
 	if t.Web.Search.Provider == "searxng" {
 		v.require(t.Web.Search.BaseURL != "", "tools.web.search.baseUrl", "required for searxng")

@@ -102,6 +102,7 @@ func (g *Gateway) agentFor(prof configs.Agent) (*agent.Agent, error) {
 		Usage:      g.usage,
 		Budgets:    g.budgets,
 		Voice:      agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
+		Approvals:  g.o.Approvals,
 		Log:        g.log,
 	})
 }

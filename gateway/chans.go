@@ -56,6 +56,12 @@ func (g *Gateway) buildChannels() error {
 		Log:       g.log.With("component", "access"),
 		Next:      channels.InboxFunc(g.accept),
 	}
+	if g.o.Approvals != nil {
+		g.o.Approvals.SetNotifier(func(ctx context.Context, m bus.Outbound) error {
+			m.Content = g.o.Redact.String(m.Content)
+			return g.be.PublishOutbound(ctx, m)
+		})
+	}
 	g.mgr = relay.NewManager(relay.ManagerConfig{Inbox: &countedGate{gate: g.gate, metrics: g.metrics}, Log: g.log}, g.chans)
 	g.metrics.WatchChannels(g.mgr.Health)
 	dcfg := relay.DispatcherConfig{

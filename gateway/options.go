@@ -15,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/internal/wal"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/approval"
 	"github.com/nanobot-go/nanobot/tools/mcp"
 )
 
@@ -50,6 +51,11 @@ type Options struct {
 	Observer agent.RunObserver
 	// MCP reports the MCP servers in /api/status (nil: none).
 	MCP interface{ Status() []mcp.Status }
+	// Approvals is the broker tools ask the owner through
+	// (tools.exec.approval): the gateway posts its requests to the chats,
+	// the agents take admins' answers, the workbench lists and answers
+	// them. Nil: approval is off.
+	Approvals *approval.Broker
 	// Tools are offered to the agent. The gateway adds the tools that need
 	// its runtime: message (the bus) and spawn (sub-agents). Nil: only
 	// those.

@@ -16,6 +16,7 @@ import (
 var liveSettings = []string{
 	"channels.*.allowFrom",
 	"channels.*.admins",
+	"tools.exec.approvedCommands",
 }
 
 // configPoll is how often the config file is checked for changes.
@@ -104,6 +105,11 @@ func (g *Gateway) apply(source string, next *configs.Config) {
 	}
 	g.gate.SetAllowFrom(allowLists(next, g.chans))
 	g.gate.SetAdmins(adminLists(next))
+	if g.o.Approvals != nil {
+		if err := g.o.Approvals.SetApproved("exec", next.Tools.Exec.ApprovedCommands); err != nil {
+			g.log.Error("reload: tools.exec.approvedCommands not applied", "err", err) // validated at load: not expected
+		}
+	}
 	g.reloads.applied, g.reloads.last = next, st
 	g.log.Info("config reloaded", "source", source, "applied", st.Applied, "restart_needed", len(st.Restart))
 	for _, s := range st.Restart {

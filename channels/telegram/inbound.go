@@ -25,6 +25,9 @@ import (
 // stay unacknowledged. With retry, delivery is retried with backoff
 // (channels.DeliverRetrying); without, it is tried once.
 func (c *Channel) handleUpdate(ctx context.Context, u *models.Update, retry bool) error {
+	if u.CallbackQuery != nil {
+		return c.handleCallback(ctx, u.CallbackQuery, retry)
+	}
 	msg := u.Message
 	if msg == nil {
 		msg = u.ChannelPost

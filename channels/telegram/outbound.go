@@ -36,6 +36,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 		Text:            toHTML(m.Content),
 		ParseMode:       models.ParseModeHTML,
 		ReplyParameters: c.replyTo(m),
+		ReplyMarkup:     keyboard(m.Actions),
 	}
 	msg, err := c.api.SendMessage(ctx, p)
 	if fallbackToPlain(err) {

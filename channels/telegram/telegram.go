@@ -364,7 +364,7 @@ func (c *Channel) connect(ctx context.Context, register bool) error {
 	return nil
 }
 
-var allowedUpdates = []string{"message", "channel_post"}
+var allowedUpdates = []string{"message", "channel_post", "callback_query"}
 
 // poll long-polls through the library until ctx ends, a poll fails or the
 // gateway does not take an update; it returns why (the Loop reconnects

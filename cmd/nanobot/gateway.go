@@ -66,6 +66,9 @@ func runGateway(ctx context.Context, a *app) error {
 		}
 		defer release()
 	}
+	if a.approvals, err = a.newApprovals(); err != nil {
+		return err
+	}
 	w, err := a.wire(ctx)
 	if err != nil {
 		return err
@@ -99,7 +102,7 @@ func runGateway(ctx context.Context, a *app) error {
 	si := a.signIn()
 	opts := gateway.Options{
 		Config: &l.Config, Paths: l.Paths,
-		Provider: w.provider, Model: w.model, ProviderName: w.providerName, Tools: w.tools,
+		Provider: w.provider, Model: w.model, ProviderName: w.providerName, Tools: w.tools, Approvals: a.approvals,
 		BuildModel: func(s configs.AgentDefaults) (providers.Provider, string, string) {
 			p, model, name, _ := buildModel(&l.Config, s, a.log, si)
 			return p, model, name

@@ -12,6 +12,7 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/logging"
 	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/providers/auth"
+	"github.com/nanobot-go/nanobot/tools/approval"
 )
 
 // app is what every subcommand gets after the root's pre-run: the loaded
@@ -34,6 +35,9 @@ type app struct {
 	stderr io.Writer
 	// auth is the sign-in manager, built on first use (signIn).
 	auth *auth.Manager
+	// approvals asks the owner before risky commands (the gateway only;
+	// nil when tools.exec.approval is off).
+	approvals *approval.Broker
 }
 
 func newRootCmd() *cobra.Command {

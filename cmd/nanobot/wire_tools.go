@@ -32,6 +32,7 @@ func builtinToolsIn(a *app, ws, sb string) ([]tools.Tool, error) {
 			ExtraEnv: c.Tools.Exec.AllowedEnvKeys, Sandbox: sandbox.Mode(sb), Logger: a.log,
 			ReadOnly: expandAll(c.Tools.Exec.AllowPaths.ReadOnly), ReadWrite: expandAll(c.Tools.Exec.AllowPaths.ReadWrite),
 			DenyNetwork: !c.Tools.Exec.NetworkAllowed(), AllowUnixSockets: c.Tools.Exec.AllowUnixSockets, Limits: execLimits(c.Tools.Exec.Limits),
+			Approval: a.execApproval(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("tools.exec: %w", err)

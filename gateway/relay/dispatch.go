@@ -596,6 +596,9 @@ func (w *chatWorker) sendText(ctx context.Context, m bus.Outbound, text string) 
 		if i > 0 {
 			part.Media = nil
 		}
+		if i < len(chunks)-1 {
+			part.Actions = nil // the buttons go under the last part
+		}
 		if durable {
 			part.IdempotencyKey = m.ID + "." + strconv.Itoa(i)
 		}

@@ -84,6 +84,8 @@ type Options struct {
 	AllowUnixSockets bool
 	// Limits are a confined command's resource limits.
 	Limits sandbox.Limits
+	// Approval asks the owner before risky (or all) commands run.
+	Approval Approval
 	// Logger receives one debug line per command (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -191,6 +193,9 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 			t.log.Info("command refused", "reason", why)
 			return tools.Result{}, fmt.Errorf("command refused: %s; restrictToWorkspace is on, so work with paths inside the workspace %s", why, t.paths.Workspace())
 		}
+	}
+	if err := t.approve(ctx, command, cmds, dir); err != nil {
+		return tools.Result{}, err
 	}
 	timeout := t.opts.DefaultTimeout
 	if s := a.Int("timeout", 0); s > 0 {

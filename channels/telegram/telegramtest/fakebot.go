@@ -95,7 +95,16 @@ type Sent struct {
 	ReplyTo           int64
 	ThreadID          int64
 	Upload            *Upload
-	At                time.Time
+	// Buttons are the inline keyboard's buttons (reply_markup), row by
+	// row.
+	Buttons [][]Button
+	At      time.Time
+}
+
+// Button is one inline keyboard button.
+type Button struct {
+	Text         string `json:"text"`
+	CallbackData string `json:"callback_data"`
 }
 
 // Upload is a file the bot sent.
@@ -438,7 +447,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, 200, "", 0, map[string]any{"id": BotID, "is_bot": true, "first_name": "Nano", "username": BotUsername, "can_join_groups": true})
 	case "getUpdates":
 		s.getUpdates(w, r, params)
-	case "setMyCommands", "deleteWebhook", "setWebhook", "setMessageReaction":
+	case "setMyCommands", "deleteWebhook", "setWebhook", "setMessageReaction", "answerCallbackQuery":
 		reply(w, 200, "", 0, true)
 	case "sendChatAction":
 		if s.isBlocked(params["chat_id"]) {
@@ -552,6 +561,10 @@ func (s *Server) sendMessage(w http.ResponseWriter, method string, p map[string]
 	if !ok {
 		return
 	}
+	buttons, ok := inlineKeyboard(w, p["reply_markup"])
+	if !ok {
+		return
+	}
 	thread, _ := strconv.ParseInt(p["message_thread_id"], 10, 64)
 	var replyTo int64
 	if rp := p["reply_parameters"]; rp != "" {
@@ -567,7 +580,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, method string, p map[string]
 	s.mu.Lock()
 	s.msgSeq[chat]++
 	id := s.msgSeq[chat]
-	m := Sent{Method: method, ChatID: chat, MessageID: id, Text: text, ParseMode: p["parse_mode"], Visible: visible, Rendered: rendered, ReplyTo: replyTo, ThreadID: thread, Upload: up, At: time.Now()}
+	m := Sent{Method: method, ChatID: chat, MessageID: id, Text: text, ParseMode: p["parse_mode"], Visible: visible, Rendered: rendered, ReplyTo: replyTo, ThreadID: thread, Upload: up, Buttons: buttons, At: time.Now()}
 	s.sent = append(s.sent, m)
 	s.msgs[[2]int64{chat, id}] = &m
 	s.mu.Unlock()

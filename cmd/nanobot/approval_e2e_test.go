@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
+	"github.com/nanobot-go/nanobot/providers/providertest"
+)
+
+// TestExecApprovalThroughTelegram runs the gateway binary with
+// tools.exec.approval "risky" on the fake Telegram: a risky command the
+// model asks for is shown to the chat with buttons and runs only when an
+// admin presses "Allow once"; a non-admin's press does nothing; "Deny"
+// runs nothing and tells the model; "Always allow" runs it and saves the
+// exact command to the config, so the same command later runs unasked; a
+// harmless command never asks.
+func TestExecApprovalThroughTelegram(t *testing.T) {
+	bin := binary(t)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "workspace") // beside the config
+	// Each risky command touches a marker (so the test sees whether it ran)
+	// and reaches for the network (what makes it risky).
+	risky := func(marker string) string {
+		return fmt.Sprintf(`{"command":"touch %s; curl -s -m 1 http://127.0.0.1:9/ || true"}`, marker)
+	}
+	call := func(id, args string) providertest.Reply {
+		return providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: id, Name: "exec", Arguments: args}}}
+	}
+	llm := providertest.New(t)
+	llm.Push(
+		call("c1", risky("once")), providertest.Reply{Text: "reply one"},
+		call("c2", risky("denied")), providertest.Reply{Text: "reply two"},
+		call("c3", risky("always")), providertest.Reply{Text: "reply three"},
+		call("c4", risky("always")), providertest.Reply{Text: "reply four"},
+		call("c5", `{"command":"touch harmless"}`), providertest.Reply{Text: "reply five"},
+	)
+	tg := telegramtest.New(t)
+	port := freePort(t)
+	cfg := filepath.Join(dir, "config.json")
+	body := fmt.Sprintf(`{
+	  "agents": {"defaults": {"model": "test-model", "provider": "vllm"}},
+	  "providers": {"vllm": {"apiBase": %q, "apiKey": "k"}},
+	  "channels": {"telegram": {"enabled": true, "token": %q, "apiBase": %q,
+	    "allowFrom": ["4242|ann", "5151|bob"], "admins": ["4242"]}},
+	  "tools": {"exec": {"approval": "risky", "approvalTimeout": 120}},
+	  "gateway": {"port": %d, "heartbeat": {"enabled": false}}
+	}`, llm.OpenAIBase(), telegramtest.Token, tg.URL, port)
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "gateway", "--config", cfg)
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs.String())
+		}
+	})
+
+	ann := telegramtest.User{ID: 4242, Username: "ann", FirstName: "Ann"}
+	bob := telegramtest.User{ID: 5151, Username: "bob", FirstName: "Bob"}
+	chat := telegramtest.Chat{ID: 777, Type: "group", Title: "ops"}
+	// next waits for the bot's next message in the chat after the first
+	// `from` sent, matching want, and returns it with the new count.
+	next := func(from int, what string, want func(telegramtest.Sent) bool) (telegramtest.Sent, int) {
+		t.Helper()
+		var got telegramtest.Sent
+		n := from
+		waitfor.Within(t, what, 60*time.Second, func() bool {
+			sent := tg.Sent()
+			for i := from; i < len(sent); i++ {
+				if want(sent[i]) {
+					got, n = sent[i], i+1
+					return true
+				}
+			}
+			return false
+		})
+		return got, n
+	}
+	text := func(s string) func(telegramtest.Sent) bool {
+		return func(m telegramtest.Sent) bool { return strings.Contains(m.Visible, s) }
+	}
+	asking := func(m telegramtest.Sent) bool { return len(m.Buttons) > 0 }
+	exists := func(name string) bool { _, err := os.Stat(filepath.Join(ws, name)); return err == nil }
+	mention := "@" + telegramtest.BotUsername + " "
+
+	// 1. Allow once — after a non-admin's press was refused.
+	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: mention + "do the first thing"})
+	req, n := next(0, "the approval request", asking)
+	if !strings.Contains(req.Visible, "curl") || !strings.Contains(req.Visible, "network access") {
+		t.Errorf("the request does not show the command and why it asks:\n%s", req.Visible)
+	}
+	tg.Press(chat, bob, req.MessageID, "Allow once")
+	_, n = next(n, "the refusal of a non-admin", text("Only an admin"))
+	if exists("once") {
+		t.Fatal("the command ran on a non-admin's press")
+	}
+	tg.Press(chat, ann, req.MessageID, "Allow once")
+	_, n = next(n, "the answer after the command ran", text("reply one"))
+	if !exists("once") {
+		t.Error("the command allowed once did not run")
+	}
+
+	// 2. Deny: nothing runs, the model is told.
+	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: mention + "do the second thing"})
+	req, n = next(n, "the second approval request", asking)
+	tg.Press(chat, ann, req.MessageID, "Deny")
+	_, n = next(n, "the answer after the denial", text("reply two"))
+	if exists("denied") {
+		t.Error("a denied command ran")
+	}
+	reqs := llm.Requests()
+	if last := string(reqs[len(reqs)-1].Raw); !strings.Contains(last, "denied") {
+		t.Errorf("the model was not told of the denial:\n%s", last)
+	}
+
+	// 3. Always allow: runs, and the exact command lands in the config.
+	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: mention + "do the third thing"})
+	req, n = next(n, "the third approval request", asking)
+	tg.Press(chat, ann, req.MessageID, "Always allow")
+	_, n = next(n, "the answer after always", text("reply three"))
+	if !exists("always") {
+		t.Error("the command allowed always did not run")
+	}
+	saved, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(saved), `"approvedCommands"`) || !strings.Contains(string(saved), `touch always`) {
+		t.Errorf("the pattern was not saved to the config:\n%s", saved)
+	}
+	if fi, err := os.Stat(cfg); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("config mode after saving the pattern: %v %v", fi.Mode(), err)
+	}
+
+	// 4. The same command again runs unasked; 5. a harmless one too.
+	_ = os.Remove(filepath.Join(ws, "always"))
+	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: mention + "again"})
+	_, m := next(n, "the answer to the remembered command", text("reply four"))
+	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: mention + "something harmless"})
+	_, m = next(m, "the answer to the harmless command", text("reply five"))
+	for _, s := range tg.Sent()[n:m] {
+		if asking(s) {
+			t.Errorf("asked again for an approved or harmless command: %s", s.Visible)
+		}
+	}
+	if !exists("always") || !exists("harmless") {
+		t.Error("the remembered or the harmless command did not run")
+	}
+
+	// The audit log has every decision.
+	audit, err := os.ReadFile(filepath.Join(dir, "state", "approvals.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"allowed once"`, `"denied"`, `"allowed always"`, `"approved by pattern"`, `"by":"telegram:4242|ann"`} {
+		if !strings.Contains(string(audit), want) {
+			t.Errorf("audit log lacks %s:\n%s", want, audit)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
+	"github.com/nanobot-go/nanobot/tools/approval"
+	"github.com/nanobot-go/nanobot/tools/shell"
+)
+
+// newApprovals builds the broker tools ask the owner through
+// (tools.exec.approval), when approval is on; nil when it is off. Only the
+// gateway has one: the terminal REPL has no admin to ask, so there a
+// command that needs approval is refused.
+func (a *app) newApprovals() (*approval.Broker, error) {
+	ec := a.loaded.Config.Tools.Exec
+	if mode, _ := approval.ParseMode(ec.Approval); mode == approval.Off {
+		return nil, nil
+	}
+	return approval.New(approval.Options{
+		Timeout:  time.Duration(ec.ApprovalTimeout) * time.Second,
+		Approved: map[string][]string{"exec": ec.ApprovedCommands},
+		Remember: func(tool, pattern string) error { return a.rememberApproved(tool, pattern) },
+		Audit:    approval.NewAudit(filepath.Join(a.loaded.Paths.State, "approvals.jsonl")),
+		Logger:   a.log,
+	})
+}
+
+// execApproval is the exec tool's approval settings.
+func (a *app) execApproval() shell.Approval {
+	mode, _ := approval.ParseMode(a.loaded.Config.Tools.Exec.Approval) // validated at load
+	return shell.Approval{Mode: mode, Broker: a.approvals}
+}
+
+// rememberApproved appends pattern to tools.exec.approvedCommands in the
+// config file, editing the file's own JSON so everything else in it (its
+// ${VAR} references, keys this build does not know) stays as written.
+func (a *app) rememberApproved(tool, pattern string) error {
+	if tool != "exec" {
+		return fmt.Errorf("no config list for %s's approved patterns", tool)
+	}
+	path := a.loaded.Path
+	if path == "" {
+		return fmt.Errorf("the gateway runs without a config file")
+	}
+	return atomicfile.Update(path, 0o600, func(old []byte) ([]byte, error) {
+		tree := map[string]any{}
+		if len(old) > 0 {
+			if err := json.Unmarshal(old, &tree); err != nil {
+				return nil, fmt.Errorf("%s does not parse: %w", path, err)
+			}
+		}
+		exec := object(object(tree, "tools"), "exec")
+		list, _ := exec["approvedCommands"].([]any)
+		if slices.Contains(list, any(pattern)) {
+			return old, nil
+		}
+		exec["approvedCommands"] = append(list, pattern)
+		out, err := json.MarshalIndent(tree, "", "  ")
+		return append(out, '\n'), err
+	})
+}
+
+// object returns tree[key] as an object, creating it when missing.
+func object(tree map[string]any, key string) map[string]any {
+	if m, ok := tree[key].(map[string]any); ok {
+		return m
+	}
+	m := map[string]any{}
+	tree[key] = m
+	return m
+}

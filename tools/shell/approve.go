@@ -1,0 +1,54 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/approval"
+)
+
+// Approval asks the owner before commands run (tools.exec.approval).
+type Approval struct {
+	// Mode: approval.Off (the zero value too), Risky or Always.
+	Mode approval.Mode
+	// Broker asks the owner. Nil with a mode other than Off refuses every
+	// command that would need asking: there is nobody to ask (the
+	// terminal REPL).
+	Broker *approval.Broker
+}
+
+// approve returns nil when command may run: approval is off, the command
+// is not risky (mode risky), a remembered pattern covers it, or the owner
+// allowed it. Otherwise it returns the error the model reads.
+func (t *Tool) approve(ctx context.Context, command string, cmds []simpleCmd, dir string) error {
+	mode := t.opts.Approval.Mode
+	if mode == "" || mode == approval.Off {
+		return nil
+	}
+	var reasons []string
+	if mode == approval.Risky {
+		if reasons = risks(command, cmds, dir, t.paths.Workspace()); len(reasons) == 0 {
+			return nil
+		}
+	}
+	b := t.opts.Approval.Broker
+	if b == nil {
+		return errors.New("not run: this command needs the owner's approval (tools.exec.approval) and there is nobody to ask here")
+	}
+	cc, _ := tools.CallContextFrom(ctx)
+	d, err := b.Ask(ctx, approval.Request{Tool: "exec", Action: command, Reasons: reasons,
+		Channel: cc.Channel, ChatID: cc.ChatID, SessionKey: cc.SessionKey, Sender: cc.SenderID})
+	switch {
+	case d != approval.Deny:
+		t.log.Info("command approved by the owner", "decision", d.String())
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("cancelled while waiting for the owner's approval: %w", ctx.Err())
+	case err != nil:
+		return fmt.Errorf("not run: it needs the owner's approval and got %v, which counts as a no. "+
+			"Do not retry it in another form; tell the user what you wanted to run and why", err)
+	}
+	return errors.New("not run: the owner denied this command. Do not retry it or work around it; ask the user what to do instead")
+}

@@ -1,0 +1,211 @@
+package shell
+
+import (
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// The risk classifier decides which commands tools.exec.approval "risky"
+// asks the owner about. Like the guards it reads the parsed command line
+// and errs on the side of asking: a command is risky when it reaches the
+// network, installs packages, changes privileges, deletes recursively or
+// outside the workspace's scratch space, writes outside the workspace, or
+// pipes something into a shell. Everything else (reading, building,
+// testing, editing inside the workspace) runs unasked.
+
+// Risk categories, as the owner reads them.
+const (
+	riskNetwork   = "network access"
+	riskInstall   = "installs packages"
+	riskPrivilege = "changes privileges or ownership"
+	riskDelete    = "deletes outside scratch space"
+	riskWrite     = "writes outside the workspace"
+	riskPipeShell = "pipes into a shell"
+)
+
+// networkProgs reach the network whatever their arguments.
+var networkProgs = set("curl", "wget", "nc", "ncat", "netcat", "socat", "ssh", "scp", "sftp", "ftp", "telnet",
+	"rsync", "aria2c", "http", "https", "xh", "lynx", "w3m", "links", "mosh", "nmap", "ping", "gh", "hub")
+
+// gitNetwork are git subcommands that talk to a remote.
+var gitNetwork = set("clone", "fetch", "pull", "push", "ls-remote", "submodule", "remote")
+
+// installers map a package manager to the subcommands that install or
+// remove.
+var installers = map[string]map[string]bool{
+	"apt": set("install", "remove", "purge", "upgrade", "dist-upgrade", "full-upgrade", "autoremove"), "apt-get": set("install", "remove", "purge", "upgrade", "dist-upgrade", "autoremove"),
+	"dpkg": set("-i", "--install", "-r", "--remove", "-P", "--purge"), "yum": set("install", "remove", "erase", "update", "upgrade"),
+	"dnf": set("install", "remove", "erase", "update", "upgrade"), "apk": set("add", "del"), "pacman": set("-S", "-Syu", "-R", "-U"),
+	"zypper": set("install", "in", "remove", "rm", "update"), "brew": set("install", "uninstall", "upgrade", "reinstall"),
+	"snap": set("install", "remove"), "flatpak": set("install", "uninstall"), "pip": set("install", "uninstall"), "pip3": set("install", "uninstall"),
+	"pipx": set("install", "uninstall", "inject"), "npm": set("install", "i", "add", "ci", "uninstall", "update"), "pnpm": set("install", "i", "add", "remove", "update"),
+	"yarn": set("install", "add", "remove", "upgrade", "global"), "bun": set("install", "i", "add", "remove"), "gem": set("install", "uninstall", "update"),
+	"cargo": set("install", "uninstall"), "go": set("install", "get"), "uv": set("add", "remove", "sync", "tool", "pip"),
+	"conda": set("install", "remove", "update", "create"), "mamba": set("install", "remove", "update", "create"), "composer": set("install", "require", "update"),
+}
+
+// privilegeProgs change who may do what.
+var privilegeProgs = set("sudo", "su", "doas", "pkexec", "chown", "chgrp", "setcap", "setfacl", "useradd", "usermod", "userdel",
+	"groupadd", "groupmod", "passwd", "chpasswd", "visudo", "mount", "umount", "chroot", "unshare", "nsenter", "systemctl", "crontab")
+
+// deleters remove files.
+var deleters = set("rm", "rmdir", "unlink", "shred", "srm", "trash", "trash-put")
+
+// copiers write to their last argument; touchers to every one.
+var (
+	copiers  = set("cp", "mv", "install", "ln", "rsync")
+	touchers = set("tee", "truncate", "touch", "mkdir", "chmod")
+)
+
+// pipeToShell catches "curl … | sh", "… | sudo bash", "| python -", "| source /dev/stdin".
+var pipeToShell = regexp.MustCompile(`\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?(?:/\S*/)?(?:ba|z|da|k|a|fi)?sh\b|\|\s*(?:python[0-9.]*|perl|ruby|node)\s+-(?:\s|$)|\|\s*source\b|\bsh\s+<\(|\bbash\s+<\(`)
+
+// risks returns why command (parsed as cmds, running in dir) needs the
+// owner's approval, or nil.
+func risks(raw string, cmds []simpleCmd, dir, workspace string) []string {
+	var out []string
+	add := func(r string) {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	if pipeToShell.MatchString(raw) {
+		add(riskPipeShell)
+	}
+	for _, w := range strings.Fields(raw) {
+		if privilegeProgs[filepath.Base(w)] && (w == "sudo" || w == "su" || w == "doas" || w == "pkexec") {
+			add(riskPrivilege) // unwrap drops these wrappers, so look at the raw words
+		}
+	}
+	scratch := []string{filepath.Join(workspace, ".tmp"), "/tmp", "/var/tmp"}
+	for _, c := range cmds {
+		name, args := c.name(), c.args()
+		switch {
+		case networkProgs[name]:
+			add(riskNetwork)
+		case name == "git" && len(args) > 0 && gitNetwork[firstSub(args)]:
+			add(riskNetwork)
+		case privilegeProgs[name]:
+			add(riskPrivilege)
+		case name == "chmod" && setsID(args):
+			add(riskPrivilege)
+		}
+		if installers[name][firstSub(args)] {
+			add(riskInstall)
+			add(riskNetwork)
+		}
+		if (name == "python" || name == "python3") && slices.Contains(args, "pip") && slices.Contains(args, "install") {
+			add(riskInstall)
+		}
+		if deleters[name] || (name == "find" && slices.Contains(args, "-delete")) || (name == "git" && firstSub(args) == "clean") {
+			// Recursive deletes are asked unless all in scratch space; single
+			// files unless in the workspace or scratch space.
+			base := workspace
+			if hasRecursiveFlag(args) || name == "git" {
+				base = ""
+			}
+			if anyOutside(paths(args), dir, base, scratch) {
+				add(riskDelete)
+			}
+		}
+		for _, w := range c.words {
+			if (w.redirect == ">" || w.redirect == ">>" || w.redirect == "&>" || w.redirect == ">|") && outside(w.text, dir, workspace, nil) {
+				add(riskWrite)
+			}
+		}
+		if writesOutside(name, args, dir, workspace) {
+			add(riskWrite)
+		}
+	}
+	return out
+}
+
+// firstSub is the first argument that is not an option: the subcommand.
+func firstSub(args []string) string {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			return a
+		}
+	}
+	if len(args) > 0 {
+		return args[0]
+	}
+	return ""
+}
+
+// setsID reports a chmod that sets the setuid or setgid bit.
+func setsID(args []string) bool {
+	for _, a := range args {
+		if strings.Contains(a, "+s") || (len(a) == 4 && strings.Trim(a, "01234567") == "" && a[0] != '0') {
+			return true
+		}
+	}
+	return false
+}
+
+// writesOutside reports a copy, move, tee, touch, dd or in-place sed whose
+// destination is outside the workspace.
+func writesOutside(name string, args []string, dir, workspace string) bool {
+	ps := paths(args)
+	switch {
+	case copiers[name] && len(ps) > 1:
+		return outside(ps[len(ps)-1], dir, workspace, nil)
+	case touchers[name], name == "sed" && slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-i") }):
+		return anyOutside(ps, dir, workspace, nil)
+	case name == "dd":
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a, "of="); ok && outside(v, dir, workspace, nil) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// paths are the arguments that are not options.
+func paths(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func anyOutside(ps []string, dir, workspace string, also []string) bool {
+	return slices.ContainsFunc(ps, func(p string) bool { return outside(p, dir, workspace, also) })
+}
+
+// outside reports whether p, read from dir, names a place outside the
+// workspace and the folders in also. It is a reading of the text: "~",
+// "$HOME" and other variables count as outside, /dev/null and the standard
+// streams do not.
+func outside(p, dir, workspace string, also []string) bool {
+	switch {
+	case p == "" || p == "/dev/null" || p == "/dev/stdout" || p == "/dev/stderr" || strings.HasPrefix(p, "&"):
+		return false
+	case strings.HasPrefix(p, "~") || strings.Contains(p, "$"):
+		return true
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	p = filepath.Clean(p)
+	for _, base := range append([]string{workspace}, also...) {
+		if base != "" && (p == base || strings.HasPrefix(p, base+string(filepath.Separator))) {
+			return false
+		}
+	}
+	return true
+}
+
+func set(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
