@@ -62,6 +62,9 @@ var (
 // pipeToShell catches "curl … | sh", "… | sudo bash", "| python -", "| source /dev/stdin".
 var pipeToShell = regexp.MustCompile(`\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?(?:/\S*/)?(?:ba|z|da|k|a|fi)?sh\b|\|\s*(?:python[0-9.]*|perl|ruby|node)\s+-(?:\s|$)|\|\s*source\b|\bsh\s+<\(|\bbash\s+<\(`)
 
+// processSubst finds "<(...)" and ">(...)" (without nesting).
+var processSubst = regexp.MustCompile(`[<>]\(([^()]*)\)`)
+
 // risks returns why command (parsed as cmds, running in dir) needs the
 // owner's approval, or nil.
 func risks(raw string, cmds []simpleCmd, dir, workspace string) []string {
@@ -80,6 +83,9 @@ func risks(raw string, cmds []simpleCmd, dir, workspace string) []string {
 		}
 	}
 	scratch := []string{filepath.Join(workspace, ".tmp"), "/tmp", "/var/tmp"}
+	for _, m := range processSubst.FindAllStringSubmatch(raw, -1) {
+		cmds = append(cmds, parse(m[1])...) // the parser reads $(...) but not <(...)
+	}
 	for _, c := range cmds {
 		name, args := c.name(), c.args()
 		switch {
