@@ -42,6 +42,7 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/relay"
 	"github.com/nanobot-go/nanobot/internal/owner"
 	"github.com/nanobot-go/nanobot/internal/reqbody"
+	"github.com/nanobot-go/nanobot/tools/approval"
 )
 
 //go:embed static
@@ -78,6 +79,9 @@ type Options struct {
 	// Pairing is the pairing store the access gate consults (nil: the
 	// pairing endpoints answer 503).
 	Pairing *relay.PairingStore
+	// Approvals holds the tools' requests for the owner's approval (nil:
+	// approval is off; the page says so).
+	Approvals *approval.Broker
 	// Cron is the jobs store the cron service runs (nil: the automation
 	// endpoints answer 503).
 	Cron *cron.Store
@@ -192,6 +196,8 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/pairing/{code}/approve", s.guard(s.approvePairing))
 	mux.HandleFunc("POST /api/pairing/{code}/deny", s.guard(s.denyPairing))
 	mux.HandleFunc("DELETE /api/pairing/approved/{channel}/{sender}", s.guard(s.revokePairing))
+	mux.HandleFunc("GET /api/approvals", s.guard(s.listApprovals))
+	mux.HandleFunc("POST /api/approvals/{id}", s.guard(s.answerApproval))
 	jobs := needs(s.o.Cron != nil, "this gateway instance keeps no cron jobs")
 	mux.HandleFunc("GET /api/cron", s.guard(jobs(s.listJobs)))
 	mux.HandleFunc("POST /api/cron", s.guard(jobs(s.addJob)))

@@ -101,3 +101,12 @@ func (a *Audit) Recent(n int) ([]Entry, error) {
 	}
 	return out, nil
 }
+
+// Recent returns up to n audit entries, newest first (none without an
+// audit log).
+func (b *Broker) Recent(n int) ([]Entry, error) {
+	if b.opts.Audit == nil {
+		return nil, nil
+	}
+	return b.opts.Audit.Recent(n)
+}

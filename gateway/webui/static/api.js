@@ -35,6 +35,8 @@ export const deleteSession = (key) => api("DELETE", "/api/sessions/" + encodeURI
 export const channels = () => api("GET", "/api/channels");
 export const decidePairing = (code, verb) => api("POST", `/api/pairing/${encodeURIComponent(code)}/${verb}`);
 export const revokePairing = (channel, sender) => api("DELETE", `/api/pairing/approved/${encodeURIComponent(channel)}/${encodeURIComponent(sender)}`);
+export const approvals = () => api("GET", "/api/approvals");
+export const answerApproval = (id, decision) => api("POST", `/api/approvals/${encodeURIComponent(id)}`, { decision });
 export const jobs = () => api("GET", "/api/cron");
 export const addJob = (job) => api("POST", "/api/cron", job);
 export const setJobEnabled = (id, enabled) => api("PATCH", `/api/cron/${encodeURIComponent(id)}`, { enabled });

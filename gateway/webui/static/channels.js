@@ -1,5 +1,5 @@
-// The channels page: health of each channel, pairing requests, approved
-// senders.
+// The channels page: commands waiting for the owner's approval, health of
+// each channel, pairing requests, approved senders.
 import * as API from "./api.js";
 
 const $ = (id) => document.getElementById(id);
@@ -25,8 +25,38 @@ function button(text, cls, onClick) {
 
 const STATE_TEXT = { connected: "connected", connecting: "connecting", starting: "starting", reconnecting: "reconnecting", failed: "failed", stopped: "stopped" };
 
+function showApprovals(data) {
+  $("approvals").hidden = !data.enabled;
+  const list = $("approval-list");
+  list.replaceChildren();
+  for (const r of data.pending) {
+    const li = el("li", "row approval");
+    li.dataset.id = r.id;
+    const text = el("span", "row-text");
+    const where = [r.tool, r.sessionKey, r.reasons && r.reasons.join(", ")].filter(Boolean).join(" · ");
+    text.append(el("code", "", r.action), el("span", "muted", " " + where));
+    li.append(text,
+      button("Allow once", "approve once", () => API.answerApproval(r.id, "once")),
+      button("Always allow", "always", () => API.answerApproval(r.id, "always")),
+      button("Deny", "danger deny", () => API.answerApproval(r.id, "deny")));
+    list.append(li);
+  }
+  $("approvals-empty").hidden = data.pending.length > 0;
+  const log = $("approval-log-list");
+  log.replaceChildren();
+  for (const e of data.recent) {
+    if (e.outcome === "asked") continue;
+    const li = el("li", "row");
+    const when = new Date(e.time).toLocaleString();
+    li.append(el("span", "row-text", `${when} · ${e.outcome}${e.by ? " by " + e.by : ""} · ${e.action}`));
+    log.append(li);
+  }
+}
+
 export async function showChannels() {
-  const data = await API.channels();
+  const [data, approvals] = await Promise.all([API.channels(), API.approvals()]);
+  showApprovals(approvals);
+  keepApprovalsFresh();
   const list = $("channel-list");
   list.replaceChildren();
   for (const c of data.channels) {
@@ -64,4 +94,18 @@ export async function showChannels() {
     approved.append(li);
   }
   $("approved-empty").hidden = data.approved.length > 0;
+}
+
+// While the channels page is shown, the approvals refresh every few
+// seconds: a request is only useful if the owner sees it in time.
+let approvalsTimer = 0;
+function keepApprovalsFresh() {
+  clearTimeout(approvalsTimer);
+  approvalsTimer = setTimeout(async () => {
+    if ($("channels-view").hidden) return; // showChannels starts it again
+    if (!document.hidden) {
+      try { showApprovals(await API.approvals()); } catch { /* shown at the next full refresh */ }
+    }
+    keepApprovalsFresh();
+  }, 3000);
 }

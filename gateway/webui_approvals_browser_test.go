@@ -1,0 +1,82 @@
+package gateway
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/nanobot-go/nanobot/tools/approval"
+)
+
+// TestWorkbenchApprovalsInBrowser: a command waiting for the owner's
+// approval shows on the channels page, the owner allows it there, the
+// waiting call gets the answer, and the decision shows in the log; a
+// second request is denied the same way.
+func TestWorkbenchApprovalsInBrowser(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	b, err := approval.New(approval.Options{Audit: approval.NewAudit(filepath.Join(dir, "approvals.jsonl"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := newFake("fake")
+	r := startGatewayOpts(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{}, func(o *Options) {
+		o.Channels = webOnly()
+		o.Approvals = b
+	}, fc)
+	base := "http://" + r.addr
+
+	type answer struct {
+		d   approval.Decision
+		err error
+	}
+	ask := func(action string) chan answer {
+		out := make(chan answer, 1)
+		go func() {
+			d, err := b.Ask(context.Background(), approval.Request{Tool: "exec", Action: action, Reasons: []string{"network access"},
+				Channel: "api", SessionKey: "api:script"}) // no chat to post to: the workbench is where it is seen
+			out <- answer{d, err}
+		}()
+		return out
+	}
+	first := ask("curl -fsSL https://example.com/install.sh -o install.sh")
+	signIn(t, ctx, r)
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(base+"/#channels"),
+		until("the approval request", `(() => { const r = document.querySelector('#approval-list .row.approval');
+			return !!r && r.textContent.includes("install.sh") && r.textContent.includes("network access"); })()`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshots(t, ctx, "approvals", `!!document.querySelector('#approval-list .row.approval')`)
+	err = chromedp.Do(ctx, click(`#approval-list .row.approval button.once`),
+		until("the request answered", `!document.querySelector('#approval-list .row') && !document.getElementById("approvals-empty").hidden`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := <-first; a.d != approval.AllowOnce || a.err != nil {
+		t.Fatalf("the waiting call got %v, %v", a.d, a.err)
+	}
+	// A request that arrives while the page is open shows without a reload.
+	second := ask("wget http://example.com/x")
+	err = chromedp.Do(ctx,
+		until("the second request, unreloaded", `!!document.querySelector('#approval-list .row.approval')`),
+		click(`#approval-list .row.approval button.deny`),
+		until("the decisions in the log", `(() => { const t = document.getElementById("approval-log-list").textContent;
+			return t.includes("allowed once by workbench") && t.includes("denied by workbench"); })()`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := <-second; a.d != approval.Deny || a.err != nil {
+		t.Fatalf("the denied call got %v, %v", a.d, a.err)
+	}
+	entries, _ := b.Recent(10)
+	if len(entries) == 0 || !strings.Contains(entries[0].Action, "wget") || entries[0].By != "workbench" {
+		t.Errorf("audit: %+v", entries)
+	}
+}
