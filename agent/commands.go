@@ -64,6 +64,9 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		if m.Admin {
 			// The gate answers these, for admins only: shown to them only.
 			b.WriteString("/pairing list|approve CODE|deny CODE|revoke CHANNEL:SENDER — manage who may talk to the bot (admins)\n")
+			if l.cfg.Approvals != nil {
+				b.WriteString("/approve ID [always] | /deny ID — answer a request to run a command (admins)\n")
+			}
 		}
 		l.reply(ctx, m, strings.TrimRight(b.String(), "\n"))
 		return true, nil
