@@ -113,7 +113,15 @@ func (c *Channel) handleEvent(ctx context.Context, sm *socketmode.Client, in cha
 		if err := sm.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil && ctx.Err() == nil {
 			c.log.Warn("slack: acknowledging an envelope failed", "err", err)
 		}
-	case socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+	case socketmode.EventTypeInteractive:
+		cb, ok := ev.Data.(slack.InteractionCallback)
+		if ok && !c.handleInteraction(ctx, in, cb) {
+			return // not acknowledged: Slack shows the press failed
+		}
+		if ev.Request != nil {
+			_ = sm.AckCtx(ctx, ev.Request.EnvelopeID, nil)
+		}
+	case socketmode.EventTypeSlashCommand:
 		if ev.Request != nil {
 			_ = sm.AckCtx(ctx, ev.Request.EnvelopeID, nil) // not used; acked so Slack does not retry
 		}

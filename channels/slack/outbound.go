@@ -24,6 +24,9 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 		return channels.MessageRef{}, err
 	}
 	opts := []slack.MsgOption{slack.MsgOptionText(toMrkdwn(m.Content), false)}
+	if blocks := actionBlocks(toMrkdwn(m.Content), m.Actions); blocks != nil {
+		opts = append(opts, slack.MsgOptionBlocks(blocks...))
+	}
 	thread := ""
 	if c.cfg.threads() {
 		thread = replyThread(m)

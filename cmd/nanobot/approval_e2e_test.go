@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
@@ -22,53 +23,18 @@ import (
 // exact command to the config, so the same command later runs unasked; a
 // harmless command never asks.
 func TestExecApprovalThroughTelegram(t *testing.T) {
-	bin := binary(t)
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "workspace") // beside the config
-	// Each risky command touches a marker (so the test sees whether it ran)
-	// and reaches for the network (what makes it risky).
-	risky := func(marker string) string {
-		return fmt.Sprintf(`{"command":"touch %s; curl -s -m 1 http://127.0.0.1:9/ || true"}`, marker)
-	}
-	call := func(id, args string) providertest.Reply {
-		return providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: id, Name: "exec", Arguments: args}}}
-	}
+	harmless := providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: "c5", Name: "exec", Arguments: `{"command":"touch harmless"}`}}}
 	llm := providertest.New(t)
 	llm.Push(
-		call("c1", risky("once")), providertest.Reply{Text: "reply one"},
-		call("c2", risky("denied")), providertest.Reply{Text: "reply two"},
-		call("c3", risky("always")), providertest.Reply{Text: "reply three"},
-		call("c4", risky("always")), providertest.Reply{Text: "reply four"},
-		call("c5", `{"command":"touch harmless"}`), providertest.Reply{Text: "reply five"},
+		riskyCall("c1", "once"), providertest.Reply{Text: "reply one"},
+		riskyCall("c2", "denied"), providertest.Reply{Text: "reply two"},
+		riskyCall("c3", "always"), providertest.Reply{Text: "reply three"},
+		riskyCall("c4", "always"), providertest.Reply{Text: "reply four"},
+		harmless, providertest.Reply{Text: "reply five"},
 	)
 	tg := telegramtest.New(t)
-	port := freePort(t)
-	cfg := filepath.Join(dir, "config.json")
-	body := fmt.Sprintf(`{
-	  "agents": {"defaults": {"model": "test-model", "provider": "vllm"}},
-	  "providers": {"vllm": {"apiBase": %q, "apiKey": "k"}},
-	  "channels": {"telegram": {"enabled": true, "token": %q, "apiBase": %q,
-	    "allowFrom": ["4242|ann", "5151|bob"], "admins": ["4242"]}},
-	  "tools": {"exec": {"approval": "risky", "approvalTimeout": 120}},
-	  "gateway": {"port": %d, "heartbeat": {"enabled": false}}
-	}`, llm.OpenAIBase(), telegramtest.Token, tg.URL, port)
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "gateway", "--config", cfg)
-	cmd.Env = append(os.Environ(), "HOME="+dir)
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs.String())
-		}
-	})
+	cfg, ws := approvalGateway(t, llm, fmt.Sprintf(`"telegram": {"enabled": true, "token": %q, "apiBase": %q,
+	    "allowFrom": ["4242|ann", "5151|bob"], "admins": ["4242"]}`, telegramtest.Token, tg.URL))
 
 	ann := telegramtest.User{ID: 4242, Username: "ann", FirstName: "Ann"}
 	bob := telegramtest.User{ID: 5151, Username: "bob", FirstName: "Bob"}
@@ -163,7 +129,7 @@ func TestExecApprovalThroughTelegram(t *testing.T) {
 	}
 
 	// The audit log has every decision.
-	audit, err := os.ReadFile(filepath.Join(dir, "state", "approvals.jsonl"))
+	audit, err := os.ReadFile(filepath.Join(filepath.Dir(cfg), "state", "approvals.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,5 +137,95 @@ func TestExecApprovalThroughTelegram(t *testing.T) {
 		if !strings.Contains(string(audit), want) {
 			t.Errorf("audit log lacks %s:\n%s", want, audit)
 		}
+	}
+}
+
+// riskyCall is a scripted exec call that touches marker in the workspace
+// (so a test sees whether it ran) and reaches for the network (what makes
+// it risky).
+func riskyCall(id, marker string) providertest.Reply {
+	args := fmt.Sprintf(`{"command":"touch %s; curl -s -m 1 http://127.0.0.1:9/ || true"}`, marker)
+	return providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: id, Name: "exec", Arguments: args}}}
+}
+
+// approvalGateway starts the gateway binary with tools.exec.approval
+// "risky", the scripted model and the channels given as JSON members; it
+// returns the config's path and the workspace.
+func approvalGateway(t *testing.T, llm *providertest.Server, channels string) (cfg, ws string) {
+	t.Helper()
+	bin := binary(t)
+	dir := t.TempDir()
+	port := freePort(t)
+	cfg = filepath.Join(dir, "config.json")
+	body := fmt.Sprintf(`{
+	  "agents": {"defaults": {"model": "test-model", "provider": "vllm"}},
+	  "providers": {"vllm": {"apiBase": %q, "apiKey": "k"}},
+	  "channels": {%s},
+	  "tools": {"exec": {"approval": "risky", "approvalTimeout": 120}},
+	  "gateway": {"port": %d, "heartbeat": {"enabled": false}}
+	}`, llm.OpenAIBase(), channels, port)
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "gateway", "--config", cfg)
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs.String())
+		}
+	})
+	return cfg, filepath.Join(dir, "workspace") // beside the config
+}
+
+// TestExecApprovalThroughSlack: the same request on Slack is a Block Kit
+// message with buttons; a non-admin's press is refused, an admin's
+// "Allow once" runs the command.
+func TestExecApprovalThroughSlack(t *testing.T) {
+	llm := providertest.New(t)
+	llm.Push(riskyCall("c1", "slack-once"), providertest.Reply{Text: "slack done"})
+	sl := slacktest.New(t)
+	_, ws := approvalGateway(t, llm, fmt.Sprintf(`"slack": {"enabled": true, "appToken": %q, "botToken": %q, "apiBase": %q,
+	    "allowFrom": ["UANN", "UBOB"], "admins": ["UANN"], "groupPolicy": "open"}`, slacktest.AppToken, slacktest.BotToken, sl.APIBase()))
+	sl.Push(slacktest.Event{Channel: "C1", ChannelType: "channel", User: "UANN", Text: "please do it"})
+	var req slacktest.Sent
+	waitfor.Within(t, "the approval request with buttons", 60*time.Second, func() bool {
+		for _, s := range sl.Sent() {
+			if len(s.Buttons) == 3 {
+				req = s
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(req.Rendered, "curl") || req.Channel != "C1" {
+		t.Errorf("request: %+v", req)
+	}
+	shown := func(text string) bool {
+		for _, s := range sl.Sent() {
+			if strings.Contains(s.Rendered, text) {
+				return true
+			}
+		}
+		return false
+	}
+	sl.Press("C1", req.TS, "UBOB", "Allow once")
+	waitfor.Within(t, "the refusal of a non-admin", 30*time.Second, func() bool { return shown("Only an admin") })
+	if _, err := os.Stat(filepath.Join(ws, "slack-once")); err == nil {
+		t.Fatal("the command ran on a non-admin's press")
+	}
+	env := sl.Press("C1", req.TS, "UANN", "Allow once")
+	waitfor.Within(t, "the answer after the command ran", 60*time.Second, func() bool { return shown("slack done") })
+	if _, err := os.Stat(filepath.Join(ws, "slack-once")); err != nil {
+		t.Error("the allowed command did not run")
+	}
+	if !sl.Acked(env) {
+		t.Error("the press was not acknowledged")
 	}
 }

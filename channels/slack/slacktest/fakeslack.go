@@ -41,7 +41,14 @@ type Sent struct {
 	Edit     bool
 	Text     string // as sent (mrkdwn)
 	Rendered string // Text with &amp; &lt; &gt; unescaped
-	At       time.Time
+	// Buttons are the buttons of the message's actions blocks.
+	Buttons []Button
+	At      time.Time
+}
+
+// Button is one Block Kit button.
+type Button struct {
+	ActionID, Text, Value string
 }
 
 // File is one completed upload.
@@ -157,8 +164,13 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 			fail(e.code)
 			return
 		}
+		buttons, err := parseBlocks(r.FormValue("blocks"))
+		if err != nil {
+			fail("invalid_blocks")
+			return
+		}
 		ts := s.ts()
-		s.record(Sent{Channel: r.FormValue("channel"), TS: ts, ThreadTS: r.FormValue("thread_ts"), Text: r.FormValue("text")})
+		s.record(Sent{Channel: r.FormValue("channel"), TS: ts, ThreadTS: r.FormValue("thread_ts"), Text: r.FormValue("text"), Buttons: buttons})
 		reply(map[string]any{"channel": r.FormValue("channel"), "ts": ts})
 	case "chat.update":
 		s.record(Sent{Channel: r.FormValue("channel"), TS: r.FormValue("ts"), Edit: true, Text: r.FormValue("text")})
