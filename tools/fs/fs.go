@@ -113,23 +113,23 @@ func (b *base) restrictNote() string {
 	return ""
 }
 
-// All returns read_file, write_file, edit_file and list_dir sharing opts.
+// All returns every file tool sharing opts: read_file, write_file,
+// edit_file, list_dir, apply_patch, grep and find_files.
 func All(opts Options) ([]tools.Tool, error) {
-	r, err := NewReadFile(opts)
-	if err != nil {
-		return nil, err
+	builders := []func(Options) (tools.Tool, error){
+		func(o Options) (tools.Tool, error) { return NewReadFile(o) },
+		func(o Options) (tools.Tool, error) { return NewWriteFile(o) },
+		func(o Options) (tools.Tool, error) { return NewEditFile(o) },
+		func(o Options) (tools.Tool, error) { return NewListDir(o) },
+		func(o Options) (tools.Tool, error) { return NewApplyPatch(o) },
 	}
-	w, err := NewWriteFile(opts)
-	if err != nil {
-		return nil, err
+	out := make([]tools.Tool, 0, len(builders))
+	for _, build := range builders {
+		t, err := build(opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
 	}
-	e, err := NewEditFile(opts)
-	if err != nil {
-		return nil, err
-	}
-	l, err := NewListDir(opts)
-	if err != nil {
-		return nil, err
-	}
-	return []tools.Tool{r, w, e, l}, nil
+	return out, nil
 }
