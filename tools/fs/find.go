@@ -139,7 +139,11 @@ func renderFound(hits []found, shown string, limit, offset int, capped bool) str
 		sb.WriteString(h.path + "\n")
 	}
 	out := strings.TrimRight(sb.String(), "\n")
-	if out == "" {
+	switch {
+	case out != "":
+	case offset > 0 && total > 0:
+		out = fmt.Sprintf("Nothing from offset %d: %d paths match.", offset, total)
+	default:
 		out = fmt.Sprintf("No files found in %s", shown)
 	}
 	var notes []string

@@ -47,6 +47,7 @@ func TestFindFiles(t *testing.T) {
 			want: ".gitignore\nREADME.md\nnotes/settings.md\nsrc/.gitignore\nsrc/deep/a_test.go\nsrc/settings_api.py\nsrc/settings_view.tsx"},
 		{name: "page", args: map[string]any{"head_limit": 2, "offset": 1},
 			want: "src/settings_api.py\nsrc/deep/a_test.go\n\n(7 paths match; showing 2 from offset 1; pass offset=3 for the next page)"},
+		{name: "offset past the end", args: map[string]any{"offset": 9}, want: "Nothing from offset 9: 7 paths match."},
 		{name: "a file", args: map[string]any{"path": "README.md"}, want: "README.md"},
 	}
 	for _, tt := range tests {

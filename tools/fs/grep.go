@@ -81,7 +81,7 @@ const (
 
 func (t *Grep) Execute(ctx context.Context, args map[string]any) (tools.Result, error) {
 	a := tools.Args(args)
-	g := &grepRun{tool: t, mode: modeFiles, offset: max(a.Int("offset", 0), 0), start: time.Now()}
+	g := &grepRun{tool: t, ctx: ctx, mode: modeFiles, offset: max(a.Int("offset", 0), 0), start: time.Now()}
 	if m := a.String("output_mode"); m != "" {
 		g.mode = grepMode(m)
 	}
@@ -186,7 +186,11 @@ func (g *grepRun) render(pattern string) string {
 		}
 		body = strings.TrimRight(sb.String(), "\n")
 	}
-	if body == "" {
+	switch {
+	case body != "":
+	case g.offset > 0 && (g.seen > 0 || len(g.hits) > 0):
+		body = fmt.Sprintf("Nothing from offset %d: there are %d results in all.", g.offset, max(g.seen, len(g.hits)))
+	default:
 		body = fmt.Sprintf("No matches for %q in %s", pattern, g.search.shown)
 	}
 	return body + g.notes()

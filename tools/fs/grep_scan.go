@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 // grepRun is one grep call's state while it walks.
 type grepRun struct {
 	tool          *Grep
+	ctx           context.Context // the call's; a cancelled call stops between files
 	search        *search
 	re            *regexp.Regexp
 	filter        filter
@@ -38,6 +40,9 @@ type grepRun struct {
 func (g *grepRun) scan(rel string) error {
 	if !g.filter.fileMatches(rel) {
 		return nil
+	}
+	if err := g.ctx.Err(); err != nil {
+		return err
 	}
 	if time.Since(g.start) > grepMaxDuration {
 		g.budget = fmt.Sprintf("the %v time limit was reached", grepMaxDuration)

@@ -54,6 +54,7 @@ func TestGrep(t *testing.T) {
 			want: "README.md\n\n(more results: showing 1 from offset 1; pass offset=2 for the next page or narrow the search)"},
 		{name: "max_results alias", args: map[string]any{"pattern": "Hello", "max_results": 1},
 			want: "src/main.go\n\n(more results: showing 1 from offset 0; pass offset=1 for the next page or narrow the search)"},
+		{name: "offset past the end", args: map[string]any{"pattern": "Hello", "offset": 5}, want: "Nothing from offset 5: there are 3 results in all."},
 		{name: "no match", args: map[string]any{"pattern": "zebra"}, want: `No matches for "zebra" in .`},
 		{name: "bad regex", args: map[string]any{"pattern": "(?<=x)y"}, want: "invalid regular expression", wantErr: true},
 		{name: "missing path", args: map[string]any{"pattern": "x", "path": "nope"}, want: "nope does not exist", wantErr: true},
@@ -109,7 +110,7 @@ func TestGrepSkips(t *testing.T) {
 	if err := os.Symlink(filepath.Join(e.ws, "app/main.go"), filepath.Join(e.ws, "link.go")); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.call(t, "grep", map[string]any{"pattern": "needle", "sort": "path"})
+	res, err := e.call(t, "grep", map[string]any{"pattern": "needle"})
 	if err != nil {
 		t.Fatal(err)
 	}
