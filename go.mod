@@ -49,6 +49,7 @@ require (
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.27
+	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/line/line-bot-sdk-go/v8 v8.14.0
 )

@@ -69,84 +69,25 @@ func (t *EditFile) Execute(_ context.Context, args map[string]any) (tools.Result
 	if bytes.IndexByte(raw, 0) >= 0 {
 		return tools.Result{}, fmt.Errorf("%s is a binary file; edit_file only edits text", shown)
 	}
-	// Match and edit with "\n" line ends and restore CRLF on write.
-	content := string(raw)
-	crlf := strings.Contains(content, "\r\n")
-	if crlf {
-		content = strings.ReplaceAll(content, "\r\n", "\n")
-		oldText = strings.ReplaceAll(oldText, "\r\n", "\n")
-		newText = strings.ReplaceAll(newText, "\r\n", "\n")
+	file := decodeText(raw)
+	oldText = strings.ReplaceAll(oldText, "\r\n", "\n")
+	newText = strings.ReplaceAll(newText, "\r\n", "\n")
+	r, err := replaceText(shown, file.body, oldText, newText, a.Bool("replace_all", false))
+	if ae, ok := errors.AsType[*AmbiguousError](err); ok {
+		return tools.Result{}, fmt.Errorf("%w, or set replace_all to true", ae)
 	}
-	kind, hits := locate(content, oldText, newText)
-	if kind == matchNone {
-		if stripped, ok := stripLineNumbers(oldText); ok {
-			if s, ok := stripLineNumbers(newText); ok {
-				newText = s
-			}
-			kind, hits = locate(content, stripped, newText)
-		}
-	}
-	if kind == matchNone {
-		return tools.Result{}, notFound(shown, content, oldText)
-	}
-	lines := make([]int, len(hits))
-	for i, h := range hits {
-		lines[i] = lineOf(content, h.start)
-	}
-	if len(hits) > 1 && !a.Bool("replace_all", false) {
-		return tools.Result{}, fmt.Errorf("old_text occurs %d times in %s (at lines %s); add surrounding lines to make it unique, or set replace_all to true",
-			len(hits), shown, joinInts(lines))
-	}
-	var sb strings.Builder
-	prev := 0
-	for _, h := range hits {
-		sb.WriteString(content[prev:h.start])
-		sb.WriteString(h.replacement)
-		prev = h.end
-	}
-	sb.WriteString(content[prev:])
-	updated := sb.String()
-	if crlf {
-		updated = strings.ReplaceAll(updated, "\n", "\r\n")
-	}
-	if _, err := writeKeepingMode(loc, []byte(updated)); err != nil {
+	if err != nil {
 		return tools.Result{}, err
 	}
-	how := ""
-	switch kind {
-	case matchLines:
-		how = " (matched ignoring whitespace and indentation differences)"
-	case matchTokens:
-		how = " (matched ignoring whitespace differences)"
+	file.body = r.body
+	if _, err := writeKeepingMode(loc, file.bytes()); err != nil {
+		return tools.Result{}, err
 	}
 	noun := "occurrence"
-	if len(hits) > 1 {
+	if len(r.lines) > 1 {
 		noun = "occurrences"
 	}
-	return tools.Result{Content: fmt.Sprintf("Edited %s: replaced %d %s at line %s%s.", shown, len(hits), noun, joinInts(lines), how)}, nil
-}
-
-// notFound explains a miss and shows the most similar lines.
-func notFound(shown, content, old string) error {
-	first, last, score := closest(content, old)
-	if first == 0 || score < 0.3 {
-		return fmt.Errorf("old_text was not found in %s and no similar lines exist; read the file again (read_file) and copy the text exactly", shown)
-	}
-	lines, _ := splitLines(content)
-	var sb strings.Builder
-	for n := first; n <= last && n-first < 30; n++ {
-		fmt.Fprintf(&sb, "%6d| %s\n", n, lines[n-1])
-	}
-	return fmt.Errorf("old_text was not found in %s. The closest lines (%d-%d, %.0f%% similar) are:\n%sCopy the exact text from there (without the line-number prefixes) and retry",
-		shown, first, last, score*100, sb.String())
-}
-
-func joinInts(ns []int) string {
-	parts := make([]string, len(ns))
-	for i, n := range ns {
-		parts[i] = fmt.Sprint(n)
-	}
-	return strings.Join(parts, ", ")
+	return tools.Result{Content: fmt.Sprintf("Edited %s: replaced %d %s at line %s%s.", shown, len(r.lines), noun, joinInts(r.lines), r.how())}, nil
 }
 
 // readAll reads the file at loc through its root.

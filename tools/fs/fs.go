@@ -1,6 +1,8 @@
 // Package fs holds the file tools: read_file (paged text with line numbers,
 // images as image parts), write_file, edit_file (exact, then
-// whitespace-tolerant replacement) and list_dir.
+// whitespace-tolerant replacement), list_dir, apply_patch (several edits
+// across files, all or nothing), grep (regular expressions over file
+// contents) and find_files (paths by glob, newest first).
 //
 // Relative paths are relative to the workspace. With RestrictToWorkspace
 // every path is resolved the way the kernel will see it (symlinks included,
@@ -13,8 +15,14 @@
 // temporary file beside the target, renamed over it inside the same
 // folder.
 //
+// grep and find_files walk a folder through a handle on it without
+// following symlinks, skip what .gitignore files (in the folder, below it
+// and above it up to the workspace) and list_dir's clutter list leave out,
+// and stop at fixed limits that their output reports.
+//
 // The tools are safe for concurrent use; concurrent edits of one file are
-// last-writer-wins.
+// last-writer-wins (apply_patch included: it checks a patch against the
+// files as they are, then writes; it does not lock them meanwhile).
 package fs
 
 import (
@@ -113,23 +121,25 @@ func (b *base) restrictNote() string {
 	return ""
 }
 
-// All returns read_file, write_file, edit_file and list_dir sharing opts.
+// All returns every file tool sharing opts: read_file, write_file,
+// edit_file, list_dir, apply_patch, grep and find_files.
 func All(opts Options) ([]tools.Tool, error) {
-	r, err := NewReadFile(opts)
-	if err != nil {
-		return nil, err
+	builders := []func(Options) (tools.Tool, error){
+		func(o Options) (tools.Tool, error) { return NewReadFile(o) },
+		func(o Options) (tools.Tool, error) { return NewWriteFile(o) },
+		func(o Options) (tools.Tool, error) { return NewEditFile(o) },
+		func(o Options) (tools.Tool, error) { return NewListDir(o) },
+		func(o Options) (tools.Tool, error) { return NewApplyPatch(o) },
+		func(o Options) (tools.Tool, error) { return NewGrep(o) },
+		func(o Options) (tools.Tool, error) { return NewFindFiles(o) },
 	}
-	w, err := NewWriteFile(opts)
-	if err != nil {
-		return nil, err
+	out := make([]tools.Tool, 0, len(builders))
+	for _, build := range builders {
+		t, err := build(opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
 	}
-	e, err := NewEditFile(opts)
-	if err != nil {
-		return nil, err
-	}
-	l, err := NewListDir(opts)
-	if err != nil {
-		return nil, err
-	}
-	return []tools.Tool{r, w, e, l}, nil
+	return out, nil
 }

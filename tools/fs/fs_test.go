@@ -106,6 +106,9 @@ func TestRestrictedPathsRefused(t *testing.T) {
 			{"write_file", map[string]any{"path": p, "content": "x"}},
 			{"edit_file", map[string]any{"path": p, "old_text": "top", "new_text": "bottom"}},
 			{"list_dir", map[string]any{"path": p}},
+			{"apply_patch", patchArgs(edit(p, "add", "", "x"))},
+			{"grep", map[string]any{"pattern": "top", "path": p}},
+			{"find_files", map[string]any{"path": p}},
 		} {
 			t.Run(call.tool+" "+p, func(t *testing.T) {
 				res, err := e.call(t, call.tool, call.args)

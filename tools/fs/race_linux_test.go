@@ -51,6 +51,18 @@ func TestSymlinkSwapRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gr, err := NewGrep(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := NewFindFiles(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap, err := NewApplyPatch(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The real box folder, whatever its name is at the moment.
 	realBox, err := os.OpenRoot(box)
 	if err != nil {
@@ -118,10 +130,38 @@ func TestSymlinkSwapRace(t *testing.T) {
 			escapes["list_dir"]++
 		}
 	}
+	for range raceIterations {
+		res, err := gr.Execute(ctx, map[string]any{"pattern": "SECRET|apiKey", "path": "box", "output_mode": "content"})
+		if err != nil {
+			errs["grep"]++
+		} else if !strings.HasPrefix(res.Content, "No matches") {
+			escapes["grep"]++
+		}
+		res, err = fd.Execute(ctx, map[string]any{"path": "box"})
+		if err != nil {
+			errs["find_files"]++
+		} else if strings.Contains(res.Content, "config.json") {
+			escapes["find_files"]++
+		}
+	}
+	for range raceIterations {
+		if _, err := ap.Execute(ctx, map[string]any{"edits": []any{
+			map[string]any{"path": "box/patched.txt", "action": "add", "new_text": "x"},
+			map[string]any{"path": "box/new.txt", "action": "add", "new_text": "y"},
+		}}); err != nil {
+			errs["apply_patch"]++
+		}
+		for _, name := range []string{"patched.txt", "new.txt"} {
+			if _, err := os.Lstat(filepath.Join(secret, name)); err == nil {
+				escapes["apply_patch"]++
+				os.Remove(filepath.Join(secret, name))
+			}
+		}
+	}
 	swaps := sw.Stop(t)
 
 	total := 0
-	for _, tool := range []string{"read_file", "write_file", "edit_file", "list_dir"} {
+	for _, tool := range []string{"read_file", "write_file", "edit_file", "list_dir", "grep", "find_files", "apply_patch"} {
 		t.Logf("%s: %d escapes, %d refusals in %d calls", tool, escapes[tool], errs[tool], raceIterations)
 		total += escapes[tool]
 	}
