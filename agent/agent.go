@@ -21,6 +21,7 @@ import (
 	"github.com/nanobot-go/nanobot/tools/image"
 	"github.com/nanobot-go/nanobot/tools/message"
 	"github.com/nanobot-go/nanobot/tools/recall"
+	"github.com/nanobot-go/nanobot/tools/sessions"
 	"github.com/nanobot-go/nanobot/tools/spawn"
 )
 
@@ -185,6 +186,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		OwnDirs: []string{filepath.Join(paths.Media, image.GeneratedDir)},
 	})
 	own := []tools.Tool{msg, spawn.New(a.Subagents), recall.New(recall.Options{Workspace: workspace, Conversations: conversationsOf(deps.Store)})}
+	own = append(own, sessions.All(sessionSource{deps.Store}, toSelf)...)
 	if cfg.Tools.Image.Enabled {
 		img, err := imageTool(cfg, paths, deps, log)
 		if err != nil {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,7 +43,7 @@ func TestSubagentResultNamesItsAgent(t *testing.T) {
 }
 
 // TestOwnToolSchemasCompile compiles the schemas of the tools New adds
-// (message, spawn, memory_search, image), which it registers with RegisterOwn: their
+// (message, spawn, memory_search, the session tools, image), which it registers with RegisterOwn: their
 // compile waits for the first call, and this test stands behind that.
 func TestOwnToolSchemasCompile(t *testing.T) {
 	cfg := configs.Default()
@@ -57,8 +58,9 @@ func TestOwnToolSchemasCompile(t *testing.T) {
 	if _, err := New(&cfg, paths, Deps{Provider: &fakeLLM{}, Model: "m", Tools: reg, Store: store, Out: &outbox{}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := reg.Names(); len(got) != 4 {
-		t.Errorf("New registered %v, want message, spawn, memory_search and the image tool", got)
+	want := []string{"message", "spawn", "memory_search", "list_sessions", "read_session", "search_sessions", "send_session_message", "generate_image"}
+	if got := reg.Names(); !slices.Equal(got, want) {
+		t.Errorf("New registered %v, want %v", got, want)
 	}
 	for _, d := range reg.Definitions() {
 		if _, err := tools.CompileSchema(d.Parameters); err != nil {

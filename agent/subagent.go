@@ -42,7 +42,7 @@ type subagent struct {
 }
 
 // subagentDenied are the tools a sub-agent never gets.
-var subagentDenied = map[string]bool{"message": true, "spawn": true}
+var subagentDenied = map[string]bool{"message": true, "spawn": true, "send_session_message": true}
 
 func (s *Subagents) init() {
 	s.once.Do(func() {

@@ -18,6 +18,9 @@ const (
 	SourceHeartbeat Source = "heartbeat"
 	SourceSubagent  Source = "subagent"
 	SourceAPI       Source = "api"
+	// SourceSession is a message the agent passed on from another of its
+	// conversations (send_session_message); SourceRef is that session.
+	SourceSession Source = "session"
 )
 
 // String names the source ("user" for the zero value), for logs and

@@ -153,6 +153,14 @@ func riskyCall(id, marker string) providertest.Reply {
 // returns the config's path and the workspace.
 func approvalGateway(t *testing.T, llm *providertest.Server, channels string) (cfg, ws string) {
 	t.Helper()
+	return scriptedGateway(t, llm, channels, `"exec": {"approval": "risky", "approvalTimeout": 120}`)
+}
+
+// scriptedGateway starts the gateway binary on the scripted model with the
+// channels and tools settings given as JSON members; it returns the
+// config's path and the workspace.
+func scriptedGateway(t *testing.T, llm *providertest.Server, channels, toolSettings string) (cfg, ws string) {
+	t.Helper()
 	bin := binary(t)
 	dir := t.TempDir()
 	port := freePort(t)
@@ -161,9 +169,9 @@ func approvalGateway(t *testing.T, llm *providertest.Server, channels string) (c
 	  "agents": {"defaults": {"model": "test-model", "provider": "vllm"}},
 	  "providers": {"vllm": {"apiBase": %q, "apiKey": "k"}},
 	  "channels": {%s},
-	  "tools": {"exec": {"approval": "risky", "approvalTimeout": 120}},
+	  "tools": {%s},
 	  "gateway": {"port": %d, "heartbeat": {"enabled": false}}
-	}`, llm.OpenAIBase(), channels, port)
+	}`, llm.OpenAIBase(), channels, toolSettings, port)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

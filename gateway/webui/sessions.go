@@ -19,7 +19,6 @@ const (
 	// toolPreview is how much of a tool result the history shows before
 	// "show all".
 	toolPreview = 1500
-	titleMeta   = "title"
 )
 
 // sessionInfo is one row of the conversations sidebar.
@@ -58,34 +57,8 @@ type toolCall struct {
 
 func describe(sess *session.Session, messages []providers.Message) sessionInfo {
 	ch, chat := sess.Origin()
-	title, _ := sess.Meta(titleMeta).(string)
-	if title == "" {
-		for _, m := range messages {
-			if m.Role == "user" {
-				title = firstLine(markdownMarks.Replace(m.Text()), 80)
-				break
-			}
-		}
-	}
-	if title == "" {
-		title = chat
-	}
-	return sessionInfo{Key: sess.Key, Channel: ch, ChatID: chat, Title: title, UpdatedAt: sess.UpdatedAt,
+	return sessionInfo{Key: sess.Key, Channel: ch, ChatID: chat, Title: sess.Title(), UpdatedAt: sess.UpdatedAt,
 		Messages: len(messages), Chatable: ch == "web"}
-}
-
-// markdownMarks are dropped from a title made of the first message.
-var markdownMarks = strings.NewReplacer("**", "", "__", "", "`", "", "# ", "")
-
-func firstLine(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if utf8.RuneCountInString(s) > n {
-		s = string([]rune(s)[:n]) + "…"
-	}
-	return s
 }
 
 // listSessions is GET /api/sessions?q=: every channel's conversations,
@@ -204,7 +177,7 @@ func (s *Server) renameSession(w http.ResponseWriter, r *http.Request) {
 	if sess == nil {
 		return
 	}
-	if err := st.SetMetadata(r.Context(), sess, titleMeta, title); err != nil {
+	if err := st.SetMetadata(r.Context(), sess, session.MetaTitle, title); err != nil {
 		s.internalError(w, "rename session", err, "could not rename the conversation", "session", sess.Key)
 		return
 	}

@@ -1,0 +1,53 @@
+package agent
+
+import (
+	"context"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/tools/sessions"
+)
+
+// sessionSource lets the session tools read the agent's store.
+type sessionSource struct{ store session.Store }
+
+func (s sessionSource) List(ctx context.Context) ([]sessions.Summary, error) {
+	infos, err := s.store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sessions.Summary, 0, len(infos))
+	for _, in := range infos {
+		ch, _, _ := strings.Cut(in.Key, ":") // shown only; Read gives the recorded origin
+		out = append(out, sessions.Summary{Key: in.Key, Channel: ch, Updated: in.UpdatedAt, Messages: in.Messages})
+	}
+	return out, nil
+}
+
+func (s sessionSource) Read(ctx context.Context, key string) (sessions.Summary, []sessions.Message, error) {
+	if strings.TrimSpace(key) == "" {
+		return sessions.Summary{}, nil, sessions.ErrNotFound
+	}
+	sess, err := s.store.Load(ctx, key)
+	if err != nil {
+		return sessions.Summary{}, nil, err
+	}
+	if sess.CreatedAt.IsZero() && sess.UpdatedAt.IsZero() && len(sess.Messages) == 0 {
+		return sessions.Summary{}, nil, sessions.ErrNotFound // Load's empty stand-in for a key never written
+	}
+	ch, chat := sess.Origin()
+	var msgs []sessions.Message
+	for _, m := range sess.Tail(math.MaxInt32) { // consolidated messages too: the whole conversation
+		if (m.Role != providers.RoleUser && m.Role != providers.RoleAssistant) || len(m.ToolCalls) > 0 && m.Text() == "" {
+			continue
+		}
+		if t := m.Text(); t != "" {
+			at, _ := time.Parse(time.RFC3339Nano, m.Timestamp)
+			msgs = append(msgs, sessions.Message{Role: m.Role, Text: t, Time: at})
+		}
+	}
+	return sessions.Summary{Key: sess.Key, Title: sess.Title(), Channel: ch, Chat: chat, Updated: sess.UpdatedAt, Messages: len(msgs)}, msgs, nil
+}
