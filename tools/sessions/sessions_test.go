@@ -136,7 +136,12 @@ func TestListReadSearch(t *testing.T) {
 func TestSendPassesOnAndIsRateLimited(t *testing.T) {
 	var mu sync.Mutex
 	var sent []bus.Inbound
-	all := All(source(), func(_ context.Context, m bus.Inbound) error { mu.Lock(); sent = append(sent, m); mu.Unlock(); return nil })
+	all := All(source(), func(_ context.Context, m bus.Inbound) error {
+		mu.Lock()
+		sent = append(sent, m)
+		mu.Unlock()
+		return nil
+	})
 	send := all[3].(*Send)
 	now := t0
 	send.now = func() time.Time { return now }
