@@ -136,14 +136,17 @@ func (s *session) exited() bool {
 
 // kill ends the command and everything in its process group. why, when
 // the gateway (not the model) ends it, is told to the model on the next
-// poll. It does not wait: done closes when the processes are gone.
-func (s *session) kill(why string) {
+// poll. It does not wait: done closes when the processes are gone. It
+// reports whether why was recorded (the first reason given wins).
+func (s *session) kill(why string) bool {
 	s.mu.Lock()
-	if why != "" && s.endReason == "" && !s.exited() {
+	first := why != "" && s.endReason == "" && !s.exited()
+	if first {
 		s.endReason = why
 	}
 	s.mu.Unlock()
 	s.cancel()
+	return first
 }
 
 // touch records a tool call on the session: idleness counts from here.

@@ -281,8 +281,9 @@ func (m *Sessions) reap() {
 		case !now.Before(s.deadline) && !s.exited():
 			// Kept until the next poll, which shows its last output and
 			// why it ended (or until it is idle too long).
-			s.kill(fmt.Sprintf("killed when it reached its lifetime of %s", s.deadline.Sub(s.started)))
-			m.log.Info("exec session reached its lifetime", "session_id", s.id)
+			if s.kill(fmt.Sprintf("killed when it reached its lifetime of %s", s.deadline.Sub(s.started))) {
+				m.log.Info("exec session reached its lifetime", "session_id", s.id)
+			}
 		}
 	}
 }
