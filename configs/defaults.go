@@ -52,6 +52,7 @@ func Default() Config {
 				Sandbox:        "auto",
 				AllowedEnvKeys: []string{},
 				AllowPaths:     AllowPathsConfig{ReadOnly: []string{}, ReadWrite: []string{}},
+				Sessions:       ExecSessionsConfig{Enable: true, MaxSessions: 8, IdleTimeoutMinutes: 30, MaxLifetimeMinutes: 240, MaxOutputChars: 50000},
 			},
 			Web: WebConfig{
 				Search: WebSearchConfig{Provider: "duckduckgo", MaxResults: 5},
