@@ -49,8 +49,10 @@ func pids(t *testing.T, out string) []int {
 }
 
 // The sessions whose pids a test reads run unconfined: inside the
-// sandbox's PID namespace $$ is not the host's pid.
-const twoProcesses = "sleep 1000 & echo bg=$! leader=$$ end; wait"
+// sandbox's PID namespace $$ is not the host's pid. The background job
+// ignores SIGHUP, so the terminal's hang-up does not end it: only the
+// process group's kill does.
+const twoProcesses = "(trap '' HUP; exec sleep 1000) & echo bg=$! leader=$$ end; wait"
 
 func TestSessionsCloseKillsEveryProcess(t *testing.T) {
 	r := newSessionRig(t, Options{Sandbox: sandbox.ModeNone}, SessionOptions{})
