@@ -58,6 +58,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.20 // indirect
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.2 // indirect
 	github.com/aws/smithy-go v1.28.9 // indirect
+	github.com/creack/pty v1.1.24 // indirect
 	github.com/mattn/go-sqlite3 v1.14.48 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/tools v0.52.1-0.20261106145633-d407941a339a // indirect

@@ -467,6 +467,32 @@ type ExecConfig struct {
 	// ApprovalTimeout is how long a request waits for an answer, in
 	// seconds (default 300); no answer means no.
 	ApprovalTimeout int `json:"approvalTimeout"`
+	// Sessions configures long-running commands: exec with yield_time_ms,
+	// write_stdin and list_exec_sessions.
+	Sessions ExecSessionsConfig `json:"sessions"`
+}
+
+// ExecSessionsConfig configures exec sessions: commands exec starts with
+// yield_time_ms in a pseudo-terminal, kept running across tool calls for
+// write_stdin to type into and poll. They go through exec's guards and
+// sandbox; each belongs to the conversation that started it.
+type ExecSessionsConfig struct {
+	// Enable offers sessions when exec is enabled (default true; Unix
+	// only).
+	Enable bool `json:"enable"`
+	// MaxSessions caps the sessions alive at once on the gateway, across
+	// conversations and agents (default 8, at most 64).
+	MaxSessions int `json:"maxSessions"`
+	// IdleTimeoutMinutes kills a session no write_stdin has touched for
+	// this long (default 30).
+	IdleTimeoutMinutes int `json:"idleTimeoutMinutes"`
+	// MaxLifetimeMinutes kills a session this long after it started,
+	// however busy (default 240); exec's timeout argument may shorten it.
+	MaxLifetimeMinutes int `json:"maxLifetimeMinutes"`
+	// MaxOutputChars is how much unread output a session keeps between
+	// polls, its first and most recent halves (default 50000), and the
+	// most one poll may return.
+	MaxOutputChars int `json:"maxOutputChars"`
 }
 
 // AllowPathsConfig lists extra folders for the sandbox.

@@ -274,6 +274,8 @@ func TestValidationErrorsNamePaths(t *testing.T) {
 		{"timezone", `{"agents": {"defaults": {"timezone": "Mars/Base"}}}`, `agents.defaults.timezone: unknown timezone "Mars/Base"`},
 		{"temperature", `{"agents": {"defaults": {"temperature": 3}}}`, "agents.defaults.temperature: want 0 to 2, got 3"},
 		{"regex", `{"tools": {"exec": {"denyPatterns": ["ok", "(["]}}}`, "tools.exec.denyPatterns[1]: invalid regular expression"},
+		{"exec sessions", `{"tools": {"exec": {"sessions": {"maxSessions": 0}}}}`, "tools.exec.sessions.maxSessions: want 1 to 64, got 0"},
+		{"exec session output", `{"tools": {"exec": {"sessions": {"maxOutputChars": 10}}}}`, "tools.exec.sessions.maxOutputChars: want 1000 to 1000000 characters, got 10"},
 		{"cidr", `{"tools": {"ssrfAllowlist": ["10.0.0.0/8", "lan"]}}`, `tools.ssrfAllowlist[1]: want a CIDR`},
 		{"mcp", `{"tools": {"mcpServers": {"x": {"args": []}}}}`, "tools.mcpServers.x: needs a command"},
 		{"api", `{"providers": {"openai": {"api": "graphql"}}}`, `providers.openai.api: want "chat" or "responses", got "graphql"`},
@@ -436,5 +438,21 @@ func TestProviderWireAPI(t *testing.T) {
 		if got := tt.pc.WireAPI(); got != tt.want {
 			t.Errorf("%+v.WireAPI() = %q, want %q", tt.pc, got, tt.want)
 		}
+	}
+}
+
+func TestExecSessionsDefaults(t *testing.T) {
+	l, err := Load(Options{Path: writeConfig(t, `{"tools": {"exec": {"sessions": {"maxSessions": 3}}}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := l.Config.Tools.Exec.Sessions
+	want := ExecSessionsConfig{Enable: true, MaxSessions: 3, IdleTimeoutMinutes: 30, MaxLifetimeMinutes: 240, MaxOutputChars: 50000}
+	if got != want {
+		t.Errorf("sessions = %+v, want %+v (the key given, defaults for the rest)", got, want)
+	}
+	// Switched off, its limits are not checked.
+	if _, err := Load(Options{Path: writeConfig(t, `{"tools": {"exec": {"sessions": {"enable": false, "maxSessions": 0}}}}`)}); err != nil {
+		t.Errorf("disabled sessions with a zero limit: %v", err)
 	}
 }

@@ -55,6 +55,7 @@ func Default() Config {
 				Approval:         "off",
 				ApprovedCommands: []string{},
 				ApprovalTimeout:  300,
+				Sessions:         ExecSessionsConfig{Enable: true, MaxSessions: 8, IdleTimeoutMinutes: 30, MaxLifetimeMinutes: 240, MaxOutputChars: 50000},
 			},
 			Web: WebConfig{
 				Search: WebSearchConfig{Provider: "duckduckgo", MaxResults: 5},

@@ -162,6 +162,12 @@ func (v *validator) tools(t ToolsConfig) {
 	for name, lim := range map[string]int64{"cpuSeconds": t.Exec.Limits.CPUSeconds, "memoryMb": t.Exec.Limits.MemoryMB, "processes": t.Exec.Limits.Processes, "fileSizeMb": t.Exec.Limits.FileSizeMB} {
 		v.require(lim >= -1, "tools.exec.limits."+name, "want a positive number, 0 for the default or -1 for none, got %d", lim)
 	}
+	if ss := t.Exec.Sessions; ss.Enable {
+		v.require(ss.MaxSessions >= 1 && ss.MaxSessions <= 64, "tools.exec.sessions.maxSessions", "want 1 to 64, got %d", ss.MaxSessions)
+		v.require(ss.IdleTimeoutMinutes >= 1, "tools.exec.sessions.idleTimeoutMinutes", "want at least 1 minute, got %d", ss.IdleTimeoutMinutes)
+		v.require(ss.MaxLifetimeMinutes >= 1 && ss.MaxLifetimeMinutes <= 10080, "tools.exec.sessions.maxLifetimeMinutes", "want 1 to 10080 minutes (a week), got %d", ss.MaxLifetimeMinutes)
+		v.require(ss.MaxOutputChars >= 1000 && ss.MaxOutputChars <= 1000000, "tools.exec.sessions.maxOutputChars", "want 1000 to 1000000 characters, got %d", ss.MaxOutputChars)
+	}
 	v.patterns("tools.exec.denyPatterns", t.Exec.DenyPatterns)
 	v.patterns("tools.exec.allowPatterns", t.Exec.AllowPatterns)
 	v.oneOf("tools.exec.approval", t.Exec.Approval, "off", "risky", "always")

@@ -67,7 +67,7 @@ func runAgent(cmd *cobra.Command, a *app, agentName, msg, sessKey string, markdo
 	provider, model, providerName, tools := w.provider, w.model, w.providerName, w.tools
 	if profile.Name != configs.DefaultAgent {
 		provider, model, providerName, _ = buildModel(c, profile.Settings, a.log, a.signIn())
-		if tools, err = a.agentTools(w.cron)(profile, paths); err != nil {
+		if tools, err = a.agentTools(w.cron, w.sessions)(profile, paths); err != nil {
 			return err
 		}
 	}

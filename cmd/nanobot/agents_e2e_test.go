@@ -54,7 +54,7 @@ func runAgentsGateway(t *testing.T, path string) (base string, stop func()) {
 				return p, m, name
 			},
 			BuildPreset: func(p configs.ModelPreset) (providers.Provider, error) { return buildPreset(c, p, log, nil) },
-			ToolsFor:    a.agentTools(w.cron),
+			ToolsFor:    a.agentTools(w.cron, w.sessions),
 			Channels:    w.channels, Listener: ln, Ready: func(addr string) { ready <- addr },
 			DrainTimeout: 2 * time.Second, Stderr: io.Discard, Log: log,
 		})

@@ -187,7 +187,7 @@ func TestNanobotOptionsMeanWhatTheySay(t *testing.T) {
 	t.Run("web disabled", func(t *testing.T) {
 		l := load(t, "web-disabled")
 		a := &app{loaded: l, log: slog.New(slog.DiscardHandler)}
-		tools, err := builtinToolsIn(a, t.TempDir(), "none")
+		tools, err := builtinToolsIn(a, t.TempDir(), "none", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -108,7 +108,7 @@ func runGateway(ctx context.Context, a *app) error {
 			return p, model, name
 		},
 		BuildPreset: func(p configs.ModelPreset) (providers.Provider, error) { return buildPreset(&l.Config, p, a.log, si) },
-		ToolsFor:    a.agentTools(w.cron),
+		ToolsFor:    a.agentTools(w.cron, w.sessions),
 		Channels:    w.channels, Log: a.log, Version: buildVersion(),
 		CronStore: w.cron, Reload: reload, Redact: a.redact, Logs: a.logs, Platforms: platformTypes(),
 		ReloadConfig: func() (*configs.Config, error) {

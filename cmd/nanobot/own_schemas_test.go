@@ -8,6 +8,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/shell"
 )
 
 // TestOwnToolSchemasCompile compiles the parameter schema of every
@@ -19,7 +20,7 @@ func TestOwnToolSchemasCompile(t *testing.T) {
 	cfg.Agents.Defaults.Workspace = t.TempDir()
 	l := configs.Loaded{Config: cfg, Paths: configs.PathsFor(filepath.Join(t.TempDir(), "config.json"), &cfg)}
 	a := &app{loaded: &l, log: slog.New(slog.DiscardHandler)}
-	reg, err := a.toolRegistry(cron.NewStore(filepath.Join(t.TempDir(), "jobs.json")), cfg.Agents.Defaults.Workspace, "none")
+	reg, err := a.toolRegistry(cron.NewStore(filepath.Join(t.TempDir(), "jobs.json")), shell.NewSessions(shell.SessionOptions{}), cfg.Agents.Defaults.Workspace, "none")
 	if err != nil {
 		t.Fatal(err)
 	}

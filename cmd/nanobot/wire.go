@@ -35,6 +35,7 @@ import (
 	crontool "github.com/nanobot-go/nanobot/tools/cron"
 	"github.com/nanobot-go/nanobot/tools/mcp"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
+	"github.com/nanobot-go/nanobot/tools/shell"
 )
 
 // mcpStartWait is how long startup waits for MCP servers to connect.
@@ -55,8 +56,11 @@ type wired struct {
 	// it (and moves it to NATS in cluster mode).
 	cron *cron.Store
 	// mcp supervises the MCP servers (nil when none are configured).
-	mcp     *mcp.Manager
-	closers []func()
+	mcp *mcp.Manager
+	// sessions holds the exec sessions of every agent's exec tool (nil
+	// when they are off).
+	sessions *shell.Sessions
+	closers  []func()
 }
 
 func (w *wired) close() {
@@ -76,7 +80,9 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 	w.provider, w.model, w.providerName, w.providerNote = p, model, name, note
 
 	w.cron = cron.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json"))
-	if w.tools, err = a.toolRegistry(w.cron, a.loaded.Paths.Workspace, c.Tools.Exec.Sandbox); err != nil {
+	w.startSessions(ctx, a)
+	if w.tools, err = a.toolRegistry(w.cron, w.sessions, a.loaded.Paths.Workspace, c.Tools.Exec.Sandbox); err != nil {
+		w.close()
 		return nil, err
 	}
 	if len(c.Tools.MCPServers) > 0 {
@@ -97,8 +103,9 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 }
 
 // toolRegistry builds a registry of the built-in tools (cron and the
-// configurable ones) working in workspace ws, exec confined by sb.
-func (a *app) toolRegistry(jobs *cron.Store, ws, sb string) (*tools.Registry, error) {
+// configurable ones) working in workspace ws, exec confined by sb and
+// starting its sessions in sessions (nil: none).
+func (a *app) toolRegistry(jobs *cron.Store, sessions *shell.Sessions, ws, sb string) (*tools.Registry, error) {
 	c := &a.loaded.Config
 	disabled := map[string]bool{}
 	for _, n := range c.Tools.Disabled {
@@ -106,7 +113,7 @@ func (a *app) toolRegistry(jobs *cron.Store, ws, sb string) (*tools.Registry, er
 	}
 	reg := tools.NewRegistry(tools.WithLogger(a.log), tools.WithDisabled(disabled), tools.WithRedactor(a.redact))
 	builtins := []tools.Tool{crontool.NewTool(jobs.ForTool(), c.Agents.Defaults.Location())}
-	more, err := builtinToolsIn(a, ws, sb)
+	more, err := builtinToolsIn(a, ws, sb, sessions)
 	if err != nil {
 		return nil, err
 	}
@@ -119,14 +126,15 @@ func (a *app) toolRegistry(jobs *cron.Store, ws, sb string) (*tools.Registry, er
 }
 
 // agentTools builds the tools of an agent besides the default: its own
-// workspace and sandbox (MCP servers serve the default agent only).
-func (a *app) agentTools(jobs *cron.Store) func(configs.Agent, configs.Paths) (*tools.Registry, error) {
+// workspace and sandbox (MCP servers serve the default agent only); the
+// exec sessions are the gateway's, shared.
+func (a *app) agentTools(jobs *cron.Store, sessions *shell.Sessions) func(configs.Agent, configs.Paths) (*tools.Registry, error) {
 	return func(ag configs.Agent, p configs.Paths) (*tools.Registry, error) {
 		sb := ag.Sandbox
 		if sb == "" {
 			sb = a.loaded.Config.Tools.Exec.Sandbox
 		}
-		return a.toolRegistry(jobs, p.Workspace, sb)
+		return a.toolRegistry(jobs, sessions, p.Workspace, sb)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"time"
@@ -16,12 +17,13 @@ import (
 // builtinTools builds the configurable built-in tools: exec, the file tools,
 // web_search and web_fetch.
 func builtinTools(a *app) ([]tools.Tool, error) {
-	return builtinToolsIn(a, a.loaded.Paths.Workspace, a.loaded.Config.Tools.Exec.Sandbox)
+	return builtinToolsIn(a, a.loaded.Paths.Workspace, a.loaded.Config.Tools.Exec.Sandbox, nil)
 }
 
 // builtinToolsIn builds the built-in tools working in workspace ws, with
-// exec confined by sandbox mode sb.
-func builtinToolsIn(a *app, ws, sb string) ([]tools.Tool, error) {
+// exec confined by sandbox mode sb; with sessions (nil: none), exec starts
+// long-running sessions there and write_stdin and list_exec_sessions join.
+func builtinToolsIn(a *app, ws, sb string, sessions *shell.Sessions) ([]tools.Tool, error) {
 	c := &a.loaded.Config
 	var out []tools.Tool
 	if c.Tools.Exec.Enable {
@@ -33,11 +35,15 @@ func builtinToolsIn(a *app, ws, sb string) ([]tools.Tool, error) {
 			ReadOnly: expandAll(c.Tools.Exec.AllowPaths.ReadOnly), ReadWrite: expandAll(c.Tools.Exec.AllowPaths.ReadWrite),
 			DenyNetwork: !c.Tools.Exec.NetworkAllowed(), AllowUnixSockets: c.Tools.Exec.AllowUnixSockets, Limits: execLimits(c.Tools.Exec.Limits),
 			Approval: a.execApproval(),
+			Sessions: sessions,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("tools.exec: %w", err)
 		}
 		out = append(out, ex)
+		if sessions != nil && sessions.Supported() {
+			out = append(out, shell.SessionTools(sessions, a.execApproval(), ws)...)
+		}
 	}
 	files, err := fs.All(fs.Options{Workspace: ws, RestrictToWorkspace: c.Tools.RestrictToWorkspace, Logger: a.log})
 	if err != nil {
@@ -78,4 +84,44 @@ func expandAll(paths []string) []string {
 
 func execLimits(l configs.ExecLimits) sandbox.Limits {
 	return sandbox.Limits{CPUSeconds: l.CPUSeconds, MemoryMB: l.MemoryMB, Processes: l.Processes, FileSizeMB: l.FileSizeMB}
+}
+
+// sessionCloseWait bounds how long stopping waits for exec sessions'
+// processes to end after they were killed.
+const sessionCloseWait = 10 * time.Second
+
+// startSessions makes the gateway's exec sessions when exec and sessions
+// are enabled on a platform that has them, runs their reaper until the
+// gateway stops, and has w.close kill every session and wait for it.
+func (w *wired) startSessions(ctx context.Context, a *app) {
+	ex := a.loaded.Config.Tools.Exec
+	if !ex.Enable || !ex.Sessions.Enable {
+		return
+	}
+	s := ex.Sessions
+	w.sessions = shell.NewSessions(shell.SessionOptions{
+		MaxSessions: s.MaxSessions, IdleTimeout: time.Duration(s.IdleTimeoutMinutes) * time.Minute,
+		MaxLifetime: time.Duration(s.MaxLifetimeMinutes) * time.Minute, BufferChars: s.MaxOutputChars,
+		Redact: a.redact, Logger: a.log,
+	})
+	if !w.sessions.Supported() {
+		w.sessions = nil
+		return
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	reaped := make(chan struct{})
+	go func() {
+		defer close(reaped)
+		w.sessions.Run(runCtx)
+	}()
+	sessions := w.sessions
+	w.closers = append(w.closers, func() {
+		stop()
+		<-reaped
+		cctx, cancel := context.WithTimeout(context.Background(), sessionCloseWait)
+		defer cancel()
+		if err := sessions.Close(cctx); err != nil {
+			a.log.Warn("exec sessions did not all end", "err", err)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/nanobot-go/nanobot/tools"
 	"github.com/nanobot-go/nanobot/tools/approval"
@@ -23,26 +24,30 @@ type Approval struct {
 // is not risky (mode risky), a remembered pattern covers it, or the owner
 // allowed it. Otherwise it returns the error the model reads.
 func (t *Tool) approve(ctx context.Context, command string, cmds []simpleCmd, dir string) error {
-	mode := t.opts.Approval.Mode
-	if mode == "" || mode == approval.Off {
+	return t.opts.Approval.check(ctx, t.log, "exec", command, cmds, dir, t.paths.Workspace())
+}
+
+// check is approve for any action typed into a shell: an exec command, or
+// the text write_stdin types into a running session (tool names which).
+func (ap Approval) check(ctx context.Context, log *slog.Logger, tool, command string, cmds []simpleCmd, dir, workspace string) error {
+	if ap.Mode == "" || ap.Mode == approval.Off {
 		return nil
 	}
 	var reasons []string
-	if mode == approval.Risky {
-		if reasons = risks(command, cmds, dir, t.paths.Workspace()); len(reasons) == 0 {
+	if ap.Mode == approval.Risky {
+		if reasons = risks(command, cmds, dir, workspace); len(reasons) == 0 {
 			return nil
 		}
 	}
-	b := t.opts.Approval.Broker
-	if b == nil {
+	if ap.Broker == nil {
 		return errors.New("not run: this command needs the owner's approval (tools.exec.approval) and there is nobody to ask here")
 	}
 	cc, _ := tools.CallContextFrom(ctx)
-	d, err := b.Ask(ctx, approval.Request{Tool: "exec", Action: command, Reasons: reasons,
+	d, err := ap.Broker.Ask(ctx, approval.Request{Tool: tool, Action: command, Reasons: reasons,
 		Channel: cc.Channel, ChatID: cc.ChatID, SessionKey: cc.SessionKey, Sender: cc.SenderID})
 	switch {
 	case d != approval.Deny:
-		t.log.Info("command approved by the owner", "decision", d.String())
+		log.Info("command approved by the owner", "tool", tool, "decision", d.String())
 		return nil
 	case ctx.Err() != nil:
 		return fmt.Errorf("cancelled while waiting for the owner's approval: %w", ctx.Err())

@@ -88,6 +88,10 @@ type Options struct {
 	Approval Approval
 	// Logger receives one debug line per command (default slog.Default()).
 	Logger *slog.Logger
+	// Sessions, when set (and the platform has pseudo-terminals), lets
+	// exec start long-running sessions (yield_time_ms). Several exec tools
+	// (one per agent) may share one.
+	Sessions *Sessions
 }
 
 // Tool is the exec tool.
@@ -150,11 +154,19 @@ func (t *Tool) Description() string {
 	if t.opts.RestrictToWorkspace {
 		d += " Every path the command uses must stay inside the workspace; HOME is the workspace."
 	}
+	if t.sessions() {
+		d += " For long-running or interactive commands (dev servers, watchers, REPLs, prompts), pass yield_time_ms: " +
+			"the command then runs in a terminal, and if it is still running after that many milliseconds exec returns a session_id " +
+			"to poll or type into with write_stdin; timeout is then the session's lifetime."
+	}
 	return d
 }
 
+// sessions reports whether exec starts sessions.
+func (t *Tool) sessions() bool { return t.opts.Sessions != nil && t.opts.Sessions.Supported() }
+
 func (t *Tool) Parameters() map[string]any {
-	return map[string]any{
+	p := map[string]any{
 		"type": "object",
 		"properties": map[string]any{
 			"command":     map[string]any{"type": "string", "minLength": 1, "description": "The shell command line to run."},
@@ -163,6 +175,15 @@ func (t *Tool) Parameters() map[string]any {
 		},
 		"required": []any{"command"},
 	}
+	if t.sessions() {
+		props := p["properties"].(map[string]any)
+		props["yield_time_ms"] = map[string]any{"type": "integer", "minimum": 0, "maximum": int(maxYield / time.Millisecond),
+			"description": "Start the command as a session in a terminal and wait this many milliseconds for it before answering; " +
+				"if it is still running, the answer has a session_id for write_stdin. Omit it for an ordinary one-shot command."}
+		props["max_output_chars"] = map[string]any{"type": "integer", "minimum": minPollChars, "maximum": t.opts.Sessions.opts.BufferChars,
+			"description": fmt.Sprintf("With yield_time_ms: the most output characters to return (default %d).", min(defaultPollChars, t.opts.Sessions.opts.BufferChars))}
+	}
+	return p
 }
 
 // Execute runs the command. A non-zero exit code is a normal result (the
@@ -196,6 +217,9 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 	}
 	if err := t.approve(ctx, command, cmds, dir); err != nil {
 		return tools.Result{}, err
+	}
+	if t.sessions() && a.Has("yield_time_ms") {
+		return t.startSession(ctx, command, dir, a)
 	}
 	timeout := t.opts.DefaultTimeout
 	if s := a.Int("timeout", 0); s > 0 {
