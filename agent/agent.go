@@ -18,6 +18,7 @@ import (
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 	"github.com/nanobot-go/nanobot/tools/approval"
+	"github.com/nanobot-go/nanobot/tools/goals"
 	"github.com/nanobot-go/nanobot/tools/image"
 	"github.com/nanobot-go/nanobot/tools/message"
 	"github.com/nanobot-go/nanobot/tools/recall"
@@ -187,6 +188,8 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 	})
 	own := []tools.Tool{msg, spawn.New(a.Subagents), recall.New(recall.Options{Workspace: workspace, Conversations: conversationsOf(deps.Store)})}
 	own = append(own, sessions.All(sessionSource{deps.Store}, toSelf)...)
+	goalStore := goals.NewStore(GoalsFile(paths))
+	own = append(own, goals.Tools(goalStore, deps.Agent)...)
 	if cfg.Tools.Image.Enabled {
 		img, err := imageTool(cfg, paths, deps, log)
 		if err != nil {
@@ -216,10 +219,14 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		ContextWindowTokens: d.ContextWindowTokens, IdleCompact: time.Duration(d.IdleCompactAfterMinutes) * time.Minute,
 		SessionTTL: time.Duration(d.SessionTTLMinutes) * time.Minute, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
 		Voice: deps.Voice,
-		Queue: d.Queue, Approvals: deps.Approvals,
+		Queue: d.Queue, Approvals: deps.Approvals, Goals: goalStore,
 	})
 	return a, nil
 }
+
+// GoalsFile is where sustained goals are kept: state/goals.json, one file
+// for every agent (each goal names its agent).
+func GoalsFile(paths configs.Paths) string { return filepath.Join(paths.State, "goals.json") }
 
 // imageRecorder is the image tool's usage recorder; nil without a ledger.
 func imageRecorder(l *usage.Ledger, log *slog.Logger) func(context.Context, image.Call) {

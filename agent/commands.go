@@ -19,6 +19,7 @@ var Commands = []struct{ Name, Help string }{
 	{"dream-prompt", "show the dream's instructions; /dream-prompt <text> sets them, /dream-prompt reset goes back (admins)"},
 	{"dream-log", "list the kept versions of long-term memory (MEMORY.md), newest first"},
 	{"dream-restore", "put a kept version of long-term memory back: /dream-restore <version> (admins)"},
+	{"goal", "show this chat's sustained goal; /goal <task> sets one the agent keeps working on (admins)"},
 	{"stop", "stop the current answer and anything queued"},
 	{"status", "show the model, conversation size and context use"},
 	{"model", "list the model presets; /model <preset> switches this chat, /model reset goes back"},

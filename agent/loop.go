@@ -16,6 +16,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools/approval"
+	"github.com/nanobot-go/nanobot/tools/goals"
 )
 
 // SessionStore is what the loop needs of session storage.
@@ -106,7 +107,10 @@ type LoopConfig struct {
 	// "/deny ID") at once, beside the running turns (one of them waits
 	// for the answer); nil: those words go to the model like any text.
 	Approvals *approval.Broker
-	Log       *slog.Logger
+	// Goals answers /goal and lets admins set one (nil: /goal goes to the
+	// model as text).
+	Goals *goals.Store
+	Log   *slog.Logger
 }
 
 // DefaultSaveRetry is LoopConfig.SaveRetry's default.

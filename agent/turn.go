@@ -24,7 +24,15 @@ import (
 func (l *Loop) handle(ctx context.Context, ts *turnState) error {
 	if len(ts.members) == 1 && len(ts.carried) == 0 {
 		m := ts.members[0]
-		if name, args := parseCommand(m.Content); name != "" {
+		name, args := parseCommand(m.Content)
+		switch {
+		case name == "goal" && l.cfg.Goals != nil:
+			text, run := l.goalCommand(ctx, args, m)
+			if !run {
+				return nil
+			}
+			ts.members[0].Content = text
+		case name != "":
 			if handled, err := l.command(ctx, name, args, m); handled {
 				return err
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/heartbeat"
 	"github.com/nanobot-go/nanobot/gateway/relay"
 	"github.com/nanobot-go/nanobot/internal/owner"
+	"github.com/nanobot-go/nanobot/tools/goals"
 )
 
 // Gateway is an assembled gateway: New builds every part without starting
@@ -349,7 +350,8 @@ func (g *Gateway) background(ctx context.Context) error {
 			Workspace: g.o.Paths.Workspace, Interval: time.Duration(hb.IntervalS) * time.Second,
 			Provider: g.agent.Runner.Metered(bus.SourceHeartbeat.String()), Model: g.o.Model,
 			Publish: g.be.PublishInbound, Target: g.agent.LastActive,
-			Log: g.log, OnDecision: g.metrics.Heartbeat,
+			Goals: goals.NewStore(agent.GoalsFile(g.o.Paths)),
+			Log:   g.log, OnDecision: g.metrics.Heartbeat,
 		})
 		wg.Go(func() { _ = h.Run(ctx) })
 	}

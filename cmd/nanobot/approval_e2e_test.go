@@ -153,13 +153,13 @@ func riskyCall(id, marker string) providertest.Reply {
 // returns the config's path and the workspace.
 func approvalGateway(t *testing.T, llm *providertest.Server, channels string) (cfg, ws string) {
 	t.Helper()
-	return scriptedGateway(t, llm, channels, `"exec": {"approval": "risky", "approvalTimeout": 120}`)
+	return scriptedGateway(t, llm, channels, `"exec": {"approval": "risky", "approvalTimeout": 120}`, `"enabled": false`)
 }
 
 // scriptedGateway starts the gateway binary on the scripted model with the
-// channels and tools settings given as JSON members; it returns the
-// config's path and the workspace.
-func scriptedGateway(t *testing.T, llm *providertest.Server, channels, toolSettings string) (cfg, ws string) {
+// channels, tools and heartbeat settings given as JSON members; it returns
+// the config's path and the workspace.
+func scriptedGateway(t *testing.T, llm *providertest.Server, channels, toolSettings, heartbeat string) (cfg, ws string) {
 	t.Helper()
 	bin := binary(t)
 	dir := t.TempDir()
@@ -170,8 +170,8 @@ func scriptedGateway(t *testing.T, llm *providertest.Server, channels, toolSetti
 	  "providers": {"vllm": {"apiBase": %q, "apiKey": "k"}},
 	  "channels": {%s},
 	  "tools": {%s},
-	  "gateway": {"port": %d, "heartbeat": {"enabled": false}}
-	}`, llm.OpenAIBase(), channels, toolSettings, port)
+	  "gateway": {"port": %d, "heartbeat": {%s}}
+	}`, llm.OpenAIBase(), channels, toolSettings, port, heartbeat)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

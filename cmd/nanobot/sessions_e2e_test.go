@@ -61,7 +61,7 @@ func TestSessionToolsThroughTelegram(t *testing.T) {
 		}
 	})
 	scriptedGateway(t, llm, fmt.Sprintf(`"telegram": {"enabled": true, "token": %q, "apiBase": %q,
-	    "allowFrom": ["4242|ann", "5151|bob"], "admins": ["4242"]}`, telegramtest.Token, tg.URL), `"exec": {"enable": false}`)
+	    "allowFrom": ["4242|ann", "5151|bob"], "admins": ["4242"]}`, telegramtest.Token, tg.URL), `"exec": {"enable": false}`, `"enabled": false`)
 
 	ann := telegramtest.User{ID: 4242, Username: "ann", FirstName: "Ann"}
 	bob := telegramtest.User{ID: 5151, Username: "bob", FirstName: "Bob"}

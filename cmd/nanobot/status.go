@@ -39,6 +39,7 @@ func printStatus(w io.Writer, a *app) {
 	}
 	printChannels(w, &a.loaded.Config)
 	printGateway(w, &a.loaded.Config)
+	printGoals(w, a)
 }
 
 // printSetup prints where the config and workspace are, the model, the

@@ -23,6 +23,7 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/goals"
 )
 
 // SessionKey is the heartbeat's own conversation.
@@ -45,6 +46,9 @@ type Config struct {
 	// Target returns the most recently active chat.
 	Target func() (channel, chatID string, ok bool)
 	Log    *slog.Logger
+	// Goals are advanced at every beat: each active goal gets a check-in
+	// turn in its conversation (nil: none).
+	Goals *goals.Store
 	// OnDecision is told every decision (for metrics and tests): "empty",
 	// "skip", "run", "no-target" or "error".
 	OnDecision func(decision string)
@@ -76,6 +80,9 @@ func (s *Service) Run(ctx context.Context) error {
 				s.cfg.Log.Warn("heartbeat failed", "err", err)
 			} else {
 				s.cfg.Log.Debug("heartbeat", "decision", d)
+			}
+			if n, err := s.AdvanceGoals(ctx); err != nil {
+				s.cfg.Log.Warn("advancing goals failed", "advanced", n, "err", err)
 			}
 		}
 	}
@@ -177,4 +184,36 @@ func (s *Service) Beat(ctx context.Context) (string, error) {
 		return decide("error"), err
 	}
 	return decide("run"), nil
+}
+
+// AdvanceGoals starts a check-in turn for each active goal not advanced
+// within the interval, in the goal's own conversation, so its progress
+// reaches the chat that set it. It returns how many it started.
+func (s *Service) AdvanceGoals(ctx context.Context) (int, error) {
+	if s.cfg.Goals == nil {
+		return 0, nil
+	}
+	now := time.Now()
+	// A little under the interval, so a goal is not skipped for a beat that
+	// comes a moment early.
+	due, err := s.cfg.Goals.Due(now, s.cfg.Interval*9/10)
+	if err != nil {
+		return 0, err
+	}
+	for i, g := range due {
+		err := s.cfg.Publish(ctx, bus.Inbound{
+			Channel: g.Channel, ChatID: g.ChatID, SessionKey: g.SessionKey, Agent: g.Agent, SenderID: "heartbeat",
+			Content:    goals.CheckIn(g, bus.SilentReply),
+			MessageID:  fmt.Sprintf("goal:%s:%d", g.ID, now.UnixNano()),
+			Source:     bus.SourceHeartbeat,
+			SourceRef:  g.ID,
+			Background: true,
+			ReceivedAt: now,
+		})
+		if err != nil {
+			return i, fmt.Errorf("goal %s: %w", g.ID, err)
+		}
+		s.cfg.Log.Info("goal check-in started", "goal", g.ID, "session", g.SessionKey)
+	}
+	return len(due), nil
 }
