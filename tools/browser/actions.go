@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -21,6 +22,11 @@ import (
 // do runs one action on t. call is the tool call's context (DNS checks
 // run under it); ctx is the tab's, bounded by the action timeout.
 func (b *Browser) do(call, ctx context.Context, t *tab, action string, a tools.Args) (tools.Result, error) {
+	// A tab in the background gets no animation frames, which pages and
+	// screenshots wait for.
+	if _, err := chromedp.Call(ctx, page.BringToFront, cdp.Empty{}); err != nil {
+		return tools.Result{}, err
+	}
 	switch action {
 	case "navigate":
 		return b.navigate(call, ctx, t, a.String("url"))
@@ -58,11 +64,11 @@ func (b *Browser) navigate(call, ctx context.Context, t *tab, raw string) (tools
 	}
 	t.takeBlocked()
 	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(u.String()))
-	if why := t.takeBlocked(); why != "" {
-		// A redirect (or the page itself) went where it may not.
-		return tools.Result{}, &RefusedError{Reason: why}
-	}
 	if err != nil {
+		if page, _ := t.takeBlocked(); page != "" {
+			// A redirect went where it may not.
+			return tools.Result{}, &RefusedError{Reason: page}
+		}
 		return tools.Result{}, fmt.Errorf("open %s: %w", u.Redacted(), err)
 	}
 	settle(ctx)
@@ -70,7 +76,7 @@ func (b *Browser) navigate(call, ctx context.Context, t *tab, raw string) (tools
 	if resp != nil && resp.Status != 0 {
 		status = fmt.Sprintf(" (HTTP %d)", resp.Status)
 	}
-	return tools.Result{Content: fmt.Sprintf("Opened %s%s. Call snapshot to read it.\n%s", u.Redacted(), status, b.where(ctx))}, nil
+	return tools.Result{Content: fmt.Sprintf("Opened %s%s.%s Call snapshot to read it.\n%s", u.Redacted(), status, b.blockedNote(t), b.where(ctx))}, nil
 }
 
 // where describes the current page briefly: its title comes from the
@@ -117,8 +123,12 @@ func (b *Browser) click(ctx context.Context, t *tab, ref string) (tools.Result, 
 // blockedNote tells the model about a request the policy refused during
 // an action that otherwise worked (a link to a private address, say).
 func (b *Browser) blockedNote(t *tab) string {
-	if why := t.takeBlocked(); why != "" {
-		return " The page tried to load something the network policy refused: " + why + "."
+	page, sub := t.takeBlocked()
+	switch {
+	case page != "":
+		return " The page tried to open another page the network policy refused: " + page + "."
+	case sub != "":
+		return " The page tried to load something the network policy refused: " + sub + "."
 	}
 	return ""
 }
@@ -234,13 +244,10 @@ func (b *Browser) back(ctx context.Context, t *tab) (tools.Result, error) {
 	// Not chromedp.NavigateBack: it waits for a load event, and a page
 	// restored from the back-forward cache fires none.
 	if _, err := chromedp.Call(ctx, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: h.Entries[h.CurrentIndex-1].ID}); err != nil {
-		if why := t.takeBlocked(); why != "" {
-			return tools.Result{}, &RefusedError{Reason: why}
-		}
 		return tools.Result{}, err
 	}
 	settle(ctx)
-	return tools.Result{Content: "Went back.\n" + b.where(ctx)}, nil
+	return tools.Result{Content: "Went back." + b.blockedNote(t) + "\n" + b.where(ctx)}, nil
 }
 
 // save writes a screenshot or PDF 0600 into OutDir and returns its path.

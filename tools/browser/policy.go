@@ -46,7 +46,7 @@ func (b *Browser) decide(t *tab, ev fetch.EventRequestPaused) {
 	if why == "" {
 		_, err = chromedp.Call(t.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 	} else {
-		t.noteBlocked(why)
+		t.noteBlocked(why, ev.ResourceType == network.ResourceTypeDocument)
 		b.log.Info("browser: request refused", "session", t.key, "resource", string(ev.ResourceType), "reason", why)
 		_, err = chromedp.Call(t.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 	}

@@ -64,14 +64,25 @@ func snapshot(ctx context.Context, maxChars int) (pageView, error) {
 const settleWait = 10 * time.Second
 
 // settle waits until the current document has loaded, or settleWait. A
-// page replaced during the wait (a navigation) is waited for afresh.
+// page replaced during the wait (a navigation) is waited for afresh. It
+// polls from here: an in-page poll waits on animation frames, which a tab
+// in the background never gets.
 func settle(ctx context.Context) {
-	deadline := time.Now().Add(settleWait)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.readyState === "complete"`,
-			chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Until(deadline))))
-		if err == nil || !contextGone(err) {
+	deadline := time.NewTimer(settleWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.readyState`))
+		if err == nil && state == "complete" || err != nil && !contextGone(err) {
 			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		case <-tick.C:
 		}
 	}
 }

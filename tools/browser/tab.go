@@ -21,24 +21,29 @@ type tab struct {
 	lastUsed time.Time
 
 	mu sync.Mutex
-	// blocked is the last request the policy refused, for the error of
-	// the action that caused it.
-	blocked string
+	// page and sub are the last page (document) and the last other
+	// request the policy refused, for the answer of the action that
+	// caused them.
+	page, sub string
 }
 
-func (t *tab) noteBlocked(why string) {
+func (t *tab) noteBlocked(why string, document bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.blocked = why
+	if document {
+		t.page = why
+	} else {
+		t.sub = why
+	}
 }
 
-// takeBlocked returns and clears the last refusal.
-func (t *tab) takeBlocked() string {
+// takeBlocked returns and clears the last refusals.
+func (t *tab) takeBlocked() (page, sub string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	why := t.blocked
-	t.blocked = ""
-	return why
+	page, sub = t.page, t.sub
+	t.page, t.sub = "", ""
+	return page, sub
 }
 
 // acquire returns the session's tab, starting Chromium and opening the tab
