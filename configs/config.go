@@ -374,7 +374,7 @@ type ToolsConfig struct {
 	Message MessageToolConfig `json:"message"`
 	// MCPServers maps a server name to an MCP server connection.
 	MCPServers map[string]MCPServerConfig `json:"mcpServers"`
-	// SSRFAllowlist lists CIDRs web_fetch may reach although they are
+	// SSRFAllowlist lists CIDRs web_fetch and the browser may reach although they are
 	// private (for example your LAN, "192.168.1.0/24").
 	SSRFAllowlist []string `json:"ssrfAllowlist"`
 	// Disabled lists tool names not offered to the model.
@@ -401,7 +401,7 @@ type BrowserToolConfig struct {
 	// used idle one makes room (default 4).
 	MaxTabs int `json:"maxTabs"`
 	// ExecutablePath is the Chromium to run; empty looks on PATH for
-	// chromium, chromium-browser, google-chrome, headless-shell.
+	// chromium, chromium-browser, google-chrome(-stable), headless-shell.
 	ExecutablePath string `json:"executablePath,omitempty"`
 }
 
