@@ -214,9 +214,11 @@ func (inst *instance) stop(tabs []*tab) {
 	for _, t := range tabs {
 		t.cancel()
 	}
-	ctx, cancel := context.WithTimeout(inst.root, 5*time.Second)
-	_ = chromedp.Cancel(ctx)
-	cancel()
+	if inst.root.Err() == nil { // alive: let it write its profile out
+		ctx, cancel := context.WithTimeout(inst.root, 5*time.Second)
+		_ = chromedp.Cancel(ctx)
+		cancel()
+	}
 	inst.cancelRoot()
 	inst.cancelAlloc()
 	inst.work.Wait()

@@ -136,3 +136,35 @@ func TestArgumentsCheckedBeforeChromium(t *testing.T) {
 		t.Errorf("close without a tab: %v %v", res, err)
 	}
 }
+
+// TestChromiumCrashRestarts: when Chromium dies, the next call starts a
+// new one instead of failing forever.
+func TestChromiumCrashRestarts(t *testing.T) {
+	base := serve(t, site, titled())
+	b := newBrowser(t, siteOnly)
+	tool := b.Tool("ws")
+	run(t, session("a"), tool, map[string]any{"action": "navigate", "url": base + "/before"})
+	pid, _ := b.Running()
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	lost := b.inst.root.Done()
+	b.mu.Unlock()
+	select {
+	case <-lost:
+	case <-time.After(30 * time.Second):
+		t.Fatal("chromedp did not notice Chromium's death")
+	}
+	res := run(t, session("a"), tool, map[string]any{"action": "navigate", "url": base + "/after"})
+	if !strings.Contains(res.Content, "page /after") {
+		t.Errorf("after the restart:\n%s", res.Content)
+	}
+	if now, _ := b.Running(); now == pid {
+		t.Error("still the dead Chromium's pid")
+	}
+}

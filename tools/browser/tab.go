@@ -54,6 +54,18 @@ func (b *Browser) acquire(key string) (*tab, error) {
 	if b.closed {
 		return nil, ErrClosed
 	}
+	if b.inst != nil && b.inst.root.Err() != nil {
+		// Chromium exited under us (a crash, the OOM killer): clean up and
+		// start a new one; the sessions' pages are lost.
+		b.log.Warn("browser: Chromium exited; starting it again", "pid", b.inst.pid)
+		dead := b.inst
+		var tabs []*tab
+		for _, t := range b.tabs {
+			tabs = append(tabs, t)
+		}
+		b.inst, b.tabs = nil, map[string]*tab{}
+		dead.stop(tabs)
+	}
 	if b.inst == nil {
 		inst, err := b.start()
 		if err != nil {
