@@ -374,13 +374,35 @@ type ToolsConfig struct {
 	Message MessageToolConfig `json:"message"`
 	// MCPServers maps a server name to an MCP server connection.
 	MCPServers map[string]MCPServerConfig `json:"mcpServers"`
-	// SSRFAllowlist lists CIDRs web_fetch may reach although they are
+	// SSRFAllowlist lists CIDRs web_fetch and the browser may reach although they are
 	// private (for example your LAN, "192.168.1.0/24").
 	SSRFAllowlist []string `json:"ssrfAllowlist"`
 	// Disabled lists tool names not offered to the model.
 	Disabled []string `json:"disabled"`
 	// Image configures the generate_image tool.
 	Image ImageToolConfig `json:"image"`
+	// Browser configures the browser tool (headless Chromium).
+	Browser BrowserToolConfig `json:"browser"`
+}
+
+// BrowserToolConfig configures the browser tool. It is offered when
+// enabled and a Chromium is found (executablePath, else PATH); `nanobot
+// doctor` says which. It keeps to tools.ssrfAllowlist like web_fetch.
+type BrowserToolConfig struct {
+	// Enable offers the tool when Chromium is found (default true).
+	Enable bool `json:"enable"`
+	// Headless runs Chromium without a window (default true; false needs
+	// a display).
+	Headless bool `json:"headless"`
+	// IdleTimeoutMinutes closes a conversation's tab unused this long, and
+	// Chromium after as long without tabs (default 10).
+	IdleTimeoutMinutes int `json:"idleTimeoutMinutes"`
+	// MaxTabs caps the open tabs, one per conversation; the least recently
+	// used idle one makes room (default 4).
+	MaxTabs int `json:"maxTabs"`
+	// ExecutablePath is the Chromium to run; empty looks on PATH for
+	// chromium, chromium-browser, google-chrome(-stable), headless-shell.
+	ExecutablePath string `json:"executablePath,omitempty"`
 }
 
 // ImageToolConfig configures generate_image (OpenAI-compatible

@@ -65,6 +65,7 @@ func Default() Config {
 			MCPServers:    map[string]MCPServerConfig{},
 			SSRFAllowlist: []string{},
 			Disabled:      []string{},
+			Browser:       BrowserToolConfig{Enable: true, Headless: true, IdleTimeoutMinutes: 10, MaxTabs: 4},
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}

@@ -127,6 +127,7 @@ func diagnose(l *configs.Loaded) []finding {
 	}
 
 	out = append(out, diagnoseVoice(c)...)
+	out = append(out, diagnoseBrowser(c)...)
 
 	host := c.Gateway.Host
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/nanobot-go/nanobot/tools/browser"
+
 	"github.com/spf13/cobra"
 
 	"github.com/nanobot-go/nanobot/configs"
@@ -38,6 +40,9 @@ type app struct {
 	// approvals asks the owner before risky commands (the gateway only;
 	// nil when tools.exec.approval is off).
 	approvals *approval.Broker
+	// browser owns the browser tool's Chromium (nil when the tool is off
+	// or no Chromium is found); wire builds it, its closers close it.
+	browser *browser.Browser
 }
 
 func newRootCmd() *cobra.Command {

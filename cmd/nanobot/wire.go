@@ -80,6 +80,12 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 	w.provider, w.model, w.providerName, w.providerNote = p, model, name, note
 
 	w.cron = cron.NewStore(filepath.Join(a.loaded.Paths.Cron, "jobs.json"))
+	if a.browser, err = a.newBrowser(); err != nil {
+		return nil, fmt.Errorf("tools.browser: %w", err)
+	}
+	if a.browser != nil {
+		w.closers = append(w.closers, a.browser.Close)
+	}
 	w.startSessions(ctx, a)
 	if w.tools, err = a.toolRegistry(w.cron, w.sessions, a.loaded.Paths.Workspace, c.Tools.Exec.Sandbox); err != nil {
 		w.close()

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"time"
 
 	"github.com/nanobot-go/nanobot/configs"
@@ -15,7 +14,7 @@ import (
 )
 
 // builtinTools builds the configurable built-in tools: exec, the file tools,
-// web_search and web_fetch.
+// browser, web_search and web_fetch.
 func builtinTools(a *app) ([]tools.Tool, error) {
 	return builtinToolsIn(a, a.loaded.Paths.Workspace, a.loaded.Config.Tools.Exec.Sandbox, nil)
 }
@@ -50,6 +49,10 @@ func builtinToolsIn(a *app, ws, sb string, sessions *shell.Sessions) ([]tools.To
 		return nil, fmt.Errorf("file tools: %w", err)
 	}
 	out = append(out, files...)
+	if a.browser != nil {
+		// One Chromium for every agent; the workspace keeps their tabs apart.
+		out = append(out, a.browser.Tool(ws))
+	}
 
 	if !c.Tools.Web.WebEnabled() {
 		return out, nil
@@ -60,13 +63,7 @@ func builtinToolsIn(a *app, ws, sb string, sessions *shell.Sessions) ([]tools.To
 	if err != nil {
 		return nil, fmt.Errorf("tools.web.search: %w", err)
 	}
-	var allow []netip.Prefix
-	for _, cidr := range c.Tools.SSRFAllowlist {
-		if p, err := netip.ParsePrefix(cidr); err == nil { // validated at load
-			allow = append(allow, p)
-		}
-	}
-	fetch, err := web.NewFetch(web.FetchOptions{MaxChars: c.Tools.Web.Fetch.MaxChars, Proxy: c.Tools.Web.Proxy, UserAgent: c.Tools.Web.UserAgent, SSRFAllowlist: allow, Logger: a.log})
+	fetch, err := web.NewFetch(web.FetchOptions{MaxChars: c.Tools.Web.Fetch.MaxChars, Proxy: c.Tools.Web.Proxy, UserAgent: c.Tools.Web.UserAgent, SSRFAllowlist: ssrfAllowlist(c), Logger: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("tools.web.fetch: %w", err)
 	}
