@@ -403,6 +403,10 @@ type BrowserToolConfig struct {
 	// ExecutablePath is the Chromium to run; empty looks on PATH for
 	// chromium, chromium-browser, google-chrome(-stable), headless-shell.
 	ExecutablePath string `json:"executablePath,omitempty"`
+	// Approval asks an admin before the browser acts: "off" (default),
+	// "risky" (before submitting a form) or "always" (before navigate,
+	// click, type and pdf). The wait is tools.exec.approvalTimeout.
+	Approval string `json:"approval"`
 }
 
 // ImageToolConfig configures generate_image (OpenAI-compatible

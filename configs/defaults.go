@@ -65,7 +65,7 @@ func Default() Config {
 			MCPServers:    map[string]MCPServerConfig{},
 			SSRFAllowlist: []string{},
 			Disabled:      []string{},
-			Browser:       BrowserToolConfig{Enable: true, Headless: true, IdleTimeoutMinutes: 10, MaxTabs: 4},
+			Browser:       BrowserToolConfig{Enable: true, Headless: true, IdleTimeoutMinutes: 10, MaxTabs: 4, Approval: "off"},
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}

@@ -180,6 +180,7 @@ func (v *validator) tools(t ToolsConfig) {
 	v.require(t.Web.Search.MaxResults >= 1 && t.Web.Search.MaxResults <= 10, "tools.web.search.maxResults", "want 1 to 10, got %d", t.Web.Search.MaxResults)
 	v.positive("tools.web.fetch.maxChars", t.Web.Fetch.MaxChars)
 	v.require(t.Browser.IdleTimeoutMinutes >= 1 && t.Browser.IdleTimeoutMinutes <= 1440, "tools.browser.idleTimeoutMinutes", "want 1 to 1440 minutes, got %d", t.Browser.IdleTimeoutMinutes)
+	v.oneOf("tools.browser.approval", t.Browser.Approval, "off", "risky", "always")
 	v.require(t.Browser.MaxTabs >= 1 && t.Browser.MaxTabs <= 32, "tools.browser.maxTabs", "want 1 to 32, got %d", t.Browser.MaxTabs)
 	for i, cidr := range t.SSRFAllowlist {
 		if _, err := netip.ParsePrefix(cidr); err != nil {

@@ -9,16 +9,20 @@ import (
 
 	"github.com/nanobot-go/nanobot/internal/atomicfile"
 	"github.com/nanobot-go/nanobot/tools/approval"
+	"github.com/nanobot-go/nanobot/tools/browser"
 	"github.com/nanobot-go/nanobot/tools/shell"
 )
 
-// newApprovals builds the broker tools ask the owner through
-// (tools.exec.approval), when approval is on; nil when it is off. Only the
+// newApprovals builds the broker tools ask the owner through, when
+// tools.exec.approval or tools.browser.approval is on; nil when both are
+// off. Only the
 // gateway has one: the terminal REPL has no admin to ask, so there a
 // command that needs approval is refused.
 func (a *app) newApprovals() (*approval.Broker, error) {
 	ec := a.loaded.Config.Tools.Exec
-	if mode, _ := approval.ParseMode(ec.Approval); mode == approval.Off {
+	execMode, _ := approval.ParseMode(ec.Approval) // validated at load
+	browserMode, _ := approval.ParseMode(a.loaded.Config.Tools.Browser.Approval)
+	if execMode == approval.Off && browserMode == approval.Off {
 		return nil, nil
 	}
 	return approval.New(approval.Options{
@@ -34,6 +38,12 @@ func (a *app) newApprovals() (*approval.Broker, error) {
 func (a *app) execApproval() shell.Approval {
 	mode, _ := approval.ParseMode(a.loaded.Config.Tools.Exec.Approval) // validated at load
 	return shell.Approval{Mode: mode, Broker: a.approvals}
+}
+
+// browserApproval is the browser tool's approval settings.
+func (a *app) browserApproval() browser.Approval {
+	mode, _ := approval.ParseMode(a.loaded.Config.Tools.Browser.Approval) // validated at load
+	return browser.Approval{Mode: mode, Broker: a.approvals}
 }
 
 // rememberApproved appends pattern to tools.exec.approvedCommands in the

@@ -51,7 +51,7 @@ func builtinToolsIn(a *app, ws, sb string, sessions *shell.Sessions) ([]tools.To
 	out = append(out, files...)
 	if a.browser != nil {
 		// One Chromium for every agent; the workspace keeps their tabs apart.
-		out = append(out, a.browser.Tool(ws))
+		out = append(out, a.browser.Tool(ws).WithApproval(a.browserApproval()))
 	}
 
 	if !c.Tools.Web.WebEnabled() {

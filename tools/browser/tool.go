@@ -15,8 +15,9 @@ var Actions = []string{"navigate", "snapshot", "click", "type", "scroll", "scree
 // Tool is the `browser` tool of one agent. Tools of several agents share
 // one Browser; scope keeps their sessions' tabs apart.
 type Tool struct {
-	b     *Browser
-	scope string
+	b        *Browser
+	scope    string
+	approval Approval
 }
 
 var _ tools.Tool = (*Tool)(nil)
@@ -63,6 +64,9 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 		return tools.Result{Content: "No browser tab was open."}, nil
 	}
 	if err := validate(action, a); err != nil {
+		return tools.Result{}, err
+	}
+	if err := t.approve(ctx, action, a); err != nil {
 		return tools.Result{}, err
 	}
 	tab, err := t.b.acquire(key)
