@@ -190,6 +190,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 	own = append(own, sessions.All(sessionSource{deps.Store}, toSelf)...)
 	goalStore := goals.NewStore(GoalsFile(paths))
 	own = append(own, goals.Tools(goalStore, deps.Agent)...)
+	own = append(own, &myTool{a: a}) // reads a.Loop, set below, at call time
 	if cfg.Tools.Image.Enabled {
 		img, err := imageTool(cfg, paths, deps, log)
 		if err != nil {

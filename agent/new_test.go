@@ -58,7 +58,7 @@ func TestOwnToolSchemasCompile(t *testing.T) {
 	if _, err := New(&cfg, paths, Deps{Provider: &fakeLLM{}, Model: "m", Tools: reg, Store: store, Out: &outbox{}}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"message", "spawn", "memory_search", "list_sessions", "read_session", "search_sessions", "send_session_message", "create_goal", "update_goal", "list_goals", "generate_image"}
+	want := []string{"message", "spawn", "memory_search", "list_sessions", "read_session", "search_sessions", "send_session_message", "create_goal", "update_goal", "list_goals", "my", "generate_image"}
 	if got := reg.Names(); !slices.Equal(got, want) {
 		t.Errorf("New registered %v, want %v", got, want)
 	}
