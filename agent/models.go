@@ -185,16 +185,18 @@ type toolPolicy struct {
 	deny  map[string]bool
 }
 
-// NewToolPolicy narrows next to allow (empty: all) minus deny.
+// NewToolPolicy narrows next to allow (empty: all) minus deny. Denying a
+// tool denies its family (tools.WithFamily: exec's sessions, apply_patch
+// with either file writer); allowing exec allows its sessions.
 func NewToolPolicy(next ToolSet, allow, deny []string) ToolSet {
 	p := toolPolicy{next: next, deny: map[string]bool{}}
 	if len(allow) > 0 {
 		p.allow = map[string]bool{}
-		for _, n := range allow {
+		for _, n := range tools.WithSessions(allow) {
 			p.allow[n] = true
 		}
 	}
-	for _, n := range deny {
+	for _, n := range tools.WithFamily(deny) {
 		p.deny[n] = true
 	}
 	return p

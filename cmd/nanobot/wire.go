@@ -114,7 +114,7 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 func (a *app) toolRegistry(jobs *cron.Store, sessions *shell.Sessions, ws, sb string) (*tools.Registry, error) {
 	c := &a.loaded.Config
 	disabled := map[string]bool{}
-	for _, n := range c.Tools.Disabled {
+	for _, n := range tools.WithFamily(c.Tools.Disabled) {
 		disabled[n] = true
 	}
 	reg := tools.NewRegistry(tools.WithLogger(a.log), tools.WithDisabled(disabled), tools.WithRedactor(a.redact))
