@@ -1,0 +1,192 @@
+{{/* Names, labels and the pieces every nanobot pod shares. */}}
+
+{{- define "nanobot.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "nanobot.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if contains (include "nanobot.name" .) .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name (include "nanobot.name" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "nanobot.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "nanobot.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "nanobot.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "nanobot.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "nanobot.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "nanobot.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "nanobot.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{- define "nanobot.secretName" -}}
+{{- if .Values.secrets.existingSecret }}
+{{- .Values.secrets.existingSecret }}
+{{- else if .Values.secrets.values }}
+{{- include "nanobot.fullname" . }}
+{{- end }}
+{{- end }}
+
+{{- define "nanobot.natsUrl" -}}
+{{- if .Values.cluster.natsUrl }}
+{{- .Values.cluster.natsUrl }}
+{{- else if .Values.nats.enabled }}
+{{- printf "nats://%s-nats:4222" .Release.Name }}
+{{- else }}
+{{- fail "cluster mode needs a NATS server: set cluster.natsUrl, or nats.enabled=true for the bundled chart" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The pod spec shared by the StatefulSet and both Deployments.
+Call with (dict "root" $ "role" "all|channels|worker" "resources" $res "claim" $claimName).
+*/}}
+{{- define "nanobot.podSpec" -}}
+{{- $root := .root -}}
+{{- $v := $root.Values -}}
+{{- with $v.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+serviceAccountName: {{ include "nanobot.serviceAccountName" $root }}
+automountServiceAccountToken: {{ $v.serviceAccount.automount }}
+securityContext:
+  {{- toYaml $v.podSecurityContext | nindent 2 }}
+terminationGracePeriodSeconds: {{ $v.terminationGracePeriodSeconds }}
+containers:
+  - name: nanobot
+    image: {{ include "nanobot.image" $root }}
+    imagePullPolicy: {{ $v.image.pullPolicy }}
+    args:
+      - gateway
+      - --config
+      - {{ $v.dataDir }}/config.json
+      {{- if ne .role "all" }}
+      - --role
+      - {{ .role }}
+      {{- end }}
+    ports:
+      - name: http
+        containerPort: {{ $v.service.port }}
+        protocol: TCP
+    env:
+      - name: NANOBOT_GATEWAY__HOST
+        value: "0.0.0.0"
+      - name: NANOBOT_GATEWAY__PORT
+        value: {{ $v.service.port | quote }}
+      {{- if ne .role "all" }}
+      - name: NANOBOT_CLUSTER__NATS__URL
+        value: {{ include "nanobot.natsUrl" $root | quote }}
+      - name: NANOBOT_CLUSTER__PREFIX
+        value: {{ $v.cluster.prefix | quote }}
+      - name: NANOBOT_CLUSTER__PARTITIONS
+        value: {{ $v.cluster.partitions | quote }}
+      {{- if $v.cluster.natsTokenSecret.name }}
+      - name: NANOBOT_CLUSTER__NATS__TOKEN
+        valueFrom:
+          secretKeyRef:
+            name: {{ $v.cluster.natsTokenSecret.name }}
+            key: {{ $v.cluster.natsTokenSecret.key }}
+      {{- end }}
+      {{- end }}
+      {{- with $v.extraEnv }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+    {{- with include "nanobot.secretName" $root }}
+    envFrom:
+      - secretRef:
+          name: {{ . }}
+    {{- end }}
+    startupProbe:
+      httpGet:
+        path: {{ $v.probes.startup.path }}
+        port: http
+      periodSeconds: {{ $v.probes.startup.periodSeconds }}
+      failureThreshold: {{ $v.probes.startup.failureThreshold }}
+    livenessProbe:
+      httpGet:
+        path: {{ $v.probes.liveness.path }}
+        port: http
+      periodSeconds: {{ $v.probes.liveness.periodSeconds }}
+      failureThreshold: {{ $v.probes.liveness.failureThreshold }}
+    readinessProbe:
+      httpGet:
+        path: {{ $v.probes.readiness.path }}
+        port: http
+      periodSeconds: {{ $v.probes.readiness.periodSeconds }}
+      failureThreshold: {{ $v.probes.readiness.failureThreshold }}
+    resources:
+      {{- toYaml .resources | nindent 6 }}
+    securityContext:
+      {{- toYaml $v.securityContext | nindent 6 }}
+    volumeMounts:
+      - name: data
+        mountPath: {{ $v.dataDir }}
+      - name: config
+        mountPath: {{ $v.dataDir }}/config.json
+        subPath: config.json
+        readOnly: true
+      - name: tmp
+        mountPath: /tmp
+volumes:
+  - name: config
+    configMap:
+      name: {{ include "nanobot.fullname" $root }}
+  - name: tmp
+    emptyDir: {}
+  {{- if .claim }}
+  - name: data
+    persistentVolumeClaim:
+      claimName: {{ .claim }}
+  {{- else if not $v.persistence.enabled }}
+  - name: data
+    emptyDir: {}
+  {{- end }}
+{{- with $v.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* Pod template metadata: a config checksum restarts the pods on a change. */}}
+{{- define "nanobot.podMeta" -}}
+{{- $root := .root -}}
+annotations:
+  checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+  {{- with $root.Values.podAnnotations }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+labels:
+  {{- include "nanobot.selectorLabels" $root | nindent 2 }}
+  app.kubernetes.io/component: {{ .component }}
+  {{- with $root.Values.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
