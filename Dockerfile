@@ -54,11 +54,11 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
 ENTRYPOINT ["nanobot"]
 CMD ["gateway"]
 
-# The same image with Chromium, fonts and Node.js, for browsing through a
-# browser MCP server (nanobot has no browser of its own; docs/mcp.md), e.g.
-# "command": "npx", "args": ["@playwright/mcp", "--headless",
-# "--executable-path", "/usr/bin/chromium"]. About 400 MB more.
-# Build it with --target browser.
+# The same image with Chromium and fonts for the browser tool
+# (docs/tools.md#browser: it finds chromium on PATH), and Node.js for npm
+# MCP servers. Chromium's own sandbox needs user namespaces for uid 10001
+# (docker run --security-opt seccomp=unconfined, or a runtime that allows
+# them). About 400 MB more. Build it with --target browser.
 FROM runtime AS browser
 USER root
 RUN apt-get update \
