@@ -43,6 +43,7 @@ import (
 	"github.com/nanobot-go/nanobot/internal/owner"
 	"github.com/nanobot-go/nanobot/internal/reqbody"
 	"github.com/nanobot-go/nanobot/tools/approval"
+	"github.com/nanobot-go/nanobot/tools/goals"
 )
 
 //go:embed static
@@ -79,6 +80,8 @@ type Options struct {
 	// Pairing is the pairing store the access gate consults (nil: the
 	// pairing endpoints answer 503).
 	Pairing *relay.PairingStore
+	// Goals are the agents' sustained goals (nil: none kept).
+	Goals *goals.Store
 	// Approvals holds the tools' requests for the owner's approval (nil:
 	// approval is off; the page says so).
 	Approvals *approval.Broker
@@ -197,6 +200,8 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/pairing/{code}/deny", s.guard(s.denyPairing))
 	mux.HandleFunc("DELETE /api/pairing/approved/{channel}/{sender}", s.guard(s.revokePairing))
 	mux.HandleFunc("GET /api/approvals", s.guard(s.listApprovals))
+	mux.HandleFunc("GET /api/goals", s.guard(s.listGoals))
+	mux.HandleFunc("POST /api/goals/{id}/cancel", s.guard(s.cancelGoal))
 	mux.HandleFunc("POST /api/approvals/{id}", s.guard(s.answerApproval))
 	jobs := needs(s.o.Cron != nil, "this gateway instance keeps no cron jobs")
 	mux.HandleFunc("GET /api/cron", s.guard(jobs(s.listJobs)))

@@ -37,6 +37,8 @@ export const decidePairing = (code, verb) => api("POST", `/api/pairing/${encodeU
 export const revokePairing = (channel, sender) => api("DELETE", `/api/pairing/approved/${encodeURIComponent(channel)}/${encodeURIComponent(sender)}`);
 export const approvals = () => api("GET", "/api/approvals");
 export const answerApproval = (id, decision) => api("POST", `/api/approvals/${encodeURIComponent(id)}`, { decision });
+export const goals = () => api("GET", "/api/goals");
+export const cancelGoal = (id) => api("POST", `/api/goals/${encodeURIComponent(id)}/cancel`);
 export const jobs = () => api("GET", "/api/cron");
 export const addJob = (job) => api("POST", "/api/cron", job);
 export const setJobEnabled = (id, enabled) => api("PATCH", `/api/cron/${encodeURIComponent(id)}`, { enabled });

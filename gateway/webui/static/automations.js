@@ -1,4 +1,4 @@
-// The automations page: cron jobs and HEARTBEAT.md.
+// The automations page: goals, cron jobs and HEARTBEAT.md.
 import * as API from "./api.js";
 
 const $ = (id) => document.getElementById(id);
@@ -45,6 +45,33 @@ async function loadJobs() {
     ul.append(li);
   }
   $("jobs-empty").hidden = data.jobs.length > 0;
+}
+
+async function loadGoals() {
+  const data = await API.goals();
+  const ul = $("goal-list");
+  ul.replaceChildren();
+  for (const g of data.goals) {
+    const li = el("li", "row goal" + (g.status === "active" ? "" : " paused"));
+    li.dataset.goal = g.id;
+    const text = el("span", "row-text");
+    const last = g.notes && g.notes.length ? g.notes[g.notes.length - 1] : null;
+    text.append(el("strong", "", g.summary || g.objective), el("span", "muted", ` · ${g.status} · ${g.sessionKey}`), el("br"),
+      el("span", "muted small", `since ${fmt(g.created)} · ${last ? "latest: " + fmt(last.time) + " — " + last.text : "no progress yet"}`));
+    li.append(text);
+    if (g.status === "active") {
+      const b = el("button", "danger cancel", "Cancel");
+      b.type = "button";
+      b.addEventListener("click", async () => {
+        b.disabled = true;
+        try { await API.cancelGoal(g.id); } catch (e) { $("jobs-error").textContent = e.message; }
+        await loadGoals();
+      });
+      li.append(b);
+    }
+    ul.append(li);
+  }
+  $("goals-empty").hidden = data.goals.length > 0;
 }
 
 function showKind() {
@@ -115,5 +142,5 @@ async function loadTargets() {
 export async function showAutomations() {
   if (!form.elements.tz.value) form.elements.tz.value = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
   showKind();
-  await Promise.all([loadJobs(), loadHeartbeat(), loadTargets()]);
+  await Promise.all([loadGoals(), loadJobs(), loadHeartbeat(), loadTargets()]);
 }
