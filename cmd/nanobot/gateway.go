@@ -16,6 +16,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/deploy"
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/internal/stateformat"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
 )
@@ -59,6 +60,15 @@ func runGateway(ctx context.Context, a *app) error {
 			early.Close()
 		}
 	}()
+	// The data folder's format: upgraded if older, refused if newer, before
+	// anything (the pidfile included) is written to it.
+	up, err := stateformat.Open(l.Paths.Dir, l.Paths.State, "nanobot "+buildVersion())
+	if err != nil {
+		return err
+	}
+	if len(up.Steps) > 0 {
+		a.log.Info("data folder upgraded", "from_format", up.From, "to_format", up.To, "steps", up.Steps)
+	}
 	if l.Config.Cluster.Role == "" || l.Config.Cluster.Role == gateway.RoleAll {
 		release, err := writePid(l.Paths.State)
 		if err != nil {
