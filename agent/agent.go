@@ -80,7 +80,10 @@ type Deps struct {
 	// Approvals is the broker the tools ask the owner through; the loop
 	// takes admins' answers to it (optional; see LoopConfig.Approvals).
 	Approvals *approval.Broker
-	Log       *slog.Logger
+	// Restart stops the gateway and starts it again, for an admin's
+	// /restart (nil: not available here).
+	Restart func(channel, chatID, sessionKey string)
+	Log     *slog.Logger
 }
 
 // imageTool builds generate_image from tools.image, with the endpoint of
@@ -220,7 +223,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		ContextWindowTokens: d.ContextWindowTokens, IdleCompact: time.Duration(d.IdleCompactAfterMinutes) * time.Minute,
 		SessionTTL: time.Duration(d.SessionTTLMinutes) * time.Minute, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
 		Voice: deps.Voice,
-		Queue: d.Queue, Approvals: deps.Approvals, Goals: goalStore,
+		Queue: d.Queue, Approvals: deps.Approvals, Goals: goalStore, Restart: deps.Restart,
 	})
 	return a, nil
 }

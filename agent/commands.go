@@ -21,6 +21,7 @@ var Commands = []struct{ Name, Help string }{
 	{"dream-restore", "put a kept version of long-term memory back: /dream-restore <version> (admins)"},
 	{"goal", "show this chat's sustained goal; /goal <task> sets one the agent keeps working on (admins)"},
 	{"stop", "stop the current answer and anything queued"},
+	{"restart", "stop the gateway gracefully and start it again (admins)"},
 	{"status", "show the model, conversation size and context use"},
 	{"model", "list the model presets; /model <preset> switches this chat, /model reset goes back"},
 	{"voice", "voice replies: /voice on speaks every answer, /voice off only answers voice notes with voice"},
@@ -60,6 +61,9 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		var b strings.Builder
 		b.WriteString("Commands:\n")
 		for _, c := range Commands {
+			if strings.HasSuffix(c.Help, "(admins)") && !m.Admin {
+				continue // only what the asker may use
+			}
 			fmt.Fprintf(&b, "/%s — %s\n", c.Name, c.Help)
 		}
 		if m.Admin {
@@ -105,6 +109,13 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		return true, l.voiceCommand(ctx, m, args)
 	case "queue":
 		return true, l.queueCommand(ctx, m, args)
+	case "restart":
+		text, restart := l.restartCommand(m)
+		l.reply(ctx, m, text) // before the stop begins
+		if restart != nil {
+			restart()
+		}
+		return true, nil
 	case "usage":
 		text, err := l.usageText(ctx, m, args)
 		l.reply(ctx, m, text)
@@ -221,4 +232,21 @@ func (l *Loop) compactCommand(ctx context.Context, m bus.Inbound) error {
 	after := l.estimateTokens(sess)
 	l.reply(ctx, m, fmt.Sprintf("Compacted: %d messages folded into memory, the last exchanges kept. Context: about %d tokens, from %d.", folded, after, before))
 	return nil
+}
+
+// restartCommand runs /restart for an admin: the reply goes out, running
+// turns finish, and the gateway starts again and says so in this chat. A
+// /restart replayed after that restart (it was journalled before the stop)
+// only says the gateway is back.
+func (l *Loop) restartCommand(m bus.Inbound) (reply string, restart func()) {
+	switch {
+	case !m.Admin:
+		return "Only an admin can restart the gateway.", nil
+	case l.cfg.Restart == nil:
+		return "Restarting is not available here: restart the service instead.", nil
+	case m.Replayed:
+		return "The gateway has restarted.", nil
+	}
+	return "Restarting: answers in progress finish first; I will say when I am back.",
+		func() { l.cfg.Restart(m.Channel, m.ChatID, m.Key()) }
 }

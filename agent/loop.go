@@ -110,7 +110,10 @@ type LoopConfig struct {
 	// Goals answers /goal and lets admins set one (nil: /goal goes to the
 	// model as text).
 	Goals *goals.Store
-	Log   *slog.Logger
+	// Restart stops the gateway and starts it again (/restart, admins);
+	// nil: /restart says it is not available.
+	Restart func(channel, chatID, sessionKey string)
+	Log     *slog.Logger
 }
 
 // DefaultSaveRetry is LoopConfig.SaveRetry's default.

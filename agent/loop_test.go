@@ -669,15 +669,20 @@ func TestCompactCommand(t *testing.T) {
 	}
 }
 
-// TestHelpShowsAdminCommandsToAdminsOnly: /help lists /pairing to an
-// admin and not to anyone else.
+// TestHelpShowsAdminCommandsToAdminsOnly: /help lists /pairing, /dream
+// and /restart to an admin and not to anyone else, /new to both.
 func TestHelpShowsAdminCommandsToAdminsOnly(t *testing.T) {
 	h := newHarness(t, &fakeLLM{}, nil, nil)
 	h.loop.Submit(context.Background(), bus.Inbound{Channel: "test", ChatID: "admin", SenderID: "boss", Content: "/help", MessageID: "1", Admin: true})
 	h.send("guest", "/help")
 	waitfor.True(t, "both helps", func() bool { return h.doneCount() == 2 })
 	f := h.out.finals()
-	if !strings.Contains(f["test:admin"][0], "/pairing") || strings.Contains(f["test:guest"][0], "/pairing") {
-		t.Errorf("admin help:\n%s\nguest help:\n%s", f["test:admin"][0], f["test:guest"][0])
+	for _, cmd := range []string{"/pairing", "/dream ", "/restart", "/goal"} {
+		if !strings.Contains(f["test:admin"][0], cmd) || strings.Contains(f["test:guest"][0], cmd) {
+			t.Errorf("%s: admin help:\n%s\nguest help:\n%s", cmd, f["test:admin"][0], f["test:guest"][0])
+		}
+	}
+	if !strings.Contains(f["test:guest"][0], "/new") {
+		t.Errorf("guest help lacks /new:\n%s", f["test:guest"][0])
 	}
 }

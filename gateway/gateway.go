@@ -275,6 +275,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return err
 	}
 	g.announce()
+	g.welcomeBack(ctx)
 	runErr := g.wait(ctx, svcs.failed)
 	g.log.Info("gateway stopping")
 	g.stopping.Store(true)

@@ -51,6 +51,13 @@ type Options struct {
 	Observer agent.RunObserver
 	// MCP reports the MCP servers in /api/status (nil: none).
 	MCP interface{ Status() []mcp.Status }
+	// Restart is called by an admin's /restart: the caller stops the
+	// gateway (cancels Run's context) and starts it again. Nil: /restart
+	// says it is not available.
+	Restart func(from RestartOrigin)
+	// RestartedFrom is the chat that asked for the restart this process
+	// comes from: it is told the gateway is back (nil: none).
+	RestartedFrom *RestartOrigin
 	// Approvals is the broker tools ask the owner through
 	// (tools.exec.approval): the gateway posts its requests to the chats,
 	// the agents take admins' answers, the workbench lists and answers
@@ -133,4 +140,12 @@ type Status struct {
 	Cluster *ClusterStatus `json:"cluster,omitempty"`
 	// Reload is what the last reload did; nil before the first.
 	Reload *ReloadStatus `json:"reload,omitempty"`
+}
+
+// RestartOrigin is the chat that asked for a restart (/restart).
+type RestartOrigin struct {
+	Channel    string    `json:"channel"`
+	ChatID     string    `json:"chatId"`
+	SessionKey string    `json:"sessionKey,omitempty"`
+	At         time.Time `json:"at"`
 }

@@ -31,7 +31,14 @@ func newGatewayCmd(a *app) *cobra.Command {
 		}
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		return runGateway(ctx, a)
+		r := &restarter{stop: stop}
+		if err := runGateway(ctx, a, r); err != nil {
+			return err
+		}
+		if from, ok := r.requested(); ok { // everything is released by now
+			return restartAfter(a.loaded.Paths.State, from)
+		}
+		return nil
 	})
 	cmd.Flags().BoolVar(&background, "background", false, "start detached, logging to logs/gateway.log; then `nanobot gateway status|logs|restart|stop`")
 	cmd.Flags().IntVar(&port, "port", 0, "HTTP port (overrides gateway.port)")
@@ -42,7 +49,7 @@ func newGatewayCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func runGateway(ctx context.Context, a *app) error {
+func runGateway(ctx context.Context, a *app, r *restarter) error {
 	l := a.loaded
 	if !l.Exists {
 		a.log.Info("no config file: running on built-in defaults; `nanobot onboard` writes one", "path", l.Path)
@@ -69,6 +76,7 @@ func runGateway(ctx context.Context, a *app) error {
 	if len(up.Steps) > 0 {
 		a.log.Info("data folder upgraded", "from_format", up.From, "to_format", up.To, "steps", up.Steps)
 	}
+	restartedFrom := takeRestartOrigin(l.Paths.State)
 	if l.Config.Cluster.Role == "" || l.Config.Cluster.Role == gateway.RoleAll {
 		release, err := writePid(l.Paths.State)
 		if err != nil {
@@ -120,6 +128,7 @@ func runGateway(ctx context.Context, a *app) error {
 		BuildPreset: func(p configs.ModelPreset) (providers.Provider, error) { return buildPreset(&l.Config, p, a.log, si) },
 		ToolsFor:    a.agentTools(w.cron, w.sessions),
 		Channels:    w.channels, Log: a.log, Version: buildVersion(),
+		Restart: r.request, RestartedFrom: restartedFrom,
 		CronStore: w.cron, Reload: reload, Redact: a.redact, Logs: a.logs, Platforms: platformTypes(),
 		ReloadConfig: func() (*configs.Config, error) {
 			next, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})

@@ -55,3 +55,13 @@ func detach(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return nil
 }
+
+// execSelf replaces the process with a fresh run of the same binary and
+// arguments (same pid: a service manager or the pidfile sees no gap).
+func execSelf() error {
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(bin, os.Args, os.Environ())
+}

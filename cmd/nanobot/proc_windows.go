@@ -34,3 +34,9 @@ func terminate(pid int) error {
 func detach(*exec.Cmd) error {
 	return errors.New("--background is not supported on Windows; run the gateway as a service (e.g. with NSSM) instead")
 }
+
+// execSelf cannot replace a process on Windows: the gateway has stopped,
+// and its service manager (or the user) starts it again.
+func execSelf() error {
+	return errors.New("restart: the gateway stopped; Windows cannot restart it in place, so start it again (or let its service manager)")
+}
