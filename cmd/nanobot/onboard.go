@@ -11,8 +11,12 @@ import (
 )
 
 func newOnboardCmd(a *app) *cobra.Command {
-	return command("onboard", "Create the config file and workspace if missing (never overwrites)", func(cmd *cobra.Command) error {
+	var wizardOn, refresh bool
+	cmd := command("onboard", "Create the config file and workspace if missing (never overwrites); --wizard asks and checks as it goes", func(cmd *cobra.Command) error {
 		out := cmd.OutOrStdout()
+		if wizardOn || refresh {
+			return runWizard(cmd.Context(), a, cmd.InOrStdin(), out, refresh)
+		}
 		l := a.loaded
 		switch {
 		case !l.Exists:
@@ -52,4 +56,7 @@ func newOnboardCmd(a *app) *cobra.Command {
 		}
 		return nil
 	})
+	cmd.Flags().BoolVar(&wizardOn, "wizard", false, "guided setup: provider and key (checked live), channels (tokens checked), workbench password")
+	cmd.Flags().BoolVar(&refresh, "refresh", false, "with --wizard: walk an existing config, keep what is set, fill in what is missing")
+	return cmd
 }

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/nanobot-go/nanobot/agent/templates"
+	"github.com/nanobot-go/nanobot/channels/slack"
+	"github.com/nanobot-go/nanobot/channels/telegram"
+	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/webui"
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
+	"github.com/nanobot-go/nanobot/providers"
+)
+
+// wizard is `nanobot onboard --wizard`: it asks for a provider and its key
+// (checked with a live models call), the chat channels (each token checked
+// against its platform), and a workbench password, then writes the config
+// with mode 0600. It edits the file's own JSON, so ${VAR} references and
+// keys it does not ask about stay as written. With refresh it walks an
+// existing config, showing what is set (never a secret's value) and
+// keeping it on Enter.
+type wizard struct {
+	ctx   context.Context
+	p     *prompter
+	out   io.Writer
+	check checker
+	tree  map[string]any
+}
+
+// wizardProviders are offered by name first; any known name is taken.
+var wizardProviders = []string{"anthropic", "openai", "openrouter", "deepseek", "gemini", "groq", "ollama", "vllm", "custom"}
+
+func runWizard(ctx context.Context, a *app, in io.Reader, out io.Writer, refresh bool) error {
+	l := a.loaded
+	if l.Exists && !refresh {
+		fmt.Fprintf(out, "%s exists. `nanobot onboard --wizard --refresh` walks it and fills in what is missing.\n", l.Path)
+		return nil
+	}
+	raw := configs.Example
+	if l.Exists {
+		b, err := os.ReadFile(l.Path)
+		if err != nil {
+			return err
+		}
+		raw = b
+	}
+	w := &wizard{ctx: ctx, p: newPrompter(in, out), out: out, check: newChecker(), tree: map[string]any{}}
+	if err := json.Unmarshal(raw, &w.tree); err != nil {
+		return fmt.Errorf("%s is not plain JSON, so the wizard will not edit it: %w", l.Path, err)
+	}
+	fmt.Fprintf(out, "Setting up nanobot in %s. Enter keeps what is shown in [brackets]; a key may be given as $VAR to keep it in the environment.\n\n", filepath.Dir(l.Path))
+	w.provider()
+	w.channels()
+	w.password()
+	data, err := json.MarshalIndent(w.tree, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if err := validateConfig(l.Path, data); err != nil {
+		return fmt.Errorf("the config the wizard made does not load, so it was not saved: %w", err)
+	}
+	if l.Exists {
+		if err := atomicfile.Write(l.Path+".bak", raw, 0o600); err != nil {
+			return err
+		}
+	}
+	if err := atomicfile.Write(l.Path, data, 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nSaved %s (mode 0600).\n", l.Path)
+	reloaded, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})
+	if err != nil {
+		return err
+	}
+	if err := reloaded.Paths.Ensure(); err != nil {
+		return err
+	}
+	if _, err := templates.Sync(reloaded.Paths.Workspace); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Workspace %s is ready. Next: `nanobot gateway` (or `nanobot gateway --background`), then `nanobot status`.\n", reloaded.Paths.Workspace)
+	return nil
+}
+
+// validateConfig loads data as the gateway would, from a file beside path.
+func validateConfig(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".config-wizard-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	_, err = configs.Load(configs.Options{Path: f.Name(), Platforms: platformTypes()})
+	return err
+}
+
+// provider asks for the model provider, its key (checked) and the model.
+func (w *wizard) provider() {
+	fmt.Fprintln(w.out, "— Model provider")
+	current, _ := get(w.tree, "agents.defaults.provider").(string)
+	if current == "" || current == "auto" {
+		current = "anthropic"
+	}
+	var spec providers.ProviderSpec
+	for {
+		name := w.p.ask("Provider ("+strings.Join(wizardProviders, ", ")+"; any name from docs/providers.md)", current)
+		s, ok := providers.Lookup(name)
+		if ok {
+			spec = s
+			break
+		}
+		fmt.Fprintf(w.out, "  unknown provider %q\n", name)
+		if w.p.eof {
+			return
+		}
+	}
+	at := "providers." + spec.Name + "."
+	base, _ := get(w.tree, at+"apiBase").(string)
+	if base == "" {
+		base = spec.DefaultAPIBase
+	}
+	if spec.IsLocal || spec.IsDirect || base == "" {
+		base = w.p.ask("API base URL", base)
+		set(w.tree, at+"apiBase", base)
+	}
+	for try := 0; ; try++ {
+		key, val := w.secretSetting(at+"apiKey", "API key", spec.EnvKey)
+		if key == "" && !spec.KeyOptional {
+			fmt.Fprintln(w.out, "  no key: the agent will answer \"add a key\" until one is set")
+			break
+		}
+		n, err := w.check.provider(w.ctx, spec, base, val)
+		switch {
+		case errors.Is(err, errNotChecked):
+			fmt.Fprintf(w.out, "  (%s keys are not checked here; `nanobot doctor` tries the provider)\n", spec.DisplayName)
+		case err == nil:
+			fmt.Fprintf(w.out, "  ✓ %s answered: %d models\n", spec.DisplayName, n)
+		default:
+			fmt.Fprintf(w.out, "  ✗ %s: %v\n", spec.DisplayName, err)
+			if try < 2 && !w.p.eof && w.p.yes("  Enter the key again?", true) {
+				continue
+			}
+		}
+		set(w.tree, at+"apiKey", key)
+		break
+	}
+	set(w.tree, "agents.defaults.provider", spec.Name)
+	model, _ := get(w.tree, "agents.defaults.model").(string)
+	set(w.tree, "agents.defaults.model", w.p.ask("Model", model))
+}
+
+// secretSetting asks for the secret at path and returns what to store
+// (the typed value, or a "${VAR}" reference) and the value itself for the
+// check. An empty answer keeps what the file has.
+func (w *wizard) secretSetting(path, label, envKey string) (store, value string) {
+	cur, _ := get(w.tree, path).(string)
+	shown := ""
+	switch {
+	case strings.HasPrefix(cur, "${"):
+		shown = cur
+	case cur != "":
+		shown = "set"
+	}
+	if envKey != "" && cur == "" && os.Getenv(envKey) != "" {
+		fmt.Fprintf(w.out, "  (%s is set in the environment: type $%s to use it)\n", envKey, envKey)
+	}
+	got := w.p.secret("  "+label, shown, cur)
+	if strings.HasPrefix(got, "$") && !strings.HasPrefix(got, "${") {
+		got = "${" + strings.TrimPrefix(got, "$") + "}"
+	}
+	if v, ok := strings.CutPrefix(got, "${"); ok {
+		return got, os.Getenv(strings.TrimSuffix(v, "}"))
+	}
+	return got, got
+}
+
+// channels asks, for each platform with a check, whether to set it up.
+func (w *wizard) channels() {
+	fmt.Fprintln(w.out, "\n— Chat channels (the web chat is always on; others: docs/configuration.md)")
+	if w.p.yes("Set up Telegram?", get(w.tree, "channels.telegram.enabled") == true) {
+		w.telegram()
+	}
+	if w.p.yes("Set up Slack?", get(w.tree, "channels.slack.enabled") == true) {
+		w.slack()
+	}
+}
+
+func (w *wizard) telegram() {
+	base, _ := get(w.tree, "channels.telegram.apiBase").(string)
+	if base == "" {
+		base = telegram.DefaultAPIBase
+	}
+	for try := 0; ; try++ {
+		store, token := w.secretSetting("channels.telegram.token", "Bot token (from @BotFather)", "")
+		bot, err := w.check.telegram(w.ctx, base, token)
+		if err == nil {
+			fmt.Fprintf(w.out, "  ✓ Telegram knows this bot: @%s\n", bot)
+		} else {
+			fmt.Fprintf(w.out, "  ✗ Telegram: %v\n", err)
+			if try < 2 && !w.p.eof && w.p.yes("  Enter the token again?", true) {
+				continue
+			}
+		}
+		set(w.tree, "channels.telegram.token", store)
+		break
+	}
+	set(w.tree, "channels.telegram.enabled", true)
+	w.allowFrom("channels.telegram.allowFrom", "Who may talk to it: your Telegram user id or username (comma-separated; empty: nobody yet, strangers get a pairing code)")
+}
+
+func (w *wizard) slack() {
+	base, _ := get(w.tree, "channels.slack.apiBase").(string)
+	if base == "" {
+		base = slack.DefaultAPIBase
+	}
+	for try := 0; ; try++ {
+		store, token := w.secretSetting("channels.slack.botToken", "Bot token (xoxb-…)", "")
+		team, err := w.check.slack(w.ctx, base, token)
+		if err == nil {
+			fmt.Fprintf(w.out, "  ✓ Slack accepted the token: workspace %s\n", team)
+		} else {
+			fmt.Fprintf(w.out, "  ✗ Slack: %v\n", err)
+			if try < 2 && !w.p.eof && w.p.yes("  Enter the token again?", true) {
+				continue
+			}
+		}
+		set(w.tree, "channels.slack.botToken", store)
+		break
+	}
+	app, _ := w.secretSetting("channels.slack.appToken", "App-level token for Socket Mode (xapp-…)", "")
+	set(w.tree, "channels.slack.appToken", app)
+	set(w.tree, "channels.slack.enabled", true)
+	w.allowFrom("channels.slack.allowFrom", "Who may talk to it: Slack member ids (U…, comma-separated)")
+}
+
+func (w *wizard) allowFrom(path, label string) {
+	var cur []string
+	if list, ok := get(w.tree, path).([]any); ok {
+		for _, v := range list {
+			if s, ok := v.(string); ok {
+				cur = append(cur, s)
+			}
+		}
+	}
+	ans := w.p.ask("  "+label, strings.Join(cur, ", "))
+	out := []any{}
+	for _, s := range strings.Split(ans, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	set(w.tree, path, out)
+}
+
+// password sets the workbench password (bcrypt; never stored in clear).
+func (w *wizard) password() {
+	fmt.Fprintln(w.out, "\n— Workbench (the web pages at the gateway's address)")
+	q := "Set a workbench password? (needed beyond this machine; here a one-time link signs you in)"
+	if has, _ := get(w.tree, "gateway.webui.password").(string); has != "" {
+		q = "Change the workbench password? (one is set)"
+	}
+	if !w.p.yes(q, false) {
+		return
+	}
+	for range 3 {
+		pw := w.p.secret(fmt.Sprintf("  Password (at least %d characters)", webui.MinPasswordLen), "", "")
+		if pw == "" && w.p.eof {
+			return
+		}
+		if again := w.p.secret("  Again", "", ""); again != pw {
+			fmt.Fprintln(w.out, "  they differ")
+			continue
+		}
+		h, err := webui.HashPassword(pw)
+		if err != nil {
+			fmt.Fprintf(w.out, "  %v\n", err)
+			return
+		}
+		set(w.tree, "gateway.webui.password", h)
+		fmt.Fprintln(w.out, "  ✓ password set (stored as a bcrypt hash)")
+		return
+	}
+}
+
+// get and set read and write a dotted path in the file's JSON tree,
+// creating objects on the way.
+func get(tree map[string]any, path string) any {
+	var cur any = tree
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[k]
+	}
+	return cur
+}
+
+func set(tree map[string]any, path string, v any) {
+	keys := strings.Split(path, ".")
+	cur := tree
+	for _, k := range keys[:len(keys)-1] {
+		cur = object(cur, k)
+	}
+	cur[keys[len(keys)-1]] = v
+}

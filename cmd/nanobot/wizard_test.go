@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
+	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+	"github.com/nanobot-go/nanobot/configs"
+)
+
+// modelsServer is an OpenAI-compatible /models endpoint that accepts one
+// key.
+func modelsServer(t *testing.T, key string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" || r.Header.Get("Authorization") != "Bearer "+key {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":{"message":"Incorrect API key"}}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"m1","object":"model"},{"id":"m2","object":"model"}]}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func wizardRun(t *testing.T, cfg string, input string, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetIn(strings.NewReader(input))
+	cmd.SetArgs(append([]string{"onboard", "--config", cfg}, args...))
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+// TestOnboardWizard walks the wizard from a script (stdin is not a
+// terminal): a wrong key is refused by the live models call and entered
+// again, the Telegram token is checked with getMe, a ${VAR} reference is
+// kept as written, the password is stored as a hash, and the file is 0600
+// and loads. --refresh then keeps every answer on Enter.
+func TestOnboardWizard(t *testing.T) {
+	llm := modelsServer(t, "sk-right")
+	tg := telegramtest.New(t)
+	sl := slacktest.New(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	t.Setenv("NANOBOT_TEST_TG", telegramtest.Token)
+	// The Telegram and Slack fakes stand where the platforms are: the
+	// wizard reads an apiBase already in the file, as a test or a
+	// self-hosted Bot API server sets it.
+	seed := `{"channels": {"telegram": {"apiBase": "` + tg.URL + `"}, "slack": {"apiBase": "` + sl.APIBase() + `"}}}`
+	if err := os.WriteFile(cfg, []byte(seed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	input := strings.Join([]string{
+		"vllm",             // provider
+		llm.URL + "/v1",    // API base
+		"sk-wrong",         // key: refused
+		"y",                // enter it again
+		"sk-right",         // key: accepted
+		"my-model",         // model
+		"y",                // Telegram
+		"$NANOBOT_TEST_TG", // token as a reference
+		"4242|ann",         // allowFrom
+		"y",                // Slack
+		slacktest.BotToken, // bot token
+		slacktest.AppToken, // app token
+		"UANN",             // allowFrom
+		"y",                // password
+		"correct horse battery staple", "correct horse battery staple",
+	}, "\n") + "\n"
+	out, err := wizardRun(t, cfg, input, "--wizard", "--refresh")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"✗ vLLM: the key was refused (HTTP 401)", "✓ vLLM answered: 2 models", "✓ Telegram knows this bot: @" + telegramtest.BotUsername,
+		"✓ Slack accepted the token", "✓ password set", "Saved " + cfg} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the wizard did not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "sk-right") || strings.Contains(out, slacktest.BotToken) {
+		t.Errorf("a secret was echoed:\n%s", out)
+	}
+	raw, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(cfg); fi.Mode().Perm() != 0o600 {
+		t.Errorf("config mode %v", fi.Mode())
+	}
+	var tree map[string]any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]any{
+		"agents.defaults.provider": "vllm", "agents.defaults.model": "my-model", "providers.vllm.apiKey": "sk-right",
+		"channels.telegram.token": "${NANOBOT_TEST_TG}", "channels.telegram.enabled": true, "channels.slack.appToken": slacktest.AppToken,
+	} {
+		if got := get(tree, path); got != want {
+			t.Errorf("%s = %v, want %v", path, got, want)
+		}
+	}
+	if h, _ := get(tree, "gateway.webui.password").(string); !strings.HasPrefix(h, "$2") {
+		t.Errorf("the password is not stored as a bcrypt hash: %q", h)
+	}
+	if _, err := configs.Load(configs.Options{Path: cfg, Platforms: platformTypes()}); err != nil {
+		t.Errorf("the written config does not load: %v", err)
+	}
+
+	// --refresh with nothing but Enter keeps everything (the checks run
+	// again on the stored values).
+	before := string(raw)
+	out, err = wizardRun(t, cfg, "", "--wizard", "--refresh")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "✓ vLLM answered") || !strings.Contains(out, "✓ Telegram knows this bot") {
+		t.Errorf("refresh did not check the kept values:\n%s", out)
+	}
+	after, _ := os.ReadFile(cfg)
+	var a, b map[string]any
+	_ = json.Unmarshal([]byte(before), &a)
+	_ = json.Unmarshal(after, &b)
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Errorf("refresh with Enter changed the config:\nbefore %s\nafter  %s", ja, jb)
+	}
+	if _, err := os.Stat(cfg + ".bak"); err != nil {
+		t.Errorf("no backup of the previous config: %v", err)
+	}
+}
