@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,7 +22,7 @@ import (
 // exact command to the config, so the same command later runs unasked; a
 // harmless command never asks.
 func TestExecApprovalThroughTelegram(t *testing.T) {
-	harmless := providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: "c5", Name: "exec", Arguments: `{"command":"touch harmless"}`}}}
+	harmless := toolCall("c5", "exec", `{"command":"touch harmless"}`)
 	llm := providertest.New(t)
 	llm.Push(
 		riskyCall("c1", "once"), providertest.Reply{Text: "reply one"},
@@ -144,8 +143,7 @@ func TestExecApprovalThroughTelegram(t *testing.T) {
 // (so a test sees whether it ran) and reaches for the network (what makes
 // it risky).
 func riskyCall(id, marker string) providertest.Reply {
-	args := fmt.Sprintf(`{"command":"touch %s; curl -s -m 1 http://127.0.0.1:9/ || true"}`, marker)
-	return providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: id, Name: "exec", Arguments: args}}}
+	return toolCall(id, "exec", fmt.Sprintf(`{"command":"touch %s; curl -s -m 1 http://127.0.0.1:9/ || true"}`, marker))
 }
 
 // approvalGateway starts the gateway binary with tools.exec.approval
@@ -161,34 +159,9 @@ func approvalGateway(t *testing.T, llm *providertest.Server, channels string) (c
 // the config's path and the workspace.
 func scriptedGateway(t *testing.T, llm *providertest.Server, channels, toolSettings, heartbeat string) (cfg, ws string) {
 	t.Helper()
-	bin := binary(t)
 	dir := t.TempDir()
-	port := freePort(t)
-	cfg = filepath.Join(dir, "config.json")
-	body := fmt.Sprintf(`{
-	  "agents": {"defaults": {"model": "test-model", "provider": "vllm"}},
-	  "providers": {"vllm": {"apiBase": %q, "apiKey": "k"}},
-	  "channels": {%s},
-	  "tools": {%s},
-	  "gateway": {"port": %d, "heartbeat": {%s}}
-	}`, llm.OpenAIBase(), channels, toolSettings, port, heartbeat)
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "gateway", "--config", cfg)
-	cmd.Env = append(os.Environ(), "HOME="+dir)
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs.String())
-		}
-	})
+	cfg = scriptedConfig(t, dir, llm, channels, toolSettings, heartbeat)
+	launchGateway(t, cfg)
 	return cfg, filepath.Join(dir, "workspace") // beside the config
 }
 

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -55,40 +54,10 @@ func TestBrowserThroughTelegram(t *testing.T) {
 	llm := providertest.New(t)
 	llm.Handle(browsingModel(site))
 	tg := telegramtest.New(t)
-	bin := binary(t)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config.json")
-	body := fmt.Sprintf(`{
-	  "agents": {"defaults": {"model": "test-model", "provider": "vllm"}},
-	  "providers": {"vllm": {"apiBase": %q, "apiKey": "k"}},
-	  "channels": {"telegram": {"enabled": true, "token": %q, "apiBase": %q, "allowFrom": ["4242|ann"]}},
-	  "tools": {"ssrfAllowlist": ["127.0.0.2/32"]},
-	  "gateway": {"port": %d, "heartbeat": {"enabled": false}}
-	}`, llm.OpenAIBase(), telegramtest.Token, tg.URL, freePort(t))
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "gateway", "--config", cfg)
-	cmd.Env = append(os.Environ(), "HOME="+dir)
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			_ = cmd.Process.Signal(os.Interrupt)
-			_ = cmd.Wait()
-		}
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs.String())
-		}
-	})
+	cfg := scriptedConfig(t, dir, llm, fmt.Sprintf(`"telegram": {"enabled": true, "token": %q, "apiBase": %q, "allowFrom": ["4242|ann"]}`,
+		telegramtest.Token, tg.URL), `"ssrfAllowlist": ["127.0.0.2/32"]`, `"enabled": false`)
+	gw := launchGateway(t, cfg)
 
 	ann := telegramtest.User{ID: 4242, Username: "ann", FirstName: "Ann"}
 	tg.Send(telegramtest.Msg{From: ann, Chat: telegramtest.Chat{ID: 4242, Type: "private"}, Text: "order bread and search for rye, then show me"})
@@ -133,7 +102,7 @@ func TestBrowserThroughTelegram(t *testing.T) {
 	if _, err := os.Stat(profile); err != nil {
 		t.Errorf("no browser profile in the workspace: %v", err)
 	}
-	stop()
+	gw.stop()
 	if runtime.GOOS == "linux" {
 		if pids := processesWith("--user-data-dir=" + profile); len(pids) > 0 {
 			t.Errorf("Chromium still runs after the gateway stopped: %v", pids)

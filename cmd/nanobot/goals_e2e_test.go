@@ -20,24 +20,19 @@ import (
 // check-in with nothing new stays silent; `nanobot status` lists the goal
 // until it is complete.
 func TestGoalAdvancedByTheHeartbeat(t *testing.T) {
-	call := func(id, name, args string) providertest.Reply {
-		return providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: id, Name: name, Arguments: args}}}
-	}
 	checkIns := 0
 	llm := providertest.New(t)
 	llm.Handle(func(r providertest.Request) providertest.Reply {
 		raw := string(r.Raw)
 		if strings.Contains(raw, `"tool_choice"`) && strings.Contains(raw, "HEARTBEAT.md") {
-			return call("hb", "heartbeat", `{"action":"skip"}`) // HEARTBEAT.md's own tasks: none due
+			return toolCall("hb", "heartbeat", `{"action":"skip"}`) // HEARTBEAT.md's own tasks: none due
 		}
-		turn := raw[strings.LastIndex(raw, `"role":"user"`):]
-		user, _, _ := strings.Cut(turn, `"}`)
-		after := func(id string) bool { return strings.Contains(turn, `"tool_call_id":"`+id+`"`) }
+		user, after := turnOf(r)
 		switch {
 		case strings.Contains(user, "set a sustained goal with /goal") && after("c1"):
 			return providertest.Reply{Text: "Goal set: I will watch the price."}
 		case strings.Contains(user, "set a sustained goal with /goal"):
-			return call("c1", "create_goal", `{"objective":"Watch the Lisbon flight price; done when it is under 300 EUR","ui_summary":"Lisbon flight under 300"}`)
+			return toolCall("c1", "create_goal", `{"objective":"Watch the Lisbon flight price; done when it is under 300 EUR","ui_summary":"Lisbon flight under 300"}`)
 		case strings.Contains(user, "Goal check-in") && after("p1"):
 			return providertest.Reply{Text: "Update: the price is now 320 EUR."}
 		case strings.Contains(user, "Goal check-in") && after("p2"):
@@ -46,11 +41,11 @@ func TestGoalAdvancedByTheHeartbeat(t *testing.T) {
 			checkIns++
 			switch checkIns {
 			case 1:
-				return call("p1", "update_goal", `{"action":"progress","recap":"checked: 320 EUR"}`)
+				return toolCall("p1", "update_goal", `{"action":"progress","recap":"checked: 320 EUR"}`)
 			case 2:
 				return providertest.Reply{Text: "HEARTBEAT_OK"} // nothing new: not delivered
 			default:
-				return call("p2", "update_goal", `{"action":"complete","recap":"290 EUR"}`)
+				return toolCall("p2", "update_goal", `{"action":"complete","recap":"290 EUR"}`)
 			}
 		}
 		return providertest.Reply{Text: "unexpected request"}

@@ -5,10 +5,8 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,41 +20,13 @@ import (
 // manager sees it) starts again, says so in the chat, and answers; the
 // /restart is not run a second time after the restart.
 func TestRestartFromChat(t *testing.T) {
-	bin := binary(t)
 	llm := providertest.New(t)
 	llm.Handle(func(providertest.Request) providertest.Reply { return providertest.Reply{Text: "still here"} })
 	tg := telegramtest.New(t)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config.json")
-	body := fmt.Sprintf(`{
-	  "agents": {"defaults": {"model": "test-model", "provider": "vllm"}},
-	  "providers": {"vllm": {"apiBase": %q, "apiKey": "k"}},
-	  "channels": {"telegram": {"enabled": true, "token": %q, "apiBase": %q, "allowFrom": ["4242|ann", "5151|bob"], "admins": ["4242"]}},
-	  "gateway": {"port": %d, "heartbeat": {"enabled": false}}
-	}`, llm.OpenAIBase(), telegramtest.Token, tg.URL, freePort(t))
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "gateway", "--config", cfg)
-	cmd.Env = append(os.Environ(), "HOME="+dir)
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs.String())
-		}
-	})
+	cfg := scriptedConfig(t, dir, llm, fmt.Sprintf(`"telegram": {"enabled": true, "token": %q, "apiBase": %q,
+	    "allowFrom": ["4242|ann", "5151|bob"], "admins": ["4242"]}`, telegramtest.Token, tg.URL), ``, `"enabled": false`)
+	gw := launchGateway(t, cfg)
 	count := func(chat int64, text string) int {
 		n := 0
 		for _, s := range tg.Sent() {
@@ -75,7 +45,7 @@ func TestRestartFromChat(t *testing.T) {
 	waitfor.Within(t, "the restart announced", 30*time.Second, func() bool { return count(4242, "Restarting") == 1 })
 	waitfor.Within(t, "back after the restart", 60*time.Second, func() bool { return count(4242, "Restarted") == 1 })
 	select {
-	case err := <-exited:
+	case err := <-gw.exited:
 		t.Fatalf("the process ended instead of restarting in place: %v", err)
 	default:
 	}
@@ -84,7 +54,7 @@ func TestRestartFromChat(t *testing.T) {
 	if n := count(4242, "Restarting"); n != 1 {
 		t.Errorf("/restart ran %d times", n)
 	}
-	if n := strings.Count(logs.String(), "gateway ready"); n != 2 {
+	if n := strings.Count(gw.logs.String(), "gateway ready"); n != 2 {
 		t.Errorf("the gateway became ready %d times, want 2", n)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "state", restartFile)); err == nil {

@@ -16,17 +16,11 @@ import (
 // agent then answers in the group. A non-admin asking the same gets a
 // refusal the model reads.
 func TestSessionToolsThroughTelegram(t *testing.T) {
-	call := func(id, name, args string) providertest.Reply {
-		return providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: id, Name: name, Arguments: args}}}
-	}
 	// The two conversations' turns may interleave, so the model answers by
 	// what each request holds rather than in a fixed order.
 	llm := providertest.New(t)
 	llm.Handle(func(r providertest.Request) providertest.Reply {
-		raw := string(r.Raw)
-		turn := raw[strings.LastIndex(raw, `"role":"user"`):] // the current turn's messages
-		user, _, _ := strings.Cut(turn, `"}`)                 // its user message
-		after := func(id string) bool { return strings.Contains(turn, `"tool_call_id":"`+id+`"`) }
+		user, after := turnOf(r)
 		switch {
 		case strings.Contains(user, "hi all"):
 			return providertest.Reply{Text: "Hello, family!"}
@@ -35,13 +29,13 @@ func TestSessionToolsThroughTelegram(t *testing.T) {
 		case strings.Contains(user, "tell the family") && after("s1"):
 			return providertest.Reply{Text: "Passed on to the family group."}
 		case strings.Contains(user, "tell the family") && after("l1"):
-			return call("s1", "send_session_message", `{"to":"telegram:-100","content":"Dinner is at 8 tonight."}`)
+			return toolCall("s1", "send_session_message", `{"to":"telegram:-100","content":"Dinner is at 8 tonight."}`)
 		case strings.Contains(user, "tell the family"):
-			return call("l1", "list_sessions", `{}`)
+			return toolCall("l1", "list_sessions", `{}`)
 		case strings.Contains(user, "what do the others") && after("l2"):
 			return providertest.Reply{Text: "I can't show you other conversations."}
 		case strings.Contains(user, "what do the others"):
-			return call("l2", "list_sessions", `{}`)
+			return toolCall("l2", "list_sessions", `{}`)
 		}
 		return providertest.Reply{Text: "unexpected request"}
 	})

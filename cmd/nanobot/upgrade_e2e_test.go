@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +22,6 @@ import (
 // still let in; a folder recorded by a newer build is refused with a
 // message that says what to do, and nothing in it is touched.
 func TestDataFolderUpgradeAndRefusal(t *testing.T) {
-	bin := binary(t)
 	llm := providertest.New(t)
 	llm.Handle(func(r providertest.Request) providertest.Reply {
 		if strings.Contains(string(r.Raw), "the second message") {
@@ -33,32 +31,9 @@ func TestDataFolderUpgradeAndRefusal(t *testing.T) {
 	})
 	tg := telegramtest.New(t)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config.json")
-	port := freePort(t)
-	body := fmt.Sprintf(`{
-	  "agents": {"defaults": {"model": "test-model", "provider": "vllm"}},
-	  "providers": {"vllm": {"apiBase": %q, "apiKey": "k"}},
-	  "channels": {"telegram": {"enabled": true, "token": %q, "apiBase": %q, "allowFrom": []}},
-	  "gateway": {"port": %d, "heartbeat": {"enabled": false}}
-	}`, llm.OpenAIBase(), telegramtest.Token, tg.URL, port)
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run := func() *exec.Cmd {
-		cmd := exec.Command(bin, "gateway", "--config", cfg)
-		cmd.Env = append(os.Environ(), "HOME="+dir)
-		logs := &syncBuffer{}
-		cmd.Stdout, cmd.Stderr = logs, logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-		return cmd
-	}
-	stop := func(cmd *exec.Cmd) {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}
+	cfg := scriptedConfig(t, dir, llm, fmt.Sprintf(`"telegram": {"enabled": true, "token": %q, "apiBase": %q, "allowFrom": []}`,
+		telegramtest.Token, tg.URL), ``, `"enabled": false`)
+	bin := binary(t)
 	ann := telegramtest.User{ID: 4242, Username: "ann", FirstName: "Ann"}
 	chat := telegramtest.Chat{ID: 4242, Type: "private"}
 	shown := func(text string) func() bool {
@@ -73,7 +48,7 @@ func TestDataFolderUpgradeAndRefusal(t *testing.T) {
 	}
 
 	// A first life: a stranger pairs, the owner approves, a conversation.
-	gw := run()
+	gw := launchGateway(t, cfg)
 	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: "hello"})
 	waitfor.Within(t, "the pairing code", 30*time.Second, shown("pairing code"))
 	code := ""
@@ -88,14 +63,14 @@ func TestDataFolderUpgradeAndRefusal(t *testing.T) {
 	}
 	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: "the first message"})
 	waitfor.Within(t, "the first answer", 30*time.Second, shown("first answer"))
-	stop(gw)
+	gw.stop()
 
 	// Make it a folder of the previous format: no record.
 	record := filepath.Join(dir, "state", stateformat.FileName)
 	if err := os.Remove(record); err != nil {
 		t.Fatalf("the first life wrote no format record: %v", err)
 	}
-	gw = run()
+	gw = launchGateway(t, cfg)
 	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: "the second message"})
 	waitfor.Within(t, "the second answer", 30*time.Second, shown("second answer"))
 	reqs := llm.Requests()
@@ -106,7 +81,7 @@ func TestDataFolderUpgradeAndRefusal(t *testing.T) {
 	if b, err := os.ReadFile(record); err != nil || !strings.Contains(string(b), fmt.Sprintf(`"version": %d`, stateformat.Current)) {
 		t.Errorf("after the upgrade format.json is %q (%v)", b, err)
 	}
-	stop(gw)
+	gw.stop()
 
 	// A folder from a newer build is refused, untouched.
 	newer := []byte(`{"version": 99, "by": "nanobot v9.9.9"}`)
