@@ -80,7 +80,10 @@ type Deps struct {
 	// Approvals is the broker the tools ask the owner through; the loop
 	// takes admins' answers to it (optional; see LoopConfig.Approvals).
 	Approvals *approval.Broker
-	Log       *slog.Logger
+	// Hooks are the user's extensions, asked at the hook points
+	// (optional; see Hooks).
+	Hooks Hooks
+	Log   *slog.Logger
 }
 
 // imageTool builds generate_image from tools.image, with the endpoint of
@@ -172,6 +175,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
 		Stream: true, Observer: deps.Observer, Redact: deps.Redact, Log: log,
 		Ledger: deps.Usage, Agent: deps.Agent, ProviderName: deps.ProviderName, Budgets: deps.Budgets,
+		Hooks: deps.Hooks,
 	}
 	publish := deps.Inbound
 	if publish == nil {
@@ -220,7 +224,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		ContextWindowTokens: d.ContextWindowTokens, IdleCompact: time.Duration(d.IdleCompactAfterMinutes) * time.Minute,
 		SessionTTL: time.Duration(d.SessionTTLMinutes) * time.Minute, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
 		Voice: deps.Voice,
-		Queue: d.Queue, Approvals: deps.Approvals, Goals: goalStore,
+		Queue: d.Queue, Approvals: deps.Approvals, Goals: goalStore, Hooks: deps.Hooks,
 	})
 	return a, nil
 }

@@ -110,6 +110,10 @@ type LoopConfig struct {
 	// Goals answers /goal and lets admins set one (nil: /goal goes to the
 	// model as text).
 	Goals *goals.Store
+	// Hooks are asked when a message is accepted, before a reply is sent,
+	// when a turn is over and when a session is reset (optional; the
+	// runner asks its own, Runner.Hooks, around model and tool calls).
+	Hooks Hooks
 	Log   *slog.Logger
 }
 
