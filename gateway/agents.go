@@ -103,6 +103,7 @@ func (g *Gateway) agentFor(prof configs.Agent) (*agent.Agent, error) {
 		Budgets:    g.budgets,
 		Voice:      agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
 		Approvals:  g.o.Approvals,
+		Hooks:      g.o.Hooks,
 		Log:        g.log,
 	})
 }
