@@ -260,3 +260,39 @@ func TestDecodeResponse(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkProgramHook is one call of a program hook that answers
+// continue: the per-hook overhead of the program kind (no sandbox).
+func BenchmarkProgramHook(b *testing.B) {
+	s, err := New([]configs.HookConfig{{Name: "noop", Points: []string{"before_tool"}, Command: []string{hookprog, "continue"}, OnFailure: "block"}},
+		Options{Workspace: b.TempDir(), Sandbox: sandbox.ModeNone})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev := event(agent.HookBeforeTool, map[string]any{"tool": "exec", "arguments": map[string]any{"command": "ls"}})
+	for b.Loop() {
+		if v := s.Run(context.Background(), ev); v.Veto {
+			b.Fatal(v.Reason)
+		}
+	}
+}
+
+// BenchmarkHTTPHook is one call of an HTTP hook on loopback that answers
+// continue.
+func BenchmarkHTTPHook(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = w.Write([]byte(`{"action":"continue"}`))
+	}))
+	defer srv.Close()
+	s, err := New([]configs.HookConfig{{Name: "noop", Points: []string{"before_tool"}, URL: srv.URL, OnFailure: "block"}}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev := event(agent.HookBeforeTool, map[string]any{"tool": "exec", "arguments": map[string]any{"command": "ls"}})
+	for b.Loop() {
+		if v := s.Run(context.Background(), ev); v.Veto {
+			b.Fatal(v.Reason)
+		}
+	}
+}
