@@ -83,7 +83,10 @@ type Deps struct {
 	// Restart stops the gateway and starts it again, for an admin's
 	// /restart (nil: not available here).
 	Restart func(channel, chatID, sessionKey string)
-	Log     *slog.Logger
+	// Hooks are the user's extensions, asked at the hook points
+	// (optional; see Hooks).
+	Hooks Hooks
+	Log   *slog.Logger
 }
 
 // imageTool builds generate_image from tools.image, with the endpoint of
@@ -175,6 +178,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Temperature: &temp, ReasoningEffort: d.ReasoningEffort, MaxIterations: d.MaxToolIterations,
 		Stream: true, Observer: deps.Observer, Redact: deps.Redact, Log: log,
 		Ledger: deps.Usage, Agent: deps.Agent, ProviderName: deps.ProviderName, Budgets: deps.Budgets,
+		Hooks: deps.Hooks,
 	}
 	publish := deps.Inbound
 	if publish == nil {
@@ -223,7 +227,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		ContextWindowTokens: d.ContextWindowTokens, IdleCompact: time.Duration(d.IdleCompactAfterMinutes) * time.Minute,
 		SessionTTL: time.Duration(d.SessionTTLMinutes) * time.Minute, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
 		Voice: deps.Voice,
-		Queue: d.Queue, Approvals: deps.Approvals, Goals: goalStore, Restart: deps.Restart,
+		Queue: d.Queue, Approvals: deps.Approvals, Goals: goalStore, Restart: deps.Restart, Hooks: deps.Hooks,
 	})
 	return a, nil
 }

@@ -199,7 +199,13 @@ func (l *Loop) archive(ctx context.Context, sess *session.Session) error {
 			l.log.Warn("archiving to memory before /new failed", "session", sess.Key, "err", err)
 		}
 	}
-	return l.cfg.Store.Archive(ctx, sess)
+	if err := l.cfg.Store.Archive(ctx, sess); err != nil {
+		return err
+	}
+	if hooking(l.cfg.Hooks, HookSessionReset) {
+		l.resetHooks(ctx, sess)
+	}
+	return nil
 }
 
 // compactKeep is how many of the latest messages /compact leaves as they

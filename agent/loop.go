@@ -113,7 +113,11 @@ type LoopConfig struct {
 	// Restart stops the gateway and starts it again (/restart, admins);
 	// nil: /restart says it is not available.
 	Restart func(channel, chatID, sessionKey string)
-	Log     *slog.Logger
+	// Hooks are asked when a message is accepted, before a reply is sent,
+	// when a turn is over and when a session is reset (optional; the
+	// runner asks its own, Runner.Hooks, around model and tool calls).
+	Hooks Hooks
+	Log   *slog.Logger
 }
 
 // DefaultSaveRetry is LoopConfig.SaveRetry's default.

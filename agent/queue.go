@@ -37,16 +37,22 @@ type turnState struct {
 	// its last model call (steer mode).
 	steer func() []bus.Inbound
 	taken []bus.Inbound
+	// dropped are members an inbound hook vetoed: answered by nothing,
+	// but done with the turn.
+	dropped []bus.Inbound
+	// end, when set, collects what the turn_end hooks are told.
+	end *turnEnd
 	// saved is set once the turn stored its user message.
 	saved bool
 }
 
 // all lists every message the turn answers, oldest first.
 func (ts *turnState) all() []bus.Inbound {
-	out := make([]bus.Inbound, 0, len(ts.carried)+len(ts.members)+len(ts.taken))
+	out := make([]bus.Inbound, 0, len(ts.carried)+len(ts.members)+len(ts.taken)+len(ts.dropped))
 	out = append(out, ts.carried...)
 	out = append(out, ts.members...)
-	return append(out, ts.taken...)
+	out = append(out, ts.taken...)
+	return append(out, ts.dropped...)
 }
 
 // storedIDs is the InboundID stored on the turn's user message: the ids of

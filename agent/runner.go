@@ -94,6 +94,9 @@ type Runner struct {
 	// it with a *usage.BudgetError when a budget is used up; it must
 	// enforce over Ledger (the calls' records settle its reservations).
 	Budgets *usage.Budgets
+	// Hooks are asked before and after each model and tool call
+	// (optional; see hooks.go).
+	Hooks Hooks
 }
 
 // RunResult is what a run produced.
@@ -225,6 +228,14 @@ func (r *Runner) RunSteered(ctx context.Context, msgs []providers.Message, emit 
 }
 
 func (r *Runner) call(ctx context.Context, conv []providers.Message, defs []providers.ToolDefinition, toolChoice string, emit func(Event)) (*providers.LLMResponse, error) {
+	if !hooking(r.Hooks, HookBeforeModel) && !hooking(r.Hooks, HookAfterModel) {
+		return r.callModel(ctx, conv, defs, toolChoice, emit)
+	}
+	return r.callHooked(ctx, conv, defs, toolChoice, emit)
+}
+
+// callModel is one model call, without hooks.
+func (r *Runner) callModel(ctx context.Context, conv []providers.Message, defs []providers.ToolDefinition, toolChoice string, emit func(Event)) (*providers.LLMResponse, error) {
 	req := providers.ChatRequest{
 		Model: r.Model, Messages: conv, Tools: defs, ToolChoice: toolChoice,
 		MaxTokens: r.MaxTokens, Temperature: r.Temperature, ReasoningEffort: r.ReasoningEffort,
@@ -314,7 +325,15 @@ func (r *Runner) execute(ctx context.Context, calls []providers.ToolCallRequest)
 	return out
 }
 
-func (r *Runner) executeOne(ctx context.Context, tc providers.ToolCallRequest) (o outcome) {
+func (r *Runner) executeOne(ctx context.Context, tc providers.ToolCallRequest) outcome {
+	if !hooking(r.Hooks, HookBeforeTool) && !hooking(r.Hooks, HookAfterTool) {
+		return r.runTool(ctx, tc)
+	}
+	return r.runToolHooked(ctx, tc)
+}
+
+// runTool executes one tool call, without hooks.
+func (r *Runner) runTool(ctx context.Context, tc providers.ToolCallRequest) (o outcome) {
 	defer func() {
 		if p := recover(); p != nil {
 			o = failed(fmt.Errorf("tool %s crashed: %v", tc.Name, p))

@@ -22,6 +22,9 @@ import (
 
 // handle processes one turn: a slash command or an LLM turn.
 func (l *Loop) handle(ctx context.Context, ts *turnState) error {
+	if hooking(l.cfg.Hooks, HookInbound) && !l.inboundHooks(ctx, ts) {
+		return nil
+	}
 	if len(ts.members) == 1 && len(ts.carried) == 0 {
 		m := ts.members[0]
 		name, args := parseCommand(m.Content)
@@ -56,7 +59,7 @@ func (l *Loop) turnOf(ctx context.Context, ts *turnState) error {
 	if m.Ephemeral {
 		// The sender supplied the conversation: nothing is loaded or
 		// stored, so there is nothing to consolidate or answer from.
-		return l.run(ctx, m, &session.Session{Key: m.Key()}, ephemeralHistory(m.History), false, ts)
+		return l.runTurn(ctx, m, &session.Session{Key: m.Key()}, ephemeralHistory(m.History), false, ts)
 	}
 	sess, err := l.cfg.Store.Load(ctx, m.Key())
 	if err != nil {
@@ -110,7 +113,7 @@ func (l *Loop) turnOf(ctx context.Context, ts *turnState) error {
 		history, rerun = history[:i], true
 		l.log.Info("running an interrupted turn again", "session", sess.Key, "message_id", m.MessageID)
 	}
-	return l.run(ctx, m, sess, history, rerun, ts)
+	return l.runTurn(ctx, m, sess, history, rerun, ts)
 }
 
 // ephemeralHistory turns a conversation the sender supplied into model
@@ -162,6 +165,9 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 	res, runErr := l.runStreaming(runCtx, saveCtx, rp, l.runnerFor(m, sess), msgs, ts, release)
 
 	runErr = l.saveAfter(saveCtx, m, sess, msgs[len(msgs)-1], res, runErr, rerun, ts)
+	if ts.end != nil {
+		ts.end.record(rp, res)
+	}
 	if runErr != nil {
 		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, session.ErrConflict) ||
 			(errors.Is(runErr, ErrNotSaved) && rp.answered) {
@@ -178,6 +184,18 @@ func (l *Loop) run(ctx context.Context, m bus.Inbound, sess *session.Session, hi
 		l.speak(saveCtx, m, rp.spoken)
 	}
 	return nil
+}
+
+// runTurn is run with the turn_end hook told how it ended.
+func (l *Loop) runTurn(ctx context.Context, m bus.Inbound, sess *session.Session, history []providers.Message, rerun bool, ts *turnState) error {
+	if !hooking(l.cfg.Hooks, HookTurnEnd) {
+		return l.run(ctx, m, sess, history, rerun, ts)
+	}
+	var res turnEnd
+	ts.end = &res
+	err := l.run(ctx, m, sess, history, rerun, ts)
+	l.turnEndHooks(context.WithoutCancel(ctx), m, &res, err)
+	return err
 }
 
 // runStreaming runs the turn's model calls with rp publishing what they
@@ -244,7 +262,7 @@ func (r *replies) emit(ctx context.Context, ev Event) {
 	case EventDelta:
 		// Once the message tool spoke, hold the stream: the final reply
 		// may repeat it and is then not sent at all.
-		if !r.m.Background && !r.turn.SentAny() {
+		if !r.m.Background && !r.turn.SentAny() && !hooking(r.l.cfg.Hooks, HookBeforeReply) {
 			r.open = true
 			r.sofar.WriteString(ev.Text)
 			r.l.publish(ctx, r.m, bus.Outbound{Kind: bus.KindDelta, Content: ev.Text, StreamID: r.streamID})
@@ -276,7 +294,10 @@ func (r *replies) emit(ctx context.Context, ev Event) {
 				}
 			}
 			r.open = false
-			r.l.publish(ctx, r.m, out)
+			sent := r.l.publish(ctx, r.m, out)
+			if ev.Final && r.spoken != "" {
+				r.spoken = sent
+			}
 		}
 	case EventToolHint:
 		if !r.m.Background {
@@ -382,9 +403,12 @@ func signInReason(se *providers.SignInError) string {
 // agent says to a chat (replies, deltas, tool hints, notices, errors), so
 // it masks the redactor's secrets in every kind; a secret split across
 // deltas is caught before, by the runner's stream redaction.
-func (l *Loop) publish(ctx context.Context, m bus.Inbound, out bus.Outbound) {
+func (l *Loop) publish(ctx context.Context, m bus.Inbound, out bus.Outbound) (sent string) {
 	if l.cfg.Runner != nil {
 		out.Content = l.cfg.Runner.Redact.Secrets(out.Content)
+	}
+	if hooking(l.cfg.Hooks, HookBeforeReply) && isReply(out) {
+		out.Content = l.replyHooks(ctx, m, out)
 	}
 	out.Channel, out.ChatID, out.SessionKey, out.Turn = m.Channel, m.ChatID, m.Key(), m.ID
 	if out.Kind == bus.KindStreamEnd || out.Kind == bus.KindMessage {
@@ -399,6 +423,7 @@ func (l *Loop) publish(ctx context.Context, m bus.Inbound, out bus.Outbound) {
 	if err := l.cfg.Out.PublishOutbound(ctx, out); err != nil {
 		l.log.Warn("publish failed", "session", m.Key(), "kind", out.Kind.String(), "err", err)
 	}
+	return out.Content
 }
 
 // reply sends a final plain message.

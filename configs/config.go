@@ -55,6 +55,9 @@ type Config struct {
 	// fills in the transcription of channels that have none of their own
 	// (see ApplyTranscription and docs/migrating.md).
 	Transcription TranscriptionConfig `json:"transcription"`
+	// Hooks are external programs and HTTP endpoints asked at points of
+	// the agent's work, which may observe, modify or veto (docs/hooks.md).
+	Hooks []HookConfig `json:"hooks,omitempty"`
 }
 
 // TranscriptionConfig picks the speech-to-text service by provider name,

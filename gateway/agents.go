@@ -104,6 +104,7 @@ func (g *Gateway) agentFor(prof configs.Agent) (*agent.Agent, error) {
 		Voice:      agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
 		Approvals:  g.o.Approvals,
 		Restart:    g.restartFunc(),
+		Hooks:      g.o.Hooks,
 		Log:        g.log,
 	})
 }

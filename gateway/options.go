@@ -49,6 +49,9 @@ type Options struct {
 	// every agent, after the gateway's metrics (tracing: Langfuse). Nil:
 	// only the metrics. It must not block.
 	Observer agent.RunObserver
+	// Hooks are the user's hooks (config hooks[]), asked by every agent
+	// at its hook points; nil: none.
+	Hooks agent.Hooks
 	// MCP reports the MCP servers in /api/status (nil: none).
 	MCP interface{ Status() []mcp.Status }
 	// Restart is called by an admin's /restart: the caller stops the

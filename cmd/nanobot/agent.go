@@ -95,8 +95,12 @@ func runAgent(cmd *cobra.Command, a *app, agentName, msg, sessKey string, markdo
 	defer led.Close()
 	obs, stopTracing := a.startLangfuse()
 	defer stopTracing()
+	hooks, err := a.hooks()
+	if err != nil {
+		return err
+	}
 	ag, err := agent.New(c, paths, agent.Deps{ // no Targets: the terminal is the only chat
-		Agent: profile.Name, Provider: provider, Model: model, Tools: tools, Store: store, Out: term, Redact: a.redact, Log: a.log, Observer: obs,
+		Hooks: hooks, Agent: profile.Name, Provider: provider, Model: model, Tools: tools, Store: store, Out: term, Redact: a.redact, Log: a.log, Observer: obs,
 		Presets: cliPresets(c, profile, a), Usage: led, ProviderName: providerName, Budgets: gateway.Budgets(c, led, a.log),
 	})
 	if err != nil {

@@ -149,6 +149,9 @@ func runGateway(ctx context.Context, a *app, r *restarter) error {
 	obs, stopTracing := a.startLangfuse()
 	defer stopTracing()
 	opts.Observer = obs
+	if opts.Hooks, err = a.hooks(); err != nil {
+		return err
+	}
 	opts.Early, handed = early, true
 	return gateway.Run(ctx, opts)
 }
