@@ -251,3 +251,26 @@ func TestHookVetoModel(t *testing.T) {
 		t.Errorf("final replies %q, want the veto's message", f)
 	}
 }
+
+// TestSlowReplyHookDoesNotHoldSubmit: while one chat's before_reply hook
+// is stuck, a /stop from another chat is answered at once: the loop's own
+// notices given in Submit skip the reply hooks.
+func TestSlowReplyHookDoesNotHoldSubmit(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("an answer") }}
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	hk := &scriptedHooks{points: []HookPoint{HookBeforeReply}, answer: func(ev HookEvent) HookVerdict {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		return HookVerdict{}
+	}}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Hooks = hk; c.Runner.Hooks = hk })
+	defer close(release)
+	h.send("slow", "hi")
+	<-entered // the slow chat's reply hook is running and stuck
+	h.send("other", "/stop")
+	waitfor.True(t, "the other chat's /stop answered", func() bool { return len(h.out.finals()["test:other"]) == 1 })
+}

@@ -266,11 +266,11 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 	switch name, _ := parseCommand(m.Content); {
 	case m.Stop || name == "stop":
 		n := l.StopSession(m.Key())
-		l.reply(ctx, m, stopReply(n))
+		l.notice(ctx, m, stopReply(n))
 		l.finishLater(ctx, m, nil)
 		return
 	case (name == "approve" || name == "deny") && l.cfg.Approvals != nil:
-		l.reply(ctx, m, l.answerApproval(m))
+		l.notice(ctx, m, l.answerApproval(m))
 		l.finishLater(ctx, m, nil)
 		return
 	}
@@ -346,7 +346,7 @@ func (l *Loop) refuse(ctx context.Context, m bus.Inbound, bound string) {
 		if bound == "loop" {
 			text = "I have too many messages waiting right now, so I did not take this one. Please send it again in a few minutes."
 		}
-		l.publish(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: text, Final: true, IsError: true})
+		l.publishWith(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: text, Final: true, IsError: true}, false) // in Submit: see notice
 	}
 	l.done(m, ErrQueueFull)
 }

@@ -404,10 +404,15 @@ func signInReason(se *providers.SignInError) string {
 // it masks the redactor's secrets in every kind; a secret split across
 // deltas is caught before, by the runner's stream redaction.
 func (l *Loop) publish(ctx context.Context, m bus.Inbound, out bus.Outbound) (sent string) {
+	return l.publishWith(ctx, m, out, true)
+}
+
+// publishWith is publish; hooks false skips the before_reply hooks.
+func (l *Loop) publishWith(ctx context.Context, m bus.Inbound, out bus.Outbound, hooks bool) (sent string) {
 	if l.cfg.Runner != nil {
 		out.Content = l.cfg.Runner.Redact.Secrets(out.Content)
 	}
-	if hooking(l.cfg.Hooks, HookBeforeReply) && isReply(out) {
+	if hooks && hooking(l.cfg.Hooks, HookBeforeReply) && isReply(out) {
 		out.Content = l.replyHooks(ctx, m, out)
 	}
 	out.Channel, out.ChatID, out.SessionKey, out.Turn = m.Channel, m.ChatID, m.Key(), m.ID
@@ -429,6 +434,14 @@ func (l *Loop) publish(ctx context.Context, m bus.Inbound, out bus.Outbound) (se
 // reply sends a final plain message.
 func (l *Loop) reply(ctx context.Context, m bus.Inbound, text string) {
 	l.publish(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: text, Final: true})
+}
+
+// notice is reply for the loop's own answers given in Submit (/stop,
+// /approve, a refused message): they skip the before_reply hooks, which
+// may take up to their timeout, because every chat's messages come
+// through Submit and must not wait on one chat's hook.
+func (l *Loop) notice(ctx context.Context, m bus.Inbound, text string) {
+	l.publishWith(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: text, Final: true}, false)
 }
 
 func newID() string {
