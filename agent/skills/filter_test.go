@@ -13,7 +13,7 @@ func TestDisabledAndOnly(t *testing.T) {
 		writeSkill(t, ws, n, skillDoc("description: "+n+" things", "Use "+n+"."))
 	}
 	l := New(Options{Workspace: ws, Builtin: fstest.MapFS{}, Disabled: []string{"beta"}, Only: []string{"alpha", "beta"}})
-	if got, want := names(l.Skills()), []string{"alpha"}; !slices.Equal(got, want) {
+	if got, want := names(l.Skills()), []string{"alpha@workspace"}; !slices.Equal(got, want) {
 		t.Fatalf("used skills: got %v, want %v", got, want)
 	}
 	if idx := l.Index(); strings.Contains(idx, "beta") || strings.Contains(idx, "gamma") {
@@ -27,7 +27,7 @@ func TestDisabledAndOnly(t *testing.T) {
 		t.Fatalf("Off: got %v", offs)
 	}
 	l.SetDisabled(nil)
-	if got, want := names(l.Skills()), []string{"alpha", "beta"}; !slices.Equal(got, want) {
+	if got, want := names(l.Skills()), []string{"alpha@workspace", "beta@workspace"}; !slices.Equal(got, want) {
 		t.Fatalf("after SetDisabled(nil): got %v, want %v", got, want)
 	}
 }
