@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/agent/skills"
 	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
@@ -110,7 +111,11 @@ type LoopConfig struct {
 	// Goals answers /goal and lets admins set one (nil: /goal goes to the
 	// model as text).
 	Goals *goals.Store
-	Log   *slog.Logger
+	// Skills answers /skill (nil: /skill goes to the model as text).
+	Skills *skills.Loader
+	// SwitchSkill saves /skill enable|disable (see Deps.SwitchSkill).
+	SwitchSkill func(name string, disabled bool) ([]string, error)
+	Log         *slog.Logger
 }
 
 // DefaultSaveRetry is LoopConfig.SaveRetry's default.

@@ -55,6 +55,8 @@ type Config struct {
 	// fills in the transcription of channels that have none of their own
 	// (see ApplyTranscription and docs/migrating.md).
 	Transcription TranscriptionConfig `json:"transcription"`
+	// Skills configures where skills are installed from (docs/skills.md).
+	Skills SkillsConfig `json:"skills,omitzero"`
 }
 
 // TranscriptionConfig picks the speech-to-text service by provider name,
@@ -190,6 +192,11 @@ type AgentDefaults struct {
 	// StreamIdleTimeoutS aborts a streamed reply that sends nothing for this
 	// long.
 	StreamIdleTimeoutS int `json:"streamIdleTimeoutS"`
+	// DisabledSkills are skills left out of the prompt, by name (nanobot's
+	// key); /skill disable and /skill enable edit this list.
+	DisabledSkills []string `json:"disabledSkills,omitempty"`
+	// Skills, when set, are the only skills the agent uses (unset: all).
+	Skills []string `json:"skills,omitempty"`
 }
 
 // ProviderConfig is one LLM provider's credentials and endpoint.

@@ -37,6 +37,7 @@ func (c *Config) Validate() []FieldError {
 	v.api(c.API)
 	v.cluster(c.Cluster)
 	v.limits(c)
+	v.skills(c)
 
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "text", "json")

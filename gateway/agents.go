@@ -103,7 +103,13 @@ func (g *Gateway) agentFor(prof configs.Agent) (*agent.Agent, error) {
 		Budgets:    g.budgets,
 		Voice:      agent.VoiceConfig{Speaker: g.o.Speaker, CanSpeak: g.canSpeak},
 		Approvals:  g.o.Approvals,
-		Log:        g.log,
+		SwitchSkill: func() func(string, bool) ([]string, error) {
+			if g.o.SwitchSkill == nil {
+				return nil
+			}
+			return func(name string, disabled bool) ([]string, error) { return g.o.SwitchSkill(prof, name, disabled) }
+		}(),
+		Log: g.log,
 	})
 }
 
