@@ -89,13 +89,13 @@ type Skill struct {
 	Description string
 	// Path is the SKILL.md the model reads with read_file. For a built-in it
 	// is the copy under .nanobot/skills, or "" if that could not be written.
-	Path     string
-	Source   string // SourceWorkspace, SourceRegistry or SourceBuiltin
+	Path   string
+	Source string // SourceWorkspace, SourceRegistry or SourceBuiltin
 	// Version is the installed version of a registry skill.
 	Version string
 	// Off says why the skill is left out of the prompt ("disabled", "not
 	// in this agent's skills"); "" when it is used.
-	Off string
+	Off      string
 	Always   bool
 	Homepage string
 	// Body is the Markdown instructions, frontmatter stripped.
