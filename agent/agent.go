@@ -68,6 +68,10 @@ type Deps struct {
 	OnTurnDone func(m bus.Inbound, err error)
 	// Admit is asked before each turn (see LoopConfig); optional.
 	Admit func(m bus.Inbound) bool
+	// SwitchSkill saves a /skill enable (disabled false) or disable of this
+	// agent in the config and returns its disabled skills afterwards; nil:
+	// /skill enable|disable answers that they cannot be saved.
+	SwitchSkill func(name string, disabled bool) ([]string, error)
 	// Agent names the configured agent to assemble ("" or "default":
 	// agents.defaults; others from agents.list / agents.<name>). Its
 	// settings, tool policy and presets apply; paths must already be the
@@ -210,8 +214,8 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 	}
-	builder := &ContextBuilder{Workspace: workspace, Location: a.Location,
-		Skills: skills.New(skills.Options{Workspace: workspace, Logger: log})}
+	skillLoader := skills.New(skills.Options{Workspace: workspace, Logger: log, Disabled: d.DisabledSkills, Only: d.Skills})
+	builder := &ContextBuilder{Workspace: workspace, Location: a.Location, Skills: skillLoader}
 	mem, err := memory.New(memory.Options{
 		Workspace: workspace, Provider: a.Runner.Metered(usage.SourceConsolidation), Model: deps.Model, Store: deps.Store,
 		ContextWindowTokens: d.ContextWindowTokens, MaxTokens: d.MaxTokens, Location: a.Location,
@@ -228,6 +232,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		SessionTTL: time.Duration(d.SessionTTLMinutes) * time.Minute, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
 		Voice: deps.Voice,
 		Queue: d.Queue, Approvals: deps.Approvals, Goals: goalStore, Restart: deps.Restart, Hooks: deps.Hooks,
+		Skills: skillLoader, SwitchSkill: deps.SwitchSkill,
 	})
 	return a, nil
 }

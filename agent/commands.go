@@ -20,6 +20,7 @@ var Commands = []struct{ Name, Help string }{
 	{"dream-log", "list the kept versions of long-term memory (MEMORY.md), newest first"},
 	{"dream-restore", "put a kept version of long-term memory back: /dream-restore <version> (admins)"},
 	{"goal", "show this chat's sustained goal; /goal <task> sets one the agent keeps working on (admins)"},
+	{"skill", "list the skills; /skill show NAME, /skill enable NAME, /skill disable NAME (admins)"},
 	{"stop", "stop the current answer and anything queued"},
 	{"restart", "stop the gateway gracefully and start it again (admins)"},
 	{"status", "show the model, conversation size and context use"},
@@ -88,6 +89,11 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		return true, nil
 	case "compact":
 		return true, l.compactCommand(ctx, m)
+	case "skill", "skills":
+		if l.cfg.Skills == nil {
+			return false, nil
+		}
+		return true, l.skillCommand(ctx, m, args)
 	case "dream":
 		return true, l.dream(ctx, m)
 	case "dream-prompt":

@@ -268,9 +268,10 @@ func TestSlowReplyHookDoesNotHoldSubmit(t *testing.T) {
 		return HookVerdict{}
 	}}
 	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Hooks = hk; c.Runner.Hooks = hk })
-	defer close(release)
 	h.send("slow", "hi")
 	<-entered // the slow chat's reply hook is running and stuck
 	h.send("other", "/stop")
 	waitfor.True(t, "the other chat's /stop answered", func() bool { return len(h.out.finals()["test:other"]) == 1 })
+	close(release)
+	waitfor.True(t, "the slow chat's turn to end", func() bool { return h.doneCount() == 2 })
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/agent/skills"
 	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
@@ -117,7 +118,11 @@ type LoopConfig struct {
 	// when a turn is over and when a session is reset (optional; the
 	// runner asks its own, Runner.Hooks, around model and tool calls).
 	Hooks Hooks
-	Log   *slog.Logger
+	// Skills answers /skill (nil: /skill goes to the model as text).
+	Skills *skills.Loader
+	// SwitchSkill saves /skill enable|disable (see Deps.SwitchSkill).
+	SwitchSkill func(name string, disabled bool) ([]string, error)
+	Log         *slog.Logger
 }
 
 // DefaultSaveRetry is LoopConfig.SaveRetry's default.

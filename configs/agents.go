@@ -115,6 +115,12 @@ type AgentProfile struct {
 	Presets []string `json:"presets"`
 	// SessionScope is "per-chat" or "per-identity" (unset: the default's).
 	SessionScope string `json:"sessionScope,omitempty"`
+	// Skills, when set, are the only skills this agent uses (unset: the
+	// default's list, or all).
+	Skills []string `json:"skills,omitempty"`
+	// DisabledSkills, when set, replaces agents.defaults.disabledSkills
+	// for this agent.
+	DisabledSkills []string `json:"disabledSkills,omitempty"`
 }
 
 // Binding routes matching messages to an agent (top-level bindings, first
@@ -255,6 +261,12 @@ func (c *Config) profileAgent(path string, p AgentProfile) Agent {
 	setIf(&s.ReasoningEffort, p.ReasoningEffort)
 	setIf(&s.MaxToolIterations, p.MaxToolIterations)
 	setIf(&s.MaxConcurrentTurns, p.MaxConcurrentTurns)
+	if p.Skills != nil {
+		s.Skills = p.Skills
+	}
+	if p.DisabledSkills != nil {
+		s.DisabledSkills = p.DisabledSkills
+	}
 	preset := s.ModelPreset
 	if p.ModelPreset != "" {
 		preset = p.ModelPreset

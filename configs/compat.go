@@ -77,7 +77,6 @@ var compatNotes = []compatNote{
 	{path: "agents.defaults.timezoneMode", status: CompatChanged, msg: "timezone \"\" means the machine's zone and a set timezone is used as given; timezoneMode is not needed"},
 	{path: "agents.defaults.botName", status: CompatUnsupported, msg: "the CLI prompt name is not configurable; name the bot in the workspace's SOUL.md"},
 	{path: "agents.defaults.botIcon", status: CompatUnsupported, msg: "the CLI prompt icon is not configurable"},
-	{path: "agents.defaults.disabledSkills", status: CompatUnsupported, msg: "skills cannot be switched off by name; remove the skill's folder from the workspace's skills/ instead", when: notEmpty},
 	{path: "agents.defaults.consolidationRatio", status: CompatChanged, msg: "memory consolidation uses a fixed share of contextWindowTokens"},
 	{path: "agents.defaults.dream.cron", status: CompatChanged, msg: "dreams run every intervalH hours; a cron expression is not read"},
 	{path: "agents.defaults.dream.modelOverride", status: CompatChanged, msg: "a dream uses the agent's model"},

@@ -58,6 +58,8 @@ type Config struct {
 	// Hooks are external programs and HTTP endpoints asked at points of
 	// the agent's work, which may observe, modify or veto (docs/hooks.md).
 	Hooks []HookConfig `json:"hooks,omitempty"`
+	// Skills configures where skills are installed from (docs/skills.md).
+	Skills SkillsConfig `json:"skills,omitzero"`
 }
 
 // TranscriptionConfig picks the speech-to-text service by provider name,
@@ -193,6 +195,11 @@ type AgentDefaults struct {
 	// StreamIdleTimeoutS aborts a streamed reply that sends nothing for this
 	// long.
 	StreamIdleTimeoutS int `json:"streamIdleTimeoutS"`
+	// DisabledSkills are skills left out of the prompt, by name (nanobot's
+	// key); /skill disable and /skill enable edit this list.
+	DisabledSkills []string `json:"disabledSkills,omitempty"`
+	// Skills, when set, are the only skills the agent uses (unset: all).
+	Skills []string `json:"skills,omitempty"`
 }
 
 // ProviderConfig is one LLM provider's credentials and endpoint.

@@ -38,6 +38,7 @@ func (c *Config) Validate() []FieldError {
 	v.cluster(c.Cluster)
 	v.limits(c)
 	v.hooks(c.Hooks)
+	v.skills(c)
 
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "text", "json")

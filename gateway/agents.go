@@ -105,7 +105,13 @@ func (g *Gateway) agentFor(prof configs.Agent) (*agent.Agent, error) {
 		Approvals:  g.o.Approvals,
 		Restart:    g.restartFunc(),
 		Hooks:      g.o.Hooks,
-		Log:        g.log,
+		SwitchSkill: func() func(string, bool) ([]string, error) {
+			if g.o.SwitchSkill == nil {
+				return nil
+			}
+			return func(name string, disabled bool) ([]string, error) { return g.o.SwitchSkill(prof, name, disabled) }
+		}(),
+		Log: g.log,
 	})
 }
 

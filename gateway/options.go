@@ -66,6 +66,10 @@ type Options struct {
 	// the agents take admins' answers, the workbench lists and answers
 	// them. Nil: approval is off.
 	Approvals *approval.Broker
+	// SwitchSkill saves a /skill enable|disable of agent a in the config
+	// and returns a's disabled skills afterwards (nil: not saved, /skill
+	// says so).
+	SwitchSkill func(a configs.Agent, name string, disabled bool) ([]string, error)
 	// Tools are offered to the agent. The gateway adds the tools that need
 	// its runtime: message (the bus) and spawn (sub-agents). Nil: only
 	// those.

@@ -18,6 +18,16 @@
 // breaks the prompt: it is skipped or loaded leniently, logged once, and
 // reported by Problems.
 //
+// Skills installed from a registry (see package registry) are pinned in
+// skills/.lock.json with a hash of their extracted files. The loader checks
+// that hash on every scan (files are re-read whenever a size, mode or
+// modification time under the folder changed) and skips a skill whose files
+// no longer match, with a warning and a Problem wrapping ErrTampered.
+//
+// Options.Disabled (agents.defaults.disabledSkills) and Options.Only (an
+// agent's skills list) hide skills from the prompt; All still lists them,
+// with Off saying why. SetDisabled changes the disabled set while running.
+//
 // A Loader is safe for concurrent use.
 package skills
 
@@ -66,6 +76,11 @@ type Options struct {
 	Builtin fs.FS
 	// NoBuiltin disables built-in skills.
 	NoBuiltin bool
+	// Disabled names skills left out of the prompt (disabledSkills).
+	Disabled []string
+	// Only, when not nil, is the only skills this agent uses (an agent's
+	// skills list); the others are left out of the prompt.
+	Only []string
 }
 
 // Skill is one loaded skill.
@@ -74,8 +89,13 @@ type Skill struct {
 	Description string
 	// Path is the SKILL.md the model reads with read_file. For a built-in it
 	// is the copy under .nanobot/skills, or "" if that could not be written.
-	Path     string
-	Source   string // SourceWorkspace or SourceBuiltin
+	Path   string
+	Source string // SourceWorkspace, SourceRegistry or SourceBuiltin
+	// Version is the installed version of a registry skill.
+	Version string
+	// Off says why the skill is left out of the prompt ("disabled", "not
+	// in this agent's skills"); "" when it is used.
+	Off      string
 	Always   bool
 	Homepage string
 	// Body is the Markdown instructions, frontmatter stripped.
@@ -113,6 +133,10 @@ type Loader struct {
 	// keepPaths is set when LookPath is exec.LookPath: its answers are
 	// kept between scans while PATH's folders do not change.
 	keepPaths bool
+	disabled  map[string]bool        // guarded by mu
+	only      map[string]bool        // nil: every skill
+	lock      lockCache              // guarded by mu
+	verified  map[string]treeVerdict // skill folder -> last check; guarded by mu
 }
 
 // entry is a parsed SKILL.md and the file version it came from.
@@ -150,6 +174,11 @@ func New(opts Options) *Loader {
 		userDir:   filepath.Join(opts.Workspace, "skills"),
 		cache:     map[string]*entry{},
 		keepPaths: keepPaths,
+		disabled:  set(opts.Disabled),
+		verified:  map[string]treeVerdict{},
+	}
+	if opts.Only != nil {
+		l.only = set(opts.Only)
 	}
 	if !opts.NoBuiltin {
 		l.builtins, l.builtinPb = l.loadBuiltins()
@@ -160,11 +189,40 @@ func New(opts Options) *Loader {
 // Dir is the workspace folder of user skills.
 func (l *Loader) Dir() string { return l.userDir }
 
-// Skills rescans and returns every skill for this platform, sorted by name,
-// workspace skills replacing built-ins of the same name.
+// Skills rescans and returns every skill for this platform that the agent
+// uses, sorted by name, workspace skills replacing built-ins of the same
+// name.
 func (l *Loader) Skills() []Skill {
-	skills, _ := l.scan()
-	return skills
+	all, _ := l.scan()
+	used := all[:0]
+	for _, s := range all {
+		if s.Off == "" {
+			used = append(used, s)
+		}
+	}
+	return used
+}
+
+// All is Skills with the disabled ones too (their Off set).
+func (l *Loader) All() []Skill {
+	all, _ := l.scan()
+	return all
+}
+
+// SetDisabled replaces the disabled skills (a /skill disable that was saved
+// to the config applies at once).
+func (l *Loader) SetDisabled(names []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.disabled = set(names)
+}
+
+func set(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
 }
 
 // Problems rescans and returns the SKILL.md files that could not be loaded
@@ -174,9 +232,9 @@ func (l *Loader) Problems() []Problem {
 	return problems
 }
 
-// Get returns the skill called name, if there is one.
+// Get returns the skill called name, if there is one (disabled or not).
 func (l *Loader) Get(name string) (Skill, bool) {
-	for _, s := range l.Skills() {
+	for _, s := range l.All() {
 		if s.Name == name {
 			return s, true
 		}
@@ -275,11 +333,22 @@ func (l *Loader) scan() ([]Skill, []Problem) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		problems = append(problems, Problem{Path: l.userDir, Err: err})
 	}
+	lock, lockErr := l.lock.read(l.userDir)
+	if lockErr != nil {
+		problems = append(problems, Problem{Path: LockPath(l.userDir), Err: lockErr})
+	}
 	seen := make(map[string]bool, len(dirents))
 	for _, d := range dirents {
 		name := d.Name()
 		if strings.HasPrefix(name, ".") {
 			continue
+		}
+		pin, pinned := lock.Skills[name]
+		if pinned {
+			if err := l.verify(name, pin); err != nil {
+				problems = append(problems, Problem{Path: filepath.Join(l.userDir, name), Err: err})
+				continue
+			}
 		}
 		path := filepath.Join(l.userDir, name, FileName)
 		fi, err := os.Stat(path) // follows symlinked skill folders
@@ -295,8 +364,18 @@ func (l *Loader) scan() ([]Skill, []Problem) {
 		if e.problem != nil {
 			problems = append(problems, Problem{Path: path, Err: e.problem})
 		}
+		if e.ok && pinned {
+			pe := *e
+			pe.skill.Source, pe.skill.Version = SourceRegistry, pin.Version
+			e = &pe
+		}
 		if e.ok {
 			byName[name] = e
+		}
+	}
+	for dir := range l.verified {
+		if _, ok := lock.Skills[dir]; !ok {
+			delete(l.verified, dir)
 		}
 	}
 	for path := range l.cache {
@@ -313,6 +392,12 @@ func (l *Loader) scan() ([]Skill, []Problem) {
 			continue
 		}
 		s.Missing = l.missing(s, look)
+		switch {
+		case l.disabled[s.Name]:
+			s.Off = "disabled"
+		case l.only != nil && !l.only[s.Name]:
+			s.Off = "not in this agent's skills"
+		}
 		skills = append(skills, s)
 	}
 	sort.Slice(skills, func(i, j int) bool { return skills[i].Name < skills[j].Name })

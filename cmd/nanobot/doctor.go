@@ -23,6 +23,7 @@ type finding struct {
 func newDoctorCmd(a *app) *cobra.Command {
 	return command("doctor", "Check the config and the machine for risky or broken settings, with fixes", func(cmd *cobra.Command) error {
 		fs := append(diagnose(a.loaded), diagnoseMCP(cmd.Context(), a.loaded)...)
+		fs = append(fs, diagnoseSkills(a.loaded)...)
 		printFindings(cmd.OutOrStdout(), fs)
 		for _, f := range fs {
 			if f.level == "risk" {

@@ -120,7 +120,7 @@ func runGateway(ctx context.Context, a *app, r *restarter) error {
 	si := a.signIn()
 	opts := gateway.Options{
 		Config: &l.Config, Paths: l.Paths,
-		Provider: w.provider, Model: w.model, ProviderName: w.providerName, Tools: w.tools, Approvals: a.approvals,
+		Provider: w.provider, Model: w.model, ProviderName: w.providerName, Tools: w.tools, Approvals: a.approvals, SwitchSkill: a.switchSkill,
 		BuildModel: func(s configs.AgentDefaults) (providers.Provider, string, string) {
 			p, model, name, _ := buildModel(&l.Config, s, a.log, si)
 			return p, model, name

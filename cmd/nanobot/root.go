@@ -76,6 +76,7 @@ func newRootCmd() *cobra.Command {
 		newProviderCmd(a),
 		newMCPCmd(a),
 		newMigrateCmd(a),
+		newSkillsCmd(a),
 	)
 	return root
 }

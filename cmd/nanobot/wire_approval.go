@@ -1,13 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
 
-	"github.com/nanobot-go/nanobot/internal/atomicfile"
 	"github.com/nanobot-go/nanobot/tools/approval"
 	"github.com/nanobot-go/nanobot/tools/browser"
 	"github.com/nanobot-go/nanobot/tools/shell"
@@ -47,40 +45,18 @@ func (a *app) browserApproval() browser.Approval {
 }
 
 // rememberApproved appends pattern to tools.exec.approvedCommands in the
-// config file, editing the file's own JSON so everything else in it (its
-// ${VAR} references, keys this build does not know) stays as written.
+// config file (editConfig keeps the rest of the file as written).
 func (a *app) rememberApproved(tool, pattern string) error {
 	if tool != "exec" {
 		return fmt.Errorf("no config list for %s's approved patterns", tool)
 	}
-	path := a.loaded.Path
-	if path == "" {
-		return fmt.Errorf("the gateway runs without a config file")
-	}
-	return atomicfile.Update(path, 0o600, func(old []byte) ([]byte, error) {
-		tree := map[string]any{}
-		if len(old) > 0 {
-			if err := json.Unmarshal(old, &tree); err != nil {
-				return nil, fmt.Errorf("%s does not parse: %w", path, err)
-			}
-		}
+	return a.editConfig(func(tree map[string]any) (bool, error) {
 		exec := object(object(tree, "tools"), "exec")
 		list, _ := exec["approvedCommands"].([]any)
 		if slices.Contains(list, any(pattern)) {
-			return old, nil
+			return false, nil
 		}
 		exec["approvedCommands"] = append(list, pattern)
-		out, err := json.MarshalIndent(tree, "", "  ")
-		return append(out, '\n'), err
+		return true, nil
 	})
-}
-
-// object returns tree[key] as an object, creating it when missing.
-func object(tree map[string]any, key string) map[string]any {
-	if m, ok := tree[key].(map[string]any); ok {
-		return m
-	}
-	m := map[string]any{}
-	tree[key] = m
-	return m
 }
