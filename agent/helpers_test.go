@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )
@@ -188,4 +190,27 @@ func (h *harness) doneCount() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.done)
+}
+
+// assemble builds an agent the way New does, on fresh folders and a fresh
+// session store; tweak adjusts the config and deps first (Provider, Tools,
+// Store and Out are filled in when left nil).
+func assemble(t *testing.T, tweak func(*configs.Config, *Deps)) (*Agent, Deps) {
+	t.Helper()
+	cfg := configs.Default()
+	cfg.Agents.Defaults.Workspace = t.TempDir()
+	store, err := session.NewFileStore(t.TempDir(), session.FileStoreOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := Deps{Provider: &fakeLLM{}, Model: "m", Tools: tools.NewRegistry(), Store: store, Out: &outbox{}}
+	if tweak != nil {
+		tweak(&cfg, &deps)
+	}
+	paths := configs.PathsFor(filepath.Join(t.TempDir(), "config.json"), &cfg)
+	a, err := New(&cfg, paths, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, deps
 }

@@ -2,11 +2,9 @@ package agent
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/tools"
 )
@@ -15,22 +13,12 @@ import (
 // model preset and queue mode for an admin only (telling the chat), and
 // undo puts the last change back.
 func TestMyChecksSetsAndUndoes(t *testing.T) {
-	cfg := configs.Default()
-	cfg.Agents.Defaults.Workspace = t.TempDir()
-	paths := configs.PathsFor(filepath.Join(t.TempDir(), "config.json"), &cfg)
-	store, err := session.NewFileStore(t.TempDir(), session.FileStoreOptions{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := tools.NewRegistry()
 	out := &outbox{}
 	presets := Presets{Names: []string{"fast", "smart"}, Resolve: func(n string) (Model, error) {
 		return Model{Provider: &fakeLLM{}, Model: n + "-model"}, nil
 	}}
-	_, err = New(&cfg, paths, Deps{Provider: &fakeLLM{}, Model: "base-model", Tools: reg, Store: store, Out: out, Presets: presets})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, deps := assemble(t, func(_ *configs.Config, d *Deps) { d.Model, d.Out, d.Presets = "base-model", out, presets })
+	reg, store := deps.Tools, deps.Store
 	admin := tools.CallContext{Channel: "telegram", ChatID: "1", SessionKey: "telegram:1", SenderID: "1|ann", Admin: true}
 	my := func(cc tools.CallContext, args map[string]any) (string, error) {
 		res, err := reg.Execute(tools.WithCallContext(context.Background(), cc), "my", args)

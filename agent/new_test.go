@@ -18,22 +18,11 @@ import (
 // default one included: it names its agent, so bindings that route its
 // chat to another agent do not take it there.
 func TestSubagentResultNamesItsAgent(t *testing.T) {
-	cfg := configs.Default()
-	cfg.Agents.Defaults.Workspace = t.TempDir()
-	paths := configs.PathsFor(filepath.Join(t.TempDir(), "config.json"), &cfg)
-	store, err := session.NewFileStore(t.TempDir(), session.FileStoreOptions{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []bus.Inbound
-	a, err := New(&cfg, paths, Deps{
-		Provider: &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("done") }},
-		Model:    "m", Tools: tools.NewRegistry(), Store: store, Out: &outbox{},
-		Inbound: func(_ context.Context, m bus.Inbound) error { got = append(got, m); return nil },
+	a, _ := assemble(t, func(_ *configs.Config, d *Deps) {
+		d.Provider = &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("done") }}
+		d.Inbound = func(_ context.Context, m bus.Inbound) error { got = append(got, m); return nil }
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := a.Subagents.Publish(context.Background(), bus.Inbound{Channel: "telegram", ChatID: "1", Source: bus.SourceSubagent}); err != nil {
 		t.Fatal(err)
 	}
@@ -46,18 +35,8 @@ func TestSubagentResultNamesItsAgent(t *testing.T) {
 // (message, spawn, memory_search, the session tools, image), which it registers with RegisterOwn: their
 // compile waits for the first call, and this test stands behind that.
 func TestOwnToolSchemasCompile(t *testing.T) {
-	cfg := configs.Default()
-	cfg.Agents.Defaults.Workspace = t.TempDir()
-	cfg.Tools.Image.Enabled = true
-	paths := configs.PathsFor(filepath.Join(t.TempDir(), "config.json"), &cfg)
-	store, err := session.NewFileStore(t.TempDir(), session.FileStoreOptions{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := tools.NewRegistry()
-	if _, err := New(&cfg, paths, Deps{Provider: &fakeLLM{}, Model: "m", Tools: reg, Store: store, Out: &outbox{}}); err != nil {
-		t.Fatal(err)
-	}
+	_, deps := assemble(t, func(c *configs.Config, _ *Deps) { c.Tools.Image.Enabled = true })
+	reg := deps.Tools
 	want := []string{"message", "spawn", "memory_search", "list_sessions", "read_session", "search_sessions", "send_session_message", "create_goal", "update_goal", "list_goals", "my", "generate_image"}
 	if got := reg.Names(); !slices.Equal(got, want) {
 		t.Errorf("New registered %v, want %v", got, want)
