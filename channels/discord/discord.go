@@ -246,7 +246,7 @@ func (c *Channel) disconnected() {
 // onEvent queues every dispatch for Run's worker. It blocks while the
 // queue is full (back-pressure on the gateway reader).
 func (c *Channel) onEvent(_ *discordgo.Session, e *discordgo.Event) {
-	if e.Type != "MESSAGE_CREATE" {
+	if e.Type != "MESSAGE_CREATE" && e.Type != "INTERACTION_CREATE" {
 		return
 	}
 	c.mu.Lock()

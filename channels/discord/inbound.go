@@ -13,9 +13,13 @@ import (
 	"github.com/nanobot-go/nanobot/channels/media"
 )
 
-// handle decodes one MESSAGE_CREATE itself (discordgo would pass a half
+// handle decodes one MESSAGE_CREATE (or a button's INTERACTION_CREATE) itself (discordgo would pass a half
 // decoded struct along) and delivers it if it is for the bot.
 func (c *Channel) handle(ctx context.Context, in channels.Inbox, e *discordgo.Event) {
+	if e.Type == "INTERACTION_CREATE" {
+		c.handleInteraction(ctx, in, e)
+		return
+	}
 	var m discordgo.Message
 	if err := json.Unmarshal(e.RawData, &m); err != nil {
 		c.log.Warn("discord: malformed MESSAGE_CREATE skipped", "err", err, "seq", e.Sequence)

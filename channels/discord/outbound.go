@@ -27,6 +27,7 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	data := &discordgo.MessageSend{
 		Content:         toDiscord(m.Content),
 		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
+		Components:      components(m.Actions),
 	}
 	if c.cfg.ReplyToMessage && m.ReplyTo != "" {
 		no := false

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/channels/discord/discordtest"
 	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
@@ -208,5 +209,49 @@ func TestExecApprovalThroughSlack(t *testing.T) {
 	}
 	if !sl.Acked(env) {
 		t.Error("the press was not acknowledged")
+	}
+}
+
+// TestExecApprovalThroughDiscord: on Discord the request carries buttons
+// (message components); the press is answered at once, a non-admin's
+// counts for nothing, an admin's "Deny" runs nothing.
+func TestExecApprovalThroughDiscord(t *testing.T) {
+	llm := providertest.New(t)
+	llm.Push(riskyCall("c1", "discord-denied"), providertest.Reply{Text: "discord done"})
+	dc := discordtest.New(t)
+	_, ws := approvalGateway(t, llm, fmt.Sprintf(`"discord": {"enabled": true, "token": %q, "apiBase": %q,
+	    "allowFrom": ["4242", "5151"], "admins": ["4242"]}`, discordtest.Token, dc.URL))
+	ann, bob := discordtest.User{ID: "4242", Username: "ann"}, discordtest.User{ID: "5151", Username: "bob"}
+	dc.Send(discordtest.Msg{From: ann, ChannelID: "D4242", Content: "please do it"})
+	var req discordtest.Sent
+	waitfor.Within(t, "the approval request with buttons", 60*time.Second, func() bool {
+		for _, s := range dc.Sent() {
+			if len(s.Buttons) == 3 {
+				req = s
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(req.Content, "curl") {
+		t.Errorf("request: %+v", req)
+	}
+	shown := func(text string) bool {
+		for _, s := range dc.Sent() {
+			if strings.Contains(s.Content, text) {
+				return true
+			}
+		}
+		return false
+	}
+	press := dc.Press("D4242", "", req.MessageID, bob, "Allow once")
+	waitfor.Within(t, "the refusal of a non-admin", 30*time.Second, func() bool { return shown("Only an admin") })
+	if !dc.Answered(press) {
+		t.Error("the press was not answered")
+	}
+	dc.Press("D4242", "", req.MessageID, ann, "Deny")
+	waitfor.Within(t, "the answer after the denial", 60*time.Second, func() bool { return shown("discord done") })
+	if _, err := os.Stat(filepath.Join(ws, "discord-denied")); err == nil {
+		t.Error("a denied command ran")
 	}
 }

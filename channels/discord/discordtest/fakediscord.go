@@ -77,7 +77,17 @@ type Sent struct {
 	// Attachments the attachment metadata of payload_json.
 	Flags       int
 	Attachments []Attachment
-	At          time.Time
+	// Buttons are the message components' buttons.
+	Buttons []Button
+	At      time.Time
+}
+
+// Button is one message component button.
+type Button struct {
+	Type     int    `json:"type"`
+	Label    string `json:"label"`
+	Style    int    `json:"style"`
+	CustomID string `json:"custom_id"`
 }
 
 // Attachment is an entry of a message's payload_json "attachments".
@@ -95,13 +105,15 @@ const flagVoiceMessage = 1 << 13
 type Server struct {
 	URL string // http base; pass as apiBase
 
+	t        testing.TB
 	srv      *httptest.Server
 	upgrader websocket.Upgrader
 
 	mu         sync.Mutex
 	conn       *websocket.Conn // the socket past READY/RESUMED, nil while none
 	seq        int64
-	pending    [][]byte // dispatches queued while no socket is ready
+	pending    []dispatchQ     // dispatches queued while no socket is ready
+	answered   map[string]bool // interactions the bot answered
 	nextID     int64
 	sent       []Sent
 	identifies int
@@ -125,7 +137,7 @@ func (f *Server) CloseOnIdentify(code int) {
 
 // New starts a fake; it stops when the test ends.
 func New(t testing.TB) *Server {
-	f := &Server{nextID: 100000, files: map[string]File{}}
+	f := &Server{t: t, nextID: 100000, files: map[string]File{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v9/gateway", f.gateway)
 	mux.HandleFunc("GET /api/v9/gateway/bot", f.gateway)
@@ -138,6 +150,7 @@ func New(t testing.TB) *Server {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /attachments/{id}/{name}", f.attachment)
+	mux.HandleFunc("POST /api/v9/interactions/{id}/{token}/callback", f.interactionCallback)
 	mux.HandleFunc("GET /ws", f.ws)
 	mux.HandleFunc("GET /ws/", f.ws) // discordgo adds a slash
 	f.srv = httptest.NewServer(mux)
@@ -196,6 +209,10 @@ type messageBody struct {
 	} `json:"message_reference"`
 	Flags       int          `json:"flags"`
 	Attachments []Attachment `json:"attachments"`
+	Components  []struct {
+		Type       int      `json:"type"`
+		Components []Button `json:"components"`
+	} `json:"components"`
 }
 
 // voiceError is why Discord refuses a voice message ("" when it is
@@ -239,6 +256,9 @@ func (f *Server) create(w http.ResponseWriter, r *http.Request) {
 	f.nextID++
 	id := strconv.FormatInt(f.nextID, 10)
 	s := Sent{ChannelID: ch, MessageID: id, Content: b.Content, Files: files, Flags: b.Flags, Attachments: b.Attachments, At: time.Now()}
+	for _, row := range b.Components {
+		s.Buttons = append(s.Buttons, row.Components...)
+	}
 	if b.Reference != nil {
 		s.ReplyTo = b.Reference.MessageID
 	}
@@ -421,24 +441,33 @@ func (f *Server) dispatch(c *websocket.Conn, typ string, d any) {
 // ready makes c the live socket and flushes what waited; f.mu held.
 func (f *Server) ready(c *websocket.Conn) {
 	f.conn = c
-	for _, raw := range f.pending {
+	for _, q := range f.pending {
 		f.seq++
-		_ = c.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"op":0,"s":%d,"t":"MESSAGE_CREATE","d":%s}`, f.seq, raw)))
+		_ = c.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"op":0,"s":%d,"t":%q,"d":%s}`, f.seq, q.typ, q.d)))
 	}
 	f.pending = nil
 }
 
+// dispatchQ is a dispatch waiting for a socket.
+type dispatchQ struct {
+	typ string
+	d   []byte
+}
+
 // push sends a MESSAGE_CREATE payload now, or once a socket is ready.
-func (f *Server) push(d []byte) {
+func (f *Server) push(d []byte) { f.pushEvent("MESSAGE_CREATE", d) }
+
+// pushEvent sends a dispatch of type typ now, or once a socket is ready.
+func (f *Server) pushEvent(typ string, d []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.conn == nil {
-		f.pending = append(f.pending, d)
+		f.pending = append(f.pending, dispatchQ{typ, d})
 		return
 	}
 	f.seq++
-	if err := f.conn.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"op":0,"s":%d,"t":"MESSAGE_CREATE","d":%s}`, f.seq, d))); err != nil {
-		f.pending = append(f.pending, d)
+	if err := f.conn.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"op":0,"s":%d,"t":%q,"d":%s}`, f.seq, typ, d))); err != nil {
+		f.pending = append(f.pending, dispatchQ{typ, d})
 	}
 }
 
