@@ -18,12 +18,17 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
+	"github.com/nanobot-go/nanobot/tools/sandbox/sandboxtest"
 )
 
 // hookprog is the test hook program, built once by TestMain.
 var hookprog string
 
 func TestMain(m *testing.M) {
+	// The test binary is the sandbox helper of the programs it runs, as
+	// the nanobot executable is the gateway's.
+	sandboxtest.ServeIfAsked()
+	sandbox.Init()
 	dir, err := os.MkdirTemp("", "hookprog")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -294,5 +299,39 @@ func BenchmarkHTTPHook(b *testing.B) {
 		if v := s.Run(context.Background(), ev); v.Veto {
 			b.Fatal(v.Reason)
 		}
+	}
+}
+
+// TestProgramSandboxed: under the exec sandbox a hook program kept outside
+// the workspace still runs (its folder is readable to it), and what it
+// tries to write outside the workspace is refused.
+func TestProgramSandboxed(t *testing.T) {
+	if strings.HasPrefix(sandbox.Describe(sandbox.ModeAuto), "none") {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI must have a sandbox (landlock or bwrap)")
+		}
+		t.Skip("no sandbox on this machine")
+	}
+	hooksDir, elsewhere := t.TempDir(), t.TempDir()
+	script := filepath.Join(hooksDir, "hook.sh")
+	body := "#!/bin/sh\ncat >/dev/null\ntouch " + filepath.Join(elsewhere, "escaped") + " 2>/dev/null\necho '{\"action\":\"modify\",\"data\":{\"text\":\"checked\"}}'\n"
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The interpreter form: the script is an argument, not the program.
+	s, err := New([]configs.HookConfig{{Name: "boxed", Points: []string{"before_reply"}, Command: []string{"/bin/sh", script}, OnFailure: "block"}},
+		Options{Workspace: t.TempDir(), Sandbox: sandbox.ModeAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := s.Run(context.Background(), event(agent.HookBeforeReply, map[string]any{"text": "hello"}))
+	if v.Veto {
+		t.Fatalf("the sandboxed hook failed: %s", v.Reason)
+	}
+	if got, _ := v.Data["text"].(string); got != "checked" {
+		t.Errorf("the hook's answer: %+v", v)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "escaped")); err == nil {
+		t.Error("a sandboxed hook wrote outside the workspace")
 	}
 }

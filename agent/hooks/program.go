@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +36,7 @@ func (p *program) call(ctx context.Context, body []byte) ([]byte, error) {
 		Path: p.argv[0], Args: p.argv[1:], Dir: p.dir,
 		Env:   sandbox.BaseEnv(""),
 		Stdin: bytes.NewReader(body), Stdout: stdout, Stderr: stderr,
-		Mode: p.mode, Writable: writable, WaitDelay: time.Second,
+		Mode: p.mode, Writable: writable, Readable: programDirs(p.argv), WaitDelay: time.Second,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", p.argv[0], err)
@@ -53,6 +56,22 @@ func (p *program) call(ctx context.Context, body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%s: answered more than %d bytes", p.argv[0], MaxResponse)
 	}
 	return stdout.buf.Bytes(), nil
+}
+
+// programDirs are the folders of the files the command line names by
+// absolute path (the program, or the script an interpreter runs): the
+// owner put the hook there, so the sandbox lets it read them.
+func programDirs(argv []string) []string {
+	var dirs []string
+	for _, a := range argv {
+		if !filepath.IsAbs(a) {
+			continue
+		}
+		if fi, err := os.Stat(a); err == nil && fi.Mode().IsRegular() && !slices.Contains(dirs, filepath.Dir(a)) {
+			dirs = append(dirs, filepath.Dir(a))
+		}
+	}
+	return dirs
 }
 
 func stderrTail(c *capped) string {
