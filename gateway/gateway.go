@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent"
+	"github.com/nanobot-go/nanobot/agent/hooks"
 	"github.com/nanobot-go/nanobot/agent/templates"
 	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/bus"
@@ -368,6 +369,9 @@ func (g *Gateway) Status(ctx context.Context) Status {
 		Pending: g.be.Pending(), PendingReplies: g.dl.pending(), Started: g.started, Cluster: g.be.status(ctx), Reload: g.reloads.status()}
 	if g.o.MCP != nil {
 		st.MCP = g.o.MCP.Status()
+	}
+	if hs, ok := g.o.Hooks.(interface{ Stats() []hooks.Stat }); ok {
+		st.Hooks = hs.Stats()
 	}
 	return st
 }

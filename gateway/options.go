@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent"
+	"github.com/nanobot-go/nanobot/agent/hooks"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
@@ -143,6 +144,9 @@ type Status struct {
 	Started        time.Time `json:"started"`
 	// MCP are the MCP servers' connections.
 	MCP []mcp.Status `json:"mcpServers,omitempty"`
+	// Hooks are the configured hooks with their calls and failures since
+	// the start (never their command, URL or token).
+	Hooks []hooks.Stat `json:"hooks,omitempty"`
 	// Cluster is set in cluster mode.
 	Cluster *ClusterStatus `json:"cluster,omitempty"`
 	// Reload is what the last reload did; nil before the first.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/nanobot-go/nanobot/agent/hooks"
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/tools/approval"
 )
 
@@ -23,9 +25,14 @@ func TestWorkbenchApprovalsInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc := newFake("fake")
+	hk, err := hooks.New([]configs.HookConfig{{Name: "audit", Points: []string{"turn_end"}, URL: "http://127.0.0.1:9/never"}}, hooks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := startGatewayOpts(t, testConfig(map[string][]any{"fake": {"*"}}), &echoLLM{}, func(o *Options) {
 		o.Channels = webOnly()
 		o.Approvals = b
+		o.Hooks = hk
 	}, fc)
 	base := "http://" + r.addr
 
@@ -48,6 +55,8 @@ func TestWorkbenchApprovalsInBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/#channels"),
 		until("the approval request", `(() => { const r = document.querySelector('#approval-list .row.approval');
 			return !!r && r.textContent.includes("install.sh") && r.textContent.includes("network access"); })()`),
+		until("the hook among the plugins", `(() => { const p = document.querySelector('#plugin-list [data-plugin="hook:audit"]');
+			return !!p && p.textContent.includes("http at turn_end") && !p.textContent.includes("127.0.0.1"); })()`),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -67,6 +67,7 @@ type caller interface {
 
 type hook struct {
 	name    string
+	points  []string
 	timeout time.Duration
 	block   bool
 	caller  caller
@@ -90,7 +91,7 @@ func New(cfgs []configs.HookConfig, opts Options) (*Set, error) {
 		if c.Disabled {
 			continue
 		}
-		h := &hook{name: c.Name, timeout: c.TimeoutOrDefault(), block: c.Blocks()}
+		h := &hook{name: c.Name, points: c.Points, timeout: c.TimeoutOrDefault(), block: c.Blocks()}
 		switch {
 		case len(c.Command) > 0:
 			argv := append([]string(nil), c.Command...)
@@ -192,8 +193,14 @@ func policyName(block bool) string {
 
 // Stat is one hook's calls and failures since start.
 type Stat struct {
-	Name            string
-	Calls, Failures int64
+	Name string `json:"name"`
+	// Kind is "program" or "http".
+	Kind   string   `json:"kind"`
+	Points []string `json:"points"`
+	// OnFailure is "ignore" or "block".
+	OnFailure string `json:"onFailure"`
+	Calls     int64  `json:"calls"`
+	Failures  int64  `json:"failures"`
 }
 
 // Stats lists the hooks with their counts, in config order.
@@ -203,7 +210,14 @@ func (s *Set) Stats() []Stat {
 	}
 	out := make([]Stat, 0, len(s.all))
 	for _, h := range s.all {
-		out = append(out, Stat{Name: h.name, Calls: h.calls.Load(), Failures: h.fails.Load()})
+		kind, policy := "program", "ignore"
+		if _, ok := h.caller.(*endpoint); ok {
+			kind = "http"
+		}
+		if h.block {
+			policy = "block"
+		}
+		out = append(out, Stat{Name: h.name, Kind: kind, Points: h.points, OnFailure: policy, Calls: h.calls.Load(), Failures: h.fails.Load()})
 	}
 	return out
 }

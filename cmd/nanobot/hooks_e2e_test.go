@@ -117,4 +117,19 @@ func TestHooksThroughTelegram(t *testing.T) {
 	if last := string(reqs[len(reqs)-1].Raw); !strings.Contains(last, "no rm -rf here") {
 		t.Errorf("the model was not told of the veto:\n%s", last)
 	}
+
+	// `nanobot plugins list` shows both hooks with what they did, never
+	// their URL or token.
+	out, err := exec.Command(binary(t), "plugins", "list", "--config", cfg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("plugins list: %v\n%s", err, out)
+	}
+	for _, want := range []string{"guard  program at before_tool, on failure block  — 2 calls, 0 failures", "redactor  http at before_reply, on failure block  — "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("plugins list lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "hook-token-1") || strings.Contains(string(out), redactor.URL) {
+		t.Errorf("plugins list shows a hook's token or URL:\n%s", out)
+	}
 }

@@ -77,6 +77,7 @@ func newRootCmd() *cobra.Command {
 		newMCPCmd(a),
 		newMigrateCmd(a),
 		newSkillsCmd(a),
+		newPluginsCmd(a),
 	)
 	return root
 }

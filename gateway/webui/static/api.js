@@ -35,6 +35,7 @@ export const deleteSession = (key) => api("DELETE", "/api/sessions/" + encodeURI
 export const channels = () => api("GET", "/api/channels");
 export const decidePairing = (code, verb) => api("POST", `/api/pairing/${encodeURIComponent(code)}/${verb}`);
 export const revokePairing = (channel, sender) => api("DELETE", `/api/pairing/approved/${encodeURIComponent(channel)}/${encodeURIComponent(sender)}`);
+export const status = () => api("GET", "/api/status");
 export const approvals = () => api("GET", "/api/approvals");
 export const answerApproval = (id, decision) => api("POST", `/api/approvals/${encodeURIComponent(id)}`, { decision });
 export const goals = () => api("GET", "/api/goals");

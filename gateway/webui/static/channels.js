@@ -53,9 +53,29 @@ function showApprovals(data) {
   }
 }
 
+function showPlugins(st) {
+  const list = $("plugin-list");
+  list.replaceChildren();
+  for (const m of st.mcpServers || []) {
+    const li = el("li", "row plugin");
+    li.dataset.plugin = "mcp:" + m.name;
+    li.append(el("span", "dot " + (m.state === "connected" ? "connected" : "reconnecting")),
+      el("span", "row-text", `MCP ${m.name} · ${m.state} · ${m.transport}, ${m.tools} tools${m.lastError ? " · " + m.lastError : ""}`));
+    list.append(li);
+  }
+  for (const h of st.hooks || []) {
+    const li = el("li", "row plugin");
+    li.dataset.plugin = "hook:" + h.name;
+    li.append(el("span", "row-text", `hook ${h.name} · ${h.kind} at ${(h.points || []).join(", ")} · on failure ${h.onFailure} · ${h.calls} calls, ${h.failures} failures`));
+    list.append(li);
+  }
+  $("plugins").hidden = list.children.length === 0;
+}
+
 export async function showChannels() {
-  const [data, approvals] = await Promise.all([API.channels(), API.approvals()]);
+  const [data, approvals, st] = await Promise.all([API.channels(), API.approvals(), API.status().catch(() => ({}))]);
   showApprovals(approvals);
+  showPlugins(st);
   keepApprovalsFresh();
   const list = $("channel-list");
   list.replaceChildren();
