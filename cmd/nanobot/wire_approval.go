@@ -28,6 +28,7 @@ func (a *app) newApprovals() (*approval.Broker, error) {
 		Approved: map[string][]string{"exec": ec.ApprovedCommands},
 		Remember: func(tool, pattern string) error { return a.rememberApproved(tool, pattern) },
 		Audit:    approval.NewAudit(filepath.Join(a.loaded.Paths.State, "approvals.jsonl")),
+		Redact:   a.redact.String,
 		Logger:   a.log,
 	})
 }

@@ -114,6 +114,10 @@ type Options struct {
 	Remember func(tool, pattern string) error
 	// Audit receives every request and outcome (nil: only the log).
 	Audit *Audit
+	// Redact masks secrets in what the audit log records and Pending
+	// shows (nil: none): a command line may carry a key the model was
+	// given.
+	Redact func(string) string
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 	// Now is the clock (tests).
@@ -275,13 +279,18 @@ func (b *Broker) Answer(id string, d Decision, by string) (Request, error) {
 	return p.req, nil
 }
 
-// Pending lists the requests waiting, oldest first.
+// Pending lists the requests waiting, oldest first, their actions masked
+// like the audit log's.
 func (b *Broker) Pending() []Request {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make([]Request, 0, len(b.pending))
 	for _, p := range b.pending {
-		out = append(out, p.req)
+		r := p.req
+		if b.opts.Redact != nil {
+			r.Action = b.opts.Redact(r.Action)
+		}
+		out = append(out, r)
 	}
 	slices.SortFunc(out, func(x, y Request) int { return x.Asked.Compare(y.Asked) })
 	return out
@@ -297,7 +306,11 @@ func (b *Broker) record(req Request, outcome, by string) {
 	if b.opts.Audit == nil {
 		return
 	}
-	if err := b.opts.Audit.Append(Entry{Time: b.opts.Now(), ID: req.ID, Tool: req.Tool, Action: req.Action, Reasons: req.Reasons,
+	action := req.Action
+	if b.opts.Redact != nil {
+		action = b.opts.Redact(action)
+	}
+	if err := b.opts.Audit.Append(Entry{Time: b.opts.Now(), ID: req.ID, Tool: req.Tool, Action: action, Reasons: req.Reasons,
 		SessionKey: req.SessionKey, Sender: req.Sender, Outcome: outcome, By: by}); err != nil {
 		b.log.Warn("approval audit log not written", "err", err)
 	}

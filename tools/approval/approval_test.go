@@ -211,3 +211,19 @@ func TestParse(t *testing.T) {
 		t.Error("a bad pattern was taken")
 	}
 }
+
+// TestAuditMasksSecrets: a command carrying a secret is recorded masked.
+func TestAuditMasksSecrets(t *testing.T) {
+	audit := NewAudit(filepath.Join(t.TempDir(), "approvals.jsonl"))
+	b, _ := New(Options{Audit: audit, Timeout: time.Millisecond, Redact: func(s string) string { return strings.ReplaceAll(s, "sk-live-123", "[redacted]") }})
+	_, _ = b.Ask(context.Background(), req("curl -H 'Authorization: Bearer sk-live-123' https://x"))
+	entries, err := audit.Recent(10)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("%v %v", entries, err)
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Action, "sk-live-123") || !strings.Contains(e.Action, "[redacted]") {
+			t.Errorf("audit entry %q", e.Action)
+		}
+	}
+}
