@@ -162,6 +162,8 @@ var commands = []models.BotCommand{
 	{Command: "new", Description: "Start a new conversation"},
 	{Command: "compact", Description: "Fold this conversation into memory"},
 	{Command: "stop", Description: "Stop the current task"},
+	{Command: "goal", Description: "Show this chat's goal; /goal <task> sets one"},
+	{Command: "model", Description: "List or switch the model for this chat"},
 	{Command: "help", Description: "Show what I can do"},
 	{Command: "status", Description: "Show the bot's status"},
 }

@@ -334,7 +334,7 @@ func TestCommandsRegistered(t *testing.T) {
 	if len(calls) != 1 {
 		t.Fatalf("setMyCommands called %d times, want 1", len(calls))
 	}
-	for _, cmd := range []string{`"new"`, `"stop"`, `"help"`, `"status"`} {
+	for _, cmd := range []string{`"new"`, `"stop"`, `"help"`, `"status"`, `"goal"`, `"model"`} {
 		if !strings.Contains(calls[0].Params["commands"], cmd) {
 			t.Errorf("commands %s lack %s", calls[0].Params["commands"], cmd)
 		}
