@@ -32,7 +32,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -113,11 +112,21 @@ func New(regs []Registry, hc *http.Client) *Client {
 	return &Client{regs: regs, http: hc}
 }
 
-var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-
 // ValidSlug reports whether s can name a skill folder: lower-case letters,
 // digits, ".", "-" and "_", not starting with a dot.
-func ValidSlug(s string) bool { return slugRE.MatchString(s) && !strings.Contains(s, "..") }
+func ValidSlug(s string) bool {
+	if len(s) == 0 || len(s) > 64 || strings.Contains(s, "..") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Search asks every registry and returns their hits in registry order, a
 // slug found twice kept from the first. It fails only when no registry
