@@ -190,9 +190,6 @@ func (b *Broker) SetNotifier(notify func(context.Context, bus.Outbound) error) {
 	b.notify = notify
 }
 
-// Timeout is how long a request waits.
-func (b *Broker) Timeout() time.Duration { return b.opts.Timeout }
-
 // Approved reports whether tool's action matches a remembered pattern.
 func (b *Broker) Approved(tool, action string) bool {
 	b.mu.Lock()

@@ -66,7 +66,7 @@ func (g Goal) Label() string {
 	if g.Summary != "" {
 		return g.Summary
 	}
-	return oneLine(g.Objective, 80)
+	return OneLine(g.Objective, 80)
 }
 
 // formatVersion is the version of the file this build writes; a newer one
