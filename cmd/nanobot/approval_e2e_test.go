@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,6 +32,7 @@ func TestExecApprovalThroughTelegram(t *testing.T) {
 		riskyCall("c3", "always"), providertest.Reply{Text: "reply three"},
 		riskyCall("c4", "always"), providertest.Reply{Text: "reply four"},
 		harmless, providertest.Reply{Text: "reply five"},
+		riskyCall("c6", "from-terminal"), providertest.Reply{Text: "reply six"},
 	)
 	tg := telegramtest.New(t)
 	cfg, ws := approvalGateway(t, llm, fmt.Sprintf(`"telegram": {"enabled": true, "token": %q, "apiBase": %q,
@@ -128,12 +130,35 @@ func TestExecApprovalThroughTelegram(t *testing.T) {
 		t.Error("the remembered or the harmless command did not run")
 	}
 
+	// 6. Answered from the terminal: `nanobot approvals list` and `allow`.
+	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: mention + "one more"})
+	_, m = next(m, "the sixth approval request", asking)
+	var id string
+	waitfor.Within(t, "the request listed in the terminal", 30*time.Second, func() bool {
+		out, err := exec.Command(binary(t), "approvals", "list", "--config", cfg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("approvals list: %v\n%s", err, out)
+		}
+		if f := strings.Fields(string(out)); len(f) > 2 && strings.Contains(string(out), "from-terminal") {
+			id = f[0]
+			return true
+		}
+		return false
+	})
+	if out, err := exec.Command(binary(t), "approvals", "allow", id, "--config", cfg).CombinedOutput(); err != nil || !strings.Contains(string(out), "allowed once") {
+		t.Fatalf("approvals allow %s: %v\n%s", id, err, out)
+	}
+	_, _ = next(m, "the answer after the terminal's yes", text("reply six"))
+	if !exists("from-terminal") {
+		t.Error("the command allowed from the terminal did not run")
+	}
+
 	// The audit log has every decision.
 	audit, err := os.ReadFile(filepath.Join(filepath.Dir(cfg), "state", "approvals.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"allowed once"`, `"denied"`, `"allowed always"`, `"approved by pattern"`, `"by":"telegram:4242|ann"`} {
+	for _, want := range []string{`"allowed once"`, `"denied"`, `"allowed always"`, `"approved by pattern"`, `"by":"telegram:4242|ann"`, `"by":"workbench"`} {
 		if !strings.Contains(string(audit), want) {
 			t.Errorf("audit log lacks %s:\n%s", want, audit)
 		}

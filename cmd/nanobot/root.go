@@ -78,6 +78,7 @@ func newRootCmd() *cobra.Command {
 		newMigrateCmd(a),
 		newSkillsCmd(a),
 		newPluginsCmd(a),
+		newApprovalsCmd(a),
 	)
 	return root
 }
