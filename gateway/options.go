@@ -8,6 +8,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent"
 	"github.com/nanobot-go/nanobot/agent/hooks"
+	"github.com/nanobot-go/nanobot/agent/skills/registry"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
@@ -55,6 +56,9 @@ type Options struct {
 	Hooks agent.Hooks
 	// MCP reports the MCP servers in /api/status (nil: none).
 	MCP interface{ Status() []mcp.Status }
+	// SkillInstaller installs skills from the registries into the default
+	// agent's workspace, for the workbench (nil: it cannot).
+	SkillInstaller *registry.Installer
 	// Restart is called by an admin's /restart: the caller stops the
 	// gateway (cancels Run's context) and starts it again. Nil: /restart
 	// says it is not available.

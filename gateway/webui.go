@@ -24,8 +24,8 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 	o := webui.Options{
 		PasswordHash: g.cfg.Gateway.WebUI.Password, Loopback: g.loopback(), Owner: g.owner,
 		Sessions: g.be.sessions(), Health: g.mgr.Health, Pairing: g.gate.Pairing, Approvals: g.o.Approvals,
-		Goals: goals.NewStore(agent.GoalsFile(g.o.Paths)),
-		Cron:  g.be.cronStore(), Workspace: g.o.Paths.Workspace, Heartbeat: g.cfg.Gateway.Heartbeat,
+		Goals: goals.NewStore(agent.GoalsFile(g.o.Paths)), SkillInstaller: g.o.SkillInstaller,
+		Cron: g.be.cronStore(), Workspace: g.o.Paths.Workspace, Heartbeat: g.cfg.Gateway.Heartbeat,
 		MemoryLock: g.be.memoryLock(),
 		ConfigFile: g.o.Paths.ConfigFile, Platforms: g.o.Platforms, Logs: g.o.Logs,
 		UsageDir: UsageDir(g.o.Paths), UsageLocation: g.cfg.Agents.Defaults.Location(),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nanobot-go/nanobot/agent/skills/registry"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/deploy"
 	"github.com/nanobot-go/nanobot/gateway"
@@ -129,6 +130,13 @@ func runGateway(ctx context.Context, a *app, r *restarter) error {
 		ToolsFor:    a.agentTools(w.cron, w.sessions),
 		Channels:    w.channels, Log: a.log, Version: buildVersion(),
 		Restart: r.request, RestartedFrom: restartedFrom,
+		SkillInstaller: func() *registry.Installer {
+			in, err := a.skillInstaller(configs.DefaultAgent)
+			if err != nil {
+				a.log.Warn("the workbench cannot install skills", "err", err)
+			}
+			return in
+		}(),
 		CronStore: w.cron, Reload: reload, Redact: a.redact, Logs: a.logs, Platforms: platformTypes(),
 		ReloadConfig: func() (*configs.Config, error) {
 			next, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})

@@ -82,6 +82,7 @@ type skillView struct {
 	Name        string   `json:"name"`
 	Description string   `json:"description"`
 	Source      string   `json:"source"`
+	Version     string   `json:"version,omitempty"`
 	Always      bool     `json:"always"`
 	Available   bool     `json:"available"`
 	Missing     []string `json:"missing"`
@@ -97,7 +98,7 @@ func (s *Server) listSkills(w http.ResponseWriter, _ *http.Request) {
 	l := skills.New(skills.Options{Workspace: s.o.Workspace, Logger: s.log})
 	out := []skillView{}
 	for _, sk := range l.Skills() {
-		v := skillView{Name: sk.Name, Description: sk.Description, Source: sk.Source, Always: sk.Always,
+		v := skillView{Name: sk.Name, Description: sk.Description, Source: sk.Source, Version: sk.Version, Always: sk.Always,
 			Available: sk.Available(), Missing: append([]string{}, sk.Missing...), Requires: []string{}}
 		for _, b := range sk.Bins {
 			v.Requires = append(v.Requires, "bin:"+b)

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/agent/skills/registry"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
@@ -80,6 +81,9 @@ type Options struct {
 	// Pairing is the pairing store the access gate consults (nil: the
 	// pairing endpoints answer 503).
 	Pairing *relay.PairingStore
+	// SkillInstaller installs skills from the registries into the default
+	// agent's workspace (nil: the registry endpoints answer 503).
+	SkillInstaller *registry.Installer
 	// Goals are the agents' sustained goals (nil: none kept).
 	Goals *goals.Store
 	// Approvals holds the tools' requests for the owner's approval (nil:
@@ -216,6 +220,9 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/memory", s.guard(s.getMemory))
 	mux.HandleFunc("PUT /api/memory", s.guard(s.putMemory))
 	mux.HandleFunc("GET /api/skills", s.guard(s.listSkills))
+	mux.HandleFunc("GET /api/skills/registry", s.guard(s.searchSkills))
+	mux.HandleFunc("POST /api/skills/install", s.guard(s.installSkill))
+	mux.HandleFunc("DELETE /api/skills/{name}", s.guard(s.removeSkill))
 	mux.HandleFunc("GET /api/logs", s.guard(s.getLogs))
 	mux.HandleFunc("GET /api/usage", s.guard(s.getUsage))
 	mux.HandleFunc("/api/", s.guard(func(w http.ResponseWriter, r *http.Request) {

@@ -52,4 +52,7 @@ export const saveSettings = (changes) => api("PATCH", "/api/settings", { changes
 export const memory = () => api("GET", "/api/memory");
 export const saveMemory = (content) => api("PUT", "/api/memory", { content });
 export const skills = () => api("GET", "/api/skills");
+export const searchSkills = (q) => api("GET", "/api/skills/registry?q=" + encodeURIComponent(q));
+export const installSkill = (name, version) => api("POST", "/api/skills/install", { name, version });
+export const removeSkill = (name) => api("DELETE", `/api/skills/${encodeURIComponent(name)}`);
 export const logs = (level) => api("GET", "/api/logs?n=500&level=" + encodeURIComponent(level));
