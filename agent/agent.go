@@ -252,11 +252,14 @@ func imageRecorder(l *usage.Ledger, log *slog.Logger) func(context.Context, imag
 // conversationsOf is memory_search's walk over store's conversations, or
 // nil when the store cannot be walked (the memory files are still
 // searched).
+// sessionWalker is a store that can walk its files without loading the
+// sessions (session.FileStore.Each): memory_search and search_sessions.
+type sessionWalker interface {
+	Each(ctx context.Context, maxBytes int64, fn func(session.Entry) error) error
+}
+
 func conversationsOf(store SessionStore) recall.Conversations {
-	type walker interface {
-		Each(ctx context.Context, maxBytes int64, fn func(session.Entry) error) error
-	}
-	w, ok := store.(walker)
+	w, ok := store.(sessionWalker)
 	if !ok {
 		return nil
 	}

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nanobot-go/nanobot/agent/session"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
 )
 
@@ -67,5 +69,44 @@ func TestMyChecksSetsAndUndoes(t *testing.T) {
 	}
 	if notes != 3 {
 		t.Errorf("%d change notices in the chat, want 3", notes)
+	}
+}
+
+// TestSearchSessionsReadsTheStore: search_sessions, as New wires it, finds
+// a conversation through the store's files (not its cache), shows its
+// title, and leaves out the current conversation and one set aside by /new.
+func TestSearchSessionsReadsTheStore(t *testing.T) {
+	_, deps := assemble(t, nil)
+	ctx := context.Background()
+	say := func(key string, texts ...string) *session.Session {
+		t.Helper()
+		s, err := deps.Store.Load(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tx := range texts {
+			role := providers.RoleUser
+			if i%2 == 1 {
+				role = providers.RoleAssistant
+			}
+			if err := deps.Store.Append(ctx, s, providers.Message{Role: role, Content: tx}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return s
+	}
+	say("telegram:1", "the lighthouse keeper's number?")
+	say("telegram:2", "plans for the lighthouse trip", "Saturday at 9.")
+	old := say("telegram:3", "an old lighthouse chat")
+	if err := deps.Store.Archive(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	admin := tools.CallContext{Channel: "telegram", ChatID: "1", SessionKey: "telegram:1", Admin: true}
+	res, err := deps.Tools.Execute(tools.WithCallContext(ctx, admin), "search_sessions", map[string]any{"query": "LIGHTHOUSE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Content, `telegram:2 — "plans for the lighthouse trip"`) || strings.Contains(res.Content, "telegram:1 ") || strings.Contains(res.Content, "telegram:3") {
+		t.Errorf("search:\n%s", res.Content)
 	}
 }

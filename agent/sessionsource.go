@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"time"
@@ -41,13 +42,39 @@ func (s sessionSource) Read(ctx context.Context, key string) (sessions.Summary, 
 	ch, chat := sess.Origin()
 	var msgs []sessions.Message
 	for _, m := range sess.Tail(math.MaxInt32) { // consolidated messages too: the whole conversation
-		if (m.Role != providers.RoleUser && m.Role != providers.RoleAssistant) || len(m.ToolCalls) > 0 && m.Text() == "" {
-			continue
-		}
-		if t := m.Text(); t != "" {
-			at, _ := time.Parse(time.RFC3339Nano, m.Timestamp)
-			msgs = append(msgs, sessions.Message{Role: m.Role, Text: t, Time: at})
+		if v, ok := visible(m); ok {
+			msgs = append(msgs, v)
 		}
 	}
 	return sessions.Summary{Key: sess.Key, Title: sess.Title(), Channel: ch, Chat: chat, Updated: sess.UpdatedAt, Messages: len(msgs)}, msgs, nil
+}
+
+// Walk reads the store's files as memory_search does (FileStore.Each),
+// skipping conversations set aside by /new and what is not plain text.
+func (s sessionSource) Walk(ctx context.Context, maxBytes int64, fn func(string, sessions.Message) error) error {
+	w, ok := s.store.(sessionWalker)
+	if !ok {
+		return errors.New("this session store cannot be searched")
+	}
+	return w.Each(ctx, maxBytes, func(e session.Entry) error {
+		m, ok := visible(e.Message)
+		if e.Archived || !ok {
+			return nil
+		}
+		return fn(e.Key, m)
+	})
+}
+
+// visible is m as the session tools show it: a person's or the agent's
+// text, not tool calls and results.
+func visible(m providers.Message) (sessions.Message, bool) {
+	if m.Role != providers.RoleUser && m.Role != providers.RoleAssistant {
+		return sessions.Message{}, false
+	}
+	t := m.Text()
+	if t == "" {
+		return sessions.Message{}, false
+	}
+	at, _ := time.Parse(time.RFC3339Nano, m.Timestamp)
+	return sessions.Message{Role: m.Role, Text: t, Time: at}, true
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/nanobot-go/nanobot/agent"
+	"github.com/nanobot-go/nanobot/tools"
 	"github.com/nanobot-go/nanobot/tools/goals"
 )
 
@@ -33,7 +34,7 @@ func printGoals(w io.Writer, a *app) {
 		}
 		fmt.Fprintf(w, "  %s  %s — %s (since %s)\n", g.ID, g.SessionKey, g.Label(), g.Created.Format("2006-01-02"))
 		if n := len(g.Notes); n > 0 {
-			fmt.Fprintf(w, "            latest %s: %s\n", g.Notes[n-1].Time.Format("2006-01-02 15:04"), goals.OneLine(g.Notes[n-1].Text, 100))
+			fmt.Fprintf(w, "            latest %s: %s\n", g.Notes[n-1].Time.Format("2006-01-02 15:04"), tools.OneLine(g.Notes[n-1].Text, 100))
 		}
 	}
 }

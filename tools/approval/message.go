@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/tools"
 )
 
 // message is the chat message of a request: what will run, why it is
@@ -64,20 +65,11 @@ func (b *Broker) AnswerCommand(text, by string) (reply string, ok bool) {
 	case errors.Is(err, ErrUnknown):
 		return fmt.Sprintf("Nothing waits for approval as %s: it was answered already, timed out, or the id is wrong.", id), true
 	case err != nil:
-		return fmt.Sprintf("Allowed: %s. But %v", short(req.Action), err), true
+		return fmt.Sprintf("Allowed: %s. But %v", tools.OneLine(req.Action, 80), err), true
 	case d == Deny:
-		return "Denied: " + short(req.Action), true
+		return "Denied: " + tools.OneLine(req.Action, 80), true
 	case d == AllowAlways:
-		return "Allowed, now and from now on: " + short(req.Action), true
+		return "Allowed, now and from now on: " + tools.OneLine(req.Action, 80), true
 	}
-	return "Allowed once: " + short(req.Action), true
-}
-
-// short is an action cut for a one-line reply.
-func short(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 80 {
-		return string(r[:79]) + "…"
-	}
-	return s
+	return "Allowed once: " + tools.OneLine(req.Action, 80), true
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/nanobot-go/nanobot/tools"
 )
 
 // Due marks the active goals not advanced for every as advanced at now
@@ -35,7 +37,7 @@ func CheckIn(g Goal, silent string) string {
 	if len(g.Notes) > 0 {
 		b.WriteString("\nProgress so far:\n")
 		for _, n := range g.Notes[max(0, len(g.Notes)-5):] {
-			fmt.Fprintf(&b, "- %s: %s\n", n.Time.Format("2006-01-02 15:04"), OneLine(n.Text, 400))
+			fmt.Fprintf(&b, "- %s: %s\n", n.Time.Format("2006-01-02 15:04"), tools.OneLine(n.Text, 400))
 		}
 	}
 	fmt.Fprintf(&b, "\nContinue working toward it with your tools now. Record what you did with update_goal action=progress; "+

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/internal/atomicfile"
+	"github.com/nanobot-go/nanobot/tools"
 )
 
 // Status of a goal.
@@ -66,7 +67,7 @@ func (g Goal) Label() string {
 	if g.Summary != "" {
 		return g.Summary
 	}
-	return OneLine(g.Objective, 80)
+	return tools.OneLine(g.Objective, 80)
 }
 
 // formatVersion is the version of the file this build writes; a newer one

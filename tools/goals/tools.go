@@ -69,7 +69,7 @@ func (t *Create) Execute(ctx context.Context, args map[string]any) (tools.Result
 	}
 	now := t.now()
 	g := Goal{ID: newID(), Agent: t.agent, SessionKey: cc.SessionKey, Channel: cc.Channel, ChatID: cc.ChatID, Objective: objective,
-		Summary: OneLine(a.String("ui_summary"), 120), Status: Active, By: cc.Channel + ":" + cc.SenderID, Created: now, Updated: now, Advanced: now}
+		Summary: tools.OneLine(a.String("ui_summary"), 120), Status: Active, By: cc.Channel + ":" + cc.SenderID, Created: now, Updated: now, Advanced: now}
 	err := t.s.Update(func(goals []Goal) ([]Goal, error) {
 		if i := current(goals, cc.SessionKey); i >= 0 {
 			return nil, fmt.Errorf("this conversation already has an active goal (%s); finish, cancel or replace it with update_goal", goals[i].Label())
@@ -121,7 +121,7 @@ func (t *UpdateTool) Execute(ctx context.Context, args map[string]any) (tools.Re
 		now := t.now()
 		g.Updated = now
 		if recap != "" {
-			g.Notes = append(g.Notes, Note{Time: now, Text: cut(recap, 2000)})
+			g.Notes = append(g.Notes, Note{Time: now, Text: tools.Clip(recap, 2000)})
 		}
 		switch action {
 		case "progress":
@@ -139,7 +139,7 @@ func (t *UpdateTool) Execute(ctx context.Context, args map[string]any) (tools.Re
 			if obj == "" {
 				return nil, errors.New("replace needs the new objective")
 			}
-			g.Objective, g.Summary = obj, OneLine(a.String("ui_summary"), 120)
+			g.Objective, g.Summary = obj, tools.OneLine(a.String("ui_summary"), 120)
 		default:
 			return nil, fmt.Errorf("unknown action %q", action)
 		}
@@ -184,9 +184,9 @@ func (t *List) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 		if all && g.Status != Active || !all && g.SessionKey != cc.SessionKey {
 			continue
 		}
-		fmt.Fprintf(&b, "- %s [%s] %s (%s, since %s)\n  objective: %s\n", g.ID, g.Status, g.Label(), g.SessionKey, g.Created.Format("2006-01-02"), OneLine(g.Objective, 300))
+		fmt.Fprintf(&b, "- %s [%s] %s (%s, since %s)\n  objective: %s\n", g.ID, g.Status, g.Label(), g.SessionKey, g.Created.Format("2006-01-02"), tools.OneLine(g.Objective, 300))
 		if n := len(g.Notes); n > 0 {
-			fmt.Fprintf(&b, "  latest: %s %s\n", g.Notes[n-1].Time.Format("2006-01-02 15:04"), OneLine(g.Notes[n-1].Text, 300))
+			fmt.Fprintf(&b, "  latest: %s %s\n", g.Notes[n-1].Time.Format("2006-01-02 15:04"), tools.OneLine(g.Notes[n-1].Text, 300))
 		}
 	}
 	if b.Len() == 0 {
@@ -199,14 +199,4 @@ func newID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return "g" + hex.EncodeToString(b[:])
-}
-
-// OneLine folds s to one line of at most n characters.
-func OneLine(s string, n int) string { return cut(strings.Join(strings.Fields(s), " "), n) }
-
-func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -53,7 +53,7 @@ func (t *List) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 		if full, _, err := t.src.Read(ctx, s.Key); err == nil {
 			s.Title, s.Channel = full.Title, full.Channel // the list has neither for certain
 		}
-		fmt.Fprintf(&b, "- %s — %q (%s, last %s", s.Key, oneLine(s.Title, 80), s.Channel, s.Updated.Format("2006-01-02 15:04"))
+		fmt.Fprintf(&b, "- %s — %q (%s, last %s", s.Key, tools.OneLine(s.Title, 80), s.Channel, s.Updated.Format("2006-01-02 15:04"))
 		if s.Messages >= 0 {
 			fmt.Fprintf(&b, ", %d messages", s.Messages)
 		}
@@ -102,7 +102,7 @@ func (t *Read) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 	skipped := max(0, len(msgs)-limit)
 	msgs = msgs[skipped:]
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s — %q (%s)\n", sum.Key, oneLine(sum.Title, 80), sum.Channel)
+	fmt.Fprintf(&b, "%s — %q (%s)\n", sum.Key, tools.OneLine(sum.Title, 80), sum.Channel)
 	if skipped > 0 {
 		fmt.Fprintf(&b, "(%d earlier messages not shown)\n", skipped)
 	}
@@ -110,18 +110,7 @@ func (t *Read) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 		b.WriteString("(no messages match)\n")
 	}
 	for _, m := range msgs {
-		fmt.Fprintf(&b, "[%s] %s: %s\n", m.Time.Format("2006-01-02 15:04"), m.Role, cut(m.Text, messageChars))
+		fmt.Fprintf(&b, "[%s] %s: %s\n", m.Time.Format("2006-01-02 15:04"), m.Role, tools.Clip(m.Text, messageChars))
 	}
 	return tools.Result{Content: untrusted.Wrap("conversation "+sum.Key, b.String())}, nil
-}
-
-// oneLine folds s to one line of at most n characters.
-func oneLine(s string, n int) string { return cut(strings.Join(strings.Fields(s), " "), n) }
-
-// cut shortens s to n characters, marking the cut.
-func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

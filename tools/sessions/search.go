@@ -1,25 +1,20 @@
 package sessions
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/nanobot-go/nanobot/internal/untrusted"
 	"github.com/nanobot-go/nanobot/tools"
 )
 
-// searchScan bounds how many conversations one search reads, newest first.
-const searchScan = 300
-
 // Search is the search_sessions tool.
 type Search struct{ src Source }
 
 func (t *Search) Name() string { return "search_sessions" }
 func (t *Search) Description() string {
-	return fmt.Sprintf("Find the agent's other conversations that mention some text (in their title or messages, case-insensitive), newest first: "+
+	return fmt.Sprintf("Find the agent's other conversations whose messages mention some text (case-insensitive), newest first: "+
 		"up to %d conversations with short excerpts. Use it when the user asks about a past conversation; read_session shows more. "+
 		"For what the agent remembers across conversations, memory_search is usually better. Owner only.", searchSessions)
 }
@@ -38,39 +33,45 @@ func (t *Search) Execute(ctx context.Context, args map[string]any) (tools.Result
 	if q == "" {
 		return tools.Result{}, fmt.Errorf("query is empty")
 	}
-	all, err := t.src.List(ctx)
-	if err != nil {
-		return tools.Result{}, fmt.Errorf("list conversations: %w", err)
-	}
-	slices.SortFunc(all, func(a, b Summary) int { return cmp.Or(b.Updated.Compare(a.Updated), cmp.Compare(a.Key, b.Key)) })
-	var b strings.Builder
-	found, scanned := 0, 0
-	for _, s := range all {
-		if s.Key == current {
-			continue
+	// One pass over the stored conversations, as memory_search reads
+	// them: the newest first, capped, without loading each into memory.
+	var order []string
+	hits := map[string][]string{} // by session: the latest searchExcerpts matches
+	err = t.src.Walk(ctx, searchBytes, func(key string, m Message) error {
+		if key == current {
+			return nil
 		}
-		if found == searchSessions || scanned == searchScan || ctx.Err() != nil {
-			break
+		at := strings.Index(strings.ToLower(m.Text), q)
+		if at < 0 {
+			return nil
 		}
-		scanned++
-		sum, msgs, err := t.src.Read(ctx, s.Key)
-		if err != nil {
-			continue // gone meanwhile, or unreadable: the others still count
-		}
-		var hits []string
-		for i := len(msgs) - 1; i >= 0 && len(hits) < searchExcerpts; i-- {
-			if at := strings.Index(strings.ToLower(msgs[i].Text), q); at >= 0 {
-				hits = append(hits, fmt.Sprintf("  [%s] %s: %s", msgs[i].Time.Format("2006-01-02"), msgs[i].Role, excerpt(msgs[i].Text, at, len(q))))
+		if _, seen := hits[key]; !seen {
+			if len(order) == searchSessions {
+				return nil // enough conversations; the walk ends with its cap
 			}
+			order = append(order, key)
 		}
-		if len(hits) == 0 && !strings.Contains(strings.ToLower(sum.Title), q) {
-			continue
+		line := fmt.Sprintf("  [%s] %s: %s", m.Time.Format("2006-01-02"), m.Role, excerpt(m.Text, at, len(q)))
+		if hits[key] = append(hits[key], line); len(hits[key]) > searchExcerpts {
+			hits[key] = hits[key][1:]
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return tools.Result{}, fmt.Errorf("search conversations: %w", err)
+	}
+	var b strings.Builder
+	found := 0
+	for _, key := range order {
+		sum, _, err := t.src.Read(ctx, key)
+		if err != nil {
+			continue // gone meanwhile: the others still count
 		}
 		found++
-		fmt.Fprintf(&b, "- %s — %q (%s, last %s)\n%s\n", sum.Key, oneLine(sum.Title, 80), sum.Channel, sum.Updated.Format("2006-01-02 15:04"), strings.Join(hits, "\n"))
+		fmt.Fprintf(&b, "- %s — %q (%s, last %s)\n%s\n", sum.Key, tools.OneLine(sum.Title, 80), sum.Channel, sum.Updated.Format("2006-01-02 15:04"), strings.Join(hits[key], "\n"))
 	}
 	if found == 0 {
-		return tools.Result{Content: fmt.Sprintf("No other conversation mentions %q (%d searched).", q, scanned)}, nil
+		return tools.Result{Content: fmt.Sprintf("No other conversation mentions %q.", q)}, nil
 	}
 	return tools.Result{Content: untrusted.Wrap("conversation search", b.String())}, nil
 }

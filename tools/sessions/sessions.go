@@ -45,6 +45,11 @@ type Source interface {
 	// Read returns one conversation's summary and visible messages,
 	// oldest first; ErrNotFound when there is none.
 	Read(ctx context.Context, key string) (Summary, []Message, error)
+	// Walk calls fn with the visible messages of the current
+	// conversations, newest conversation first (each oldest message
+	// first), reading at most maxBytes of them, straight from storage
+	// (nothing is loaded into the store's cache); fn's error stops it.
+	Walk(ctx context.Context, maxBytes int64, fn func(key string, m Message) error) error
 }
 
 // ErrNotFound is Source.Read's error for an unknown session.
@@ -65,15 +70,16 @@ func owner(ctx context.Context) (string, error) {
 
 // Limits.
 const (
-	listMax        = 50   // sessions list_sessions shows
-	readDefault    = 20   // messages read_session returns without limit
-	readMax        = 100  // the largest limit
-	messageChars   = 1000 // of one message shown by read_session
-	searchSessions = 10   // sessions search_sessions returns
-	searchExcerpts = 3    // excerpts per session
-	excerptChars   = 240  // of one excerpt
-	maxSendChars   = 4000 // of a message send_session_message sends
-	sendsPerMinute = 6    // per sending session
+	listMax        = 50       // sessions list_sessions shows
+	readDefault    = 20       // messages read_session returns without limit
+	readMax        = 100      // the largest limit
+	messageChars   = 1000     // of one message shown by read_session
+	searchSessions = 10       // sessions search_sessions returns
+	searchExcerpts = 3        // excerpts per session
+	searchBytes    = 32 << 20 // of conversations one search reads, newest first
+	excerptChars   = 240      // of one excerpt
+	maxSendChars   = 4000     // of a message send_session_message sends
+	sendsPerMinute = 6        // per sending session
 )
 
 // All returns the four tools over src; send publishes a message into

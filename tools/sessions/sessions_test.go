@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,20 @@ func (f fakeSource) Read(_ context.Context, key string) (Summary, []Message, err
 		return Summary{}, nil, ErrNotFound
 	}
 	return s.sum, s.msgs, nil
+}
+
+// Walk gives the conversations newest first, as the store's files are.
+func (f fakeSource) Walk(_ context.Context, _ int64, fn func(string, Message) error) error {
+	all, _ := f.List(context.Background())
+	slices.SortFunc(all, func(a, b Summary) int { return b.Updated.Compare(a.Updated) })
+	for _, s := range all {
+		for _, m := range f[s.Key].msgs {
+			if err := fn(s.Key, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
