@@ -2,6 +2,7 @@ package goals
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,9 +13,19 @@ import (
 // and returns them: the heartbeat starts a check-in for each. Marking
 // first means two processes beating at once (cluster workers) do not both
 // advance a goal.
+//
+// A beat with nothing due only reads the file: it takes no lock and
+// writes nothing.
 func (s *Store) Due(now time.Time, every time.Duration) ([]Goal, error) {
+	all, err := s.List()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(all, func(g Goal) bool { return g.Status == Active && now.Sub(g.Advanced) >= every }) {
+		return nil, nil
+	}
 	var due []Goal
-	err := s.Update(func(goals []Goal) ([]Goal, error) {
+	err = s.Update(func(goals []Goal) ([]Goal, error) {
 		due = due[:0]
 		for i := range goals {
 			g := &goals[i]

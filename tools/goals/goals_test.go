@@ -141,3 +141,40 @@ func TestNewerFormatIsRefusedAndPruned(t *testing.T) {
 		t.Errorf("pruned to %d goals, first %q, %d notes", len(gs), gs[0].ID, len(gs[1].Notes))
 	}
 }
+
+// TestDueTwoBeatsAtOnce: two processes beating at the same moment (cluster
+// workers) advance each due goal once between them; a beat with nothing
+// due writes nothing.
+func TestDueTwoBeatsAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "goals.json")
+	s := NewStore(path)
+	t0 := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	_ = s.Update(func([]Goal) ([]Goal, error) {
+		return []Goal{{ID: "a", Status: Active, Advanced: t0}, {ID: "b", Status: Active, Advanced: t0}}, nil
+	})
+	now := t0.Add(time.Hour)
+	results := make(chan []Goal, 2)
+	for range 2 {
+		go func() {
+			due, err := NewStore(path).Due(now, 30*time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			results <- due
+		}()
+	}
+	got := append(<-results, <-results...)
+	if len(got) != 2 || got[0].ID == got[1].ID {
+		t.Errorf("advanced %+v, want a and b once each", got)
+	}
+	before, _ := os.Stat(path)
+	if due, err := s.Due(now.Add(time.Minute), 30*time.Minute); err != nil || len(due) != 0 {
+		t.Fatalf("nothing due: %v %v", due, err)
+	}
+	if after, _ := os.Stat(path); !os.SameFile(before, after) { // a rewrite renames a new file in
+		t.Error("a beat with nothing due rewrote the file")
+	}
+	if _, err := NewStore(filepath.Join(t.TempDir(), "none.json")).Due(now, time.Minute); err != nil {
+		t.Errorf("no goals file: %v", err)
+	}
+}
