@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,7 +33,11 @@ type wizard struct {
 	out   io.Writer
 	check checker
 	tree  map[string]any
+	err   error // the first set that failed
 }
+
+// errChangedMeanwhile: the config file changed while the wizard asked.
+var errChangedMeanwhile = errors.New("it changed while the wizard ran (the gateway or the workbench saved it); run `nanobot onboard --wizard --refresh` again")
 
 // wizardProviders are offered by name first; any known name is taken.
 var wizardProviders = []string{"anthropic", "openai", "openrouter", "deepseek", "gemini", "groq", "ollama", "vllm", "custom"}
@@ -59,6 +64,9 @@ func runWizard(ctx context.Context, a *app, in io.Reader, out io.Writer, refresh
 	w.provider()
 	w.channels()
 	w.password()
+	if w.err != nil {
+		return fmt.Errorf("the wizard cannot edit %s: %w", l.Path, w.err)
+	}
 	data, err := json.MarshalIndent(w.tree, "", "  ")
 	if err != nil {
 		return err
@@ -67,13 +75,22 @@ func runWizard(ctx context.Context, a *app, in io.Reader, out io.Writer, refresh
 	if err := validateConfig(l.Path, data); err != nil {
 		return fmt.Errorf("the config the wizard made does not load, so it was not saved: %w", err)
 	}
-	if l.Exists {
-		if err := atomicfile.Write(l.Path+".bak", raw, 0o600); err != nil {
-			return err
+	// Under the file's lock, and only if nobody changed it while the
+	// questions were answered (the gateway saving an approved command,
+	// the workbench's settings): their change is not overwritten.
+	err = atomicfile.Update(l.Path, 0o600, func(now []byte) ([]byte, error) {
+		if l.Exists && !bytes.Equal(now, raw) || !l.Exists && len(now) > 0 {
+			return nil, errChangedMeanwhile
 		}
-	}
-	if err := atomicfile.Write(l.Path, data, 0o600); err != nil {
-		return err
+		if l.Exists {
+			if err := atomicfile.Write(l.Path+".bak", raw, 0o600); err != nil {
+				return nil, err
+			}
+		}
+		return data, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s not saved: %w", l.Path, err)
 	}
 	fmt.Fprintf(out, "\nSaved %s (mode 0600).\n", l.Path)
 	reloaded, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})
@@ -111,7 +128,7 @@ func validateConfig(path string, data []byte) error {
 // provider asks for the model provider, its key (checked) and the model.
 func (w *wizard) provider() {
 	fmt.Fprintln(w.out, "— Model provider")
-	current, _ := get(w.tree, "agents.defaults.provider").(string)
+	current, _ := w.get("agents.defaults.provider").(string)
 	if current == "" || current == "auto" {
 		current = "anthropic"
 	}
@@ -129,13 +146,13 @@ func (w *wizard) provider() {
 		}
 	}
 	at := "providers." + spec.Name + "."
-	base, _ := get(w.tree, at+"apiBase").(string)
+	base, _ := w.get(at + "apiBase").(string)
 	if base == "" {
 		base = spec.DefaultAPIBase
 	}
 	if spec.IsLocal || spec.IsDirect || base == "" {
 		base = w.p.ask("API base URL", base)
-		set(w.tree, at+"apiBase", base)
+		w.set(at+"apiBase", base)
 	}
 	for try := 0; ; try++ {
 		key, val := w.secretSetting(at+"apiKey", "API key", spec.EnvKey)
@@ -155,19 +172,19 @@ func (w *wizard) provider() {
 				continue
 			}
 		}
-		set(w.tree, at+"apiKey", key)
+		w.set(at+"apiKey", key)
 		break
 	}
-	set(w.tree, "agents.defaults.provider", spec.Name)
-	model, _ := get(w.tree, "agents.defaults.model").(string)
-	set(w.tree, "agents.defaults.model", w.p.ask("Model", model))
+	w.set("agents.defaults.provider", spec.Name)
+	model, _ := w.get("agents.defaults.model").(string)
+	w.set("agents.defaults.model", w.p.ask("Model", model))
 }
 
 // secretSetting asks for the secret at path and returns what to store
 // (the typed value, or a "${VAR}" reference) and the value itself for the
 // check. An empty answer keeps what the file has.
 func (w *wizard) secretSetting(path, label, envKey string) (store, value string) {
-	cur, _ := get(w.tree, path).(string)
+	cur, _ := w.get(path).(string)
 	shown := ""
 	switch {
 	case strings.HasPrefix(cur, "${"):
@@ -191,16 +208,16 @@ func (w *wizard) secretSetting(path, label, envKey string) (store, value string)
 // channels asks, for each platform with a check, whether to set it up.
 func (w *wizard) channels() {
 	fmt.Fprintln(w.out, "\n— Chat channels (the web chat is always on; others: docs/configuration.md)")
-	if w.p.yes("Set up Telegram?", get(w.tree, "channels.telegram.enabled") == true) {
+	if w.p.yes("Set up Telegram?", w.get("channels.telegram.enabled") == true) {
 		w.telegram()
 	}
-	if w.p.yes("Set up Slack?", get(w.tree, "channels.slack.enabled") == true) {
+	if w.p.yes("Set up Slack?", w.get("channels.slack.enabled") == true) {
 		w.slack()
 	}
 }
 
 func (w *wizard) telegram() {
-	base, _ := get(w.tree, "channels.telegram.apiBase").(string)
+	base, _ := w.get("channels.telegram.apiBase").(string)
 	if base == "" {
 		base = telegram.DefaultAPIBase
 	}
@@ -215,15 +232,15 @@ func (w *wizard) telegram() {
 				continue
 			}
 		}
-		set(w.tree, "channels.telegram.token", store)
+		w.set("channels.telegram.token", store)
 		break
 	}
-	set(w.tree, "channels.telegram.enabled", true)
+	w.set("channels.telegram.enabled", true)
 	w.allowFrom("channels.telegram.allowFrom", "Who may talk to it: your Telegram user id or username (comma-separated; empty: nobody yet, strangers get a pairing code)")
 }
 
 func (w *wizard) slack() {
-	base, _ := get(w.tree, "channels.slack.apiBase").(string)
+	base, _ := w.get("channels.slack.apiBase").(string)
 	if base == "" {
 		base = slack.DefaultAPIBase
 	}
@@ -238,18 +255,18 @@ func (w *wizard) slack() {
 				continue
 			}
 		}
-		set(w.tree, "channels.slack.botToken", store)
+		w.set("channels.slack.botToken", store)
 		break
 	}
 	app, _ := w.secretSetting("channels.slack.appToken", "App-level token for Socket Mode (xapp-…)", "")
-	set(w.tree, "channels.slack.appToken", app)
-	set(w.tree, "channels.slack.enabled", true)
+	w.set("channels.slack.appToken", app)
+	w.set("channels.slack.enabled", true)
 	w.allowFrom("channels.slack.allowFrom", "Who may talk to it: Slack member ids (U…, comma-separated)")
 }
 
 func (w *wizard) allowFrom(path, label string) {
 	var cur []string
-	if list, ok := get(w.tree, path).([]any); ok {
+	if list, ok := w.get(path).([]any); ok {
 		for _, v := range list {
 			if s, ok := v.(string); ok {
 				cur = append(cur, s)
@@ -263,14 +280,14 @@ func (w *wizard) allowFrom(path, label string) {
 			out = append(out, s)
 		}
 	}
-	set(w.tree, path, out)
+	w.set(path, out)
 }
 
 // password sets the workbench password (bcrypt; never stored in clear).
 func (w *wizard) password() {
 	fmt.Fprintln(w.out, "\n— Workbench (the web pages at the gateway's address)")
 	q := "Set a workbench password? (needed beyond this machine; here a one-time link signs you in)"
-	if has, _ := get(w.tree, "gateway.webui.password").(string); has != "" {
+	if has, _ := w.get("gateway.webui.password").(string); has != "" {
 		q = "Change the workbench password? (one is set)"
 	}
 	if !w.p.yes(q, false) {
@@ -290,31 +307,18 @@ func (w *wizard) password() {
 			fmt.Fprintf(w.out, "  %v\n", err)
 			return
 		}
-		set(w.tree, "gateway.webui.password", h)
+		w.set("gateway.webui.password", h)
 		fmt.Fprintln(w.out, "  ✓ password set (stored as a bcrypt hash)")
 		return
 	}
 }
 
-// get and set read and write a dotted path in the file's JSON tree,
-// creating objects on the way.
-func get(tree map[string]any, path string) any {
-	var cur any = tree
-	for _, k := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[k]
+// set writes path in the file's tree; the first failure (a part of the
+// path that holds no object) is kept and stops the save.
+func (w *wizard) set(path string, v any) {
+	if err := configs.SetPath(w.tree, path, v); err != nil && w.err == nil {
+		w.err = err
 	}
-	return cur
 }
 
-func set(tree map[string]any, path string, v any) {
-	keys := strings.Split(path, ".")
-	cur := tree
-	for _, k := range keys[:len(keys)-1] {
-		cur = object(cur, k)
-	}
-	cur[keys[len(keys)-1]] = v
-}
+func (w *wizard) get(path string) any { return configs.GetPath(w.tree, path) }

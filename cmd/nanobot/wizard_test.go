@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -106,11 +107,11 @@ func TestOnboardWizard(t *testing.T) {
 		"agents.defaults.provider": "vllm", "agents.defaults.model": "my-model", "providers.vllm.apiKey": "sk-right",
 		"channels.telegram.token": "${NANOBOT_TEST_TG}", "channels.telegram.enabled": true, "channels.slack.appToken": slacktest.AppToken,
 	} {
-		if got := get(tree, path); got != want {
+		if got := configs.GetPath(tree, path); got != want {
 			t.Errorf("%s = %v, want %v", path, got, want)
 		}
 	}
-	if h, _ := get(tree, "gateway.webui.password").(string); !strings.HasPrefix(h, "$2") {
+	if h, _ := configs.GetPath(tree, "gateway.webui.password").(string); !strings.HasPrefix(h, "$2") {
 		t.Errorf("the password is not stored as a bcrypt hash: %q", h)
 	}
 	if _, err := configs.Load(configs.Options{Path: cfg, Platforms: platformTypes()}); err != nil {
@@ -138,5 +139,49 @@ func TestOnboardWizard(t *testing.T) {
 	}
 	if _, err := os.Stat(cfg + ".bak"); err != nil {
 		t.Errorf("no backup of the previous config: %v", err)
+	}
+}
+
+// changeOnRead changes a file the first time the wizard reads its input:
+// another writer (the gateway saving an approved command) while the
+// questions are answered.
+type changeOnRead struct {
+	r    io.Reader
+	path string
+	data []byte
+	done bool
+}
+
+func (c *changeOnRead) Read(p []byte) (int, error) {
+	if !c.done {
+		c.done = true
+		if err := os.WriteFile(c.path, c.data, 0o600); err != nil {
+			return 0, err
+		}
+	}
+	return c.r.Read(p)
+}
+
+// TestOnboardWizardKeepsAConcurrentChange: a config saved by someone else
+// while the wizard asked is not overwritten; the wizard says to run again.
+func TestOnboardWizardKeepsAConcurrentChange(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"agents": {"defaults": {"model": "m"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	meanwhile := []byte(`{"tools": {"exec": {"approvedCommands": ["^make deploy$"]}}}`)
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetIn(&changeOnRead{r: strings.NewReader("ollama\n"), path: cfg, data: meanwhile})
+	cmd.SetArgs([]string{"onboard", "--config", cfg, "--wizard", "--refresh"})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "changed while the wizard ran") {
+		t.Fatalf("want the concurrent change refused, got %v\n%s", err, out.String())
+	}
+	if got, _ := os.ReadFile(cfg); string(got) != string(meanwhile) {
+		t.Errorf("the concurrent change was overwritten:\n%s", got)
 	}
 }

@@ -244,27 +244,6 @@ func checkValue(st setting, raw json.RawMessage) (any, string) {
 	return nil, "not editable"
 }
 
-// setPath sets a dotted path in the tree, creating objects on the way.
-func setPath(tree map[string]any, path string, v any) error {
-	segs := strings.Split(path, ".")
-	cur := tree
-	for i, k := range segs[:len(segs)-1] {
-		next, ok := cur[k]
-		if !ok || next == nil {
-			m := map[string]any{}
-			cur[k] = m
-			cur = m
-			continue
-		}
-		m, ok := next.(map[string]any)
-		if !ok {
-			return fmt.Errorf("%s is not an object in the file", strings.Join(segs[:i+1], "."))
-		}
-		cur = m
-	}
-	cur[segs[len(segs)-1]] = v
-	return nil
-}
 
 // patchSettings is PATCH /api/settings {"changes": [{"path", "value"}]}.
 func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
@@ -302,7 +281,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, c.Path, msg)
 			return
 		}
-		if err := setPath(tree, c.Path, v); err != nil {
+		if err := configs.SetPath(tree, c.Path, v); err != nil {
 			writeError(w, http.StatusBadRequest, c.Path, err.Error())
 			return
 		}
