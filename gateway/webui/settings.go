@@ -244,7 +244,6 @@ func checkValue(st setting, raw json.RawMessage) (any, string) {
 	return nil, "not editable"
 }
 
-
 // patchSettings is PATCH /api/settings {"changes": [{"path", "value"}]}.
 func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 	if s.o.ConfigFile == "" {
