@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -225,5 +226,33 @@ func TestAuditMasksSecrets(t *testing.T) {
 		if strings.Contains(e.Action, "sk-live-123") || !strings.Contains(e.Action, "[redacted]") {
 			t.Errorf("audit entry %q", e.Action)
 		}
+	}
+}
+
+// TestTwoAnswersAtOnceAndABrokenAuditLog: two admins answering the same
+// request at once — one answer counts, the other is told it is gone; an
+// audit log that cannot be written (a full disk) is logged and changes
+// nothing else.
+func TestTwoAnswersAtOnceAndABrokenAuditLog(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "log")
+	if err := os.Mkdir(bad, 0o700); err != nil { // a folder where the file should be: every append fails
+		t.Fatal(err)
+	}
+	b, _ := New(Options{Audit: NewAudit(bad)})
+	a := newAsked()
+	b.SetNotifier(a.notify)
+	got := ask(b, context.Background(), req("curl once"))
+	id := strings.Fields(a.next(t).Actions[0].Command)[1]
+	errs := make(chan error, 2)
+	for _, d := range []Decision{AllowOnce, Deny} {
+		go func() { _, err := b.Answer(id, d, "x"); errs <- err }()
+	}
+	e1, e2 := <-errs, <-errs
+	if (e1 == nil) == (e2 == nil) || !errors.Is(errors.Join(e1, e2), ErrUnknown) {
+		t.Errorf("two answers: %v, %v; want one taken and one unknown", e1, e2)
+	}
+	if r := <-got; r.err != nil {
+		t.Errorf("the waiting call: %v", r.err)
 	}
 }
