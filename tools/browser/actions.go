@@ -109,9 +109,11 @@ func (b *Browser) click(ctx context.Context, t *tab, ref string) (tools.Result, 
 		return tools.Result{}, err
 	}
 	t.takeBlocked()
+	mark := t.nav.mark()
 	if err := chromedp.Do(ctx, chromedp.MouseClickXY(l.X, l.Y)); err != nil {
 		return tools.Result{}, err
 	}
+	t.nav.after(ctx, mark)
 	settle(ctx)
 	msg := fmt.Sprintf("Clicked %s (%s).", ref, l.Tag)
 	if l.Covered != "" {
@@ -162,10 +164,12 @@ func (b *Browser) typeText(ctx context.Context, t *tab, ref, text string, submit
 	}
 	t.takeBlocked()
 	if submit {
+		mark := t.nav.mark()
 		if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Enter)); err != nil {
 			return tools.Result{}, err
 		}
 		msg += " Pressed Enter."
+		t.nav.after(ctx, mark)
 		settle(ctx)
 	}
 	return tools.Result{Content: msg + b.blockedNote(t) + "\n" + b.where(ctx)}, nil
@@ -241,11 +245,13 @@ func (b *Browser) back(ctx context.Context, t *tab) (tools.Result, error) {
 		return tools.Result{}, errors.New("there is no earlier page in this tab")
 	}
 	t.takeBlocked()
+	mark := t.nav.mark()
 	// Not chromedp.NavigateBack: it waits for a load event, and a page
 	// restored from the back-forward cache fires none.
 	if _, err := chromedp.Call(ctx, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: h.Entries[h.CurrentIndex-1].ID}); err != nil {
 		return tools.Result{}, err
 	}
+	t.nav.after(ctx, mark)
 	settle(ctx)
 	return tools.Result{Content: "Went back." + b.blockedNote(t) + "\n" + b.where(ctx)}, nil
 }

@@ -14,6 +14,7 @@ type tab struct {
 	key    string
 	ctx    context.Context // chromedp context of the target
 	cancel context.CancelFunc
+	nav    *navWatch
 	// run serialises the actions of the session.
 	run sync.Mutex
 	// users and lastUsed are guarded by Browser.mu.
@@ -137,7 +138,12 @@ func (b *Browser) openTab(inst *instance, key string) (*tab, error) {
 		cancel()
 		return nil, fmt.Errorf("browser: open a tab: %w", err)
 	}
-	t := &tab{key: key, ctx: ctx, cancel: cancel}
+	nav, err := newNavWatch(ctx)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("browser: follow the tab's pages: %w", err)
+	}
+	t := &tab{key: key, ctx: ctx, cancel: cancel, nav: nav}
 	if err := b.intercept(inst, t); err != nil {
 		cancel()
 		return nil, err
