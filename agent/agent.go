@@ -84,6 +84,9 @@ type Deps struct {
 	// Approvals is the broker the tools ask the owner through; the loop
 	// takes admins' answers to it (optional; see LoopConfig.Approvals).
 	Approvals *approval.Broker
+	// Embedding makes memory_search hybrid (agents.*.memory.embeddingModel);
+	// nil: it ranks by words alone.
+	Embedding *Embedding
 	// Restart stops the gateway and starts it again, for an admin's
 	// /restart (nil: not available here).
 	Restart func(channel, chatID, sessionKey string)
@@ -145,6 +148,9 @@ type Agent struct {
 	Runner    *Runner
 	Subagents *Subagents
 	Memory    *memory.Consolidator
+	// Recall is memory_search's index; the loop tells it of every saved
+	// turn and closes it when it stops.
+	Recall *recall.Index
 	// Location is the agent's timezone (agents.defaults.timezone).
 	Location *time.Location
 }
@@ -197,7 +203,8 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Targets: deps.Targets, AllowAnyTarget: cfg.Tools.Message.AllowAnyTarget,
 		OwnDirs: []string{filepath.Join(paths.Media, image.GeneratedDir)},
 	})
-	own := []tools.Tool{msg, spawn.New(a.Subagents), recall.New(recall.Options{Workspace: workspace, Conversations: conversationsOf(deps.Store)})}
+	a.Recall = recall.NewIndex(recall.IndexOptions{Workspace: workspace, Feed: feedOf(deps.Store), Embedder: embedderOf(deps, name, log), Logger: log})
+	own := []tools.Tool{msg, spawn.New(a.Subagents), recall.New(a.Recall)}
 	own = append(own, sessions.All(sessionSource{deps.Store}, toSelf)...)
 	goalStore := goals.NewStore(GoalsFile(paths))
 	own = append(own, goals.Tools(goalStore, deps.Agent)...)
@@ -232,7 +239,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		SessionTTL: time.Duration(d.SessionTTLMinutes) * time.Minute, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
 		Voice: deps.Voice,
 		Queue: d.Queue, Approvals: deps.Approvals, Goals: goalStore, Restart: deps.Restart, Hooks: deps.Hooks,
-		Skills: skillLoader, SwitchSkill: deps.SwitchSkill,
+		Skills: skillLoader, SwitchSkill: deps.SwitchSkill, Recall: a.Recall,
 	})
 	return a, nil
 }
@@ -249,23 +256,9 @@ func imageRecorder(l *usage.Ledger, log *slog.Logger) func(context.Context, imag
 	return usage.ImageRecorder(l, log)
 }
 
-// conversationsOf is memory_search's walk over store's conversations, or
-// nil when the store cannot be walked (the memory files are still
-// searched).
 // sessionWalker is a store that can walk its files without loading the
 // sessions (session.FileStore.Each): memory_search and search_sessions.
 type sessionWalker interface {
 	Each(ctx context.Context, maxBytes int64, fn func(session.Entry) error) error
 }
 
-func conversationsOf(store SessionStore) recall.Conversations {
-	w, ok := store.(sessionWalker)
-	if !ok {
-		return nil
-	}
-	return func(ctx context.Context, maxBytes int64, fn func(recall.Message) error) error {
-		return w.Each(ctx, maxBytes, func(e session.Entry) error {
-			return fn(recall.Message{Session: e.Key, Archived: e.Archived, Role: e.Message.Role, Text: e.Message.Text(), Time: e.Message.Timestamp})
-		})
-	}
-}

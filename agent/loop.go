@@ -122,6 +122,13 @@ type LoopConfig struct {
 	Skills *skills.Loader
 	// SwitchSkill saves /skill enable|disable (see Deps.SwitchSkill).
 	SwitchSkill func(name string, disabled bool) ([]string, error)
+	// Recall is memory_search's index (optional): told of every turn
+	// handled, so it reads it in the background, and closed when Run
+	// returns.
+	Recall interface {
+		Notify()
+		Close() error
+	}
 	Log         *slog.Logger
 }
 
@@ -251,6 +258,9 @@ func NewLoop(cfg LoopConfig) *Loop {
 // Run consumes in until it is closed or ctx ends, then waits for running
 // turns (which see ctx's cancellation) to finish.
 func (l *Loop) Run(ctx context.Context, in <-chan bus.Inbound) error {
+	if l.cfg.Recall != nil {
+		defer l.cfg.Recall.Close() // after the workers: deferred first, runs last
+	}
 	defer l.wg.Wait()
 	for {
 		select {
@@ -661,6 +671,9 @@ func (l *Loop) handBack(key string, refused []bus.Inbound) {
 }
 
 func (l *Loop) done(m bus.Inbound, err error) {
+	if err == nil && l.cfg.Recall != nil {
+		l.cfg.Recall.Notify()
+	}
 	if l.cfg.OnTurnDone != nil {
 		l.cfg.OnTurnDone(m, err)
 	}

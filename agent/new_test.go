@@ -2,16 +2,24 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nanobot-go/nanobot/agent/session"
+	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/providers"
+	"github.com/nanobot-go/nanobot/providers/openai"
 	"github.com/nanobot-go/nanobot/tools"
+	"github.com/nanobot-go/nanobot/tools/recall/recalltest"
 )
 
 // A sub-agent's result comes back to the agent that started it, the
@@ -87,4 +95,85 @@ func TestMemorySearchReadsStoredConversations(t *testing.T) {
 			t.Errorf("%q:\n%s\nwant a hit from %s", q, res.Content, want)
 		}
 	}
+}
+
+// TestMemorySearchEmbedsMeteredAndBudgeted: with an embedding model,
+// memory_search's index embeds the stored messages and the query through
+// the provider's /embeddings (a local OpenAI-compatible server), finds a
+// message worded differently from the question, and every embedding call
+// is in the usage ledger under its model; once the budget is used up the
+// embeddings are refused and the search goes on by words.
+func TestMemorySearchEmbedsMeteredAndBudgeted(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/embeddings" || r.Header.Get("Authorization") != "Bearer sk-emb" {
+			http.Error(w, "wrong path or key", http.StatusNotFound)
+			return
+		}
+		calls.Add(1)
+		recalltest.Handler().ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	client, err := openai.New(openai.Options{Endpoint: providers.Endpoint{Name: "openai", APIKey: "sk-emb", APIBase: srv.URL + "/v1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	led, err := usage.Open(t.Context(), t.TempDir(), usage.Options{Location: time.UTC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	cfg := configs.Default()
+	cfg.Agents.Defaults.Workspace = t.TempDir()
+	paths := configs.PathsFor(filepath.Join(t.TempDir(), "config.json"), &cfg)
+	store, err := session.NewFileStore(t.TempDir(), session.FileStoreOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, _ := store.Load(ctx, "telegram:42")
+	if err := store.Append(ctx, s, providers.Message{Role: "user", Content: "Booked the flights to Lisbon for the conference"}); err != nil {
+		t.Fatal(err)
+	}
+	reg := tools.NewRegistry()
+	budgets := usage.NewBudgets(led, usage.Limits{Global: usage.Budget{DailyTokens: 40}}, nil)
+	a, err := New(&cfg, paths, Deps{Provider: &fakeLLM{}, Model: "m", Tools: reg, Store: store, Out: &outbox{}, Usage: led, Budgets: budgets,
+		Embedding: &Embedding{Client: client, Model: "text-embedding-3-small", Provider: "openai"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Recall.Close()
+	res, err := reg.Execute(ctx, "memory_search", map[string]any{"query": "which flight to Lisbon's conferences"})
+	if err != nil || !strings.Contains(res.Content, "Booked the flights to Lisbon") {
+		t.Fatalf("hybrid search: %v\n%s", err, res.Content)
+	}
+	if calls.Load() != 2 {
+		t.Errorf("%d embedding calls, want 2 (the message, the query)", calls.Load())
+	}
+	sum, err := led.Summary(ctx, usage.Filter{}, usage.GroupModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Rows) != 1 || sum.Rows[0].Key != "openai/text-embedding-3-small" || sum.Rows[0].Input == 0 {
+		t.Errorf("ledger rows %+v, want the embedding calls with their tokens", sum.Rows)
+	}
+	// The budget of 40 tokens a day is used up after a few more calls;
+	// searches go on, by words.
+	for i := range 10 {
+		if err := store.Append(ctx, s, providers.Message{Role: "user", Content: fmt.Sprintf("note %d about the Lisbon conference schedule and its many sessions", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if res, err = reg.Execute(ctx, "memory_search", map[string]any{"query": "Lisbon conference"}); err != nil || !strings.Contains(res.Content, "Lisbon") {
+			t.Fatalf("search %d with the budget used up: %v\n%s", i, err, res.Content)
+		}
+	}
+	// Each call is let through only while the day's total is under the
+	// budget, so the overshoot is at most the last call's.
+	if today := led.Today(usage.Scope{}); today.Input > 40+20 {
+		t.Errorf("%d tokens spent on embeddings against a budget of 40", today.Input)
+	}
+	if n := calls.Load(); n >= 2+20 {
+		t.Errorf("%d embedding calls: the used-up budget did not stop them", n)
+	}
+	t.Logf("%d embedding calls, %d tokens", calls.Load(), led.Today(usage.Scope{}).Input)
 }

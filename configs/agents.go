@@ -106,6 +106,8 @@ type AgentProfile struct {
 	ReasoningEffort     string   `json:"reasoningEffort,omitempty"`
 	MaxToolIterations   int      `json:"maxToolIterations,omitempty"`
 	MaxConcurrentTurns  int      `json:"maxConcurrentTurns,omitempty"`
+	// Memory overrides agents.defaults.memory for this agent.
+	Memory *MemoryConfig `json:"memory,omitempty"`
 	// Tools narrows the tools this agent offers.
 	Tools *ToolPolicy `json:"tools,omitempty"`
 	// Sandbox overrides tools.exec.sandbox for this agent's exec tool.
@@ -266,6 +268,9 @@ func (c *Config) profileAgent(path string, p AgentProfile) Agent {
 	}
 	if p.DisabledSkills != nil {
 		s.DisabledSkills = p.DisabledSkills
+	}
+	if p.Memory != nil {
+		s.Memory = *p.Memory
 	}
 	preset := s.ModelPreset
 	if p.ModelPreset != "" {

@@ -81,6 +81,21 @@ type TranscriptionConfig struct {
 	Language string `json:"language,omitempty"`
 }
 
+// MemoryConfig is agents.defaults.memory: how memory_search ranks.
+type MemoryConfig struct {
+	// EmbeddingModel, when set, makes memory_search hybrid: each message
+	// and memory entry is embedded with this model, provider-prefixed as
+	// the chat model may be ("openai/text-embedding-3-small"), through
+	// the provider's OpenAI-compatible /embeddings. Unset: words only.
+	EmbeddingModel string `json:"embeddingModel,omitempty"`
+	// EmbeddingProvider forces the provider of the embedding model.
+	EmbeddingProvider string `json:"embeddingProvider,omitempty"`
+	// EmbeddingDimensions asks a model that can shorten its vectors
+	// (text-embedding-3) for this many, which shrinks the index (0: the
+	// model's own length).
+	EmbeddingDimensions int `json:"embeddingDimensions,omitempty"`
+}
+
 // DreamConfig is agents.defaults.dream.
 type DreamConfig struct {
 	// Enabled runs a dream every IntervalH hours (default off).
@@ -188,6 +203,8 @@ type AgentDefaults struct {
 	// duplicates merged, outdated facts updated, each rewrite kept as a
 	// version (/dream-log, /dream-restore).
 	Dream DreamConfig `json:"dream"`
+	// Memory configures memory_search (docs/memory.md).
+	Memory MemoryConfig `json:"memory,omitzero"`
 	// MaxConcurrentSubagents caps sub-agents running at once.
 	MaxConcurrentSubagents int `json:"maxConcurrentSubagents"`
 	// RequestTimeoutS is the per-request timeout of one LLM call.

@@ -60,6 +60,7 @@ func (v *validator) agentDefaults(d AgentDefaults) {
 	v.positive(p+"maxToolResultChars", d.MaxToolResultChars)
 	v.positive(p+"maxConcurrentSubagents", d.MaxConcurrentSubagents)
 	v.require(d.IdleCompactAfterMinutes >= 0, p+"idleCompactAfterMinutes", "want 0 (never) or more minutes, got %d", d.IdleCompactAfterMinutes)
+	v.require(d.Memory.EmbeddingDimensions >= 0, p+"memory.embeddingDimensions", "want 0 (the model's own) or more, got %d", d.Memory.EmbeddingDimensions)
 	v.require(d.Dream.IntervalH >= 0, p+"dream.intervalH", "want 0 (the default, 24) or more hours, got %d", d.Dream.IntervalH)
 	v.require(d.SessionTTLMinutes >= 0, p+"sessionTtlMinutes", "want 0 (never) or more minutes, got %d", d.SessionTTLMinutes)
 	v.require(d.IdleCompactCheckIntervalSeconds >= 0, p+"idleCompactCheckIntervalSeconds", "want 0 (the default, 60) or more seconds, got %d", d.IdleCompactCheckIntervalSeconds)

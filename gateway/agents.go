@@ -88,7 +88,8 @@ func (g *Gateway) agentFor(prof configs.Agent) (*agent.Agent, error) {
 		reg = tools.NewRegistry(tools.WithLogger(g.log), tools.WithRedactor(g.o.Redact))
 	}
 	return agent.New(g.cfg, paths, agent.Deps{
-		Agent: prof.Name, Provider: provider, Model: model, ProviderName: providerName, Tools: reg, Store: store,
+		Embedding: g.embeddingFor(prof),
+		Agent:     prof.Name, Provider: provider, Model: model, ProviderName: providerName, Tools: reg, Store: store,
 		// The gate is built after the default agent; agents run only after New.
 		Targets:    admitterFunc(func(ch, id string) bool { return g.gate != nil && g.gate.Admits(ch, id) }),
 		Out:        g.dl.publisher(g.be),
@@ -113,6 +114,20 @@ func (g *Gateway) agentFor(prof configs.Agent) (*agent.Agent, error) {
 		}(),
 		Log: g.log,
 	})
+}
+
+// embeddingFor is agent a's embedding model for memory_search, or nil;
+// one that cannot be built is logged and searches rank by words.
+func (g *Gateway) embeddingFor(a configs.Agent) *agent.Embedding {
+	if g.o.BuildEmbedding == nil || a.Settings.Memory.EmbeddingModel == "" {
+		return nil
+	}
+	e, err := g.o.BuildEmbedding(a.Settings)
+	if err != nil {
+		g.log.Warn("memory_search ranks by words alone: the embedding model cannot be used", "agent", a.Name, "model", a.Settings.Memory.EmbeddingModel, "err", err)
+		return nil
+	}
+	return e
 }
 
 // presetsFor is what /model offers agent a: its presets (all when it

@@ -34,6 +34,10 @@ type Options struct {
 	// the primary provider's config name of another agent's settings; it never fails (an unusable model
 	// answers with setup instructions). Nil: every agent uses Provider.
 	BuildModel func(s configs.AgentDefaults) (providers.Provider, string, string)
+	// BuildEmbedding builds the embedding model of an agent's settings
+	// (memory.embeddingModel) for memory_search, nil when none is set, or
+	// says why it cannot. Nil: searches rank by words alone.
+	BuildEmbedding func(s configs.AgentDefaults) (*agent.Embedding, error)
 	// BuildPreset builds the provider of a model preset, or says why it
 	// cannot be used (for /model). Nil: /model offers no presets.
 	BuildPreset func(p configs.ModelPreset) (providers.Provider, error)

@@ -49,6 +49,14 @@ const SourceConsolidation = "consolidation"
 // KindImage marks a record of generated images (the generate_image tool).
 const KindImage = "image"
 
+// KindEmbedding marks a record of an embeddings call (memory_search's
+// index and queries).
+const KindEmbedding = "embedding"
+
+// SourceMemory is the Source of the calls memory_search makes to embed
+// what it indexes and the queries it is given.
+const SourceMemory = "memory"
+
 // Outcomes of a call.
 const (
 	OutcomeOK        = "ok"

@@ -99,14 +99,19 @@ func runAgent(cmd *cobra.Command, a *app, agentName, msg, sessKey string, markdo
 	if err != nil {
 		return err
 	}
+	emb, err := buildEmbedding(c, profile.Settings, a.log, a.signIn())
+	if err != nil {
+		a.log.Warn("memory_search ranks by words alone: the embedding model cannot be used", "err", err)
+	}
 	ag, err := agent.New(c, paths, agent.Deps{ // no Targets: the terminal is the only chat
-		Hooks: hooks, Agent: profile.Name, Provider: provider, Model: model, Tools: tools, Store: store, Out: term, Redact: a.redact, Log: a.log, Observer: obs,
+		Embedding: emb, Hooks: hooks, Agent: profile.Name, Provider: provider, Model: model, Tools: tools, Store: store, Out: term, Redact: a.redact, Log: a.log, Observer: obs,
 		Presets: cliPresets(c, profile, a), Usage: led, ProviderName: providerName, Budgets: gateway.Budgets(c, led, a.log),
 	})
 	if err != nil {
 		return err
 	}
 	loop, subs := ag.Loop, ag.Subagents
+	defer ag.Recall.Close()
 	term.SetAgent(loop)
 	subCtx, stopSubs := context.WithCancel(ctx)
 	defer func() { stopSubs(); subs.Wait(subCtx) }()

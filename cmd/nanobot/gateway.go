@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nanobot-go/nanobot/agent"
 	"github.com/nanobot-go/nanobot/agent/skills/registry"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/deploy"
@@ -127,8 +128,11 @@ func runGateway(ctx context.Context, a *app, r *restarter) error {
 			return p, model, name
 		},
 		BuildPreset: func(p configs.ModelPreset) (providers.Provider, error) { return buildPreset(&l.Config, p, a.log, si) },
-		ToolsFor:    a.agentTools(w.cron, w.sessions),
-		Channels:    w.channels, Log: a.log, Version: buildVersion(),
+		BuildEmbedding: func(s configs.AgentDefaults) (*agent.Embedding, error) {
+			return buildEmbedding(&l.Config, s, a.log, si)
+		},
+		ToolsFor: a.agentTools(w.cron, w.sessions),
+		Channels: w.channels, Log: a.log, Version: buildVersion(),
 		Restart: r.request, RestartedFrom: restartedFrom,
 		SkillInstaller: func() *registry.Installer {
 			in, err := a.skillInstaller(configs.DefaultAgent)

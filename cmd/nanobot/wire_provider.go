@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/nanobot-go/nanobot/agent"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/providers"
@@ -153,4 +154,23 @@ func providerOptions(c *configs.Config, s configs.AgentDefaults, log *slog.Logge
 		o.SignIn = si.Client
 	}
 	return o
+}
+
+// buildEmbedding builds the embedding model of an agent's settings
+// (memory.embeddingModel), resolved like a chat model, or nil when none
+// is set.
+func buildEmbedding(c *configs.Config, s configs.AgentDefaults, log *slog.Logger, si *auth.Manager) (*agent.Embedding, error) {
+	m := s.Memory
+	if m.EmbeddingModel == "" {
+		return nil, nil
+	}
+	res, err := providers.Resolve(m.EmbeddingModel, m.EmbeddingProvider, providerSettings(c, si))
+	if err != nil {
+		return nil, err
+	}
+	client, err := backends.Embedder(res, providerOptions(c, s, log, si))
+	if err != nil {
+		return nil, err
+	}
+	return &agent.Embedding{Client: client, Model: res.Model, Provider: res.Provider, Dimensions: m.EmbeddingDimensions}, nil
 }

@@ -146,3 +146,24 @@ func openAIOptions(res providers.Resolution, opts providers.Options) openai.Opti
 		MaxCompletionTokens: res.Spec.MaxCompletionTokens, Logger: opts.Logger,
 	}
 }
+
+// Embedder builds the embeddings client of res: the OpenAI-compatible
+// providers' POST /embeddings (Azure's per deployment). Other APIs have
+// none here. The chat's extra body fields are not sent with it.
+func Embedder(res providers.Resolution, opts providers.Options) (providers.Embedder, error) {
+	res.ExtraBody = nil
+	var p providers.Provider
+	var err error
+	switch res.Spec.Backend {
+	case providers.BackendOpenAICompat:
+		p, err = OpenAICompat(res, opts)
+	case providers.BackendAzureOpenAI:
+		p, err = AzureOpenAI(res, opts)
+	default:
+		return nil, fmt.Errorf("provider %s speaks %s, which has no OpenAI-compatible /embeddings endpoint", res.Provider, res.Spec.Backend)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: %w", res.Provider, err)
+	}
+	return p.(providers.Embedder), nil
+}

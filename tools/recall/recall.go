@@ -4,22 +4,19 @@
 // and archived, and each hit names where it comes from, so the agent can
 // say where it knows something from.
 //
-// Ranking is BM25 over words (Latin scripts) and character pairs (Chinese,
-// Japanese, Korean), computed over the documents at each call: nothing is
-// kept between calls, so what a turn saved is found by the next one and
-// there is no index to go stale or damaged. The conversations read are
-// capped (newest first) so a call stays fast on a long-lived agent. A
-// Tool is safe for concurrent use.
+// The search runs over an Index kept in the workspace (memory/.index):
+// BM25 over words (Latin scripts) and character pairs (Chinese, Japanese,
+// Korean) always, fused with the cosine of embeddings when an Embedder is
+// configured. The index reads only what was added to the files since it
+// last looked, survives restarts and rebuilds itself when its file is
+// damaged; see Index for its concurrency rules. A Tool is safe for
+// concurrent use.
 package recall
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -37,34 +34,13 @@ type Message struct {
 	Role, Text, Time string
 }
 
-// Conversations walks the stored messages, newest conversations first,
-// reading at most maxBytes of them; fn returning an error stops it.
-type Conversations func(ctx context.Context, maxBytes int64, fn func(Message) error) error
-
-// Options configures the tool.
-type Options struct {
-	// Workspace holds memory/MEMORY.md and memory/HISTORY.md.
-	Workspace string
-	// Conversations is the session store's walk; nil searches the memory
-	// files only.
-	Conversations Conversations
-	// MaxConversationBytes caps what one call reads of the conversations
-	// (default 32 MiB, the newest first).
-	MaxConversationBytes int64
-}
-
 // Tool is memory_search.
-type Tool struct{ opts Options }
+type Tool struct{ index *Index }
 
 var _ tools.Tool = (*Tool)(nil)
 
-// New returns the tool.
-func New(opts Options) *Tool {
-	if opts.MaxConversationBytes <= 0 {
-		opts.MaxConversationBytes = 32 << 20
-	}
-	return &Tool{opts: opts}
-}
+// New returns the tool searching index.
+func New(index *Index) *Tool { return &Tool{index: index} }
 
 func (t *Tool) Name() string { return "memory_search" }
 
@@ -92,14 +68,6 @@ const (
 	snippetRunes = 300
 )
 
-// doc is one searchable piece and where it comes from.
-type doc struct {
-	source string
-	text   string
-	terms  map[string]int
-	length int
-}
-
 func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, error) {
 	query, _ := args["query"].(string)
 	qterms := terms(query)
@@ -110,69 +78,26 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 	if n, ok := args["limit"].(float64); ok && n >= 1 {
 		limit = min(int(n), maxLimit)
 	}
-	docs, err := t.collect(ctx)
-	if err != nil {
-		return tools.Result{}, err
+	// Other people's conversations are the owner's to search: an admin (or
+	// the terminal, with no chat) searches them all, anyone else only the
+	// conversation they are in, current and archived.
+	var scope Scope
+	if cc, ok := tools.CallContextFrom(ctx); ok && !cc.Admin {
+		scope.Session = cc.SessionKey
 	}
-	hits := rank(docs, qterms)
+	hits, searched, err := t.index.Search(ctx, query, limit, scope)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("memory_search: %w", err)
+	}
 	if len(hits) == 0 {
-		return tools.Result{Content: fmt.Sprintf("Nothing found for %q in memory, history or %d stored messages.", query, len(docs))}, nil
+		return tools.Result{Content: fmt.Sprintf("Nothing found for %q in memory, history or %d stored pieces.", query, searched)}, nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d result(s) for %q, best first:\n", min(len(hits), limit), query)
-	for i, h := range hits[:min(len(hits), limit)] {
-		fmt.Fprintf(&b, "\n%d. [%s]\n%s\n", i+1, h.source, snippet(h.text, qterms))
+	fmt.Fprintf(&b, "%d result(s) for %q, best first:\n", len(hits), query)
+	for i, h := range hits {
+		fmt.Fprintf(&b, "\n%d. [%s]\n%s\n", i+1, h.Label, snippet(h.Text, qterms))
 	}
 	return tools.Result{Content: strings.TrimRight(b.String(), "\n")}, nil
-}
-
-// collect reads the documents: MEMORY.md by section, HISTORY.md by entry,
-// then the conversations' messages.
-func (t *Tool) collect(ctx context.Context) ([]*doc, error) {
-	var docs []*doc
-	add := func(source, text string) {
-		if ts := terms(text); len(ts) > 0 {
-			d := &doc{source: source, text: text, terms: map[string]int{}, length: len(ts)}
-			for _, w := range ts {
-				d.terms[w]++
-			}
-			docs = append(docs, d)
-		}
-	}
-	mem := filepath.Join(t.opts.Workspace, "memory")
-	if data, err := os.ReadFile(filepath.Join(mem, "MEMORY.md")); err == nil {
-		for _, sec := range sections(string(data)) {
-			add("MEMORY.md"+sec.title, sec.body)
-		}
-	}
-	if data, err := os.ReadFile(filepath.Join(mem, "HISTORY.md")); err == nil {
-		for _, e := range entries(string(data)) {
-			add("HISTORY.md"+e.title, e.body)
-		}
-	}
-	if t.opts.Conversations != nil {
-		// Other people's conversations are the owner's to search: an admin
-		// (or the terminal, with no chat) searches them all, anyone else
-		// only the conversation they are in, current and archived.
-		own := ""
-		if cc, ok := tools.CallContextFrom(ctx); ok && !cc.Admin {
-			own = cc.SessionKey
-		}
-		err := t.opts.Conversations(ctx, t.opts.MaxConversationBytes, func(m Message) error {
-			if m.Role != "user" && m.Role != "assistant" || strings.TrimSpace(m.Text) == "" {
-				return nil
-			}
-			if own != "" && m.Session != own {
-				return nil
-			}
-			add(messageSource(m), m.Text)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("memory_search: reading the conversations: %w", err)
-		}
-	}
-	return docs, nil
 }
 
 // messageSource names a message: "conversation telegram:42 (archived),
@@ -252,55 +177,6 @@ const (
 	k1 = 1.2
 	b  = 0.75
 )
-
-// rank returns the documents that contain a query term, best first.
-func rank(docs []*doc, q []string) []*doc {
-	if len(docs) == 0 {
-		return nil
-	}
-	avg := 0.0
-	for _, d := range docs {
-		avg += float64(d.length)
-	}
-	avg /= float64(len(docs))
-	df := map[string]int{}
-	uniq := map[string]bool{}
-	for _, w := range q {
-		uniq[w] = true
-	}
-	for _, d := range docs {
-		for w := range uniq {
-			if d.terms[w] > 0 {
-				df[w]++
-			}
-		}
-	}
-	type scored struct {
-		d     *doc
-		score float64
-	}
-	var hits []scored
-	for _, d := range docs {
-		s := 0.0
-		for w := range uniq {
-			tf := float64(d.terms[w])
-			if tf == 0 {
-				continue
-			}
-			idf := math.Log(1 + (float64(len(docs))-float64(df[w])+0.5)/(float64(df[w])+0.5))
-			s += idf * tf * (k1 + 1) / (tf + k1*(1-b+b*float64(d.length)/avg))
-		}
-		if s > 0 {
-			hits = append(hits, scored{d, s})
-		}
-	}
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].score > hits[j].score })
-	out := make([]*doc, len(hits))
-	for i, h := range hits {
-		out[i] = h.d
-	}
-	return out
-}
 
 // snippet is the text around the first query term it contains, about
 // snippetRunes long, on one line.

@@ -1,0 +1,143 @@
+package recall
+
+import (
+	"context"
+	"math"
+)
+
+// Embedder turns texts into vectors, one per text, for hybrid search.
+// Implementations are safe for concurrent use; the agent's meters each
+// call against the budgets and records it in the usage ledger.
+type Embedder interface {
+	// Model names the vectors: pieces embedded by another model are
+	// embedded again.
+	Model() string
+	// Embed returns one vector per text, all of one length.
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+const (
+	// embedBatch is the texts sent in one embedding call.
+	embedBatch = 64
+	// embedPerRefresh bounds the pieces one refresh embeds, so a search
+	// after a long absence is not held up by a large backlog; later
+	// refreshes embed the rest.
+	embedPerRefresh = 1024
+	// embedRunes is how much of a piece is embedded.
+	embedRunes = 2000
+)
+
+// embedLocked gives the pieces without a vector one, in batches, calling
+// the embedder with no lock held. A failure is logged (once for each
+// message) and leaves the rest for a later refresh. x.update is held, so
+// the piece numbers stay put.
+func (x *Index) embedLocked(ctx context.Context) {
+	emb := x.opts.Embedder
+	if emb == nil {
+		return
+	}
+	model := emb.Model()
+	var todo []uint32
+	var texts []string
+	x.mu.Lock()
+	if x.st.Model != model {
+		for i := range x.st.Docs {
+			x.st.Docs[i].Vec, x.st.Docs[i].Scale = nil, 0
+		}
+		x.st.Model, x.dirty = model, true
+	}
+	for i, d := range x.st.Docs {
+		if !d.Dead && d.Vec == nil && len(todo) < embedPerRefresh {
+			todo = append(todo, uint32(i))
+			texts = append(texts, clipRunes(d.Text, embedRunes))
+		}
+	}
+	x.mu.Unlock()
+	for start := 0; start < len(todo); start += embedBatch {
+		end := min(start+embedBatch, len(todo))
+		vecs, err := emb.Embed(ctx, texts[start:end])
+		if err == nil && len(vecs) != end-start {
+			err = errWrongCount
+		}
+		if err != nil {
+			x.embedFailed(err)
+			return
+		}
+		x.mu.Lock()
+		for i, v := range vecs {
+			x.st.Docs[todo[start+i]].Vec, x.st.Docs[todo[start+i]].Scale = quantize(v)
+		}
+		x.dirty = true
+		x.embedErr = ""
+		x.mu.Unlock()
+	}
+}
+
+type embedError string
+
+func (e embedError) Error() string { return string(e) }
+
+const errWrongCount = embedError("the embedding service returned a different number of vectors than texts sent")
+
+// embedFailed logs an embedding failure unless it is the one logged last.
+func (x *Index) embedFailed(err error) {
+	x.mu.Lock()
+	repeat := x.embedErr == err.Error()
+	x.embedErr = err.Error()
+	x.mu.Unlock()
+	if !repeat {
+		x.log.Warn("memory index: embedding failed; searching by words until it works again", "err", err)
+	}
+}
+
+// quantize scales v to int8 over its largest magnitude: a quarter of the
+// memory of float32, and a cosine that barely moves.
+func quantize(v []float32) ([]int8, float32) {
+	var peak float32
+	for _, f := range v {
+		peak = max(peak, float32(math.Abs(float64(f))))
+	}
+	out := make([]int8, len(v))
+	if peak == 0 {
+		return out, 0
+	}
+	scale := peak / 127
+	for i, f := range v {
+		out[i] = int8(math.Round(float64(f / scale)))
+	}
+	return out, scale
+}
+
+// cosine is the cosine similarity of a query vector and a quantized one
+// (0 when they differ in length or either is zero).
+func cosine(q []float32, qnorm float64, v []int8) float64 {
+	if len(q) != len(v) || qnorm == 0 {
+		return 0
+	}
+	var dot, vv float64
+	for i, x := range v {
+		f := float64(x)
+		dot += float64(q[i]) * f
+		vv += f * f
+	}
+	if vv == 0 {
+		return 0
+	}
+	return dot / (qnorm * math.Sqrt(vv))
+}
+
+func norm(q []float32) float64 {
+	var s float64
+	for _, f := range q {
+		s += float64(f) * float64(f)
+	}
+	return math.Sqrt(s)
+}
+
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
