@@ -261,4 +261,3 @@ func imageRecorder(l *usage.Ledger, log *slog.Logger) func(context.Context, imag
 type sessionWalker interface {
 	Each(ctx context.Context, maxBytes int64, fn func(session.Entry) error) error
 }
-

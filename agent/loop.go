@@ -129,7 +129,7 @@ type LoopConfig struct {
 		Notify()
 		Close() error
 	}
-	Log         *slog.Logger
+	Log *slog.Logger
 }
 
 // DefaultSaveRetry is LoopConfig.SaveRetry's default.

@@ -46,4 +46,6 @@ func (f fileFeed) ReadFrom(ctx context.Context, name string, offset int64, fn fu
 	})
 }
 
-func (f fileFeed) TailSum(name string, offset int64) (uint64, error) { return f.fs.TailSum(name, offset) }
+func (f fileFeed) TailSum(name string, offset int64) (uint64, error) {
+	return f.fs.TailSum(name, offset)
+}
