@@ -203,7 +203,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Targets: deps.Targets, AllowAnyTarget: cfg.Tools.Message.AllowAnyTarget,
 		OwnDirs: []string{filepath.Join(paths.Media, image.GeneratedDir)},
 	})
-	a.Recall = recall.NewIndex(recall.IndexOptions{Workspace: workspace, Feed: feedOf(deps.Store), Embedder: embedderOf(deps, name, log), Logger: log})
+	a.Recall = recall.NewIndex(recall.IndexOptions{Workspace: workspace, Feed: RecallFeed(deps.Store), Embedder: embedderOf(deps, name, log), Logger: log})
 	own := []tools.Tool{msg, spawn.New(a.Subagents), recall.New(a.Recall)}
 	own = append(own, sessions.All(sessionSource{deps.Store}, toSelf)...)
 	goalStore := goals.NewStore(GoalsFile(paths))

@@ -18,10 +18,10 @@ type fileStore interface {
 // fileFeed lets memory_search's index follow a file store.
 type fileFeed struct{ fs fileStore }
 
-// feedOf is the index's feed of store, or nil when the store keeps no
-// files (the cluster's key-value store): then the memory files alone are
-// searched.
-func feedOf(store SessionStore) recall.Feed {
+// RecallFeed is memory_search's feed of store, or nil when the store
+// keeps no files (the cluster's key-value store): then the memory files
+// alone are searched.
+func RecallFeed(store SessionStore) recall.Feed {
 	if fs, ok := store.(fileStore); ok {
 		return fileFeed{fs}
 	}

@@ -12,6 +12,7 @@
 //	go run ./bench                 # full run, writes docs/benchmarks.md
 //	go run ./bench -quick          # smoke run: checks the driver works; numbers meaningless
 //	go run ./bench soak -duration 30m   # chaos soak (soak.go); -out docs/benchmarks.md
+//	go run ./bench recall               # memory_search: recall@5, answers from memory, speed at 100,000 messages (recall.go)
 //
 // The reply section (issue 38) measures spawn → first reply and warm
 // per-message latency; -baseline and -picoclaw add another build of ours
@@ -39,6 +40,13 @@ func main() {
 		if err := soakMain(os.Args[2:]); err != nil {
 			log.SetFlags(log.Ltime)
 			log.Fatalf("bench soak: %v", err)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "recall" {
+		if err := recallMain(os.Args[2:]); err != nil {
+			log.SetFlags(log.Ltime)
+			log.Fatalf("bench recall: %v", err)
 		}
 		return
 	}

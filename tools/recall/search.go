@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Hit is one search result.
@@ -84,15 +85,52 @@ type scored struct {
 
 // top returns the n best, best first (ties: the newer piece first).
 func top(all []scored, n int) []uint32 {
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].score != all[j].score {
-			return all[i].score > all[j].score
+	better := func(a, b scored) bool {
+		if a.score != b.score {
+			return a.score > b.score
 		}
-		return all[i].doc > all[j].doc
-	})
-	out := make([]uint32, 0, min(n, len(all)))
-	for _, s := range all[:min(n, len(all))] {
-		out = append(out, s.doc)
+		return a.doc > b.doc
+	}
+	// Keep the n best in a min-heap: O(len·log n) rather than a sort of
+	// everything scored (every embedded piece, for the vectors).
+	h := make([]scored, 0, n)
+	down := func(i int) {
+		for {
+			l, m := 2*i+1, i
+			if l < len(h) && better(h[m], h[l]) {
+				m = l
+			}
+			if r := l + 1; r < len(h) && better(h[m], h[r]) {
+				m = r
+			}
+			if m == i {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for _, s := range all {
+		switch {
+		case len(h) < n:
+			h = append(h, s)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if !better(h[p], h[i]) {
+					break
+				}
+				h[i], h[p] = h[p], h[i]
+				i = p
+			}
+		case n > 0 && better(s, h[0]):
+			h[0] = s
+			down(0)
+		}
+	}
+	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
+	out := make([]uint32, len(h))
+	for i, s := range h {
+		out[i] = s.doc
 	}
 	return out
 }
@@ -107,13 +145,19 @@ func (s *state) rankWords(q []string, scope Scope, n int) []uint32 {
 	for _, w := range q {
 		uniq[w] = true
 	}
-	acc := map[uint32]float64{}
+	// A dense accumulator: one slot per piece beats a map once the
+	// common words of a large index have long postings.
+	acc := make([]float32, len(s.Docs))
+	touched := make([]uint32, 0, 256)
 	for w := range uniq {
 		ps := s.post[w]
-		df := 0
-		for _, p := range ps {
-			if !s.Docs[p.doc].Dead {
-				df++
+		df := len(ps)
+		if s.dead > 0 {
+			df = 0
+			for _, p := range ps {
+				if !s.Docs[p.doc].Dead {
+					df++
+				}
 			}
 		}
 		if df == 0 {
@@ -126,28 +170,53 @@ func (s *state) rankWords(q []string, scope Scope, n int) []uint32 {
 				continue
 			}
 			tf := float64(p.tf)
-			acc[p.doc] += idf * tf * (k1 + 1) / (tf + k1*(1-b+b*float64(d.Len)/avg))
+			if acc[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
+			acc[p.doc] += float32(idf * tf * (k1 + 1) / (tf + k1*(1-b+b*float64(d.Len)/avg)))
 		}
 	}
-	all := make([]scored, 0, len(acc))
-	for d, sc := range acc {
+	all := make([]scored, 0, len(touched))
+	for _, d := range touched {
+		sc := float64(acc[d])
+		if isQuestion(s.Docs[d].Text) {
+			sc *= questionWeight
+		}
 		all = append(all, scored{d, sc})
 	}
 	return top(all, n)
 }
 
+// questionWeight scales the score of a piece that is a question: asked
+// before, it shares the words of the question asked now but rarely holds
+// the answer, which a statement does.
+const questionWeight = 0.5
+
+// isQuestion reports a piece that ends in a question mark.
+func isQuestion(text string) bool {
+	t := strings.TrimSpace(text)
+	return strings.HasSuffix(t, "?") || strings.HasSuffix(t, "？")
+}
+
 // rankMeaning is the cosine of the query's vector with each embedded live
 // piece the scope sees.
 func (s *state) rankMeaning(q []float32, scope Scope, n int) []uint32 {
-	qn := norm(q)
+	// The query is quantized like the pieces, so each comparison is an
+	// integer dot product (the query's own length is the same for all).
+	qv, _ := quantize(q)
 	var all []scored
 	for i := range s.Docs {
 		d := &s.Docs[i]
-		if d.Dead || d.Vec == nil || !scope.sees(d) {
+		if d.Dead || len(d.Vec) != len(qv) || !scope.sees(d) || d.Norm == 0 {
 			continue
 		}
-		if c := cosine(q, qn, d.Vec); c > 0 {
-			all = append(all, scored{uint32(i), c})
+		var dot int32
+		v := d.Vec[:len(qv)]
+		for j, x := range qv {
+			dot += int32(x) * int32(v[j])
+		}
+		if dot > 0 {
+			all = append(all, scored{uint32(i), float64(dot) / float64(d.Norm)})
 		}
 	}
 	return top(all, n)

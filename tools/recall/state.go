@@ -61,6 +61,8 @@ type piece struct {
 	// back.
 	Vec   []int8
 	Scale float32
+	// Norm is the length of Vec, for the vector ranking.
+	Norm float32
 }
 
 // posting is one piece containing a term, and how often.
@@ -128,11 +130,23 @@ func (s *state) compact() bool {
 	return true
 }
 
-// rebuild derives the postings and counts from Docs.
+// rebuild derives the postings and counts from Docs. The pieces' source
+// and session names are shared among them again (a decoded index holds a
+// copy of each per piece).
 func (s *state) rebuild() {
 	s.post = map[string][]posting{}
 	s.live, s.totalLen, s.dead = 0, 0, 0
+	names := map[string]string{}
+	intern := func(v *string) {
+		if c, ok := names[*v]; ok {
+			*v = c
+		} else {
+			names[*v] = *v
+		}
+	}
 	for i := range s.Docs {
+		intern(&s.Docs[i].Source)
+		intern(&s.Docs[i].Session)
 		if s.Docs[i].Dead {
 			s.dead++
 			continue

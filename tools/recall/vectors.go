@@ -42,7 +42,7 @@ func (x *Index) embedLocked(ctx context.Context) {
 	x.mu.Lock()
 	if x.st.Model != model {
 		for i := range x.st.Docs {
-			x.st.Docs[i].Vec, x.st.Docs[i].Scale = nil, 0
+			x.st.Docs[i].Vec, x.st.Docs[i].Scale, x.st.Docs[i].Norm = nil, 0, 0
 		}
 		x.st.Model, x.dirty = model, true
 	}
@@ -65,7 +65,9 @@ func (x *Index) embedLocked(ctx context.Context) {
 		}
 		x.mu.Lock()
 		for i, v := range vecs {
-			x.st.Docs[todo[start+i]].Vec, x.st.Docs[todo[start+i]].Scale = quantize(v)
+			d := &x.st.Docs[todo[start+i]]
+			d.Vec, d.Scale = quantize(v)
+			d.Norm = vecNorm(d.Vec)
 		}
 		x.dirty = true
 		x.embedErr = ""
@@ -108,30 +110,13 @@ func quantize(v []float32) ([]int8, float32) {
 	return out, scale
 }
 
-// cosine is the cosine similarity of a query vector and a quantized one
-// (0 when they differ in length or either is zero).
-func cosine(q []float32, qnorm float64, v []int8) float64 {
-	if len(q) != len(v) || qnorm == 0 {
-		return 0
+// vecNorm is the length of a quantized vector.
+func vecNorm(v []int8) float32 {
+	var vv int64
+	for _, x := range v {
+		vv += int64(x) * int64(x)
 	}
-	var dot, vv float64
-	for i, x := range v {
-		f := float64(x)
-		dot += float64(q[i]) * f
-		vv += f * f
-	}
-	if vv == 0 {
-		return 0
-	}
-	return dot / (qnorm * math.Sqrt(vv))
-}
-
-func norm(q []float32) float64 {
-	var s float64
-	for _, f := range q {
-		s += float64(f) * float64(f)
-	}
-	return math.Sqrt(s)
+	return float32(math.Sqrt(float64(vv)))
 }
 
 func clipRunes(s string, n int) string {
