@@ -3,12 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,8 +15,8 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
+	"github.com/nanobot-go/nanobot/providers/providertest"
 	"github.com/nanobot-go/nanobot/tools"
-	"github.com/nanobot-go/nanobot/tools/recall/recalltest"
 )
 
 // A sub-agent's result comes back to the agent that started it, the
@@ -104,19 +101,20 @@ func TestMemorySearchReadsStoredConversations(t *testing.T) {
 // is in the usage ledger under its model; once the budget is used up the
 // embeddings are refused and the search goes on by words.
 func TestMemorySearchEmbedsMeteredAndBudgeted(t *testing.T) {
-	var calls atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/embeddings" || r.Header.Get("Authorization") != "Bearer sk-emb" {
-			http.Error(w, "wrong path or key", http.StatusNotFound)
-			return
-		}
-		calls.Add(1)
-		recalltest.Handler().ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	client, err := openai.New(openai.Options{Endpoint: providers.Endpoint{Name: "openai", APIKey: "sk-emb", APIBase: srv.URL + "/v1"}})
+	srv := providertest.New(t)
+	client, err := openai.New(openai.Options{Endpoint: providers.Endpoint{Name: "openai", APIKey: "sk-emb", APIBase: srv.OpenAIBase()}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	calls := func() int {
+		n := 0
+		for _, r := range srv.Requests() {
+			if r.Path != "/v1/embeddings" || r.Header.Get("Authorization") != "Bearer sk-emb" || r.Model != "text-embedding-3-small" {
+				t.Errorf("embedding request %s %s model %q", r.Method, r.Path, r.Model)
+			}
+			n++
+		}
+		return n
 	}
 	led, err := usage.Open(t.Context(), t.TempDir(), usage.Options{Location: time.UTC})
 	if err != nil {
@@ -147,8 +145,8 @@ func TestMemorySearchEmbedsMeteredAndBudgeted(t *testing.T) {
 	if err != nil || !strings.Contains(res.Content, "Booked the flights to Lisbon") {
 		t.Fatalf("hybrid search: %v\n%s", err, res.Content)
 	}
-	if calls.Load() != 2 {
-		t.Errorf("%d embedding calls, want 2 (the message, the query)", calls.Load())
+	if calls() != 2 {
+		t.Errorf("%d embedding calls, want 2 (the message, the query)", calls())
 	}
 	sum, err := led.Summary(ctx, usage.Filter{}, usage.GroupModel)
 	if err != nil {
@@ -172,8 +170,8 @@ func TestMemorySearchEmbedsMeteredAndBudgeted(t *testing.T) {
 	if today := led.Today(usage.Scope{}); today.Input > 40+20 {
 		t.Errorf("%d tokens spent on embeddings against a budget of 40", today.Input)
 	}
-	if n := calls.Load(); n >= 2+20 {
+	if n := calls(); n >= 2+20 {
 		t.Errorf("%d embedding calls: the used-up budget did not stop them", n)
 	}
-	t.Logf("%d embedding calls, %d tokens", calls.Load(), led.Today(usage.Scope{}).Input)
+	t.Logf("%d embedding calls, %d tokens", calls(), led.Today(usage.Scope{}).Input)
 }

@@ -15,10 +15,16 @@ import (
 // saveMemoryTool is the tool the consolidation call is forced to call.
 const saveMemoryTool = "save_memory"
 
-// maxPromptMessageChars truncates one message in the consolidation prompt;
-// huge tool results would otherwise crowd out the conversation. Raw
-// archives are never truncated.
-const maxPromptMessageChars = 4000
+// maxPromptMessageChars shortens one tool result or tool call in the
+// consolidation prompt; huge tool results would otherwise crowd out the
+// conversation. What a person or the assistant said is shortened only past
+// maxPromptSaidChars, and then keeps its beginning and its end, where a
+// long message usually says what it is about and what was decided. Raw
+// archives are never shortened.
+const (
+	maxPromptMessageChars = 4000
+	maxPromptSaidChars    = 16000
+)
 
 const consolidationSystem = `You are the memory consolidation step of a personal AI assistant. You receive the assistant's current long-term memory (MEMORY.md) and an older part of a conversation that is about to leave the assistant's context. Call the save_memory tool exactly once with:
 
@@ -73,7 +79,8 @@ func userPrompt(current, conversation string, compactTo, memTokens int) string {
 //	[2026-03-02 14:05] ASSISTANT calls exec({"command":"ls"})
 //	[2026-03-02 14:05] TOOL exec: result
 //
-// limit > 0 truncates each message's text to limit characters.
+// limit > 0 shortens each tool result and tool call to limit characters,
+// and each other message to maxPromptSaidChars (its middle left out).
 func formatMessages(msgs []providers.Message, loc *time.Location, limit int) string {
 	var b strings.Builder
 	for _, m := range msgs {
@@ -85,8 +92,12 @@ func formatMessages(msgs []providers.Message, loc *time.Location, limit int) str
 		if n := imageCount(m); n > 0 {
 			text = strings.TrimSpace(text + fmt.Sprintf(" [%d image(s)]", n))
 		}
-		text = truncate(text, limit)
 		role := strings.ToUpper(m.Role)
+		if m.Role == providers.RoleTool {
+			text = truncate(text, limit)
+		} else if limit > 0 {
+			text = shortenMiddle(text, max(limit, maxPromptSaidChars))
+		}
 		switch {
 		case m.Role == providers.RoleTool:
 			name := m.Name
@@ -120,6 +131,17 @@ func truncate(s string, limit int) string {
 	}
 	r := []rune(s)
 	return string(r[:limit]) + fmt.Sprintf(" …[%d more characters]", len(r)-limit)
+}
+
+// shortenMiddle keeps the first two thirds and the last third of limit
+// characters of s, saying how much was left out between them.
+func shortenMiddle(s string, limit int) string {
+	if utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	r := []rune(s)
+	head, tail := limit*2/3, limit/3
+	return string(r[:head]) + fmt.Sprintf(" …[%d characters left out]… ", len(r)-head-tail) + string(r[len(r)-tail:])
 }
 
 // stampLayout is the timestamp format of HISTORY.md entries.

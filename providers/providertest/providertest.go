@@ -9,6 +9,8 @@
 //     message_start, content_block_start/delta/stop for thinking (with a
 //     signature_delta), text and tool_use (input_json_delta) blocks,
 //     message_delta with usage, message_stop;
+//   - OpenAI embeddings: POST {URL}/v1/embeddings, answered by the server
+//     itself with a deterministic Vector per input (not from the script);
 //   - OpenAI Responses: POST {URL}/v1/responses; the stream is named events
 //     response.created, response.output_item.added/done around
 //     reasoning_summary_text, output_text and function_call_arguments
@@ -307,6 +309,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		req.Format = Anthropic
 	case strings.HasSuffix(r.URL.Path, "/responses"):
 		req.Format = Responses
+	case strings.HasSuffix(r.URL.Path, "/embeddings"):
+		req.Format = Embeddings
 	default:
 		s.t.Errorf("providertest: unexpected request %s %s", r.Method, r.URL.Path)
 		http.NotFound(w, r)
@@ -319,6 +323,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Stream, _ = req.Body["stream"].(bool)
 	req.Model, _ = req.Body["model"].(string)
+	if req.Format == Embeddings {
+		s.record(req)
+		s.serveEmbeddings(w, req)
+		return
+	}
 
 	reply, ok, latency := s.next(req)
 	if !ok {
