@@ -48,6 +48,9 @@ func OpenAIResponses(res providers.Resolution, opts providers.Options) (provider
 	if err := withProxy(res, &opts); err != nil {
 		return nil, err
 	}
+	if res.Spec.Name == xaiGrokProvider {
+		return xaiGrok(res, opts)
+	}
 	p, err := openai.NewResponses(openAIOptions(res, opts))
 	if err != nil {
 		return nil, err
