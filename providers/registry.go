@@ -301,7 +301,7 @@ func configured(spec ProviderSpec, st Settings) bool {
 func howToConfigure(spec ProviderSpec) string {
 	switch {
 	case spec.SignIn && spec.KeyedAs != "":
-		return fmt.Sprintf("run `nanobot provider login %s`, or set providers.%s.apiKey to use the %s API instead", spec.Name, spec.Name, spec.KeyedAs)
+		return fmt.Sprintf("run `nanobot provider login %s`, or set providers.%s.apiKey to use provider %s with that key", spec.Name, spec.Name, spec.KeyedAs)
 	case spec.SignIn:
 		return fmt.Sprintf("run `nanobot provider login %s`", spec.Name)
 	case spec.AWSCredentials:
