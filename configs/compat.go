@@ -87,7 +87,7 @@ var compatNotes = []compatNote{
 	{path: "providers.*.defaultModel", status: CompatChanged, msg: "not a provider setting here; set agents.defaults.model (for azure_openai, the deployment name)"},
 	{path: "providers.openaiCodex", status: CompatChanged, keep: true, msg: "signed in with `nanobot provider login codex` (tokens in the instance state folder, not in config; docs/providers.md)"},
 	{path: "providers.githubCopilot", status: CompatChanged, keep: true, msg: "signed in with `nanobot provider login copilot` (tokens in the instance state folder, not in config; docs/providers.md)"},
-	{path: "providers.xaiGrok", status: CompatChanged, keep: true, msg: "read as providers.xai: xAI's API (https://api.x.ai/v1) with the apiKey; the Grok subscription sign-in is not supported, so without an apiKey it is not configured"},
+	{path: "providers.xaiGrok", status: CompatChanged, keep: true, msg: "signed in with `nanobot provider login xai-grok` (tokens in the instance state folder, not in config; docs/providers.md); with an apiKey it is read as providers.xai, xAI's API (https://api.x.ai/v1)"},
 
 	// Transcription.
 	{path: "transcription.maxDurationSec", status: CompatChanged, msg: "voice notes are bounded by the channel's maxMediaBytes, not by duration"},

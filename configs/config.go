@@ -265,7 +265,8 @@ type ProviderConfig struct {
 	// provider; empty: AWS_PROFILE, then "default".
 	Profile string `json:"profile,omitempty"`
 	// SignIn overrides the sign-in endpoints of the subscription providers
-	// (github-copilot, openai-codex): GitHub Enterprise hosts, test fakes.
+	// (github-copilot, openai-codex, xai-grok): GitHub Enterprise hosts,
+	// test fakes.
 	SignIn *SignInConfig `json:"signIn,omitempty"`
 }
 
@@ -273,7 +274,8 @@ type ProviderConfig struct {
 // take the public defaults (see docs/providers.md).
 type SignInConfig struct {
 	// AuthBase is the authorization server (https://github.com,
-	// https://auth.openai.com).
+	// https://auth.openai.com; for xai-grok the OpenID Connect issuer,
+	// https://auth.x.ai).
 	AuthBase string `json:"authBase,omitempty"`
 	// ExchangeBase is where the GitHub token becomes a Copilot token
 	// (https://api.github.com; github-copilot only).
@@ -281,7 +283,7 @@ type SignInConfig struct {
 	// ClientID is the OAuth client id (default: the public editor client).
 	ClientID string `json:"clientId,omitempty"`
 	// RedirectPort is the loopback port of the browser sign-in
-	// (openai-codex; default 1455).
+	// (openai-codex: default 1455; xai-grok: default a free port).
 	RedirectPort int `json:"redirectPort,omitempty"`
 }
 

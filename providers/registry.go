@@ -75,6 +75,11 @@ type ProviderSpec struct {
 	// region; a region, profile, apiKey or apiBase in the config marks it
 	// configured.
 	AWSCredentials bool
+	// KeyedAs names the provider this entry stands for when its settings
+	// carry an apiKey: nanobot's providers.xaiGrok is the Grok subscription
+	// sign-in, and with an apiKey it is xAI's API (xai), as it was read
+	// before the sign-in existed.
+	KeyedAs string
 	// custom marks a config-named OpenAI-compatible endpoint (see
 	// customNamed); its "name/" model prefix is always removed.
 	custom bool
@@ -192,8 +197,8 @@ var specs = []ProviderSpec{
 		DefaultAPIBase: "https://qianfan.baidubce.com/v2", Backend: BackendOpenAICompat, StripModelPrefix: true},
 	{Name: "nvidia", DisplayName: "NVIDIA NIM", Keywords: []string{"nvidia", "nemotron"}, EnvKey: "NVIDIA_NIM_API_KEY",
 		DefaultAPIBase: "https://integrate.api.nvidia.com/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
-	// xAI's API with an API key; nanobot's providers.xaiGrok (its
-	// subscription sign-in) is read as this one (see aliases).
+	// xAI's API with an API key; nanobot's providers.xaiGrok with an apiKey
+	// is read as this one (see xai-grok's KeyedAs).
 	{Name: "xai", DisplayName: "xAI (Grok)", Keywords: []string{"xai", "grok"}, EnvKey: "XAI_API_KEY",
 		DefaultAPIBase: "https://api.x.ai/v1", Backend: BackendOpenAICompat, StripModelPrefix: true},
 
@@ -203,6 +208,12 @@ var specs = []ProviderSpec{
 	{Name: "openai-codex", DisplayName: "OpenAI Codex (ChatGPT sign-in)", Keywords: []string{"codex"},
 		DefaultAPIBase: "https://chatgpt.com/backend-api/codex", Backend: BackendOpenAIResponses, StripModelPrefix: true,
 		SignIn: true, NoReasoningReplay: true},
+	// nanobot's xai_grok: a Grok subscription (X Premium, SuperGrok) signed
+	// in with `nanobot provider login xai-grok`, on xAI's subscription
+	// proxy, which speaks the Responses API (providers/backends' xaiGrok).
+	{Name: "xai-grok", DisplayName: "xAI Grok (subscription sign-in)", Keywords: []string{"xai-grok", "xai_grok", "grok"},
+		DefaultAPIBase: "https://cli-chat-proxy.grok.com/v1", Backend: BackendOpenAIResponses, StripModelPrefix: true,
+		SignIn: true, NoReasoningReplay: true, KeyedAs: "xai"},
 
 	{Name: "vllm", DisplayName: "vLLM", Keywords: []string{"vllm"}, EnvKey: "HOSTED_VLLM_API_KEY",
 		Backend: BackendOpenAICompat, IsLocal: true, KeyOptional: true, StripModelPrefix: true},
@@ -226,7 +237,6 @@ var specs = []ProviderSpec{
 // separators), as nanobot's configs write them.
 var aliases = map[string]string{
 	"opencodezen": "opencode", // nanobot's older name for OpenCode Zen
-	"xaigrok":     "xai",      // nanobot's xAI entry; here with an API key
 }
 
 // Specs returns a copy of the registry in matching order.
@@ -290,6 +300,8 @@ func configured(spec ProviderSpec, st Settings) bool {
 // howToConfigure says what the config lacks for a provider.
 func howToConfigure(spec ProviderSpec) string {
 	switch {
+	case spec.SignIn && spec.KeyedAs != "":
+		return fmt.Sprintf("run `nanobot provider login %s`, or set providers.%s.apiKey to use provider %s with that key", spec.Name, spec.Name, spec.KeyedAs)
 	case spec.SignIn:
 		return fmt.Sprintf("run `nanobot provider login %s`", spec.Name)
 	case spec.AWSCredentials:

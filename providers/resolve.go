@@ -76,6 +76,9 @@ type Resolution struct {
 // key, or stored sign-in credentials for sign-in providers, plus an
 // endpoint (a default or the config's). configuredMap is keyed
 // by config name; "lmStudio" and "azure-openai" spellings are accepted.
+// An entry whose spec has KeyedAs and whose settings carry an apiKey
+// counts as the provider KeyedAs names (nanobot's xaiGrok with a key is
+// xai), unless that provider has a key of its own.
 //
 // Model is the name to send: the provider's own "name/" prefix is removed
 // (for gateways only when what remains still names a vendor model, so
@@ -88,11 +91,26 @@ func Resolve(model, forced string, configuredMap map[string]Settings) (Resolutio
 	}
 	cfg := make(map[string]Settings, len(configuredMap))
 	var named []string
+	// keyed: entries that stand for another provider because they carry
+	// an apiKey (see ProviderSpec.KeyedAs), entry name -> provider name.
+	keyed := map[string]string{}
+	keyedSettings := map[string]Settings{}
 	for name, st := range configuredMap {
 		if spec, ok := Lookup(name); ok {
+			if spec.KeyedAs != "" && st.APIKey != "" {
+				keyed[spec.Name] = spec.KeyedAs
+				keyedSettings[spec.KeyedAs] = st
+				continue
+			}
 			cfg[spec.Name] = st
 		} else if st.APIBase != "" {
 			named = append(named, name)
+		}
+	}
+	for to, st := range keyedSettings {
+		// The provider's own entry wins when it has a key of its own.
+		if own, ok := cfg[to]; !ok || own.APIKey == "" {
+			cfg[to] = st
 		}
 	}
 	// Any other name with an apiBase is an OpenAI-compatible endpoint of
@@ -107,6 +125,9 @@ func Resolve(model, forced string, configuredMap map[string]Settings) (Resolutio
 	}
 	lookup := func(n string) (ProviderSpec, bool) {
 		if spec, ok := Lookup(n); ok {
+			if to, ok := keyed[spec.Name]; ok {
+				return Lookup(to)
+			}
 			return spec, true
 		}
 		for _, spec := range all[len(specs):] {
@@ -116,6 +137,24 @@ func Resolve(model, forced string, configuredMap map[string]Settings) (Resolutio
 		}
 		return ProviderSpec{}, false
 	}
+	res, err := match(model, forced, cfg, all, lookup)
+	if err != nil {
+		return Resolution{}, err
+	}
+	// "xai-grok/grok-4" resolved to xai through a keyed entry sends
+	// "grok-4", as "xai/grok-4" would.
+	if prefix, rest, ok := strings.Cut(model, "/"); ok && rest != "" && res.Spec.StripModelPrefix {
+		if spec, ok := Lookup(prefix); ok && keyed[spec.Name] == res.Provider {
+			res.Model = rest
+		}
+	}
+	return res, nil
+}
+
+// match applies Resolve's rules to the indexed settings: cfg by registry
+// name, all the specs in matching order (the registry's, then the
+// config-named endpoints), lookup finding a spec by any spelling.
+func match(model, forced string, cfg map[string]Settings, all []ProviderSpec, lookup func(string) (ProviderSpec, bool)) (Resolution, error) {
 	lower := strings.ToLower(model)
 
 	if f := normalizeName(forced); f != "" && f != "auto" {

@@ -78,3 +78,56 @@ func TestSignInErrorMessage(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestXAIGrokResolves: nanobot's providers.xaiGrok is the Grok
+// subscription sign-in when it has no apiKey, and xAI's API when it has
+// one (as before the sign-in existed), under every spelling.
+func TestXAIGrokResolves(t *testing.T) {
+	for _, tc := range []struct {
+		name, model, forced string
+		cfg                 map[string]Settings
+		want, wantModel     string
+		wantBase, wantKey   string
+		wantErr             []string
+	}{
+		{name: "signed in, prefix", model: "xai-grok/grok-4.5", cfg: map[string]Settings{"xaiGrok": {SignedIn: true}},
+			want: "xai-grok", wantModel: "grok-4.5", wantBase: "https://cli-chat-proxy.grok.com/v1"},
+		{name: "signed in, snake_case prefix", model: "xai_grok/grok-4.5", cfg: map[string]Settings{"xai_grok": {SignedIn: true}},
+			want: "xai-grok", wantModel: "grok-4.5"},
+		{name: "signed in, forced", model: "grok-4.5", forced: "xaiGrok", cfg: map[string]Settings{"xai-grok": {SignedIn: true}},
+			want: "xai-grok", wantModel: "grok-4.5"},
+		{name: "signed in, bare Grok model", model: "grok-4.5", cfg: map[string]Settings{"github-copilot": {SignedIn: true}, "xaiGrok": {SignedIn: true}},
+			want: "xai-grok", wantModel: "grok-4.5"},
+		{name: "apiBase for a test proxy keeps the sign-in", model: "xai-grok/grok-4.5", cfg: map[string]Settings{"xaiGrok": {SignedIn: true, APIBase: "http://127.0.0.1:9/v1"}},
+			want: "xai-grok", wantBase: "http://127.0.0.1:9/v1"},
+		{name: "an apiKey makes it xAI's API, even signed in", model: "xai-grok/grok-4", cfg: map[string]Settings{"xaiGrok": {APIKey: "xai-key-1", SignedIn: true}},
+			want: "xai", wantModel: "grok-4", wantBase: "https://api.x.ai/v1", wantKey: "xai-key-1"},
+		{name: "an apiKey, forced", model: "grok-4", forced: "xai_grok", cfg: map[string]Settings{"xai_grok": {APIKey: "xai-key-1"}},
+			want: "xai", wantModel: "grok-4", wantKey: "xai-key-1"},
+		{name: "an apiKey, bare model", model: "grok-4", cfg: map[string]Settings{"xaiGrok": {APIKey: "xai-key-1"}},
+			want: "xai", wantModel: "grok-4", wantKey: "xai-key-1"},
+		{name: "providers.xai's own key wins", model: "grok-4", cfg: map[string]Settings{"xai": {APIKey: "own-key"}, "xaiGrok": {APIKey: "grok-key"}},
+			want: "xai", wantKey: "own-key"},
+		{name: "neither signed in nor keyed", model: "grok-4", forced: "xaiGrok", cfg: map[string]Settings{"xaiGrok": {}},
+			wantErr: []string{"run `nanobot provider login xai-grok`", "providers.xai-grok.apiKey"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Resolve(tc.model, tc.forced, tc.cfg)
+			if tc.wantErr != nil {
+				for _, w := range tc.wantErr {
+					if err == nil || !strings.Contains(err.Error(), w) {
+						t.Errorf("err = %v, want %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Provider != tc.want || tc.wantModel != "" && res.Model != tc.wantModel ||
+				tc.wantBase != "" && res.APIBase != tc.wantBase || tc.wantKey != "" && res.APIKey != tc.wantKey {
+				t.Errorf("got %s %q at %s (key set %v), want %s %q at %s", res.Provider, res.Model, res.APIBase, res.APIKey != "", tc.want, tc.wantModel, tc.wantBase)
+			}
+		})
+	}
+}

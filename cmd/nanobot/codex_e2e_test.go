@@ -169,12 +169,13 @@ func writeJSONStatus(w http.ResponseWriter, status int, v any) {
 }
 
 // urlWriter collects the login's output and hands over the first URL it
-// prints.
+// prints (matching pattern; nil: an /oauth/authorize URL).
 type urlWriter struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	urls chan string
-	sent bool
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	urls    chan string
+	sent    bool
+	pattern *regexp.Regexp
 }
 
 var urlPattern = regexp.MustCompile(`https?://\S+/oauth/authorize\?\S+`)
@@ -183,7 +184,11 @@ func (w *urlWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(p)
-	if u := urlPattern.FindString(w.buf.String()); u != "" && !w.sent {
+	pattern := w.pattern
+	if pattern == nil {
+		pattern = urlPattern
+	}
+	if u := pattern.FindString(w.buf.String()); u != "" && !w.sent {
 		w.sent = true
 		w.urls <- u
 	}
@@ -354,19 +359,7 @@ func TestCodexSignInChatEndToEnd(t *testing.T) {
 
 func setExpiry(t *testing.T, tokenFile string, at time.Time) {
 	t.Helper()
-	var stored map[string]map[string]any
-	b, err := os.ReadFile(tokenFile)
-	if err == nil {
-		err = json.Unmarshal(b, &stored)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored["openai-codex"]["expiresAt"] = at
-	b, _ = json.Marshal(stored)
-	if err := os.WriteFile(tokenFile, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	setSignInExpiry(t, tokenFile, "openai-codex", at)
 }
 
 func readAllString(resp *http.Response) (string, error) {

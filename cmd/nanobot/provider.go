@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,17 +16,21 @@ import (
 
 func newProviderCmd(a *app) *cobra.Command {
 	var (
-		device  bool
-		timeout time.Duration
+		device, paste bool
+		timeout       time.Duration
 	)
-	login := commandArg("login <github-copilot|openai-codex>", "Sign in; the tokens are kept in <instance>/state/auth.json (mode 0600)", func(cmd *cobra.Command, given string) error {
+	login := commandArg("login <github-copilot|openai-codex|xai-grok>", "Sign in; the tokens are kept in <instance>/state/auth.json (mode 0600)", func(cmd *cobra.Command, given string) error {
 		name, ok := auth.Canonical(given)
 		if !ok {
-			return fmt.Errorf("provider login: %q is not a sign-in provider (want github-copilot or openai-codex)", given)
+			return fmt.Errorf("provider login: %q is not a sign-in provider (want github-copilot, openai-codex or xai-grok)", given)
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 		defer cancel()
-		return runLogin(ctx, cmd.OutOrStdout(), a.signIn(), name, device)
+		var pasted <-chan string
+		if paste {
+			pasted = pasteLines(cmd.InOrStdin())
+		}
+		return runLogin(ctx, cmd.OutOrStdout(), a.signIn(), name, device, pasted)
 	})
 	login.Long = `Sign in to a subscription provider.
 
@@ -32,14 +38,19 @@ github-copilot: shows a code and https://github.com/login/device; enter the code
 there from any device. openai-codex: opens nothing by itself — it prints a URL
 to open in a browser on this machine (the sign-in returns to
 http://localhost:1455/auth/callback); on a headless server use --device to get
-a code to enter from any browser instead.`
+a code to enter from any browser instead. xai-grok (a Grok or X Premium
+subscription; also: xai, grok): prints an auth.x.ai URL to open in a browser on
+this machine (the sign-in returns to http://127.0.0.1:<free port>/callback); on
+a headless server use --paste, open the URL anywhere, and paste the address the
+browser ends on (or its code) here.`
 	login.Flags().BoolVar(&device, "device", false, "openai-codex: sign in with a device code (headless servers) instead of the browser redirect")
+	login.Flags().BoolVar(&paste, "paste", false, "xai-grok: also accept the address the browser ends on (or the code), pasted here, for a browser on another machine")
 	login.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "give up waiting for the sign-in after this long")
 
-	logout := commandArg("logout <github-copilot|openai-codex>", "Forget the stored sign-in (revoke it at the service to end the grant)", func(cmd *cobra.Command, given string) error {
+	logout := commandArg("logout <github-copilot|openai-codex|xai-grok>", "Forget the stored sign-in (revoke it at the service to end the grant)", func(cmd *cobra.Command, given string) error {
 		name, ok := auth.Canonical(given)
 		if !ok {
-			return fmt.Errorf("provider logout: %q is not a sign-in provider (want github-copilot or openai-codex)", given)
+			return fmt.Errorf("provider logout: %q is not a sign-in provider (want github-copilot, openai-codex or xai-grok)", given)
 		}
 		found, err := a.signIn().Logout(name)
 		if err != nil {
@@ -57,17 +68,45 @@ a code to enter from any browser instead.`
 	status := command("status", "Show the stored sign-ins and when their tokens expire (never the tokens)", func(cmd *cobra.Command) error {
 		return printSignIns(cmd.OutOrStdout(), a.signIn(), time.Now(), "")
 	})
-	return group("provider", "Sign in to subscription providers (GitHub Copilot, OpenAI Codex) instead of using API keys", login, logout, status)
+	return group("provider", "Sign in to subscription providers (GitHub Copilot, OpenAI Codex, xAI Grok) instead of using API keys", login, logout, status)
 }
 
-func runLogin(ctx context.Context, w io.Writer, m *auth.Manager, name string, device bool) error {
+// pasteLines delivers the first non-empty line read from in (then closes);
+// at the end of in it closes without one. The reader goroutine ends there,
+// or with the process when nothing is ever typed.
+func pasteLines(in io.Reader) <-chan string {
+	ch := make(chan string, 1)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 0, 4096), 64<<10)
+		for sc.Scan() {
+			if line := strings.TrimSpace(sc.Text()); line != "" {
+				ch <- line
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+func runLogin(ctx context.Context, w io.Writer, m *auth.Manager, name string, device bool, pasted <-chan string) error {
 	prompt := func(p auth.Prompt) {
-		if p.UserCode != "" {
+		switch {
+		case p.UserCode != "":
 			fmt.Fprintf(w, "Open %s and enter the code: %s\n", p.URL, p.UserCode)
 			if !p.ExpiresAt.IsZero() {
 				fmt.Fprintf(w, "(the code works until %s)\n", p.ExpiresAt.Local().Format("15:04"))
 			}
-		} else {
+		case name == auth.XAIGrok:
+			fmt.Fprintf(w, "Open this URL in a browser to sign in with your Grok (X Premium) subscription:\n\n  %s\n\n", p.URL)
+			if pasted != nil {
+				fmt.Fprintln(w, "If the browser is on another machine, it ends on an address at 127.0.0.1 that does not load;")
+				fmt.Fprintln(w, "paste that address (or the code in it) here and press Enter.")
+			} else {
+				fmt.Fprintln(w, "(the browser must be on this machine; otherwise stop this and run with --paste)")
+			}
+		default:
 			fmt.Fprintf(w, "Open this URL in a browser on this machine to sign in:\n\n  %s\n\n", p.URL)
 			fmt.Fprintln(w, "(on a server without a browser, stop this and run with --device)")
 		}
@@ -80,6 +119,8 @@ func runLogin(ctx context.Context, w io.Writer, m *auth.Manager, name string, de
 	switch {
 	case name == auth.Copilot:
 		c, err = m.LoginCopilot(ctx, prompt)
+	case name == auth.XAIGrok:
+		c, err = m.LoginXAI(ctx, prompt, pasted)
 	case device:
 		c, err = m.LoginCodexDevice(ctx, prompt)
 	default:
@@ -98,6 +139,9 @@ func runLogin(ctx context.Context, w io.Writer, m *auth.Manager, name string, de
 	}
 	fmt.Fprintf(w, ". Tokens stored in %s (mode 0600).\n", m.Store().Path())
 	fmt.Fprintf(w, "Use it with \"provider\": %q in agents.defaults, or a model named %s/<model>.\n", name, name)
+	if name == auth.XAIGrok {
+		fmt.Fprintln(w, "Hosted X Search is used by itself when the model supports it (providers.xaiGrok.extraBody.tools: [] turns it off).")
+	}
 	return nil
 }
 
@@ -108,7 +152,7 @@ func printSignIns(w io.Writer, m *auth.Manager, now time.Time, indent string) er
 		return err
 	}
 	if len(sts) == 0 {
-		fmt.Fprintf(w, "%s(none: run `nanobot provider login github-copilot` or `... openai-codex`)\n", indent)
+		fmt.Fprintf(w, "%s(none: run `nanobot provider login github-copilot`, `... openai-codex` or `... xai-grok`)\n", indent)
 		return nil
 	}
 	for _, st := range sts {
@@ -140,6 +184,8 @@ func revokeHint(name string) string {
 		return "To end the grant at GitHub too: Settings → Applications → Authorized OAuth Apps → revoke the Copilot editor app."
 	case auth.Codex:
 		return "To end the grant at OpenAI too: ChatGPT → Settings → Security → log out of all devices."
+	case auth.XAIGrok:
+		return "To end the grant at xAI too, sign the session out in your xAI account (accounts.x.ai)."
 	}
 	return ""
 }

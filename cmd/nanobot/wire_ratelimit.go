@@ -37,9 +37,19 @@ func rateLimitsOf(c *configs.Config) *providers.RateLimiters {
 			rl.Models[m] = providers.RateLimit{RPM: ml.RPM, TPM: ml.TPM}
 		}
 		// Providers are resolved by their registry name ("lmStudio" and
-		// "azure-openai" are spellings of lmstudio and azure_openai).
+		// "azure-openai" are spellings of lmstudio and azure_openai); an
+		// entry that stands for another provider when it has a key
+		// (xaiGrok with an apiKey is xai) limits that one, unless the
+		// provider's own entry does.
+		keyed := false
 		if spec, ok := providers.Lookup(name); ok {
 			name = spec.Name
+			if spec.KeyedAs != "" && p.APIKey != "" {
+				name, keyed = spec.KeyedAs, true
+			}
+		}
+		if _, own := cfg[name]; own && keyed {
+			continue
 		}
 		cfg[name] = rl
 	}

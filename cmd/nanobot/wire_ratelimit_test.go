@@ -24,3 +24,17 @@ func TestRateLimitsOfConfig(t *testing.T) {
 		t.Error(`providers.lmStudio.rateLimit did not reach the limiter of "lmstudio"`)
 	}
 }
+
+// providers.xaiGrok with an apiKey is xai, so its rateLimit limits xai;
+// signed in (no key) it limits xai-grok.
+func TestRateLimitsOfKeyedXAIGrok(t *testing.T) {
+	rl := &configs.RateLimitConfig{RPM: 10}
+	keyed := rateLimitsOf(&configs.Config{Providers: map[string]configs.ProviderConfig{"xaiGrok": {APIKey: "k", RateLimit: rl}}})
+	if !keyed.Configured("xai") || keyed.Configured("xai-grok") {
+		t.Error("providers.xaiGrok.rateLimit with an apiKey does not limit xai")
+	}
+	signedIn := rateLimitsOf(&configs.Config{Providers: map[string]configs.ProviderConfig{"xaiGrok": {RateLimit: rl}}})
+	if !signedIn.Configured("xai-grok") || signedIn.Configured("xai") {
+		t.Error("providers.xaiGrok.rateLimit without an apiKey does not limit xai-grok")
+	}
+}

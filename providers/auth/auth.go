@@ -1,7 +1,9 @@
 // Package auth signs nanobot in to subscription LLM services — GitHub
-// Copilot (OAuth device flow, then the short-lived Copilot token) and OpenAI
+// Copilot (OAuth device flow, then the short-lived Copilot token), OpenAI
 // Codex (ChatGPT sign-in: OAuth authorization code with PKCE on a loopback
-// redirect, or the device-code flow on headless machines) — keeps the
+// redirect, or the device-code flow on headless machines) and xAI Grok
+// (OpenID Connect discovery, then the authorization code with PKCE on a
+// loopback redirect, or a pasted callback address) — keeps the
 // credentials in a 0600 token file, renews them before they expire, and
 // adds them to every request of the provider's backend as an HTTP
 // transport (Manager.Client, plugged in as providers.Options.SignIn).
@@ -41,10 +43,11 @@ import (
 const (
 	Copilot = "github-copilot"
 	Codex   = "openai-codex"
+	XAIGrok = "xai-grok"
 )
 
 // Names lists the sign-in providers.
-func Names() []string { return []string{Copilot, Codex} }
+func Names() []string { return []string{Copilot, Codex, XAIGrok} }
 
 // Canonical maps a user's spelling ("copilot", "codex", "GitHub-Copilot")
 // to a provider name.
@@ -56,6 +59,8 @@ func Canonical(name string) (string, bool) {
 		return Copilot, true
 	case Codex, "codex", "chatgpt":
 		return Codex, true
+	case XAIGrok, "xaigrok", "xai", "grok":
+		return XAIGrok, true
 	}
 	return "", false
 }
@@ -63,17 +68,18 @@ func Canonical(name string) (string, bool) {
 // Endpoints are the service addresses of one sign-in provider. Empty
 // fields take the defaults; tests point them at local fakes.
 type Endpoints struct {
-	// AuthBase is the authorization server: https://github.com or
-	// https://auth.openai.com.
+	// AuthBase is the authorization server: https://github.com,
+	// https://auth.openai.com, or for xai-grok the OpenID Connect issuer
+	// https://auth.x.ai (its discovery document names the rest).
 	AuthBase string
 	// ExchangeBase is where the GitHub token is exchanged for the Copilot
 	// token: https://api.github.com (github-copilot only).
 	ExchangeBase string
 	// ClientID is the public OAuth client id.
 	ClientID string
-	// RedirectPort is the loopback port of the PKCE redirect (openai-codex;
-	// default 1455, the port registered for the public client). -1 picks a
-	// free port (tests).
+	// RedirectPort is the loopback port of the PKCE redirect (openai-codex:
+	// default 1455, the port registered for the public client; xai-grok:
+	// default a free port). -1 picks a free port (tests).
 	RedirectPort int
 }
 
@@ -87,6 +93,10 @@ const (
 	DefaultCodexAuthBase   = "https://auth.openai.com"
 	DefaultCodexClientID   = "app_EMoamEEZ73f0CkXaXp7hrann"
 	DefaultCodexPort       = 1455
+	DefaultXAIIssuer       = "https://auth.x.ai"
+	// DefaultXAIClientID is the public client of xAI's Grok CLI sign-in,
+	// which the Python nanobot uses too.
+	DefaultXAIClientID = "b1a00492-073a-47ea-816f-4c329264a828"
 )
 
 func (e Endpoints) withDefaults(provider string) Endpoints {
@@ -107,6 +117,9 @@ func (e Endpoints) withDefaults(provider string) Endpoints {
 		if e.RedirectPort == 0 {
 			e.RedirectPort = DefaultCodexPort
 		}
+	case XAIGrok:
+		def(&e.AuthBase, DefaultXAIIssuer)
+		def(&e.ClientID, DefaultXAIClientID)
 	}
 	return e
 }
@@ -115,6 +128,9 @@ func (e Endpoints) withDefaults(provider string) Endpoints {
 // slow clock or a long request does not meet an expired token.
 const (
 	DefaultMargin = 2 * time.Minute
+	// XAIMargin is xai-grok's: the Python nanobot renews xAI tokens 5
+	// minutes ahead, and so does this one unless Options.Margin is set.
+	XAIMargin = 5 * time.Minute
 )
 
 // Options configures a Manager.
@@ -133,7 +149,7 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Margin renews a token this long before its expiry; 0 means
-	// DefaultMargin, negative none.
+	// DefaultMargin (XAIMargin for xai-grok), negative none.
 	Margin time.Duration
 	// Wait sleeps between device-flow polls; nil means a timer that ends
 	// early with ctx. Tests inject one that records the intervals.
@@ -149,6 +165,9 @@ type Manager struct {
 	log  *slog.Logger
 	hc   *http.Client
 	sf   singleflight.Group
+	// defaultMargin: Options.Margin was left 0, so each provider gets its
+	// own default.
+	defaultMargin bool
 
 	mu sync.Mutex
 	// cache holds the credential last loaded or renewed per provider;
@@ -166,6 +185,7 @@ func New(opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	defaultMargin := opts.Margin == 0
 	if opts.Margin == 0 {
 		opts.Margin = DefaultMargin
 	} else if opts.Margin < 0 {
@@ -182,7 +202,7 @@ func New(opts Options) *Manager {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
 	return &Manager{
-		opts: opts, log: opts.Logger.With("component", "auth"), hc: hc,
+		opts: opts, log: opts.Logger.With("component", "auth"), hc: hc, defaultMargin: defaultMargin,
 		cache: map[string]Credential{}, rejected: map[string]string{},
 	}
 }
@@ -200,7 +220,15 @@ func (m *Manager) usable(provider string, c Credential) bool {
 	if c.AccessToken == "" || m.rejected[provider] == c.AccessToken {
 		return false
 	}
-	return c.ExpiresAt.IsZero() || m.opts.Now().Add(m.opts.Margin).Before(c.ExpiresAt)
+	return c.ExpiresAt.IsZero() || m.opts.Now().Add(m.margin(provider)).Before(c.ExpiresAt)
+}
+
+// margin is how long before its expiry provider's token is renewed.
+func (m *Manager) margin(provider string) time.Duration {
+	if m.defaultMargin && provider == XAIGrok {
+		return XAIMargin
+	}
+	return m.opts.Margin
 }
 
 // Token returns a usable credential for provider, renewing it first when
@@ -307,6 +335,8 @@ func (m *Manager) refresh(ctx context.Context, provider string, cur Credential) 
 		return m.copilotExchange(ctx, cur)
 	case Codex:
 		return m.codexRefresh(ctx, cur)
+	case XAIGrok:
+		return m.xaiRefresh(ctx, cur)
 	}
 	return Credential{}, fmt.Errorf("auth: unknown sign-in provider %q", provider)
 }

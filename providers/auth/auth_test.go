@@ -68,19 +68,28 @@ func (s *syncBuffer) String() string {
 
 func newHarness(t *testing.T, gh *fakeGitHub, oa *fakeOpenAIAuth) *harness {
 	t.Helper()
+	eps := map[string]auth.Endpoints{}
+	if gh != nil {
+		eps[auth.Copilot] = auth.Endpoints{AuthBase: gh.srv.URL, ExchangeBase: gh.srv.URL}
+	}
+	if oa != nil {
+		eps[auth.Codex] = auth.Endpoints{AuthBase: oa.srv.URL, RedirectPort: -1}
+	}
+	h := newHarnessWith(t, eps)
+	if gh != nil {
+		gh.now = h.clock.Now
+	}
+	return h
+}
+
+// newHarnessWith is a harness whose Manager signs in at eps.
+func newHarnessWith(t *testing.T, eps map[string]auth.Endpoints) *harness {
+	t.Helper()
 	h := &harness{
 		store:  auth.NewStore(filepath.Join(t.TempDir(), "state", "auth.json")),
 		log:    &syncBuffer{},
 		redact: redact.New(),
 		clock:  &clock{now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)},
-	}
-	eps := map[string]auth.Endpoints{}
-	if gh != nil {
-		gh.now = h.clock.Now
-		eps[auth.Copilot] = auth.Endpoints{AuthBase: gh.srv.URL, ExchangeBase: gh.srv.URL}
-	}
-	if oa != nil {
-		eps[auth.Codex] = auth.Endpoints{AuthBase: oa.srv.URL, RedirectPort: -1}
 	}
 	h.m = auth.New(auth.Options{
 		Store: h.store, Endpoints: eps, Redact: h.redact, Now: h.clock.Now,

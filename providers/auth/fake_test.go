@@ -246,3 +246,146 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// fakeXAIAuth is auth.x.ai as the Python nanobot and the Grok CLI use it:
+// OpenID Connect discovery, the authorization endpoint (played by the test
+// as the browser), the token endpoint (authorization code checked against
+// its PKCE challenge, refresh with rotation; both want the client-version
+// header) and userinfo.
+type fakeXAIAuth struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu sync.Mutex
+	// discovery, when set, replaces fields of the discovery document.
+	discovery map[string]any
+	// codes maps issued authorization codes to their challenge and
+	// redirect_uri.
+	codes        map[string][2]string
+	refreshToken string
+	access       string
+	refreshOK    bool
+	// down makes the token endpoint answer 503.
+	down    bool
+	accessN int
+	ttl     int64
+	// release, when set, holds every refresh until it is closed.
+	release chan struct{}
+	// problems are requests the fake would refuse for their shape.
+	problems []string
+
+	tokenCalls   atomic.Int32
+	refreshCalls atomic.Int32
+}
+
+const fakeXAIEmail = "grok-user@example.com"
+
+func newFakeXAIAuth(t *testing.T) *fakeXAIAuth {
+	f := &fakeXAIAuth{t: t, codes: map[string][2]string{}, refreshOK: true, ttl: 3600}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		doc := map[string]any{
+			"issuer":                 f.srv.URL,
+			"authorization_endpoint": f.srv.URL + "/oauth2/auth",
+			"token_endpoint":         f.srv.URL + "/oauth2/token",
+			"userinfo_endpoint":      f.srv.URL + "/userinfo",
+		}
+		f.mu.Lock()
+		for k, v := range f.discovery {
+			doc[k] = v
+		}
+		f.mu.Unlock()
+		writeJSON(w, 200, doc)
+	})
+	mux.HandleFunc("POST /oauth2/token", func(w http.ResponseWriter, r *http.Request) {
+		f.tokenCalls.Add(1)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if r.Header.Get("X-Grok-Client-Version") == "" {
+			f.problems = append(f.problems, "token call without x-grok-client-version")
+		}
+		if f.down {
+			writeJSON(w, 503, map[string]any{"error": "temporarily_unavailable"})
+			return
+		}
+		if r.FormValue("client_id") != "b1a00492-073a-47ea-816f-4c329264a828" {
+			writeJSON(w, 401, map[string]any{"error": "invalid_client"})
+			return
+		}
+		switch r.FormValue("grant_type") {
+		case "refresh_token":
+			f.refreshCalls.Add(1)
+			if release := f.release; release != nil {
+				f.mu.Unlock()
+				<-release
+				f.mu.Lock()
+			}
+			if r.FormValue("refresh_token") != f.refreshToken || !f.refreshOK {
+				writeJSON(w, 400, map[string]any{"error": "invalid_grant", "error_description": "refresh token " + r.FormValue("refresh_token") + " is invalid"})
+				return
+			}
+			writeJSON(w, 200, f.tokensLocked())
+		case "authorization_code":
+			code := r.FormValue("code")
+			want, ok := f.codes[code]
+			sum := sha256.Sum256([]byte(r.FormValue("code_verifier")))
+			switch {
+			case !ok:
+				writeJSON(w, 400, map[string]any{"error": "invalid_grant", "error_description": "code expired"})
+			case base64.RawURLEncoding.EncodeToString(sum[:]) != want[0]:
+				writeJSON(w, 400, map[string]any{"error": "invalid_grant", "error_description": "code_verifier does not match"})
+			case r.FormValue("redirect_uri") != want[1]:
+				writeJSON(w, 400, map[string]any{"error": "invalid_grant", "error_description": "redirect_uri mismatch"})
+			default:
+				delete(f.codes, code) // single use
+				writeJSON(w, 200, f.tokensLocked())
+			}
+		default:
+			writeJSON(w, 400, map[string]any{"error": "unsupported_grant_type"})
+		}
+	})
+	mux.HandleFunc("GET /userinfo", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		ok := r.Header.Get("Authorization") == "Bearer "+f.access
+		f.mu.Unlock()
+		if !ok {
+			writeJSON(w, 401, map[string]any{"error": "invalid_token"})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"sub": "user-42", "email": fakeXAIEmail, "name": "Grok User"})
+	})
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// authorize plays the consent screen: it issues a code for the challenge
+// and redirect_uri of an authorization URL.
+func (f *fakeXAIAuth) authorize(challenge, redirect string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	code := fmt.Sprintf("xai-code-%d", len(f.codes)+1)
+	f.codes[code] = [2]string{challenge, redirect}
+	return code
+}
+
+// tokensLocked mints an access token (a JWT naming the user) and rotates
+// the refresh token.
+func (f *fakeXAIAuth) tokensLocked() map[string]any {
+	f.accessN++
+	f.refreshToken = fmt.Sprintf("xai_fakeREFRESH%04d_abcdef", f.accessN)
+	f.access = fakeJWT(map[string]any{"sub": "user-42", "email": fakeXAIEmail, "n": f.accessN})
+	return map[string]any{"access_token": f.access, "refresh_token": f.refreshToken, "token_type": "Bearer", "expires_in": f.ttl}
+}
+
+func (f *fakeXAIAuth) current() (access, refresh string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.access, f.refreshToken
+}
+
+func (f *fakeXAIAuth) shapeProblems() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.problems...)
+}

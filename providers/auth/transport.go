@@ -1,11 +1,14 @@
 package auth
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -38,7 +41,8 @@ func (m *Manager) Client(res providers.Resolution, base *http.Client) (*http.Cli
 // Transport adds a sign-in provider's credential and required headers to
 // each request. On a 401 it renews the credential once and repeats the
 // request (when the body can be replayed); a second 401 is a
-// *providers.SignInError, so the caller sees one clear failure.
+// *providers.SignInError, so the caller sees one clear failure. Error
+// answers reach the backend with every token masked (see scrub).
 type Transport struct {
 	m        *Manager
 	provider string
@@ -58,7 +62,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	retry := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	resp, err := t.send(req, cred, req.Body)
 	if err != nil || resp.StatusCode != http.StatusUnauthorized || !retry {
-		return resp, err
+		return scrub(resp, cred), err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
 	resp.Body.Close()
@@ -74,7 +78,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err = t.send(req, cred, body)
 	if err != nil || resp.StatusCode != http.StatusUnauthorized {
-		return resp, err
+		return scrub(resp, cred), err
 	}
 	resp.Body.Close()
 	t.m.Invalidate(t.provider, cred.AccessToken)
@@ -102,6 +106,8 @@ func (t *Transport) send(req *http.Request, cred Credential, body io.ReadCloser)
 		}
 		r.Header.Set("OpenAI-Beta", "responses=experimental")
 		r.Header.Set("Originator", "codex_cli_rs")
+	case XAIGrok:
+		xaiHeaders(r, cred)
 	}
 	return t.base.RoundTrip(r)
 }
@@ -136,6 +142,61 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// scrub gives an error answer a body from which the credential's tokens,
+// bearer values and token-named JSON fields are removed, so a service that
+// echoes the request back cannot put a token into an error message or a
+// log line. Success bodies (streams) pass untouched.
+func scrub(resp *http.Response, cred Credential) *http.Response {
+	if resp == nil || resp.StatusCode < http.StatusBadRequest {
+		return resp
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	resp.Body.Close()
+	body = redactBody(body, cred.secrets()...)
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Del("Content-Length")
+	return resp
+}
+
+// tokenFields are JSON field names (folded: lower case, no separators)
+// whose values are credentials.
+var tokenFields = map[string]bool{"accesstoken": true, "refreshtoken": true, "idtoken": true, "authorization": true, "apikey": true}
+
+var fieldFolder = strings.NewReplacer("_", "", "-", "")
+
+var bearerValue = regexp.MustCompile(`(?i)(bearer\s+)[a-z0-9._~+/=-]+`)
+
+// redactBody masks secrets, bearer values and token-named JSON fields.
+func redactBody(body []byte, secrets ...string) []byte {
+	var v any
+	if json.Unmarshal(body, &v) == nil {
+		if b, err := json.Marshal(redactFields(v)); err == nil {
+			body = b
+		}
+	}
+	s := providers.Redact(string(body), secrets...)
+	return []byte(bearerValue.ReplaceAllString(s, "${1}[redacted]"))
+}
+
+func redactFields(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if tokenFields[fieldFolder.Replace(strings.ToLower(k))] {
+				x[k] = "[redacted]"
+			} else {
+				x[k] = redactFields(val)
+			}
+		}
+	case []any:
+		for i := range x {
+			x[i] = redactFields(x[i])
+		}
+	}
+	return v
 }
 
 func closeBody(r *http.Request) {

@@ -5,6 +5,11 @@
 //
 // It exists so package providers does not import its own backends; cmd is
 // the one place that wires them in.
+//
+// Concurrency: the constructors do no IO; every backend they return is
+// safe for concurrent use. The xai-grok backend's model-catalog cache is
+// shared by its callers under a mutex, and concurrent looks at the
+// catalog share one request.
 package backends
 
 import (
@@ -47,6 +52,9 @@ func OpenAICompat(res providers.Resolution, opts providers.Options) (providers.P
 func OpenAIResponses(res providers.Resolution, opts providers.Options) (providers.Provider, error) {
 	if err := withProxy(res, &opts); err != nil {
 		return nil, err
+	}
+	if res.Spec.Name == xaiGrokProvider {
+		return xaiGrok(res, opts)
 	}
 	p, err := openai.NewResponses(openAIOptions(res, opts))
 	if err != nil {

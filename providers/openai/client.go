@@ -48,14 +48,24 @@ func (p *Provider) header() http.Header {
 	return h
 }
 
-// post sends body to path; see wire.Post.
-func (p *Provider) post(ctx context.Context, path, model string, body []byte, stream bool) (*http.Response, error) {
-	return wire.Post(ctx, p.opts.HTTPClient, p.endpoint(path, model), p.header(), body, stream)
+// post sends body to path; see wire.Post. extra headers (a Prepare hook's)
+// are added to header()'s.
+func (p *Provider) post(ctx context.Context, path, model string, body []byte, stream bool, extra ...http.Header) (*http.Response, error) {
+	return wire.Post(ctx, p.opts.HTTPClient, p.endpoint(path, model), withHeaders(p.header(), extra), body, stream)
 }
 
 // call sends a non-streaming request and decodes the answer into out.
-func (p *Provider) call(ctx context.Context, path, model string, body []byte, out any) error {
-	return wire.Call(ctx, p.opts.HTTPClient, p.endpoint(path, model), p.header(), body, out)
+func (p *Provider) call(ctx context.Context, path, model string, body []byte, out any, extra ...http.Header) error {
+	return wire.Call(ctx, p.opts.HTTPClient, p.endpoint(path, model), withHeaders(p.header(), extra), body, out)
+}
+
+func withHeaders(h http.Header, extra []http.Header) http.Header {
+	for _, e := range extra {
+		for k, v := range e {
+			h[k] = v
+		}
+	}
+	return h
 }
 
 // isDone reports OpenAI's end-of-stream marker.

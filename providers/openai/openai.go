@@ -24,6 +24,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,13 @@ type Options struct {
 	// accept only streaming requests (ChatGPT's Codex endpoint). Responses
 	// backend only.
 	AlwaysStream bool
+	// Prepare, when set, sees each Responses request before it is sent:
+	// the body's top-level fields (ExtraBody merged), which it may change,
+	// and the request's headers, to which it may add. An endpoint with
+	// conventions of its own (xAI's subscription proxy) plugs in here. It
+	// runs on the caller's goroutine with the call's ctx and may do IO; an
+	// error ends the call. Responses backend only.
+	Prepare func(ctx context.Context, model string, fields map[string]json.RawMessage, header http.Header) error
 	// Logger receives debug lines; nil discards.
 	Logger *slog.Logger
 }

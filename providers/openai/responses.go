@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/nanobot-go/nanobot/providers"
@@ -58,10 +61,14 @@ func (r *Responses) Chat(ctx context.Context, req providers.ChatRequest) (*provi
 	if err != nil {
 		return nil, r.base.requestError(err)
 	}
+	body, header, err := r.prepare(ctx, req.Model, body)
+	if err != nil {
+		return nil, err
+	}
 	t := calltimer.Start(ctx, r.base.opts.RequestTimeout, 0)
 	defer t.Stop()
 	var res responseObject
-	if err := r.base.call(t.Context(), "responses", req.Model, body, &res); err != nil {
+	if err := r.base.call(t.Context(), "responses", req.Model, body, &res, header); err != nil {
 		return nil, r.base.classify(t, err)
 	}
 	return r.parse(res.Output, &res, req.Model)
@@ -79,9 +86,13 @@ func (r *Responses) Stream(ctx context.Context, req providers.ChatRequest, onDel
 	if err != nil {
 		return nil, r.base.requestError(err)
 	}
+	body, header, err := r.prepare(ctx, req.Model, body)
+	if err != nil {
+		return nil, err
+	}
 	t := calltimer.Start(ctx, r.base.opts.RequestTimeout, r.base.opts.StreamIdleTimeout)
 	defer t.Stop()
-	items, final, err := r.readStream(t, req.Model, body, onDelta)
+	items, final, err := r.readStream(t, req.Model, body, header, onDelta)
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +106,8 @@ func (r *Responses) Stream(ctx context.Context, req providers.ChatRequest, onDel
 // readStream posts a streaming request and reads events until the
 // response is complete, returning the done items and the final response.
 // Its errors are classified.
-func (r *Responses) readStream(t *calltimer.Timer, model string, body []byte, onDelta func(providers.Delta)) ([]outputItem, *responseObject, error) {
-	res, err := r.base.post(t.Context(), "responses", model, body, true)
+func (r *Responses) readStream(t *calltimer.Timer, model string, body []byte, header http.Header, onDelta func(providers.Delta)) ([]outputItem, *responseObject, error) {
+	res, err := r.base.post(t.Context(), "responses", model, body, true, header)
 	if err != nil {
 		return nil, nil, r.base.classify(t, err)
 	}
@@ -155,6 +166,31 @@ func (r *Responses) readStream(t *calltimer.Timer, model string, body []byte, on
 		Provider: r.base.name, Transient: true, Err: providers.ErrStreamTruncated,
 		Message: "stream ended before response.completed",
 	}
+}
+
+// prepare runs Options.Prepare on an encoded body, returning the body to
+// send and the headers to add (nil without a hook).
+func (r *Responses) prepare(ctx context.Context, model string, body []byte) ([]byte, http.Header, error) {
+	if r.base.opts.Prepare == nil {
+		return body, nil, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, nil, r.base.requestError(err)
+	}
+	header := http.Header{}
+	if err := r.base.opts.Prepare(ctx, model, fields, header); err != nil {
+		var pe *providers.Error
+		if errors.As(err, &pe) {
+			return nil, nil, err
+		}
+		return nil, nil, r.base.requestError(err)
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return nil, nil, r.base.requestError(err)
+	}
+	return b, header, nil
 }
 
 // failed reports a response.failed or error event: the vendor's code and

@@ -1,6 +1,8 @@
 package openai_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -249,4 +251,46 @@ func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set(k, v)
 	}
 	return h.base.RoundTrip(req)
+}
+
+// Prepare sees every request's fields after ExtraBody, and what it
+// changes and the headers it adds are sent; its error ends the call
+// before anything is sent.
+func TestResponsesPrepare(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Push(providertest.Reply{Text: "one"}, providertest.Reply{Text: "two"})
+	fail := false
+	p := newResponses(t, srv, func(o *openai.Options) {
+		o.ExtraBody = map[string]any{"custom": 1}
+		o.Prepare = func(_ context.Context, model string, fields map[string]json.RawMessage, h http.Header) error {
+			if fail {
+				return errors.New("no way")
+			}
+			if string(fields["custom"]) != "1" {
+				t.Errorf("Prepare saw custom = %s, want ExtraBody's 1", fields["custom"])
+			}
+			fields["extra_flag"] = json.RawMessage("true")
+			delete(fields, "custom")
+			h.Set("X-Model", model)
+			return nil
+		}
+	})
+	if _, err := p.Chat(t.Context(), userReq("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Stream(t.Context(), userReq("hi"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range srv.Requests() {
+		if r.Body["extra_flag"] != true || r.Body["custom"] != nil || r.Header.Get("X-Model") != r.Model {
+			t.Errorf("stream %v: extra_flag %v, custom %v, X-Model %q", r.Stream, r.Body["extra_flag"], r.Body["custom"], r.Header.Get("X-Model"))
+		}
+	}
+	fail = true
+	if _, err := p.Stream(t.Context(), userReq("hi"), nil); err == nil || !strings.Contains(err.Error(), "no way") {
+		t.Errorf("err = %v, want Prepare's", err)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("%d requests, want 2 (none after Prepare failed)", n)
+	}
 }

@@ -15,7 +15,9 @@
 //     response.created, response.output_item.added/done around
 //     reasoning_summary_text, output_text and function_call_arguments
 //     deltas, and response.completed with usage (reasoning and cached
-//     tokens).
+//     tokens);
+//   - a model catalog: GET {URL}/v1/models answers what SetModels set
+//     (recorded with Format Models; without SetModels it fails the test).
 //
 // The script is a queue of Replies (Push), consumed one per request, and
 // optionally a function choosing the reply from the request (Handle), used
@@ -61,6 +63,8 @@ const (
 	OpenAI    Format = "openai"
 	Anthropic Format = "anthropic"
 	Responses Format = "responses"
+	// Models is a GET of the model catalog (SetModels).
+	Models Format = "models"
 )
 
 // Reply scripts one response. The zero Reply is an empty answer.
@@ -205,6 +209,10 @@ type Server struct {
 	requests []Request
 	latency  time.Duration
 	forget   bool // SetRecording(false): keep no requests
+	// models is the catalog's answer (SetModels); modelsStatus 0 means
+	// no catalog.
+	models       string
+	modelsStatus int
 }
 
 // New starts a server and registers its shutdown with t.Cleanup.
@@ -243,6 +251,14 @@ func (s *Server) Handle(f func(Request) Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.handler = f
+}
+
+// SetModels makes GET requests for a path ending in /models answer status
+// with body (JSON), independently of the reply queue.
+func (s *Server) SetModels(status int, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.modelsStatus, s.models = status, body
 }
 
 // SetLatency adds d before every reply (on top of Reply.Delay).
@@ -302,6 +318,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Raw: raw}
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
+		s.serveModels(w, req)
+		return
+	}
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/chat/completions"):
 		req.Format = OpenAI
@@ -364,6 +384,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.writeJSON(w, r, reply, anthropicMessage(reply))
 	}
+}
+
+// serveModels answers a catalog request with what SetModels set.
+func (s *Server) serveModels(w http.ResponseWriter, req Request) {
+	req.Format = Models
+	s.mu.Lock()
+	if !s.forget {
+		s.requests = append(s.requests, req)
+	}
+	status, body := s.modelsStatus, s.models
+	s.mu.Unlock()
+	if status == 0 {
+		s.t.Errorf("providertest: a model catalog was asked for (%s) but none was set", req.Path)
+		http.Error(w, "providertest: no model catalog set", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
 }
 
 // withErrorEvent applies Reply.ErrorAfter.

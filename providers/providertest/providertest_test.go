@@ -197,3 +197,22 @@ func TestStallIsReleasedOnCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestModelCatalog(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Push(providertest.Reply{Text: "kept for the next POST"})
+	srv.SetModels(http.StatusOK, `{"data":[{"id":"m1"}]}`)
+	res, err := http.Get(srv.OpenAIBase() + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || string(b) != `{"data":[{"id":"m1"}]}` {
+		t.Errorf("catalog answered %d %s", res.StatusCode, b)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || reqs[0].Format != providertest.Models || srv.Pending() != 1 {
+		t.Errorf("recorded %+v with %d replies pending, want one catalog request and the queue untouched", reqs, srv.Pending())
+	}
+}
