@@ -4,6 +4,9 @@
 // unrelated ones are not. It stands in for a real embedding model in tests
 // and in the recall benchmark; a real model also knows synonyms and
 // paraphrases, which this one does not.
+//
+// Concurrency: an Embedder is safe for concurrent use; its counters and
+// Fail are atomics.
 package recalltest
 
 import (
