@@ -150,7 +150,8 @@ func run(quick bool, out string, idle time.Duration) error {
 		}
 		return r.check(quick)
 	}
-	page = keepSoakSection(page, out)
+	page = keepSection(page, out, soakSectionTitle)
+	page = keepSection(page, out, recallSectionTitle)
 	if err := os.WriteFile(out, []byte(page), 0o644); err != nil {
 		return err
 	}

@@ -239,7 +239,7 @@ func TestSoakSection(t *testing.T) {
 	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fresh := keepSoakSection("# Benchmarks\n\n## Peers\n\nnew\n", path)
+	fresh := keepSection("# Benchmarks\n\n## Peers\n\nnew\n", path, soakSectionTitle)
 	for _, want := range []string{"new", "33 chat messages sent", "22 chat messages sent", "notes kept"} {
 		if !strings.Contains(fresh, want) {
 			t.Errorf("rewritten page lacks %q:\n%s", want, fresh)

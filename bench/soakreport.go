@@ -490,21 +490,46 @@ func spliceSoak(path string, r *soakResult) error {
 	return os.WriteFile(path, []byte(page), 0o644)
 }
 
-// keepSoakSection carries the soak section of the page at path over into
-// a freshly written page (the soak is not part of `go run ./bench`).
-func keepSoakSection(page, path string) string {
+// keepSection carries the section called title of the page at path over
+// into a freshly written page: the sections written by `go run ./bench
+// soak` and `go run ./bench recall`, which `go run ./bench` does not run.
+func keepSection(page, path, title string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return page
 	}
 	old := string(b)
-	i := strings.Index(old, "\n"+soakSectionTitle+"\n")
+	i := strings.Index(old, "\n"+title+"\n")
 	if i < 0 {
 		return page
 	}
 	sec := old[i+1:]
-	if j := strings.Index(sec[len(soakSectionTitle):], "\n## "); j >= 0 {
-		sec = sec[:len(soakSectionTitle)+j+1]
+	if j := strings.Index(sec[len(title):], "\n## "); j >= 0 {
+		sec = sec[:len(title)+j+1]
 	}
 	return strings.TrimRight(page, "\n") + "\n\n" + strings.TrimRight(sec, "\n") + "\n"
+}
+
+// spliceSection replaces the section called title of the page at path
+// with body (from its title to the next "## " heading), or adds it at the
+// end.
+func spliceSection(path, title, body string) error {
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	page := string(b)
+	sec := title + "\n\n" + strings.TrimRight(body, "\n") + "\n"
+	i := strings.Index(page, "\n"+title+"\n")
+	if i < 0 {
+		page = strings.TrimRight(page, "\n") + "\n\n" + sec
+	} else {
+		rest := page[i+1+len(title):]
+		end := ""
+		if j := strings.Index(rest, "\n## "); j >= 0 {
+			end = "\n" + rest[j+1:]
+		}
+		page = page[:i+1] + sec + end
+	}
+	return os.WriteFile(path, []byte(page), 0o644)
 }
