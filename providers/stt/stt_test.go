@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/stt"
@@ -81,6 +83,18 @@ func TestTheRegistryIsNanobots(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("registry (-nanobot +here):\n%s", d)
+	}
+}
+
+// The config knows the same names (it checks them at load, and may not
+// import this package).
+func TestConfigKnowsTheSameNames(t *testing.T) {
+	got := map[string][]string{}
+	for _, s := range stt.Providers() {
+		got[s.Name] = s.Aliases
+	}
+	if d := cmp.Diff(configs.TranscriptionProviders(), got, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("configs (-) and stt (+) disagree:\n%s", d)
 	}
 }
 
