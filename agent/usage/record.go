@@ -12,7 +12,8 @@ type Record struct {
 	// Time is when the call ended.
 	Time time.Time
 	// Kind is what was bought: "" for a model call (chat), KindImage for
-	// generated images. Totals add every kind.
+	// generated images, KindTranscription for speech to text. Totals add
+	// every kind.
 	Kind string
 	// Agent is the agent that made the call.
 	Agent string
@@ -48,6 +49,11 @@ const SourceConsolidation = "consolidation"
 
 // KindImage marks a record of generated images (the generate_image tool).
 const KindImage = "image"
+
+// KindTranscription marks a record of a voice note or audio file turned
+// into text before a turn; it counts no tokens, and its cost is unknown
+// unless the config prices its model.
+const KindTranscription = "transcription"
 
 // Outcomes of a call.
 const (
