@@ -60,7 +60,7 @@ func TestVoiceNoteIsTranscribedBeforeTheTurn(t *testing.T) {
 	m := bus.Inbound{Channel: "discord", ChatID: "c1", SenderID: "u", Content: "from the car", Voice: true, Media: []bus.Media{
 		{Path: "/media/voice-message.ogg", MIMEType: "audio/ogg", Name: "voice-message.ogg"},
 		{Path: "/media/report.pdf", MIMEType: "application/pdf"},
-		{Path: "/media/song.mp3"}, // no content type: told by the name
+		{Path: "/media/song.mp3"},                                      // no content type: told by the name
 		{URL: "https://cdn.example/remote.ogg", MIMEType: "audio/ogg"}, // not downloaded: nothing to send
 	}}
 	h.ask(t, m)
