@@ -237,7 +237,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		backoffMin:   500 * time.Millisecond,
 		backoffMax:   30 * time.Second,
 		files:        &http.Client{Transport: transport, Timeout: 5 * time.Minute},
-		}
+	}
 	c.http = &http.Client{Transport: transport}
 	api, err := c.newBot(&sender{c: c})
 	if err != nil {
