@@ -51,8 +51,8 @@ const SourceConsolidation = "consolidation"
 const KindImage = "image"
 
 // KindTranscription marks a record of a voice note or audio file turned
-// into text before a turn; it counts no tokens, and its cost is unknown
-// unless the config prices its model.
+// into text before a turn. It counts no tokens; the services bill by the
+// minute of audio, which the prices do not know, so its cost is unknown.
 const KindTranscription = "transcription"
 
 // Outcomes of a call.
