@@ -191,7 +191,7 @@ func (b *ContextBuilder) UserMessage(m bus.Inbound) providers.Message {
 	var images []providers.ContentPart
 	for _, md := range m.Media {
 		if md.Transcript != "" {
-			text += "\n" + TranscriptMarker + md.Transcript
+			text += "\n" + transcriptMarker + md.Transcript
 		}
 		if md.IsImage() && md.Path != "" {
 			if url, err := dataURL(md.Path, md.MIMEType, b.maxImage()); err == nil {

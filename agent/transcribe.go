@@ -11,9 +11,9 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 )
 
-// TranscriptMarker starts the line that gives the model what was said in
+// transcriptMarker starts the line that gives the model what was said in
 // a voice note or audio file.
-const TranscriptMarker = "[voice transcription] "
+const transcriptMarker = "[voice transcription] "
 
 // Transcriber turns a voice note or audio file into text (the stt package
 // behind it). Transcribe blocks for the service's answer; the loop calls

@@ -99,7 +99,7 @@ func TestFailedTranscriptionDoesNotHoldTheMessage(t *testing.T) {
 		t.Errorf("answer %q", got)
 	}
 	user := lastUser(llm.reqs()[0])
-	if strings.Contains(user, TranscriptMarker) || !strings.Contains(user, "[attachment: /media/a.m4a (audio/mp4)]") {
+	if strings.Contains(user, transcriptMarker) || !strings.Contains(user, "[attachment: /media/a.m4a (audio/mp4)]") {
 		t.Errorf("the model saw %q, want the attachment without a transcript", user)
 	}
 	if !strings.Contains(logs.String(), "transcription failed") || !strings.Contains(logs.String(), "status 503") || !strings.Contains(logs.String(), "level=WARN") {
