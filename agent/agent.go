@@ -81,6 +81,9 @@ type Deps struct {
 	Presets Presets
 	// Voice speaks answers to voice notes (optional; see VoiceConfig).
 	Voice VoiceConfig
+	// Transcription transcribes voice notes and audio files before their
+	// turn (optional; see TranscriptionConfig).
+	Transcription TranscriptionConfig
 	// Approvals is the broker the tools ask the owner through; the loop
 	// takes admins' answers to it (optional; see LoopConfig.Approvals).
 	Approvals *approval.Broker
@@ -237,7 +240,7 @@ func New(cfg *configs.Config, paths configs.Paths, deps Deps) (*Agent, error) {
 		Out: deps.Out, MaxConcurrentTurns: d.MaxConcurrentTurns, MaxToolResultChars: d.MaxToolResultChars,
 		ContextWindowTokens: d.ContextWindowTokens, IdleCompact: time.Duration(d.IdleCompactAfterMinutes) * time.Minute,
 		SessionTTL: time.Duration(d.SessionTTLMinutes) * time.Minute, OnTurnDone: deps.OnTurnDone, Admit: deps.Admit, Presets: deps.Presets, Usage: deps.Usage, Log: log,
-		Voice: deps.Voice,
+		Voice: deps.Voice, Transcription: deps.Transcription,
 		Queue: d.Queue, Approvals: deps.Approvals, Goals: goalStore, Restart: deps.Restart, Hooks: deps.Hooks,
 		Skills: skillLoader, SwitchSkill: deps.SwitchSkill, Recall: a.Recall,
 	})

@@ -184,11 +184,15 @@ func zoneName(t time.Time, loc *time.Location) string {
 
 // UserMessage builds the current turn's single user message: the runtime
 // context followed by the user's text, plus images as base64 data parts.
-// Images that cannot be read are mentioned by name instead.
+// Images that cannot be read, and other files, are mentioned by name
+// instead; an audio file's transcript comes before its name.
 func (b *ContextBuilder) UserMessage(m bus.Inbound) providers.Message {
 	text := b.RuntimeContext(m) + "\n\n" + m.Content
 	var images []providers.ContentPart
 	for _, md := range m.Media {
+		if md.Transcript != "" {
+			text += "\n" + transcriptMarker + md.Transcript
+		}
 		if md.IsImage() && md.Path != "" {
 			if url, err := dataURL(md.Path, md.MIMEType, b.maxImage()); err == nil {
 				images = append(images, providers.ImagePart(url))

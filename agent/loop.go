@@ -93,6 +93,9 @@ type LoopConfig struct {
 	// Voice speaks final answers to voice notes and in chats with
 	// "/voice on" (optional).
 	Voice VoiceConfig
+	// Transcription turns voice notes and audio files into text before
+	// their turn (optional).
+	Transcription TranscriptionConfig
 	// MaxSessionQueue bounds the messages waiting in one session behind
 	// its running turn (default DefaultMaxSessionQueue); MaxQueue bounds
 	// them over all sessions (default DefaultMaxQueue). A message beyond

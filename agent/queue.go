@@ -263,8 +263,8 @@ func (l *Loop) steerFrom(key string, w *worker) func() []bus.Inbound {
 }
 
 // steerMessages turns steered messages into the user messages the model
-// sees, and records them as taken by the turn.
-func (l *Loop) steerMessages(ts *turnState) func() []providers.Message {
+// sees (voice notes transcribed), and records them as taken by the turn.
+func (l *Loop) steerMessages(ctx context.Context, ts *turnState) func() []providers.Message {
 	if ts.steer == nil {
 		return nil
 	}
@@ -273,6 +273,7 @@ func (l *Loop) steerMessages(ts *turnState) func() []providers.Message {
 		if len(got) == 0 {
 			return nil
 		}
+		l.transcribeAll(ctx, got)
 		ts.taken = append(ts.taken, got...)
 		out := make([]providers.Message, 0, len(got))
 		for _, m := range got {

@@ -59,6 +59,8 @@ func (l *Loop) turnOf(ctx context.Context, ts *turnState) error {
 	if m.Ephemeral {
 		// The sender supplied the conversation: nothing is loaded or
 		// stored, so there is nothing to consolidate or answer from.
+		l.transcribeAll(ctx, ts.members)
+		m = mergeInbound(ts.members)
 		return l.runTurn(ctx, m, &session.Session{Key: m.Key()}, ephemeralHistory(m.History), false, ts)
 	}
 	sess, err := l.cfg.Store.Load(ctx, m.Key())
@@ -89,6 +91,11 @@ func (l *Loop) turnOf(ctx context.Context, ts *turnState) error {
 		}
 		return nil
 	}
+	// Voice notes are transcribed once it is clear the turn runs: the
+	// transcript is in the user message the model sees and the session
+	// stores. Messages of an interrupted turn keep theirs.
+	l.transcribeAll(ctx, ts.members)
+	m = mergeInbound(ts.members)
 	if ttl := l.cfg.SessionTTL; ttl > 0 && sess.Len() > 0 && time.Since(sess.UpdatedAt) >= ttl {
 		// Quiet past its time to live: the conversation goes to memory
 		// and the archive, as with /new, and this message starts a fresh
@@ -208,7 +215,7 @@ func (l *Loop) runTurn(ctx context.Context, m bus.Inbound, sess *session.Session
 func (l *Loop) runStreaming(ctx, endCtx context.Context, rp *replies, r *Runner, msgs []providers.Message, ts *turnState, release func()) (*RunResult, error) {
 	defer rp.closeStream(endCtx)
 	defer release()
-	return r.RunSteered(ctx, msgs, func(ev Event) { rp.emit(ctx, ev) }, l.steerMessages(ts))
+	return r.RunSteered(ctx, msgs, func(ev Event) { rp.emit(ctx, ev) }, l.steerMessages(ctx, ts))
 }
 
 // saveAfter saves whatever the turn produced, even when it was stopped

@@ -38,6 +38,11 @@ type Media struct {
 	Name string `json:"name,omitempty"`
 	// Size in bytes, 0 if unknown.
 	Size int64 `json:"size,omitempty"`
+	// Transcript is what is said in an audio attachment. The agent fills
+	// it in before the turn when transcription is configured; an adapter
+	// whose platform transcribed the audio may set it, and the agent then
+	// leaves the audio alone.
+	Transcript string `json:"transcript,omitempty"`
 }
 
 // IsImage reports whether the attachment is an image.
@@ -129,9 +134,9 @@ type Inbound struct {
 	ModelPreset string `json:"modelPreset,omitempty"`
 	// DenyTools are tools a binding withholds in this chat.
 	DenyTools []string `json:"denyTools,omitempty"`
-	// Voice is set by adapters when the user spoke (a voice note, its
-	// transcription in Content): with voice replies configured the answer
-	// is spoken too.
+	// Voice is set by adapters when the user spoke (a voice note, in
+	// Media or transcribed by the platform in Content): with voice replies
+	// configured the answer is spoken too.
 	Voice bool `json:"voice,omitempty"`
 	// QueueMode is the queue mode a binding picks for this chat ("" = the
 	// agent's default for direct or group chats); a /queue choice in the

@@ -92,7 +92,6 @@ var compatNotes = []compatNote{
 	// Transcription.
 	{path: "transcription.maxDurationSec", status: CompatChanged, msg: "voice notes are bounded by the channel's maxMediaBytes, not by duration"},
 	{path: "transcription.maxUploadMb", status: CompatChanged, msg: "voice notes are bounded by the channel's maxMediaBytes"},
-	{path: "channels.transcriptionProvider", status: CompatChanged, msg: "use the top-level transcription.provider (nanobot deprecated this key too)"},
 	{path: "channels.showReasoning", status: CompatUnsupported, msg: "model reasoning is never shown in chats", when: isTrue},
 	{path: "channels.extractDocumentText", status: CompatUnsupported, msg: "ignored (deprecated in nanobot as well); documents are read on demand"},
 
@@ -310,6 +309,15 @@ func translateCompat(tree map[string]any) []CompatFinding {
 			delete(em, k)
 		}
 	}
+	if k, ok := findKey(ch, "transcriptionProvider"); ok && notEmpty(ch[k]) {
+		if tr := lookupMap(tree, []string{"transcription"}, true); tr != nil {
+			if _, has := findKey(tr, "provider"); !has {
+				tr["provider"] = ch[k]
+			}
+		}
+		delete(ch, k)
+		out = append(out, CompatFinding{Path: "channels.transcriptionProvider", Status: CompatSame, Msg: "carried over as transcription.provider (nanobot reads it when that is not set)"})
+	}
 	if k, ok := findKey(ch, "transcriptionLanguage"); ok && notEmpty(ch[k]) {
 		if tr := lookupMap(tree, []string{"transcription"}, true); tr != nil {
 			if _, has := findKey(tr, "language"); !has {
@@ -501,76 +509,4 @@ func compatEnvWarnings(lookup func(string) (string, bool)) []string {
 		}
 	}
 	return out
-}
-
-// Default Whisper-compatible endpoints of the transcription providers
-// nanobot names without an apiBase.
-var transcriptionBases = map[string]string{
-	"groq":        "https://api.groq.com/openai/v1",
-	"openai":      "https://api.openai.com/v1",
-	"siliconflow": "https://api.siliconflow.cn/v1",
-	"stepfun":     "https://api.stepfun.com/v1",
-}
-
-// transcriptionModels are the default speech models of the providers
-// whose default is not OpenAI's whisper-1.
-var transcriptionModels = map[string]string{
-	"groq":        "whisper-large-v3",
-	"siliconflow": "FunAudioLLM/SenseVoiceSmall",
-	"stepfun":     "step-asr",
-}
-
-// transcriptionChannels are the platforms with a transcription object.
-var transcriptionChannels = []string{"telegram"}
-
-// applyTranscription fills the transcription object of channels that have
-// none from the top-level transcription section (the Python nanobot's
-// shape: a provider name whose key and endpoint are in providers). It
-// returns why it could not, if it could not.
-func applyTranscription(c *Config) []string {
-	t := c.Transcription
-	if t.Provider == "" || (t.Enabled != nil && !*t.Enabled) {
-		return nil
-	}
-	name := t.Provider
-	p, ok := c.Providers[name]
-	if !ok {
-		for k, v := range c.Providers {
-			if normKey(k) == normKey(name) {
-				p, ok = v, true
-			}
-		}
-	}
-	base := p.APIBase
-	if base == "" {
-		base = transcriptionBases[strings.ToLower(name)]
-	}
-	if base == "" {
-		return []string{fmt.Sprintf("transcription.provider: %q has no Whisper-compatible endpoint known here; set providers.%s.apiBase", name, name)}
-	}
-	if !ok || p.APIKey == "" {
-		return []string{fmt.Sprintf("transcription.provider: providers.%s.apiKey is not set; voice notes are not transcribed", name)}
-	}
-	model := t.Model
-	if model == "" {
-		model = "whisper-1"
-		if m, ok := transcriptionModels[strings.ToLower(name)]; ok {
-			model = m
-		}
-	}
-	for _, ch := range transcriptionChannels {
-		raw, ok := c.Channels.Platforms[ch]
-		if !ok {
-			continue
-		}
-		if cur, ok := raw["transcription"].(map[string]any); ok && notEmpty(cur["apiBase"]) {
-			continue // the channel's own setting wins
-		}
-		tr := map[string]any{"apiBase": base, "apiKey": p.APIKey, "model": model}
-		if t.Language != "" {
-			tr["language"] = t.Language
-		}
-		raw["transcription"] = tr
-	}
-	return nil
 }

@@ -51,9 +51,8 @@ type Config struct {
 	// Limits are usage budgets per sender, chat, agent and instance
 	// (docs/usage.md).
 	Limits LimitsConfig `json:"limits,omitzero"`
-	// Transcription is the Python nanobot's speech-to-text section; it
-	// fills in the transcription of channels that have none of their own
-	// (see ApplyTranscription and docs/migrating.md).
+	// Transcription turns voice notes and audio files on every channel
+	// into text before the agent reads them (docs/configuration.md).
 	Transcription TranscriptionConfig `json:"transcription"`
 	// Hooks are external programs and HTTP endpoints asked at points of
 	// the agent's work, which may observe, modify or veto (docs/hooks.md).
@@ -64,17 +63,17 @@ type Config struct {
 
 // TranscriptionConfig picks the speech-to-text service by provider name,
 // the way the Python nanobot does: the key and endpoint come from
-// providers.<provider>.
+// providers.<provider> (see TranscriptionService).
 type TranscriptionConfig struct {
 	// Enabled turns transcription on (default true when a provider is set).
 	Enabled *bool `json:"enabled,omitempty"`
-	// Provider names a providers entry with a Whisper-compatible
-	// /audio/transcriptions endpoint ("groq", "openai", or a custom name
-	// with an apiBase).
+	// Provider names the service: groq, openai, openrouter, xiaomi_mimo
+	// (mimo, xiaomi), stepfun, assemblyai, siliconflow (silicon), or
+	// another providers entry whose apiBase is a Whisper-compatible
+	// server.
 	Provider string `json:"provider,omitempty"`
-	// Model is the transcription model (default: whisper-large-v3 on Groq,
-	// whisper-1 on OpenAI, the provider's own speech model on SiliconFlow
-	// and StepFun).
+	// Model is the speech model (default: the service's own, see
+	// docs/configuration.md; whisper-1 on other servers).
 	Model string `json:"model,omitempty"`
 	// Language is the spoken language as an ISO 639 code ("de", "zh"),
 	// sent as a hint; empty lets the service detect it.

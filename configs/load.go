@@ -130,7 +130,7 @@ func Load(opts Options) (*Loaded, error) {
 		return fail(nil, err)
 	}
 	applyEntryDefaults(&l.Config)
-	l.Warnings = append(l.Warnings, applyTranscription(&l.Config)...)
+	l.Warnings = append(l.Warnings, transcriptionWarnings(&l.Config)...)
 	if probs := l.Config.Validate(); len(probs) > 0 {
 		return fail(probs, nil)
 	}

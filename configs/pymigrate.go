@@ -73,10 +73,15 @@ func MigratePython(data []byte, platforms map[string]any) (*PythonMigration, err
 		}
 	}
 
+	// Ahead of the others: for channels.transcriptionProvider it says
+	// whether the provider works, not only where it went.
+	tf, treports := transcriptionFindings(tree)
+	findings = append(tf, findings...)
 	m := &PythonMigration{}
 	for _, leaf := range leaves {
 		m.Keys = append(m.Keys, classify(leaf, findings, movedFrom, unknown))
 	}
+	m.Keys = append(m.Keys, treports...)
 	// The Python nanobot's workspace defaults to ~/.nanobot/workspace
 	// wherever the config is; here it is the folder beside config.json.
 	// Write it out so the same workspace is used.

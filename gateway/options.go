@@ -51,6 +51,10 @@ type Options struct {
 	// Speaker speaks final answers as voice messages (tts.enabled); nil:
 	// no voice replies.
 	Speaker agent.Speaker
+	// Transcription turns voice notes and audio files on every channel
+	// into text before their turn (the transcription section, and a
+	// channel's own); the zero value: none.
+	Transcription agent.TranscriptionConfig
 	// Observer is told about every provider call and tool execution of
 	// every agent, after the gateway's metrics (tracing: Langfuse). Nil:
 	// only the metrics. It must not block.

@@ -12,7 +12,8 @@ type Record struct {
 	// Time is when the call ended.
 	Time time.Time
 	// Kind is what was bought: "" for a model call (chat), KindImage for
-	// generated images. Totals add every kind.
+	// generated images, KindTranscription for speech to text. Totals add
+	// every kind.
 	Kind string
 	// Agent is the agent that made the call.
 	Agent string
@@ -56,6 +57,11 @@ const KindEmbedding = "embedding"
 // SourceMemory is the Source of the calls memory_search makes to embed
 // what it indexes and the queries it is given.
 const SourceMemory = "memory"
+
+// KindTranscription marks a record of a voice note or audio file turned
+// into text before a turn. It counts no tokens; the services bill by the
+// minute of audio, which the prices do not know, so its cost is unknown.
+const KindTranscription = "transcription"
 
 // Outcomes of a call.
 const (

@@ -300,7 +300,7 @@ func (c *Channel) attachments(ctx context.Context, msg *models.Message) ([]bus.M
 			mt = "audio/ogg"
 		}
 		m, ok := add("voice", v.FileID, v.FileUniqueID, "voice.ogg", mt, v.FileSize)
-		notes = append(notes, c.voiceNote(ctx, m, ok, v.FileSize))
+		notes = append(notes, voiceNote(m, ok, v.FileSize))
 	}
 	if s := msg.Sticker; s != nil {
 		notes = append(notes, "[sticker "+s.Emoji+"]")
@@ -308,20 +308,12 @@ func (c *Channel) attachments(ctx context.Context, msg *models.Message) ([]bus.M
 	return media, notes
 }
 
-// voiceNote is the text standing for a voice message: its transcription
-// when that is configured and works, otherwise where the audio is.
-func (c *Channel) voiceNote(ctx context.Context, m bus.Media, ok bool, size int64) string {
+// voiceNote is the text standing for a voice message: where the audio is
+// (the agent adds its transcription when that is configured), or why it
+// is not there.
+func voiceNote(m bus.Media, ok bool, size int64) string {
 	if !ok {
 		return fmt.Sprintf("[voice message: not downloaded (%s)]", media.Size(size))
-	}
-	if c.cfg.Transcription.APIBase != "" {
-		text, err := c.transcribe(ctx, m.Path)
-		if err == nil && strings.TrimSpace(text) != "" {
-			return "[voice transcription] " + strings.TrimSpace(text)
-		}
-		if err != nil {
-			c.log.Warn("telegram: voice transcription failed", "err", err)
-		}
 	}
 	return "[voice message: " + m.Path + "]"
 }

@@ -16,8 +16,8 @@
 // Sending converts Markdown to Telegram's HTML (format.go), streams by
 // editing the sent message, shows "typing…", and sends files as photos or
 // documents. Photos, documents, voice notes and audio users send are
-// downloaded into the media folder; voice notes are transcribed when a
-// Whisper-compatible endpoint is configured.
+// downloaded into the media folder; the agent transcribes voice notes when
+// transcription is configured (Config.Transcription is handed to it).
 //
 // Concurrency: Send, Edit, Typing, SendMedia and SendVoice use a client that
 // never polls and may be called from any goroutine, concurrently with Run
@@ -80,12 +80,16 @@ type Config struct {
 	// MaxMediaBytes caps one downloaded attachment (default 20 MB, the Bot
 	// API's own download limit); bigger ones become a note in the text.
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
-	// Transcription turns voice notes into text.
+	// Transcription is a speech-to-text endpoint for this channel's voice
+	// notes alone; the agent uses it (the gateway hands it over), in place
+	// of the top-level transcription section.
 	Transcription Transcription `json:"transcription"`
 }
 
 // Transcription is a Whisper-compatible speech-to-text endpoint (OpenAI,
 // Groq, a local whisper server): POST {apiBase}/audio/transcriptions.
+// The top-level transcription section does the same for every channel
+// and knows more services.
 type Transcription struct {
 	// APIBase is the endpoint's base URL, e.g. https://api.groq.com/openai/v1;
 	// empty disables transcription.
@@ -176,7 +180,6 @@ type Channel struct {
 	mediaDir string
 	http     *http.Client // Bot API calls (through the proxy)
 	files    *http.Client // file downloads
-	stt      *http.Client // transcription (not through the proxy)
 	api      *bot.Bot     // sends and edits; never polls
 
 	// Timing, fixed by New; tests in this package shorten them.
@@ -234,7 +237,6 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		backoffMin:   500 * time.Millisecond,
 		backoffMax:   30 * time.Second,
 		files:        &http.Client{Transport: transport, Timeout: 5 * time.Minute},
-		stt:          &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
 	}
 	c.http = &http.Client{Transport: transport}
 	api, err := c.newBot(&sender{c: c})
@@ -303,7 +305,6 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 		c.mu.Unlock()
 		c.http.CloseIdleConnections()
 		c.files.CloseIdleConnections()
-		c.stt.CloseIdleConnections()
 	}()
 	loop := &channels.Loop{
 		Name: "telegram", Log: c.log, Health: &c.health, Min: c.backoffMin, Max: c.backoffMax,

@@ -130,18 +130,16 @@ func TestNanobotOptionsMeanWhatTheySay(t *testing.T) {
 	})
 	t.Run("transcription", func(t *testing.T) {
 		l := load(t, "transcription-groq")
-		tg := telegram.DefaultConfig()
-		l.Config.Channels.Decode("telegram", &tg)
-		want := telegram.Transcription{APIBase: "https://api.groq.com/openai/v1", APIKey: "test-groq_api_key", Model: "whisper-large-v3-turbo"}
-		if tg.Transcription != want {
-			t.Errorf("telegram transcription = %+v, want %+v", tg.Transcription, want)
+		s, ok, why := l.Config.TranscriptionService()
+		want := configs.TranscriptionService{Provider: "groq", APIKey: "test-groq_api_key", Model: "whisper-large-v3-turbo"}
+		if !ok || s != want {
+			t.Errorf("transcription service = %+v (%v, %q), want %+v", s, ok, why, want)
 		}
 		l = load(t, "transcription-openai-language")
-		tg = telegram.DefaultConfig()
-		l.Config.Channels.Decode("telegram", &tg)
-		want = telegram.Transcription{APIBase: "https://api.openai.com/v1", APIKey: "test-openai_api_key", Model: "whisper-1", Language: "de"}
-		if tg.Transcription != want {
-			t.Errorf("telegram transcription with a language = %+v, want %+v", tg.Transcription, want)
+		s, ok, why = l.Config.TranscriptionService()
+		want = configs.TranscriptionService{Provider: "openai", APIKey: "test-openai_api_key", Language: "de"}
+		if !ok || s != want {
+			t.Errorf("transcription service with a language = %+v (%v, %q), want %+v", s, ok, why, want)
 		}
 	})
 	t.Run("per-channel progress", func(t *testing.T) {

@@ -128,6 +128,7 @@ func diagnose(l *configs.Loaded) []finding {
 	}
 
 	out = append(out, diagnoseVoice(c)...)
+	out = append(out, diagnoseTranscription(c)...)
 	out = append(out, diagnoseBrowser(c)...)
 
 	host := c.Gateway.Host

@@ -158,6 +158,7 @@ func runGateway(ctx context.Context, a *app, r *restarter) error {
 		a.log.Warn("voice replies are off", "err", err)
 	}
 	opts.Speaker = speaker
+	opts.Transcription = buildTranscription(&l.Config, a.log)
 	obs, stopTracing := a.startLangfuse()
 	defer stopTracing()
 	opts.Observer = obs

@@ -180,7 +180,8 @@ func runSpeakingGateway(t *testing.T, path string, body []byte, llm *providertes
 	go func() {
 		done <- gateway.Run(ctx, gateway.Options{
 			Config: &loaded.Config, Paths: loaded.Paths, Provider: provider, Model: "test-model", Speaker: speaker,
-			Channels: newChannelRegistry(), Listener: ln, DrainTimeout: 2 * time.Second, Stderr: io.Discard, Log: slog.New(slog.DiscardHandler),
+			Transcription: buildTranscription(&loaded.Config, slog.New(slog.DiscardHandler)),
+			Channels:      newChannelRegistry(), Listener: ln, DrainTimeout: 2 * time.Second, Stderr: io.Discard, Log: slog.New(slog.DiscardHandler),
 		})
 	}()
 	t.Cleanup(func() {
