@@ -100,6 +100,9 @@ func TestDreamNowAndItsPrompt(t *testing.T) {
 	h.send("guest", "/dream")
 	h.send("guest", "/dream-prompt only family facts")
 	h.send("guest", "/dream-prompt")
+	// Chats run in parallel: the guest's look at the instructions must
+	// come before the admin changes them.
+	waitfor.True(t, "the guest's three commands", func() bool { return h.doneCount() == 3 })
 	admin("/dream")
 	admin("/dream-prompt Keep only family facts.")
 	admin("/dream-prompt")

@@ -79,7 +79,7 @@ func (l *Loop) transcribeAll(ctx context.Context, ms []bus.Inbound) {
 // without one: the message is never held back for it.
 func (l *Loop) transcribe(ctx context.Context, m bus.Inbound) bus.Inbound {
 	tr := l.cfg.Transcription.For(m.Channel)
-	if tr == nil {
+	if tr == nil || l.overBudget(m) {
 		return m
 	}
 	var media []bus.Media // copied on the first change: m's slice may be shared
@@ -129,4 +129,25 @@ func (l *Loop) recordTranscription(ctx context.Context, m bus.Inbound, tr Transc
 	if _, lerr := l.cfg.Usage.Append(rec); lerr != nil {
 		l.log.Error("recording transcription usage failed", "err", lerr)
 	}
+}
+
+// overBudget reports a sender whose budget is used up: their turn will be
+// refused, so their audio is not sent to be transcribed first.
+func (l *Loop) overBudget(m bus.Inbound) bool {
+	r := l.cfg.Runner
+	if r == nil || r.Budgets == nil {
+		return false
+	}
+	agent := r.Agent
+	if agent == "" {
+		agent = DefaultAgentName
+	}
+	rsv, err := r.Budgets.Reserve(usage.Caller{Agent: agent, Channel: m.Channel, Sender: m.SenderID, Session: m.Key(), Admin: m.Admin,
+		Provider: r.ProviderName, Model: r.Model}, usage.Estimate{})
+	if err != nil {
+		l.log.Info("transcription skipped: the sender's budget is used up", "session", m.Key())
+		return true
+	}
+	rsv.Release()
+	return false
 }

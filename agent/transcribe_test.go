@@ -218,3 +218,34 @@ func TestTranscriptionIsInTheLedger(t *testing.T) {
 		t.Errorf("transcription records %q, want %q", got, want)
 	}
 }
+
+// A sender whose budget is used up is not transcribed: their turn is
+// refused, and their audio is not sent anywhere first.
+func TestNoTranscriptionOverBudget(t *testing.T) {
+	led, err := usage.Open(t.Context(), t.TempDir(), usage.Options{Location: time.UTC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = led.Close() })
+	if _, err := led.Append(usage.Record{Agent: DefaultAgentName, Channel: "discord", Sender: "u7", Input: 5000, Outcome: usage.OutcomeOK}); err != nil {
+		t.Fatal(err)
+	}
+	tr := &fakeTranscriber{name: "groq", text: "hi"}
+	llm := echoLLM()
+	h := newHarness(t, llm, nil, func(c *LoopConfig) {
+		c.Transcription = TranscriptionConfig{Transcriber: tr}
+		c.Runner.Budgets = usage.NewBudgets(led, usage.Limits{PerSender: usage.Budget{DailyTokens: 1000}}, nil)
+	})
+	note := []bus.Media{{Path: "/media/v.ogg", MIMEType: "audio/ogg"}}
+	h.ask(t, bus.Inbound{Channel: "discord", ChatID: "c9", SenderID: "u7", Media: note})
+	if got := tr.called(); len(got) != 0 {
+		t.Errorf("an over-budget sender's audio was transcribed: %q", got)
+	}
+	if n := len(llm.reqs()); n != 0 {
+		t.Errorf("%d model calls for an over-budget sender", n)
+	}
+	h.ask(t, bus.Inbound{Channel: "discord", ChatID: "c10", SenderID: "someone-else", Media: note})
+	if got := tr.called(); len(got) != 1 {
+		t.Errorf("another sender's note: transcribed %q, want once", got)
+	}
+}
