@@ -173,6 +173,12 @@ func newHarness(t *testing.T, llm *fakeLLM, ts ToolSet, tweak func(*LoopConfig))
 	}
 	h.loop = NewLoop(cfg)
 	t.Cleanup(func() {
+		// Turns still saving write into dir, whose removal (the next
+		// cleanup) would then fail: let running work end first. A test
+		// that left a turn blocked for good is let go after a while.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = h.loop.WaitIdle(ctx)
 		// The count of waiting messages must come back to 0 with the
 		// queues, whatever the test did.
 		if h.loop.Idle() && h.loop.Queued() != 0 {
