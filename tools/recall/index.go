@@ -38,12 +38,17 @@ type IndexOptions struct {
 // and conversations: BM25 over words and, with an Embedder, vectors.
 //
 // It is brought up to date before each search (only what was added to a
-// file since is read) and, after Notify, in the background; it is saved
-// to IndexDir (written whole to a temporary file, then renamed) after a
-// change, so a restart reads on from where it stood. A saved index that
-// cannot be read is rebuilt from the files. An Index is safe for
-// concurrent use: one update runs at a time, its file and network IO
-// outside the lock searches take.
+// file since is read, and at most one batch embedded) and, after Notify,
+// in the background (a larger backlog of embeddings too); it is saved to
+// IndexDir (written whole to a temporary file, then renamed) at most every
+// saveEvery, so a restart reads on from where it stood. A saved index
+// that cannot be read is rebuilt from the files.
+//
+// Concurrency: an Index is safe for concurrent use. One update runs at a
+// time; a search that finds one running searches what is loaded instead
+// of waiting for its file and network IO (only the first load is waited
+// for), and the update's changes are applied under a lock searches hold
+// only while they score.
 type Index struct {
 	opts IndexOptions
 	log  *slog.Logger
@@ -133,8 +138,14 @@ func (x *Index) later() {
 	x.mu.Unlock()
 	ctx, cancel := context.WithTimeout(x.ctx, refreshTimeout)
 	defer cancel()
-	if err := x.Refresh(ctx); err != nil && ctx.Err() == nil {
+	x.update.Lock()
+	more, err := x.updateLocked(ctx, embedPerRefresh)
+	x.update.Unlock()
+	if err != nil && ctx.Err() == nil {
 		x.log.Warn("memory index: update failed", "err", err)
+	}
+	if more && err == nil {
+		x.Notify() // a backlog to embed: go on shortly
 	}
 }
 
@@ -143,17 +154,31 @@ const (
 	refreshTimeout = 5 * time.Minute
 )
 
-// Refresh brings the index up to date with the files and saves it.
+// Refresh brings the index up to date with the files, embeds up to
+// embedPerRefresh new pieces, and saves it.
 func (x *Index) Refresh(ctx context.Context) error {
 	x.update.Lock()
 	defer x.update.Unlock()
+	_, err := x.updateLocked(ctx, embedPerRefresh)
+	return err
+}
+
+// updateLocked loads, reads what changed, embeds up to embed pieces and
+// saves when a save is due; more reports pieces still to embed. x.update
+// is held.
+func (x *Index) updateLocked(ctx context.Context, embed int) (more bool, err error) {
 	if err := x.loadLocked(); err != nil {
-		return err
+		return false, err
 	}
 	if err := x.refreshLocked(ctx); err != nil {
-		return err
+		return false, err
 	}
-	x.embedLocked(ctx)
+	more = x.embedLocked(ctx, embed)
+	return more, x.saveIfDue()
+}
+
+// saveIfDue saves when the last save is saveEvery old. x.update is held.
+func (x *Index) saveIfDue() error {
 	x.mu.RLock()
 	due := time.Since(x.saved) >= saveEvery
 	x.mu.RUnlock()

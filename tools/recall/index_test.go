@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,4 +277,49 @@ func TestSearchesWhileItUpdates(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// gatedEmbedder, while block is set, signals entered and waits in Embed
+// until release is closed.
+type gatedEmbedder struct {
+	recalltest.Embedder
+	entered chan struct{} // receives when an Embed call waits
+	release chan struct{}
+	block   atomic.Bool
+}
+
+func (g *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if g.block.Load() {
+		g.entered <- struct{}{}
+		<-g.release
+	}
+	return g.Embedder.Embed(ctx, texts)
+}
+
+// TestSearchDoesNotWaitForAnUpdate: while an update waits on the
+// embedding service, a search answers from what is loaded instead of
+// waiting for it.
+func TestSearchDoesNotWaitForAnUpdate(t *testing.T) {
+	f := newFeed()
+	f.add("a.jsonl", msg("t:1", "the locker code is 4471"))
+	emb := &gatedEmbedder{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	x := NewIndex(IndexOptions{Workspace: t.TempDir(), Feed: f, Embedder: emb})
+	defer x.Close()
+	if _, _, err := x.Search(context.Background(), "locker", 3, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	f.add("a.jsonl", msg("t:1", "a new message to embed"))
+	emb.block.Store(true)
+	updated := make(chan error, 1)
+	go func() { updated <- x.Refresh(context.Background()) }()
+	<-emb.entered // the update holds the index and waits on the service
+	emb.block.Store(false)
+	hits, _, err := x.Search(context.Background(), "locker code", 3, Scope{})
+	if err != nil || len(hits) == 0 || !strings.Contains(hits[0].Text, "4471") {
+		t.Errorf("a search during the update: %v %v", hits, err)
+	}
+	close(emb.release)
+	if err := <-updated; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -37,8 +37,23 @@ const rrfK = 60
 // the ranking fuses matching words and similar meaning; when the query
 // cannot be embedded it falls back to words alone.
 func (x *Index) Search(ctx context.Context, query string, limit int, scope Scope) ([]Hit, int, error) {
-	if err := x.Refresh(ctx); err != nil {
-		return nil, 0, err
+	// Bring the index up to date first, unless an update is running (in
+	// the background, or for another search): then search what is
+	// loaded rather than wait on its IO. Only a first load is waited for.
+	locked := x.update.TryLock()
+	if !locked && !x.loaded() {
+		x.update.Lock()
+		locked = true
+	}
+	if locked {
+		more, err := x.updateLocked(ctx, embedPerSearch)
+		x.update.Unlock()
+		if err != nil {
+			return nil, 0, err
+		}
+		if more {
+			x.Notify()
+		}
 	}
 	var qvec []float32
 	if x.opts.Embedder != nil && x.hasVectors() {

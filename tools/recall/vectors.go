@@ -19,22 +19,26 @@ type Embedder interface {
 const (
 	// embedBatch is the texts sent in one embedding call.
 	embedBatch = 64
-	// embedPerRefresh bounds the pieces one refresh embeds, so a search
-	// after a long absence is not held up by a large backlog; later
-	// refreshes embed the rest.
+	// embedPerRefresh bounds the pieces one background update embeds;
+	// the next embeds the rest.
 	embedPerRefresh = 1024
+	// embedPerSearch bounds what a search embeds before it answers (one
+	// batch: the turns saved since the last update); a larger backlog is
+	// left to the background, so a search is never held up by it.
+	embedPerSearch = embedBatch
 	// embedRunes is how much of a piece is embedded.
 	embedRunes = 2000
 )
 
-// embedLocked gives the pieces without a vector one, in batches, calling
-// the embedder with no lock held. A failure is logged (once for each
-// message) and leaves the rest for a later refresh. x.update is held, so
-// the piece numbers stay put.
-func (x *Index) embedLocked(ctx context.Context) {
+// embedLocked gives up to limit pieces without a vector one, in batches,
+// calling the embedder with no lock held; more reports pieces left
+// without one. A failure is logged (once for each message) and leaves
+// the rest for a later update. x.update is held, so the piece numbers
+// stay put.
+func (x *Index) embedLocked(ctx context.Context, limit int) (more bool) {
 	emb := x.opts.Embedder
 	if emb == nil {
-		return
+		return false
 	}
 	model := emb.Model()
 	var todo []uint32
@@ -47,10 +51,15 @@ func (x *Index) embedLocked(ctx context.Context) {
 		x.st.Model, x.dirty = model, true
 	}
 	for i, d := range x.st.Docs {
-		if !d.Dead && d.Vec == nil && len(todo) < embedPerRefresh {
-			todo = append(todo, uint32(i))
-			texts = append(texts, clipRunes(d.Text, embedRunes))
+		if d.Dead || d.Vec != nil {
+			continue
 		}
+		if len(todo) == limit {
+			more = true
+			break
+		}
+		todo = append(todo, uint32(i))
+		texts = append(texts, clipRunes(d.Text, embedRunes))
 	}
 	x.mu.Unlock()
 	for start := 0; start < len(todo); start += embedBatch {
@@ -61,7 +70,7 @@ func (x *Index) embedLocked(ctx context.Context) {
 		}
 		if err != nil {
 			x.embedFailed(err)
-			return
+			return false // the next update tries again
 		}
 		x.mu.Lock()
 		for i, v := range vecs {
@@ -73,6 +82,7 @@ func (x *Index) embedLocked(ctx context.Context) {
 		x.embedErr = ""
 		x.mu.Unlock()
 	}
+	return more
 }
 
 type embedError string
