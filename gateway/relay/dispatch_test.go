@@ -412,3 +412,34 @@ func TestHeldReplyOutlastsMaxRetries(t *testing.T) {
 		t.Errorf("sent %q", s[0].Content)
 	}
 }
+
+// TestSplitMessageKeepsButtonsOnTheLastPart: a message longer than the
+// platform's limit is sent in parts; an approval's buttons go under the
+// last part only (a person answers after reading it all), and the files
+// with the first.
+func TestSplitMessageKeepsButtonsOnTheLastPart(t *testing.T) {
+	fc := &fakeChannel{name: "tg", limit: 60}
+	out := startDispatcher(t, DispatcherConfig{MaxRetries: 3, RetryBase: time.Millisecond}, fc)
+	long := strings.Repeat("This command wants to run and here is why it matters. ", 4)
+	actions := []bus.Action{{Label: "Approve", Command: "/approve ab12"}, {Label: "Deny", Command: "/deny ab12"}}
+	parts := len(Split(long, fc.limit))
+	if parts < 3 {
+		t.Fatalf("the message splits into %d parts; the test wants at least 3", parts)
+	}
+	out <- bus.Outbound{Channel: "tg", ChatID: "1", Content: long, Final: true, Actions: actions,
+		Media: []bus.Media{{Path: "/tmp/plan.txt"}}}
+	waitfor.True(t, "every part sent", func() bool {
+		sent, _ := fc.snapshot()
+		return len(sent) == parts
+	})
+	sent, _ := fc.snapshot()
+	for i, m := range sent {
+		last := i == len(sent)-1
+		if got := len(m.Actions); last && got != 2 || !last && got != 0 {
+			t.Errorf("part %d of %d has %d buttons", i+1, len(sent), got)
+		}
+		if got := len(m.Media); i == 0 && got != 1 || i > 0 && got != 0 {
+			t.Errorf("part %d of %d has %d files", i+1, len(sent), got)
+		}
+	}
+}
