@@ -19,10 +19,15 @@ import (
 
 // Send implements channels.Channel: one message (the dispatcher already
 // split it to MessageLimit), replying to the user's message when
-// replyToMessage is on. Mentions in the text do not ping anyone.
+// replyToMessage is on. The answer to a slash command completes its
+// interaction instead, while its token works (slash.go). Mentions in the
+// text do not ping anyone.
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if err := channels.CheckSend("discord", m); err != nil {
 		return channels.MessageRef{}, err
+	}
+	if ref, handled, err := c.sendAnswer(ctx, m); handled {
+		return ref, err
 	}
 	data := &discordgo.MessageSend{
 		Content:         toDiscord(m.Content),
@@ -107,6 +112,9 @@ func (c *Channel) Edit(ctx context.Context, r channels.MessageRef, m bus.Outboun
 		return nil
 	}
 	text := toDiscord(m.Content)
+	if handled, err := c.editAnswer(ctx, r, text); handled {
+		return err
+	}
 	_, err := c.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
 		ID: r.MessageID, Channel: r.ChatID, Content: &text,
 		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
