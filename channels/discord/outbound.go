@@ -49,8 +49,10 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 const maxFiles = 10
 
 // SendMedia implements channels.MediaSender: the text with the files
-// attached (up to ten per message; more go in follow-up messages). Media
-// with only a URL are linked in the text. It returns the first message.
+// attached (up to ten per message; more go in follow-up messages), in the
+// channel also when they answer a slash command (whose deferred response
+// is withdrawn if nothing completed it). Media with only a URL are linked
+// in the text. It returns the first message.
 func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if m.ChatID == "" {
 		return channels.MessageRef{}, channels.Permanentf("discord: send: empty chat id")
@@ -102,6 +104,11 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 			return parts.Fail(c.sendError("send files to channel "+m.ChatID, err))
 		}
 		parts.Sent(channels.MessageRef{ChatID: m.ChatID, MessageID: msg.ID})
+	}
+	// Files go to the channel; a slash command they answer stops
+	// "thinking".
+	if id := m.Metadata[metaInteraction]; id != "" {
+		c.withdraw(ctx, id)
 	}
 	return parts.First(), nil
 }

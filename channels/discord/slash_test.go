@@ -3,6 +3,8 @@ package discord
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -418,5 +420,31 @@ func TestSlashAnswerRateLimited(t *testing.T) {
 	}
 	if s := fake.Sent(); len(s) != 1 || s[0].Interaction != id || s[0].Edit {
 		t.Errorf("sent %+v, want the retry to complete the response", s)
+	}
+}
+
+// TestSlashAnswerWithFiles: files answering a slash command go to the
+// channel, and the deferred response nothing completed is withdrawn.
+func TestSlashAnswerWithFiles(t *testing.T) {
+	fake := discordtest.New(t)
+	ch := slashChannel(t, fake, table, nil)
+	in := &gate{}
+	runWith(t, ch, in)
+	waitfor.True(t, "registration", func() bool { return fake.CommandPuts("") == 1 })
+	id := fake.Invoke(dm(alice), "", alice, "new")
+	m := in.wait(t, "/new", func(m bus.Inbound) bool { return m.MessageID == "interaction:"+id })
+	file := filepath.Join(t.TempDir(), "report.txt")
+	if err := os.WriteFile(file, []byte("numbers"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := bus.Outbound{Channel: "discord", ChatID: m.ChatID, Content: "here", Metadata: m.Metadata, Media: []bus.Media{{Path: file}}, Final: true}
+	if _, err := ch.SendMedia(t.Context(), out); err != nil {
+		t.Fatal(err)
+	}
+	if s := fake.Sent(); len(s) != 1 || s[0].Interaction != "" || len(s[0].Files) != 1 {
+		t.Errorf("sent %+v, want one channel message with the file", s)
+	}
+	if !fake.Withdrawn(id) {
+		t.Error("the deferred response was left thinking")
 	}
 }
