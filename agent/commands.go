@@ -11,24 +11,34 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 )
 
-// Commands lists the slash commands handled without the LLM.
-var Commands = []struct{ Name, Help string }{
-	{"new", "start a new conversation (the current one is archived to memory)"},
-	{"compact", "fold this conversation into memory now, keeping the last exchanges word for word"},
-	{"dream", "tidy long-term memory now: duplicates merged, outdated facts updated (admins)"},
-	{"dream-prompt", "show the dream's instructions; /dream-prompt <text> sets them, /dream-prompt reset goes back (admins)"},
-	{"dream-log", "list the kept versions of long-term memory (MEMORY.md), newest first"},
-	{"dream-restore", "put a kept version of long-term memory back: /dream-restore <version> (admins)"},
-	{"goal", "show this chat's sustained goal; /goal <task> sets one the agent keeps working on (admins)"},
-	{"skill", "list the skills; /skill show NAME, /skill enable NAME, /skill disable NAME (admins)"},
-	{"stop", "stop the current answer and anything queued"},
-	{"restart", "stop the gateway gracefully and start it again (admins)"},
-	{"status", "show the model, conversation size and context use"},
-	{"model", "list the model presets; /model <preset> switches this chat, /model reset goes back"},
-	{"voice", "voice replies: /voice on speaks every answer, /voice off only answers voice notes with voice"},
-	{"queue", "show how messages written during an answer are handled; /queue <queue|steer|collect|interrupt> sets it for this chat"},
-	{"usage", "show tokens and cost of this chat (/usage all: everyone's, for admins)"},
-	{"help", "show this help"},
+// Commands lists the slash commands handled without the LLM, with their
+// arguments for platforms that show a command menu (the gateway hands the
+// table to the channels; see bus.Command).
+var Commands = []bus.Command{
+	{Name: "new", Help: "start a new conversation (the current one is archived to memory)"},
+	{Name: "compact", Help: "fold this conversation into memory now, keeping the last exchanges word for word"},
+	{Name: "dream", Help: "tidy long-term memory now: duplicates merged, outdated facts updated (admins)"},
+	{Name: "dream-prompt", Help: "show the dream's instructions; /dream-prompt <text> sets them, /dream-prompt reset goes back (admins)",
+		Args: []bus.CommandArg{{Name: "text", Help: "the new instructions, or reset"}}},
+	{Name: "dream-log", Help: "list the kept versions of long-term memory (MEMORY.md), newest first"},
+	{Name: "dream-restore", Help: "put a kept version of long-term memory back: /dream-restore <version> (admins)",
+		Args: []bus.CommandArg{{Name: "version", Help: "a version from /dream-log", Required: true}}},
+	{Name: "goal", Help: "show this chat's sustained goal; /goal <task> sets one the agent keeps working on (admins)",
+		Args: []bus.CommandArg{{Name: "task", Help: "what to keep working on (admins)"}}},
+	{Name: "skill", Help: "list the skills; /skill show NAME, /skill enable NAME, /skill disable NAME (admins)",
+		Args: []bus.CommandArg{{Name: "action", Help: "what to do with a skill", Choices: []string{"show", "enable", "disable"}}, {Name: "name", Help: "the skill"}}},
+	{Name: "stop", Help: "stop the current answer and anything queued"},
+	{Name: "restart", Help: "stop the gateway gracefully and start it again (admins)"},
+	{Name: "status", Help: "show the model, conversation size and context use"},
+	{Name: "model", Help: "list the model presets; /model <preset> switches this chat, /model reset goes back",
+		Args: []bus.CommandArg{{Name: "preset", Help: "a model preset, or reset"}}},
+	{Name: "voice", Help: "voice replies: /voice on speaks every answer, /voice off only answers voice notes with voice",
+		Args: []bus.CommandArg{{Name: "mode", Help: "on or off", Choices: []string{"on", "off"}}}},
+	{Name: "queue", Help: "show how messages written during an answer are handled; /queue <queue|steer|collect|interrupt> sets it for this chat",
+		Args: []bus.CommandArg{{Name: "mode", Help: "what a message written during an answer does", Choices: []string{"queue", "steer", "collect", "interrupt", "reset"}}}},
+	{Name: "usage", Help: "show tokens and cost of this chat (/usage all: everyone's, for admins)",
+		Args: []bus.CommandArg{{Name: "scope", Help: "all: everyone's (admins)", Choices: []string{"all"}}}},
+	{Name: "help", Help: "show this help"},
 }
 
 // parseCommand returns the lower-cased command name of "/name args" (a
@@ -62,7 +72,7 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		var b strings.Builder
 		b.WriteString("Commands:\n")
 		for _, c := range Commands {
-			if strings.HasSuffix(c.Help, "(admins)") && !m.Admin {
+			if c.AdminOnly() && !m.Admin {
 				continue // only what the asker may use
 			}
 			fmt.Fprintf(&b, "/%s — %s\n", c.Name, c.Help)

@@ -1,8 +1,10 @@
 // Package bus carries messages between the chat channels and the agent: an
 // inbound queue (channels, sub-agents, cron and heartbeat publish; the agent
 // loop consumes) and an outbound queue (the agent publishes; the dispatcher
-// consumes and delivers to the channels). It imports nothing of ours, so
-// every package may use its types.
+// consumes and delivers to the channels). It also describes the chat
+// commands (Command) the agent answers and channels offer in their
+// platforms' command menus. It imports nothing of ours, so every package
+// may use its types.
 //
 // Concurrency: any number of goroutines may publish; each queue has exactly
 // one consumer (the agent loop for inbound, the dispatcher for outbound).

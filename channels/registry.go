@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sort"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/redact"
 )
@@ -22,6 +23,13 @@ type Deps struct {
 	// through Redactor, so tokens they fetch at run time are redacted
 	// everywhere.
 	Redact *redact.Redactor
+	// Commands are the chat commands the gateway answers, for platforms
+	// with a command menu of their own (Discord's application commands,
+	// Slack's App Home). A command picked from a menu is delivered as its
+	// text ("/model gpt"); the agent and the gate obey or refuse it as if
+	// it had been typed. Empty when the caller has none (`nanobot channels
+	// login`): an adapter then leaves the platform's menu as it is.
+	Commands []bus.Command
 }
 
 // Redactor returns the redactor an adapter uses for its errors and logs:

@@ -33,7 +33,7 @@ func (g *Gateway) buildChannels() error {
 			for _, c := range g.o.Extra {
 				delete(cc.Platforms, c.Name())
 			}
-			built, err := g.o.Channels.Build(cc, channels.Deps{Log: g.log, Paths: g.o.Paths, Loopback: g.loopback(), Redact: g.o.Redact})
+			built, err := g.o.Channels.Build(cc, channels.Deps{Log: g.log, Paths: g.o.Paths, Loopback: g.loopback(), Redact: g.o.Redact, Commands: g.chatCommands()})
 			if err != nil {
 				return err
 			}

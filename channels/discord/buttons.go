@@ -38,14 +38,18 @@ func components(actions []bus.Action) []discordgo.MessageComponent {
 	return []discordgo.MessageComponent{discordgo.ActionsRow{Components: row}}
 }
 
-// handleInteraction answers a press on one of our buttons (a deferred
-// update, so the client stops waiting) and delivers the command it
-// carries, sent by whoever pressed it: the gate and the agent treat it as
+// handleInteraction hands a slash command to handleCommand; it answers a
+// press on one of our buttons (a deferred update, so the client stops
+// waiting) and delivers the command it carries, sent by whoever pressed it: the gate and the agent treat it as
 // if they had typed it (an approval answer counts only from an admin).
 func (c *Channel) handleInteraction(ctx context.Context, in channels.Inbox, e *discordgo.Event) {
 	var i discordgo.Interaction
 	if err := json.Unmarshal(e.RawData, &i); err != nil {
 		c.log.Warn("discord: malformed INTERACTION_CREATE skipped", "err", err)
+		return
+	}
+	if i.Type == discordgo.InteractionApplicationCommand {
+		c.handleCommand(ctx, in, &i)
 		return
 	}
 	if i.Type != discordgo.InteractionMessageComponent {

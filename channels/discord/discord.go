@@ -18,6 +18,12 @@
 // its own conversation; replies go to the thread by the same id. The parent
 // is not looked up (it would cost a REST call per message).
 //
+// Slash commands: on connect the gateway's chat commands (channels.Deps
+// Commands) are registered as application commands, globally or in the
+// commandGuilds, by one bulk overwrite per scope. Using one is answered at
+// once with a deferred response and delivered as the text command it
+// stands for; the answer completes the deferred response (slash.go).
+//
 // Sending passes Markdown through (Discord renders it; format.go only
 // rewrites what it does not render: deep headings become bold, tables are
 // put in a code block), streams by editing the sent message, and shows
@@ -31,9 +37,12 @@
 //
 // Concurrency: Send, SendMedia, SendVoice, Edit and Typing use only the REST
 // API and may be called from any goroutine, concurrently with Run and with
-// each other. discordgo's reader goroutine only queues message events; one
-// worker goroutine of Run's hands them to the Inbox in order, and Run stops
-// it and closes the socket before it returns.
+// each other; the slash commands awaiting an answer they share with Run are
+// under the channel's lock. discordgo's reader goroutine only queues
+// message events (and gives a slash command its deferred response first,
+// so the three seconds Discord allows never wait on the queue); one worker
+// goroutine of Run's hands them to the Inbox in order, and Run stops it and
+// closes the socket before it returns.
 package discord
 
 import (
@@ -43,6 +52,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -76,14 +86,25 @@ type Config struct {
 	// MaxMediaBytes caps one attachment passed on to the agent (default
 	// 25 MB); bigger ones become a note in the text.
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
+	// SlashCommands registers the gateway's chat commands as Discord
+	// application commands on connect, replacing the bot's earlier ones
+	// (default true); false removes them.
+	SlashCommands *bool `json:"slashCommands"`
+	// CommandGuilds registers the commands in these guilds (server ids)
+	// only, where they show at once, instead of globally (every server
+	// and direct messages); empty means globally.
+	CommandGuilds []string `json:"commandGuilds"`
 }
+
+func (c Config) slashCommands() bool { return c.SlashCommands == nil || *c.SlashCommands }
 
 // DefaultAPIBase is Discord itself.
 const DefaultAPIBase = "https://discord.com"
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, APIBase: DefaultAPIBase, MaxMediaBytes: 25 << 20}
+	yes := true
+	return Config{GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, APIBase: DefaultAPIBase, MaxMediaBytes: 25 << 20, SlashCommands: &yes}
 }
 
 // Validate checks the config; errors name the key under channels.discord.
@@ -96,8 +117,15 @@ func (c Config) Validate() error {
 	p.Add(c.GroupConfig.Check())
 	p.URL("apiBase", c.APIBase)
 	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	for i, g := range c.CommandGuilds {
+		if !snowflake.MatchString(g) {
+			p.Addf("commandGuilds[%d]: %q is not a server id (Developer Mode, right-click the server, Copy Server ID)", i, g)
+		}
+	}
 	return p.Err()
 }
+
+var snowflake = regexp.MustCompile(`^[0-9]{1,20}$`)
 
 // Factory registers the channel: registry.Register("discord", discord.Factory()).
 func Factory() channels.Factory {
@@ -114,6 +142,7 @@ type Channel struct {
 	allow     map[string]bool
 	files     *http.Client // attachment downloads (the CDN needs no token)
 	mediaDir  string       // where attachments are saved ("" = not downloaded)
+	commands  []bus.Command
 
 	// Timing, fixed by New; tests in this package shorten them.
 	editInterval time.Duration
@@ -127,8 +156,14 @@ type Channel struct {
 	mu     sync.Mutex
 	health channels.HealthState
 	me     *discordgo.User
+	app    string          // the application id, from READY
 	stop   <-chan struct{} // ctx.Done() of the current Run
 	lost   chan struct{}   // closed when the current session's socket drops
+	// registered is set once the commands are in place for this process.
+	registered bool
+	// interactions are the slash commands whose answer may still complete
+	// them, by interaction id (slash.go).
+	interactions map[string]*interaction
 }
 
 var (
@@ -159,6 +194,8 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		transport:    http.DefaultTransport.(*http.Transport).Clone(),
 		s:            s,
 		allow:        map[string]bool{},
+		commands:     deps.Commands,
+		interactions: map[string]*interaction{},
 		editInterval: time.Second,
 		backoffMin:   500 * time.Millisecond,
 		backoffMax:   30 * time.Second,
@@ -228,9 +265,23 @@ func (c *Channel) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 	if r.User != nil {
 		c.mu.Lock()
 		c.me = r.User
+		if r.Application != nil && r.Application.ID != "" {
+			c.app = r.Application.ID
+		}
 		c.mu.Unlock()
 		c.log.Info("discord: connected", "bot", r.User.Username, "guilds", len(r.Guilds))
 	}
+}
+
+// appID is the application's id: READY's, or (before one) the bot user's,
+// which it equals for every application made since 2020.
+func (c *Channel) appID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.app == "" && c.me != nil {
+		return c.me.ID
+	}
+	return c.app
 }
 
 // disconnected ends the current session (discordgo closed the socket).
@@ -244,7 +295,8 @@ func (c *Channel) disconnected() {
 }
 
 // onEvent queues every dispatch for Run's worker. It blocks while the
-// queue is full (back-pressure on the gateway reader).
+// queue is full (back-pressure on the gateway reader). A slash command is
+// answered (deferred) here first, within Discord's three seconds.
 func (c *Channel) onEvent(_ *discordgo.Session, e *discordgo.Event) {
 	if e.Type != "MESSAGE_CREATE" && e.Type != "INTERACTION_CREATE" {
 		return
@@ -254,6 +306,9 @@ func (c *Channel) onEvent(_ *discordgo.Session, e *discordgo.Event) {
 	c.mu.Unlock()
 	if stop == nil {
 		c.log.Warn("discord: message received while not running; dropped")
+		return
+	}
+	if e.Type == "INTERACTION_CREATE" && !c.onCommand(e) {
 		return
 	}
 	select {
@@ -320,6 +375,20 @@ func (c *Channel) session(ctx context.Context, up func()) error {
 		return fmt.Errorf("open gateway: %w", err)
 	}
 	up()
+	c.mu.Lock()
+	register := !c.registered
+	c.mu.Unlock()
+	if register {
+		if err := c.registerCommands(ctx, c.appID()); err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("discord: registering the slash commands failed; trying again at the next connect", "err", err)
+			}
+		} else {
+			c.mu.Lock()
+			c.registered = true
+			c.mu.Unlock()
+		}
+	}
 	select {
 	case <-ctx.Done():
 		return nil

@@ -13,8 +13,9 @@ import (
 	"github.com/nanobot-go/nanobot/channels/media"
 )
 
-// handle decodes one MESSAGE_CREATE (or a button's INTERACTION_CREATE) itself (discordgo would pass a half
-// decoded struct along) and delivers it if it is for the bot.
+// handle decodes one MESSAGE_CREATE (or an INTERACTION_CREATE: a button
+// press, a slash command) itself (discordgo would pass a half decoded
+// struct along) and delivers it if it is for the bot.
 func (c *Channel) handle(ctx context.Context, in channels.Inbox, e *discordgo.Event) {
 	if e.Type == "INTERACTION_CREATE" {
 		c.handleInteraction(ctx, in, e)

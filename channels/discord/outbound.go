@@ -19,10 +19,15 @@ import (
 
 // Send implements channels.Channel: one message (the dispatcher already
 // split it to MessageLimit), replying to the user's message when
-// replyToMessage is on. Mentions in the text do not ping anyone.
+// replyToMessage is on. The answer to a slash command completes its
+// interaction instead, while its token works (slash.go). Mentions in the
+// text do not ping anyone.
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if err := channels.CheckSend("discord", m); err != nil {
 		return channels.MessageRef{}, err
+	}
+	if ref, handled, err := c.sendAnswer(ctx, m); handled {
+		return ref, err
 	}
 	data := &discordgo.MessageSend{
 		Content:         toDiscord(m.Content),
@@ -44,8 +49,10 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 const maxFiles = 10
 
 // SendMedia implements channels.MediaSender: the text with the files
-// attached (up to ten per message; more go in follow-up messages). Media
-// with only a URL are linked in the text. It returns the first message.
+// attached (up to ten per message; more go in follow-up messages), in the
+// channel also when they answer a slash command (whose deferred response
+// is withdrawn if nothing completed it). Media with only a URL are linked
+// in the text. It returns the first message.
 func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if m.ChatID == "" {
 		return channels.MessageRef{}, channels.Permanentf("discord: send: empty chat id")
@@ -98,6 +105,11 @@ func (c *Channel) SendMedia(ctx context.Context, m bus.Outbound) (channels.Messa
 		}
 		parts.Sent(channels.MessageRef{ChatID: m.ChatID, MessageID: msg.ID})
 	}
+	// Files go to the channel; a slash command they answer stops
+	// "thinking".
+	if id := m.Metadata[metaInteraction]; id != "" {
+		c.withdraw(ctx, id)
+	}
 	return parts.First(), nil
 }
 
@@ -107,6 +119,9 @@ func (c *Channel) Edit(ctx context.Context, r channels.MessageRef, m bus.Outboun
 		return nil
 	}
 	text := toDiscord(m.Content)
+	if handled, err := c.editAnswer(ctx, r, text); handled {
+		return err
+	}
 	_, err := c.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
 		ID: r.MessageID, Channel: r.ChatID, Content: &text,
 		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},

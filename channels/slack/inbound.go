@@ -106,6 +106,16 @@ func (c *Channel) handleEvent(ctx context.Context, sm *socketmode.Client, in cha
 			c.log.Warn("slack: events_api envelope without an event skipped")
 			return
 		}
+		if home, ok := api.InnerEvent.Data.(*slackevents.AppHomeOpenedEvent); ok {
+			// Acknowledged first: publishing the view may take longer
+			// than Slack waits, and an event redelivered would only
+			// publish it again.
+			if err := sm.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil && ctx.Err() == nil {
+				c.log.Warn("slack: acknowledging an envelope failed", "err", err)
+			}
+			c.openedHome(ctx, in, home)
+			return
+		}
 		if !c.handleEventsAPI(ctx, in, api) {
 			return // not acknowledged: Slack sends the event again
 		}
@@ -122,9 +132,7 @@ func (c *Channel) handleEvent(ctx context.Context, sm *socketmode.Client, in cha
 			_ = sm.AckCtx(ctx, ev.Request.EnvelopeID, nil)
 		}
 	case socketmode.EventTypeSlashCommand:
-		if ev.Request != nil {
-			_ = sm.AckCtx(ctx, ev.Request.EnvelopeID, nil) // not used; acked so Slack does not retry
-		}
+		c.handleSlash(ctx, sm, in, ev)
 	}
 	return
 }

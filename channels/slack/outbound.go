@@ -18,7 +18,8 @@ import (
 // Send implements channels.Channel: one message (the dispatcher already
 // split it to MessageLimit) as mrkdwn, in the message's thread
 // (m.ThreadID) when replyInThread is on. A final answer marks
-// the user's message ✅.
+// the user's message ✅. The answer to a slash command in a conversation
+// the bot cannot post in goes to the command's response_url (slash.go).
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	if err := channels.CheckSend("slack", m); err != nil {
 		return channels.MessageRef{}, err
@@ -36,6 +37,9 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	}
 	_, ts, err := c.api.PostMessageContext(ctx, m.ChatID, opts...)
 	if err != nil {
+		if c.answerPrivately(ctx, m, err) {
+			return channels.MessageRef{ChatID: m.ChatID}, nil
+		}
 		return channels.MessageRef{}, c.sendError("chat.postMessage to "+m.ChatID, err)
 	}
 	c.finished(ctx, m)
@@ -157,8 +161,8 @@ func (c *Channel) finished(ctx context.Context, m bus.Outbound) {
 	if ts == "" {
 		ts = metaString(m.Metadata, "ts")
 	}
-	if ts == "" {
-		return
+	if ts == "" || strings.Contains(ts, ":") {
+		return // not a message: a slash command, a button press
 	}
 	key := m.ChatID + "/" + ts
 	c.mu.Lock()

@@ -15,10 +15,15 @@
 // Sending converts Markdown to mrkdwn (format.go), streams by chat.update,
 // and reacts 👀 on receipt and ✅ when the final answer is sent.
 //
+// Slash commands ("/nanobot new", slash.go) arrive as slash_commands
+// envelopes, are acknowledged at once and delivered as the text command
+// they stand for; the Home tab (home.go) is published when a user opens
+// it.
+//
 // Concurrency: Send, Edit, SendMedia, SendVoice and React use only the Web
 // API and may be called from any goroutine, concurrently with Run and with
 // each other; the state they share with Run (the bot's id, the messages
-// given ✅) is under a lock. Run handles the Socket Mode events on its own
+// given ✅, the slash commands' response_urls) is under a lock. Run handles the Socket Mode events on its own
 // goroutine, one at a time and in order; the socketmode client runs its
 // connection on goroutines of its own, and each session waits for them
 // before Run reconnects or returns.
@@ -31,12 +36,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
@@ -68,6 +75,17 @@ type Config struct {
 	// MaxMediaBytes caps one file a user shares that is downloaded for the
 	// agent (default 20 MB); larger files become a note in the text.
 	MaxMediaBytes int64 `json:"maxMediaBytes"`
+	// SlashCommand is the slash command of the app's manifest that takes
+	// the chat commands as its text ("/nanobot new", "/nanobot model
+	// gpt"); default "/nanobot". Other slash commands the manifest
+	// registers ("/new") are taken as the chat command of their name.
+	SlashCommand string `json:"slashCommand"`
+	// AppHome publishes the Home tab (how to talk to the bot, the
+	// commands) when a user opens it (default true).
+	AppHome *bool `json:"appHome"`
+	// WorkbenchURL, when set, is linked from the Home tab (the gateway's
+	// web workbench as your users reach it).
+	WorkbenchURL string `json:"workbenchURL"`
 }
 
 // DefaultAPIBase is Slack's Web API.
@@ -76,11 +94,20 @@ const DefaultAPIBase = "https://slack.com/api/"
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
 	yes := true
-	return Config{GroupPolicy: channels.GroupMention, APIBase: DefaultAPIBase, ReplyInThread: &yes, Reactions: &yes, MaxMediaBytes: 20 << 20}
+	return Config{GroupPolicy: channels.GroupMention, APIBase: DefaultAPIBase, ReplyInThread: &yes, Reactions: &yes, MaxMediaBytes: 20 << 20,
+		SlashCommand: DefaultSlashCommand, AppHome: &yes}
 }
+
+// DefaultSlashCommand is Config.SlashCommand's default.
+const DefaultSlashCommand = "/nanobot"
 
 func (c Config) threads() bool   { return c.ReplyInThread == nil || *c.ReplyInThread }
 func (c Config) reactions() bool { return c.Reactions == nil || *c.Reactions }
+func (c Config) appHome() bool   { return c.AppHome == nil || *c.AppHome }
+
+// slashName is what Slack takes as a slash command: a slash and up to 32
+// lower-case letters, digits, "-" or "_".
+var slashName = regexp.MustCompile(`^/[-_a-z0-9]{1,32}$`)
 
 // Validate checks the config; errors name the key under channels.slack.
 func (c Config) Validate() error {
@@ -94,6 +121,12 @@ func (c Config) Validate() error {
 	p.Add(c.GroupPolicy.Check("allowChannels", c.AllowChannels))
 	p.URL("apiBase", c.APIBase)
 	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	if !slashName.MatchString(c.SlashCommand) {
+		p.Addf(`slashCommand: %q is not a slash command like "/nanobot" (lower case, at most 32 characters)`, c.SlashCommand)
+	}
+	if c.WorkbenchURL != "" {
+		p.URL("workbenchURL", c.WorkbenchURL)
+	}
 	return p.Err()
 }
 
@@ -124,10 +157,18 @@ type Channel struct {
 	// twice (message and app_mention) and redelivers unacked events.
 	seen *kit.Dedup
 
+	// commands are the gateway's chat commands (the Home tab lists them,
+	// "/nanobot <name>" is known to be one).
+	commands []bus.Command
+
 	mu     sync.Mutex
 	health channels.HealthState
 	botID  string          // the bot's user id ("U..."), from auth.test
 	done   map[string]bool // user messages already given ✅
+	// responses are the response_urls of recent slash commands, by
+	// trigger id: where an answer goes when the bot cannot post in the
+	// conversation (slash.go).
+	responses map[string]*response
 }
 
 var (
@@ -159,6 +200,8 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		pingInterval: 30 * time.Second,
 		seen:         kit.NewDedup(512),
 		done:         map[string]bool{},
+		commands:     deps.Commands,
+		responses:    map[string]*response{},
 	}
 	if u, err := url.Parse(cfg.APIBase); err == nil {
 		c.fileHost = u.Host

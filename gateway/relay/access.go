@@ -166,7 +166,7 @@ func (g *Gate) approve(ctx context.Context, m bus.Inbound, code string) {
 		text = fmt.Sprintf("Approved %s on %s.", p.SenderID, p.Channel)
 		g.reply(ctx, "approval notice", p.SenderID, bus.Outbound{Channel: p.Channel, ChatID: p.ChatID, Kind: bus.KindMessage, Content: "You're approved — say hi!", Final: true})
 	}
-	g.reply(ctx, "pairing approve answer", m.SenderID, bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text, Final: true})
+	g.reply(ctx, "pairing approve answer", m.SenderID, answerTo(m, text))
 }
 
 // resolveCode approves or denies (verb, resolve) the request behind code
@@ -209,6 +209,16 @@ func (g *Gate) reply(ctx context.Context, what, sender string, m bus.Outbound) {
 	}
 	if err := g.Reply(ctx, m); err != nil {
 		g.logger().Warn("access: reply not sent", "reply", what, "channel", m.Channel, "chat_id", m.ChatID, "sender", sender, "err", err)
+	}
+}
+
+// answerTo is the gate's answer to the command m: in m's chat and thread,
+// replying to it, with its metadata, as the agent answers, so a channel
+// that answers a command in place (a Discord slash command) can find it.
+func answerTo(m bus.Inbound, text string) bus.Outbound {
+	return bus.Outbound{
+		Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text, Final: true,
+		ReplyTo: m.MessageID, ThreadID: m.ThreadID, SessionKey: m.Key(), Metadata: m.Metadata,
 	}
 }
 

@@ -12,6 +12,16 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 )
 
+// PairingCommand is the Gate's chat command, for command menus
+// (bus.Command): "/pairing list|approve CODE|deny CODE|revoke CHANNEL:SENDER".
+var PairingCommand = bus.Command{
+	Name: "pairing", Help: "manage who may talk to the bot: list, approve CODE, deny CODE, revoke CHANNEL:SENDER (admins)",
+	Args: []bus.CommandArg{
+		{Name: "action", Help: "what to do", Choices: []string{"list", "approve", "deny", "revoke"}, Required: true},
+		{Name: "target", Help: "a pairing code, or CHANNEL:SENDER to revoke"},
+	},
+}
+
 // managePairing runs "/pairing list", "/pairing deny CODE" and
 // "/pairing revoke CHANNEL:SENDER" from a chat: admins only, as approve.
 // A wrong code counts against deny's sender like one given to approve.
@@ -51,7 +61,7 @@ func (g *Gate) managePairing(ctx context.Context, m bus.Inbound, verb, arg strin
 			text = fmt.Sprintf("Revoked %s on %s: their next message asks for pairing again.", sender, channel)
 		}
 	}
-	g.reply(ctx, "pairing "+verb+" answer", m.SenderID, bus.Outbound{Channel: m.Channel, ChatID: m.ChatID, Kind: bus.KindMessage, Content: text, Final: true})
+	g.reply(ctx, "pairing "+verb+" answer", m.SenderID, answerTo(m, text))
 }
 
 // pairingList is /pairing list's answer: the codes waiting and the

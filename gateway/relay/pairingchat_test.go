@@ -57,3 +57,22 @@ func TestPairingCommandsInChat(t *testing.T) {
 		t.Errorf("pairing commands reached the agent: %+v", r.in)
 	}
 }
+
+// TestPairingAnswersReplyToTheCommand: the gate answers a /pairing command
+// in its chat and thread, as a reply carrying its metadata (as the agent
+// answers), so a channel answering commands in place (a Discord slash
+// command's deferred response) finds what it answers.
+func TestPairingAnswersReplyToTheCommand(t *testing.T) {
+	g, r, _, code := pairingSetup(t, []string{"owner"}, nil)
+	meta := bus.Metadata{"interaction_id": "i-1"}
+	for _, text := range []string{"/pairing list", "/pairing approve " + code} {
+		_ = g.Deliver(context.Background(), bus.Inbound{Channel: "tg", SenderID: "1|owner", ChatID: "c1", ThreadID: "t9",
+			MessageID: "m-" + text, Content: text, Metadata: meta})
+		r.mu.Lock()
+		got := r.outs[len(r.outs)-1]
+		r.mu.Unlock()
+		if got.ChatID != "c1" || got.ReplyTo != "m-"+text || got.ThreadID != "t9" || got.Metadata["interaction_id"] != "i-1" || got.SessionKey != "tg:c1" || !got.Final {
+			t.Errorf("%s: answer %+v, want a final reply to the command in its chat and thread, with its metadata", text, got)
+		}
+	}
+}

@@ -1,8 +1,11 @@
 // Package discordtest is a local Discord for tests: an httptest server
 // with the REST endpoints the adapter uses (GET /api/v9/gateway, message
 // create (JSON or multipart with files) and edit, typing, attachment
-// downloads as from the CDN) and a gateway websocket speaking Hello, Identify,
-// READY, heartbeats and their ACKs, MESSAGE_CREATE and Resume.
+// downloads as from the CDN, application commands' bulk overwrite,
+// interaction callbacks and the interaction webhook: the original
+// response's edit and delete, follow-ups) and a gateway websocket speaking
+// Hello, Identify, READY, heartbeats and their ACKs, MESSAGE_CREATE,
+// INTERACTION_CREATE (button presses, slash commands) and Resume.
 //
 // Concurrency: a Server is safe for concurrent use by the code under test
 // and the test: every method may be called from any goroutine, while the
@@ -33,6 +36,11 @@ const Token = "fake-bot-token"
 
 // Bot is the bot user READY reports.
 var Bot = User{ID: "9000", Username: "nanobot", Bot: true}
+
+// AppID is the application READY reports; it differs from the bot user's
+// id, as it does for applications made before 2020, so a test sees which
+// one the adapter uses.
+const AppID = "9500"
 
 // User is a Discord user.
 type User struct {
@@ -79,7 +87,13 @@ type Sent struct {
 	Attachments []Attachment
 	// Buttons are the message components' buttons.
 	Buttons []Button
-	At      time.Time
+	// Interaction is the interaction whose webhook sent or edited the
+	// message (its response or a follow-up); "" for channel messages.
+	Interaction string
+	At          time.Time
+	// Seq orders the message among everything the fake recorded
+	// (messages, interaction callbacks).
+	Seq int
 }
 
 // Button is one message component button.
@@ -109,12 +123,19 @@ type Server struct {
 	srv      *httptest.Server
 	upgrader websocket.Upgrader
 
-	mu         sync.Mutex
-	conn       *websocket.Conn // the socket past READY/RESUMED, nil while none
-	seq        int64
-	pending    []dispatchQ     // dispatches queued while no socket is ready
-	answered   map[string]bool // interactions the bot answered
-	nextID     int64
+	mu      sync.Mutex
+	conn    *websocket.Conn // the socket past READY/RESUMED, nil while none
+	seq     int64
+	pending []dispatchQ // dispatches queued while no socket is ready
+	nextID  int64
+	seqNo   int
+	// interactions pushed, by id, and by token for the webhook routes.
+	interactions map[string]*interaction
+	byToken      map[string]*interaction
+	// commands are the application commands by scope ("" global, else
+	// the guild id), and puts counts the bulk overwrites per scope.
+	commands   map[string][]AppCommand
+	puts       map[string]int
 	sent       []Sent
 	identifies int
 	resumes    int
@@ -137,7 +158,9 @@ func (f *Server) CloseOnIdentify(code int) {
 
 // New starts a fake; it stops when the test ends.
 func New(t testing.TB) *Server {
-	f := &Server{t: t, nextID: 100000, files: map[string]File{}}
+	f := &Server{t: t, nextID: 100000, files: map[string]File{},
+		interactions: map[string]*interaction{}, byToken: map[string]*interaction{},
+		commands: map[string][]AppCommand{}, puts: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v9/gateway", f.gateway)
 	mux.HandleFunc("GET /api/v9/gateway/bot", f.gateway)
@@ -151,6 +174,11 @@ func New(t testing.TB) *Server {
 	})
 	mux.HandleFunc("GET /attachments/{id}/{name}", f.attachment)
 	mux.HandleFunc("POST /api/v9/interactions/{id}/{token}/callback", f.interactionCallback)
+	mux.HandleFunc("PUT /api/v9/applications/{app}/commands", f.overwriteCommands)
+	mux.HandleFunc("PUT /api/v9/applications/{app}/guilds/{guild}/commands", f.overwriteCommands)
+	mux.HandleFunc("PATCH /api/v9/webhooks/{app}/{token}/messages/{id}", f.webhookEdit)
+	mux.HandleFunc("DELETE /api/v9/webhooks/{app}/{token}/messages/{id}", f.webhookDelete)
+	mux.HandleFunc("POST /api/v9/webhooks/{app}/{token}", f.followup)
 	mux.HandleFunc("GET /ws", f.ws)
 	mux.HandleFunc("GET /ws/", f.ws) // discordgo adds a slash
 	f.srv = httptest.NewServer(mux)
@@ -255,7 +283,7 @@ func (f *Server) create(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.nextID++
 	id := strconv.FormatInt(f.nextID, 10)
-	s := Sent{ChannelID: ch, MessageID: id, Content: b.Content, Files: files, Flags: b.Flags, Attachments: b.Attachments, At: time.Now()}
+	s := Sent{ChannelID: ch, MessageID: id, Content: b.Content, Files: files, Flags: b.Flags, Attachments: b.Attachments, At: time.Now(), Seq: f.seq1()}
 	for _, row := range b.Components {
 		s.Buttons = append(s.Buttons, row.Components...)
 	}
@@ -339,9 +367,15 @@ func (f *Server) edit(w http.ResponseWriter, r *http.Request) {
 	}
 	ch, id := r.PathValue("ch"), r.PathValue("id")
 	f.mu.Lock()
-	f.sent = append(f.sent, Sent{ChannelID: ch, MessageID: id, Edit: true, Content: b.Content, At: time.Now()})
+	f.sent = append(f.sent, Sent{ChannelID: ch, MessageID: id, Edit: true, Content: b.Content, At: time.Now(), Seq: f.seq1()})
 	f.mu.Unlock()
 	writeJSON(w, map[string]any{"id": id, "channel_id": ch, "content": b.Content, "author": Bot})
+}
+
+// seq1 is the next sequence number of a recorded event; f.mu held.
+func (f *Server) seq1() int {
+	f.seqNo++
+	return f.seqNo
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -412,7 +446,8 @@ func (f *Server) ws(w http.ResponseWriter, r *http.Request) {
 			f.mu.Lock()
 			f.identifies++
 			f.seq = 0
-			f.dispatch(c, "READY", map[string]any{"v": 9, "session_id": "fake-session", "user": Bot, "guilds": []any{}})
+			f.dispatch(c, "READY", map[string]any{"v": 9, "session_id": "fake-session", "user": Bot, "guilds": []any{},
+				"application": map[string]any{"id": AppID, "flags": 0}})
 			f.ready(c)
 			f.mu.Unlock()
 			wmu.Unlock()

@@ -1,8 +1,11 @@
 // Package slacktest is a local stand-in for Slack in tests: an httptest
 // server answering the Web API methods the adapter calls (auth.test,
-// apps.connections.open, chat.postMessage, chat.update, reactions.add) and
-// serving a Socket Mode WebSocket that sends "hello", then the envelopes a
-// test pushes, and records the acknowledgements it gets back.
+// apps.connections.open, chat.postMessage, chat.update, reactions.add,
+// the file upload methods, views.publish), taking slash commands' answers
+// at their response_url, and serving a Socket Mode WebSocket that sends
+// "hello", then the envelopes a test pushes (events_api, interactive,
+// slash_commands), and records the acknowledgements it gets back with
+// their payloads.
 //
 // Concurrency: a Server is safe for concurrent use by the code under test
 // and the test: every method may be called from any goroutine, and the Web
@@ -73,7 +76,11 @@ type Server struct {
 	pending   []string // envelopes not yet written to a socket
 	wake      chan struct{}
 	conns     map[*websocket.Conn]bool
-	acks      map[string]bool
+	acks      map[string]Ack
+	pushedAt  map[string]time.Time // when an envelope was queued
+	views     []View
+	responses []Response
+	slashes   map[string]*slash // by trigger id
 	sent      []Sent
 	reactions []Reaction
 	files     []File
@@ -94,12 +101,14 @@ type apiErr struct {
 
 // New starts a fake; it stops when the test ends.
 func New(t testing.TB) *Server {
-	s := &Server{t: t, wake: make(chan struct{}, 1), conns: map[*websocket.Conn]bool{}, acks: map[string]bool{}, nextTS: 1, shared: map[string]SharedFile{}}
+	s := &Server{t: t, wake: make(chan struct{}, 1), conns: map[*websocket.Conn]bool{}, acks: map[string]Ack{}, nextTS: 1, shared: map[string]SharedFile{},
+		pushedAt: map[string]time.Time{}, slashes: map[string]*slash{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.api)
 	mux.HandleFunc("/ws", s.socket)
 	mux.HandleFunc("/upload/", s.uploadFile)
 	mux.HandleFunc("GET /files-pri/{id}/{name}", s.sharedFile)
+	mux.HandleFunc("POST /commands/{trigger}", s.respond)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
@@ -189,6 +198,12 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		reply(map[string]any{"files": files})
+	case "views.publish":
+		if code := s.publish(r); code != "" {
+			fail(code)
+			return
+		}
+		reply(map[string]any{"view": map[string]any{"id": "V1", "type": "home"}})
 	case "reactions.add":
 		s.reactions = append(s.reactions, Reaction{Channel: r.FormValue("channel"), TS: r.FormValue("timestamp"), Name: r.FormValue("name")})
 		reply(map[string]any{})
@@ -230,13 +245,14 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 		defer close(done)
 		for {
 			var ack struct {
-				EnvelopeID string `json:"envelope_id"`
+				EnvelopeID string          `json:"envelope_id"`
+				Payload    json.RawMessage `json:"payload"`
 			}
 			if err := conn.ReadJSON(&ack); err != nil {
 				return
 			}
 			s.mu.Lock()
-			s.acks[ack.EnvelopeID] = true
+			s.acks[ack.EnvelopeID] = Ack{Payload: ack.Payload, At: time.Now(), After: time.Since(s.pushedAt[ack.EnvelopeID])}
 			s.mu.Unlock()
 		}
 	}()
@@ -320,7 +336,14 @@ func (s *Server) Files() []File {
 
 // PushRaw queues a raw Socket Mode frame.
 func (s *Server) PushRaw(frame string) {
+	var env struct {
+		EnvelopeID string `json:"envelope_id"`
+	}
+	_ = json.Unmarshal([]byte(frame), &env)
 	s.mu.Lock()
+	if env.EnvelopeID != "" {
+		s.pushedAt[env.EnvelopeID] = time.Now()
+	}
 	s.pending = append(s.pending, frame)
 	s.mu.Unlock()
 	select {
@@ -437,9 +460,26 @@ func (s *Server) FailPost(code string, retryAfter int) {
 
 // Acked reports whether the envelope was acknowledged.
 func (s *Server) Acked(envelopeID string) bool {
+	_, ok := s.AckOf(envelopeID)
+	return ok
+}
+
+// Ack is an acknowledgement the app sent.
+type Ack struct {
+	// Payload is the ack's payload ("" or null when none): for a slash
+	// command, the message Slack shows the asker.
+	Payload json.RawMessage
+	At      time.Time
+	// After is how long after the envelope was queued the ack came.
+	After time.Duration
+}
+
+// AckOf returns the acknowledgement of the envelope.
+func (s *Server) AckOf(envelopeID string) (Ack, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.acks[envelopeID]
+	a, ok := s.acks[envelopeID]
+	return a, ok
 }
 
 // Sent returns the posts and updates received, in order.
