@@ -253,6 +253,15 @@ func (c *corpus) write(dir string) (*session.FileStore, error) {
 func recallAt(ws string, store *session.FileStore, c *corpus, emb recall.Embedder) (at1, at5 float64, err error) {
 	x := recall.NewIndex(recall.IndexOptions{Workspace: ws, Feed: agent.RecallFeed(store), Embedder: emb})
 	defer x.Close()
+	// Measure the steady state: everything indexed and embedded.
+	for {
+		if err := x.Refresh(context.Background()); err != nil {
+			return 0, 0, err
+		}
+		if st := x.Stats(); emb == nil || st.Embedded == st.Pieces {
+			break
+		}
+	}
 	first, found := 0, 0
 	for _, f := range c.asked {
 		hits, _, err := x.Search(context.Background(), f.question, 5, recall.Scope{})

@@ -59,6 +59,7 @@ type Index struct {
 	mu       sync.RWMutex
 	st       *state // nil until loaded, and after an idle unload
 	dirty    bool   // st has changes not saved
+	current  bool   // st was brought up to date with the files since it was loaded
 	saved    time.Time
 	lastUse  time.Time
 	unloader *time.Timer
@@ -140,6 +141,9 @@ func (x *Index) later() {
 	defer cancel()
 	x.update.Lock()
 	more, err := x.updateLocked(ctx, embedPerRefresh)
+	if err == nil {
+		err = x.saveIfDue()
+	}
 	x.update.Unlock()
 	if err != nil && ctx.Err() == nil {
 		x.log.Warn("memory index: update failed", "err", err)
@@ -159,13 +163,15 @@ const (
 func (x *Index) Refresh(ctx context.Context) error {
 	x.update.Lock()
 	defer x.update.Unlock()
-	_, err := x.updateLocked(ctx, embedPerRefresh)
-	return err
+	if _, err := x.updateLocked(ctx, embedPerRefresh); err != nil {
+		return err
+	}
+	return x.saveIfDue()
 }
 
-// updateLocked loads, reads what changed, embeds up to embed pieces and
-// saves when a save is due; more reports pieces still to embed. x.update
-// is held.
+// updateLocked loads, reads what changed and embeds up to embed pieces;
+// more reports pieces still to embed. x.update is held. It does not save:
+// a search must not wait for the whole index to be written.
 func (x *Index) updateLocked(ctx context.Context, embed int) (more bool, err error) {
 	if err := x.loadLocked(); err != nil {
 		return false, err
@@ -173,8 +179,10 @@ func (x *Index) updateLocked(ctx context.Context, embed int) (more bool, err err
 	if err := x.refreshLocked(ctx); err != nil {
 		return false, err
 	}
-	more = x.embedLocked(ctx, embed)
-	return more, x.saveIfDue()
+	x.mu.Lock()
+	x.current = true
+	x.mu.Unlock()
+	return x.embedLocked(ctx, embed), nil
 }
 
 // saveIfDue saves when the last save is saveEvery old. x.update is held.
@@ -250,7 +258,7 @@ func (x *Index) unloadIfIdle() {
 		return
 	}
 	x.mu.Lock()
-	x.st = nil
+	x.st, x.current = nil, false
 	x.mu.Unlock()
 }
 
@@ -309,6 +317,15 @@ func (x *Index) Stats() Stats {
 func contentSum(data []byte) uint64 {
 	sum := sha256.Sum256(data)
 	return binary.LittleEndian.Uint64(sum[:8])
+}
+
+// ready reports whether the index in memory was brought up to date with
+// the files since it was loaded: a search may then use it while another
+// update runs, rather than wait.
+func (x *Index) ready() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.st != nil && x.current
 }
 
 // loaded reports whether the index is in memory.

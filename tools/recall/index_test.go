@@ -323,3 +323,45 @@ func TestSearchDoesNotWaitForAnUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// gatedFeed holds its first ReadFrom until released.
+type gatedFeed struct {
+	*feed
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedFeed) ReadFrom(ctx context.Context, name string, offset int64, fn func(Message) error) (int64, error) {
+	g.once.Do(func() { close(g.entered); <-g.release })
+	return g.feed.ReadFrom(ctx, name, offset, fn)
+}
+
+// TestFirstSearchesWaitForTheFirstUpdate: searches that come while the
+// index is read for the first time wait for it, rather than search an
+// index that holds nothing yet.
+func TestFirstSearchesWaitForTheFirstUpdate(t *testing.T) {
+	f := &gatedFeed{feed: newFeed(), entered: make(chan struct{}), release: make(chan struct{})}
+	f.add("a.jsonl", msg("t:1", "the locker code is 4471"))
+	x := NewIndex(IndexOptions{Workspace: t.TempDir(), Feed: f})
+	defer x.Close()
+	results := make(chan int, 6)
+	search := func() {
+		hits, _, err := x.Search(context.Background(), "locker code", 3, Scope{})
+		if err != nil {
+			t.Error(err)
+		}
+		results <- len(hits)
+	}
+	go search()
+	<-f.entered // the first search holds the update, reading
+	for range 5 {
+		go search()
+	}
+	close(f.release)
+	for range 6 {
+		if n := <-results; n != 1 {
+			t.Errorf("a search during the first update found %d hits, want 1", n)
+		}
+	}
+}

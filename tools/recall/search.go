@@ -41,7 +41,7 @@ func (x *Index) Search(ctx context.Context, query string, limit int, scope Scope
 	// the background, or for another search): then search what is
 	// loaded rather than wait on its IO. Only a first load is waited for.
 	locked := x.update.TryLock()
-	if !locked && !x.loaded() {
+	if !locked && !x.ready() {
 		x.update.Lock()
 		locked = true
 	}
@@ -51,12 +51,12 @@ func (x *Index) Search(ctx context.Context, query string, limit int, scope Scope
 		if err != nil {
 			return nil, 0, err
 		}
-		if more {
-			x.Notify()
+		if more || x.unsaved() {
+			x.Notify() // the backlog and the save, in the background
 		}
 	}
 	var qvec []float32
-	if x.opts.Embedder != nil && x.hasVectors() {
+	if x.opts.Embedder != nil && x.mostlyEmbedded() {
 		vecs, err := x.opts.Embedder.Embed(ctx, []string{query})
 		if err == nil && len(vecs) == 1 {
 			qvec = vecs[0]
@@ -78,19 +78,29 @@ func (x *Index) Search(ctx context.Context, query string, limit int, scope Scope
 	return st.fuse(words, meaning, limit), st.live, nil
 }
 
-func (x *Index) hasVectors() bool {
+// mostlyEmbedded reports whether enough of the live pieces have a vector
+// (embeddedShare) for the vector ranking to help: while a large backlog
+// is embedded (a first start over a long history, a new model), a ranking
+// that sees only part of the pieces would push the rest down, so searches
+// rank by words until then.
+func (x *Index) mostlyEmbedded() bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if x.st == nil {
+	if x.st == nil || x.st.live == 0 {
 		return false
 	}
-	for i := len(x.st.Docs) - 1; i >= 0; i-- {
-		if x.st.Docs[i].Vec != nil {
-			return true
+	n := 0
+	for i := range x.st.Docs {
+		if d := &x.st.Docs[i]; !d.Dead && d.Vec != nil {
+			n++
 		}
 	}
-	return false
+	return float64(n) >= embeddedShare*float64(x.st.live)
 }
+
+// embeddedShare is the share of pieces with a vector from which searches
+// are hybrid.
+const embeddedShare = 0.9
 
 // scored is a piece and its score in one ranking.
 type scored struct {
@@ -261,4 +271,11 @@ func (s *state) fuse(words, meaning []uint32, limit int) []Hit {
 		hits = append(hits, Hit{Label: p.Label, Text: p.Text, Words: inWords[d], Meaning: inMeaning[d]})
 	}
 	return hits
+}
+
+// unsaved reports changes not saved yet.
+func (x *Index) unsaved() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.dirty
 }
