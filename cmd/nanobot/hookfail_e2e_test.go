@@ -51,11 +51,12 @@ func TestHookFailuresThroughTelegram(t *testing.T) {
 	if err := json.Unmarshal(raw, &tree); err != nil {
 		t.Fatal(err)
 	}
-	// 3 s: long enough for a shell to start on a loaded machine, so only
+	// 5 s: long enough for a sandboxed shell to start on a loaded machine
+	// (four start at once), so only
 	// the sleeping call times out.
 	tree["hooks"] = []any{
-		map[string]any{"name": "lenient", "points": []any{"before_tool"}, "command": []any{"hooks/lenient.sh"}, "timeout": "3s", "onFailure": "ignore"},
-		map[string]any{"name": "strict", "points": []any{"before_tool"}, "command": []any{"hooks/strict.sh"}, "timeout": "3s", "onFailure": "block"},
+		map[string]any{"name": "lenient", "points": []any{"before_tool"}, "command": []any{"hooks/lenient.sh"}, "timeout": "5s", "onFailure": "ignore"},
+		map[string]any{"name": "strict", "points": []any{"before_tool"}, "command": []any{"hooks/strict.sh"}, "timeout": "5s", "onFailure": "block"},
 	}
 	raw, _ = json.Marshal(tree)
 	if err := os.WriteFile(cfg, raw, 0o600); err != nil {
