@@ -52,8 +52,7 @@ func TestHookFailuresThroughTelegram(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 5 s: long enough for a sandboxed shell to start on a loaded machine
-	// (four start at once), so only
-	// the sleeping call times out.
+	// (four start at once), so only the sleeping call times out.
 	tree["hooks"] = []any{
 		map[string]any{"name": "lenient", "points": []any{"before_tool"}, "command": []any{"hooks/lenient.sh"}, "timeout": "5s", "onFailure": "ignore"},
 		map[string]any{"name": "strict", "points": []any{"before_tool"}, "command": []any{"hooks/strict.sh"}, "timeout": "5s", "onFailure": "block"},
