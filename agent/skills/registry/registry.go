@@ -8,7 +8,8 @@
 //	/api/v1/search?q=Q&limit=N      {"results":[{"slug","displayName","summary","version","score"}]}
 //	/api/v1/skills/SLUG             {"skill":{"slug","displayName","summary"},"latestVersion":{"version"}}
 //	                                (the fields of "skill" may also be at the top level)
-//	/api/v1/skills/SLUG/versions    {"items":[{"version","createdAt","changelog","sha256"?}]}
+//	/api/v1/skills/SLUG/versions    {"items":[{"version","createdAt","changelog","sha256"?}],"nextCursor"}
+//	                                (pages: ?cursor=<nextCursor> until it is null or absent)
 //	/api/v1/download?slug=S&version=V  the version's archive (zip; gzip'd tar accepted)
 //
 // "sha256" on a version is optional; when a registry gives it, the archive
@@ -194,20 +195,38 @@ func (c *Client) Meta(ctx context.Context, slug string) (Meta, error) {
 }
 
 // Versions lists a skill's versions in the named registry (newest first,
-// as the registry orders them).
+// as the registry orders them), following the listing's pages up to
+// maxVersionPages.
 func (c *Client) Versions(ctx context.Context, registry, slug string) ([]Version, error) {
 	r, err := c.named(registry)
 	if err != nil {
 		return nil, err
 	}
-	var resp struct {
-		Items []Version `json:"items"`
+	var all []Version
+	cursor := ""
+	for range maxVersionPages {
+		path := "/api/v1/skills/" + url.PathEscape(slug) + "/versions"
+		if cursor != "" {
+			path += "?" + url.Values{"cursor": {cursor}}.Encode()
+		}
+		var resp struct {
+			Items      []Version `json:"items"`
+			NextCursor *string   `json:"nextCursor"`
+		}
+		if err := c.getJSON(ctx, r, path, &resp); err != nil {
+			return nil, err
+		}
+		all = append(all, resp.Items...)
+		if resp.NextCursor == nil || *resp.NextCursor == "" || *resp.NextCursor == cursor || len(resp.Items) == 0 {
+			return all, nil
+		}
+		cursor = *resp.NextCursor
 	}
-	if err := c.getJSON(ctx, r, "/api/v1/skills/"+url.PathEscape(slug)+"/versions", &resp); err != nil {
-		return nil, err
-	}
-	return resp.Items, nil
+	return all, nil // a registry with more pages than this is cut short
 }
+
+// maxVersionPages bounds the pages of one versions listing.
+const maxVersionPages = 20
 
 // Download returns the archive of slug@version from the named registry,
 // at most MaxArchive bytes.

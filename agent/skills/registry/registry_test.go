@@ -272,3 +272,35 @@ func assertNoStaging(t *testing.T, dir string) {
 		}
 	}
 }
+
+// TestVersionsFollowPages: a registry that pages its versions listing is
+// read to the end, so an old version's advertised hash is still checked.
+func TestVersionsFollowPages(t *testing.T) {
+	srv, in, _ := setup(t)
+	srv.PageSize = 2
+	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0", "2.0.0", "2.1.0"} {
+		adv := ""
+		if v == "1.0.0" {
+			adv = "00" + string(bytes.Repeat([]byte("cd"), 31)) // on the last page, and wrong
+		}
+		srv.Publish("weather", registrytest.Version{Version: v, Advertise: adv,
+			Archive: registrytest.Zip(t, map[string]string{"SKILL.md": registrytest.Skill("weather", "Forecasts "+v)})})
+	}
+	c := registry.New([]registry.Registry{{Name: "fake", URL: srv.URL}}, srv.Client())
+	vs, err := c.Versions(context.Background(), "fake", "weather")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range vs {
+		got = append(got, v.Version)
+	}
+	if want := []string{"2.1.0", "2.0.0", "1.2.0", "1.1.0", "1.0.0"}; !slices.Equal(got, want) {
+		t.Errorf("versions %v, want %v", got, want)
+	}
+	var mm *registry.HashMismatchError
+	if _, err := in.Prepare(context.Background(), "weather", "1.0.0", ""); !errors.As(err, &mm) || mm.From != "registry" {
+		t.Errorf("installing the old version: %v, want its advertised hash checked", err)
+	}
+	install(t, in, "weather", "1.1.0")
+}

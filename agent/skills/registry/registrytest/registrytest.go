@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,9 @@ type Server struct {
 	skills map[string][]Version // newest last
 	// Token, when set, is required as a bearer token.
 	Token string
+	// PageSize, when set, splits the versions listing into pages of this
+	// many, linked by "nextCursor" as ClawHub's listings are.
+	PageSize int
 }
 
 // New starts a fake registry closed at the end of the test.
@@ -145,7 +149,17 @@ func (s *Server) versions(w http.ResponseWriter, r *http.Request) {
 		}
 		items = append(items, item)
 	}
-	json.NewEncoder(w).Encode(map[string]any{"items": items, "nextCursor": nil})
+	var next any // JSON null on the last page
+	if s.PageSize > 0 {
+		from, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
+		from = min(max(from, 0), len(items))
+		to := min(from+s.PageSize, len(items))
+		if to < len(items) {
+			next = strconv.Itoa(to)
+		}
+		items = items[from:to]
+	}
+	json.NewEncoder(w).Encode(map[string]any{"items": items, "nextCursor": next})
 }
 
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
