@@ -161,12 +161,12 @@ func (w *wizard) provider() {
 			fmt.Fprintln(w.out, "  no key: the agent will answer \"add a key\" until one is set")
 			break
 		}
-		n, err := w.check.Provider(w.ctx, spec, base, val)
+		models, err := w.check.Provider(w.ctx, spec, base, val)
 		switch {
 		case errors.Is(err, setup.ErrNotChecked):
 			fmt.Fprintf(w.out, "  (%s keys are not checked here; `nanobot doctor` tries the provider)\n", spec.DisplayName)
 		case err == nil:
-			fmt.Fprintf(w.out, "  ✓ %s answered: %d models\n", spec.DisplayName, n)
+			fmt.Fprintf(w.out, "  ✓ %s answered: %d models\n", spec.DisplayName, len(models))
 		default:
 			fmt.Fprintf(w.out, "  ✗ %s: %v\n", spec.DisplayName, err)
 			if try < 2 && !w.p.eof && w.p.yes("  Enter the key again?", true) {

@@ -138,44 +138,57 @@ func (c *Checker) do(req *http.Request, noun, secret string, out any) error {
 	return nil
 }
 
+// maxModels bounds the model names Provider returns (an aggregator lists
+// hundreds).
+const maxModels = 500
+
 // Provider lists the models of spec at base with key: the cheapest call
-// that proves the key. It returns how many models the provider listed, or
-// ErrNotChecked for a service it cannot ask that way. base "" is the
-// spec's default; key "" sends none (a local server).
-func (c *Checker) Provider(ctx context.Context, spec providers.ProviderSpec, base, key string) (int, error) {
+// that proves the key. It returns the model ids the provider listed (at
+// most maxModels), or ErrNotChecked for a service it cannot ask that way.
+// base "" is the spec's default; key "" sends none (a local server).
+func (c *Checker) Provider(ctx context.Context, spec providers.ProviderSpec, base, key string) ([]string, error) {
 	base = strings.TrimRight(or(base, spec.DefaultAPIBase), "/")
 	if base == "" {
-		return 0, fmt.Errorf("%s needs an API base URL", spec.DisplayName)
+		return nil, fmt.Errorf("%s needs an API base URL", spec.DisplayName)
 	}
 	var req *http.Request
 	var err error
 	switch spec.Backend {
 	case providers.BackendAnthropic:
 		if req, err = http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil); err != nil {
-			return 0, badBase(err)
+			return nil, badBase(err)
 		}
 		req.Header.Set("x-api-key", key)
 		req.Header.Set("anthropic-version", "2023-06-01")
 	case providers.BackendOpenAICompat, providers.BackendOpenAIResponses:
 		if spec.SignIn {
-			return 0, ErrNotChecked
+			return nil, ErrNotChecked
 		}
 		if req, err = http.NewRequestWithContext(ctx, http.MethodGet, base+"/models", nil); err != nil {
-			return 0, badBase(err)
+			return nil, badBase(err)
 		}
 		if key != "" {
 			req.Header.Set("Authorization", "Bearer "+key)
 		}
 	default:
-		return 0, ErrNotChecked
+		return nil, ErrNotChecked
 	}
 	var out struct {
-		Data []json.RawMessage `json:"data"`
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
 	}
 	if err := c.do(req, "key", key, &out); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return len(out.Data), nil
+	ids := make([]string, 0, min(len(out.Data), maxModels))
+	for _, m := range out.Data {
+		if len(ids) == maxModels {
+			break
+		}
+		ids = append(ids, m.ID)
+	}
+	return ids, nil
 }
 
 // badBase is the error of a base URL a request cannot be made of (the URL

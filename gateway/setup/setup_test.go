@@ -72,13 +72,13 @@ func TestChecks(t *testing.T) {
 		want, refused string
 	}{
 		{"openai-compatible", func(s string) (string, error) {
-			n, err := c.Provider(ctx, spec(t, "vllm"), oa.URL+"/v1/", s)
-			return strings.Repeat("m", n), err
-		}, key, wrong, "mmm", "the key was refused (HTTP 401)"},
+			ids, err := c.Provider(ctx, spec(t, "vllm"), oa.URL+"/v1/", s)
+			return strings.Join(ids, ","), err
+		}, key, wrong, "m1,m2,m3", "the key was refused (HTTP 401)"},
 		{"anthropic", func(s string) (string, error) {
-			n, err := c.Provider(ctx, spec(t, "anthropic"), an.URL, s)
-			return strings.Repeat("m", n), err
-		}, key, wrong, "mmm", "the key was refused (HTTP 401)"},
+			ids, err := c.Provider(ctx, spec(t, "anthropic"), an.URL, s)
+			return strings.Join(ids, ","), err
+		}, key, wrong, "m1,m2,m3", "the key was refused (HTTP 401)"},
 		{"telegram", func(s string) (string, error) { return c.Telegram(ctx, tg.URL, s) }, "123:tok", "123:bad", "setup_bot", "HTTP 404"},
 		{"slack", func(s string) (string, error) { return c.Slack(ctx, sl.URL+"/api/", s) }, "xoxb-right", "xoxb-wrong", "Acme", "the token was refused (HTTP 401)"},
 		{"discord", func(s string) (string, error) { return c.Discord(ctx, dc.URL, s) }, "dc-right", "dc-wrong", "nanobot", "the token was refused (HTTP 401)"},
@@ -169,8 +169,8 @@ func TestRedirectsStayOnTheHost(t *testing.T) {
 	if leaked.Load() != 0 {
 		t.Error("the key was sent to the other host")
 	}
-	if n, err := c.Provider(context.Background(), spec(t, "anthropic"), self.URL+"/moved", key); err != nil || n != 1 {
-		t.Errorf("a redirect on the same host: %d models, %v; want 1", n, err)
+	if ids, err := c.Provider(context.Background(), spec(t, "anthropic"), self.URL+"/moved", key); err != nil || len(ids) != 1 {
+		t.Errorf("a redirect on the same host: models %q, %v; want 1", ids, err)
 	}
 }
 
