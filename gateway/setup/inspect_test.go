@@ -24,7 +24,7 @@ func load(t *testing.T, file string) *configs.Config {
 	return &l.Config
 }
 
-func TestInspect(t *testing.T) {
+func TestSetupInspect(t *testing.T) {
 	for _, tc := range []struct {
 		name, file string
 		missing    []string
@@ -72,7 +72,7 @@ func TestInspect(t *testing.T) {
 }
 
 // The guided channels say which of their secrets are set, never a value.
-func TestInspectSecrets(t *testing.T) {
+func TestSetupInspectSecrets(t *testing.T) {
 	c := load(t, `{"channels": {"slack": {"enabled": true, "botToken": "xoxb-secret", "appToken": ""}}}`)
 	r := Inspect(c, ProviderSettings(c))
 	i := slices.IndexFunc(r.Channels, func(s ChannelState) bool { return s.Name == "slack" })

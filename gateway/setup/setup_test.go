@@ -51,7 +51,7 @@ func spec(t *testing.T, name string) providers.ProviderSpec {
 // Each check calls its service's cheapest proof with the credential where
 // the service wants it, and says what the service answered; a refused
 // credential is ErrRefused, and no error holds the credential.
-func TestChecks(t *testing.T) {
+func TestSetupChecks(t *testing.T) {
 	ctx := context.Background()
 	const key = "sk-right-key-0123456789abcdef"
 	const wrong = "sk-wrong-key-0123456789abcdef"
@@ -101,7 +101,7 @@ func TestChecks(t *testing.T) {
 
 // A Slack token Slack does not take comes back as HTTP 200 with ok:
 // false; that is a refusal too.
-func TestSlackSaysInvalidAuth(t *testing.T) {
+func TestSetupSlackSaysInvalidAuth(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"ok":false,"error":"invalid_auth"}`))
 	}))
@@ -115,7 +115,7 @@ func TestSlackSaysInvalidAuth(t *testing.T) {
 // A service that answers with the key in its error (some do, in full or
 // in part) does not get it into the check's error; nor does a transport
 // error, whose URL holds Telegram's token.
-func TestErrorsHoldNoSecret(t *testing.T) {
+func TestSetupErrorsHoldNoSecret(t *testing.T) {
 	const key = "sk-echoed-0123456789abcdefghij"
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
@@ -139,7 +139,7 @@ func TestErrorsHoldNoSecret(t *testing.T) {
 
 // A redirect to another host is not followed: the key, in a header, is
 // not sent on. A redirect on the same host is.
-func TestRedirectsStayOnTheHost(t *testing.T) {
+func TestSetupRedirectsStayOnTheHost(t *testing.T) {
 	const key = "sk-redirected-0123456789abcdef"
 	var leaked atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -175,7 +175,7 @@ func TestRedirectsStayOnTheHost(t *testing.T) {
 }
 
 // Services without a models call are not checked, and say so.
-func TestNotChecked(t *testing.T) {
+func TestSetupNotChecked(t *testing.T) {
 	for _, name := range []string{"bedrock", "azure_openai", "github-copilot"} {
 		if _, err := New().Provider(context.Background(), spec(t, name), "http://127.0.0.1:1", "k"); !errors.Is(err, ErrNotChecked) {
 			t.Errorf("%s: got %v, want ErrNotChecked", name, err)
@@ -185,7 +185,7 @@ func TestNotChecked(t *testing.T) {
 
 // The checker's own bases stand in for the public APIs when a check names
 // none (tests, a self-hosted Bot API server).
-func TestDefaultBases(t *testing.T) {
+func TestSetupDefaultBases(t *testing.T) {
 	tg, _ := fake(t, "GET", "/bot1:x/getMe", "Accept-Encoding", "gzip", `{"ok":true,"result":{"username":"b"}}`)
 	dc, _ := fake(t, "GET", "/api/v10/users/@me", "Authorization", "Bot d", `{"username":"d","bot":true}`)
 	sl, _ := fake(t, "POST", "/x/auth.test", "Authorization", "Bearer xoxb-s", `{"ok":true,"team":"s"}`)

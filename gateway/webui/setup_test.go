@@ -337,7 +337,7 @@ func TestSetupPassword(t *testing.T) {
 // The setup saves the provider it chose as agents.defaults.provider: a
 // name nanobot does not know is refused there, not found out at the first
 // message.
-func TestSettingsProviderName(t *testing.T) {
+func TestSetupSavesAKnownProviderName(t *testing.T) {
 	b, file, _, _ := setupBench(t, `{}`)
 	tok := b.csrf()
 	code, out, _ := b.do("PATCH", "/api/settings", `{"changes":[{"path":"agents.defaults.provider","value":"nosuch"}]}`, map[string]string{"X-CSRF-Token": tok})
