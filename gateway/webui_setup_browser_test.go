@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
@@ -21,8 +22,8 @@ import (
 // refused by the provider (nothing saved), the right one is checked and
 // saved (the file is 0600 and holds it); a Telegram token is checked
 // against the Telegram fake and saved with who may talk; the password is
-// set; the last step names what waits for a restart and how to restart;
-// and the banner is gone.
+// set, by keyboard alone; the last step names what waits for a restart
+// and how to restart; and the banner is gone.
 func TestWorkbenchSetupInBrowser(t *testing.T) {
 	ctx := browser(t)
 	const rightKey, wrongKey = "sk-right-setup-0123456789abcdef", "sk-wrong-setup-0123456789abcdef"
@@ -148,11 +149,12 @@ func TestWorkbenchSetupInBrowser(t *testing.T) {
 	err = chromedp.Do(ctx,
 		click(step+` .next`),
 		until("the password step", `!!document.getElementById("setup-password")`),
+		// By keyboard: Enter in a box submits its step, and after the save
+		// the focus is on Next.
 		chromedp.SendKeys(chromedp.ID("setup-password"), "correct horse battery"),
-		chromedp.SendKeys(chromedp.ID("setup-again"), "correct horse battery"),
-		click(step+` button[type=submit]`),
-		until("saved", saved),
-		click(step+` .next`),
+		chromedp.SendKeys(chromedp.ID("setup-again"), "correct horse battery"+kb.Enter),
+		until("saved, Next focused", saved+` && document.activeElement.classList.contains("next")`),
+		chromedp.KeyEvent(kb.Enter),
 		until("the done step", `document.querySelector('.steps [aria-current="step"]').dataset.step === "done"
 			&& document.querySelector("`+step+`").textContent.includes("nanobot gateway restart")
 			&& document.querySelector("`+step+`").textContent.includes("channels.telegram")

@@ -52,7 +52,8 @@ var ErrNotChecked = errors.New("no live check for this one")
 // token is wrong, revoked, or lacks the right.
 var ErrRefused = errors.New("refused")
 
-// Checker asks services whether credentials work.
+// Checker asks services whether credentials work. The zero value checks
+// the public APIs, as New's does.
 type Checker struct {
 	// TelegramBase, SlackBase and DiscordBase are where each platform's
 	// API is when a check names none ("" : the public API). Tests point

@@ -158,7 +158,9 @@ function actions(form, onCheck, onSave, skip) {
   form.addEventListener("submit", (e) => { e.preventDefault(); clearErrors(form); onSave(false); });
   const out = el("p", "check-result");
   out.setAttribute("role", "status");
-  form.append(el("p", "field-error form-error"), row, out);
+  const formError = el("p", "field-error form-error");
+  formError.setAttribute("role", "alert");
+  form.append(formError, row, out);
 }
 
 function heading(text, intro) {
