@@ -13,6 +13,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/logging"
+	"github.com/nanobot-go/nanobot/gateway/setup"
 	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/internal/wal"
 	"github.com/nanobot-go/nanobot/providers"
@@ -134,6 +135,13 @@ type Options struct {
 	// Platforms are the channel platforms' typed configs, so the
 	// workbench checks config edits as strictly as the loader does.
 	Platforms map[string]any
+	// Setup runs the workbench's setup checks (nil: the platforms' public
+	// APIs); tests point it at fakes.
+	Setup *setup.Checker
+	// ProviderSettings turns a config's providers into what
+	// providers.Resolve takes, sign-ins included, for the workbench's
+	// setup page (nil: keys and bases only).
+	ProviderSettings func(c *configs.Config) map[string]providers.Settings
 	// StorageOpen opens the inbox journal and outbox files (default
 	// os.OpenFile); tests inject storage faults (disk full) here.
 	StorageOpen wal.OpenFunc

@@ -28,6 +28,7 @@ func (g *Gateway) mountWebUI(mux *http.ServeMux) error {
 		Cron: g.be.cronStore(), Workspace: g.o.Paths.Workspace, Heartbeat: g.cfg.Gateway.Heartbeat,
 		MemoryLock: g.be.memoryLock(),
 		ConfigFile: g.o.Paths.ConfigFile, Platforms: g.o.Platforms, Logs: g.o.Logs,
+		Setup: g.o.Setup, ProviderSettings: g.o.ProviderSettings,
 		UsageDir: UsageDir(g.o.Paths), UsageLocation: g.cfg.Agents.Defaults.Location(),
 		Apply: func(next *configs.Config) { g.apply("the workbench", next) }, // what a reload applies
 		RestartNeeded: func() []string {

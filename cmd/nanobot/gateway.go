@@ -142,6 +142,7 @@ func runGateway(ctx context.Context, a *app, r *restarter) error {
 			return in
 		}(),
 		CronStore: w.cron, Reload: reload, Redact: a.redact, Logs: a.logs, Platforms: platformTypes(),
+		ProviderSettings: func(c *configs.Config) map[string]providers.Settings { return providerSettings(c, si) },
 		ReloadConfig: func() (*configs.Config, error) {
 			next, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})
 			if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/slack"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/setup"
 	"github.com/nanobot-go/nanobot/gateway/webui"
 	"github.com/nanobot-go/nanobot/internal/atomicfile"
 	"github.com/nanobot-go/nanobot/providers"
@@ -31,7 +32,7 @@ type wizard struct {
 	ctx   context.Context
 	p     *prompter
 	out   io.Writer
-	check checker
+	check *setup.Checker
 	tree  map[string]any
 	err   error // the first set that failed
 }
@@ -56,7 +57,7 @@ func runWizard(ctx context.Context, a *app, in io.Reader, out io.Writer, refresh
 		}
 		raw = b
 	}
-	w := &wizard{ctx: ctx, p: newPrompter(in, out), out: out, check: newChecker(), tree: map[string]any{}}
+	w := &wizard{ctx: ctx, p: newPrompter(in, out), out: out, check: setup.New(), tree: map[string]any{}}
 	if err := json.Unmarshal(raw, &w.tree); err != nil {
 		return fmt.Errorf("%s is not plain JSON, so the wizard will not edit it: %w", l.Path, err)
 	}
@@ -160,12 +161,12 @@ func (w *wizard) provider() {
 			fmt.Fprintln(w.out, "  no key: the agent will answer \"add a key\" until one is set")
 			break
 		}
-		n, err := w.check.provider(w.ctx, spec, base, val)
+		models, err := w.check.Provider(w.ctx, spec, base, val)
 		switch {
-		case errors.Is(err, errNotChecked):
+		case errors.Is(err, setup.ErrNotChecked):
 			fmt.Fprintf(w.out, "  (%s keys are not checked here; `nanobot doctor` tries the provider)\n", spec.DisplayName)
 		case err == nil:
-			fmt.Fprintf(w.out, "  ✓ %s answered: %d models\n", spec.DisplayName, n)
+			fmt.Fprintf(w.out, "  ✓ %s answered: %d models\n", spec.DisplayName, len(models))
 		default:
 			fmt.Fprintf(w.out, "  ✗ %s: %v\n", spec.DisplayName, err)
 			if try < 2 && !w.p.eof && w.p.yes("  Enter the key again?", true) {
@@ -223,7 +224,7 @@ func (w *wizard) telegram() {
 	}
 	for try := 0; ; try++ {
 		store, token := w.secretSetting("channels.telegram.token", "Bot token (from @BotFather)", "")
-		bot, err := w.check.telegram(w.ctx, base, token)
+		bot, err := w.check.Telegram(w.ctx, base, token)
 		if err == nil {
 			fmt.Fprintf(w.out, "  ✓ Telegram knows this bot: @%s\n", bot)
 		} else {
@@ -246,7 +247,7 @@ func (w *wizard) slack() {
 	}
 	for try := 0; ; try++ {
 		store, token := w.secretSetting("channels.slack.botToken", "Bot token (xoxb-…)", "")
-		team, err := w.check.slack(w.ctx, base, token)
+		team, err := w.check.Slack(w.ctx, base, token)
 		if err == nil {
 			fmt.Fprintf(w.out, "  ✓ Slack accepted the token: workspace %s\n", team)
 		} else {

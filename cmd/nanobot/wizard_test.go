@@ -11,9 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nanobot-go/nanobot/channels/discord"
+	"github.com/nanobot-go/nanobot/channels/slack"
 	"github.com/nanobot-go/nanobot/channels/slack/slacktest"
+	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/gateway/setup"
 )
 
 // modelsServer is an OpenAI-compatible /models endpoint that accepts one
@@ -183,5 +187,20 @@ func TestOnboardWizardKeepsAConcurrentChange(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(cfg); string(got) != string(meanwhile) {
 		t.Errorf("the concurrent change was overwritten:\n%s", got)
+	}
+}
+
+// TestSetupChecksTheAdaptersAPIs: the setup's checks go where the
+// adapters connect when the config names no apiBase (the gateway may not
+// import a platform, so the addresses are written twice).
+func TestSetupChecksTheAdaptersAPIs(t *testing.T) {
+	for _, c := range []struct{ setup, adapter string }{
+		{setup.TelegramAPI, telegram.DefaultAPIBase},
+		{setup.SlackAPI, slack.DefaultAPIBase},
+		{setup.DiscordAPI, discord.DefaultAPIBase},
+	} {
+		if c.setup != c.adapter {
+			t.Errorf("the setup checks %s, the adapter connects to %s", c.setup, c.adapter)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/atomicfile"
+	"github.com/nanobot-go/nanobot/providers"
 )
 
 // Settings are edited in config.json's own JSON tree, never by re-encoding
@@ -34,6 +35,7 @@ type setting struct {
 
 var editable = []setting{
 	{"agents.defaults.model", "string", false},
+	{"agents.defaults.provider", "string", false},
 	{"providers.*.apiKey", "string", false},
 	{"providers.*.apiBase", "string", false},
 	{"channels.*.enabled", "bool", false},
@@ -183,7 +185,7 @@ func (s *Server) getSettings(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"restartNeeded": nonNil(restart),
 		"file":          l.Path,
-		"agent":         map[string]any{"model": c.Agents.Defaults.Model},
+		"agent":         map[string]any{"model": c.Agents.Defaults.Model, "provider": c.Agents.Defaults.Provider},
 		"providers":     providers,
 		"channels":      chans,
 		"heartbeat":     map[string]any{"enabled": c.Gateway.Heartbeat.Enabled, "intervalS": c.Gateway.Heartbeat.IntervalS},
@@ -260,15 +262,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "changes", "nothing to change")
 		return
 	}
-	s.settingsMu.Lock()
-	defer s.settingsMu.Unlock()
-
-	cur, tree, old, err := s.loadConfig()
-	if err != nil {
-		writeError(w, http.StatusConflict, "", "the config file does not load as it is, so the workbench will not edit it: "+err.Error())
-		return
-	}
-	var live, restart []string
+	edits := make([]edit, 0, len(body.Changes))
 	for _, c := range body.Changes {
 		st, ok := lookupSetting(c.Path)
 		if !ok {
@@ -280,14 +274,48 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, c.Path, msg)
 			return
 		}
-		if err := configs.SetPath(tree, c.Path, v); err != nil {
-			writeError(w, http.StatusBadRequest, c.Path, err.Error())
+		edits = append(edits, edit{path: c.Path, value: v, live: st.live})
+	}
+	s.saveEdits(w, edits, nil)
+}
+
+// edit is one checked change to the config's tree.
+type edit struct {
+	path  string
+	value any
+	live  bool // applied without a restart
+}
+
+// saveEdits makes edits in config.json's tree and saves it, under
+// settingsMu, if the result loads as the gateway loads it; it answers the
+// request either way. refuse, when given, looks at the tree as it is
+// before the edits and returns a non-nil apiError (with its status) to
+// refuse them.
+func (s *Server) saveEdits(w http.ResponseWriter, edits []edit, refuse func(tree map[string]any) (int, *apiError)) {
+	s.settingsMu.Lock()
+	defer s.settingsMu.Unlock()
+
+	cur, tree, old, err := s.loadConfig()
+	if err != nil {
+		writeError(w, http.StatusConflict, "", "the config file does not load as it is, so the workbench will not edit it: "+err.Error())
+		return
+	}
+	if refuse != nil {
+		if status, e := refuse(tree); e != nil {
+			writeJSON(w, status, e)
 			return
 		}
-		if st.live {
-			live = append(live, c.Path)
+	}
+	var live, restart []string
+	for _, e := range edits {
+		if err := configs.SetPath(tree, e.path, e.value); err != nil {
+			writeError(w, http.StatusBadRequest, e.path, err.Error())
+			return
+		}
+		if e.live {
+			live = append(live, e.path)
 		} else {
-			restart = append(restart, c.Path)
+			restart = append(restart, e.path)
 		}
 	}
 	out, err := json.MarshalIndent(tree, "", "  ")
@@ -309,6 +337,9 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 			path, _, _ := strings.Cut(strings.TrimPrefix(wn, "config: "), ":")
 			probs = append(probs, configs.FieldError{Path: path, Msg: wn})
 		}
+	}
+	if next != nil {
+		probs = append(probs, unknownProvider(next, edits)...)
 	}
 	if len(probs) > 0 {
 		list := make([]apiError, 0, len(probs))
@@ -332,11 +363,35 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, "write config", err, "cannot write the config")
 		return
 	}
-	if s.o.Apply != nil && len(live) > 0 {
+	// Applied after every save, not only one with live settings: the
+	// gateway then also knows at once which saved settings wait for a
+	// restart (GET /api/setup and /api/settings say so).
+	if s.o.Apply != nil {
 		s.o.Apply(next)
 	}
 	s.log.Info("workbench: config changed", "live", live, "restart_needed", restart)
 	writeJSON(w, http.StatusOK, map[string]any{"saved": true, "applied": nonNil(live), "restartNeeded": nonNil(restart)})
+}
+
+// unknownProvider refuses an agents.defaults.provider among edits that
+// names neither a provider nanobot knows nor one the config sets up (the
+// gateway would only find out when the model is first asked).
+func unknownProvider(next *configs.Config, edits []edit) []configs.FieldError {
+	const path = "agents.defaults.provider"
+	if !slices.ContainsFunc(edits, func(e edit) bool { return e.path == path }) {
+		return nil
+	}
+	p := next.Agents.Defaults.Provider
+	if p == "" || p == "auto" {
+		return nil
+	}
+	if _, ok := providers.Lookup(p); ok {
+		return nil
+	}
+	if _, ok := next.Providers[p]; ok {
+		return nil
+	}
+	return []configs.FieldError{{Path: path, Msg: fmt.Sprintf("unknown provider %q (the names are in docs/providers.md; \"auto\" picks one from the model)", p)}}
 }
 
 func nonNil(s []string) []string {

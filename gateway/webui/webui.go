@@ -41,8 +41,10 @@ import (
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/gateway/logging"
 	"github.com/nanobot-go/nanobot/gateway/relay"
+	"github.com/nanobot-go/nanobot/gateway/setup"
 	"github.com/nanobot-go/nanobot/internal/owner"
 	"github.com/nanobot-go/nanobot/internal/reqbody"
+	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools/approval"
 	"github.com/nanobot-go/nanobot/tools/goals"
 )
@@ -112,6 +114,14 @@ type Options struct {
 	// RestartNeeded lists the settings whose saved value differs from the
 	// running one and takes effect after a restart (nil: none known).
 	RestartNeeded func() []string
+	// Setup runs the setup page's live checks (nil: setup.New(), the
+	// platforms' public APIs); tests point it at fakes.
+	Setup *setup.Checker
+	// ProviderSettings turns a config's providers into what
+	// providers.Resolve takes, sign-ins included, so the setup page
+	// resolves the model as the agent does (nil: setup.ProviderSettings,
+	// which knows no sign-ins).
+	ProviderSettings func(c *configs.Config) map[string]providers.Settings
 	// Logs are the process's last log lines, redacted (nil: none).
 	Logs *logging.Ring
 	// UsageDir is the usage ledger's folder, read by GET /api/usage
@@ -135,6 +145,10 @@ type Server struct {
 	render *markdown
 	// settingsMu serialises config edits.
 	settingsMu sync.Mutex
+	// checks holds the setup page's live checks to one at a time and a
+	// few a minute; defaultChecker runs them without Options.Setup.
+	checks         checkGate
+	defaultChecker *setup.Checker
 }
 
 // New builds the workbench. For a non-loopback bind without a password
@@ -151,7 +165,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{o: o, log: o.Log, auth: newAuth(o), render: r}
+	s := &Server{o: o, log: o.Log, auth: newAuth(o), render: r, defaultChecker: setup.New()}
 	if o.PasswordHash == "" && !o.Loopback {
 		s.off = ErrNoPassword
 	}
@@ -217,6 +231,9 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /api/heartbeat", s.guard(s.putHeartbeat))
 	mux.HandleFunc("GET /api/settings", s.guard(s.getSettings))
 	mux.HandleFunc("PATCH /api/settings", s.guard(s.patchSettings))
+	mux.HandleFunc("GET /api/setup", s.guard(s.getSetup))
+	mux.HandleFunc("POST /api/setup/check", s.guard(s.postSetupCheck))
+	mux.HandleFunc("POST /api/setup/password", s.guard(s.postSetupPassword))
 	mux.HandleFunc("GET /api/memory", s.guard(s.getMemory))
 	mux.HandleFunc("PUT /api/memory", s.guard(s.putMemory))
 	mux.HandleFunc("GET /api/skills", s.guard(s.listSkills))

@@ -170,6 +170,7 @@ var guardedRoutes = []struct{ method, path string }{
 	{"GET", "/api/cron"}, {"POST", "/api/cron"}, {"PATCH", "/api/cron/j1"}, {"POST", "/api/cron/j1/run"}, {"DELETE", "/api/cron/j1"},
 	{"GET", "/api/heartbeat"}, {"PUT", "/api/heartbeat"}, {"GET", "/api/settings"}, {"PATCH", "/api/settings"},
 	{"GET", "/api/memory"}, {"PUT", "/api/memory"}, {"GET", "/api/skills"}, {"GET", "/api/logs"}, {"GET", "/api/usage"},
+	{"GET", "/api/setup"}, {"POST", "/api/setup/check"}, {"POST", "/api/setup/password"},
 	{"GET", "/api/nothing-here"},
 }
 

@@ -7,6 +7,7 @@ import { showSettings } from "./settings.js";
 import { showMemory } from "./memory.js";
 import { showLogs } from "./logs.js";
 import { showUsage } from "./usage.js";
+import { showSetup, updateBanner } from "./setup.js";
 
 const $ = (id) => document.getElementById(id);
 // Channel badges are letters, not emoji: they render on every system.
@@ -68,6 +69,8 @@ async function boot() {
     $("memory-view").hidden = true;
     $("logs-view").hidden = true;
     $("usage-view").hidden = true;
+    $("setup-view").hidden = true;
+    $("setup-banner").hidden = true;
     $("nav").hidden = true;
     $("login-view").hidden = false;
     $("password-login").hidden = !who.passwordSet;
@@ -84,14 +87,16 @@ async function boot() {
 }
 
 // ---- pages ----------------------------------------------------------------
-const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations, "memory-view": showMemory, "settings-view": showSettings, "logs-view": showLogs, "usage-view": showUsage };
+const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations, "memory-view": showMemory, "settings-view": showSettings, "logs-view": showLogs, "usage-view": showUsage, "setup-view": showSetup };
 async function show(view) {
   for (const id of Object.keys(PAGES)) $(id).hidden = id !== view;
   $("back").hidden = view !== "app" || !$("app").classList.contains("show-pane");
   for (const b of $("nav").querySelectorAll("button")) b.classList.toggle("active", b.dataset.view === view);
   history.replaceState(null, "", view === "app" ? "#" : "#" + view.replace("-view", ""));
+  if (view === "app") updateBanner(); else $("setup-banner").hidden = true;
   await PAGES[view]();
 }
+$("setup-banner-go").addEventListener("click", () => show("setup-view"));
 for (const b of $("nav").querySelectorAll("button")) b.addEventListener("click", () => show(b.dataset.view));
 
 $("login-form").addEventListener("submit", async (e) => {

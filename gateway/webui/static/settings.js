@@ -112,7 +112,10 @@ export async function showSettings() {
   if (s.restartNeeded.length) {
     root.append(el("p", "notice", "Changed in the config and waiting for a restart of the gateway: " + s.restartNeeded.join(", ") + "."));
   }
-  root.append(section("Agent", [field("Model", "agents.defaults.model", "text", s.agent.model)]));
+  root.append(section("Agent", [
+    field("Model", "agents.defaults.model", "text", s.agent.model),
+    field("Provider", "agents.defaults.provider", "text", s.agent.provider, "auto: chosen from the model and the keys; or a provider's name"),
+  ]));
   const prov = [];
   for (const p of s.providers) {
     prov.push(el("h3", "", p.name),
