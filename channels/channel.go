@@ -120,11 +120,13 @@ type Finisher interface {
 // with the same text when DraftRefresh passed without a change, so a slow
 // answer keeps its preview. Text beyond the channel's limit goes out as a
 // message, cut at a good point, and the draft goes on with the rest. The
-// stream's end (finished, cut off, or gone quiet) is sent with Send as
-// whole messages, with StreamID cleared because they are never edited:
-// the draft is never the only copy of what the user saw. When Draft fails,
-// the stream goes on as a sent and edited message. Draft and DraftsTo are
-// called like Send (one caller per chat); DraftsTo must not block.
+// stream's end (finished, cut off, or gone quiet) is sent with Send, so
+// the draft is never the only copy of what the user saw: a finished
+// stream as whole messages with StreamID cleared, as they are never
+// edited; a cut-off one with its StreamID, as the turn's next attempt
+// after a restart edits it. When Draft fails, the stream goes on as a
+// sent and edited message. Draft and DraftsTo are called like Send (one
+// caller per chat); DraftsTo must not block.
 type Drafter interface {
 	Editor
 	// DraftsTo reports whether the stream m belongs to is drafted.

@@ -13,13 +13,14 @@
 // A failing poll is retried with backoff and jitter; Health says whether the
 // channel is connected or reconnecting, with the last error.
 //
-// Sending converts Markdown to Telegram's HTML (format.go), streams by
-// editing the sent message, shows "typing…", and sends files as photos or
+// Sending converts Markdown to Telegram's HTML (format.go), streams as a
+// message draft in private chats (drafts.go) and by editing the sent
+// message elsewhere, shows "typing…", and sends files as photos or
 // documents. Photos, documents, voice notes and audio users send are
 // downloaded into the media folder; the agent transcribes voice notes when
 // transcription is configured (Config.Transcription is handed to it).
 //
-// Concurrency: Send, Edit, Typing, SendMedia and SendVoice use a client that
+// Concurrency: Send, Edit, Draft, Typing, SendMedia and SendVoice use a client that
 // never polls and may be called from any goroutine, concurrently with Run
 // and with each other. In polling mode one library goroutine fetches updates
 // and one worker handles them in order, and each poll session waits for both
@@ -84,7 +85,22 @@ type Config struct {
 	// notes alone; the agent uses it (the gateway hands it over), in place
 	// of the top-level transcription section.
 	Transcription Transcription `json:"transcription"`
+	// Streaming shows an answer while the model writes it (default true);
+	// off, the answer is sent once it is complete.
+	Streaming bool `json:"streaming"`
+	// StreamMode is how a private chat sees an answer being written:
+	// "draft" (default) as a message draft Telegram animates
+	// (sendMessageDraft), the message sent once complete; "edit" as a
+	// message edited as it grows. Groups always see edits, and so do
+	// private chats once Telegram refused drafts.
+	StreamMode string `json:"streamMode"`
 }
+
+// Stream modes of a private chat (Config.StreamMode).
+const (
+	StreamDraft = "draft"
+	StreamEdit  = "edit"
+)
 
 // Transcription is a Whisper-compatible speech-to-text endpoint (OpenAI,
 // Groq, a local whisper server): POST {apiBase}/audio/transcriptions.
@@ -108,7 +124,10 @@ const DefaultAPIBase = "https://api.telegram.org"
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20}
+	return Config{
+		GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20,
+		Streaming: true, StreamMode: StreamDraft,
+	}
 }
 
 // Validate checks the config; errors name the key under channels.telegram.
@@ -135,6 +154,9 @@ func (c Config) Validate() error {
 		}
 	}
 	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	if c.StreamMode != StreamDraft && c.StreamMode != StreamEdit {
+		p.Addf("streamMode: want %q or %q, got %q", StreamDraft, StreamEdit, c.StreamMode)
+	}
 	if c.Transcription.APIBase != "" {
 		if u, err := url.Parse(c.Transcription.APIBase); err != nil || u.Host == "" {
 			p.Addf("transcription.apiBase: %q is not a URL", c.Transcription.APIBase)
@@ -185,12 +207,16 @@ type Channel struct {
 	// Timing, fixed by New; tests in this package shorten them.
 	pollTimeout  time.Duration
 	editInterval time.Duration
+	draftRefresh time.Duration
 	backoffMin   time.Duration
 	backoffMax   time.Duration
 
 	health channels.HealthState
 	// refusing is set while the gateway refuses messages (noteDelivery).
 	refusing atomic.Bool
+	// noDrafts is set once Telegram answered that this bot cannot use
+	// message drafts: for the rest of the process streams are edited.
+	noDrafts atomic.Bool
 
 	mu    sync.Mutex
 	me    *models.User
@@ -206,13 +232,15 @@ type Channel struct {
 }
 
 var (
-	_ channels.Channel        = (*Channel)(nil)
-	_ channels.Editor         = (*Channel)(nil)
-	_ channels.Limiter        = (*Channel)(nil)
-	_ channels.Typer          = (*Channel)(nil)
-	_ channels.MediaSender    = (*Channel)(nil)
-	_ channels.VoiceSender    = (*Channel)(nil)
-	_ channels.HealthReporter = (*Channel)(nil)
+	_ channels.Channel            = (*Channel)(nil)
+	_ channels.Editor             = (*Channel)(nil)
+	_ channels.Drafter            = (*Channel)(nil)
+	_ channels.CapabilityReporter = (*Channel)(nil)
+	_ channels.Limiter            = (*Channel)(nil)
+	_ channels.Typer              = (*Channel)(nil)
+	_ channels.MediaSender        = (*Channel)(nil)
+	_ channels.VoiceSender        = (*Channel)(nil)
+	_ channels.HealthReporter     = (*Channel)(nil)
 )
 
 // New builds the channel. It does no IO: Run connects.
@@ -234,6 +262,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		mediaDir:     deps.MediaDir("telegram"),
 		pollTimeout:  time.Minute,
 		editInterval: time.Second,
+		draftRefresh: 20 * time.Second,
 		backoffMin:   500 * time.Millisecond,
 		backoffMax:   30 * time.Second,
 		files:        &http.Client{Transport: transport, Timeout: 5 * time.Minute},
@@ -272,6 +301,12 @@ func (c *Channel) MessageLimit() int { return 4096 }
 // EditInterval implements channels.Editor. Telegram allows about one edit
 // per second per chat before it answers 429.
 func (c *Channel) EditInterval() time.Duration { return c.editInterval }
+
+// Capabilities implements channels.CapabilityReporter: with streaming off
+// no message is edited (and none drafted); answers are sent complete.
+func (c *Channel) Capabilities() channels.Capabilities {
+	return channels.Capabilities{Edit: c.cfg.Streaming}
+}
 
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }

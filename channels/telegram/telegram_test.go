@@ -95,6 +95,14 @@ func TestConformance(t *testing.T) {
 					mu.Unlock()
 					return ok && fake.Acked(upd)
 				},
+				Drafts: func(chat string) []string {
+					id, _ := strconv.ParseInt(chat, 10, 64)
+					var out []string
+					for _, d := range fake.Drafts(id) {
+						out = append(out, d.Visible)
+					}
+					return out
+				},
 			}
 		},
 	})
@@ -194,6 +202,12 @@ func TestDefaults(t *testing.T) {
 	if got := ch.cfg.MaxMediaBytes; got != 20<<20 {
 		t.Errorf("MaxMediaBytes = %d, want 20 MB", got)
 	}
+	if got := ch.cfg.StreamMode; got != StreamDraft {
+		t.Errorf("StreamMode = %q, want %q", got, StreamDraft)
+	}
+	if d := DefaultConfig(); !d.Streaming || d.StreamMode != StreamDraft {
+		t.Errorf("DefaultConfig streaming %v, streamMode %q: want streaming as drafts", d.Streaming, d.StreamMode)
+	}
 	if got := ch.Health().State; got != channels.StateStarting {
 		t.Errorf("Health before Run = %s, want starting", got)
 	}
@@ -204,6 +218,7 @@ func TestFactoryDecodesConfig(t *testing.T) {
 		"enabled": true, "token": "42:abc", "allowFrom": []any{"1001", "alice"}, "proxy": "socks5://127.0.0.1:1080",
 		"replyToMessage": true, "groupPolicy": "open", "apiBase": "http://127.0.0.1:8081/",
 		"maxMediaBytes": 1234, "transcription": map[string]any{"apiBase": "http://127.0.0.1:9000/v1", "apiKey": "k", "model": "whisper-large-v3"},
+		"streaming": false, "streamMode": "edit",
 	}
 	cfg := configs.ChannelsConfig{Platforms: map[string]map[string]any{"telegram": raw}}
 	got, err := Factory().New(cfg, channels.Deps{})
@@ -213,7 +228,7 @@ func TestFactoryDecodesConfig(t *testing.T) {
 	c := got.(*Channel).cfg
 	if !c.Enabled || c.Token != "42:abc" || len(c.AllowFrom) != 2 || c.Proxy != "socks5://127.0.0.1:1080" || !c.ReplyToMessage ||
 		c.GroupPolicy != "open" || c.APIBase != "http://127.0.0.1:8081" || c.MaxMediaBytes != 1234 ||
-		c.Transcription.Model != "whisper-large-v3" || c.Transcription.APIKey != "k" {
+		c.Transcription.Model != "whisper-large-v3" || c.Transcription.APIKey != "k" || c.Streaming || c.StreamMode != StreamEdit {
 		t.Errorf("decoded config = %+v", c)
 	}
 	if _, ok := Factory().ConfigType.(Config); !ok {
@@ -234,6 +249,7 @@ func TestConfigValidation(t *testing.T) {
 		{"webhook without secret", func(c *Config) { c.WebhookURL = "https://bot.example.com/tg" }, "webhookSecret"},
 		{"webhook bad secret", func(c *Config) { c.WebhookURL, c.WebhookSecret = "https://bot.example.com/tg", "has space" }, "webhookSecret"},
 		{"negative media cap", func(c *Config) { c.MaxMediaBytes = -1 }, "maxMediaBytes"},
+		{"bad stream mode", func(c *Config) { c.StreamMode = "typewriter" }, "streamMode"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

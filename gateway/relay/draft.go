@@ -112,7 +112,24 @@ func (w *chatWorker) endDraft(ctx context.Context, s *stream, m bus.Outbound) er
 		}
 		return errSkipped
 	}
-	return w.sendText(ctx, wholeMessage(m, ""), s.current())
+	text := s.current()
+	if m.Interrupted && s.done == 0 && utf8.RuneCountInString(text) <= w.limit() {
+		// As for an edited stream: a turn cut off by a shutdown runs
+		// again after the restart and goes on in this message (recorded
+		// as the stream's), rather than sending another. So it keeps its
+		// StreamID: it may be edited.
+		cut := m
+		cut.Kind, cut.Content = bus.KindMessage, text
+		ref, err := w.send(ctx, cut)
+		if err != nil {
+			return err
+		}
+		if dl := w.d.cfg.Delivery; dl != nil && m.Turn != "" {
+			dl.StreamStarted(m.Turn, ref)
+		}
+		return nil
+	}
+	return w.sendText(ctx, wholeMessage(m, ""), text)
 }
 
 // wholeMessage is m as a message that is never edited: no StreamID, which

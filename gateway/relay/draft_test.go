@@ -258,3 +258,35 @@ func TestShutdownSendsOpenDrafts(t *testing.T) {
 		t.Errorf("sent %+v, want the drafted text", s)
 	}
 }
+
+// A drafted stream cut off by a shutdown leaves its text as a message the
+// turn's next attempt (after the restart) goes on editing, as an edited
+// stream's does: no second message for one answer.
+func TestCutOffDraftIsContinuedAfterARestart(t *testing.T) {
+	dc := newDraftChannel(10*time.Millisecond, time.Minute, 4096)
+	log := newMemLog()
+	out := startDurable(t, DispatcherConfig{Delivery: log}, dc)
+	first := delta("1", "s1", "The answer so")
+	first.Turn = "turn7"
+	out <- first
+	waitfor.True(t, "the draft", func() bool { return len(dc.draftTexts()) > 0 })
+	log.queue("1", time.Now())
+	out <- bus.Outbound{Channel: "d", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "s1", Turn: "turn7", Content: "The answer so", Interrupted: true, ID: "1"}
+	log.wait(t, 1)
+	ref, ok := log.StreamMessage("turn7")
+	if sent, _ := dc.snapshot(); len(sent) != 1 || !ok || ref.MessageID != "1" {
+		t.Fatalf("sent %+v, stream message %+v %v: want the text so far sent and recorded", sent, ref, ok)
+	}
+
+	// The next attempt of the turn (a new stream) edits that message.
+	again := delta("1", "s2", "The answer so far, and the rest.")
+	again.Turn = "turn7"
+	out <- again
+	log.queue("2", time.Now())
+	out <- bus.Outbound{Channel: "d", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "s2", Turn: "turn7", Content: "The answer so far, and the rest.", Final: true, ID: "2"}
+	log.wait(t, 1)
+	sent, edits := dc.snapshot()
+	if len(sent) != 1 || len(edits) == 0 || edits[len(edits)-1].text != "The answer so far, and the rest." || edits[len(edits)-1].ref.MessageID != "1" {
+		t.Errorf("sent %+v, edits %+v: want message 1 edited to the whole answer", sent, edits)
+	}
+}
