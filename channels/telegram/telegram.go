@@ -18,16 +18,17 @@
 // message elsewhere, shows "typing…", and sends files as photos or
 // documents. Photos, documents, voice notes and audio users send are
 // downloaded into the media folder; the agent transcribes voice notes when
-// transcription is configured (Config.Transcription is handed to it).
+// transcription is configured (Config.Transcription is handed to it). The
+// command menu is registered per audience (menu.go).
 //
-// Concurrency: Send, Edit, Draft, Typing, SendMedia and SendVoice use a client that
-// never polls and may be called from any goroutine, concurrently with Run
-// and with each other. In polling mode one library goroutine fetches updates
-// and one worker handles them in order, and each poll session waits for both
-// before Run reconnects or returns; in webhook mode the handler is called on
-// the HTTP server's goroutines, concurrently, and answers 503 while Run is
-// not running. The state Run shares with them (the bot's identity, the
-// Inbox, the poll offset) is under a lock.
+// Concurrency: Send, Edit, Draft, Typing, SendMedia and SendVoice use a
+// client that never polls and may be called from any goroutine, concurrently
+// with Run and with each other. In polling mode one library goroutine
+// fetches updates and one worker handles them in order, and each poll
+// session waits for both before Run reconnects or returns; in webhook mode
+// the handler is called on the HTTP server's goroutines, concurrently, and
+// answers 503 while Run is not running. The state Run shares with them (the
+// bot's identity, the Inbox, the poll offset) is under a lock.
 package telegram
 
 import (
@@ -180,18 +181,6 @@ func validSecret(s string) bool {
 // Factory registers the channel: registry.Register("telegram", telegram.Factory()).
 func Factory() channels.Factory {
 	return channels.NewFactory("telegram", DefaultConfig, New)
-}
-
-// commands are registered with setMyCommands; they reach the agent as
-// text ("/new"), which handles them without the LLM.
-var commands = []models.BotCommand{
-	{Command: "new", Description: "Start a new conversation"},
-	{Command: "compact", Description: "Fold this conversation into memory"},
-	{Command: "stop", Description: "Stop the current task"},
-	{Command: "goal", Description: "Show this chat's goal; /goal <task> sets one"},
-	{Command: "model", Description: "List or switch the model for this chat"},
-	{Command: "help", Description: "Show what I can do"},
-	{Command: "status", Description: "Show the bot's status"},
 }
 
 // Channel is the Telegram adapter.
@@ -360,22 +349,18 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	})
 }
 
-// connect learns who the bot is, registers the commands (the first time)
-// and sets up the webhook (or removes one, for polling): Telegram has
-// confirmed the token once it returns nil. The three calls are
-// independent and run at once, so a start waits for the slowest of them,
-// not their sum; connect returns only when all three have.
+// connect learns who the bot is, registers the command menus (the first
+// time) and sets up the webhook (or removes one, for polling): Telegram
+// has confirmed the token once it returns nil. The calls are independent
+// and run at once, so a start waits for the slowest of them, not their
+// sum; connect returns only when all have.
 func (c *Channel) connect(ctx context.Context, register bool) error {
 	var wg sync.WaitGroup
 	var me *models.User
 	var meErr, hookErr error
 	wg.Go(func() { me, meErr = c.api.GetMe(ctx) })
 	if register {
-		wg.Go(func() {
-			if _, err := c.api.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: commands}); err != nil && ctx.Err() == nil {
-				c.log.Warn("telegram: registering commands failed", "err", c.redact.Error(err))
-			}
-		})
+		wg.Go(func() { c.registerMenus(ctx) })
 	}
 	wg.Go(func() {
 		if c.cfg.WebhookURL != "" {
