@@ -15,7 +15,8 @@
 //
 // Sending converts Markdown to Telegram's HTML (format.go), streams as a
 // message draft in private chats (drafts.go) and by editing the sent
-// message elsewhere, shows "typing…", and sends files as photos or
+// message elsewhere, shows "typing…", sends answers with a table as rich
+// messages when richMessages is on (rich.go), and sends files as photos or
 // documents. Photos, documents, voice notes and audio users send are
 // downloaded into the media folder; the agent transcribes voice notes when
 // transcription is configured (Config.Transcription is handed to it). The
@@ -95,6 +96,10 @@ type Config struct {
 	// message edited as it grows. Groups always see edits, and so do
 	// private chats once Telegram refused drafts.
 	StreamMode string `json:"streamMode"`
+	// RichMessages sends a complete answer that holds a Markdown table as a
+	// rich message (sendRichMessage, Bot API 10.1), which Telegram shows as
+	// a real table; off (the default), a table is a monospace block.
+	RichMessages bool `json:"richMessages"`
 }
 
 // Stream modes of a private chat (Config.StreamMode).
@@ -203,9 +208,10 @@ type Channel struct {
 	health channels.HealthState
 	// refusing is set while the gateway refuses messages (noteDelivery).
 	refusing atomic.Bool
-	// noDrafts is set once Telegram answered that this bot cannot use
-	// message drafts: for the rest of the process streams are edited.
-	noDrafts atomic.Bool
+	// noDrafts and noRich are set once Telegram answered that this bot
+	// cannot use message drafts or rich messages: for the rest of the
+	// process streams are edited and tables sent as HTML.
+	noDrafts, noRich atomic.Bool
 
 	mu    sync.Mutex
 	me    *models.User
