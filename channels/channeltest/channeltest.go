@@ -98,10 +98,10 @@ type Fixture struct {
 	// Acked reports whether the platform considers an emitted message
 	// acknowledged (delivery confirmed). Nil skips the ack assertions.
 	Acked func(e Emitted) bool
-	// Drafts returns the texts of the drafts the platform showed in a
-	// chat, in order, for a channels.Drafter. Nil skips the draft
+	// Drafts returns the drafts the platform showed in a chat, in order,
+	// for a channels.Drafter (Text and At set). Nil skips the draft
 	// assertions (the stream must still end as one message).
-	Drafts func(chatID string) []string
+	Drafts func(chatID string) []Sent
 }
 
 // Message is a text message the fake should make the platform deliver.

@@ -95,11 +95,11 @@ func TestConformance(t *testing.T) {
 					mu.Unlock()
 					return ok && fake.Acked(upd)
 				},
-				Drafts: func(chat string) []string {
+				Drafts: func(chat string) []channeltest.Sent {
 					id, _ := strconv.ParseInt(chat, 10, 64)
-					var out []string
+					var out []channeltest.Sent
 					for _, d := range fake.Drafts(id) {
-						out = append(out, d.Visible)
+						out = append(out, channeltest.Sent{ChatID: chat, Text: d.Visible, At: d.At})
 					}
 					return out
 				},
