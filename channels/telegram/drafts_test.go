@@ -275,3 +275,43 @@ func TestPrivateChat(t *testing.T) {
 		t.Errorf("draft ids: %d %d %d", draftID(""), draftID("a"), draftID("b"))
 	}
 }
+
+// An answer over Telegram's 4096 characters: no draft is over the limit
+// (Telegram would refuse it), the finished parts are sent as they fill up,
+// and the messages together are the answer, none edited.
+func TestLongAnswerDraftedInParts(t *testing.T) {
+	fake := telegramtest.New(t)
+	ch := newChannel(t, fake, nil, t.TempDir(), nil)
+	s := &streamer{out: dispatch(t, ch), to: chatOf(private(alice)), id: "long"}
+	var words []string
+	for i := range 1400 {
+		words = append(words, "w"+strconv.Itoa(i))
+	}
+	text := strings.Join(words, " ") // about 7,600 characters
+	for i := 0; i < len(text); i += 500 {
+		s.delta(text[i:min(i+500, len(text))])
+	}
+	s.end(false)
+	waitfor.True(t, "the whole answer sent", func() bool {
+		sent := fake.Sent()
+		return len(sent) > 0 && strings.HasSuffix(sent[len(sent)-1].Visible, "w1399")
+	})
+	var parts []string
+	for _, m := range fake.Sent() {
+		if m.Edit || len([]rune(m.Visible)) > telegramtest.MessageLimit {
+			t.Errorf("message %d: edit %v, %d characters", m.MessageID, m.Edit, len([]rune(m.Visible)))
+		}
+		parts = append(parts, m.Visible)
+	}
+	if len(parts) < 2 || strings.Join(parts, " ") != text {
+		t.Errorf("%d messages, want the answer in parts that together are it", len(parts))
+	}
+	for _, d := range fake.Drafts(alice.ID) {
+		if len([]rune(d.Visible)) > telegramtest.MessageLimit {
+			t.Errorf("a draft of %d characters", len([]rune(d.Visible)))
+		}
+	}
+	if n := len(fake.Calls("sendMessageDraft")); n != len(fake.Drafts(alice.ID)) {
+		t.Errorf("%d draft calls, %d accepted: Telegram refused some", n, len(fake.Drafts(alice.ID)))
+	}
+}
