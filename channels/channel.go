@@ -110,6 +110,34 @@ type Finisher interface {
 	Finish(ctx context.Context, ref MessageRef) error
 }
 
+// Drafter is an Editor that can show a stream in some chats as a draft
+// instead of a message it edits: a preview the platform animates while the
+// text grows, which is not a message and vanishes by itself after a while
+// (Telegram's sendMessageDraft, private chats only).
+//
+// For a stream whose first delta DraftsTo accepts, the Dispatcher calls
+// Draft with the text so far, at most once per EditInterval, and again
+// with the same text when DraftRefresh passed without a change, so a slow
+// answer keeps its preview. Text beyond the channel's limit goes out as a
+// message, cut at a good point, and the draft goes on with the rest. The
+// stream's end (finished, cut off, or gone quiet) is sent with Send, so
+// the draft is never the only copy of what the user saw: a finished
+// stream as whole messages with StreamID cleared, as they are never
+// edited; a cut-off one with its StreamID, as the turn's next attempt
+// after a restart edits it. When Draft fails, the stream goes on as a
+// sent and edited message. Draft and DraftsTo are called like Send (one
+// caller per chat); DraftsTo must not block.
+type Drafter interface {
+	Editor
+	// DraftsTo reports whether the stream m belongs to is drafted.
+	DraftsTo(m bus.Outbound) bool
+	// Draft shows m.Content as the draft of stream m.StreamID in m's chat.
+	Draft(ctx context.Context, m bus.Outbound) error
+	// DraftRefresh is how long a draft may go unchanged before it is
+	// shown again (well inside the time the platform keeps it).
+	DraftRefresh() time.Duration
+}
+
 // StreamEnder is an Editor that wants each stream's end message (its full
 // text, Final, Usage) even when the text needs no further edit: the
 // OpenAI-compatible API ends its answer on it. The Dispatcher calls

@@ -1,6 +1,6 @@
 // Package channels is the kit every chat-platform adapter is built from,
 // and nothing else: the Channel interface, the optional capability
-// interfaces (Editor, Typer, MediaSender, VoiceSender, LoginRunner,
+// interfaces (Editor, Drafter, Typer, MediaSender, VoiceSender, LoginRunner,
 // HealthReporter, WebhookHandler, Noticer, SenderAuthenticator,
 // AllowDefaulter) detected by type assertion and switched per run by
 // CapabilityReporter, the typed errors (PermanentError, RetryAfterError,

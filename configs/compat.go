@@ -122,8 +122,7 @@ var compatNotes = []compatNote{
 	{path: "channels.telegram.webhookListenHost", status: CompatChanged, msg: "the webhook is served by the gateway's HTTP server (gateway.host:gateway.port) at the path of webhookUrl; point the reverse proxy there"},
 	{path: "channels.telegram.webhookListenPort", status: CompatChanged, msg: "the webhook is served by the gateway's HTTP server (gateway.host:gateway.port) at the path of webhookUrl; point the reverse proxy there"},
 	{path: "channels.telegram.webhookPath", status: CompatChanged, msg: "the webhook is served at the path of webhookUrl on the gateway's HTTP server; a proxy that rewrites paths must forward to that path"},
-	{path: "channels.telegram.richMessages", status: CompatUnsupported, msg: "replies use Telegram's HTML formatting; rich messages are not sent", when: isTrue},
-	{path: "channels.telegram.streaming", status: CompatChanged, msg: "replies stream by editing the message whenever the model streams; the switch is not needed"},
+	// channels.telegram.streaming and richMessages are fields of the Telegram channel.
 	{path: "channels.discord.streaming", status: CompatChanged, msg: "replies stream by editing the message whenever the model streams; the switch is not needed"},
 	{path: "channels.slack.dm", status: CompatChanged, msg: "direct messages follow allowFrom (and pairing); a separate dm policy is not supported — put the allowed user ids in allowFrom"},
 	{path: "channels.feishu.doneEmoji", status: CompatUnsupported, msg: "only reactEmoji is used: it is put on the message once the gateway has taken it; no reaction marks the reply as done"},

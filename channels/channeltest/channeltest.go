@@ -9,8 +9,9 @@
 //   - a message is acknowledged to the platform only after Deliver returned;
 //   - a reply is sent, and a reply over the platform's limit, run through
 //     the real relay.Dispatcher, arrives split with code blocks intact;
-//   - streamed deltas become edits no faster than EditInterval (Editors) or
-//     one message (the others);
+//   - streamed deltas become edits no faster than EditInterval (Editors),
+//     drafts no faster than that and then one message with the whole text
+//     (Drafters, in chats they draft), or one message (the others);
 //   - a dropped connection is survived, a malformed payload is logged and
 //     skipped;
 //   - Run returns promptly when its context ends and leaves no goroutine.
@@ -97,6 +98,10 @@ type Fixture struct {
 	// Acked reports whether the platform considers an emitted message
 	// acknowledged (delivery confirmed). Nil skips the ack assertions.
 	Acked func(e Emitted) bool
+	// Drafts returns the drafts the platform showed in a chat, in order,
+	// for a channels.Drafter (Text and At set). Nil skips the draft
+	// assertions (the stream must still end as one message).
+	Drafts func(chatID string) []Sent
 }
 
 // Message is a text message the fake should make the platform deliver.

@@ -319,6 +319,10 @@ func checkStreaming(t *testing.T, s *suite) {
 	if seq[0].Edit {
 		t.Fatalf("the first platform call of the stream was an edit, want a new message")
 	}
+	if dr, ok := s.fx.Channel.(channels.Drafter); ok && isEditor && dr.DraftsTo(bus.Outbound{Channel: in.Channel, ChatID: in.ChatID, Metadata: in.Metadata}) {
+		checkDrafted(t, s, in.ChatID, seq, interval)
+		return
+	}
 	if !isEditor {
 		if len(seq) != 1 {
 			t.Errorf("a channel without edits got %d calls for one stream, want 1", len(seq))
@@ -342,6 +346,33 @@ func checkStreaming(t *testing.T, s *suite) {
 	span := seq[len(seq)-1].At.Sub(seq[0].At)
 	if most := int(span/interval) + 2; len(seq) > most {
 		t.Errorf("%d calls in %s, more than the %d that EditInterval %s allows: %+v", len(seq), span, most, interval, seq)
+	}
+}
+
+// checkDrafted checks a stream a Drafter drew as drafts: one message,
+// sent once with the whole text and never edited, after drafts that grew
+// no faster than the edit interval allows.
+func checkDrafted(t *testing.T, s *suite, chat string, seq []Sent, interval time.Duration) {
+	if len(seq) != 1 {
+		t.Errorf("a drafted stream got %d platform calls, want one message: %+v", len(seq), seq)
+	}
+	if s.fx.Drafts == nil {
+		return
+	}
+	drafts := s.fx.Drafts(chat)
+	if len(drafts) == 0 {
+		t.Fatalf("a drafted stream of %s showed no draft", 3*interval)
+	}
+	for i := 1; i < len(drafts); i++ {
+		if !strings.HasPrefix(strings.TrimSpace(drafts[i].Text), strings.TrimSpace(drafts[i-1].Text)) {
+			t.Errorf("draft %d %q does not continue %q", i, drafts[i].Text, drafts[i-1].Text)
+		}
+	}
+	// Throttled like edits: at most one per interval over the time they
+	// took, and the first one.
+	span := drafts[len(drafts)-1].At.Sub(drafts[0].At)
+	if most := int(span/interval) + 2; len(drafts) > most {
+		t.Errorf("%d drafts in %s, more than the %d that EditInterval %s allows: %+v", len(drafts), span, most, interval, drafts)
 	}
 }
 

@@ -21,7 +21,8 @@ import (
 // Send implements channels.Channel: one message (the dispatcher already
 // split it to MessageLimit), as HTML, in the message's forum topic, quoting
 // the user's message when replyToMessage is on. Markup Telegram refuses
-// is sent again as plain text.
+// is sent again as plain text. With richMessages on, a message with a
+// table that is never edited goes as a rich message (rich.go).
 func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef, error) {
 	chat, err := chatID(m.ChatID)
 	if err != nil {
@@ -29,6 +30,11 @@ func (c *Channel) Send(ctx context.Context, m bus.Outbound) (channels.MessageRef
 	}
 	if strings.TrimSpace(m.Content) == "" {
 		return channels.MessageRef{}, channels.Permanentf("telegram: send to chat %s: empty message", m.ChatID)
+	}
+	if c.richFor(m) {
+		if r, sent, err := c.sendRich(ctx, m, chat); sent || err != nil {
+			return r, err
+		}
 	}
 	p := &bot.SendMessageParams{
 		ChatID:          chat,

@@ -13,20 +13,23 @@
 // A failing poll is retried with backoff and jitter; Health says whether the
 // channel is connected or reconnecting, with the last error.
 //
-// Sending converts Markdown to Telegram's HTML (format.go), streams by
-// editing the sent message, shows "typing…", and sends files as photos or
+// Sending converts Markdown to Telegram's HTML (format.go), streams as a
+// message draft in private chats (drafts.go) and by editing the sent
+// message elsewhere, shows "typing…", sends answers with a table as rich
+// messages when richMessages is on (rich.go), and sends files as photos or
 // documents. Photos, documents, voice notes and audio users send are
 // downloaded into the media folder; the agent transcribes voice notes when
-// transcription is configured (Config.Transcription is handed to it).
+// transcription is configured (Config.Transcription is handed to it). The
+// command menu is registered per audience (menu.go).
 //
-// Concurrency: Send, Edit, Typing, SendMedia and SendVoice use a client that
-// never polls and may be called from any goroutine, concurrently with Run
-// and with each other. In polling mode one library goroutine fetches updates
-// and one worker handles them in order, and each poll session waits for both
-// before Run reconnects or returns; in webhook mode the handler is called on
-// the HTTP server's goroutines, concurrently, and answers 503 while Run is
-// not running. The state Run shares with them (the bot's identity, the
-// Inbox, the poll offset) is under a lock.
+// Concurrency: Send, Edit, Draft, Typing, SendMedia and SendVoice use a
+// client that never polls and may be called from any goroutine, concurrently
+// with Run and with each other. In polling mode one library goroutine
+// fetches updates and one worker handles them in order, and each poll
+// session waits for both before Run reconnects or returns; in webhook mode
+// the handler is called on the HTTP server's goroutines, concurrently, and
+// answers 503 while Run is not running. The state Run shares with them (the
+// bot's identity, the Inbox, the poll offset) is under a lock.
 package telegram
 
 import (
@@ -84,7 +87,26 @@ type Config struct {
 	// notes alone; the agent uses it (the gateway hands it over), in place
 	// of the top-level transcription section.
 	Transcription Transcription `json:"transcription"`
+	// Streaming shows an answer while the model writes it (default true);
+	// off, the answer is sent once it is complete.
+	Streaming bool `json:"streaming"`
+	// StreamMode is how a private chat sees an answer being written:
+	// "draft" (default) as a message draft Telegram animates
+	// (sendMessageDraft), the message sent once complete; "edit" as a
+	// message edited as it grows. Groups always see edits, and so do
+	// private chats once Telegram refused drafts.
+	StreamMode string `json:"streamMode"`
+	// RichMessages sends a complete answer that holds a Markdown table as a
+	// rich message (sendRichMessage, Bot API 10.1), which Telegram shows as
+	// a real table; off (the default), a table is a monospace block.
+	RichMessages bool `json:"richMessages"`
 }
+
+// Stream modes of a private chat (Config.StreamMode).
+const (
+	StreamDraft = "draft"
+	StreamEdit  = "edit"
+)
 
 // Transcription is a Whisper-compatible speech-to-text endpoint (OpenAI,
 // Groq, a local whisper server): POST {apiBase}/audio/transcriptions.
@@ -108,7 +130,10 @@ const DefaultAPIBase = "https://api.telegram.org"
 
 // DefaultConfig is disabled, with the defaults of every option.
 func DefaultConfig() Config {
-	return Config{GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20}
+	return Config{
+		GroupConfig: channels.GroupConfig{GroupPolicy: channels.GroupMention}, APIBase: DefaultAPIBase, MaxMediaBytes: 20 << 20,
+		Streaming: true, StreamMode: StreamDraft,
+	}
 }
 
 // Validate checks the config; errors name the key under channels.telegram.
@@ -135,6 +160,9 @@ func (c Config) Validate() error {
 		}
 	}
 	p.NonNegative("maxMediaBytes", c.MaxMediaBytes)
+	if c.StreamMode != StreamDraft && c.StreamMode != StreamEdit {
+		p.Addf("streamMode: want %q or %q, got %q", StreamDraft, StreamEdit, c.StreamMode)
+	}
 	if c.Transcription.APIBase != "" {
 		if u, err := url.Parse(c.Transcription.APIBase); err != nil || u.Host == "" {
 			p.Addf("transcription.apiBase: %q is not a URL", c.Transcription.APIBase)
@@ -160,18 +188,6 @@ func Factory() channels.Factory {
 	return channels.NewFactory("telegram", DefaultConfig, New)
 }
 
-// commands are registered with setMyCommands; they reach the agent as
-// text ("/new"), which handles them without the LLM.
-var commands = []models.BotCommand{
-	{Command: "new", Description: "Start a new conversation"},
-	{Command: "compact", Description: "Fold this conversation into memory"},
-	{Command: "stop", Description: "Stop the current task"},
-	{Command: "goal", Description: "Show this chat's goal; /goal <task> sets one"},
-	{Command: "model", Description: "List or switch the model for this chat"},
-	{Command: "help", Description: "Show what I can do"},
-	{Command: "status", Description: "Show the bot's status"},
-}
-
 // Channel is the Telegram adapter.
 type Channel struct {
 	cfg      Config
@@ -185,12 +201,17 @@ type Channel struct {
 	// Timing, fixed by New; tests in this package shorten them.
 	pollTimeout  time.Duration
 	editInterval time.Duration
+	draftRefresh time.Duration
 	backoffMin   time.Duration
 	backoffMax   time.Duration
 
 	health channels.HealthState
 	// refusing is set while the gateway refuses messages (noteDelivery).
 	refusing atomic.Bool
+	// noDrafts and noRich are set once Telegram answered that this bot
+	// cannot use message drafts or rich messages: for the rest of the
+	// process streams are edited and tables sent as HTML.
+	noDrafts, noRich atomic.Bool
 
 	mu    sync.Mutex
 	me    *models.User
@@ -206,13 +227,15 @@ type Channel struct {
 }
 
 var (
-	_ channels.Channel        = (*Channel)(nil)
-	_ channels.Editor         = (*Channel)(nil)
-	_ channels.Limiter        = (*Channel)(nil)
-	_ channels.Typer          = (*Channel)(nil)
-	_ channels.MediaSender    = (*Channel)(nil)
-	_ channels.VoiceSender    = (*Channel)(nil)
-	_ channels.HealthReporter = (*Channel)(nil)
+	_ channels.Channel            = (*Channel)(nil)
+	_ channels.Editor             = (*Channel)(nil)
+	_ channels.Drafter            = (*Channel)(nil)
+	_ channels.CapabilityReporter = (*Channel)(nil)
+	_ channels.Limiter            = (*Channel)(nil)
+	_ channels.Typer              = (*Channel)(nil)
+	_ channels.MediaSender        = (*Channel)(nil)
+	_ channels.VoiceSender        = (*Channel)(nil)
+	_ channels.HealthReporter     = (*Channel)(nil)
 )
 
 // New builds the channel. It does no IO: Run connects.
@@ -234,6 +257,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		mediaDir:     deps.MediaDir("telegram"),
 		pollTimeout:  time.Minute,
 		editInterval: time.Second,
+		draftRefresh: 20 * time.Second,
 		backoffMin:   500 * time.Millisecond,
 		backoffMax:   30 * time.Second,
 		files:        &http.Client{Transport: transport, Timeout: 5 * time.Minute},
@@ -272,6 +296,12 @@ func (c *Channel) MessageLimit() int { return 4096 }
 // EditInterval implements channels.Editor. Telegram allows about one edit
 // per second per chat before it answers 429.
 func (c *Channel) EditInterval() time.Duration { return c.editInterval }
+
+// Capabilities implements channels.CapabilityReporter: with streaming off
+// no message is edited (and none drafted); answers are sent complete.
+func (c *Channel) Capabilities() channels.Capabilities {
+	return channels.Capabilities{Edit: c.cfg.Streaming}
+}
 
 // Health implements channels.HealthReporter.
 func (c *Channel) Health() channels.Health { return c.health.Get() }
@@ -325,22 +355,18 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	})
 }
 
-// connect learns who the bot is, registers the commands (the first time)
-// and sets up the webhook (or removes one, for polling): Telegram has
-// confirmed the token once it returns nil. The three calls are
-// independent and run at once, so a start waits for the slowest of them,
-// not their sum; connect returns only when all three have.
+// connect learns who the bot is, registers the command menus (the first
+// time) and sets up the webhook (or removes one, for polling): Telegram
+// has confirmed the token once it returns nil. The calls are independent
+// and run at once, so a start waits for the slowest of them, not their
+// sum; connect returns only when all have.
 func (c *Channel) connect(ctx context.Context, register bool) error {
 	var wg sync.WaitGroup
 	var me *models.User
 	var meErr, hookErr error
 	wg.Go(func() { me, meErr = c.api.GetMe(ctx) })
 	if register {
-		wg.Go(func() {
-			if _, err := c.api.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: commands}); err != nil && ctx.Err() == nil {
-				c.log.Warn("telegram: registering commands failed", "err", c.redact.Error(err))
-			}
-		})
+		wg.Go(func() { c.registerMenus(ctx) })
 	}
 	wg.Go(func() {
 		if c.cfg.WebhookURL != "" {

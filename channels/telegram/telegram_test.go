@@ -95,6 +95,14 @@ func TestConformance(t *testing.T) {
 					mu.Unlock()
 					return ok && fake.Acked(upd)
 				},
+				Drafts: func(chat string) []channeltest.Sent {
+					id, _ := strconv.ParseInt(chat, 10, 64)
+					var out []channeltest.Sent
+					for _, d := range fake.Drafts(id) {
+						out = append(out, channeltest.Sent{ChatID: chat, Text: d.Visible, At: d.At})
+					}
+					return out
+				},
 			}
 		},
 	})
@@ -194,6 +202,12 @@ func TestDefaults(t *testing.T) {
 	if got := ch.cfg.MaxMediaBytes; got != 20<<20 {
 		t.Errorf("MaxMediaBytes = %d, want 20 MB", got)
 	}
+	if got := ch.cfg.StreamMode; got != StreamDraft {
+		t.Errorf("StreamMode = %q, want %q", got, StreamDraft)
+	}
+	if d := DefaultConfig(); !d.Streaming || d.StreamMode != StreamDraft {
+		t.Errorf("DefaultConfig streaming %v, streamMode %q: want streaming as drafts", d.Streaming, d.StreamMode)
+	}
 	if got := ch.Health().State; got != channels.StateStarting {
 		t.Errorf("Health before Run = %s, want starting", got)
 	}
@@ -204,6 +218,7 @@ func TestFactoryDecodesConfig(t *testing.T) {
 		"enabled": true, "token": "42:abc", "allowFrom": []any{"1001", "alice"}, "proxy": "socks5://127.0.0.1:1080",
 		"replyToMessage": true, "groupPolicy": "open", "apiBase": "http://127.0.0.1:8081/",
 		"maxMediaBytes": 1234, "transcription": map[string]any{"apiBase": "http://127.0.0.1:9000/v1", "apiKey": "k", "model": "whisper-large-v3"},
+		"streaming": false, "streamMode": "edit",
 	}
 	cfg := configs.ChannelsConfig{Platforms: map[string]map[string]any{"telegram": raw}}
 	got, err := Factory().New(cfg, channels.Deps{})
@@ -213,7 +228,7 @@ func TestFactoryDecodesConfig(t *testing.T) {
 	c := got.(*Channel).cfg
 	if !c.Enabled || c.Token != "42:abc" || len(c.AllowFrom) != 2 || c.Proxy != "socks5://127.0.0.1:1080" || !c.ReplyToMessage ||
 		c.GroupPolicy != "open" || c.APIBase != "http://127.0.0.1:8081" || c.MaxMediaBytes != 1234 ||
-		c.Transcription.Model != "whisper-large-v3" || c.Transcription.APIKey != "k" {
+		c.Transcription.Model != "whisper-large-v3" || c.Transcription.APIKey != "k" || c.Streaming || c.StreamMode != StreamEdit {
 		t.Errorf("decoded config = %+v", c)
 	}
 	if _, ok := Factory().ConfigType.(Config); !ok {
@@ -234,6 +249,7 @@ func TestConfigValidation(t *testing.T) {
 		{"webhook without secret", func(c *Config) { c.WebhookURL = "https://bot.example.com/tg" }, "webhookSecret"},
 		{"webhook bad secret", func(c *Config) { c.WebhookURL, c.WebhookSecret = "https://bot.example.com/tg", "has space" }, "webhookSecret"},
 		{"negative media cap", func(c *Config) { c.MaxMediaBytes = -1 }, "maxMediaBytes"},
+		{"bad stream mode", func(c *Config) { c.StreamMode = "typewriter" }, "streamMode"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,25 +342,58 @@ func TestPollFailuresShowInHealthAndRecover(t *testing.T) {
 	waitfor.True(t, "Health to be connected again", func() bool { return ch.Health().State == channels.StateConnected })
 }
 
+// The command menu is registered per audience: everyone's commands by
+// default, in private chats, groups and for group administrators; the
+// admin commands too only in the private chats of the bot's admins.
 func TestCommandsRegistered(t *testing.T) {
 	fake := telegramtest.New(t)
-	ch := newChannel(t, fake, nil, t.TempDir(), nil)
+	ch := newChannel(t, fake, nil, t.TempDir(), func(c *Config) { c.Admins = []string{"1001", "carol", "1001|alice"} })
 	in := run(t, ch)
-	calls := fake.Calls("setMyCommands")
-	if len(calls) != 1 {
-		t.Fatalf("setMyCommands called %d times, want 1", len(calls))
+	everyone := []string{"new", "compact", "stop", "model", "help", "status"}
+	admins := append(append([]string(nil), everyone...), "goal", "dream", "skill", "restart")
+	want := map[string][]string{
+		"default": everyone, "all_private_chats": everyone, "all_group_chats": everyone, "all_chat_administrators": everyone,
+		"chat:1001": admins,
 	}
-	for _, cmd := range []string{`"new"`, `"stop"`, `"help"`, `"status"`, `"goal"`, `"model"`} {
-		if !strings.Contains(calls[0].Params["commands"], cmd) {
-			t.Errorf("commands %s lack %s", calls[0].Params["commands"], cmd)
+	check := func() {
+		t.Helper()
+		if got := fake.Menus(); len(got) != len(want) {
+			t.Errorf("menus for %q, want %d scopes", got, len(want))
+		}
+		for scope, names := range want {
+			if got := fake.Commands(scope); strings.Join(got, " ") != strings.Join(names, " ") {
+				t.Errorf("menu of %s = %q, want %q", scope, got, names)
+			}
 		}
 	}
+	check()
+	if n := len(fake.Calls("setMyCommands")); n != len(want) {
+		t.Errorf("setMyCommands called %d times, want once per scope (%d)", n, len(want))
+	}
+	// Registering again (a reload) leaves every menu as it was.
+	ch.registerMenus(context.Background())
+	check()
+
 	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "/help@" + telegramtest.BotUsername})
 	fake.Send(telegramtest.Msg{From: alice, Chat: private(alice), Text: "/new"})
 	waitfor.True(t, "both commands", func() bool { return len(in.all()) == 2 })
 	got := in.all()
 	if got[0].Content != "/help" || got[1].Content != "/new" {
 		t.Errorf("commands arrived as %q and %q, want /help and /new", got[0].Content, got[1].Content)
+	}
+}
+
+// Without an admins list the admins are the ones allowFrom names, as for
+// the gateway's access control; "*" and usernames name no chat.
+func TestAdminMenuFollowsAllowFrom(t *testing.T) {
+	fake := telegramtest.New(t)
+	ch := newChannel(t, fake, nil, t.TempDir(), func(c *Config) { c.AllowFrom = []string{"*", "bob", " 2002 "} })
+	if got := ch.adminChats(); len(got) != 1 || got[0] != 2002 {
+		t.Errorf("admin chats %v, want [2002]", got)
+	}
+	ch = newChannel(t, fake, nil, t.TempDir(), nil) // allowFrom "*": no admin by name
+	if got := ch.adminChats(); len(got) != 0 {
+		t.Errorf("admin chats %v with allowFrom *", got)
 	}
 }
 
@@ -369,7 +418,7 @@ func TestStartCallsRunAtOnce(t *testing.T) {
 	ch := newChannel(t, fake, nil, t.TempDir(), nil)
 	start(t, ch)
 	waitfor.True(t, "setMyCommands and deleteWebhook while getMe is held", func() bool {
-		return len(fake.Calls("getMe")) == 1 && len(fake.Calls("setMyCommands")) == 1 && len(fake.Calls("deleteWebhook")) == 1
+		return len(fake.Calls("getMe")) == 1 && len(fake.Calls("setMyCommands")) == len(ch.menus()) && len(fake.Calls("deleteWebhook")) == 1
 	})
 	if n := fake.Polls(); n != 0 {
 		t.Fatalf("%d polls before getMe answered", n)

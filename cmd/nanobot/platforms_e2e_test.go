@@ -56,7 +56,9 @@ func TestPlatformsEndToEnd(t *testing.T) {
 		{
 			name: "telegram",
 			config: func() map[string]any {
-				return map[string]any{"enabled": true, "token": telegramtest.Token, "apiBase": tg.URL}
+				// Edits, as on the other platforms: private chats stream
+				// as drafts by default (TestTelegramDraftsEndToEnd).
+				return map[string]any{"enabled": true, "token": telegramtest.Token, "apiBase": tg.URL, "streamMode": "edit"}
 			},
 			send: func(text string) {
 				tg.Send(telegramtest.Msg{From: user, Chat: telegramtest.Chat{ID: user.ID, Type: "private"}, Text: text})

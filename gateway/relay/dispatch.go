@@ -330,6 +330,7 @@ type chatWorker struct {
 	wake    chan struct{}
 	streams map[string]*stream
 	timer   *time.Timer
+	timerAt time.Time // when timer fires
 }
 
 func (w *chatWorker) run(ctx context.Context) {
@@ -486,12 +487,15 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 		if st == nil {
 			st = &stream{base: m, started: time.Now()}
 			st.ref = w.unfinishedStream(m.Turn)
+			if dr, ok := w.drafter(); ok && st.ref.MessageID == "" {
+				st.draft = dr.DraftsTo(m)
+			}
 			w.openStream(m.StreamID, st)
 		}
 		st.total += m.Content
 		st.lastDelta = time.Now()
 		if !st.failed {
-			w.pushStream(ctx, st, false)
+			w.push(ctx, st, false)
 		}
 	case bus.KindStreamEnd:
 		st := w.streams[m.StreamID]
@@ -503,7 +507,14 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 				st = &stream{base: m, started: time.Now(), ref: ref}
 			}
 		}
-		if st == nil || (st.ref.MessageID == "" && st.done == 0) {
+		if st != nil && st.draft {
+			if strings.HasPrefix(m.Content, st.total[:st.done]) {
+				st.total = m.Content
+			}
+			st.base = m
+			return w.endDraft(ctx, st, m)
+		}
+		if st == nil || !st.visible() {
 			// Nothing was shown yet: send the text like a message, unless it
 			// is intermediate text the user did not ask for, or the start
 			// of an answer that was cut off (the user stopped it, or an
@@ -564,10 +575,11 @@ func (w *chatWorker) expireQuiet(ctx context.Context) {
 		}
 		w.d.log.Warn("stream went quiet without an end; finishing it", "channel", w.ch.Name(), "chat_id", st.base.ChatID, "quiet", quiet.Round(time.Second))
 		w.forgetStream(id)
-		end := st.base
-		end.Kind, end.Content, end.Interrupted, end.Final = bus.KindStreamEnd, st.total, true, false
-		st.base = end
-		if st.ref.MessageID != "" || st.done > 0 {
+		end := st.cutOff()
+		switch {
+		case st.draft:
+			_ = w.endDraft(ctx, st, end)
+		case st.visible():
 			_ = w.endStream(ctx, st, end)
 		}
 	}

@@ -33,9 +33,35 @@ type stream struct {
 	lastDelta time.Time
 	base      bus.Outbound
 	failed    bool // a send or edit failed: the rest goes out as plain messages
+	// draft is set while the stream is shown as the platform's draft
+	// (channels.Drafter) rather than as a message: shown is then what the
+	// draft shows, lastEdit when it was last drawn, and ref stays empty.
+	draft bool
 }
 
 func (s *stream) current() string { return s.reopen + strings.TrimLeft(s.total[s.done:], "\n") }
+
+// visible reports whether the user was shown any of the stream: a message
+// (sent or from an earlier attempt), a finished piece, or a draft.
+func (s *stream) visible() bool {
+	return s.ref.MessageID != "" || s.done > 0 || (s.draft && s.shown != "")
+}
+
+// nextPiece cuts the current text, which is over limit, at a good point:
+// piece is the part that goes out now (a code block open at the cut is
+// closed in it and reopened by reopen), advance how far it takes s.done.
+func (s *stream) nextPiece(limit int) (piece string, advance int, reopen string) {
+	raw := strings.TrimLeft(s.total[s.done:], "\n")
+	skipped := len(s.total[s.done:]) - len(raw)
+	budget := limit - utf8.RuneCountInString(s.reopen) - 4
+	cut := cutPoint(raw, max(budget, 1))
+	piece = s.reopen + raw[:cut]
+	if fence, open := openFence(piece); open {
+		piece = strings.TrimRight(piece, "\n") + "\n```"
+		reopen = fence + "\n"
+	}
+	return strings.TrimRight(piece, " \n"), skipped + cut, reopen
+}
 
 // unfinishedStream is the platform message a stream of turn showed without
 // being finished (an attempt before a restart), on channels that can edit
@@ -71,23 +97,13 @@ func (w *chatWorker) pushStream(ctx context.Context, s *stream, final bool) {
 			return
 		}
 		if utf8.RuneCountInString(cur) > limit {
-			raw := strings.TrimLeft(s.total[s.done:], "\n")
-			skipped := len(s.total[s.done:]) - len(raw)
-			budget := limit - utf8.RuneCountInString(s.reopen) - 4
-			cut := cutPoint(raw, max(budget, 1))
-			piece := s.reopen + raw[:cut]
-			fence, open := openFence(piece)
-			reopen := ""
-			if open {
-				piece = strings.TrimRight(piece, "\n") + "\n```"
-				reopen = fence + "\n"
-			}
-			w.show(ctx, s, ed, strings.TrimRight(piece, " \n"), true, s.done+skipped+cut)
+			piece, advance, reopen := s.nextPiece(limit)
+			w.show(ctx, s, ed, piece, true, s.done+advance)
 			if s.failed {
 				return
 			}
 			w.finish(ctx, s) // the piece is complete; the rest goes on in a new message
-			s.done += skipped + cut
+			s.done += advance
 			s.reopen, s.ref, s.shown = reopen, channels.MessageRef{}, ""
 			continue
 		}
@@ -168,27 +184,48 @@ func (w *chatWorker) show(ctx context.Context, s *stream, ed channels.Editor, te
 	s.shown, s.shownEnd = text, end
 }
 
+// schedule makes the worker flush its streams after the given time, or
+// sooner if an earlier flush is due already.
 func (w *chatWorker) schedule(after time.Duration) {
-	if w.timer == nil {
-		w.timer = time.NewTimer(after)
+	at := time.Now().Add(after)
+	if w.timer != nil {
+		if !at.Before(w.timerAt) {
+			return
+		}
+		w.timer.Stop()
 	}
+	w.timer, w.timerAt = time.NewTimer(after), at
 }
 
-// flushDue pushes every stream whose edit had to wait.
+// flushDue pushes every stream whose edit or draft had to wait.
 func (w *chatWorker) flushDue(ctx context.Context) {
 	for _, s := range w.streams {
-		w.pushStream(ctx, s, false)
+		w.push(ctx, s, false)
 	}
 }
 
 // flushAll makes the pending edits of all streams and finishes their
-// messages (on shutdown: their ends are not coming).
+// messages, and sends what drafted streams drew (on shutdown: their ends
+// are not coming).
 func (w *chatWorker) flushAll(ctx context.Context) {
 	for id, s := range w.streams {
+		w.forgetStream(id)
+		if s.draft {
+			_ = w.endDraft(ctx, s, s.cutOff())
+			continue
+		}
 		w.pushStream(ctx, s, true)
 		w.finish(ctx, s)
-		w.forgetStream(id)
 	}
+}
+
+// cutOff is the end of a stream whose own end is not coming: its text so
+// far, marked Interrupted.
+func (s *stream) cutOff() bus.Outbound {
+	end := s.base
+	end.Kind, end.Content, end.Interrupted, end.Final = bus.KindStreamEnd, s.total, true, false
+	s.base = end
+	return end
 }
 
 // openStream and forgetStream keep the dispatcher's count of open streams.

@@ -2,9 +2,12 @@
 // server that speaks the wire protocol the real one does (POST
 // /bot<token>/<method> with multipart, form or JSON parameters, a real long
 // poll for getUpdates honouring offset and timeout, file downloads under
-// /file/bot<token>/<path>), keeps the chats' messages, validates HTML the way
-// Telegram does, and lets a test inject failures (429 with retry_after, a
-// dropped connection, a malformed update).
+// /file/bot<token>/<path>), keeps the chats' messages, the message drafts
+// streamed to private chats (sendMessageDraft), rich messages
+// (sendRichMessage) and the command menus per scope (setMyCommands),
+// validates HTML and parameters the way Telegram does, and lets a test
+// inject failures (429 with retry_after, a dropped connection, a malformed
+// update, a method the server refuses for good).
 //
 // Concurrency: a Server is safe for concurrent use by the code under test
 // and the test: every method may be called from any goroutine, and the Bot
@@ -21,6 +24,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,7 +102,22 @@ type Sent struct {
 	// Buttons are the inline keyboard's buttons (reply_markup), row by
 	// row.
 	Buttons [][]Button
-	At      time.Time
+	// Rich is set for a rich message (sendRichMessage): Text and Visible
+	// are then its Markdown, as sent.
+	Rich bool
+	At   time.Time
+}
+
+// Draft is one sendMessageDraft: a preview of a message being written,
+// shown in a private chat until the bot sends the message.
+type Draft struct {
+	ChatID   int64
+	DraftID  int64
+	ThreadID int64
+	// Text and ParseMode are as sent; Visible is the text as Telegram
+	// shows it.
+	Text, ParseMode, Visible string
+	At                       time.Time
 }
 
 // Button is one inline keyboard button.
@@ -156,6 +175,10 @@ type Server struct {
 	blocked    map[int64]bool
 	users      map[int64]User
 	holds      map[string]chan struct{}
+	chatTypes  map[int64]string    // chats users wrote in, by id
+	drafts     []Draft             // sendMessageDraft calls accepted, in order
+	refused    map[string]failure  // methods failing for good (Refuse)
+	menus      map[string][]string // command names by scope (setMyCommands)
 }
 
 // New starts a fake and closes it when the test ends.
@@ -164,6 +187,7 @@ func New(t testing.TB) *Server {
 		t: t, nextID: 1, wake: make(chan struct{}), dropped: make(chan struct{}),
 		msgSeq: map[int64]int64{}, msgs: map[[2]int64]*Sent{}, files: map[string]*file{},
 		fails: map[string][]failure{}, blocked: map[int64]bool{}, users: map[int64]User{},
+		chatTypes: map[int64]string{}, refused: map[string]failure{}, menus: map[string][]string{},
 	}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
@@ -205,6 +229,7 @@ func (s *Server) Send(m Msg) (updateID, messageID int64) {
 	s.msgSeq[m.Chat.ID]++
 	messageID = s.msgSeq[m.Chat.ID]
 	s.users[m.From.ID] = m.From
+	s.chatTypes[m.Chat.ID] = m.Chat.Type
 	msg := map[string]any{
 		"message_id": messageID,
 		"date":       time.Now().Unix(),
@@ -355,6 +380,52 @@ func (s *Server) Fail(method string, code int, desc string, retryAfter int) {
 	s.fails[method] = append(s.fails[method], failure{code: code, desc: desc, retryAfter: retryAfter})
 }
 
+// Refuse makes every later call of method fail with the HTTP code and
+// description, as a Bot API server that does not have the method answers
+// (404 "Not Found: method not found"), or one that does not let this bot
+// use it.
+func (s *Server) Refuse(method string, code int, desc string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refused[method] = failure{code: code, desc: desc}
+}
+
+// Drafts returns the drafts streamed to chat, in order.
+func (s *Server) Drafts(chat int64) []Draft {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Draft
+	for _, d := range s.drafts {
+		if d.ChatID == chat {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Commands returns the names of the command menu last registered for
+// scope, as the Bot API names scopes ("default", "all_private_chats",
+// "all_group_chats", "all_chat_administrators"), or "chat:<id>",
+// "chat_administrators:<id>", "chat_member:<chat id>:<user id>"; nil when
+// none was.
+func (s *Server) Commands(scope string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.menus[scope]...)
+}
+
+// Menus returns the scopes that have a command menu.
+func (s *Server) Menus() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for scope := range s.menus {
+		out = append(out, scope)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // RejectHTML makes the next n HTML messages fail with "can't parse
 // entities", as Telegram does for markup it does not accept.
 func (s *Server) RejectHTML(n int) {
@@ -428,6 +499,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var fail *failure
 	if q := s.fails[method]; len(q) > 0 {
 		fail, s.fails[method] = &q[0], q[1:]
+	} else if f, ok := s.refused[method]; ok {
+		fail = &f
 	}
 	hold := s.holds[method]
 	s.mu.Unlock()
@@ -447,8 +520,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, 200, "", 0, map[string]any{"id": BotID, "is_bot": true, "first_name": "Nano", "username": BotUsername, "can_join_groups": true})
 	case "getUpdates":
 		s.getUpdates(w, r, params)
-	case "setMyCommands", "deleteWebhook", "setWebhook", "setMessageReaction", "answerCallbackQuery":
+	case "deleteWebhook", "setWebhook", "setMessageReaction", "answerCallbackQuery":
 		reply(w, 200, "", 0, true)
+	case "setMyCommands":
+		s.setMyCommands(w, params)
+	case "sendMessageDraft":
+		s.sendMessageDraft(w, params)
+	case "sendRichMessage":
+		s.sendRichMessage(w, params)
 	case "sendChatAction":
 		if s.isBlocked(params["chat_id"]) {
 			reply(w, 403, "Forbidden: bot was blocked by the user", 0, nil)
@@ -462,7 +541,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case "getFile":
 		s.getFile(w, params)
 	default:
-		reply(w, 404, "Not Found", 0, nil)
+		reply(w, 404, "Not Found: method not found", 0, nil)
 	}
 }
 
@@ -566,28 +645,41 @@ func (s *Server) sendMessage(w http.ResponseWriter, method string, p map[string]
 		return
 	}
 	thread, _ := strconv.ParseInt(p["message_thread_id"], 10, 64)
-	var replyTo int64
-	if rp := p["reply_parameters"]; rp != "" {
-		var v struct {
-			MessageID int64 `json:"message_id"`
-		}
-		if err := json.Unmarshal([]byte(rp), &v); err != nil {
-			reply(w, 400, "Bad Request: can't parse reply parameters JSON object", 0, nil)
-			return
-		}
-		replyTo = v.MessageID
+	replyTo, ok := replyParameters(w, p["reply_parameters"])
+	if !ok {
+		return
 	}
+	s.store(w, Sent{Method: method, ChatID: chat, Text: text, ParseMode: p["parse_mode"], Visible: visible, Rendered: rendered, ReplyTo: replyTo, ThreadID: thread, Upload: up, Buttons: buttons})
+}
+
+// replyParameters reads reply_parameters; it writes the error reply and
+// reports false when they do not parse.
+func replyParameters(w http.ResponseWriter, raw string) (messageID int64, ok bool) {
+	if raw == "" {
+		return 0, true
+	}
+	var v struct {
+		MessageID int64 `json:"message_id"`
+	}
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		reply(w, 400, "Bad Request: can't parse reply parameters JSON object", 0, nil)
+		return 0, false
+	}
+	return v.MessageID, true
+}
+
+// store keeps m as the chat's next message and answers with it.
+func (s *Server) store(w http.ResponseWriter, m Sent) {
 	s.mu.Lock()
-	s.msgSeq[chat]++
-	id := s.msgSeq[chat]
-	m := Sent{Method: method, ChatID: chat, MessageID: id, Text: text, ParseMode: p["parse_mode"], Visible: visible, Rendered: rendered, ReplyTo: replyTo, ThreadID: thread, Upload: up, Buttons: buttons, At: time.Now()}
+	s.msgSeq[m.ChatID]++
+	m.MessageID, m.At = s.msgSeq[m.ChatID], time.Now()
 	s.sent = append(s.sent, m)
-	s.msgs[[2]int64{chat, id}] = &m
+	s.msgs[[2]int64{m.ChatID, m.MessageID}] = &m
 	s.mu.Unlock()
 	reply(w, 200, "", 0, map[string]any{
-		"message_id": id, "date": time.Now().Unix(), "chat": map[string]any{"id": chat, "type": "private"},
+		"message_id": m.MessageID, "date": m.At.Unix(), "chat": map[string]any{"id": m.ChatID, "type": "private"},
 		"from": map[string]any{"id": BotID, "is_bot": true, "first_name": "Nano", "username": BotUsername},
-		"text": visible,
+		"text": m.Visible,
 	})
 }
 
