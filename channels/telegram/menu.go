@@ -2,9 +2,11 @@ package telegram
 
 import (
 	"context"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -15,7 +17,8 @@ import (
 // commands reach the agent as text ("/new"), which handles them without
 // the LLM.
 
-// commands are what anyone allowed to talk to the bot may use.
+// commands are what anyone allowed to talk to the bot may use, when the
+// gateway hands the adapter no command list (channels.Deps.Commands).
 var commands = []models.BotCommand{
 	{Command: "new", Description: "Start a new conversation"},
 	{Command: "compact", Description: "Fold this conversation into memory"},
@@ -26,7 +29,7 @@ var commands = []models.BotCommand{
 }
 
 // adminCommands are the ones the agent runs for admins only (its /help
-// shows them to admins only).
+// shows them to admins only), when the gateway hands no list.
 var adminCommands = []models.BotCommand{
 	{Command: "goal", Description: "Show this chat's goal; /goal <task> sets one"},
 	{Command: "dream", Description: "Tidy long-term memory now"},
@@ -47,6 +50,7 @@ type menu struct {
 // everyone's plus the admin commands in the private chat of each admin
 // known by user id.
 func (c *Channel) menus() []menu {
+	commands, adminCommands := c.menuCommands()
 	out := []menu{
 		{"default", &models.BotCommandScopeDefault{}, commands},
 		{"all_private_chats", &models.BotCommandScopeAllPrivateChats{}, commands},
@@ -58,6 +62,49 @@ func (c *Channel) menus() []menu {
 		out = append(out, menu{"chat " + strconv.FormatInt(id, 10), &models.BotCommandScopeChat{ChatID: id}, all})
 	}
 	return out
+}
+
+// botCommandName is what Telegram takes as a command: 1-32 lower-case
+// letters, digits and underscores.
+var botCommandName = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// menuCommands splits the gateway's commands (channels.Deps.Commands)
+// into everyone's and the admins' own: a command whose help ends in
+// "(admins)" is admin-only, or admin-only in the forms that change
+// something, and goes to the admins' menu. A name Telegram cannot show
+// ("dream-log") is left out of the menus; typed, it still works. Without
+// a list from the gateway, the built-in menus apply.
+func (c *Channel) menuCommands() (everyone, admins []models.BotCommand) {
+	if len(c.commands) == 0 {
+		return commands, adminCommands
+	}
+	for _, cmd := range c.commands {
+		if !botCommandName.MatchString(cmd.Name) {
+			continue
+		}
+		help, isAdmin := strings.CutSuffix(strings.TrimSpace(cmd.Help), "(admins)")
+		help, _, _ = strings.Cut(help, ";") // the first clause is the menu's line
+		help = strings.TrimSpace(help)
+		if help == "" {
+			help = cmd.Name
+		}
+		r := []rune(help)
+		r[0] = unicode.ToUpper(r[0])
+		bc := models.BotCommand{Command: cmd.Name, Description: clipRunes(string(r), 256)}
+		if isAdmin {
+			admins = append(admins, bc)
+		} else {
+			everyone = append(everyone, bc)
+		}
+	}
+	return everyone, admins
+}
+
+func clipRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
 }
 
 // adminChats are the private chats of the admins named by user id: the

@@ -47,6 +47,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/redact"
@@ -194,6 +195,8 @@ type Channel struct {
 	log      *slog.Logger
 	redact   *redact.Redactor
 	mediaDir string
+	// commands are the gateway's chat commands, for the menus (menu.go).
+	commands []bus.Command
 	http     *http.Client // Bot API calls (through the proxy)
 	files    *http.Client // file downloads
 	api      *bot.Bot     // sends and edits; never polls
@@ -255,6 +258,7 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 		log:          deps.Logger(),
 		redact:       deps.Redactor(cfg.Token),
 		mediaDir:     deps.MediaDir("telegram"),
+		commands:     deps.Commands,
 		pollTimeout:  time.Minute,
 		editInterval: time.Second,
 		draftRefresh: 20 * time.Second,

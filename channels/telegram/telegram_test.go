@@ -426,3 +426,29 @@ func TestStartCallsRunAtOnce(t *testing.T) {
 	release()
 	waitfor.True(t, "polling after getMe answered", func() bool { return fake.Polls() > 0 })
 }
+
+// With the gateway's command list (channels.Deps.Commands) the menus are
+// made from it: a command whose help ends in "(admins)" only in the
+// admins' chats, a name Telegram cannot show left out, the first clause
+// of the help as the line.
+func TestMenusFromTheGatewaysCommands(t *testing.T) {
+	fake := telegramtest.New(t)
+	ch := newChannel(t, fake, nil, t.TempDir(), func(c *Config) { c.Admins = []string{"1001"} })
+	ch.commands = []bus.Command{
+		{Name: "new", Help: "start a new conversation"},
+		{Name: "usage", Help: "show tokens and cost; /usage all for everyone's"},
+		{Name: "dream-log", Help: "list the kept versions"},
+		{Name: "restart", Help: "stop the gateway and start it again (admins)"},
+	}
+	ch.registerMenus(context.Background())
+	if got := fake.Commands("all_private_chats"); strings.Join(got, " ") != "new usage" {
+		t.Errorf("everyone's menu %q, want new usage", got)
+	}
+	if got := fake.Commands("chat:1001"); strings.Join(got, " ") != "new usage restart" {
+		t.Errorf("the admin's menu %q, want new usage restart", got)
+	}
+	everyone, _ := ch.menuCommands()
+	if everyone[1].Description != "Show tokens and cost" {
+		t.Errorf("menu line %q", everyone[1].Description)
+	}
+}
