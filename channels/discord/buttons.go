@@ -38,10 +38,11 @@ func components(actions []bus.Action) []discordgo.MessageComponent {
 	return []discordgo.MessageComponent{discordgo.ActionsRow{Components: row}}
 }
 
-// handleInteraction hands a slash command to handleCommand; it answers a
-// press on one of our buttons (a deferred update, so the client stops
-// waiting) and delivers the command it carries, sent by whoever pressed it: the gate and the agent treat it as
-// if they had typed it (an approval answer counts only from an admin).
+// handleInteraction hands a slash command to handleCommand; a press on
+// one of our buttons (answered on arrival by onCommand, so the client
+// stops waiting) delivers the command it carries, sent by whoever pressed
+// it: the gate and the agent treat it as if they had typed it (an
+// approval answer counts only from an admin).
 func (c *Channel) handleInteraction(ctx context.Context, in channels.Inbox, e *discordgo.Event) {
 	var i discordgo.Interaction
 	if err := json.Unmarshal(e.RawData, &i); err != nil {
@@ -54,12 +55,6 @@ func (c *Channel) handleInteraction(ctx context.Context, in channels.Inbox, e *d
 	}
 	if i.Type != discordgo.InteractionMessageComponent {
 		return
-	}
-	ack, cancel := context.WithTimeout(ctx, 3*time.Second) // Discord waits 3 s for the answer
-	err := c.s.InteractionRespond(&i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}, discordgo.WithContext(ack))
-	cancel()
-	if err != nil {
-		c.log.Debug("discord: answering a button press failed", "err", c.redact.Error(err))
 	}
 	user := i.User
 	if i.Member != nil && i.Member.User != nil {

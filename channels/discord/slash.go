@@ -49,15 +49,28 @@ func (p *interaction) ref() *discordgo.Interaction {
 	return &discordgo.Interaction{AppID: p.appID, Token: p.token}
 }
 
-// onCommand answers an application command interaction, in discordgo's
-// reader before the event is queued, so the three seconds hold however
-// long the queue is: a deferred response, or, in a channel the bot does
-// not serve (allowChannels, an allowlist group policy), a refusal only
-// the asker sees. It reports whether the command is to be delivered.
+// onCommand answers an interaction in discordgo's reader before the
+// event is queued, so Discord's three seconds hold however long the queue
+// is: a button press gets a deferred update; an application command a
+// deferred response or, in a channel the bot does not serve
+// (allowChannels, an allowlist group policy), a refusal only the asker
+// sees. It reports whether the interaction is to be delivered.
 func (c *Channel) onCommand(e *discordgo.Event) bool {
 	var i discordgo.Interaction
-	if err := json.Unmarshal(e.RawData, &i); err != nil || i.Type != discordgo.InteractionApplicationCommand {
-		return true // the worker skips or logs it
+	if err := json.Unmarshal(e.RawData, &i); err != nil {
+		return true // the worker logs it
+	}
+	if i.Type == discordgo.InteractionMessageComponent {
+		ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
+		defer cancel()
+		err := c.s.InteractionRespond(&i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}, discordgo.WithContext(ctx))
+		if err != nil {
+			c.log.Debug("discord: answering a button press failed", "err", c.redact.Error(err))
+		}
+		return true
+	}
+	if i.Type != discordgo.InteractionApplicationCommand {
+		return true // the worker skips it
 	}
 	if i.ID == "" || i.Token == "" || i.ChannelID == "" || interactionUser(&i) == nil {
 		c.log.Warn("discord: slash command without id, token, channel or user skipped", "interaction_id", i.ID)

@@ -448,3 +448,28 @@ func TestSlashAnswerWithFiles(t *testing.T) {
 		t.Error("the deferred response was left thinking")
 	}
 }
+
+// TestButtonPressAckedWhileTheGatewayIsSlow: a press on an approval button
+// is answered on arrival, not when the worker reaches it.
+func TestButtonPressAckedWhileTheGatewayIsSlow(t *testing.T) {
+	fake := discordtest.New(t)
+	in := &gate{hold: make(chan struct{})}
+	ch := slashChannel(t, fake, table, nil)
+	runWith(t, ch, in)
+	waitfor.True(t, "registration", func() bool { return fake.CommandPuts("") == 1 })
+	ref, err := ch.Send(context.Background(), bus.Outbound{Channel: "discord", ChatID: dm(alice), Content: "Run ls?",
+		Actions: []bus.Action{{Label: "Approve", Command: "/approve ab12"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := fake.Invoke(dm(alice), "", alice, "new") // held by the gate
+	press := fake.Press(dm(alice), "", ref.MessageID, alice, "Approve")
+	waitfor.Within(t, "the press answered while the command before it is held", 2*time.Second, func() bool { return fake.Answered(first) && fake.Answered(press) })
+	if got := in.received(); len(got) != 0 {
+		t.Fatalf("delivered %+v while held", got)
+	}
+	in.mu.Lock()
+	close(in.hold)
+	in.hold = nil
+	in.mu.Unlock()
+}
