@@ -604,7 +604,10 @@ func (w *chatWorker) sendText(ctx context.Context, m bus.Outbound, text string) 
 			continue
 		}
 		part := m
-		part.Kind, part.Content = bus.KindMessage, c
+		// A whole message, never edited: without its stream's id, so no
+		// adapter takes it for the start of a stream (a Feishu card, a
+		// WeCom stream) that nothing would finish.
+		part.Kind, part.Content, part.StreamID = bus.KindMessage, c, ""
 		if i > 0 {
 			part.Media = nil
 		}

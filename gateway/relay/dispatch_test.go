@@ -443,3 +443,22 @@ func TestSplitMessageKeepsButtonsOnTheLastPart(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeMessagesCarryNoStreamID: the text of a stream sent as whole
+// messages (an intermediate text with progress on, an answer nothing was
+// shown of) carries no stream id, so an adapter that opens a streaming
+// card for a message with one (Feishu, WeCom) never opens one that nothing
+// finishes.
+func TestWholeMessagesCarryNoStreamID(t *testing.T) {
+	fc := &fakeChannel{name: "c", limit: 4096}
+	out := startDispatcher(t, DispatcherConfig{SendProgress: true}, fc)
+	out <- bus.Outbound{Channel: "c", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "a", Content: "let me look"} // intermediate
+	out <- bus.Outbound{Channel: "c", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "b", Content: "answer", Final: true}
+	waitfor.True(t, "two sends", func() bool { s, _ := fc.snapshot(); return len(s) == 2 })
+	s, _ := fc.snapshot()
+	for _, m := range s {
+		if m.StreamID != "" || m.Kind != bus.KindMessage {
+			t.Errorf("%q sent with stream id %q, kind %v", m.Content, m.StreamID, m.Kind)
+		}
+	}
+}
