@@ -473,3 +473,14 @@ func TestButtonPressAckedWhileTheGatewayIsSlow(t *testing.T) {
 	in.hold = nil
 	in.mu.Unlock()
 }
+
+func TestValidCommandName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"new": true, "dream-log": true, "set_mode": true, "v2": true, "größe": true, "命令": false /* no case: Discord wants \p{Ll} */, "１２": true,
+		"": false, "New": false, "two words": false, "slash/": false, strings.Repeat("a", 32): true, strings.Repeat("a", 33): false,
+	} {
+		if got := validName(name); got != want {
+			t.Errorf("validName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
