@@ -204,3 +204,23 @@ func TestAgentWithoutProviderSaysHow(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusSaysHowRecallRanks: status names the embedding model and its
+// endpoint when memory.embeddingModel is set, and says words otherwise.
+func TestStatusSaysHowRecallRanks(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	body := `{"providers": {"ollama": {"apiBase": "http://127.0.0.1:11434/v1"}},
+	  "agents": {"defaults": {"memory": {"embeddingModel": "nomic-embed-text", "embeddingProvider": "ollama"}}}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "status", "--config", cfg)
+	if err != nil || !strings.Contains(out, "recall:     memory_search by words and meaning: embeddings from nomic-embed-text (ollama) at http://127.0.0.1:11434/v1/embeddings") {
+		t.Errorf("status with an embedding model (%v):\n%s", err, out)
+	}
+	out, _, err = run(t, "status", "--config", filepath.Join(dir, "none.json"))
+	if err != nil || !strings.Contains(out, "recall:     memory_search by words (") {
+		t.Errorf("status without one (%v):\n%s", err, out)
+	}
+}

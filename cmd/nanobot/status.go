@@ -62,6 +62,7 @@ func printSetup(w io.Writer, a *app) {
 	fmt.Fprintf(w, "workspace:  %s\n", ws)
 	fmt.Fprintf(w, "model:      %s\n", c.AgentList()[0].Settings.Model)
 	fmt.Fprintf(w, "provider:   %s\n", providerLine(a))
+	fmt.Fprintf(w, "recall:     %s\n", recallLine(a))
 	sb := sandbox.Describe(sandbox.Mode(c.Tools.Exec.Sandbox))
 	if strings.HasPrefix(sb, "none") {
 		sb += " — WARNING: commands are not confined; see `nanobot doctor`"
@@ -197,6 +198,21 @@ func providerLine(a *app) string {
 		api = " through the Responses API"
 	}
 	return fmt.Sprintf("%s (%s; sends model %q to %s%s)", res.Provider, res.Reason, res.Model, res.APIBase, api)
+}
+
+// recallLine says how memory_search ranks for the default agent: by words,
+// or with the embedding model and the provider it resolves to.
+func recallLine(a *app) string {
+	c := &a.loaded.Config
+	m := c.AgentList()[0].Settings.Memory
+	if m.EmbeddingModel == "" {
+		return "memory_search by words (agents.defaults.memory.embeddingModel adds meaning; docs/memory.md)"
+	}
+	res, err := providers.Resolve(m.EmbeddingModel, m.EmbeddingProvider, providerSettings(c, a.signIn()))
+	if err != nil {
+		return "memory_search by words — the embedding model cannot be used: " + err.Error()
+	}
+	return fmt.Sprintf("memory_search by words and meaning: embeddings from %s (%s) at %s/embeddings", res.Model, res.Provider, res.APIBase)
 }
 
 // printAgents lists the agents, presets and bindings of a config that has
