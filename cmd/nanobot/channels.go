@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/channels/feishu"
 	"github.com/nanobot-go/nanobot/configs"
 )
 
@@ -18,6 +21,11 @@ func newChannelsCmd(a *app) *cobra.Command {
 		func(cmd *cobra.Command, name string) error {
 			if err := a.loaded.Paths.Ensure(); err != nil {
 				return err
+			}
+			if name == "feishu" || name == "lark" {
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+				defer stop()
+				return feishuLogin(ctx, a, name, feishu.Registrar{URLs: feishuAccounts}, cmd.OutOrStdout())
 			}
 			ch, err := newChannelRegistry().BuildOne(name, a.loaded.Config.Channels, channels.Deps{Log: a.log, Paths: a.loaded.Paths, Redact: a.redact})
 			if err != nil {
@@ -35,6 +43,47 @@ func newChannelsCmd(a *app) *cobra.Command {
 		return channelsStatus(cmd.OutOrStdout(), &a.loaded.Config)
 	})
 	return group("channels", "Chat channel tools (status, interactive logins)", status, login)
+}
+
+// feishuAccounts overrides the Feishu and Lark registration services
+// (tests); nil: the real ones.
+var feishuAccounts map[string]string
+
+// feishuLogin creates a Feishu (or Lark) bot by QR code and saves its app
+// id and secret as channels.feishu, enabled: the Python nanobot's
+// `channels login feishu`. A config changed meanwhile is not overwritten.
+func feishuLogin(ctx context.Context, a *app, domain string, r feishu.Registrar, out io.Writer) error {
+	l := a.loaded
+	raw := configs.Example
+	if l.Exists {
+		b, err := os.ReadFile(l.Path)
+		if err != nil {
+			return err
+		}
+		raw = b
+	}
+	tree := map[string]any{}
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		return fmt.Errorf("%s is not plain JSON, so the login will not edit it: %w", l.Path, err)
+	}
+	r.Domain = domain
+	reg, err := r.Register(ctx, func(s string) { fmt.Fprintln(out, s) })
+	if err != nil {
+		return err
+	}
+	for path, v := range map[string]any{
+		"channels.feishu.enabled": true, "channels.feishu.appId": reg.AppID,
+		"channels.feishu.appSecret": reg.AppSecret, "channels.feishu.domain": reg.Domain,
+	} {
+		if err := configs.SetPath(tree, path, v); err != nil {
+			return err
+		}
+	}
+	if err := saveConfigTree(l.Path, l.Exists, raw, tree); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "The %s bot %s was created and saved in %s (mode 0600). Restart the gateway to connect it; who may talk to it is channels.feishu.allowFrom.\n", reg.Domain, reg.AppID, l.Path)
+	return nil
 }
 
 // printPrompt shows login steps on the terminal.

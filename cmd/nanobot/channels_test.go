@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,5 +21,62 @@ func TestChannelsLogin(t *testing.T) {
 	}
 	if _, _, err := run(t, "channels", "login", "discord", "--config", cfg); err == nil || !strings.Contains(err.Error(), "needs no interactive login") {
 		t.Errorf("discord: %v", err)
+	}
+}
+
+// TestFeishuLoginByQR: `channels login feishu` shows the QR code, waits
+// for the scan and saves the created bot's app id and secret as an
+// enabled channels.feishu (0600, the old file kept as .bak), without
+// printing the secret.
+func TestFeishuLoginByQR(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		switch r.Form.Get("action") {
+		case "init":
+			fmt.Fprint(w, `{"supported_auth_methods":["client_secret"]}`)
+		case "begin":
+			fmt.Fprint(w, `{"device_code":"dev-9","verification_uri_complete":"https://accounts.example/qr?c=9","interval":1,"expire_in":60}`)
+		case "poll":
+			fmt.Fprint(w, `{"client_id":"cli_9f","client_secret":"very-secret-value"}`)
+		}
+	}))
+	defer srv.Close()
+	feishuAccounts = map[string]string{"feishu": srv.URL}
+	defer func() { feishuAccounts = nil }()
+	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment")
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"providers": {"openai": {"apiKey": "${OPENAI_API_KEY}"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := run(t, "channels", "login", "feishu", "--config", cfg)
+	if err != nil {
+		t.Fatalf("login: %v\n%s%s", err, out, errOut)
+	}
+	if !strings.Contains(out, "https://accounts.example/qr?c=9") || !strings.Contains(out, "cli_9f") || strings.Contains(out+errOut, "very-secret-value") {
+		t.Errorf("the login printed:\n%s%s", out, errOut)
+	}
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Providers map[string]map[string]any `json:"providers"`
+		Channels  map[string]map[string]any `json:"channels"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	f := c.Channels["feishu"]
+	if f["appId"] != "cli_9f" || f["appSecret"] != "very-secret-value" || f["domain"] != "feishu" || f["enabled"] != true {
+		t.Errorf("channels.feishu saved as %v", f)
+	}
+	if c.Providers["openai"]["apiKey"] != "${OPENAI_API_KEY}" {
+		t.Errorf("the rest of the file changed: %v", c.Providers)
+	}
+	if fi, err := os.Stat(cfg); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("config mode: %v %v", fi, err)
+	}
+	if _, err := os.Stat(cfg + ".bak"); err != nil {
+		t.Errorf("no .bak: %v", err)
 	}
 }

@@ -68,30 +68,8 @@ func runWizard(ctx context.Context, a *app, in io.Reader, out io.Writer, refresh
 	if w.err != nil {
 		return fmt.Errorf("the wizard cannot edit %s: %w", l.Path, w.err)
 	}
-	data, err := json.MarshalIndent(w.tree, "", "  ")
-	if err != nil {
+	if err := saveConfigTree(l.Path, l.Exists, raw, w.tree); err != nil {
 		return err
-	}
-	data = append(data, '\n')
-	if err := validateConfig(l.Path, data); err != nil {
-		return fmt.Errorf("the config the wizard made does not load, so it was not saved: %w", err)
-	}
-	// Under the file's lock, and only if nobody changed it while the
-	// questions were answered (the gateway saving an approved command,
-	// the workbench's settings): their change is not overwritten.
-	err = atomicfile.Update(l.Path, 0o600, func(now []byte) ([]byte, error) {
-		if l.Exists && !bytes.Equal(now, raw) || !l.Exists && len(now) > 0 {
-			return nil, errChangedMeanwhile
-		}
-		if l.Exists {
-			if err := atomicfile.Write(l.Path+".bak", raw, 0o600); err != nil {
-				return nil, err
-			}
-		}
-		return data, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s not saved: %w", l.Path, err)
 	}
 	fmt.Fprintf(out, "\nSaved %s (mode 0600).\n", l.Path)
 	reloaded, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})
@@ -105,6 +83,37 @@ func runWizard(ctx context.Context, a *app, in io.Reader, out io.Writer, refresh
 		return err
 	}
 	fmt.Fprintf(out, "Workspace %s is ready. Next: `nanobot gateway` (or `nanobot gateway --background`), then `nanobot status`.\n", reloaded.Paths.Workspace)
+	return nil
+}
+
+// saveConfigTree writes tree as the config file at path: only if it loads
+// as the gateway would load it, under the file's lock, and only if nobody
+// changed the file since it was read as raw (the gateway saving an
+// approved command, the workbench's settings): their change is not
+// overwritten. The previous file is kept as .bak; the new one is 0600.
+func saveConfigTree(path string, existed bool, raw []byte, tree map[string]any) error {
+	data, err := json.MarshalIndent(tree, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if err := validateConfig(path, data); err != nil {
+		return fmt.Errorf("the edited config does not load, so it was not saved: %w", err)
+	}
+	err = atomicfile.Update(path, 0o600, func(now []byte) ([]byte, error) {
+		if existed && !bytes.Equal(now, raw) || !existed && len(now) > 0 {
+			return nil, errChangedMeanwhile
+		}
+		if existed {
+			if err := atomicfile.Write(path+".bak", raw, 0o600); err != nil {
+				return nil, err
+			}
+		}
+		return data, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s not saved: %w", path, err)
+	}
 	return nil
 }
 
