@@ -17,7 +17,7 @@ import (
 )
 
 func newChannelsCmd(a *app) *cobra.Command {
-	login := commandArg("login CHANNEL", "Log a channel in interactively (e.g. pair WhatsApp by QR code)",
+	login := commandArg("login CHANNEL", "Log a channel in interactively (pair WhatsApp by QR code; create a Feishu or Lark bot by QR code)",
 		func(cmd *cobra.Command, name string) error {
 			if err := a.loaded.Paths.Ensure(); err != nil {
 				return err
