@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/tools/recall/recalltest"
 )
 
@@ -214,13 +215,7 @@ func TestIndexUnloadsWhenIdle(t *testing.T) {
 	if _, _, err := x.Search(context.Background(), "bike", 3, Scope{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for x.loaded() {
-		if time.Now().After(deadline) {
-			t.Fatal("the idle index was not let go")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitfor.Within(t, "the idle index let go", 10*time.Second, func() bool { return !x.loaded() })
 	f.readLog()
 	hits, _, err := x.Search(context.Background(), "bike lock", 3, Scope{})
 	if err != nil || len(hits) != 1 {
@@ -244,13 +239,7 @@ func TestNotifyUpdatesInTheBackground(t *testing.T) {
 	f.readLog()
 	f.add("a.jsonl", msg("t:1", "second"))
 	x.Notify()
-	deadline := time.Now().Add(20 * time.Second)
-	for x.Stats().Pieces != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("Notify did not update the index")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Within(t, "Notify to update the index", 20*time.Second, func() bool { return x.Stats().Pieces == 2 })
 }
 
 // TestSearchesWhileItUpdates: searches, updates and Notify at once (run
