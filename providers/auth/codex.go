@@ -226,23 +226,7 @@ func (m *Manager) LoginCodexDevice(ctx context.Context, prompt func(Prompt)) (Cr
 // codexExchange trades an authorization code for tokens.
 func (m *Manager) codexExchange(ctx context.Context, code, verifier, redirect string) (Credential, error) {
 	ep := m.endpoints(Codex)
-	r, err := m.postForm(ctx, Codex, ep.AuthBase+"/oauth/token", url.Values{
-		"grant_type":    {"authorization_code"},
-		"code":          {code},
-		"redirect_uri":  {redirect},
-		"client_id":     {ep.ClientID},
-		"code_verifier": {verifier},
-	})
-	if err != nil {
-		return Credential{}, err
-	}
-	if r.status != http.StatusOK {
-		if oe := r.oauthError(); oe.Code == "invalid_grant" {
-			return Credential{}, fmt.Errorf("%s: the authorization code was refused (expired or already used); run the login again", Codex)
-		}
-		return Credential{}, fmt.Errorf("%s: exchange the authorization code: %w", Codex, r.asError(Codex, code, verifier))
-	}
-	tr, err := decodeToken(Codex, "token", r.body)
+	tr, err := m.redeemCode(ctx, Codex, ep.AuthBase+"/oauth/token", ep.ClientID, code, verifier, redirect)
 	if err != nil {
 		return Credential{}, err
 	}
@@ -271,13 +255,7 @@ func (m *Manager) codexRefresh(ctx context.Context, cur Credential) (Credential,
 	if err != nil {
 		return Credential{}, err
 	}
-	if r.status == http.StatusBadRequest || r.status == http.StatusUnauthorized || r.status == http.StatusForbidden {
-		return Credential{}, &providers.SignInError{Provider: Codex, Reason: "the refresh token was refused (revoked, expired or already used)"}
-	}
-	if r.status != http.StatusOK {
-		return Credential{}, fmt.Errorf("%s: refresh: %w", Codex, r.asError(Codex, cur.RefreshToken))
-	}
-	tr, err := decodeToken(Codex, "refresh", r.body)
+	tr, err := refreshAnswer(Codex, cur.RefreshToken, r)
 	if err != nil {
 		return Credential{}, err
 	}

@@ -41,15 +41,55 @@ func (r reply) asError(provider string, secrets ...string) *providers.Error {
 	return providers.HTTPError(provider, r.status, r.header, r.body, secrets...)
 }
 
-// postForm sends an application/x-www-form-urlencoded POST.
-func (m *Manager) postForm(ctx context.Context, provider, endpoint string, form url.Values) (reply, error) {
+// postForm sends an application/x-www-form-urlencoded POST; extra holds
+// headers a provider's server asks for beyond the standard ones.
+func (m *Manager) postForm(ctx context.Context, provider, endpoint string, form url.Values, extra ...string) (reply, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
 		return reply{}, fmt.Errorf("%s: %w", provider, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
+	for i := 0; i+1 < len(extra); i += 2 {
+		req.Header.Set(extra[i], extra[i+1])
+	}
 	return m.send(provider, req)
+}
+
+// redeemCode trades an authorization code and its PKCE verifier for a
+// token answer (RFC 6749 section 4.1.3, RFC 7636). A refused code is named
+// as such; other failures keep the code and verifier out of the message.
+func (m *Manager) redeemCode(ctx context.Context, provider, endpoint, clientID, code, verifier, redirect string, extra ...string) (tokenResponse, error) {
+	r, err := m.postForm(ctx, provider, endpoint, url.Values{
+		"grant_type":    {"authorization_code"},
+		"code":          {code},
+		"redirect_uri":  {redirect},
+		"client_id":     {clientID},
+		"code_verifier": {verifier},
+	}, extra...)
+	if err != nil {
+		return tokenResponse{}, err
+	}
+	if r.status != http.StatusOK {
+		if oe := r.oauthError(); oe.Code == "invalid_grant" {
+			return tokenResponse{}, fmt.Errorf("%s: the authorization code was refused (expired or already used); run the login again", provider)
+		}
+		return tokenResponse{}, fmt.Errorf("%s: exchange the authorization code: %w", provider, r.asError(provider, code, verifier))
+	}
+	return decodeToken(provider, "token", r.body)
+}
+
+// refreshAnswer reads a token endpoint's answer to a refresh grant: a
+// refused refresh token (400, 401, 403) is a SignInError, other failures
+// keep the token out of the message.
+func refreshAnswer(provider, refreshToken string, r reply) (tokenResponse, error) {
+	if r.status == http.StatusBadRequest || r.status == http.StatusUnauthorized || r.status == http.StatusForbidden {
+		return tokenResponse{}, &providers.SignInError{Provider: provider, Reason: "the refresh token was refused (revoked, expired or already used)"}
+	}
+	if r.status != http.StatusOK {
+		return tokenResponse{}, fmt.Errorf("%s: refresh: %w", provider, r.asError(provider, refreshToken))
+	}
+	return decodeToken(provider, "refresh", r.body)
 }
 
 // postJSON sends a JSON POST.

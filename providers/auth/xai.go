@@ -313,23 +313,7 @@ func sameOrigin(origin, u *url.URL) bool {
 // xaiExchange redeems an authorization code and reads the account name.
 func (m *Manager) xaiExchange(ctx context.Context, disc xaiDiscovery, code, verifier, redirect string) (Credential, error) {
 	ep := m.endpoints(XAIGrok)
-	r, err := m.xaiTokenCall(ctx, disc.TokenEndpoint, url.Values{
-		"grant_type":    {"authorization_code"},
-		"code":          {code},
-		"redirect_uri":  {redirect},
-		"client_id":     {ep.ClientID},
-		"code_verifier": {verifier},
-	})
-	if err != nil {
-		return Credential{}, err
-	}
-	if r.status != http.StatusOK {
-		if oe := r.oauthError(); oe.Code == "invalid_grant" {
-			return Credential{}, fmt.Errorf("%s: the authorization code was refused (expired or already used); run the login again", XAIGrok)
-		}
-		return Credential{}, fmt.Errorf("%s: exchange the authorization code: %w", XAIGrok, r.asError(XAIGrok, code, verifier))
-	}
-	tr, err := decodeToken(XAIGrok, "token", r.body)
+	tr, err := m.redeemCode(ctx, XAIGrok, disc.TokenEndpoint, ep.ClientID, code, verifier, redirect, xaiClientHeader...)
 	if err != nil {
 		return Credential{}, err
 	}
@@ -347,39 +331,24 @@ func (m *Manager) xaiRefresh(ctx context.Context, cur Credential) (Credential, e
 		return Credential{}, &providers.SignInError{Provider: XAIGrok, Reason: "the access token expired and no refresh token is stored"}
 	}
 	ep := m.endpoints(XAIGrok)
-	r, err := m.xaiTokenCall(ctx, ep.AuthBase+"/oauth2/token", url.Values{
+	r, err := m.postForm(ctx, XAIGrok, ep.AuthBase+"/oauth2/token", url.Values{
 		"grant_type":    {"refresh_token"},
 		"refresh_token": {cur.RefreshToken},
 		"client_id":     {ep.ClientID},
-	})
+	}, xaiClientHeader...)
 	if err != nil {
 		return Credential{}, err
 	}
-	if r.status == http.StatusBadRequest || r.status == http.StatusUnauthorized || r.status == http.StatusForbidden {
-		return Credential{}, &providers.SignInError{Provider: XAIGrok, Reason: "the refresh token was refused (revoked, expired or already used)"}
-	}
-	if r.status != http.StatusOK {
-		return Credential{}, fmt.Errorf("%s: refresh: %w", XAIGrok, r.asError(XAIGrok, cur.RefreshToken))
-	}
-	tr, err := decodeToken(XAIGrok, "refresh", r.body)
+	tr, err := refreshAnswer(XAIGrok, cur.RefreshToken, r)
 	if err != nil {
 		return Credential{}, err
 	}
 	return m.xaiCredential(cur, tr), nil
 }
 
-// xaiTokenCall posts a form to a token endpoint with the client-version
-// header xAI's token endpoint expects.
-func (m *Manager) xaiTokenCall(ctx context.Context, endpoint string, form url.Values) (reply, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return reply{}, fmt.Errorf("%s: %w", XAIGrok, err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("X-Grok-Client-Version", XAIClientVersion)
-	return m.send(XAIGrok, req)
-}
+// xaiClientHeader is the client-version header xAI's token endpoint
+// expects on every call.
+var xaiClientHeader = []string{"X-Grok-Client-Version", XAIClientVersion}
 
 // xaiCredential merges a token answer into cur: a refresh that sends no
 // new refresh token keeps the old one.
