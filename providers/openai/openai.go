@@ -144,7 +144,7 @@ func (p *Provider) Chat(ctx context.Context, req providers.ChatRequest) (*provid
 	if err := p.call(t.Context(), "chat/completions", req.Model, body, &cc); err != nil {
 		return nil, p.classify(t, err)
 	}
-	return p.parseCompletion(&cc, req.Model)
+	return p.parseCompletion(&cc, req.Model, len(req.Tools) > 0)
 }
 
 // Stream sends a streaming request, calling onDelta (on this goroutine) for
@@ -163,7 +163,7 @@ func (p *Provider) Stream(ctx context.Context, req providers.ChatRequest, onDelt
 
 	t := calltimer.Start(ctx, p.opts.RequestTimeout, p.opts.StreamIdleTimeout)
 	defer t.Stop()
-	acc := newAccumulator(req.Model)
+	acc := newAccumulator(req.Model, len(req.Tools) > 0)
 	if err := p.readStream(t, req.Model, body, acc, onDelta); err != nil {
 		if acc.finished && ctx.Err() == nil {
 			// The answer was complete; only the trailing usage chunk or

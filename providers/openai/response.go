@@ -8,7 +8,8 @@ import (
 )
 
 // parseCompletion converts a non-streaming response.
-func (p *Provider) parseCompletion(cc *chatCompletion, model string) (*providers.LLMResponse, error) {
+// tools says whether the request offered tools (see ollamaEchoed).
+func (p *Provider) parseCompletion(cc *chatCompletion, model string, tools bool) (*providers.LLMResponse, error) {
 	if len(cc.Choices) == 0 {
 		return nil, &providers.Error{Provider: p.name, Message: "response has no choices"}
 	}
@@ -19,6 +20,9 @@ func (p *Provider) parseCompletion(cc *chatCompletion, model string) (*providers
 		ReasoningContent: reasoningOf(&msg),
 		Usage:            usageOf(cc.Usage),
 		Model:            firstNonEmpty(cc.Model, model),
+	}
+	if tools && cc.SystemFingerprint == ollamaFingerprint {
+		resp.Content, _ = ollamaEchoed(resp.Content)
 	}
 	for _, tc := range msg.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
@@ -88,6 +92,7 @@ func firstNonEmpty(a, b string) string {
 // of the argument JSON.
 type accumulator struct {
 	model     string
+	tools     bool // the request offered tools (see isOllamaEcho)
 	content   strings.Builder
 	reasoning strings.Builder
 	refusal   strings.Builder
@@ -103,7 +108,9 @@ type partialCall struct {
 	args     strings.Builder
 }
 
-func newAccumulator(model string) *accumulator { return &accumulator{model: model} }
+func newAccumulator(model string, tools bool) *accumulator {
+	return &accumulator{model: model, tools: tools}
+}
 
 // add folds one chunk in and returns the text it contributed.
 func (a *accumulator) add(c *chatCompletion) providers.Delta {
@@ -118,6 +125,10 @@ func (a *accumulator) add(c *chatCompletion) providers.Delta {
 		ch := &c.Choices[i]
 		if ch.Index != 0 {
 			continue // we never ask for n > 1
+		}
+		if a.tools && ch.FinishReason != "" && c.SystemFingerprint == ollamaFingerprint &&
+			isOllamaEcho(a.content.String(), string(ch.Delta.Content)) {
+			ch.Delta.Content = ""
 		}
 		if ch.Delta.Content != "" {
 			a.content.WriteString(string(ch.Delta.Content))

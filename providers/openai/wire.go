@@ -88,8 +88,10 @@ type namedToolChoice struct {
 // chatCompletion is a response body or, with Delta instead of Message,
 // one stream chunk.
 type chatCompletion struct {
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
+	Model string `json:"model"`
+	// SystemFingerprint names the server build; Ollama sends "fp_ollama".
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []chatChoice `json:"choices"`
 	// Usage is nil when the server sent none (every chunk but the last).
 	Usage *chatUsage `json:"usage"`
 	// Error is set on an in-band error event of a stream.
