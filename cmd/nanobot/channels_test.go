@@ -24,11 +24,11 @@ func TestChannelsLogin(t *testing.T) {
 	}
 }
 
-// TestFeishuLoginByQR: `channels login feishu` shows the QR code, waits
-// for the scan and saves the created bot's app id and secret as an
-// enabled channels.feishu (0600, the old file kept as .bak), without
-// printing the secret.
-func TestFeishuLoginByQR(t *testing.T) {
+// useFeishuRegistration points `channels login feishu` at a fake of
+// Feishu's registration service whose scan is approved at the first poll
+// and creates the bot appID with secret.
+func useFeishuRegistration(t *testing.T, appID, secret string) {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		switch r.Form.Get("action") {
@@ -37,12 +37,20 @@ func TestFeishuLoginByQR(t *testing.T) {
 		case "begin":
 			fmt.Fprint(w, `{"device_code":"dev-9","verification_uri_complete":"https://accounts.example/qr?c=9","interval":1,"expire_in":60}`)
 		case "poll":
-			fmt.Fprint(w, `{"client_id":"cli_9f","client_secret":"very-secret-value"}`)
+			fmt.Fprintf(w, `{"client_id":%q,"client_secret":%q}`, appID, secret)
 		}
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	feishuAccounts = map[string]string{"feishu": srv.URL}
-	defer func() { feishuAccounts = nil }()
+	t.Cleanup(func() { feishuAccounts = nil })
+}
+
+// TestFeishuLoginByQR: `channels login feishu` shows the QR code, waits
+// for the scan and saves the created bot's app id and secret as an
+// enabled channels.feishu (0600, the old file kept as .bak), without
+// printing the secret.
+func TestFeishuLoginByQR(t *testing.T) {
+	useFeishuRegistration(t, "cli_9f", "very-secret-value")
 	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment")
 	cfg := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(cfg, []byte(`{"providers": {"openai": {"apiKey": "${OPENAI_API_KEY}"}}}`), 0o600); err != nil {

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +72,53 @@ func TestFeishuEndToEnd(t *testing.T) {
 			t.Errorf("message to chat %s: %q", s.ChatID, s.Text)
 		}
 	}
+	for _, v := range fake.Violations() {
+		t.Errorf("protocol violation: %s", v)
+	}
+}
+
+// TestFeishuLoginThenTheBotAnswers: the bot `channels login feishu`
+// created by QR code is the one the gateway then runs: the app id and
+// secret the login saved get a tenant token and the long connection from
+// (the fake) Feishu, and Ann's message an answer.
+func TestFeishuLoginThenTheBotAnswers(t *testing.T) {
+	useFeishuRegistration(t, feishutest.AppID, feishutest.AppSecret)
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfg, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, err := run(t, "channels", "login", "feishu", "--config", cfg); err != nil {
+		t.Fatalf("login: %v\n%s%s", err, out, errOut)
+	}
+	var saved struct {
+		Channels map[string]map[string]any `json:"channels"`
+	}
+	if b, err := os.ReadFile(cfg); err != nil || json.Unmarshal(b, &saved) != nil {
+		t.Fatalf("read the saved config: %v", err)
+	}
+	bot := saved.Channels["feishu"]
+	if bot["enabled"] != true || bot["appId"] != feishutest.AppID {
+		t.Fatalf("the login saved channels.feishu %v", bot)
+	}
+	fake := feishutest.New(t)
+	llm := providertest.New(t)
+	llm.Push(providertest.Reply{Text: "hello from the bot the QR code made"})
+	// The fake stands where open.feishu.cn would; Ann is the owner.
+	bot["apiBase"], bot["allowFrom"] = fake.URL, []string{"ou_ann"}
+	startTestGateway(t, map[string]any{"feishu": bot}, llm)
+	waitfor.Within(t, "the long connection", 20*time.Second, fake.Connected)
+	ann := fake.Push(feishutest.Message{From: "ou_ann", Text: "are you there?"})
+	waitfor.Within(t, "the answer in Ann's chat", 30*time.Second, func() bool {
+		for _, s := range fake.Sent() {
+			if s.ChatID != ann.ChatID {
+				continue
+			}
+			if c := fake.CardOf(s.MessageID); strings.Contains(s.Text, "QR code made") || (c != nil && strings.Contains(c.Content, "QR code made")) {
+				return true
+			}
+		}
+		return false
+	})
 	for _, v := range fake.Violations() {
 		t.Errorf("protocol violation: %s", v)
 	}
