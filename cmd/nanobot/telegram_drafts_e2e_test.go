@@ -76,3 +76,40 @@ func TestTelegramDraftsEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestTelegramMenusAndRichTableEndToEnd runs the gateway binary with
+// Telegram and richMessages on: the command menus are registered per
+// audience (everyone's without the owner's commands, the owner's chat
+// with them), and an answer holding a Markdown table, streamed as drafts,
+// arrives once as a rich message carrying the table.
+func TestTelegramMenusAndRichTableEndToEnd(t *testing.T) {
+	const table = "Prices:\n\n| plan | per month |\n|---|---:|\n| small | 5 |\n| large | 20 |\n\nThat is all."
+	llm := providertest.New(t)
+	llm.Handle(func(r providertest.Request) providertest.Reply {
+		if user, _ := turnOf(r); strings.Contains(user, "prices") {
+			return providertest.Reply{Text: table, Chunks: 4, EventDelay: 100 * time.Millisecond}
+		}
+		return providertest.Reply{Text: "unexpected request"}
+	})
+	tg := telegramtest.New(t)
+	scriptedGateway(t, llm, fmt.Sprintf(`"telegram": {"enabled": true, "token": %q, "apiBase": %q, "allowFrom": ["4242"], "richMessages": true},
+	    "sendProgress": false, "sendToolHints": false`, telegramtest.Token, tg.URL), `"exec": {"enable": false}`, `"enabled": false`)
+	waitfor.Within(t, "the gateway polling Telegram", 60*time.Second, func() bool { return tg.Polls() > 0 })
+	waitfor.Within(t, "the owner's menu", 30*time.Second, func() bool { return len(tg.Commands("chat:4242")) > 0 })
+	everyone, owner := strings.Join(tg.Commands("all_private_chats"), " "), strings.Join(tg.Commands("chat:4242"), " ")
+	for _, c := range []string{"new", "help"} {
+		if !strings.Contains(" "+everyone+" ", " "+c+" ") || !strings.Contains(" "+owner+" ", " "+c+" ") {
+			t.Errorf("/%s missing from a menu: everyone %q, owner %q", c, everyone, owner)
+		}
+	}
+	if strings.Contains(" "+everyone+" ", " restart ") || !strings.Contains(" "+owner+" ", " restart ") {
+		t.Errorf("/restart: everyone's menu %q, the owner's %q; want it in the owner's only", everyone, owner)
+	}
+
+	ann := telegramtest.User{ID: 4242, Username: "ann", FirstName: "Ann"}
+	tg.Send(telegramtest.Msg{From: ann, Chat: telegramtest.Chat{ID: ann.ID, Type: "private"}, Text: "what are the prices?"})
+	waitfor.Within(t, "the answer sent", 60*time.Second, func() bool { return len(tg.Sent()) > 0 })
+	if sent := tg.Sent(); len(sent) != 1 || !sent[0].Rich || sent[0].Text != table {
+		t.Errorf("sent %+v, want the table once as a rich message", sent)
+	}
+}
