@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 
@@ -51,39 +52,62 @@ var feishuAccounts map[string]string
 
 // feishuLogin creates a Feishu (or Lark) bot by QR code and saves its app
 // id and secret as channels.feishu, enabled: the Python nanobot's
-// `channels login feishu`. A config changed meanwhile is not overwritten.
+// `channels login feishu`. The file is checked before the scan, so a
+// config the login cannot edit costs no bot; one saved meanwhile (by the
+// gateway or the workbench) is read again and the bot merged into it,
+// never overwritten.
 func feishuLogin(ctx context.Context, a *app, domain string, r feishu.Registrar, out io.Writer) error {
 	l := a.loaded
-	raw := configs.Example
-	if l.Exists {
-		b, err := os.ReadFile(l.Path)
-		if err != nil {
-			return err
-		}
-		raw = b
-	}
-	tree := map[string]any{}
-	if err := json.Unmarshal(raw, &tree); err != nil {
-		return fmt.Errorf("%s is not plain JSON, so the login will not edit it: %w", l.Path, err)
+	if _, _, err := readConfigTree(l.Path); err != nil {
+		return err
 	}
 	r.Domain = domain
 	reg, err := r.Register(ctx, func(s string) { fmt.Fprintln(out, s) })
 	if err != nil {
 		return err
 	}
-	for path, v := range map[string]any{
-		"channels.feishu.enabled": true, "channels.feishu.appId": reg.AppID,
-		"channels.feishu.appSecret": reg.AppSecret, "channels.feishu.domain": reg.Domain,
-	} {
-		if err := configs.SetPath(tree, path, v); err != nil {
-			return err
+	for try := 0; ; try++ {
+		raw, tree, err := readConfigTree(l.Path)
+		if err == nil {
+			for path, v := range map[string]any{
+				"channels.feishu.enabled": true, "channels.feishu.appId": reg.AppID,
+				"channels.feishu.appSecret": reg.AppSecret, "channels.feishu.domain": reg.Domain,
+			} {
+				if err = configs.SetPath(tree, path, v); err != nil {
+					break
+				}
+			}
 		}
-	}
-	if err := saveConfigTree(l.Path, l.Exists, raw, tree); err != nil {
-		return err
+		if err == nil {
+			err = saveConfigTree(l.Path, raw != nil, raw, tree)
+		}
+		if errors.Is(err, errChangedMeanwhile) && try < 3 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("the %s bot %s was created but not saved (its secret can be reset in the developer console): %w", reg.Domain, reg.AppID, err)
+		}
+		break
 	}
 	fmt.Fprintf(out, "The %s bot %s was created and saved in %s (mode 0600). Restart the gateway to connect it; who may talk to it is channels.feishu.allowFrom.\n", reg.Domain, reg.AppID, l.Path)
 	return nil
+}
+
+// readConfigTree reads the config file as a JSON tree, or the embedded
+// example when there is none yet (raw nil).
+func readConfigTree(path string) (raw []byte, tree map[string]any, err error) {
+	src := configs.Example
+	switch raw, err = os.ReadFile(path); {
+	case err == nil:
+		src = raw
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, nil, err
+	}
+	tree = map[string]any{}
+	if err := json.Unmarshal(src, &tree); err != nil {
+		return nil, nil, fmt.Errorf("%s is not plain JSON, so the login will not edit it: %w", path, err)
+	}
+	return raw, tree, nil
 }
 
 // printPrompt shows login steps on the terminal.

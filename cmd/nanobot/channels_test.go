@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -26,8 +27,8 @@ func TestChannelsLogin(t *testing.T) {
 
 // useFeishuRegistration points `channels login feishu` at a fake of
 // Feishu's registration service whose scan is approved at the first poll
-// and creates the bot appID with secret.
-func useFeishuRegistration(t *testing.T, appID, secret string) {
+// and creates the bot appID with secret, after running onPoll (if any).
+func useFeishuRegistration(t *testing.T, appID, secret string, onPoll ...func()) {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
@@ -37,6 +38,9 @@ func useFeishuRegistration(t *testing.T, appID, secret string) {
 		case "begin":
 			fmt.Fprint(w, `{"device_code":"dev-9","verification_uri_complete":"https://accounts.example/qr?c=9","interval":1,"expire_in":60}`)
 		case "poll":
+			for _, f := range onPoll {
+				f()
+			}
 			fmt.Fprintf(w, `{"client_id":%q,"client_secret":%q}`, appID, secret)
 		}
 	}))
@@ -86,5 +90,50 @@ func TestFeishuLoginByQR(t *testing.T) {
 	}
 	if _, err := os.Stat(cfg + ".bak"); err != nil {
 		t.Errorf("no .bak: %v", err)
+	}
+}
+
+// TestFeishuLoginKeepsAConfigSavedMeanwhile: the config file saved by
+// someone else while the login waited for the scan is read again and the
+// bot merged into it: neither the other change nor the bot is lost.
+func TestFeishuLoginKeepsAConfigSavedMeanwhile(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"agents": {"defaults": {"model": "gpt-4.1"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	useFeishuRegistration(t, "cli_meanwhile", "meanwhile-secret-value", func() {
+		// The workbench saves the model while the owner scans the code.
+		if err := os.WriteFile(cfg, []byte(`{"agents": {"defaults": {"model": "gpt-5"}}}`), 0o600); err != nil {
+			t.Error(err)
+		}
+	})
+	out, errOut, err := run(t, "channels", "login", "feishu", "--config", cfg)
+	if err != nil || strings.Contains(out+errOut, "meanwhile-secret-value") {
+		t.Fatalf("login: %v\n%s%s", err, out, errOut)
+	}
+	var c struct {
+		Agents   map[string]map[string]any `json:"agents"`
+		Channels map[string]map[string]any `json:"channels"`
+	}
+	if b, err := os.ReadFile(cfg); err != nil || json.Unmarshal(b, &c) != nil {
+		t.Fatalf("read the config: %v", err)
+	}
+	if c.Agents["defaults"]["model"] != "gpt-5" || c.Channels["feishu"]["appId"] != "cli_meanwhile" || c.Channels["feishu"]["appSecret"] != "meanwhile-secret-value" {
+		t.Errorf("saved agents %v, channels %v; want the change made meanwhile and the bot", c.Agents, c.Channels)
+	}
+}
+
+// TestFeishuLoginChecksTheFileBeforeTheScan: a config the login could not
+// edit is refused before a bot is created for nothing.
+func TestFeishuLoginChecksTheFileBeforeTheScan(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfg, []byte("{\"agents\": {} // a comment\n}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var polled atomic.Bool
+	useFeishuRegistration(t, "cli_x", "x-secret-value", func() { polled.Store(true) })
+	_, _, err := run(t, "channels", "login", "feishu", "--config", cfg)
+	if err == nil || !strings.Contains(err.Error(), "JSON") || polled.Load() {
+		t.Errorf("login on a commented config: %v (registration polled: %v)", err, polled.Load())
 	}
 }
