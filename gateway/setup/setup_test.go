@@ -205,3 +205,36 @@ func TestSetupDefaultBases(t *testing.T) {
 		t.Errorf(`a "Bot " prefix: %v`, err)
 	}
 }
+
+// TestSetupCheckOfAServiceThatNeverAnswers: a check ends when its context
+// does (the workbench's request went away, or a deadline), says the
+// service could not be reached, holds no secret and leaves nothing
+// running (goleak in TestMain).
+func TestSetupCheckOfAServiceThatNeverAnswers(t *testing.T) {
+	arrived := make(chan struct{}, 4)
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer silent.Close()
+	defer close(release)
+	const token = "987654321:AAH-hanging-telegram-token-abcdefghi"
+	for _, check := range []func(context.Context) error{
+		func(ctx context.Context) error { _, err := New().Telegram(ctx, silent.URL, token); return err },
+		func(ctx context.Context) error { _, err := New().Provider(ctx, spec(t, "openai"), silent.URL, token); return err },
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- check(ctx) }()
+		<-arrived // the request is at the server, which will not answer
+		cancel()
+		err := <-errc
+		if err == nil || !strings.Contains(err.Error(), "cannot reach") || strings.Contains(err.Error(), "AAH-hanging") {
+			t.Errorf("got %v, want cannot reach without the token", err)
+		}
+	}
+}
