@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
 // IndexDir is where an agent's index lives, under its workspace.
@@ -32,6 +34,9 @@ type IndexOptions struct {
 	Idle time.Duration
 	// Logger receives rebuilds, save failures and embedding failures.
 	Logger *slog.Logger
+
+	// write saves the index file (tests inject a full disk through it).
+	write atomicfile.Options
 }
 
 // Index is memory_search's persistent index of an agent's memory files
@@ -275,7 +280,7 @@ func (x *Index) saveLocked() error {
 	if err != nil {
 		return fmt.Errorf("memory index: encode: %w", err)
 	}
-	if err := writeFileAtomic(x.path, data); err != nil {
+	if err := x.opts.write.Write(x.path, data, 0o600); err != nil {
 		return fmt.Errorf("memory index: save: %w", err)
 	}
 	x.mu.Lock()

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"path/filepath"
 )
 
 // stateVersion changes when the saved layout does; an index saved in
@@ -199,31 +198,4 @@ func readState(path string) (*state, error) {
 	}
 	s.rebuild()
 	return &s, nil
-}
-
-// writeFileAtomic writes data to path 0600 through a temporary file and a
-// rename, so a crash leaves the old file or the new one.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".index-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a successful rename there is nothing to remove
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
