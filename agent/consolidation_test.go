@@ -6,35 +6,16 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nanobot-go/nanobot/agent/memory"
 	"github.com/nanobot-go/nanobot/agent/usage"
 	"github.com/nanobot-go/nanobot/bus"
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
-
-// lockedBuffer is a log sink the loop's goroutines write while the test
-// reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // isConsolidation tells the consolidation call from a turn's: it forces
 // the save_memory tool.
@@ -79,7 +60,7 @@ func cursorOf(t *testing.T, h *harness, key string) int {
 // tried), and once the budget allows it the history is folded as usual.
 func TestConsolidationMeteredAndWaitsForBudget(t *testing.T) {
 	h, srv, led := usageHarness(t)
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	mem, err := memory.New(memory.Options{
 		Workspace: h.ws, Provider: h.loop.cfg.Runner.Metered(usage.SourceConsolidation), Model: "gpt-4o", Store: h.store,
 		ContextWindowTokens: 4000, MaxTokens: 500, Logger: slog.New(slog.NewTextHandler(logs, nil)),

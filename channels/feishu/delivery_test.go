@@ -1,7 +1,6 @@
 package feishu
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/feishu/feishutest"
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
@@ -47,7 +47,7 @@ func (f *flaky) state() (int, int) {
 func TestUndeliveredNotAcknowledged(t *testing.T) {
 	fake := feishutest.New(t)
 	noViolations(t, fake)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	ch := newChannel(t, fake, slog.New(slog.NewTextHandler(&logs, nil)), "", func(c *Config) { c.ReactEmoji = "" })
 	ch.backoffMin, ch.backoffMax = time.Millisecond, 5*time.Millisecond
 	in := &flaky{}
@@ -69,30 +69,12 @@ func TestUndeliveredNotAcknowledged(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestNoSecretsInLogs: through connecting, a dropped connection, failed
 // endpoint calls and sends, neither the app secret, the tenant token nor
 // the long connection's access key shows in the log or in Health.
 func TestNoSecretsInLogs(t *testing.T) {
 	fake := feishutest.New(t)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ch := newChannel(t, fake, log, "", nil)
 	rec := &channeltest.Recorder{}

@@ -3,32 +3,14 @@
 package matrix
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 )
-
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A binary built without the goolm tag has no encryption: e2eeEnabled
 // says so in the log and the channel still serves unencrypted rooms.
@@ -37,7 +19,7 @@ func TestEncryptionMissingFromTheBuildIsLogged(t *testing.T) {
 	w := newWorld(t, s)
 	state := t.TempDir()
 	w.seedSyncToken(t, state)
-	logs := &lockedLog{}
+	logs := &syncbuf.Buffer{}
 	ch := newChannel(t, s, w.bot, channels.Deps{Log: slog.New(slog.NewTextHandler(logs, nil)), Paths: configs.Paths{State: state}},
 		func(c *Config) { c.E2EEEnabled = true })
 	in := newInbox("")

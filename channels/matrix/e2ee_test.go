@@ -23,30 +23,13 @@ import (
 	"github.com/nanobot-go/nanobot/channels"
 	"github.com/nanobot-go/nanobot/channels/matrix/matrixtest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
-// syncBuffer is a log sink tests read while the channel writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // encryptedBot runs a channel with e2eeEnabled for bot with its state in
 // stateDir, until the test ends or stop is called.
-func encryptedBot(t *testing.T, s *matrixtest.Server, bot *matrixtest.User, stateDir string, logs *syncBuffer, edits ...func(*Config)) (ch *Channel, in *inbox, stop func()) {
+func encryptedBot(t *testing.T, s *matrixtest.Server, bot *matrixtest.User, stateDir string, logs *syncbuf.Buffer, edits ...func(*Config)) (ch *Channel, in *inbox, stop func()) {
 	t.Helper()
 	ch = newChannel(t, s, bot, channels.Deps{
 		Log:   slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -109,7 +92,7 @@ func TestEncryptedDirectChat(t *testing.T) {
 	ctx := context.Background()
 	bot, ann := s.Register(t, "bot"), s.Register(t, "ann")
 	stateDir := t.TempDir()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	ch, in, stop := encryptedBot(t, s, bot, stateDir, logs)
 
 	dev := s.NewDevice(t, ann)
@@ -188,7 +171,7 @@ func TestEncryptionOnStillAnswersPlainRooms(t *testing.T) {
 	w := newWorld(t, s)
 	stateDir := t.TempDir()
 	w.seedSyncToken(t, stateDir)
-	ch, in, _ := encryptedBot(t, s, w.bot, stateDir, &syncBuffer{})
+	ch, in, _ := encryptedBot(t, s, w.bot, stateDir, &syncbuf.Buffer{})
 	say(t, w.alice, w.dm["alice"], text("plain hello"))
 	m := in.Wait(t, "plain hello")
 	ref, err := ch.Send(ctx, bus.Outbound{Channel: "matrix", ChatID: m.ChatID, Content: "plain answer"})
@@ -204,7 +187,7 @@ func TestEncryptionOnStillAnswersPlainRooms(t *testing.T) {
 func TestEncryptedRoomWithEncryptionOffIsReported(t *testing.T) {
 	s := homeserver(t)
 	bot, ann := s.Register(t, "bot"), s.Register(t, "ann")
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	ch := newChannel(t, s, bot, channels.Deps{Log: slog.New(slog.NewTextHandler(logs, nil)), Paths: configs.Paths{State: t.TempDir()}}, nil)
 	in := newInbox("")
 	run(t, ch, in)
@@ -225,7 +208,7 @@ func TestEncryptedFilesBothWays(t *testing.T) {
 	s := homeserver(t)
 	ctx := context.Background()
 	bot, ann := s.Register(t, "bot"), s.Register(t, "ann")
-	ch, in, _ := encryptedBot(t, s, bot, t.TempDir(), &syncBuffer{})
+	ch, in, _ := encryptedBot(t, s, bot, t.TempDir(), &syncbuf.Buffer{})
 	dev := s.NewDevice(t, ann)
 	room := dev.CreateEncryptedDM(t, bot.ID)
 	dev.WaitJoined(t, room, bot.ID)
@@ -293,7 +276,7 @@ func TestEncryptedFilesBothWays(t *testing.T) {
 func TestSASVerification(t *testing.T) {
 	s := homeserver(t)
 	bot, ann, mallory := s.Register(t, "bot"), s.Register(t, "ann"), s.Register(t, "mallory")
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	ch := newChannel(t, s, bot, channels.Deps{
 		Log:   slog.New(slog.NewTextHandler(logs, nil)),
 		Paths: configs.Paths{State: t.TempDir()},
@@ -366,7 +349,7 @@ func TestEncryptedRestartKeepsSessionsAndVerification(t *testing.T) {
 	s := homeserver(t)
 	ctx := context.Background()
 	bot, ann := s.Register(t, "bot"), s.Register(t, "ann")
-	stateDir, logs := t.TempDir(), &syncBuffer{}
+	stateDir, logs := t.TempDir(), &syncbuf.Buffer{}
 	sas := func(c *Config) { c.SASVerification = true }
 	ch, in, stop := encryptedBot(t, s, bot, stateDir, logs, sas)
 	dev := s.NewDevice(t, ann)
@@ -427,7 +410,7 @@ func TestEncryptionAfterSQLiteStore(t *testing.T) {
 	s := homeserver(t)
 	bot, ann := s.Register(t, "bot"), s.Register(t, "ann")
 	// The old install: the token's device has keys on the homeserver.
-	_, _, stop := encryptedBot(t, s, bot, t.TempDir(), &syncBuffer{})
+	_, _, stop := encryptedBot(t, s, bot, t.TempDir(), &syncbuf.Buffer{})
 	stop()
 	stateDir := t.TempDir()
 	old := append([]byte("SQLite format 3\x00"), bytes.Repeat([]byte{1}, 64)...)
@@ -436,7 +419,7 @@ func TestEncryptionAfterSQLiteStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	deps := channels.Deps{Log: slog.New(slog.NewTextHandler(logs, nil)), Paths: configs.Paths{State: stateDir, Media: t.TempDir()}}
 	ch := newChannel(t, s, bot, deps, func(c *Config) { c.E2EEEnabled = true })
 	done := run(t, ch, newInbox(""))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
@@ -74,7 +75,7 @@ func TestHooksThroughTelegram(t *testing.T) {
 	}
 	cmd := exec.Command(binary(t), "gateway", "--config", cfg)
 	cmd.Env = append(os.Environ(), "HOME="+dir)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/matrix/matrixtest"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
@@ -57,7 +58,7 @@ func TestMatrixEncryptedDirectChatEndToEnd(t *testing.T) {
 		"enabled": true, "homeserver": srv.URL, "userId": string(bot.ID), "accessToken": bot.Token,
 		"allowFrom": []string{string(ann.ID)}, "e2eeEnabled": true,
 	}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	stopGateway := runGatewayIn(t, dir, map[string]any{"matrix": mxConfig}, llm, logs)
 
 	dev := srv.NewDevice(t, ann)
@@ -112,24 +113,6 @@ func TestMatrixEncryptedDirectChatEndToEnd(t *testing.T) {
 	if bytes.Contains([]byte(logs.String()), key) {
 		t.Error("the crypto key is in the gateway's log")
 	}
-}
-
-// lockedBuffer is a log sink safe for the gateway's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // runGatewayIn runs the real gateway in-process on the instance folder dir

@@ -9,11 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -53,7 +53,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 	cmd := exec.Command(bin, "gateway", "--config", cfg)
 	cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+apiKey, "NANOBOT_TG_TOKEN="+telegramtest.Token, "HOME="+dir)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -157,22 +157,4 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if !strings.Contains(logs.String(), "level=DEBUG") && !strings.Contains(logs.String(), `"level":"DEBUG"`) {
 		t.Errorf("debug logging was not on; the check proves less than it claims")
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the writes of a child's two pipes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

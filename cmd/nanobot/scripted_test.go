@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -36,7 +37,7 @@ func scriptedConfig(t *testing.T, dir string, llm *providertest.Server, channels
 // gatewayProc is a `nanobot gateway` a test runs, with HOME in its folder.
 type gatewayProc struct {
 	cmd    *exec.Cmd
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 	exited chan error // the process's end, once
 	once   sync.Once
 }
@@ -45,7 +46,7 @@ type gatewayProc struct {
 // prints its log when the test failed).
 func launchGateway(t *testing.T, cfg string) *gatewayProc {
 	t.Helper()
-	g := &gatewayProc{cmd: exec.Command(binary(t), "gateway", "--config", cfg), logs: &syncBuffer{}, exited: make(chan error, 1)}
+	g := &gatewayProc{cmd: exec.Command(binary(t), "gateway", "--config", cfg), logs: &syncbuf.Buffer{}, exited: make(chan error, 1)}
 	g.cmd.Env = append(os.Environ(), "HOME="+filepath.Dir(cfg))
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
 	if err := g.cmd.Start(); err != nil {

@@ -1,7 +1,6 @@
 package auth_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/internal/redact"
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/auth"
 )
@@ -41,29 +41,12 @@ func (c *clock) Advance(d time.Duration) {
 type harness struct {
 	m      *auth.Manager
 	store  *auth.Store
-	log    *syncBuffer
+	log    *syncbuf.Buffer
 	redact *redact.Redactor
 	clock  *clock
 
 	mu    sync.Mutex
 	waits []time.Duration
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newHarness(t *testing.T, gh *fakeGitHub, oa *fakeOpenAIAuth) *harness {
@@ -87,7 +70,7 @@ func newHarnessWith(t *testing.T, eps map[string]auth.Endpoints) *harness {
 	t.Helper()
 	h := &harness{
 		store:  auth.NewStore(filepath.Join(t.TempDir(), "state", "auth.json")),
-		log:    &syncBuffer{},
+		log:    &syncbuf.Buffer{},
 		redact: redact.New(),
 		clock:  &clock{now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)},
 	}

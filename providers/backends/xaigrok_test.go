@@ -1,18 +1,17 @@
 package backends_test
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/auth"
 	"github.com/nanobot-go/nanobot/providers/providertest"
@@ -26,29 +25,12 @@ const grokToken = "xai_access_TOKEN_0123456789abcdef"
 type grokSetup struct {
 	srv *providertest.Server
 	p   providers.Provider
-	log *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	log *syncbuf.Buffer
 }
 
 func newGrok(t *testing.T, st providers.Settings, cred auth.Credential) *grokSetup {
 	t.Helper()
-	g := &grokSetup{srv: providertest.New(t), log: &lockedBuffer{}}
+	g := &grokSetup{srv: providertest.New(t), log: &syncbuf.Buffer{}}
 	store := auth.NewStore(filepath.Join(t.TempDir(), "auth.json"))
 	if cred.AccessToken == "" {
 		cred = auth.Credential{AccessToken: grokToken, ExpiresAt: time.Now().Add(time.Hour)}

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nanobot-go/nanobot/internal/atomicfile"
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
@@ -48,9 +47,9 @@ func TestIndexSaveOnAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	logs := &lockedLog{}
+	var logs syncbuf.Buffer
 	full := atomicfile.Options{Wrap: func(w io.Writer) io.Writer { return fullDisk{w} }}
-	x := NewIndex(IndexOptions{Workspace: ws, Feed: f, Logger: slog.New(slog.NewTextHandler(logs, nil)), Idle: 50 * time.Millisecond, write: full})
+	x := NewIndex(IndexOptions{Workspace: ws, Feed: f, Logger: logger(&logs), Idle: 50 * time.Millisecond, write: full})
 	f.add("a.jsonl", msg("t:1", "the boat's mooring is in Brest"))
 	if hits, _, err := x.Search(context.Background(), "mooring", 5, Scope{}); err != nil || len(hits) != 1 {
 		t.Fatalf("search: %v %v", hits, err)
@@ -80,22 +79,4 @@ func TestIndexSaveOnAFullDisk(t *testing.T) {
 	if got := search(t, tl, "boat mooring", 5); !strings.Contains(got, "Aurora") || !strings.Contains(got, "Brest") {
 		t.Errorf("after the disk had space again:\n%s", got)
 	}
-}
-
-// lockedLog is a log the test reads while the index writes to it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

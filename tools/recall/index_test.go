@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/tools/recall/recalltest"
 )
@@ -122,7 +123,7 @@ func TestIndexRebuildsADamagedFile(t *testing.T) {
 			if err := os.WriteFile(path, damage(data), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			var logs strings.Builder
+			var logs syncbuf.Buffer
 			x = NewIndex(IndexOptions{Workspace: ws, Feed: f, Logger: logger(&logs)})
 			defer x.Close()
 			hits, _, err := x.Search(context.Background(), "spare key", 5, Scope{})
@@ -178,7 +179,7 @@ func TestEmbedderDownFallsBackToWords(t *testing.T) {
 	f.add("a.jsonl", msg("t:1", "the wifi password is fjord-2291"))
 	emb := &recalltest.Embedder{}
 	emb.Fail.Store(true)
-	var logs strings.Builder
+	var logs syncbuf.Buffer
 	x := NewIndex(IndexOptions{Workspace: t.TempDir(), Feed: f, Embedder: emb, Logger: logger(&logs)})
 	defer x.Close()
 	for range 3 {

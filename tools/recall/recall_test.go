@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/tools"
 )
 
@@ -229,17 +230,6 @@ func TestSearchKeepsOtherConversationsToAdmins(t *testing.T) {
 	}
 }
 
-func logger(w *strings.Builder) *slog.Logger {
-	return slog.New(slog.NewTextHandler(&lockedWriter{w: w}, nil))
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+func logger(w *syncbuf.Buffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, nil))
 }
