@@ -285,13 +285,7 @@ func TestSlashCommandIsTheTextCommand(t *testing.T) {
 // longer works (expired, or unknown after a restart), the answer is
 // posted in the channel.
 func TestSlashAnswerFallsBackToTheChannel(t *testing.T) {
-	fake := discordtest.New(t)
-	ch := slashChannel(t, fake, table, nil)
-	in := &gate{}
-	runWith(t, ch, in)
-	waitfor.True(t, "registration", func() bool { return fake.CommandPuts("") == 1 })
-	id := fake.Invoke(dm(alice), "", alice, "new")
-	m := in.wait(t, "/new", func(m bus.Inbound) bool { return m.MessageID == "interaction:"+id })
+	fake, ch, id, m := aliceRanNew(t)
 	fake.Expire(id)
 	answer := bus.Outbound{Channel: "discord", ChatID: m.ChatID, Kind: bus.KindMessage, Content: "New conversation started.", ReplyTo: m.MessageID, Metadata: m.Metadata, Final: true}
 	ref, err := ch.Send(t.Context(), answer)
@@ -390,6 +384,22 @@ func TestSlashCommandAckedWhileTheGatewayIsSlow(t *testing.T) {
 	in.wait(t, "the second command", func(m bus.Inbound) bool { return m.MessageID == "interaction:"+second })
 }
 
+// aliceRanNew runs a channel with the command table against a fake, waits
+// for the registration and has alice run /new in a direct message: it
+// returns the fake, the channel, the interaction's id and what the
+// gateway received.
+func aliceRanNew(t *testing.T) (*discordtest.Server, *Channel, string, bus.Inbound) {
+	t.Helper()
+	fake := discordtest.New(t)
+	ch := slashChannel(t, fake, table, nil)
+	in := &gate{}
+	runWith(t, ch, in)
+	waitfor.True(t, "registration", func() bool { return fake.CommandPuts("") == 1 })
+	id := fake.Invoke(dm(alice), "", alice, "new")
+	m := in.wait(t, "/new", func(m bus.Inbound) bool { return m.MessageID == "interaction:"+id })
+	return fake, ch, id, m
+}
+
 func TestCommandGuildsChecked(t *testing.T) {
 	c := DefaultConfig()
 	c.Token, c.CommandGuilds = "t", []string{"123", "my server"}
@@ -401,13 +411,7 @@ func TestCommandGuildsChecked(t *testing.T) {
 // A rate-limited answer is retried by the dispatcher, and its retry still
 // completes the deferred response.
 func TestSlashAnswerRateLimited(t *testing.T) {
-	fake := discordtest.New(t)
-	ch := slashChannel(t, fake, table, nil)
-	in := &gate{}
-	runWith(t, ch, in)
-	waitfor.True(t, "registration", func() bool { return fake.CommandPuts("") == 1 })
-	id := fake.Invoke(dm(alice), "", alice, "new")
-	m := in.wait(t, "/new", func(m bus.Inbound) bool { return m.MessageID == "interaction:"+id })
+	fake, ch, id, m := aliceRanNew(t)
 	fake.RateLimit(1, time.Second)
 	answer := bus.Outbound{Channel: "discord", ChatID: m.ChatID, Content: "done", Metadata: m.Metadata, Final: true}
 	_, err := ch.Send(t.Context(), answer)
@@ -426,13 +430,7 @@ func TestSlashAnswerRateLimited(t *testing.T) {
 // TestSlashAnswerWithFiles: files answering a slash command go to the
 // channel, and the deferred response nothing completed is withdrawn.
 func TestSlashAnswerWithFiles(t *testing.T) {
-	fake := discordtest.New(t)
-	ch := slashChannel(t, fake, table, nil)
-	in := &gate{}
-	runWith(t, ch, in)
-	waitfor.True(t, "registration", func() bool { return fake.CommandPuts("") == 1 })
-	id := fake.Invoke(dm(alice), "", alice, "new")
-	m := in.wait(t, "/new", func(m bus.Inbound) bool { return m.MessageID == "interaction:"+id })
+	fake, ch, id, m := aliceRanNew(t)
 	file := filepath.Join(t.TempDir(), "report.txt")
 	if err := os.WriteFile(file, []byte("numbers"), 0o600); err != nil {
 		t.Fatal(err)
