@@ -462,3 +462,39 @@ func TestWholeMessagesCarryNoStreamID(t *testing.T) {
 		}
 	}
 }
+
+// brokenEditor sends but cannot edit (the platform refuses every edit).
+type brokenEditor struct {
+	*fakeChannel
+	tried chan struct{}
+}
+
+func (b brokenEditor) Edit(context.Context, channels.MessageRef, bus.Outbound) error {
+	select {
+	case b.tried <- struct{}{}:
+	default:
+	}
+	return errors.New("edit refused")
+}
+func (b brokenEditor) EditInterval() time.Duration { return b.interval }
+
+// TestFailedEditResendsTheWholeMessage: when a streamed message cannot be
+// edited any more, its text goes out again whole in a new message — the
+// user reads the answer from its start, not a fragment that begins where
+// the stuck message stopped (possibly mid-word).
+func TestFailedEditResendsTheWholeMessage(t *testing.T) {
+	fc := &fakeChannel{name: "tg", interval: 20 * time.Millisecond, limit: 4096}
+	ch := brokenEditor{fakeChannel: fc, tried: make(chan struct{}, 1)}
+	out := startDispatcher(t, DispatcherConfig{MaxRetries: 1, RetryBase: time.Millisecond}, ch)
+	out <- bus.Outbound{Channel: "tg", ChatID: "1", Kind: bus.KindDelta, StreamID: "s1", Content: "The answer is a"}
+	waitfor.True(t, "the first message", func() bool { s, _ := fc.snapshot(); return len(s) == 1 })
+	out <- bus.Outbound{Channel: "tg", ChatID: "1", Kind: bus.KindDelta, StreamID: "s1", Content: "nswer to what"}
+	<-ch.tried // the edit showing more was refused
+	const full = "The answer is an answer to what you asked."
+	out <- bus.Outbound{Channel: "tg", ChatID: "1", Kind: bus.KindStreamEnd, StreamID: "s1", Content: full, Final: true}
+	waitfor.True(t, "the answer sent again", func() bool { s, _ := fc.snapshot(); return len(s) == 2 })
+	sent, _ := fc.snapshot()
+	if sent[0].Content != "The answer is a" || sent[1].Content != full {
+		t.Errorf("sent %q then %q; want the stuck message, then the whole answer", sent[0].Content, sent[1].Content)
+	}
+}

@@ -26,7 +26,6 @@ type stream struct {
 	reopen   string
 	ref      channels.MessageRef
 	shown    string // what the current platform message shows
-	shownEnd int    // offset in total up to which the platform shows text
 	lastEdit time.Time
 	started  time.Time // first delta
 	// lastDelta is when the latest delta came (quiet streams expire).
@@ -98,7 +97,7 @@ func (w *chatWorker) pushStream(ctx context.Context, s *stream, final bool) {
 		}
 		if utf8.RuneCountInString(cur) > limit {
 			piece, advance, reopen := s.nextPiece(limit)
-			w.show(ctx, s, ed, piece, true, s.done+advance)
+			w.show(ctx, s, ed, piece, true)
 			if s.failed {
 				return
 			}
@@ -120,7 +119,7 @@ func (w *chatWorker) pushStream(ctx context.Context, s *stream, final bool) {
 			w.schedule(ed.EditInterval() - time.Since(s.lastEdit))
 			return
 		}
-		w.show(ctx, s, ed, cur, final, len(s.total))
+		w.show(ctx, s, ed, cur, final)
 		return
 	}
 }
@@ -136,8 +135,7 @@ func firstShowDelay(ed channels.Editor) time.Duration {
 
 // show puts text on the stream's current message: a send if there is none,
 // an edit (after the edit interval when wait is set) if the text changed.
-// end is the offset in s.total that text reaches.
-func (w *chatWorker) show(ctx context.Context, s *stream, ed channels.Editor, text string, wait bool, end int) {
+func (w *chatWorker) show(ctx context.Context, s *stream, ed channels.Editor, text string, wait bool) {
 	if s.ref.MessageID == "" {
 		m := s.base
 		m.Kind, m.Content = bus.KindMessage, text
@@ -146,7 +144,7 @@ func (w *chatWorker) show(ctx context.Context, s *stream, ed channels.Editor, te
 			s.failed = true // send already retried; the final text is sent again
 			return
 		}
-		s.ref, s.shown, s.shownEnd, s.lastEdit = ref, text, end, time.Now()
+		s.ref, s.shown, s.lastEdit = ref, text, time.Now()
 		if dl := w.d.cfg.Delivery; dl != nil && s.done == 0 && m.Turn != "" && !m.Final {
 			// A restart before this stream ends lets the next attempt of
 			// the turn finish this message instead of sending another.
@@ -176,12 +174,15 @@ func (w *chatWorker) show(ctx context.Context, s *stream, ed channels.Editor, te
 	m.Kind = kind
 	s.lastEdit = time.Now()
 	if err != nil {
-		w.d.log.Warn("edit failed; the rest is sent as new messages", "channel", w.ch.Name(), "err", err)
-		// The platform keeps showing s.shown; the rest goes out as messages.
-		s.done, s.reopen, s.failed = s.shownEnd, "", true
+		w.d.log.Warn("edit failed; the message is sent again whole when the stream ends", "channel", w.ch.Name(), "err", err)
+		// The platform keeps showing s.shown. The stream's end sends this
+		// message's text again from its start, not from where the stuck
+		// message stops: a continuation would begin mid-sentence, often
+		// mid-word.
+		s.failed = true
 		return
 	}
-	s.shown, s.shownEnd = text, end
+	s.shown = text
 }
 
 // schedule makes the worker flush its streams after the given time, or
