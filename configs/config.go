@@ -462,12 +462,19 @@ type ImageToolConfig struct {
 // as written or in its normalised form ("openai", "OpenAI"); empty when
 // the config has no such entry.
 func (c *Config) Endpoint(name string) (apiBase, apiKey string) {
+	p, _ := c.provider(name)
+	return p.APIBase, p.APIKey
+}
+
+// provider is the providers entry for name, matched as Endpoint matches.
+func (c *Config) provider(name string) (ProviderConfig, bool) {
+	fold := strings.NewReplacer("-", "", "_", "")
 	for key, p := range c.Providers {
-		if strings.EqualFold(key, name) || strings.EqualFold(strings.NewReplacer("-", "", "_", "").Replace(key), strings.NewReplacer("-", "", "_", "").Replace(name)) {
-			return p.APIBase, p.APIKey
+		if strings.EqualFold(key, name) || strings.EqualFold(fold.Replace(key), fold.Replace(name)) {
+			return p, true
 		}
 	}
-	return "", ""
+	return ProviderConfig{}, false
 }
 
 // MessageToolConfig configures the message tool.

@@ -68,6 +68,9 @@ type TranscriptionService struct {
 	APIKey string
 	// Model and Language are transcription.model and .language.
 	Model, Language string
+	// Proxy is providers.<name>.proxy: the service is reached through it
+	// as the provider's chat calls are.
+	Proxy string
 }
 
 // TranscriptionService returns the service voice notes are transcribed
@@ -75,7 +78,14 @@ type TranscriptionService struct {
 // enabled false) or cannot work; why then says what is missing, for a
 // warning.
 func (c *Config) TranscriptionService() (s TranscriptionService, ok bool, why string) {
-	return resolveTranscription(c.Transcription, c.Endpoint)
+	s, ok, why = resolveTranscription(c.Transcription, c.Endpoint)
+	for _, name := range []string{s.Provider, strings.TrimSpace(c.Transcription.Provider)} {
+		if p, found := c.provider(name); ok && found && p.Proxy != "" {
+			s.Proxy = p.Proxy
+			break
+		}
+	}
+	return s, ok, why
 }
 
 // resolveTranscription resolves t against the providers entries, which

@@ -8,6 +8,7 @@ import (
 	"github.com/nanobot-go/nanobot/agent"
 	"github.com/nanobot-go/nanobot/channels/telegram"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/stt"
 )
 
@@ -19,7 +20,15 @@ import (
 func buildTranscription(c *configs.Config, log *slog.Logger) agent.TranscriptionConfig {
 	var out agent.TranscriptionConfig
 	if s, ok, _ := c.TranscriptionService(); ok {
-		tr, err := stt.New(stt.Config{Provider: s.Provider, APIBase: s.APIBase, APIKey: s.APIKey, Model: s.Model, Language: s.Language})
+		cfg := stt.Config{Provider: s.Provider, APIBase: s.APIBase, APIKey: s.APIKey, Model: s.Model, Language: s.Language}
+		var err error
+		if s.Proxy != "" {
+			cfg.HTTPClient, err = providers.ProxyClient(s.Proxy)
+		}
+		var tr *stt.Client
+		if err == nil {
+			tr, err = stt.New(cfg)
+		}
 		if err != nil {
 			log.Warn("voice notes are not transcribed", "err", err)
 		} else {
