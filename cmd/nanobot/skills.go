@@ -62,6 +62,7 @@ func newSkillsCmd(a *app) *cobra.Command {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "Installed %s %s from %s (%d files, sha256 %s).\n", slug, c.To.Version, c.To.Registry, len(c.Added), c.To.ArchiveSHA256)
+		warnSuspicious(cmd.OutOrStdout(), c)
 		return nil
 	})
 	install.Flags().StringVar(&sha, "sha256", "", "refuse the archive unless its sha256 is this")
@@ -160,6 +161,7 @@ func updateSkills(cmd *cobra.Command, in *registry.Installer, args []string, yes
 
 func printChange(w io.Writer, c *registry.Change) {
 	fmt.Fprintf(w, "%s: %s → %s (%s)\n", c.Slug, c.From.Version, c.To.Version, c.To.Registry)
+	warnSuspicious(w, c)
 	for _, f := range c.Added {
 		fmt.Fprintf(w, "  + %s\n", f)
 	}
@@ -168,6 +170,13 @@ func printChange(w io.Writer, c *registry.Change) {
 	}
 	for _, f := range c.Changed {
 		fmt.Fprintf(w, "  ~ %s\n", f)
+	}
+}
+
+// warnSuspicious says when the registry flags the skill as suspicious.
+func warnSuspicious(w io.Writer, c *registry.Change) {
+	if c.Suspicious {
+		fmt.Fprintf(w, "Warning: %s flags %s as suspicious; read its files before you rely on it.\n", c.To.Registry, c.Slug)
 	}
 }
 

@@ -129,3 +129,25 @@ func TestSwitchSkillEditsConfig(t *testing.T) {
 		t.Fatalf("enable: got %v, %v", got, err)
 	}
 }
+
+// TestSkillsCLIModeration: the registry's verdicts reach the person
+// installing: a skill flagged as malware is refused with the reason, a
+// suspicious one is installed with a warning.
+func TestSkillsCLIModeration(t *testing.T) {
+	srv := registrytest.New(t)
+	for _, slug := range []string{"stealer", "odd"} {
+		srv.Publish(slug, registrytest.Version{Version: "1.0.0", Archive: registrytest.Zip(t, map[string]string{"SKILL.md": registrytest.Skill(slug, "S")})})
+	}
+	srv.Flag("stealer", registrytest.Moderation{MalwareBlocked: true})
+	srv.Flag("odd", registrytest.Moderation{Suspicious: true})
+	cfg, ws := skillsConfig(t, srv.URL)
+	if out, err := runIn(t, "skills", "install", "stealer", "--config", cfg); err == nil || !strings.Contains(err.Error(), "flagged as malware by the registry fake") {
+		t.Errorf("install of a blocked skill: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "skills", "stealer")); !os.IsNotExist(err) {
+		t.Errorf("skills/stealer: %v, want none", err)
+	}
+	if out, err := runIn(t, "skills", "install", "odd", "--config", cfg); err != nil || !strings.Contains(out, "Warning: fake flags odd as suspicious") {
+		t.Errorf("install of a suspicious skill: %v\n%s", err, out)
+	}
+}

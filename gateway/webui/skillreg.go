@@ -69,9 +69,13 @@ func (s *Server) installSkill(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := in.Prepare(r.Context(), body.Name, body.Version, "")
 	var mismatch *registry.HashMismatchError
+	var blocked *registry.BlockedError
 	switch {
 	case errors.As(err, &mismatch):
 		writeError(w, http.StatusBadGateway, "", err.Error()+"; nothing was installed")
+		return
+	case errors.As(err, &blocked):
+		writeError(w, http.StatusUnprocessableEntity, "name", err.Error())
 		return
 	case err != nil:
 		writeError(w, http.StatusBadGateway, "", err.Error())
@@ -84,7 +88,7 @@ func (s *Server) installSkill(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("workbench: skill installed", "skill", c.Slug, "version", c.To.Version, "from", c.From.Version)
 	writeJSON(w, http.StatusOK, map[string]any{"name": c.Slug, "version": c.To.Version, "from": c.From.Version,
-		"added": orEmpty(c.Added), "removed": orEmpty(c.Removed), "changed": orEmpty(c.Changed)})
+		"added": orEmpty(c.Added), "removed": orEmpty(c.Removed), "changed": orEmpty(c.Changed), "suspicious": c.Suspicious})
 }
 
 // removeSkill is DELETE /api/skills/{name}: removes a skill installed from

@@ -42,6 +42,16 @@ type Installer struct {
 	Now func() time.Time
 }
 
+// BlockedError: the registry flags the skill as malware; nothing is
+// downloaded.
+type BlockedError struct {
+	Slug, Registry string
+}
+
+func (e *BlockedError) Error() string {
+	return fmt.Sprintf("skill %s is flagged as malware by the registry %s and is not installed", e.Slug, e.Registry)
+}
+
 // Change is a downloaded, verified and unpacked version waiting beside the
 // skills folder to be applied (Apply) or dropped (Discard).
 type Change struct {
@@ -50,7 +60,10 @@ type Change struct {
 	From, To skills.Locked
 	// Added, Removed and Changed are file paths relative to the skill.
 	Added, Removed, Changed []string
-	staged                  string
+	// Suspicious: the registry flags the skill as suspicious (installed
+	// all the same; say so to whoever installs it).
+	Suspicious bool
+	staged     string
 }
 
 // Same reports whether the change would leave the files as they are.
@@ -77,6 +90,9 @@ func (in *Installer) Prepare(ctx context.Context, slug, version, wantSHA string)
 	meta, err := in.Client.Meta(ctx, slug)
 	if err != nil {
 		return nil, err
+	}
+	if meta.MalwareBlocked {
+		return nil, &BlockedError{Slug: slug, Registry: meta.Registry}
 	}
 	if version == "" {
 		version = meta.Latest
@@ -145,7 +161,7 @@ func (in *Installer) Prepare(ctx context.Context, slug, version, wantSHA string)
 	if err != nil {
 		return nil, err
 	}
-	c := &Change{Slug: slug, staged: staged, To: skills.Locked{
+	c := &Change{Slug: slug, staged: staged, Suspicious: meta.Suspicious, To: skills.Locked{
 		Registry: meta.Registry, Slug: slug, Version: version,
 		ArchiveSHA256: got, TreeSHA256: skills.HashFiles(newFiles),
 	}}

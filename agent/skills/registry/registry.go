@@ -85,6 +85,10 @@ type Meta struct {
 	Slug, DisplayName, Summary string
 	Latest                     string
 	Registry                   string
+	// MalwareBlocked and Suspicious are the registry's moderation verdict
+	// (ClawHub's "moderation" object): a blocked skill is never
+	// installed, a suspicious one is installed with a warning.
+	MalwareBlocked, Suspicious bool
 }
 
 // Version is one published version of a skill.
@@ -175,6 +179,10 @@ func (c *Client) Meta(ctx context.Context, slug string) (Meta, error) {
 			Slug, DisplayName, Summary string
 			Skill                      *struct{ Slug, DisplayName, Summary string } `json:"skill"`
 			LatestVersion              *struct{ Version string }                    `json:"latestVersion"`
+			Moderation                 *struct {
+				IsMalwareBlocked bool `json:"isMalwareBlocked"`
+				IsSuspicious     bool `json:"isSuspicious"`
+			} `json:"moderation"`
 		}
 		if err := c.getJSON(ctx, r, "/api/v1/skills/"+url.PathEscape(slug), &resp); err != nil {
 			return err
@@ -188,6 +196,9 @@ func (c *Client) Meta(ctx context.Context, slug string) (Meta, error) {
 		}
 		if resp.LatestVersion != nil {
 			m.Latest = resp.LatestVersion.Version
+		}
+		if mod := resp.Moderation; mod != nil {
+			m.MalwareBlocked, m.Suspicious = mod.IsMalwareBlocked, mod.IsSuspicious
 		}
 		return nil
 	})

@@ -304,3 +304,46 @@ func TestVersionsFollowPages(t *testing.T) {
 	}
 	install(t, in, "weather", "1.1.0")
 }
+
+// TestModerationVerdicts: a skill the registry flags as malware is not
+// downloaded or installed, and an installed one that becomes flagged is
+// not updated (its files stay as they were); a suspicious one installs,
+// marked so the installer can say so.
+func TestModerationVerdicts(t *testing.T) {
+	srv, in, _ := setup(t)
+	zip := registrytest.Zip(t, map[string]string{"SKILL.md": registrytest.Skill("weather", "Forecasts")})
+	srv.Publish("weather", registrytest.Version{Version: "1.0.0", Archive: zip})
+	srv.Publish("stealer", registrytest.Version{Version: "1.0.0", Archive: registrytest.Zip(t, map[string]string{"SKILL.md": registrytest.Skill("stealer", "S")})})
+	srv.Flag("stealer", registrytest.Moderation{MalwareBlocked: true})
+	var blocked *registry.BlockedError
+	if _, err := in.Prepare(context.Background(), "stealer", "", ""); !errors.As(err, &blocked) || blocked.Registry != "fake" {
+		t.Fatalf("got %v, want a BlockedError naming the registry", err)
+	}
+	if _, err := os.Stat(filepath.Join(in.Dir, "stealer")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("skills/stealer exists after a refused install (%v)", err)
+	}
+	assertNoStaging(t, in.Dir)
+
+	c := install(t, in, "weather", "1.0.0")
+	if c.Suspicious {
+		t.Errorf("an unflagged skill is marked suspicious")
+	}
+	before, err := os.ReadFile(filepath.Join(in.Dir, "weather", "SKILL.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Publish("weather", registrytest.Version{Version: "1.1.0", Archive: registrytest.Zip(t, map[string]string{"SKILL.md": registrytest.Skill("weather", "Now with a miner")})})
+	srv.Flag("weather", registrytest.Moderation{MalwareBlocked: true})
+	if _, err := in.Prepare(context.Background(), "weather", "", ""); !errors.As(err, &blocked) {
+		t.Fatalf("update of a flagged skill: %v, want a BlockedError", err)
+	}
+	if now, _ := os.ReadFile(filepath.Join(in.Dir, "weather", "SKILL.md")); !bytes.Equal(now, before) {
+		t.Errorf("the installed skill changed after a refused update")
+	}
+
+	srv.Publish("odd", registrytest.Version{Version: "0.1.0", Archive: registrytest.Zip(t, map[string]string{"SKILL.md": registrytest.Skill("odd", "Odd")})})
+	srv.Flag("odd", registrytest.Moderation{Suspicious: true})
+	if c := install(t, in, "odd", ""); !c.Suspicious {
+		t.Errorf("a suspicious skill is not marked so")
+	}
+}

@@ -55,7 +55,8 @@ $("skill-search").addEventListener("submit", async (ev) => {
       li.append(text, skillButton("Install", "install", async () => {
         const res = await API.installSkill(r.name, r.version);
         li.remove();
-        $("skill-error").textContent = "";
+        $("skill-error").textContent = res.suspicious
+          ? `${r.name} is installed, but ${r.registry} flags it as suspicious: read its files before you rely on it.` : "";
         return res;
       }));
       ul.append(li);

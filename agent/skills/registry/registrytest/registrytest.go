@@ -37,6 +37,23 @@ type Server struct {
 	// PageSize, when set, splits the versions listing into pages of this
 	// many, linked by "nextCursor" as ClawHub's listings are.
 	PageSize int
+	flags    map[string]Moderation
+}
+
+// Moderation is the registry's verdict on a skill, as ClawHub's skill
+// metadata carries it ("moderation": {"isMalwareBlocked", "isSuspicious"}).
+type Moderation struct {
+	MalwareBlocked, Suspicious bool
+}
+
+// Flag sets the moderation verdict the metadata of slug carries.
+func (s *Server) Flag(slug string, m Moderation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.flags == nil {
+		s.flags = map[string]Moderation{}
+	}
+	s.flags[slug] = m
 }
 
 // New starts a fake registry closed at the end of the test.
@@ -122,10 +139,14 @@ func (s *Server) meta(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	json.NewEncoder(w).Encode(map[string]any{
+	body := map[string]any{
 		"skill":         map[string]any{"slug": slug, "displayName": slug, "summary": "The " + slug + " skill"},
 		"latestVersion": map[string]any{"version": vs[len(vs)-1].Version},
-	})
+	}
+	if m, ok := s.flags[slug]; ok {
+		body["moderation"] = map[string]any{"isMalwareBlocked": m.MalwareBlocked, "isSuspicious": m.Suspicious}
+	}
+	json.NewEncoder(w).Encode(body)
 }
 
 func (s *Server) versions(w http.ResponseWriter, r *http.Request) {
