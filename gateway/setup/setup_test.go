@@ -225,7 +225,10 @@ func TestSetupCheckOfAServiceThatNeverAnswers(t *testing.T) {
 	const token = "987654321:AAH-hanging-telegram-token-abcdefghi"
 	for _, check := range []func(context.Context) error{
 		func(ctx context.Context) error { _, err := New().Telegram(ctx, silent.URL, token); return err },
-		func(ctx context.Context) error { _, err := New().Provider(ctx, spec(t, "openai"), silent.URL, token); return err },
+		func(ctx context.Context) error {
+			_, err := New().Provider(ctx, spec(t, "openai"), silent.URL, token)
+			return err
+		},
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
