@@ -60,6 +60,9 @@ func TestLINEEndToEnd(t *testing.T) {
 	if n := len(llm.Requests()); n != 1 {
 		t.Errorf("%d model requests, want 1: the stranger must not reach the model", n)
 	}
+	// The fake records a webhook's answer when it has read it, which may
+	// be after the gateway counted the message.
+	waitfor.Within(t, "both webhooks answered", 10*time.Second, func() bool { return fake.Acked(strangerMsg) != 0 && fake.Acked(annMsg) != 0 })
 	if fake.Acked(strangerMsg) != 200 || fake.Acked(annMsg) != 200 {
 		t.Errorf("webhook answers %d and %d, want 200", fake.Acked(strangerMsg), fake.Acked(annMsg))
 	}

@@ -44,6 +44,9 @@ type sessionRig struct {
 	m   *Sessions
 	reg *tools.Registry
 	ws  string
+
+	mu    sync.Mutex
+	early map[string]string // output start's exec call returned, per session
 }
 
 func newSessionRig(t *testing.T, opts Options, sopts SessionOptions) *sessionRig {
@@ -104,13 +107,24 @@ func (r *sessionRig) mustCall(t *testing.T, ctx context.Context, name string, ar
 }
 
 // waitFor types chars into session id and waits for text to appear.
+//
+// The output the session's exec call already returned (a loaded machine
+// may run the command's first lines before exec answers) comes first: a
+// text found there is not waited for again.
 func (r *sessionRig) waitFor(t *testing.T, ctx context.Context, id, chars, text string) string {
 	t.Helper()
+	r.mu.Lock()
+	early := r.early[id]
+	delete(r.early, id)
+	r.mu.Unlock()
+	if chars == "" && strings.Contains(early, text) {
+		return early
+	}
 	out := r.mustCall(t, ctx, "write_stdin", map[string]any{"session_id": id, "chars": chars, "wait_for": text})
 	if strings.Contains(out, "Wait target not observed") {
-		t.Fatalf("typing %q, %q never appeared:\n%s", chars, text, out)
+		t.Fatalf("typing %q, %q never appeared:\n%s%s", chars, text, early, out)
 	}
-	return out
+	return early + out
 }
 
 var sessionIDRe = regexp.MustCompile(`session_id: ([0-9a-f]+)`)
@@ -122,6 +136,16 @@ func (r *sessionRig) start(t *testing.T, ctx context.Context, command string) st
 	m := sessionIDRe.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("exec %q: no session_id in\n%s", command, out)
+	}
+	if before, _, ok := strings.Cut(out, "Process running."); ok {
+		if early := strings.TrimSpace(before); early != "" && early != "(no new output)" {
+			r.mu.Lock()
+			if r.early == nil {
+				r.early = map[string]string{}
+			}
+			r.early[m[1]] = strings.TrimRight(before, "\n") + "\n"
+			r.mu.Unlock()
+		}
 	}
 	return m[1]
 }
@@ -246,12 +270,15 @@ func TestSessionGuardsApply(t *testing.T) {
 func TestSessionOutputIsBounded(t *testing.T) {
 	r := newSessionRig(t, Options{}, SessionOptions{BufferChars: 4000})
 	ctx := in("chat:1")
-	id := r.start(t, ctx, "seq 1 200000; echo end-of-run; read x")
-	out := r.mustCall(t, ctx, "write_stdin", map[string]any{"session_id": id, "wait_for": "end-of-run", "wait_timeout_ms": 60000, "max_output_chars": 1000})
+	// The run waits for a line, so all of it comes in the poll that types
+	// one (after the terminal's echo of it), however late exec answered.
+	id := r.start(t, ctx, "read go; seq 1 200000; echo end-of-run; read x")
+	out := r.mustCall(t, ctx, "write_stdin", map[string]any{"session_id": id, "chars": "go\n", "wait_for": "end-of-run", "wait_timeout_ms": 60000, "max_output_chars": 1000})
 	body, _, ok := strings.Cut(out, "\n\nProcess running")
 	if !ok || strings.Contains(out, "Wait target not observed") {
 		t.Fatalf("the end of the run never came:\n%s", out)
 	}
+	body = strings.TrimPrefix(body, "go\n")
 	if !strings.HasPrefix(body, "1\n2\n3\n") || !strings.HasSuffix(body, "200000\nend-of-run") || !strings.Contains(body, "characters truncated") {
 		t.Errorf("bounded output:\n%s\nwant the head, a cut and the tail", out)
 	}
