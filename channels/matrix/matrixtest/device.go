@@ -18,6 +18,8 @@ import (
 	"maunium.net/go/mautrix/crypto/verificationhelper"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
+
+	"github.com/nanobot-go/nanobot/channels/matrix/internal/lockedstate"
 )
 
 // Device is a user's end-to-end encryption capable client, as Element
@@ -59,7 +61,9 @@ func (s *Server) NewDevice(tb testing.TB, u *User) *Device {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Device{User: u}
 	cli := u.Client
-	cli.StateStore = mautrix.NewMemoryStateStore()
+	// The sync loop writes the state while the test's goroutine sends
+	// (which reads the members to share a room key with) and waits on it.
+	cli.StateStore = lockedstate.New(&sync.Mutex{}, nil)
 	helper, err := cryptohelper.NewCryptoHelper(cli, []byte("matrixtest device pickle key"), crypto.NewMemoryStore(nil))
 	if err != nil {
 		cancel()
