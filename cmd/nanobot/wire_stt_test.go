@@ -2,17 +2,14 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/providers/providertest"
 	"github.com/nanobot-go/nanobot/providers/stt/stttest"
 	"github.com/nanobot-go/nanobot/providers/tts/ttstest"
 )
@@ -68,28 +65,7 @@ func TestBuildTranscription(t *testing.T) {
 func TestTranscriptionThroughTheProvidersProxy(t *testing.T) {
 	asr := stttest.New(t)
 	asr.SetText("hello through the proxy")
-	var proxied atomic.Int32
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !r.URL.IsAbs() {
-			http.Error(w, "not a proxy request", http.StatusBadRequest)
-			return
-		}
-		proxied.Add(1)
-		out := r.Clone(r.Context())
-		out.RequestURI = ""
-		resp, err := http.DefaultTransport.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
-	}))
-	defer proxy.Close()
+	proxy, proxied := providertest.ForwardProxy(t)
 	c := loadConfig(t, fmt.Sprintf(`{"providers": {"groq": {"apiKey": "gsk-0123456789", "apiBase": %q, "proxy": %q}},
 	  "transcription": {"provider": "groq"}}`, asr.URL+"/v1", proxy.URL))
 	tr := buildTranscription(c, slog.New(slog.DiscardHandler)).For("telegram")

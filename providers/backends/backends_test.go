@@ -1,11 +1,7 @@
 package backends_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/nanobot-go/nanobot/providers"
@@ -188,36 +184,9 @@ func TestExtraBodyIsMergedIntoRequests(t *testing.T) {
 	}
 }
 
-// forwardProxy is a plain-HTTP forward proxy that counts what it carried.
-func forwardProxy(t *testing.T) (*httptest.Server, *atomic.Int64) {
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !r.URL.IsAbs() {
-			http.Error(w, "not a proxy request", http.StatusBadRequest)
-			return
-		}
-		n.Add(1)
-		out := r.Clone(r.Context())
-		out.RequestURI = ""
-		resp, err := http.DefaultTransport.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &n
-}
-
 func TestProviderProxy(t *testing.T) {
 	srv := providertest.New(t)
-	proxy, carried := forwardProxy(t)
+	proxy, carried := providertest.ForwardProxy(t)
 	for _, tt := range []struct{ provider, base, model string }{
 		{"deepseek", srv.OpenAIBase(), "deepseek-chat"},
 		{"anthropic", srv.AnthropicBase(), "claude-sonnet-4"},
