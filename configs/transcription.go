@@ -79,8 +79,13 @@ type TranscriptionService struct {
 // warning.
 func (c *Config) TranscriptionService() (s TranscriptionService, ok bool, why string) {
 	s, ok, why = resolveTranscription(c.Transcription, c.Endpoint)
+	if !ok {
+		return s, ok, why
+	}
+	// The entry the key came from: the canonical name's, else the name as
+	// written (resolveTranscription looks them up in that order).
 	for _, name := range []string{s.Provider, strings.TrimSpace(c.Transcription.Provider)} {
-		if p, found := c.provider(name); ok && found && p.Proxy != "" {
+		if p, found := c.provider(name); found {
 			s.Proxy = p.Proxy
 			break
 		}

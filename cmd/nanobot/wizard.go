@@ -37,8 +37,9 @@ type wizard struct {
 	err   error // the first set that failed
 }
 
-// errChangedMeanwhile: the config file changed while the wizard asked.
-var errChangedMeanwhile = errors.New("it changed while the wizard ran (the gateway or the workbench saved it); run `nanobot onboard --wizard --refresh` again")
+// errChangedMeanwhile: the config file changed while the wizard asked
+// (or a login waited for its scan).
+var errChangedMeanwhile = errors.New("it changed while this command ran (the gateway or the workbench saved it); run the command again")
 
 // wizardProviders are offered by name first; any known name is taken.
 var wizardProviders = []string{"anthropic", "openai", "openrouter", "deepseek", "gemini", "groq", "ollama", "vllm", "custom"}

@@ -182,7 +182,7 @@ func TestOnboardWizardKeepsAConcurrentChange(t *testing.T) {
 	cmd.SetIn(&changeOnRead{r: strings.NewReader("ollama\n"), path: cfg, data: meanwhile})
 	cmd.SetArgs([]string{"onboard", "--config", cfg, "--wizard", "--refresh"})
 	err := cmd.Execute()
-	if err == nil || !strings.Contains(err.Error(), "changed while the wizard ran") {
+	if err == nil || !strings.Contains(err.Error(), "changed while this command ran") {
 		t.Fatalf("want the concurrent change refused, got %v\n%s", err, out.String())
 	}
 	if got, _ := os.ReadFile(cfg); string(got) != string(meanwhile) {

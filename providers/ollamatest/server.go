@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/internal/testproc"
 )
 
@@ -42,8 +43,8 @@ type Server struct {
 	Addr string
 
 	t    testing.TB
-	mu   sync.Mutex
-	out  bytes.Buffer
+	out  syncbuf.Buffer    // the server's log
+	mu   sync.Mutex        // guards blob
 	blob map[string]string // model file path -> its blob digest
 }
 
@@ -86,8 +87,7 @@ func Start(t testing.TB) *Server {
 		"OLLAMA_NUM_PARALLEL=1",
 		"OLLAMA_KEEP_ALIVE=10m",
 	)
-	w := &lockedWriter{mu: &s.mu, w: &s.out}
-	cmd.Stdout, cmd.Stderr = w, w
+	cmd.Stdout, cmd.Stderr = &s.out, &s.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start ollama: %v", err)
 	}
@@ -96,19 +96,13 @@ func Start(t testing.TB) *Server {
 	t.Cleanup(func() {
 		testproc.Stop(cmd, exited, 10*time.Second)
 		if t.Failed() {
-			t.Logf("ollama log:\n%s", s.log())
+			t.Logf("ollama log:\n%s", s.out.String())
 		}
 	})
 	if err := testproc.WaitListening([]string{s.Addr}, exited, 60*time.Second); err != nil {
-		t.Fatalf("ollama serve: %v\n%s", err, s.log())
+		t.Fatalf("ollama serve: %v\n%s", err, s.out.String())
 	}
 	return s
-}
-
-func (s *Server) log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.String()
 }
 
 // OpenAIBase is the server's OpenAI-compatible API base (…/v1).
@@ -165,17 +159,6 @@ func (s *Server) post(path string, body []byte) error {
 		return fmt.Errorf("%s: %s: %s", path, resp.Status, bytes.TrimSpace(b))
 	}
 	return nil
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // ModelFile writes a model for steps (see WriteModel) into a temporary

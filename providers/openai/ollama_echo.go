@@ -34,6 +34,6 @@ func ollamaEchoed(content string) (string, bool) {
 // isOllamaEcho reports whether piece, the last piece of a stream, is
 // Ollama's repeat of the tail of sofar (what came before it).
 func isOllamaEcho(sofar, piece string) bool {
-	i := strings.IndexByte(sofar, '{')
-	return piece != "" && i > 0 && strings.TrimSpace(sofar[:i]) != "" && sofar[i:] == piece
+	kept, echoed := ollamaEchoed(sofar + piece)
+	return echoed && kept == sofar
 }
