@@ -109,6 +109,10 @@ func (r Registrar) Register(ctx context.Context, show func(string)) (Registratio
 		switch str(res["error"]) {
 		case "access_denied", "expired_token":
 			return Registration{}, ErrRegistrationDenied
+		case "slow_down":
+			// RFC 8628 section 3.5: poll 5 s less often from now on.
+			interval += 5
+			tick.Reset(time.Duration(interval) * time.Second)
 		}
 	}
 }

@@ -9,16 +9,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // registrationFake speaks the device-code registration: init, begin, then
 // polls answered from script (a pending poll is a 400, as the service
 // answers it).
 type registrationFake struct {
-	mu    sync.Mutex
-	polls []map[string]any
-	seen  []string // "action device_code tp" of each request
-	srv   *httptest.Server
+	mu      sync.Mutex
+	polls   []map[string]any
+	seen    []string // "action device_code tp" of each request
+	pollsAt []time.Time
+	srv     *httptest.Server
 }
 
 func newRegistrationFake(t *testing.T, polls ...map[string]any) *registrationFake {
@@ -42,6 +44,7 @@ func newRegistrationFake(t *testing.T, polls ...map[string]any) *registrationFak
 			}
 			out = map[string]any{"device_code": "dev-1", "verification_uri_complete": "https://accounts.example/qr?c=1", "interval": 1, "expire_in": 30}
 		case "poll":
+			f.pollsAt = append(f.pollsAt, time.Now())
 			out = map[string]any{"error": "authorization_pending"}
 			status = http.StatusBadRequest
 			if len(f.polls) > 0 {
@@ -96,5 +99,26 @@ func TestRegisterDeclined(t *testing.T) {
 	_, err := r.Register(ctx, func(string) { cancel() })
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// TestRegisterSlowDown: a slow_down answer makes the flow poll 5 s less
+// often (RFC 8628 section 3.5), and it goes on to the scan.
+func TestRegisterSlowDown(t *testing.T) {
+	t.Parallel()
+	f := newRegistrationFake(t, map[string]any{"error": "slow_down"}, map[string]any{"client_id": "cli_a1", "client_secret": "s3cr3t"})
+	r := Registrar{URLs: map[string]string{"feishu": f.srv.URL}}
+	reg, err := r.Register(context.Background(), func(string) {})
+	if err != nil || reg.AppID != "cli_a1" {
+		t.Fatalf("registration %+v, %v", reg, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.pollsAt) != 2 {
+		t.Fatalf("%d polls, want 2", len(f.pollsAt))
+	}
+	// The service asked for 1 s; after slow_down it is 6 s.
+	if gap := f.pollsAt[1].Sub(f.pollsAt[0]); gap < 5900*time.Millisecond {
+		t.Errorf("polled again after %v, want at least 6 s after slow_down", gap)
 	}
 }
