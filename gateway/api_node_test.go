@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nanobot-go/nanobot/internal/testproc"
 )
 
 // The official Node SDK (npm "openai", installed by .ci/run into
@@ -18,16 +20,10 @@ func TestAPIWithNodeSDK(t *testing.T) {
 	mods := os.Getenv("NANOBOT_TEST_NODE_MODULES")
 	node, err := exec.LookPath("node")
 	if mods == "" || err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI needs node and NANOBOT_TEST_NODE_MODULES (set by .ci/run)")
-		}
-		t.Skip("node or NANOBOT_TEST_NODE_MODULES missing")
+		testproc.Missing(t, "node or NANOBOT_TEST_NODE_MODULES is missing (.ci/run installs node and sets it)")
 	}
 	if _, err := os.Stat(filepath.Join(mods, "openai", "package.json")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the openai npm package is not in %s", mods)
-		}
-		t.Skipf("the openai npm package is not in %s", mods)
+		testproc.Missing(t, "the openai npm package is not in %s", mods)
 	}
 	llm := newAPILLM()
 	llm.pause = 30 * time.Millisecond // words far enough apart to stream as several chunks

@@ -26,6 +26,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/channeltest"
 	"github.com/nanobot-go/nanobot/channels/matrix/matrixtest"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/testproc"
 )
 
 // One Dendrite serves all the package's tests (it starts in about a
@@ -59,8 +60,8 @@ func TestMain(m *testing.M) {
 func homeserver(t *testing.T) *matrixtest.Server {
 	t.Helper()
 	if srvErr != nil {
-		if errors.Is(srvErr, matrixtest.ErrNotInstalled) && os.Getenv("CI") == "" {
-			t.Skip(srvErr.Error())
+		if errors.Is(srvErr, matrixtest.ErrNotInstalled) {
+			testproc.Missing(t, "%v", srvErr)
 		}
 		t.Fatal(srvErr)
 	}

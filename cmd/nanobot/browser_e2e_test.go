@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
+	"github.com/nanobot-go/nanobot/internal/testproc"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 	"github.com/nanobot-go/nanobot/tools/browser"
@@ -31,10 +32,7 @@ import (
 // click and the search; Chromium must be gone once the gateway stops.
 func TestBrowserThroughTelegram(t *testing.T) {
 	if _, err := browser.Find(""); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI must provide chromium (.ci/run installs it)")
-		}
-		t.Skip("no chromium on this machine; .ci/run installs it")
+		testproc.Missing(t, "no chromium on this machine (.ci/run installs it)")
 	}
 	searched := make(chan string, 1)
 	site := serveOn(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -22,6 +22,7 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/nanobot-go/nanobot/internal/syncbuf"
+	"github.com/nanobot-go/nanobot/internal/testproc"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/providers/openai"
@@ -37,8 +38,8 @@ import (
 // folder, and a second encrypted message is answered the same way.
 func TestMatrixEncryptedDirectChatEndToEnd(t *testing.T) {
 	srv, stop, err := matrixtest.Launch()
-	if errors.Is(err, matrixtest.ErrNotInstalled) && os.Getenv("CI") == "" {
-		t.Skip(err.Error())
+	if errors.Is(err, matrixtest.ErrNotInstalled) {
+		testproc.Missing(t, "%v", err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,10 @@ package testproc
 import (
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -71,4 +73,17 @@ func Stop(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration) {
 		_ = cmd.Process.Kill()
 		<-exited
 	}
+}
+
+// Missing ends a test whose real server software or package is not on
+// this machine: it fails the test under CI (where .ci/run installs
+// everything the tests need, so a missing part is a broken run) and
+// skips it elsewhere, with the reason given either way.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI is set but "+format, args...)
+		return
+	}
+	t.Skipf(format, args...)
 }

@@ -60,10 +60,7 @@ func Binary(t testing.TB) string {
 	if p, err := exec.LookPath("ollama"); err == nil {
 		return p
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("ollama is not installed but CI is set: .ci/run builds it into NANOBOT_TEST_OLLAMA")
-	}
-	t.Skip("ollama is not installed (set NANOBOT_TEST_OLLAMA to a built ollama); skipping the tests against a real local model server")
+	testproc.Missing(t, "ollama is not installed (set NANOBOT_TEST_OLLAMA to a built ollama; .ci/run builds one): the tests against a real local model server cannot run")
 	return ""
 }
 

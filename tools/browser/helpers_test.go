@@ -5,11 +5,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"regexp"
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/internal/testproc"
 	"github.com/nanobot-go/nanobot/tools"
 )
 
@@ -21,10 +21,7 @@ func chromium(t *testing.T) string {
 	if err == nil {
 		return p
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("CI must provide chromium (.ci/run installs it)")
-	}
-	t.Skip("no chromium on this machine; .ci/run installs it")
+	testproc.Missing(t, "no chromium on this machine (.ci/run installs it)")
 	return ""
 }
 

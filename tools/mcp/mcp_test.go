@@ -17,6 +17,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/agent"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/testproc"
 	"github.com/nanobot-go/nanobot/internal/untrusted"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
@@ -38,11 +39,7 @@ func npmDir(t *testing.T) string {
 	_, errEv := os.Stat(filepath.Join(dir, everythingJS))
 	_, errNode := exec.LookPath("node")
 	if errEv != nil || errNode != nil {
-		msg := fmt.Sprintf("MCP test servers not installed in %s (run .ci/run, or npm install @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem there)", dir)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testproc.Missing(t, "MCP test servers are not installed in %s (run .ci/run, or npm install @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem there)", dir)
 	}
 	return dir
 }

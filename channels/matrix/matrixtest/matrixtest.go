@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanobot-go/nanobot/internal/testproc"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/id"
 )
@@ -64,10 +65,7 @@ func Start(tb testing.TB) *Server {
 	tb.Helper()
 	s, stop, err := Launch()
 	if errors.Is(err, ErrNotInstalled) {
-		if os.Getenv("CI") != "" {
-			tb.Fatal(err)
-		}
-		tb.Skip(err.Error())
+		testproc.Missing(tb, "%v", err)
 	}
 	if err != nil {
 		tb.Fatal(err)

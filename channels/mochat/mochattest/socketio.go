@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nanobot-go/nanobot/internal/testproc"
 )
 
 // SocketIO is a real Socket.IO server (node and the npm socket.io package,
@@ -45,10 +47,7 @@ func StartSocketIO(t testing.TB, s *Server, path, token string) *SocketIO {
 	}
 	node, err := exec.LookPath("node")
 	if _, serr := os.Stat(filepath.Join(mods, "socket.io", "package.json")); err != nil || serr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI needs node and the socket.io npm package in NANOBOT_TEST_NODE_MODULES (%s; set by .ci/run)", mods)
-		}
-		t.Skipf("node or the socket.io npm package (%s) missing", mods)
+		testproc.Missing(t, "node or the socket.io npm package in NANOBOT_TEST_NODE_MODULES (%s; set by .ci/run) is missing", mods)
 	}
 	_, here, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(here), "testdata", "sioserver.js")

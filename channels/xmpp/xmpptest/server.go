@@ -60,8 +60,8 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s, err := Launch(t.TempDir())
-	if errors.Is(err, ErrNotInstalled) && os.Getenv("CI") == "" {
-		t.Skipf("skipping: %v", err)
+	if errors.Is(err, ErrNotInstalled) {
+		testproc.Missing(t, "%v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
