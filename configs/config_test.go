@@ -417,8 +417,15 @@ func TestSecrets(t *testing.T) {
 	c.Providers["openai"] = ProviderConfig{APIKey: "sk-openai-123456", ExtraHeaders: map[string]string{"Authorization": "Bearer abcdefgh", "X-Title": "nanobot-app"}}
 	c.Channels.Platforms["telegram"] = map[string]any{"token": "123:telegram-token", "allowFrom": []any{"someuser"}}
 	c.Tools.Web.Search.APIKey = "brave-key-1"
+	// Credentials inside URLs: a query parameter named like one (Azure
+	// Functions' code), a user info password; not other parameters.
+	c.Tools.MCPServers = map[string]MCPServerConfig{
+		"fn":   {URL: "https://fn.example/mcp?code=fn-code-value&region=westeurope"},
+		"auth": {URL: "https://bot:userinfo-pass@mcp.example/sse"},
+	}
+	c.Providers["azure_openai"] = ProviderConfig{APIBase: "https://x.example/openai?api-version=2024-06-01"}
 	got := c.Secrets()
-	want := []string{"123:telegram-token", "sk-openai-123456", "Bearer abcdefgh", "brave-key-1"}
+	want := []string{"123:telegram-token", "sk-openai-123456", "Bearer abcdefgh", "fn-code-value", "userinfo-pass", "brave-key-1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("secrets (-want +got):\n%s", diff)
 	}

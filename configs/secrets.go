@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"net/url"
 	"reflect"
 	"regexp"
 	"sort"
@@ -13,8 +14,38 @@ var secretKey = regexp.MustCompile(`(?i)(api_?key|token|secret|password|passwd|c
 // IsSecretKey reports whether a config or header key names a credential.
 func IsSecretKey(k string) bool { return secretKey.MatchString(k) }
 
+// secretQueryKeys are query parameters that carry credentials although
+// IsSecretKey does not match their names (Azure Functions' code, SAS
+// signatures, plain key and auth).
+var secretQueryKeys = map[string]bool{"key": true, "code": true, "sig": true, "signature": true, "auth": true, "pass": true, "pwd": true}
+
+// urlSecrets returns the credentials inside s if it is a URL: the
+// password of its user info and the values of query parameters named like
+// credentials (an MCP server's or a webhook's URL often carries its key
+// that way).
+func urlSecrets(s string) []string {
+	if !strings.Contains(s, "://") {
+		return nil
+	}
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if p, ok := u.User.Password(); ok {
+		out = append(out, p)
+	}
+	for k, vs := range u.Query() {
+		if IsSecretKey(k) || secretQueryKeys[strings.ToLower(k)] {
+			out = append(out, vs...)
+		}
+	}
+	return out
+}
+
 // Secrets returns every credential value in the config (provider keys,
-// channel tokens, secret headers, MCP env values named like secrets), longest
+// channel tokens, secret headers, MCP env values named like secrets, and
+// the passwords and credential query parameters of URLs), longest
 // first, for log redaction. Values shorter than 6 characters are skipped: they
 // are not secrets anyone can use, and redacting them would garble logs.
 func (c *Config) Secrets() []string {
@@ -48,8 +79,14 @@ func (c *Config) Secrets() []string {
 				walk(key, v.Index(i))
 			}
 		case reflect.String:
-			if s := v.String(); len(s) >= 6 && IsSecretKey(key) {
+			s := v.String()
+			if len(s) >= 6 && IsSecretKey(key) {
 				seen[s] = true
+			}
+			for _, u := range urlSecrets(s) {
+				if len(u) >= 6 {
+					seen[u] = true
+				}
 			}
 		}
 	}

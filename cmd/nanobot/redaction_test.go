@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/channels/telegram/telegramtest"
 	"github.com/nanobot-go/nanobot/internal/syncbuf"
+	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers/providertest"
 )
 
@@ -25,7 +27,10 @@ import (
 func TestSecretsNeverLeak(t *testing.T) {
 	bin := binary(t)
 	const apiKey = "sk-test-LEAKCANARY-7d1f0c9b2e4a"
-	secrets := []string{apiKey, telegramtest.Token}
+	// An MCP server whose URL carries its key (as Azure Functions'
+	// ?code= does), and that is down: its connection errors name the URL.
+	const mcpCode = "MCPCODE-canary-51f0"
+	secrets := []string{apiKey, telegramtest.Token, mcpCode}
 
 	llm := providertest.New(t)
 	keyInBody := fmt.Sprintf(`{"error":{"message":"Incorrect API key provided: %s. You can find your API key at https://example.invalid","type":"invalid_request_error","code":"invalid_api_key"}}`, apiKey)
@@ -44,9 +49,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 	  "agents": {"defaults": {"model": "test-model", "provider": "vllm"}},
 	  "providers": {"vllm": {"apiBase": %q, "apiKey": "${OPENAI_API_KEY}"}},
 	  "channels": {"telegram": {"enabled": true, "token": "${NANOBOT_TG_TOKEN}", "apiBase": %q, "allowFrom": ["*"]}},
+	  "tools": {"mcpServers": {"fn": {"url": "http://127.0.0.1:%d/mcp?code=%s"}}},
 	  "gateway": {"port": %d, "heartbeat": {"enabled": false}},
 	  "log": {"level": "debug"}
-	}`, llm.OpenAIBase(), tg.URL, port)
+	}`, llm.OpenAIBase(), tg.URL, freePort(t), mcpCode, port)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +107,18 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if n := len(llm.Requests()); n != 4 {
 		t.Fatalf("%d provider requests, want 4", n)
 	}
+	// /api/status answers anyone who can reach the port: the MCP server's
+	// failure is there, its key is not.
+	var status []byte
+	waitfor.True(t, "the MCP server's failure in /api/status", func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/status", port))
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		status, _ = io.ReadAll(resp.Body)
+		return bytes.Contains(status, []byte(`"lastError":"connect`))
+	})
 	// The exec result went back to the model: it must not have carried
 	// the secrets either.
 	last := llm.Requests()[2]
@@ -118,6 +136,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		}
 	}
 	check("the gateway's log", []byte(logs.String()))
+	check("/api/status", status)
 	// The provider's error text (with the key cut out) reached the log, so
 	// the redaction was exercised, not bypassed.
 	if !strings.Contains(logs.String(), "Incorrect API key provided") {

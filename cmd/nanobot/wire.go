@@ -97,7 +97,7 @@ func (a *app) wire(ctx context.Context) (*wired, error) {
 			Log: a.log, Dir: ws, Sandbox: sandbox.Mode(c.Tools.Exec.Sandbox),
 			Writable: append([]string{ws}, expandAll(c.Tools.Exec.AllowPaths.ReadWrite)...), Readable: expandAll(c.Tools.Exec.AllowPaths.ReadOnly),
 			DenyNetwork: !c.Tools.Exec.NetworkAllowed(), AllowUnixSockets: c.Tools.Exec.AllowUnixSockets, Limits: execLimits(c.Tools.Exec.Limits),
-			OAuth: a.mcpTokenStore(), AddSecret: a.redact.Add,
+			OAuth: a.mcpTokenStore(), AddSecret: a.redact.Add, Redact: a.redact.String,
 		})
 		// Servers that start quickly are ready for the first message; slow
 		// ones add their tools when they connect.

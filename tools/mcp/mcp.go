@@ -67,6 +67,10 @@ type Options struct {
 	// AddSecret, when set, is given every OAuth token as it is loaded or
 	// renewed, before it is used (the log redactor's Add).
 	AddSecret func(secrets ...string)
+	// Redact, when set, cleans a connection error before Status shows it
+	// (an error names the server's URL, which may carry its key; the
+	// process's redactor knows the config's secrets).
+	Redact func(string) string
 }
 
 // State of a server connection.

@@ -67,6 +67,9 @@ func (s *server) setState(state State, err error) {
 	msg := ""
 	if err != nil {
 		msg = err.Error()
+		if s.m.opts.Redact != nil {
+			msg = s.m.opts.Redact(msg)
+		}
 	}
 	if s.st.State != state || s.st.LastError != msg {
 		s.st.State, s.st.LastError, s.st.Since = state, msg, time.Now()
