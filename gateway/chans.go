@@ -62,7 +62,7 @@ func (g *Gateway) buildChannels() error {
 			return g.be.PublishOutbound(ctx, m)
 		})
 	}
-	g.mgr = relay.NewManager(relay.ManagerConfig{Inbox: &countedGate{gate: g.gate, metrics: g.metrics}, Log: g.log}, g.chans)
+	g.mgr = relay.NewManager(relay.ManagerConfig{Inbox: &countedGate{gate: g.gate, metrics: g.metrics}, Log: g.log, Redact: g.o.Redact.String}, g.chans)
 	g.metrics.WatchChannels(g.mgr.Health)
 	dcfg := relay.DispatcherConfig{
 		SendProgress: g.cfg.Channels.SendProgress, SendToolHints: g.cfg.Channels.SendToolHints,

@@ -23,6 +23,10 @@ type ManagerConfig struct {
 	// HealthyAfter resets the backoff once a run lasted this long (1 min).
 	HealthyAfter time.Duration
 	Log          *slog.Logger
+	// Redact, when set, cleans every LastError Health returns (an error
+	// may name a URL that carries a key; /api/status shows them to anyone
+	// who reaches the port).
+	Redact func(string) string
 }
 
 // Manager runs one supervised goroutine per channel: when a channel's Run
@@ -202,6 +206,14 @@ func (m *Manager) Health() map[string]channels.Health {
 			// Left over from a previous Run, or Run has not reported yet.
 			h.State = channels.StateConnecting
 			out[name] = h
+		}
+	}
+	if m.cfg.Redact != nil {
+		for name, h := range out {
+			if h.LastError != "" {
+				h.LastError = m.cfg.Redact(h.LastError)
+				out[name] = h
+			}
 		}
 	}
 	return out

@@ -3,12 +3,14 @@ package relay
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
@@ -17,6 +19,7 @@ type flakyChannel struct {
 	failures int32
 	runs     atomic.Int32
 	panicky  bool
+	err      error // what a failing run returns (default: connection refused)
 }
 
 func (f *flakyChannel) Name() string { return "flaky" }
@@ -25,6 +28,9 @@ func (f *flakyChannel) Run(ctx context.Context, _ channels.Inbox) error {
 	if n <= f.failures {
 		if f.panicky && n == 1 {
 			panic("boom")
+		}
+		if f.err != nil {
+			return f.err
 		}
 		return errors.New("connection refused")
 	}
@@ -72,6 +78,26 @@ func TestManagerRestartsWithBackoff(t *testing.T) {
 	}
 	if h := m.Health()["flaky"]; h.State != channels.StateStopped {
 		t.Errorf("state after stop = %s", h.State)
+	}
+}
+
+// TestManagerRedactsHealth: a channel's error that names a URL with its
+// key is shown with the key masked (Health feeds /api/status, which
+// answers without a credential).
+func TestManagerRedactsHealth(t *testing.T) {
+	fc := &flakyChannel{failures: 1000, err: errors.New(`Post "https://hook.example/send?code=hook-secret-42": connection refused`)}
+	m := NewManager(ManagerConfig{BackoffMin: time.Hour, BackoffMax: time.Hour, Redact: redact.New("hook-secret-42").String}, []channels.Channel{fc})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = m.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	var last string
+	waitfor.True(t, "the failure in Health", func() bool {
+		last = m.Health()["flaky"].LastError
+		return last != ""
+	})
+	if strings.Contains(last, "hook-secret-42") || !strings.Contains(last, redact.Mask) {
+		t.Errorf("LastError %q, want the key masked", last)
 	}
 }
 
