@@ -155,15 +155,15 @@ func (r *Redactor) Error(err error) string {
 // tokenShapes match well-known credential formats even when their values
 // are not configured (keys pasted into a chat, tokens in URLs).
 var tokenShapes = regexp.MustCompile(strings.Join([]string{
-	`sk-[A-Za-z0-9_\-]{16,}`,                                               // OpenAI, DeepSeek, Anthropic (sk-ant-...)
-	`xox[abprs]-[A-Za-z0-9\-]{10,}`,                                        // Slack bot/user tokens
-	`xapp-[A-Za-z0-9\-]{10,}`,                                              // Slack app tokens
-	`gh[pousr]_[A-Za-z0-9]{20,}`,                                           // GitHub tokens
-	`AIza[0-9A-Za-z_\-]{30,}`,                                              // Google API keys
-	`\b[0-9]{8,10}:[A-Za-z0-9_\-]{35}\b`,                                   // Telegram bot tokens
-	`(?i)bot[0-9]{8,10}:[A-Za-z0-9_\-]{35}`,                                // Telegram API URLs (/bot<token>/)
-	`(?i)bearer\s+[A-Za-z0-9._~+/\-]{12,}=*`,                               // Authorization headers
-	`(?i)[?&](?:api_?key|token|access_token|key|secret|password)=[^&\s"]+`, // secrets in query strings
+	`sk-[A-Za-z0-9_\-]{16,}`,                 // OpenAI, DeepSeek, Anthropic (sk-ant-...)
+	`xox[abprs]-[A-Za-z0-9\-]{10,}`,          // Slack bot/user tokens
+	`xapp-[A-Za-z0-9\-]{10,}`,                // Slack app tokens
+	`gh[pousr]_[A-Za-z0-9]{20,}`,             // GitHub tokens
+	`AIza[0-9A-Za-z_\-]{30,}`,                // Google API keys
+	`\b[0-9]{8,10}:[A-Za-z0-9_\-]{35}\b`,     // Telegram bot tokens
+	`(?i)bot[0-9]{8,10}:[A-Za-z0-9_\-]{35}`,  // Telegram API URLs (/bot<token>/)
+	`(?i)bearer\s+[A-Za-z0-9._~+/\-]{12,}=*`, // Authorization headers
+	`(?i)[?&](?:[a-z_]*(?:api_?key|token|secret|password)|key|sig|signature)=[^&\s"]+`, // secrets in query strings
 }, "|"))
 
 // Shapes replaces credential-shaped tokens in s. It scans s once for the

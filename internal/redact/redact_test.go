@@ -78,6 +78,9 @@ func TestShapes(t *testing.T) {
 		{"Authorization: Bearer abcdefghijklmnop.qrs", "abcdefghijklmnop"},
 		{"https://x.example/search?q=go&api_key=zzzzzzzz&n=1", "zzzzzzzz"},
 		{"https://x.example/cb?access_token=zzzzzzzz", "zzzzzzzz"},
+		{"https://x.example/oauth?client_secret=zzzzzzzz&refresh_token=yyyyyyyy", "zzzzzzzz"},
+		{"https://x.example/oauth?client_secret=zzzzzzzz&refresh_token=yyyyyyyy", "yyyyyyyy"},
+		{"https://acct.blob.example/c/f?sv=2024&sig=zzzzzzzz%3D", "zzzzzzzz"},
 	} {
 		got := r.String("before " + tt.in + " after")
 		if strings.Contains(got, tt.value) || !strings.Contains(got, Mask) {
@@ -91,7 +94,7 @@ func TestShapes(t *testing.T) {
 	if got := r.String("a?q=go&token=abc"); got != "a?q=go&token="+Mask {
 		t.Errorf("query: %q", got)
 	}
-	for _, keep := range []string{"at 12:30 the ghost_town sk-short", "bearer of news", "x=1 and y=2"} {
+	for _, keep := range []string{"at 12:30 the ghost_town sk-short", "bearer of news", "x=1 and y=2", "https://x.example/?tokens_total=5"} {
 		if got := r.String(keep); got != keep {
 			t.Errorf("String(%q) = %q, want it unchanged", keep, got)
 		}
