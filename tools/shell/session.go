@@ -175,8 +175,12 @@ func (s *session) write(chars string) error {
 	if err := s.master.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
 		return fmt.Errorf("write to the session: %w", err)
 	}
+	// Once the terminal took the text, it was typed, even if the program
+	// has ended since (it may have read it and exited at once).
 	_, err := io.WriteString(s.master, chars)
 	switch {
+	case err == nil:
+		return nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return fmt.Errorf("the program did not read its input for %s (the terminal's buffer is full); poll its output or terminate it", writeTimeout)
 	case errors.Is(err, os.ErrClosed), s.exited():
