@@ -29,7 +29,7 @@ func TestTelegramDraftsEndToEnd(t *testing.T) {
 	    "sendProgress": false, "sendToolHints": false`, telegramtest.Token, tg.URL), `"exec": {"enable": false}`, `"enabled": false`)
 	ann := telegramtest.User{ID: 4242, Username: "ann", FirstName: "Ann"}
 	chat := telegramtest.Chat{ID: ann.ID, Type: "private"}
-	waitfor.Within(t, "the gateway polling Telegram", 60*time.Second, func() bool { return tg.Polls() > 0 })
+	waitfor.Within(t, "the gateway polling Telegram", 60*time.Second, tg.Polling)
 
 	tg.Send(telegramtest.Msg{From: ann, Chat: chat, Text: "tell me about drafts"})
 	waitfor.Within(t, "the answer sent", 60*time.Second, func() bool {
@@ -94,7 +94,7 @@ func TestTelegramMenusAndRichTableEndToEnd(t *testing.T) {
 	tg := telegramtest.New(t)
 	scriptedGateway(t, llm, fmt.Sprintf(`"telegram": {"enabled": true, "token": %q, "apiBase": %q, "allowFrom": ["4242"], "richMessages": true},
 	    "sendProgress": false, "sendToolHints": false`, telegramtest.Token, tg.URL), `"exec": {"enable": false}`, `"enabled": false`)
-	waitfor.Within(t, "the gateway polling Telegram", 60*time.Second, func() bool { return tg.Polls() > 0 })
+	waitfor.Within(t, "the gateway polling Telegram", 60*time.Second, tg.Polling)
 	waitfor.Within(t, "the owner's menu", 30*time.Second, func() bool { return len(tg.Commands("chat:4242")) > 0 })
 	everyone, owner := strings.Join(tg.Commands("all_private_chats"), " "), strings.Join(tg.Commands("chat:4242"), " ")
 	for _, c := range []string{"new", "help"} {

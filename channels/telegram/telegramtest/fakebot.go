@@ -165,6 +165,7 @@ type Server struct {
 	dropped    chan struct{}
 	abortNext  int // getUpdates requests still to abort after Drop
 	polls      int // getUpdates requests served
+	holding    int // getUpdates requests being held open (long polls)
 	msgSeq     map[int64]int64
 	msgs       map[[2]int64]*Sent // chat, message id -> current state
 	sent       []Sent
@@ -363,6 +364,15 @@ func (s *Server) Drop() {
 	close(s.dropped)
 	s.dropped = make(chan struct{})
 	s.abortNext = 2
+}
+
+// Polling reports whether a getUpdates request is being held open: the
+// gateway is in its long poll (Polls counts a request only once answered,
+// which for an idle bot is the poll's timeout later).
+func (s *Server) Polling() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holding > 0
 }
 
 // Polls returns how many getUpdates requests were answered or aborted.
@@ -582,24 +592,36 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 			reply(w, 200, "", 0, ready)
 			return
 		}
+		s.holding++
 		s.mu.Unlock()
 		select {
 		case <-wake:
+			s.unhold()
 		case <-deadline.C:
+			s.unhold()
 			s.mu.Lock()
 			s.polls++
 			s.mu.Unlock()
 			reply(w, 200, "", 0, []json.RawMessage{})
 			return
 		case <-dropped:
+			s.unhold()
 			s.mu.Lock()
 			s.polls++
 			s.mu.Unlock()
 			panic(http.ErrAbortHandler)
 		case <-r.Context().Done():
+			s.unhold()
 			return
 		}
 	}
+}
+
+// unhold ends one held long poll.
+func (s *Server) unhold() {
+	s.mu.Lock()
+	s.holding--
+	s.mu.Unlock()
 }
 
 func (s *Server) isBlocked(chat string) bool {
