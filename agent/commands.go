@@ -117,7 +117,7 @@ func (l *Loop) command(ctx context.Context, name, args string, m bus.Inbound) (h
 		if err != nil {
 			return true, err
 		}
-		l.reply(ctx, m, l.statusText(l.runnerFor(m, sess).Model, sess.Key, len(sess.Messages), sess.LastConsolidated, l.estimateTokens(sess)))
+		l.reply(ctx, m, l.statusText(l.runnerFor(m, sess).Model, sess.Key, sess.Len(), sess.Consolidated(), l.estimateTokens(sess)))
 		return true, nil
 	case "model":
 		return true, l.modelCommand(ctx, m, args)

@@ -108,7 +108,7 @@ func chosenPreset(sess *session.Session) string {
 	if sess == nil {
 		return ""
 	}
-	p, _ := sess.Metadata[MetaModelPreset].(string)
+	p, _ := sess.Meta(MetaModelPreset).(string)
 	return p
 }
 

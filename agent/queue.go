@@ -188,7 +188,7 @@ func (l *Loop) resolveMode(ctx context.Context, m bus.Inbound) string {
 // rememberQueueChoice notes the /queue choice stored in sess and returns
 // it.
 func (l *Loop) rememberQueueChoice(sess *session.Session) string {
-	choice, _ := sess.Metadata[MetaQueueMode].(string)
+	choice, _ := sess.Meta(MetaQueueMode).(string)
 	l.mu.Lock()
 	if l.queueChoices == nil {
 		l.queueChoices = map[string]string{}
@@ -289,7 +289,7 @@ func (l *Loop) queueCommand(ctx context.Context, m bus.Inbound, args string) err
 	if err != nil {
 		return err
 	}
-	choice, _ := sess.Metadata[MetaQueueMode].(string)
+	choice, _ := sess.Meta(MetaQueueMode).(string)
 	arg := strings.ToLower(strings.TrimSpace(args))
 	if arg == "" {
 		how := "configured for this chat"

@@ -275,6 +275,43 @@ func TestQueueCommandPersists(t *testing.T) {
 	}
 }
 
+// A queued message of a chat reads the chat's /queue choice while the
+// running turn writes the session's metadata (the shared *Session of the
+// store): the read takes the session's lock. -race catches a bare read.
+func TestQueueChoiceReadDuringMetadataWrite(t *testing.T) {
+	h := newHarness(t, &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("ok") }}, nil, nil)
+	ctx := context.Background()
+	sess, err := h.store.Load(ctx, "test:c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		<-start
+		for i := range 20 {
+			if err := h.store.SetMetadata(ctx, sess, "n", i); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		if err := h.store.SetMetadata(ctx, sess, MetaQueueMode, configs.QueueCollect); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Go(func() {
+		<-start
+		for range 200 {
+			h.loop.rememberQueueChoice(sess)
+		}
+	})
+	close(start)
+	wg.Wait()
+	if got := h.loop.rememberQueueChoice(sess); got != configs.QueueCollect {
+		t.Errorf("choice %q after the writes, want collect", got)
+	}
+}
+
 func TestQueueModeResolution(t *testing.T) {
 	l := NewLoop(LoopConfig{Queue: configs.DefaultQueue()})
 	tests := []struct {

@@ -36,7 +36,7 @@ func (s sessionSource) Read(ctx context.Context, key string) (sessions.Summary, 
 	if err != nil {
 		return sessions.Summary{}, nil, err
 	}
-	if sess.CreatedAt.IsZero() && sess.UpdatedAt.IsZero() && len(sess.Messages) == 0 {
+	if sess.Created().IsZero() && sess.Updated().IsZero() && sess.Len() == 0 {
 		return sessions.Summary{}, nil, sessions.ErrNotFound // Load's empty stand-in for a key never written
 	}
 	ch, chat := sess.Origin()
@@ -46,7 +46,7 @@ func (s sessionSource) Read(ctx context.Context, key string) (sessions.Summary, 
 			msgs = append(msgs, v)
 		}
 	}
-	return sessions.Summary{Key: sess.Key, Title: sess.Title(), Channel: ch, Chat: chat, Updated: sess.UpdatedAt, Messages: len(msgs)}, msgs, nil
+	return sessions.Summary{Key: sess.Key, Title: sess.Title(), Channel: ch, Chat: chat, Updated: sess.Updated(), Messages: len(msgs)}, msgs, nil
 }
 
 // Walk reads the store's files as memory_search does (FileStore.Each),

@@ -96,11 +96,11 @@ func (l *Loop) turnOf(ctx context.Context, ts *turnState) error {
 	// stores. Messages of an interrupted turn keep theirs.
 	l.transcribeAll(ctx, ts.members)
 	m = mergeInbound(ts.members)
-	if ttl := l.cfg.SessionTTL; ttl > 0 && sess.Len() > 0 && time.Since(sess.UpdatedAt) >= ttl {
+	if ttl := l.cfg.SessionTTL; ttl > 0 && sess.Len() > 0 && time.Since(sess.Updated()) >= ttl {
 		// Quiet past its time to live: the conversation goes to memory
 		// and the archive, as with /new, and this message starts a fresh
 		// one.
-		l.log.Info("conversation idle past sessionTtlMinutes; starting a new one", "session", sess.Key, "idle", time.Since(sess.UpdatedAt).Round(time.Minute))
+		l.log.Info("conversation idle past sessionTtlMinutes; starting a new one", "session", sess.Key, "idle", time.Since(sess.Updated()).Round(time.Minute))
 		if err := l.archive(consolidationContext(ctx, m.Channel, m.ChatID, m.SenderID, sess.Key, m.Admin), sess); err != nil {
 			l.log.Warn("archiving the expired conversation failed; it goes on", "session", sess.Key, "err", err)
 		}

@@ -28,7 +28,7 @@ func (l *Loop) usageText(ctx context.Context, m bus.Inbound, args string) (strin
 	key := m.Key()
 	var since time.Time
 	if sess, err := l.cfg.Store.Load(ctx, key); err == nil {
-		since = sess.CreatedAt
+		since = sess.Created()
 	}
 	conv, err := led.Summary(ctx, usage.Filter{Since: since, Session: key}, usage.GroupNone)
 	if err != nil {

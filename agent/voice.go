@@ -43,7 +43,7 @@ func (l *Loop) wantsVoice(m bus.Inbound, sess *session.Session) bool {
 	if m.Voice {
 		return true
 	}
-	on, _ := sess.Metadata[MetaVoiceReplies].(bool)
+	on, _ := sess.Meta(MetaVoiceReplies).(bool)
 	return on
 }
 
@@ -93,7 +93,7 @@ func (l *Loop) voiceCommand(ctx context.Context, m bus.Inbound, args string) err
 	if err != nil {
 		return err
 	}
-	on, _ := sess.Metadata[MetaVoiceReplies].(bool)
+	on, _ := sess.Meta(MetaVoiceReplies).(bool)
 	arg := strings.ToLower(strings.TrimSpace(args))
 	if arg != "" && m.IsGroup && !m.Admin {
 		l.reply(ctx, m, "Only an admin of this channel may switch voice replies in a group.")

@@ -258,7 +258,7 @@ func (c *Consolidator) MaybeConsolidate(ctx context.Context, s *session.Session)
 	if est > target {
 		log.Info("consolidation stopped over target", "rounds", rounds, "estimate", est, "target", target)
 	} else {
-		log.Info("consolidated", "rounds", rounds, "estimate", est, "cursor", s.LastConsolidated)
+		log.Info("consolidated", "rounds", rounds, "estimate", est, "cursor", s.Consolidated())
 	}
 	return nil
 }
@@ -268,7 +268,7 @@ func (c *Consolidator) MaybeConsolidate(ctx context.Context, s *session.Session)
 // the rest raw at once instead of waiting for later retries.
 func (c *Consolidator) ArchiveAll(ctx context.Context, s *session.Session) error {
 	raw := false
-	for s.LastConsolidated < s.Len() {
+	for s.Consolidated() < s.Len() {
 		end, _ := c.pickChunk(s, math.MaxInt, true)
 		if raw {
 			// The rest in one entry: no reason to cut it into chunks.
@@ -303,25 +303,25 @@ func (c *Consolidator) ArchiveAll(ctx context.Context, s *session.Session) error
 // a failed call is the caller's to report, and the history stays as it is.
 func (c *Consolidator) Compact(ctx context.Context, s *session.Session, keep int) (folded int, err error) {
 	stop := -1
-	for i := s.Len() - max(keep, 0); i > s.LastConsolidated; i-- {
+	for i := s.Len() - max(keep, 0); i > s.Consolidated(); i-- {
 		if i < s.Len() && s.Messages[i].Role == providers.RoleUser {
 			stop = i
 			break
 		}
 	}
-	from := s.LastConsolidated
-	for stop > 0 && s.LastConsolidated < stop {
+	from := s.Consolidated()
+	for stop > 0 && s.Consolidated() < stop {
 		end, ok := c.pickChunk(s, math.MaxInt, false)
 		if !ok {
 			break
 		}
 		end = min(end, stop)
 		if err := c.consolidateChunk(ctx, s, end); err != nil {
-			return s.LastConsolidated - from, err
+			return s.Consolidated() - from, err
 		}
 		c.resetFailures(s.Key)
 	}
-	return s.LastConsolidated - from, nil
+	return s.Consolidated() - from, nil
 }
 
 func (c *Consolidator) failed(key string) int {
@@ -354,7 +354,7 @@ func (c *Consolidator) chunkCap() int {
 // follows the cursor.
 func (c *Consolidator) pickChunk(s *session.Session, need int, toEnd bool) (end int, ok bool) {
 	msgs := s.Messages
-	start := min(max(s.LastConsolidated, 0), len(msgs))
+	start := min(max(s.Consolidated(), 0), len(msgs))
 	limit := c.chunkCap()
 	removed, promptSize := 0, 0
 	best := -1
@@ -429,7 +429,7 @@ func (c *Consolidator) consolidateChunk(ctx context.Context, s *session.Session,
 	}
 	defer c.release()
 
-	chunk := s.Messages[s.LastConsolidated:end]
+	chunk := s.Messages[s.Consolidated():end]
 	current, err := c.files.readMemory()
 	if err != nil {
 		return err
@@ -526,7 +526,7 @@ func (c *Consolidator) archiveRaw(ctx context.Context, s *session.Session, end i
 		return err
 	}
 	defer c.release()
-	chunk := s.Messages[s.LastConsolidated:end]
+	chunk := s.Messages[s.Consolidated():end]
 	entry := fmt.Sprintf("%s [raw archive] %d messages of %s (%s):\n\n%s",
 		c.stamp(), len(chunk), s.Key, why, strings.TrimRight(formatMessages(chunk, c.opts.Location, 0), "\n"))
 	if err := stillHeld(held); err != nil {

@@ -11,8 +11,9 @@ import (
 	"github.com/nanobot-go/nanobot/providers"
 )
 
-// TestHistoryDuringWrites reads History while other goroutines append to,
-// move the cursor of, and archive the same session; -race checks the rest.
+// TestHistoryDuringWrites reads History and the other accessors while
+// another goroutine appends to, moves the cursor of, sets metadata of and
+// archives the same session; -race checks the rest.
 func TestHistoryDuringWrites(t *testing.T) {
 	ts := newTestStore(t, "", FileStoreOptions{NoSync: true})
 	ctx := context.Background()
@@ -33,6 +34,11 @@ func TestHistoryDuringWrites(t *testing.T) {
 					t.Errorf("history starts with %q", h[0].Role)
 					return
 				}
+				if c := s.Consolidated(); c < 0 || s.Updated().IsZero() || s.Created().IsZero() {
+					t.Errorf("cursor %d, created %v, updated %v", c, s.Created(), s.Updated())
+					return
+				}
+				_, _, _ = s.Meta("n"), s.Title(), s.Tail(2)
 			}
 		})
 	}
@@ -47,6 +53,10 @@ func TestHistoryDuringWrites(t *testing.T) {
 			}
 		case i%10 == 9:
 			if err := ts.SetCursor(ctx, s, s.Len()-4); err != nil {
+				t.Fatal(err)
+			}
+		case i%5 == 4:
+			if err := ts.SetMetadata(ctx, s, "n", i); err != nil {
 				t.Fatal(err)
 			}
 		}

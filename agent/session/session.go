@@ -13,6 +13,15 @@ import (
 
 // Session is the stored history of one conversation. Obtain it from
 // Store.Load; only Store methods change it.
+//
+// A store hands the same *Session to every caller of a key, so a turn may be
+// writing it while another goroutine (a queued message of the chat, the
+// workbench, a sessions tool) reads it, and the workbench may set metadata
+// during a turn. Outside a store, read the fields through the methods
+// (History, Tail, Len, Meta, Created, Updated, Consolidated, Title,
+// Origin), which take the session's lock. Key never changes; Messages
+// changes only in the session's own turn (Append, Rewrite, Reset), so code
+// running in that turn may read it directly.
 type Session struct {
 	// Key identifies the conversation: "channel:chat_id" unless the channel
 	// chose another scheme (e.g. "slack:C1:thread:123").
@@ -92,6 +101,31 @@ func (s *Session) Meta(key string) any {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.Metadata[key]
+}
+
+// Created returns when the session (or its current life since /new)
+// began. Like History it is safe while a store writes to the session.
+func (s *Session) Created() time.Time {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.CreatedAt
+}
+
+// Updated returns the time of the session's last write. Like History it is
+// safe while a store writes to the session.
+func (s *Session) Updated() time.Time {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.UpdatedAt
+}
+
+// Consolidated returns LastConsolidated, the number of messages already
+// folded into memory. Like History it is safe while a store writes to the
+// session.
+func (s *Session) Consolidated() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.LastConsolidated
 }
 
 func legalHistory(msgs []providers.Message, cursor, maxMessages int) []providers.Message {

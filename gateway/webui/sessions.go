@@ -57,7 +57,7 @@ type toolCall struct {
 
 func describe(sess *session.Session, messages []providers.Message) sessionInfo {
 	ch, chat := sess.Origin()
-	return sessionInfo{Key: sess.Key, Channel: ch, ChatID: chat, Title: sess.Title(), UpdatedAt: sess.UpdatedAt,
+	return sessionInfo{Key: sess.Key, Channel: ch, ChatID: chat, Title: sess.Title(), UpdatedAt: sess.Updated(),
 		Messages: len(messages), Chatable: ch == "web"}
 }
 
