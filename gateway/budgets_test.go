@@ -40,10 +40,7 @@ func TestBudgetThroughTheGateway(t *testing.T) {
 		t.Errorf("second answer %q, want the budget message", got)
 	}
 	fc.in <- bus.Inbound{Channel: "fake", ChatID: "c2", SenderID: "u2", Content: "three", MessageID: "3"}
-	waitfor.True(t, "another sender's answer", func() bool { return len(fc.texts("c2")) == 1 })
-	if got := fc.texts("c2")[0]; got != "answer" {
-		t.Errorf("another sender got %q, want answer", got)
-	}
+	waitfor.True(t, `another sender's answer "answer"`, func() bool { got := fc.texts("c2"); return len(got) == 1 && got[0] == "answer" })
 	if n := len(srv.Requests()); n != 2 {
 		t.Errorf("the provider got %d requests, want 2 (none over the budget)", n)
 	}
