@@ -185,10 +185,9 @@ func (s *session) write(chars string) error {
 		return fmt.Errorf("the program did not read its input for %s (the terminal's buffer is full); poll its output or terminate it", writeTimeout)
 	case errors.Is(err, os.ErrClosed), s.exited():
 		return errStdinClosed
-	case err != nil:
+	default:
 		return fmt.Errorf("write to the session: %w", err)
 	}
-	return nil
 }
 
 // poll is what one look at a session saw.
