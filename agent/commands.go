@@ -186,11 +186,19 @@ var ErrSessionBusy = errors.New("agent: the conversation is answering or has mes
 // message arriving while Reset runs is answered in the fresh session.
 func (l *Loop) Reset(ctx context.Context, key string) error {
 	l.mu.Lock()
-	_, busy := l.workers[key]
-	l.mu.Unlock()
-	if busy {
+	if l.workers[key] != nil {
+		l.mu.Unlock()
 		return ErrSessionBusy
 	}
+	// Reset holds the session's worker while it works: a message that
+	// comes meanwhile waits in its queue, as behind a turn, and is
+	// answered in the fresh session once hold is closed.
+	w := l.newWorker(key)
+	w.hold = make(chan struct{})
+	w.foldOnly = true // an emptied session has nothing to compact when idle
+	l.mu.Unlock()
+	defer l.release(ctx, key, w)
+
 	sess, err := l.cfg.Store.Load(ctx, key)
 	if err != nil {
 		return fmt.Errorf("agent: load %s: %w", key, err)
@@ -199,10 +207,22 @@ func (l *Loop) Reset(ctx context.Context, key string) error {
 	if err := l.archive(consolidationContext(ctx, channel, chat, "", key, false), sess); err != nil {
 		return fmt.Errorf("agent: archive %s: %w", key, err)
 	}
-	l.mu.Lock()
-	delete(l.queueChoices, key)
-	l.mu.Unlock()
 	return nil
+}
+
+// release ends Reset's hold on the worker w of session key: the goroutine
+// started for what came meanwhile goes on, or, if nothing came, the
+// worker retires.
+func (l *Loop) release(ctx context.Context, key string, w *worker) {
+	l.mu.Lock()
+	close(w.hold)
+	w.hold = nil
+	delete(l.queueChoices, key)
+	if w.running {
+		l.mu.Unlock()
+		return
+	}
+	l.retire(ctx, key, w) // unlocks; nothing is queued or finished
 }
 
 // archive is /new: consolidate into memory (a failure there is logged, not

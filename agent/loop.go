@@ -193,8 +193,13 @@ type Loop struct {
 
 // worker is a session's state; every field is guarded by Loop.mu.
 type worker struct {
-	queue  []bus.Inbound
-	cancel context.CancelFunc // of the running turn, nil between turns
+	// running is set once a goroutine works the queue (l.work); hold,
+	// while not nil, keeps it from starting a turn: Reset is setting the
+	// session aside and closes it when done.
+	running bool
+	hold    chan struct{}
+	queue   []bus.Inbound
+	cancel  context.CancelFunc // of the running turn, nil between turns
 	// mode is the session's queue mode ("" until the worker read it).
 	mode string
 	// lastArrival is when the latest message came (collect's debounce);
@@ -302,11 +307,11 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 		l.refuse(ctx, m, full)
 		return
 	}
-	w, ok := l.workerFor(key)
+	w, start := l.workerFor(key)
 	if mergeable(m) {
 		w.lastArrival = time.Now()
-	}
-	if ok && mergeable(m) {
+		// A worker that has not read its mode yet ("") has no turn to
+		// steer, interrupt or collect into.
 		switch w.mode {
 		case configs.QueueSteer:
 			if w.steering && len(w.queue) == 0 {
@@ -335,7 +340,7 @@ func (l *Loop) Submit(ctx context.Context, m bus.Inbound) {
 	w.foldOnly = false
 	l.waiting++
 	l.mu.Unlock()
-	if !ok {
+	if start {
 		l.wg.Go(func() { l.work(ctx, key, w) })
 	}
 }
@@ -378,17 +383,27 @@ func (l *Loop) Queued() int {
 }
 
 // workerFor returns the worker of session key, creating it if there is
-// none (existed is then false: the caller starts its work). l.mu is held.
-func (l *Loop) workerFor(key string) (w *worker, existed bool) {
-	w, existed = l.workers[key]
-	if !existed {
-		w = &worker{wake: make(chan struct{}, 1)}
-		if len(l.workers) == 0 {
-			l.busy = make(chan struct{})
-		}
-		l.workers[key] = w
+// none. start is true when no goroutine works it yet: the caller starts
+// one (l.work). l.mu is held.
+func (l *Loop) workerFor(key string) (w *worker, start bool) {
+	w = l.workers[key]
+	if w == nil {
+		w = l.newWorker(key)
 	}
-	return w, existed
+	start = !w.running
+	w.running = true
+	return w, start
+}
+
+// newWorker registers an empty worker for session key, with no goroutine
+// working it yet. l.mu is held.
+func (l *Loop) newWorker(key string) *worker {
+	w := &worker{wake: make(chan struct{}, 1)}
+	if len(l.workers) == 0 {
+		l.busy = make(chan struct{})
+	}
+	l.workers[key] = w
+	return w
 }
 
 // finishLater has m reported to OnTurnDone with err by its session's
@@ -399,10 +414,10 @@ func (l *Loop) workerFor(key string) (w *worker, existed bool) {
 func (l *Loop) finishLater(ctx context.Context, m bus.Inbound, err error) {
 	key := m.Key()
 	l.mu.Lock()
-	w, existed := l.workerFor(key)
+	w, start := l.workerFor(key)
 	w.finished = append(w.finished, finished{m, err})
 	l.mu.Unlock()
-	if !existed {
+	if start {
 		l.wg.Go(func() { l.work(ctx, key, w) })
 	}
 }
@@ -483,6 +498,15 @@ func stopReply(n int) string {
 
 // work runs a session's queue in order and exits when it is empty.
 func (l *Loop) work(ctx context.Context, key string, w *worker) {
+	l.mu.Lock()
+	hold := w.hold
+	l.mu.Unlock()
+	if hold != nil {
+		// Not on ctx: the session is being archived, and no turn may read
+		// or write it before that is over (Reset is bounded by its own
+		// context and always closes hold).
+		<-hold
+	}
 	mode := "" // read from the session with the first message to answer
 	for {
 		l.mu.Lock()

@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nanobot-go/nanobot/agent/session"
@@ -119,5 +121,85 @@ func TestSessionOriginRecorded(t *testing.T) {
 	old := &session.Session{Key: "slack:C1"}
 	if ch, chat := old.Origin(); ch != "slack" || chat != "C1" {
 		t.Errorf("old session Origin() = %q %q", ch, chat)
+	}
+}
+
+// blockingArchiver is a Consolidator whose ArchiveAll waits for proceed.
+type blockingArchiver struct {
+	archiveRecorder
+	entered, proceed chan struct{}
+	over             atomic.Bool // ArchiveAll has returned
+}
+
+func (b *blockingArchiver) ArchiveAll(ctx context.Context, s *session.Session) error {
+	b.entered <- struct{}{}
+	<-b.proceed
+	err := b.archiveRecorder.ArchiveAll(ctx, s)
+	b.over.Store(true)
+	return err
+}
+
+// A message that comes while Reset archives its conversation (the
+// consolidation may take a model call of seconds) waits behind it, as
+// behind a turn, and is answered in the fresh session: no turn reads or
+// writes the session while it is being set aside.
+func TestResetHoldsTheSession(t *testing.T) {
+	arch := &blockingArchiver{archiveRecorder: archiveRecorder{archived: map[string]int{}}, entered: make(chan struct{}), proceed: make(chan struct{})}
+	var duringArchive atomic.Bool
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) {
+		if !arch.over.Load() {
+			duringArchive.Store(true)
+		}
+		return text("answer")
+	}}
+	h := newHarness(t, llm, nil, func(c *LoopConfig) { c.Consolidator = arch })
+	ctx := context.Background()
+	const key = "test:c"
+
+	h.send("c", "hello")
+	waitfor.True(t, "the first turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "the worker gone", func() bool { return h.loop.Idle() })
+	duringArchive.Store(false) // the first turn ran before any Reset
+
+	reset := make(chan error, 1)
+	go func() { reset <- h.loop.Reset(ctx, key) }()
+	<-arch.entered
+	h.send("c", "again")
+	waitfor.True(t, "the message queued behind Reset (or, wrongly, answered)", func() bool {
+		if len(llm.reqs()) == 2 {
+			return true
+		}
+		h.loop.mu.Lock()
+		defer h.loop.mu.Unlock()
+		w := h.loop.workers[key]
+		return w != nil && w.hold != nil && len(w.queue) == 1
+	})
+	if err := h.loop.Reset(ctx, key); !errors.Is(err, ErrSessionBusy) {
+		t.Errorf("a second Reset meanwhile: %v, want ErrSessionBusy", err)
+	}
+	close(arch.proceed)
+	if err := <-reset; err != nil {
+		t.Fatalf("Reset: %v", err)
+	}
+	waitfor.True(t, "the second turn", func() bool { return h.doneCount() == 2 })
+
+	if duringArchive.Load() {
+		t.Error("a turn called the model while its session was being archived")
+	}
+	reqs := llm.reqs()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
+	}
+	for _, m := range reqs[1].Messages {
+		if strings.Contains(m.Text(), "hello") {
+			t.Errorf("the turn after Reset saw the archived conversation: %q", m.Text())
+		}
+	}
+	if n := arch.archived[key]; n != 2 {
+		t.Errorf("the archive holds %d messages, want the first exchange's 2", n)
+	}
+	s, err := h.store.Load(ctx, key)
+	if err != nil || s.Len() != 2 {
+		t.Errorf("the fresh session holds %d messages (%v), want the second exchange's 2", s.Len(), err)
 	}
 }

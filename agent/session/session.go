@@ -20,8 +20,9 @@ import (
 // during a turn. Outside a store, read the fields through the methods
 // (History, Tail, Len, Meta, Created, Updated, Consolidated, Title,
 // Origin), which take the session's lock. Key never changes; Messages
-// changes only in the session's own turn (Append, Rewrite, Reset), so code
-// running in that turn may read it directly.
+// changes (Append, Rewrite, Reset) only in what the agent loop runs as the
+// session's worker, one at a time — its turns, idle compaction and a reset
+// from outside — so code running there may read it directly.
 type Session struct {
 	// Key identifies the conversation: "channel:chat_id" unless the channel
 	// chose another scheme (e.g. "slack:C1:thread:123").
