@@ -5,12 +5,18 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 GORELEASER_VERSION ?= v2.17.0
+# Platforms to leave out of `make build` (docs/install.md), e.g.
+# OMIT="whatsapp matrix xmpp": each adds the build tag nanobot_omit_<name>.
+OMIT ?=
+comma := ,
+space := $(subst ,, )
+TAGS := $(subst $(space),$(comma),$(strip goolm $(addprefix nanobot_omit_,$(OMIT))))
 
 .PHONY: build crossbuild release-snapshot goreleaser
 
 # The release build of this machine's platform, into ./nanobot.
 build:
-	CGO_ENABLED=0 $(GO) build -tags goolm -trimpath -ldflags "$(LDFLAGS)" -o nanobot ./cmd/nanobot
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -trimpath -ldflags "$(LDFLAGS)" -o nanobot ./cmd/nanobot
 
 # Every release target (the list in .goreleaser.yaml), into dist/crossbuild.
 crossbuild:

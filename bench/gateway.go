@@ -24,16 +24,33 @@ import (
 )
 
 // buildBinary builds the stripped binary the way a release would.
-func buildBinary(work string) (string, int64, error) { return buildBinaryIn(".", work) }
+func buildBinary(work string) (string, int64, error) {
+	return buildBinaryNamed(work, "nanobot", "goolm")
+}
 
-// buildBinaryIn builds it from the module root at root (tests run in bench/).
-func buildBinaryIn(root, work string) (string, int64, error) {
-	bin, err := filepath.Abs(filepath.Join(work, "nanobot"))
+// buildSlimBinary builds it with every platform a build tag can leave out
+// left out (the tags are read from the names of cmd/nanobot's
+// platform_<name>.go files, each behind nanobot_omit_<name>).
+func buildSlimBinary(work string) (string, int64, error) {
+	files, err := filepath.Glob("cmd/nanobot/platform_*.go")
+	if err != nil || len(files) == 0 {
+		return "", 0, fmt.Errorf("no cmd/nanobot/platform_*.go files (%v): run from the module root", err)
+	}
+	tags := []string{"goolm"}
+	for _, f := range files {
+		tags = append(tags, "nanobot_omit_"+strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "platform_"), ".go"))
+	}
+	return buildBinaryNamed(work, "nanobot-slim", strings.Join(tags, ","))
+}
+
+// buildBinaryNamed builds it into work/name with the build tags tags; the
+// bench runs from the module root.
+func buildBinaryNamed(work, name, tags string) (string, int64, error) {
+	bin, err := filepath.Abs(filepath.Join(work, name))
 	if err != nil {
 		return "", 0, err
 	}
-	cmd := exec.Command("go", "build", "-tags", "goolm", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/nanobot")
-	cmd.Dir = root
+	cmd := exec.Command("go", "build", "-tags", tags, "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/nanobot")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", 0, fmt.Errorf("go build: %v\n%s", err, out)

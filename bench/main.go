@@ -95,6 +95,12 @@ func run(quick bool, out string, idle time.Duration) error {
 		return err
 	}
 	r.BinaryBytes = size
+	log.Print("building the binary with every optional platform left out")
+	slim, slimSize, err := buildSlimBinary(work)
+	if err != nil {
+		return err
+	}
+	r.SlimBinaryBytes = slimSize
 
 	sections := []struct {
 		name, title string
@@ -102,7 +108,7 @@ func run(quick bool, out string, idle time.Duration) error {
 	}{
 		{"deps", "bytes per module", func() error { return measureDeps(r, work) }},
 		{"lean", "issue 28: size, spawn to /healthz, early and idle memory, a burst", func() error { return measureLean(r, fx, bin, work, quick) }},
-		{"reply", "issue 38: spawn to first reply, warm per-message latency", func() error { return measureReply(r, fx, bin, work, quick) }},
+		{"reply", "issue 38: spawn to first reply, warm per-message latency", func() error { return measureReply(r, fx, bin, slim, work, quick) }},
 		{"startup", "time to ready and idle memory, 4 channels", func() error { return measureStartup(r, fx, bin, work, idle) }},
 		{"load", "throughput and latency", func() error { return measureLoad(r, fx, bin, work, quick) }},
 		{"growth", "memory growth over sessions", func() error { return measureGrowth(r, fx, bin, work, quick) }},

@@ -45,13 +45,14 @@ var replyUser = telegramtest.User{ID: 4242, FirstName: "Ada", Username: "ada"}
 // directory dir is kept between spawns (a restart, not a first install).
 type spawner func(dir string, tg *telegramtest.Server) (*gateway, error)
 
-// measureReply measures issue 38's rows for our gateway and, when
+// measureReply measures issue 38's rows for our gateway, for its slim
+// build (every nanobot_omit_* tag; none when slim is "") and, when
 // -baseline or -picoclaw name binaries, for those the same way in the same
 // run. All talk to fakes at 0 ms (the model answers at once) and keep
 // their state on the disk the bench's temporary folder is on. The spawns
 // of the candidates take turns, so a change in the machine's load in the
 // middle of the run weighs on each alike.
-func measureReply(r *report, fx *fakes, bin, work string, quick bool) error {
+func measureReply(r *report, fx *fakes, bin, slim, work string, quick bool) error {
 	spawns, warm := 15, 50
 	if quick {
 		spawns, warm = 2, 5
@@ -62,6 +63,9 @@ func measureReply(r *report, fx *fakes, bin, work string, quick bool) error {
 		}
 	}
 	cands := []*candidate{{name: "nanobot", spawn: ours(bin), dir: "reply-ours"}}
+	if slim != "" {
+		cands = append(cands, &candidate{name: slimName, spawn: ours(slim), dir: "reply-slim"})
+	}
 	if baselineBin != "" {
 		cands = append(cands, &candidate{name: baselineName, spawn: ours(baselineBin), dir: "reply-baseline"})
 	}
@@ -130,6 +134,9 @@ type candidate struct {
 	// Bot API call, that → first getUpdates, that → first sendMessage.
 	calls, polls, sends []time.Duration
 }
+
+// slimName heads the column of the build with every nanobot_omit_* tag.
+const slimName = "nanobot, optional platforms left out"
 
 // picoclawBin is the -picoclaw flag: a PicoClaw binary to measure beside ours.
 var picoclawBin string
@@ -367,5 +374,5 @@ func (r *report) replyGapMarkdown(w func(string, ...any)) {
 	w("- **First `getUpdates` → first `sendMessage`** is the first turn: the update journalled (fsynced) before it is acknowledged, the session file created, the system prompt built (workspace files, skills, PATH searches), the first request to the model on a new connection, the reply through the outbox; about three times a warm turn, since every step runs its code for the first time. PicoClaw sends `sendChatAction` and its reply about 20 ms later, also warm.\n")
 	w("- **Changed for issue 38** (each measured against the commit before it with `-baseline`, in turns): the exec sandbox is described in the log 2 s after the start instead of before it — the probe runs a confined child that re-executes the binary, about 50 ms of CPU on two cores during the start (spawn → first reply about 100 ms → 74 ms, `/readyz` about 94 ms → 56 ms); the journal and outbox compact at open only when damaged or far over their live records (they rewrote and fsynced the file at every start: about 13 ms); usage files are read with buffers of their size (a 4 MiB buffer per start); the built-in tools' schemas compile at their first call (about 5 ms; a test compiles all of them); the skills are scanned once per prompt, PATH searches are kept while PATH's folders are unchanged (looked at every 2 s), and the system prompt is reused while its files are unchanged (a stat each, never within a second of a write) — `BenchmarkInboundToReply` (the whole gateway in one process, one message at a time) went from 1.49 ms, 187 KB and 887 allocations per message to 1.0 ms, 123 KB and 420; the start's garbage and code pages go back to the OS once idle 3 s after the start.\n")
 	w("- **Not reproduced**: the issue measured the warm figure at 58–62 ms for ours and 28–29 ms for PicoClaw with another harness. On this one the commit before this work answered in 4.7–5.8 ms and PicoClaw in 49–50 ms; the table above is this harness's.\n")
-	w("- **Left**: the journal's fsync stays before the platform's acknowledgement and before the turn (the model call could start beside it and only the acknowledgement wait; at about 0.2 ms per fsync here it was not worth the reordering); the initialisers of the linked libraries (fewer packages, or libraries without regexps and tables built at init, would close most of the gap to PicoClaw's start).\n")
+	w("- **Left**: the journal's fsync stays before the platform's acknowledgement and before the turn (the model call could start beside it and only the acknowledgement wait; at about 0.2 ms per fsync here it was not worth the reordering); the initialisers of the linked libraries (fewer packages, or libraries without regexps and tables built at init, would close most of the gap to PicoClaw's start). The column of the build with every `nanobot_omit_*` tag shows what leaving platforms out buys: the start skips the initialisers of whatsmeow, mautrix and the other adapters' libraries, and the anonymous memory and mapped code shrink with them; the rest of the anonymous memory is the Go heap of what every build has (goldmark, the agent, the tools, the workbench) and the runtime.\n")
 }

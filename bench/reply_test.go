@@ -18,7 +18,7 @@ func TestReplySmoke(t *testing.T) {
 	fx := startFakes()
 	defer fx.close()
 	r := &report{}
-	if err := measureReply(r, fx, bin, work, true); err != nil {
+	if err := measureReply(r, fx, bin, "", work, true); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Reply) != 1 {

@@ -7,27 +7,6 @@ import (
 	"time"
 
 	"github.com/nanobot-go/nanobot/channels"
-	"github.com/nanobot-go/nanobot/channels/dingtalk"
-	"github.com/nanobot-go/nanobot/channels/discord"
-	"github.com/nanobot-go/nanobot/channels/email"
-	"github.com/nanobot-go/nanobot/channels/feishu"
-	"github.com/nanobot-go/nanobot/channels/irc"
-	"github.com/nanobot-go/nanobot/channels/line"
-	"github.com/nanobot-go/nanobot/channels/matrix"
-	"github.com/nanobot-go/nanobot/channels/mattermost"
-	"github.com/nanobot-go/nanobot/channels/mochat"
-	"github.com/nanobot-go/nanobot/channels/onebot"
-	"github.com/nanobot-go/nanobot/channels/qq"
-	"github.com/nanobot-go/nanobot/channels/signal"
-	"github.com/nanobot-go/nanobot/channels/slack"
-	"github.com/nanobot-go/nanobot/channels/teams"
-	"github.com/nanobot-go/nanobot/channels/telegram"
-	"github.com/nanobot-go/nanobot/channels/web"
-	"github.com/nanobot-go/nanobot/channels/webhook"
-	"github.com/nanobot-go/nanobot/channels/wecom"
-	"github.com/nanobot-go/nanobot/channels/weixin"
-	"github.com/nanobot-go/nanobot/channels/whatsapp"
-	"github.com/nanobot-go/nanobot/channels/xmpp"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/cron"
 	"github.com/nanobot-go/nanobot/providers"
@@ -142,39 +121,6 @@ func (a *app) agentTools(jobs *cron.Store, sessions *shell.Sessions) func(config
 		}
 		return a.toolRegistry(jobs, sessions, p.Workspace, sb)
 	}
-}
-
-// newChannelRegistry lists the built-in platform adapters. It is the one
-// place that knows them all.
-func newChannelRegistry() *channels.Registry {
-	r := channels.NewRegistry()
-	must(r.Register("web", web.Factory()))
-	must(r.Register("telegram", telegram.Factory()))
-	must(r.Register("slack", slack.Factory()))
-	must(r.Register("discord", discord.Factory()))
-	must(r.Register("matrix", matrix.Factory()))
-	must(r.Register("mattermost", mattermost.Factory()))
-	must(r.Register("whatsapp", whatsapp.Factory()))
-	must(r.Register("email", email.Factory()))
-	must(r.Register("irc", irc.Factory()))
-	must(r.Register("qq", qq.Factory()))
-	must(r.Register("feishu", feishu.Factory()))
-	must(r.Register("mochat", mochat.Factory()))
-	must(r.Register("dingtalk", dingtalk.Factory()))
-	must(r.Register("wecom", wecom.Factory()))
-	must(r.Register("weixin", weixin.Factory()))
-	must(r.Register("signal", signal.Factory()))
-	must(r.Register("line", line.Factory()))
-	must(r.Register("webhook", webhook.Factory()))
-	must(r.Register("xmpp", xmpp.Factory()))
-	must(r.Register("onebot", onebot.Factory()))
-	must(r.Register("teams", teams.Factory()))
-	return r
-}
-
-// platformTypes is every channel's config type, for checking config.json.
-func platformTypes() map[string]any {
-	return newChannelRegistry().ConfigTypes()
 }
 
 func must(err error) {
