@@ -39,6 +39,14 @@ type DispatcherConfig struct {
 	// (default DefaultWorkerIdle): a gateway that has seen many chats keeps
 	// workers only for the active ones.
 	WorkerIdle time.Duration
+	// CrowdWorkers and CrowdIdle shorten WorkerIdle while many chats have
+	// a worker: with more than CrowdWorkers (default DefaultCrowdWorkers)
+	// alive, a worker that runs out of work retires after CrowdIdle
+	// (default DefaultCrowdIdle). A burst of thousands of chats would
+	// otherwise keep as many idle goroutines for WorkerIdle, and the Go
+	// runtime keeps the descriptor of every goroutine it has made.
+	CrowdWorkers int
+	CrowdIdle    time.Duration
 	// ChatQueue is how many messages a chat's queue holds before it drops
 	// best-effort ones (default DefaultChatQueue; see Dispatcher.enqueue).
 	ChatQueue int
@@ -109,7 +117,8 @@ func (c DispatcherConfig) progressFor(channel string) (progress, hints bool) {
 //
 // Routing never waits for a chat; each chat's queue is bounded instead
 // (ChatQueue, see enqueue). A chat's worker lives while the chat has
-// something queued or a stream open, and WorkerIdle after that; a stream
+// something queued or a stream open, and WorkerIdle after that (CrowdIdle
+// while more than CrowdWorkers chats have one); a stream
 // whose end never comes is ended after StreamQuiet, so no chat keeps a
 // worker for good.
 type Dispatcher struct {
@@ -162,6 +171,12 @@ func NewDispatcher(cfg DispatcherConfig, chans []channels.Channel) *Dispatcher {
 	}
 	if cfg.WorkerIdle <= 0 {
 		cfg.WorkerIdle = DefaultWorkerIdle
+	}
+	if cfg.CrowdWorkers <= 0 {
+		cfg.CrowdWorkers = DefaultCrowdWorkers
+	}
+	if cfg.CrowdIdle <= 0 {
+		cfg.CrowdIdle = DefaultCrowdIdle
 	}
 	if cfg.ChatQueue <= 0 {
 		cfg.ChatQueue = DefaultChatQueue
@@ -299,6 +314,25 @@ func (d *Dispatcher) enqueue(w *chatWorker, m bus.Outbound) bool {
 // (DispatcherConfig.WorkerIdle).
 const DefaultWorkerIdle = 20 * time.Second
 
+// DispatcherConfig.CrowdWorkers and CrowdIdle defaults: more chats than
+// one person's bot has at once, and long enough for a turn's next reply.
+const (
+	DefaultCrowdWorkers = 256
+	DefaultCrowdIdle    = 2 * time.Second
+)
+
+// idleFor is how long a worker that ran out of work waits for more before
+// it retires: WorkerIdle, or CrowdIdle while many chats have a worker.
+func (d *Dispatcher) idleFor() time.Duration {
+	d.mu.Lock()
+	crowded := len(d.workers) > d.cfg.CrowdWorkers
+	d.mu.Unlock()
+	if crowded && d.cfg.CrowdIdle < d.cfg.WorkerIdle {
+		return d.cfg.CrowdIdle
+	}
+	return d.cfg.WorkerIdle
+}
+
 // DefaultStreamQuiet is how long a stream may go without a delta before
 // the dispatcher ends it (DispatcherConfig.StreamQuiet): far beyond the
 // providers' stream idle timeout (90 s), so a stream still running is
@@ -334,7 +368,7 @@ type chatWorker struct {
 }
 
 func (w *chatWorker) run(ctx context.Context) {
-	idle := time.NewTimer(w.d.cfg.WorkerIdle)
+	idle := time.NewTimer(w.d.idleFor())
 	defer idle.Stop()
 	defer func() {
 		for id := range w.streams { // cut off by ctx: nobody finishes them now
@@ -370,17 +404,17 @@ func (w *chatWorker) run(ctx context.Context) {
 			// A chat that stays busy may never be idle long enough for
 			// the check below: its quiet streams end here.
 			w.expireQuiet(ctx)
-			idle.Reset(w.d.cfg.WorkerIdle)
+			idle.Reset(w.d.idleFor())
 		case <-tick:
 			w.timer = nil
 			w.flushDue(ctx)
-			idle.Reset(w.d.cfg.WorkerIdle)
+			idle.Reset(w.d.idleFor())
 		case <-idle.C:
 			w.expireQuiet(ctx)
 			if len(w.streams) == 0 && w.timer == nil && w.d.retire(w) {
 				return
 			}
-			idle.Reset(w.d.cfg.WorkerIdle)
+			idle.Reset(w.d.idleFor())
 		}
 	}
 }

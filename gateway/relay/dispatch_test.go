@@ -353,6 +353,30 @@ func TestIdleChatWorkersRetire(t *testing.T) {
 	waitfor.True(t, "send after retirement", func() bool { s, _ := fc.snapshot(); return len(s) == 51 && s[50].Content == "again" })
 }
 
+// While more chats than CrowdWorkers have a worker, idle ones retire
+// after CrowdIdle instead of waiting out WorkerIdle (an hour here), down
+// to the crowd's size; the chats are served again after.
+func TestCrowdedWorkersRetireSooner(t *testing.T) {
+	fc := &fakeChannel{name: "c", limit: 4096}
+	out := make(chan bus.Outbound, 100)
+	d := NewDispatcher(DispatcherConfig{WorkerIdle: time.Hour, CrowdWorkers: 5, CrowdIdle: 10 * time.Millisecond}, []channels.Channel{fc})
+	done := make(chan struct{})
+	go func() { _ = d.Run(context.Background(), out); close(done) }()
+	t.Cleanup(func() { close(out); <-done })
+	workers := func() int {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.workers)
+	}
+	for i := range 40 {
+		out <- bus.Outbound{Channel: "c", ChatID: fmt.Sprint(i), Kind: bus.KindMessage, Content: "hi", Final: true}
+	}
+	waitfor.True(t, "40 sends", func() bool { s, _ := fc.snapshot(); return len(s) == 40 })
+	waitfor.True(t, "the crowd of idle workers to shrink to 5", func() bool { return workers() <= 5 })
+	out <- bus.Outbound{Channel: "c", ChatID: "3", Kind: bus.KindMessage, Content: "again", Final: true}
+	waitfor.True(t, "send after retirement", func() bool { s, _ := fc.snapshot(); return len(s) == 41 && s[40].Content == "again" })
+}
+
 func TestWorkerRetirementLosesNothing(t *testing.T) {
 	fc := &fakeChannel{name: "c", limit: 4096}
 	out := make(chan bus.Outbound, 100)
