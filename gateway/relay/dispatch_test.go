@@ -83,12 +83,26 @@ func (o *countObserver) Sent(_ string, _ bus.Kind, attempts int, err error) {
 
 func startDispatcher(t *testing.T, cfg DispatcherConfig, chans ...channels.Channel) chan bus.Outbound {
 	t.Helper()
+	out, _ := runDispatcher(t, cfg, chans...)
+	return out
+}
+
+// runDispatcher is startDispatcher that also returns the dispatcher.
+func runDispatcher(t *testing.T, cfg DispatcherConfig, chans ...channels.Channel) (chan bus.Outbound, *Dispatcher) {
+	t.Helper()
 	out := make(chan bus.Outbound, 100)
 	d := NewDispatcher(cfg, chans)
 	done := make(chan struct{})
 	go func() { _ = d.Run(context.Background(), out); close(done) }()
 	t.Cleanup(func() { close(out); <-done })
-	return out
+	return out, d
+}
+
+// workerCount is how many chats have a worker.
+func (d *Dispatcher) workerCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.workers)
 }
 
 func TestStreamingBecomesRateLimitedEdits(t *testing.T) {
@@ -333,21 +347,12 @@ func (b *blockingChannel) Send(ctx context.Context, m bus.Outbound) (channels.Me
 
 func TestIdleChatWorkersRetire(t *testing.T) {
 	fc := &fakeChannel{name: "c", limit: 4096}
-	out := make(chan bus.Outbound, 100)
-	d := NewDispatcher(DispatcherConfig{WorkerIdle: 20 * time.Millisecond}, []channels.Channel{fc})
-	done := make(chan struct{})
-	go func() { _ = d.Run(context.Background(), out); close(done) }()
-	t.Cleanup(func() { close(out); <-done })
-	workers := func() int {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		return len(d.workers)
-	}
+	out, d := runDispatcher(t, DispatcherConfig{WorkerIdle: 20 * time.Millisecond}, fc)
 	for i := range 50 {
 		out <- bus.Outbound{Channel: "c", ChatID: fmt.Sprint(i), Kind: bus.KindMessage, Content: "hi", Final: true}
 	}
 	waitfor.True(t, "50 sends", func() bool { s, _ := fc.snapshot(); return len(s) == 50 })
-	waitfor.True(t, "idle workers to retire", func() bool { return workers() == 0 })
+	waitfor.True(t, "idle workers to retire", func() bool { return d.workerCount() == 0 })
 	// A chat whose worker retired is served by a new one.
 	out <- bus.Outbound{Channel: "c", ChatID: "7", Kind: bus.KindMessage, Content: "again", Final: true}
 	waitfor.True(t, "send after retirement", func() bool { s, _ := fc.snapshot(); return len(s) == 51 && s[50].Content == "again" })
@@ -358,21 +363,12 @@ func TestIdleChatWorkersRetire(t *testing.T) {
 // to the crowd's size; the chats are served again after.
 func TestCrowdedWorkersRetireSooner(t *testing.T) {
 	fc := &fakeChannel{name: "c", limit: 4096}
-	out := make(chan bus.Outbound, 100)
-	d := NewDispatcher(DispatcherConfig{WorkerIdle: time.Hour, CrowdWorkers: 5, CrowdIdle: 10 * time.Millisecond}, []channels.Channel{fc})
-	done := make(chan struct{})
-	go func() { _ = d.Run(context.Background(), out); close(done) }()
-	t.Cleanup(func() { close(out); <-done })
-	workers := func() int {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		return len(d.workers)
-	}
+	out, d := runDispatcher(t, DispatcherConfig{WorkerIdle: time.Hour, CrowdWorkers: 5, CrowdIdle: 10 * time.Millisecond}, fc)
 	for i := range 40 {
 		out <- bus.Outbound{Channel: "c", ChatID: fmt.Sprint(i), Kind: bus.KindMessage, Content: "hi", Final: true}
 	}
 	waitfor.True(t, "40 sends", func() bool { s, _ := fc.snapshot(); return len(s) == 40 })
-	waitfor.True(t, "the crowd of idle workers to shrink to 5", func() bool { return workers() <= 5 })
+	waitfor.True(t, "the crowd of idle workers to shrink to 5", func() bool { return d.workerCount() <= 5 })
 	out <- bus.Outbound{Channel: "c", ChatID: "3", Kind: bus.KindMessage, Content: "again", Final: true}
 	waitfor.True(t, "send after retirement", func() bool { s, _ := fc.snapshot(); return len(s) == 41 && s[40].Content == "again" })
 }
