@@ -195,7 +195,8 @@ func (l *Loop) Reset(ctx context.Context, key string) error {
 	// answered in the fresh session once hold is closed.
 	w := l.newWorker(key)
 	w.hold = make(chan struct{})
-	w.foldOnly = true // an emptied session has nothing to compact when idle
+	w.foldOnly = true   // an emptied session has nothing to compact when idle
+	delete(l.idle, key) // nor had the idle spell before it
 	l.mu.Unlock()
 	defer l.release(ctx, key, w)
 
