@@ -72,7 +72,7 @@ func (l *Loop) compactIdle(ctx context.Context, key string) {
 		l.mu.Unlock()
 		return
 	}
-	w, _ := l.workerFor(key) // new: started below
+	w, _ := l.workerFor(key) // none existed (above): its goroutine is started below
 	w.foldOnly = true
 	l.mu.Unlock()
 	l.wg.Go(func() {

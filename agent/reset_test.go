@@ -203,3 +203,63 @@ func TestResetHoldsTheSession(t *testing.T) {
 		t.Errorf("the fresh session holds %d messages (%v), want the second exchange's 2", s.Len(), err)
 	}
 }
+
+// archiveFailStore's Archive says it was called (entered), waits for
+// proceed, and fails as a full disk does.
+type archiveFailStore struct {
+	*session.FileStore
+	entered, proceed chan struct{}
+}
+
+var errDiskFull = errors.New("no space left on device")
+
+func (s archiveFailStore) Archive(context.Context, *session.Session) error {
+	close(s.entered)
+	<-s.proceed
+	return errDiskFull
+}
+
+// A Reset that fails (the archive cannot be written, or its context ends)
+// says so, and lets go of the session all the same: the message that
+// waited behind it is answered, in the conversation as it was, and the
+// loop goes idle.
+func TestResetFailureLetsGo(t *testing.T) {
+	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("answer") }}
+	h := newHarness(t, llm, nil, nil)
+	ctx := context.Background()
+	const key = "test:c"
+	h.send("c", "hello")
+	waitfor.True(t, "the first turn", func() bool { return h.doneCount() == 1 })
+	waitfor.True(t, "the worker gone", func() bool { return h.loop.Idle() })
+
+	st := archiveFailStore{FileStore: h.store, entered: make(chan struct{}), proceed: make(chan struct{})}
+	h.loop.cfg.Store = st
+	reset := make(chan error, 1)
+	go func() { reset <- h.loop.Reset(ctx, key) }()
+	<-st.entered
+	h.send("c", "again")
+	waitfor.True(t, "the message queued behind Reset", func() bool {
+		h.loop.mu.Lock()
+		defer h.loop.mu.Unlock()
+		w := h.loop.workers[key]
+		return w != nil && w.hold != nil && len(w.queue) == 1
+	})
+	close(st.proceed)
+	if err := <-reset; !errors.Is(err, errDiskFull) {
+		t.Fatalf("Reset: %v, want the archive's error", err)
+	}
+	waitfor.True(t, "the waiting message answered", func() bool { return h.doneCount() == 2 })
+	waitfor.True(t, "the loop idle", func() bool { return h.loop.Idle() })
+	if s, err := h.store.Load(ctx, key); err != nil || s.Len() != 4 {
+		t.Errorf("the session holds %d messages (%v), want both exchanges: nothing was archived", s.Len(), err)
+	}
+
+	// A Reset whose context has ended before it loads the session.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	h.loop.cfg.Store = h.store
+	_ = h.loop.Reset(cctx, key) // fails or not as the store looks at ctx
+	if !h.loop.Idle() {
+		t.Error("a Reset that returned left the session's worker behind")
+	}
+}
