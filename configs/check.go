@@ -202,11 +202,12 @@ func (c *checker) checkChannels(path string, v any) {
 			}
 			continue
 		}
-		if typed, ok := c.platforms[k]; ok {
-			c.checkStruct(join(path, k), pm, reflect.TypeOf(typed), true)
+		if nb, ok := c.platforms[k].(NotBuilt); ok {
+			c.warnings = append(c.warnings, fmt.Sprintf("%s: %s", join(path, k), nb.Why))
+		} else if typed, ok := typedPlatform(c.platforms, k); ok {
+			c.checkStruct(join(path, k), pm, typed, true)
 			continue
-		}
-		if len(c.platforms) > 0 {
+		} else if len(c.platforms) > 0 {
 			c.warnings = append(c.warnings, fmt.Sprintf("%s: unknown channel (ignored)", join(path, k)))
 		}
 		c.checkStruct(join(path, k), pm, reflect.TypeFor[ChannelCommon](), false)

@@ -245,11 +245,11 @@ func knownKey(path []string, platforms map[string]any) bool {
 				_, ok := platforms[seg]
 				return ok || slices.Contains(channelsSharedKeys, seg)
 			}
-			typed, ok := platforms[seg]
+			typed, ok := typedPlatform(platforms, seg)
 			if !ok {
 				return false
 			}
-			t = reflect.TypeOf(typed)
+			t = typed
 		case t.Kind() == reflect.Struct:
 			f, ok := structFields(t)[normKey(seg)]
 			if !ok {

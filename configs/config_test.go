@@ -349,6 +349,30 @@ func TestUnknownKeysWarn(t *testing.T) {
 	}
 }
 
+// A platform the binary was built without is named as such, its own keys
+// (typed in a build that has it) pass unchecked, and its environment
+// variables still land in the tree as plain values.
+func TestNotBuiltPlatformWarns(t *testing.T) {
+	platforms := map[string]any{"telegram": fakeTelegram{}, "whatsapp": NotBuilt{Why: "not in this build"}}
+	l, err := Load(Options{
+		Path:      writeConfig(t, `{"channels": {"whatsapp": {"enabled": true, "bridgeUrl": "ws://x", "allowFrom": ["1"]}}}`),
+		Environ:   []string{"NANOBOT_CHANNELS__WHATSAPP__BRIDGE_TOKEN=abc"},
+		Platforms: platforms,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{`channels.whatsapp: not in this build`}, l.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if got := l.Config.Channels.Platforms["whatsapp"]["bridge_token"]; got != "abc" {
+		t.Errorf("env value for a platform not built: %v (tree %v)", got, l.Config.Channels.Platforms["whatsapp"])
+	}
+	if !l.Config.Channels.Common("whatsapp").Enabled {
+		t.Error("whatsapp not enabled")
+	}
+}
+
 func TestAtomicSave0600(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new", "folder")
 	path := filepath.Join(dir, "config.json")

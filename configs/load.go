@@ -35,8 +35,25 @@ type Options struct {
 	// Platforms maps a channel platform name to its typed config struct (a
 	// value, e.g. telegram.Config{}), so platform keys are type-checked and
 	// typos reported at load. Platforms not listed are checked for the
-	// common keys only.
+	// common keys only; a NotBuilt value marks one the binary lacks.
 	Platforms map[string]any
+}
+
+// NotBuilt stands in Options.Platforms for a platform adapter the binary was
+// built without. Its settings are checked for the keys every channel shares
+// only, and naming it in config.json is a warning that says Why.
+type NotBuilt struct{ Why string }
+
+// typedPlatform is the config type of a platform that is in the binary.
+func typedPlatform(platforms map[string]any, name string) (reflect.Type, bool) {
+	typed, ok := platforms[name]
+	if !ok {
+		return nil, false
+	}
+	if _, absent := typed.(NotBuilt); absent {
+		return nil, false
+	}
+	return reflect.TypeOf(typed), true
 }
 
 // Loaded is a loaded configuration and what loading found.
@@ -362,8 +379,8 @@ func envToKey(name, value string, platforms map[string]any) (string, any, string
 				continue
 			}
 			path = append(path, lower)
-			if typed, ok := platforms[lower]; ok {
-				t = reflect.TypeOf(typed)
+			if typed, ok := typedPlatform(platforms, lower); ok {
+				t = typed
 			} else {
 				t = reflect.TypeFor[map[string]any]()
 			}

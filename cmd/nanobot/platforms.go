@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/nanobot-go/nanobot/channels"
@@ -50,11 +51,16 @@ func newChannelRegistry() *channels.Registry {
 	return r
 }
 
-// notBuilt is the factory of a platform the binary was built without.
+// notBuilt is the factory of a platform the binary was built without: the
+// config check warns with the same words the failed start gives.
 func notBuilt(name string) channels.Factory {
-	return channels.Factory{New: func(configs.ChannelsConfig, channels.Deps) (channels.Channel, error) {
-		return nil, fmt.Errorf("this nanobot was built without it (go build -tags nanobot_omit_%s); use a release binary or build without that tag", name)
-	}}
+	why := fmt.Sprintf("this nanobot was built without it (go build -tags nanobot_omit_%s), so the gateway does not start while it is enabled; use a release binary or build without that tag", name)
+	return channels.Factory{
+		New: func(configs.ChannelsConfig, channels.Deps) (channels.Channel, error) {
+			return nil, errors.New(why)
+		},
+		ConfigType: configs.NotBuilt{Why: why},
+	}
 }
 
 // platformTypes is every channel's config type, for checking config.json.

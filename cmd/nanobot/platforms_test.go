@@ -80,6 +80,22 @@ func TestBinaryWithPlatformsLeftOut(t *testing.T) {
 	if err == nil || !strings.Contains(stderr.String(), "channels.whatsapp: this nanobot was built without it (go build -tags nanobot_omit_whatsapp)") {
 		t.Errorf("gateway with WhatsApp enabled in a build without it: %v\n%s", err, stderr.String())
 	}
+	if strings.Contains(stderr.String(), "unknown channel") {
+		t.Errorf("the config check calls a platform left out of the build unknown:\n%s", stderr.String())
+	}
+	// status and doctor say so before anyone tries to start it.
+	run := func(args ...string) string {
+		cmd := exec.Command(bin, append(args, "--config", cfg)...)
+		cmd.Env = append(os.Environ(), "HOME="+dir)
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	if out := run("status"); !strings.Contains(out, "whatsapp     enabled, but this nanobot was built without it") {
+		t.Errorf("status does not say WhatsApp is missing from the build:\n%s", out)
+	}
+	if out := run("doctor"); !strings.Contains(out, "[RISK] channels.whatsapp is enabled, but this nanobot was built without it (go build -tags nanobot_omit_whatsapp)") {
+		t.Errorf("doctor does not flag WhatsApp missing from the build:\n%s", out)
+	}
 
 	write(`{}`) // the web chat only
 	startBinaryGateway(t, bin, cfg, port)

@@ -98,7 +98,12 @@ func printChannels(w io.Writer, c *configs.Config) {
 	if len(enabled) == 0 {
 		fmt.Fprintln(w, "  (none enabled)")
 	}
+	types := platformTypes()
 	for _, n := range enabled {
+		if _, absent := types[n].(configs.NotBuilt); absent {
+			fmt.Fprintf(w, "  %-12s enabled, but this nanobot was built without it: the gateway does not start (see `nanobot doctor`)\n", n)
+			continue
+		}
 		if _, mentioned := c.Channels.Platforms[n]; !mentioned {
 			fmt.Fprintf(w, "  %-12s on by default (\"channels\": {\"%s\": {\"enabled\": false}} turns it off)\n", n, n)
 			continue
