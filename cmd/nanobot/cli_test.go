@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // run executes the CLI in-process and returns stdout, stderr and the error
@@ -223,4 +226,21 @@ func TestStatusSaysHowRecallRanks(t *testing.T) {
 	if err != nil || !strings.Contains(out, "recall:     memory_search by words (") {
 		t.Errorf("status without one (%v):\n%s", err, out)
 	}
+}
+
+// pflag reads a `quoted` word in a flag's usage as the name of its value;
+// prose in backticks there would print as that name in --help.
+func TestFlagValueNamesAreWords(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if name, _ := pflag.UnquoteUsage(f); strings.ContainsAny(name, " |") {
+				t.Errorf("%s --%s: value name %q (backticks in its usage)", c.CommandPath(), f.Name, name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd())
 }

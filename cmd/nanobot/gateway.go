@@ -42,7 +42,7 @@ func newGatewayCmd(a *app) *cobra.Command {
 		}
 		return nil
 	})
-	cmd.Flags().BoolVar(&background, "background", false, "start detached, logging to logs/gateway.log; then `nanobot gateway status|logs|restart|stop`")
+	cmd.Flags().BoolVar(&background, "background", false, "start detached, logging to logs/gateway.log (then: nanobot gateway status, logs, restart or stop)")
 	cmd.Flags().IntVar(&port, "port", 0, "HTTP port (overrides gateway.port)")
 	cmd.Flags().StringVar(&host, "host", "", "HTTP bind address (overrides gateway.host)")
 	cmd.Flags().StringVar(&role, "role", "", "cluster role: all, channels or worker (overrides cluster.role; see docs/cluster.md)")
