@@ -90,26 +90,29 @@ func TestOnboardIdempotent(t *testing.T) {
 	}
 }
 
-func TestOnboardWritesMigration(t *testing.T) {
+// onboard never writes an existing config, even one with keys in older
+// places: it names them and the command that moves them.
+func TestOnboardLeavesOldKeysInPlace(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.json")
-	if err := os.WriteFile(cfg, []byte(`{"tools": {"exec": {"restrictToWorkspace": false}}}`), 0o600); err != nil {
+	orig := []byte(`{"tools": {"exec": {"restrictToWorkspace": false}}, "agents": {"defaults": {"memoryWindow": 50}}}`)
+	if err := os.WriteFile(cfg, orig, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err := run(t, "onboard", "--config", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "migrated tools.exec.restrictToWorkspace -> tools.restrictToWorkspace") {
-		t.Errorf("output:\n%s", out)
+	for _, want := range []string{"left as is", "tools.exec.restrictToWorkspace -> tools.restrictToWorkspace", "nanobot migrate --from-python --write"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
-	b, _ := os.ReadFile(cfg)
-	if !strings.Contains(string(b), `"restrictToWorkspace": false`) || strings.Count(string(b), "restrictToWorkspace") != 1 {
-		t.Errorf("migrated file:\n%s", b)
+	if b, _ := os.ReadFile(cfg); !bytes.Equal(b, orig) {
+		t.Errorf("onboard rewrote an existing config:\n%s", b)
 	}
-	out, _, _ = run(t, "onboard", "--config", cfg)
-	if strings.Contains(out, "migrated") {
-		t.Errorf("second onboard migrated again:\n%s", out)
+	if m, _ := filepath.Glob(filepath.Join(dir, "config.json*")); len(m) != 1 {
+		t.Errorf("files beside the config: %v", m)
 	}
 }
 

@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"runtime"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -82,11 +84,11 @@ func diagnose(l *configs.Loaded) []finding {
 		add("risk", "no LLM provider is configured: every message gets an error reply", "set providers.<name>.apiKey in "+l.Path)
 	}
 
-	types := platformTypes()
+	problems := channelProblems(c)
+	for _, name := range slices.Sorted(maps.Keys(problems)) {
+		add("risk", fmt.Sprintf("%v: the gateway does not start while channels.%s is enabled", problems[name], name), fmt.Sprintf("set what it names, or channels.%s.enabled to false", name))
+	}
 	for _, name := range c.Channels.Enabled() {
-		if nb, absent := types[name].(configs.NotBuilt); absent {
-			add("risk", fmt.Sprintf("channels.%s is enabled, but %s", name, nb.Why), fmt.Sprintf("set channels.%s.enabled to false, or run a build that has it", name))
-		}
 		for _, a := range c.Channels.Common(name).AllowFrom {
 			if a == "*" && name != "web" {
 				add("risk", fmt.Sprintf("channels.%s.allowFrom is [\"*\"]: anyone who finds the bot can use it (and your API budget and tools)", name), "list your own sender ids, or leave allowFrom empty and approve people with `nanobot pairing approve`")

@@ -19,7 +19,8 @@ func TestDoctor(t *testing.T) {
 	if err == nil {
 		t.Error("risks found but doctor exited 0")
 	}
-	for _, want := range []string{"readable by other users", "channels.telegram.allowFrom", "restrictToWorkspace is off", `sandbox is "none"`, "beyond loopback"} {
+	for _, want := range []string{"readable by other users", "channels.telegram.allowFrom", "restrictToWorkspace is off", `sandbox is "none"`, "beyond loopback",
+		"[RISK] channels.telegram: token: required (get one from @BotFather): the gateway does not start while channels.telegram is enabled"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}

@@ -31,12 +31,13 @@ func newOnboardCmd(a *app) *cobra.Command {
 			}
 			l = reloaded
 		case len(l.Migrated) > 0:
-			if err := l.Save(); err != nil {
-				return err
-			}
+			// Never rewritten here: the Python nanobot may share this file and
+			// read keys this program drops. migrate --write keeps a backup.
+			fmt.Fprintf(out, "config %s exists, left as is; it has keys in older places, read from there:\n", l.Path)
 			for _, m := range l.Migrated {
-				fmt.Fprintf(out, "migrated %s in %s\n", m, l.Path)
+				fmt.Fprintf(out, "  %s\n", m)
 			}
+			fmt.Fprintln(out, "  (`nanobot migrate --from-python --write` moves them, keeping a backup of the file)")
 		default:
 			fmt.Fprintf(out, "config %s exists, left as is\n", l.Path)
 		}

@@ -90,10 +90,10 @@ func TestBinaryWithPlatformsLeftOut(t *testing.T) {
 		out, _ := cmd.CombinedOutput()
 		return string(out)
 	}
-	if out := run("status"); !strings.Contains(out, "whatsapp     enabled, but this nanobot was built without it") {
+	if out := run("status"); !strings.Contains(out, "whatsapp     enabled, but the gateway cannot start it: channels.whatsapp: this nanobot was built without it") {
 		t.Errorf("status does not say WhatsApp is missing from the build:\n%s", out)
 	}
-	if out := run("doctor"); !strings.Contains(out, "[RISK] channels.whatsapp is enabled, but this nanobot was built without it (go build -tags nanobot_omit_whatsapp)") {
+	if out := run("doctor"); !strings.Contains(out, "[RISK] channels.whatsapp: this nanobot was built without it (go build -tags nanobot_omit_whatsapp)") {
 		t.Errorf("doctor does not flag WhatsApp missing from the build:\n%s", out)
 	}
 

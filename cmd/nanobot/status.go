@@ -98,10 +98,10 @@ func printChannels(w io.Writer, c *configs.Config) {
 	if len(enabled) == 0 {
 		fmt.Fprintln(w, "  (none enabled)")
 	}
-	types := platformTypes()
+	problems := channelProblems(c)
 	for _, n := range enabled {
-		if _, absent := types[n].(configs.NotBuilt); absent {
-			fmt.Fprintf(w, "  %-12s enabled, but this nanobot was built without it: the gateway does not start (see `nanobot doctor`)\n", n)
+		if err := problems[n]; err != nil {
+			fmt.Fprintf(w, "  %-12s enabled, but the gateway cannot start it: %v\n", n, err)
 			continue
 		}
 		if _, mentioned := c.Channels.Platforms[n]; !mentioned {

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/nanobot-go/nanobot/agent/templates"
@@ -132,8 +134,15 @@ func validateConfig(path string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	_, err = configs.Load(configs.Options{Path: f.Name(), Platforms: platformTypes()})
-	return err
+	l, err := configs.Load(configs.Options{Path: f.Name(), Platforms: platformTypes()})
+	if err != nil {
+		return err
+	}
+	problems := channelProblems(&l.Config)
+	for _, name := range slices.Sorted(maps.Keys(problems)) {
+		return problems[name] // the gateway would not start with it
+	}
+	return nil
 }
 
 // provider asks for the model provider, its key (checked) and the model.
@@ -243,6 +252,10 @@ func (w *wizard) telegram() {
 				continue
 			}
 		}
+		if token == "" {
+			fmt.Fprintln(w.out, "  Telegram left as it was: it needs a token (run the wizard again with --refresh when you have one)")
+			return
+		}
 		w.set("channels.telegram.token", store)
 		break
 	}
@@ -266,10 +279,18 @@ func (w *wizard) slack() {
 				continue
 			}
 		}
+		if token == "" {
+			fmt.Fprintln(w.out, "  Slack left as it was: it needs a bot token (run the wizard again with --refresh when you have one)")
+			return
+		}
 		w.set("channels.slack.botToken", store)
 		break
 	}
-	app, _ := w.secretSetting("channels.slack.appToken", "App-level token for Socket Mode (xapp-…)", "")
+	app, appValue := w.secretSetting("channels.slack.appToken", "App-level token for Socket Mode (xapp-…)", "")
+	if appValue == "" {
+		fmt.Fprintln(w.out, "  Slack left off: Socket Mode needs the app-level token (run the wizard again with --refresh when you have one)")
+		return
+	}
 	w.set("channels.slack.appToken", app)
 	w.set("channels.slack.enabled", true)
 	w.allowFrom("channels.slack.allowFrom", "Who may talk to it: Slack member ids (U…, comma-separated)")

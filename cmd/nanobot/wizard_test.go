@@ -146,6 +146,44 @@ func TestOnboardWizard(t *testing.T) {
 	}
 }
 
+// A channel whose token was not given is not enabled: the wizard would
+// otherwise save a config the gateway refuses to start with.
+func TestWizardEnablesNoChannelWithoutItsToken(t *testing.T) {
+	llm := modelsServer(t, "sk-right")
+	tg := telegramtest.New(t)
+	sl := slacktest.New(t)
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	seed := `{"channels": {"telegram": {"apiBase": "` + tg.URL + `"}, "slack": {"apiBase": "` + sl.APIBase() + `"}}}`
+	if err := os.WriteFile(cfg, []byte(seed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	input := strings.Join([]string{
+		"vllm", llm.URL + "/v1", "sk-right", "my-model",
+		"y", "", "n", // Telegram: no token, not again
+		"y", slacktest.BotToken, "", // Slack: no app token
+		"n", // no password
+	}, "\n") + "\n"
+	out, err := wizardRun(t, cfg, input, "--wizard", "--refresh")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"Telegram left as it was: it needs a token", "Slack left off: Socket Mode needs the app-level token", "Saved " + cfg} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the wizard did not say %q:\n%s", want, out)
+		}
+	}
+	l, err := configs.Load(configs.Options{Path: cfg, Environ: []string{}, Platforms: platformTypes()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en := l.Config.Channels.Enabled(); len(en) != 0 {
+		t.Errorf("enabled without their tokens: %v", en)
+	}
+	if p := channelProblems(&l.Config); len(p) != 0 {
+		t.Errorf("the saved config would not start: %v", p)
+	}
+}
+
 // changeOnRead changes a file the first time the wizard reads its input:
 // another writer (the gateway saving an approved command) while the
 // questions are answered.
