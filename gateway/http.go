@@ -114,16 +114,19 @@ func (g *Gateway) httpService() service {
 const SignInTTL = 15 * time.Minute
 
 // announce logs that the gateway is ready, prints what the operator needs
-// on the terminal (a one-time sign-in link to the workbench: the terminal,
-// not the log, which is kept, shipped and shown in the workbench), and
-// calls Ready.
+// on Stderr (the workbench's address; with Options.SignInLink, a one-time
+// sign-in link: the terminal, never the log, which is kept, shipped and
+// shown in the workbench), and calls Ready.
 func (g *Gateway) announce() {
 	addr := g.ln.Addr().String()
 	base := "http://" + addr
 	g.log.Info("gateway ready", "addr", base, "channels", len(g.chans), "workspace", g.o.Paths.Workspace)
-	if g.signIn && g.owner != nil {
+	switch {
+	case g.signIn && g.owner != nil && g.o.SignInLink:
 		fmt.Fprintf(g.o.Stderr, "workbench: %s/#login=%s\n  (a one-time sign-in link, valid %s; `nanobot webui open` makes another)\n",
 			browserBase(g.ln.Addr()), g.owner.LoginCode(SignInTTL), SignInTTL)
+	case g.signIn && g.owner != nil:
+		fmt.Fprintf(g.o.Stderr, "workbench: %s/ (`nanobot webui open` signs you in with a one-time link)\n", browserBase(g.ln.Addr()))
 	}
 	for _, c := range g.chans {
 		if n, ok := c.(channels.Noticer); ok {

@@ -119,10 +119,16 @@ type Options struct {
 	// and apply what can change live: the allow-lists.
 	Reload       <-chan struct{}
 	ReloadConfig func() (*configs.Config, error)
-	// Stderr receives the one line with the web chat's access token (the
-	// terminal, not the log: log files are kept and shipped). Default
-	// os.Stderr.
+	// Stderr receives what the operator reads at start-up: the workbench's
+	// address and the platforms' notices. Default os.Stderr.
 	Stderr io.Writer
+	// SignInLink prints a one-time sign-in link to the workbench on Stderr
+	// (it signs in as the owner). Set it only when Stderr is a terminal a
+	// person reads, never a log (systemd's journal, --background's file:
+	// logs are kept, shipped and shown): otherwise Stderr gets the address
+	// and `nanobot webui open`, which prints a link to whoever may read
+	// the instance's state.
+	SignInLink bool
 	// Role overrides cluster.role (the --role flag): RoleAll, RoleChannels
 	// or RoleWorker. Roles other than all need cluster.nats.url.
 	Role string

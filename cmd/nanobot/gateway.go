@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chzyer/readline"
 	"github.com/spf13/cobra"
 
 	"github.com/nanobot-go/nanobot/agent"
@@ -61,6 +62,9 @@ func runGateway(ctx context.Context, a *app, r *restarter) error {
 	// the listener over.
 	early, err := gateway.ListenEarly(l.Config.Gateway.Host, l.Config.Gateway.Port)
 	if err != nil {
+		if other := anotherGateway(l.Paths.State); other != nil {
+			return other // its port, most likely: say whose
+		}
 		return err
 	}
 	handed := false
@@ -142,6 +146,7 @@ func runGateway(ctx context.Context, a *app, r *restarter) error {
 			return in
 		}(),
 		CronStore: w.cron, Reload: reload, Redact: a.redact, Logs: a.logs, Platforms: platformTypes(),
+		SignInLink:       readline.IsTerminal(int(os.Stderr.Fd())),
 		ProviderSettings: func(c *configs.Config) map[string]providers.Settings { return providerSettings(c, si) },
 		ReloadConfig: func() (*configs.Config, error) {
 			next, err := configs.Load(configs.Options{Path: l.Path, Overrides: a.overrides, Platforms: platformTypes()})

@@ -41,11 +41,19 @@ func readPid(stateDir string) (pid int, alive bool) {
 	return pid, processAlive(pid)
 }
 
+// anotherGateway says so when another live process holds the pidfile.
+func anotherGateway(stateDir string) error {
+	if pid, alive := readPid(stateDir); alive && pid != os.Getpid() {
+		return fmt.Errorf("another gateway already runs on this instance (pid %d; `nanobot gateway stop` stops it)", pid)
+	}
+	return nil
+}
+
 // writePid claims the pidfile for this process; it fails when another
 // gateway holds it.
 func writePid(stateDir string) (release func(), err error) {
-	if pid, alive := readPid(stateDir); alive && pid != os.Getpid() {
-		return nil, fmt.Errorf("another gateway already runs on this instance (pid %d; `nanobot gateway stop` stops it)", pid)
+	if err := anotherGateway(stateDir); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, err

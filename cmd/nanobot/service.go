@@ -78,8 +78,9 @@ func startBackground(cmd *cobra.Command, a *app) error {
 			break
 		}
 	}
+	pid := child.Process.Pid // Release makes it -1
 	_ = child.Process.Release()
-	fmt.Fprintf(cmd.OutOrStdout(), "gateway running in the background (pid %d)\n  logs: %s (`nanobot gateway logs -f`)\n  stop: nanobot gateway stop\n", child.Process.Pid, logPath)
+	fmt.Fprintf(cmd.OutOrStdout(), "gateway running in the background (pid %d)\n  logs: %s (`nanobot gateway logs -f`)\n  stop: nanobot gateway stop\n", pid, logPath)
 	return nil
 }
 

@@ -50,8 +50,16 @@ func TestGatewayServiceControls(t *testing.T) {
 	if first == 0 || !processAlive(first) {
 		t.Fatalf("pidfile names %d", first)
 	}
+	if !strings.Contains(out, "(pid "+strconv.Itoa(first)+")") {
+		t.Errorf("--background names another pid than the pidfile's %d:\n%s", first, out)
+	}
 	if out, err := nb("gateway", "--background"); err == nil || !strings.Contains(out, "already runs") {
 		t.Errorf("a second start: %v\n%s", err, out)
+	}
+	// In the foreground too, on the same port: the pidfile is named, not
+	// the port.
+	if out, err := nb("gateway"); err == nil || !strings.Contains(out, "another gateway already runs on this instance (pid "+strconv.Itoa(first)) {
+		t.Errorf("a second start in the foreground: %v\n%s", err, out)
 	}
 	if out, err := nb("gateway", "status"); err != nil || !strings.Contains(out, "pid "+strconv.Itoa(first)) || !strings.Contains(out, "(running") {
 		t.Errorf("status: %v\n%s", err, out)
