@@ -31,6 +31,9 @@ func (e FieldError) String() string {
 type checker struct {
 	errs     []FieldError
 	warnings []string
+	// unknown are the paths of the keys and channels warned about as
+	// unknown (not those of a platform left out of the build).
+	unknown []string
 	// platforms maps a channel platform name to its typed config (a struct
 	// value); absent platforms are checked against ChannelCommon only.
 	platforms map[string]any
@@ -166,6 +169,7 @@ func (c *checker) checkStruct(path string, m map[string]any, t reflect.Type, war
 					msg += fmt.Sprintf("; did you mean %q?", s)
 				}
 				c.warnings = append(c.warnings, msg)
+				c.unknown = append(c.unknown, join(path, k))
 			}
 			continue
 		}
@@ -209,6 +213,7 @@ func (c *checker) checkChannels(path string, v any) {
 			continue
 		} else if len(c.platforms) > 0 {
 			c.warnings = append(c.warnings, fmt.Sprintf("%s: unknown channel (ignored)", join(path, k)))
+			c.unknown = append(c.unknown, join(path, k))
 		}
 		c.checkStruct(join(path, k), pm, reflect.TypeFor[ChannelCommon](), false)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -62,9 +63,14 @@ func MigratePython(data []byte, platforms map[string]any) (*PythonMigration, err
 	}
 	unknown := map[string]string{}
 	for _, w := range ck.warnings {
-		if p, msg, ok := strings.Cut(w, ": "); ok {
+		if p, msg, ok := strings.Cut(w, ": "); ok && slices.Contains(ck.unknown, p) {
 			unknown[p] = msg
 		}
+	}
+	// Options with no counterpart here are left out of the output (the
+	// report names each); a platform this build lacks is kept.
+	for _, p := range ck.unknown {
+		deletePath(tree, p)
 	}
 	movedFrom := map[string]string{}
 	for _, m := range moved {
@@ -132,7 +138,7 @@ func classify(leaf string, findings []CompatFinding, movedFrom, unknown map[stri
 	}
 	for p, msg := range unknown {
 		if under(p) {
-			return KeyReport{Path: leaf, Status: CompatUnsupported, Note: "not a nanobot option this program knows: " + msg}
+			return KeyReport{Path: leaf, Status: CompatUnsupported, Note: "no such option here, left out of the migrated file (" + msg + ")"}
 		}
 	}
 	return KeyReport{Path: leaf, Status: CompatSame}

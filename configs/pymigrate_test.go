@@ -65,10 +65,14 @@ func TestMigratePythonReportsEveryKey(t *testing.T) {
 		"channels.telegram.webhookSecretToken": nil,
 		"providers.bedrock.region":             "us-east-1",
 		"agents.defaults.botName":              nil,
+		"tools.madeUp":                         nil, // unknown here: reported, left out
 	} {
 		if got := valueAt(out, path); got != want {
 			t.Errorf("output %s = %v, want %v", path, got, want)
 		}
+	}
+	if !strings.Contains(m.FormatReport(), "tools.madeUp — no such option here, left out of the migrated file (unknown key (ignored))") {
+		t.Errorf("report:\n%s", m.FormatReport())
 	}
 	if !strings.Contains(m.FormatReport(), "agents.defaults.botName — the CLI prompt name is not configurable") {
 		t.Errorf("report:\n%s", m.FormatReport())

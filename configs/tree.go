@@ -45,3 +45,17 @@ func SetPath(tree map[string]any, path string, v any) error {
 	cur[segs[len(segs)-1]] = v
 	return nil
 }
+
+// deletePath removes path from tree, if it is there.
+func deletePath(tree map[string]any, path string) {
+	segs := strings.Split(path, ".")
+	cur := tree
+	for _, k := range segs[:len(segs)-1] {
+		next, ok := cur[k].(map[string]any)
+		if !ok {
+			return
+		}
+		cur = next
+	}
+	delete(cur, segs[len(segs)-1])
+}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -63,46 +66,28 @@ func migratePython(w io.Writer, path string, write bool) error {
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", path, err)
 	}
+	// Checked before anything is printed: the copy it loads from holds the
+	// keys, and a reader that stops early (| head) ends this process.
+	l, err := loadMigrated(path, m.Output)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "config: %s\n\n%s", path, m.FormatReport())
 	c := m.Counts()
 	fmt.Fprintf(w, "\n%d key(s): %d carried over, %d change meaning, %d unsupported\n",
 		len(m.Keys), c[configs.CompatSame], c[configs.CompatChanged], c[configs.CompatUnsupported])
-
-	// The migrated file must load as it will be written (same folder, so
-	// relative paths mean the same).
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".migrate-*.json")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	tmpPath := tmp.Name()
-	defer os.Remove(tmpPath)
-	_, err = tmp.Write(m.Output)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	// Unset ${VAR}s are the user's to set before starting; they must not
-	// fail this check.
-	environ := os.Environ()
-	for _, ref := range envRefPattern.FindAllStringSubmatch(string(m.Output), -1) {
-		if _, ok := os.LookupEnv(ref[1]); !ok {
-			environ = append(environ, ref[1]+"=unset-"+ref[1])
-		}
-	}
-	l, err := configs.Load(configs.Options{Path: tmpPath, Environ: environ, Platforms: platformTypes()})
-	if err != nil {
-		return fmt.Errorf("migrate: the migrated config does not load, nothing written: %w", err)
-	}
 	reportWorkspace(w, l.Paths.Workspace)
 
-	if !write {
+	switch {
+	case !write:
 		fmt.Fprintln(w, "\nnothing written; run again with --write to replace the config (the original is kept as a backup)")
 		return nil
+	case bytes.Equal(m.Output, data):
+		fmt.Fprintln(w, "\nnothing to write: the file is already as migrated")
+		return nil
 	}
-	backup := fmt.Sprintf("%s.python-%s.bak", path, time.Now().UTC().Format("20060102T150405Z"))
-	if err := atomicfile.Write(backup, data, 0o600); err != nil {
+	backup, err := writeBackup(fmt.Sprintf("%s.python-%s", path, time.Now().UTC().Format("20060102T150405Z")), data)
+	if err != nil {
 		return fmt.Errorf("migrate: backup: %w", err)
 	}
 	if err := atomicfile.Write(path, m.Output, 0o600); err != nil {
@@ -110,6 +95,69 @@ func migratePython(w io.Writer, path string, write bool) error {
 	}
 	fmt.Fprintf(w, "\nwrote %s (original kept as %s)\n", path, backup)
 	return nil
+}
+
+// loadMigrated loads the migrated config as it will be written: from a
+// file in the same folder (relative paths mean the same), removed again
+// before it returns.
+func loadMigrated(path string, out []byte) (*configs.Loaded, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".migrate-*.json")
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(out)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	// Unset ${VAR}s are the user's to set before starting; they must not
+	// fail this check.
+	environ := os.Environ()
+	for _, ref := range envRefPattern.FindAllStringSubmatch(string(out), -1) {
+		if _, ok := os.LookupEnv(ref[1]); !ok {
+			environ = append(environ, ref[1]+"=unset-"+ref[1])
+		}
+	}
+	l, err := configs.Load(configs.Options{Path: tmp.Name(), Environ: environ, Platforms: platformTypes()})
+	if err != nil {
+		return nil, fmt.Errorf("migrate: the migrated config does not load, nothing written: %w", err)
+	}
+	return l, nil
+}
+
+// writeBackup writes data to base+".bak", or base+"-2.bak" and so on when
+// that exists: a backup never replaces another (two runs in one second
+// would otherwise keep the migrated file as the "original"). The file is
+// synced before it counts as written.
+func writeBackup(base string, data []byte) (string, error) {
+	for n := 1; ; n++ {
+		name := base + ".bak"
+		if n > 1 {
+			name = fmt.Sprintf("%s-%d.bak", base, n)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(data)
+		if serr := f.Sync(); err == nil {
+			err = serr
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(name)
+			return "", err
+		}
+		return name, nil
+	}
 }
 
 // reportWorkspace says which of the Python nanobot's workspace files are

@@ -46,14 +46,42 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
+{{/*
+The NATS server of cluster mode: the bundled one (templates/nats.yaml) when
+nats.enabled, else cluster.natsUrl. Both at once is a mistake (a server
+nobody uses), neither leaves the pods nothing to connect to.
+*/}}
 {{- define "nanobot.natsUrl" -}}
-{{- if .Values.cluster.natsUrl }}
+{{- if and .Values.nats.enabled .Values.cluster.natsUrl }}
+{{- fail "cluster.natsUrl is set and nats.enabled is true: for your own NATS server set nats.enabled=false; for the bundled one leave cluster.natsUrl empty" }}
+{{- else if .Values.cluster.natsUrl }}
 {{- .Values.cluster.natsUrl }}
 {{- else if .Values.nats.enabled }}
-{{- printf "nats://%s-nats:4222" .Release.Name }}
+{{- printf "nats://%s:4222" (include "nanobot.natsName" .) }}
 {{- else }}
-{{- fail "cluster mode needs a NATS server: set cluster.natsUrl, or nats.enabled=true for the bundled chart" }}
+{{- fail "cluster mode needs a NATS server: set cluster.natsUrl to yours, or nats.enabled=true for the bundled one" }}
 {{- end }}
+{{- end }}
+
+{{- define "nanobot.natsName" -}}
+{{- printf "%s-nats" (include "nanobot.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The bundled NATS pods have a name label of their own, so that no nanobot
+selector (the -pods Service, the PDB) picks them.
+*/}}
+{{- define "nanobot.natsSelectorLabels" -}}
+app.kubernetes.io/name: nats
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: nats
+{{- end }}
+
+{{- define "nanobot.natsLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "nanobot.natsSelectorLabels" . }}
+app.kubernetes.io/part-of: {{ include "nanobot.name" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
