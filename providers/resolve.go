@@ -64,7 +64,8 @@ type Resolution struct {
 // Resolve picks the provider for a model. The rules, first match wins:
 //
 //  1. forced names a provider (config "provider": "deepseek"); "" and "auto" mean none.
-//  2. the model starts with "name/" for a known, configured provider.
+//  2. the model starts with "name/" for a known, configured provider (a
+//     local server with a default address counts without any settings).
 //  3. a provider's keyword appears in the model name ("deepseek-chat"),
 //     among configured providers only: a keyword never routes to a provider
 //     the user has not set up.
@@ -171,7 +172,9 @@ func match(model, forced string, cfg map[string]Settings, all []ProviderSpec, lo
 	}
 
 	if prefix, rest, ok := strings.Cut(model, "/"); ok {
-		if spec, ok := lookup(prefix); ok && configured(spec, cfg[spec.Name]) {
+		// A local server with a default address needs no config at all
+		// when the model names it ("ollama/llama3.2").
+		if spec, ok := lookup(prefix); ok && (configured(spec, cfg[spec.Name]) || spec.IsLocal && spec.DefaultAPIBase != "") {
 			res := resolution(spec, cfg[spec.Name], model, MatchPrefix, fmt.Sprintf("model prefix %q", prefix+"/"))
 			if spec.custom && rest != "" {
 				res.Model = rest
@@ -209,7 +212,26 @@ func match(model, forced string, cfg map[string]Settings, all []ProviderSpec, lo
 			return resolution(spec, st, model, MatchFallback, "first signed-in provider"), nil
 		}
 	}
-	return Resolution{}, fmt.Errorf("resolve provider: no provider configured for model %q: set an API key in ~/.nanobot/config.json (for example providers.openrouter.apiKey or providers.anthropic.apiKey), or providers.ollama.apiBase for a local server", model)
+	return Resolution{}, fmt.Errorf("resolve provider: no provider configured for model %q: %s", model, unconfiguredHint(model, lookup))
+}
+
+// unconfiguredHint says what would make a model usable: the provider its
+// prefix or a keyword names, else any key.
+func unconfiguredHint(model string, lookup func(string) (ProviderSpec, bool)) string {
+	if prefix, _, ok := strings.Cut(model, "/"); ok {
+		if spec, ok := lookup(prefix); ok {
+			return howToConfigure(spec) + " in the config file"
+		}
+	}
+	lower := strings.ToLower(model)
+	for _, spec := range specs {
+		for _, kw := range spec.Keywords {
+			if keywordIn(lower, kw) {
+				return howToConfigure(spec) + " in the config file (or a gateway's key, such as providers.openrouter.apiKey)"
+			}
+		}
+	}
+	return "set an API key in the config file (for example providers.openrouter.apiKey or providers.anthropic.apiKey), or providers.ollama.apiBase for a local server"
 }
 
 // keywordIn matches a keyword at a word start of the model name, so "o1"

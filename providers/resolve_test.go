@@ -47,6 +47,12 @@ func TestResolve(t *testing.T) {
 		{name: "gateway model named after the gateway", model: "openrouter/auto",
 			configured: map[string]providers.Settings{"openrouter": key("o")},
 			want:       "openrouter", wantLevel: providers.MatchPrefix, wantModel: "openrouter/auto"},
+		{name: "local prefix on its default address, no settings", model: "ollama/llama3.2",
+			configured: map[string]providers.Settings{"ollama": {}},
+			want:       "ollama", wantLevel: providers.MatchPrefix, wantModel: "llama3.2", wantBase: "http://localhost:11434/v1"},
+		{name: "local prefix, no entry at all", model: "lm_studio/qwen3",
+			configured: map[string]providers.Settings{},
+			want:       "lmstudio", wantLevel: providers.MatchPrefix, wantModel: "qwen3", wantBase: "http://localhost:1234/v1"},
 		{name: "local prefix stripped", model: "ollama/qwen2.5:7b",
 			configured: map[string]providers.Settings{"ollama": base("http://127.0.0.1:11434/v1"), "dashscope": key("q")},
 			want:       "ollama", wantLevel: providers.MatchPrefix, wantModel: "qwen2.5:7b", wantBase: "http://127.0.0.1:11434/v1"},
@@ -195,5 +201,21 @@ func TestResolveBedrock(t *testing.T) {
 	res, err := providers.Resolve("us.anthropic.claude-sonnet-4", "", map[string]providers.Settings{"bedrock": {Region: "eu-west-1", Profile: "p"}})
 	if err != nil || res.Region != "eu-west-1" || res.Profile != "p" {
 		t.Errorf("region/profile not carried: %+v %v", res, err)
+	}
+}
+
+// The error for a model that resolves nowhere names the provider its
+// prefix or a keyword points at, not a fixed example.
+func TestUnconfiguredModelNamesItsProvider(t *testing.T) {
+	for model, want := range map[string]string{
+		"openai/gpt-4o":    "set providers.openai.apiKey",
+		"deepseek-chat":    "set providers.deepseek.apiKey",
+		"some-odd-model":   "for example providers.openrouter.apiKey",
+		"anthropic/claude": "set providers.anthropic.apiKey",
+	} {
+		_, err := providers.Resolve(model, "", map[string]providers.Settings{})
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "~/.nanobot") {
+			t.Errorf("%s: %v, want it to say %q", model, err, want)
+		}
 	}
 }

@@ -6,12 +6,13 @@ import (
 	"maps"
 	"net"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 
 	"github.com/spf13/cobra"
 
-	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools/sandbox"
 )
 
@@ -24,7 +25,7 @@ type finding struct {
 
 func newDoctorCmd(a *app) *cobra.Command {
 	return command("doctor", "Check the config and the machine for risky or broken settings, with fixes", func(cmd *cobra.Command) error {
-		fs := append(diagnose(a.loaded), diagnoseMCP(cmd.Context(), a.loaded)...)
+		fs := append(diagnose(a), diagnoseMCP(cmd.Context(), a.loaded)...)
 		fs = append(fs, diagnoseSkills(a.loaded)...)
 		printFindings(cmd.OutOrStdout(), fs)
 		for _, f := range fs {
@@ -57,7 +58,8 @@ func printFindings(w io.Writer, fs []finding) {
 }
 
 // diagnose inspects the loaded config and the machine.
-func diagnose(l *configs.Loaded) []finding {
+func diagnose(a *app) []finding {
+	l := a.loaded
 	c := &l.Config
 	var out []finding
 	add := func(level, text, fix string) { out = append(out, finding{level, text, fix}) }
@@ -72,16 +74,23 @@ func diagnose(l *configs.Loaded) []finding {
 		add("warn", "no config file: running on built-in defaults", "nanobot onboard")
 	}
 
-	keys := 0
-	for name, p := range c.Providers {
-		if p.APIKey != "" || p.APIBase != "" {
-			keys++
-		} else {
-			add("warn", fmt.Sprintf("providers.%s has neither apiKey nor apiBase", name), "set providers."+name+".apiKey (or remove the entry)")
-		}
+	if res, err := defaultModel(a); err != nil {
+		add("risk", fmt.Sprintf("the model %q cannot be used, so every message gets setup instructions instead of an answer: %v", c.AgentList()[0].Settings.Model, err), "set the provider's key or address in "+l.Path+", or run `nanobot onboard --wizard --refresh`")
+	} else {
+		add("ok", fmt.Sprintf("the model %q goes to %s (%s)", res.Model, res.Provider, res.Reason), "")
 	}
-	if keys == 0 {
-		add("risk", "no LLM provider is configured: every message gets an error reply", "set providers.<name>.apiKey in "+l.Path)
+	for _, name := range slices.Sorted(maps.Keys(c.Providers)) {
+		p := c.Providers[name]
+		spec, known := providers.Lookup(name)
+		switch {
+		case p.APIKey != "" || p.APIBase != "":
+		case reflect.ValueOf(p).IsZero():
+			// an empty entry: the starter file's placeholder
+		case known && (spec.IsLocal && spec.DefaultAPIBase != "" || spec.SignIn || spec.AWSCredentials):
+			// needs no key: its default address, a sign-in, AWS credentials
+		default:
+			add("warn", fmt.Sprintf("providers.%s has settings but neither apiKey nor apiBase, so it is not used", name), "set providers."+name+".apiKey (or remove the entry)")
+		}
 	}
 
 	problems := channelProblems(c)

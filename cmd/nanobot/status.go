@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -190,11 +191,23 @@ func fetchStatus(host string, port int) (*gateway.Status, error) {
 	return &st, nil
 }
 
-// providerLine says which provider the model resolves to, and why.
-func providerLine(a *app) string {
+// defaultModel resolves the default agent's model and builds its provider
+// as the agent does (no request is made): what it resolved to, or why the
+// agent would answer with setup instructions instead.
+func defaultModel(a *app) (providers.Resolution, error) {
 	c := &a.loaded.Config
 	d := c.AgentList()[0].Settings
-	res, err := providers.Resolve(d.Model, d.Provider, providerSettings(c, a.signIn()))
+	opts := providerOptions(c, d, slog.New(slog.DiscardHandler), a.signIn())
+	_, ress, err := providers.NewChainOf([]providers.ChainModel{{Model: d.Model, Provider: d.Provider}}, providerSettings(c, a.signIn()), opts)
+	if err != nil {
+		return providers.Resolution{}, err
+	}
+	return ress[0], nil
+}
+
+// providerLine says which provider the model resolves to, and why.
+func providerLine(a *app) string {
+	res, err := defaultModel(a)
 	if err != nil {
 		return "none — " + err.Error()
 	}

@@ -6,8 +6,12 @@
 // quantity is an error, as the API server's strict field validation would
 // report it. A kind the chart is not known to make is an error too, so a new
 // kind gets a decoder here on purpose. Then the promises the chart makes are
-// checked: non-root pods with probes and memory requests, selectors that
-// match their pods, a ScaledObject aimed at a Deployment.
+// checked: non-root pods on a read-only root filesystem with no
+// capabilities, probes and memory requests, selectors that match their pods,
+// Service ports that reach a port of those pods, StatefulSets with their
+// headless Service, a ScaledObject aimed at a Deployment. With -nats the
+// render must hold the chart's own NATS server (bundled) or none, and with
+// -nats-url every nanobot pod must get that URL.
 //
 // It is a module of its own so that k8s.io/api stays out of nanobot's
 // go.mod. kubeconform would need JSON schemas downloaded from the internet,
@@ -16,15 +20,20 @@
 //
 //	helm template x deploy/helm/nanobot > /tmp/x.yaml
 //	(cd deploy/helm/check && go run . /tmp/x.yaml)
+//	(cd deploy/helm/check && go run . -nats bundled /tmp/cluster.yaml)
 package main
 
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -32,22 +41,31 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: check rendered.yaml...")
+	var want Expect
+	flag.StringVar(&want.NATS, "nats", "", "bundled: the chart's own NATS server, and the nanobot pods use it; none: no NATS server among the objects")
+	flag.StringVar(&want.NATSURL, "nats-url", "", "the NATS URL every nanobot container must get")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: check [-nats bundled|none] [-nats-url URL] rendered.yaml...")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() < 1 || !slices.Contains([]string{"", "bundled", "none"}, want.NATS) {
+		flag.Usage()
 		os.Exit(2)
 	}
 	failed := false
-	for _, name := range os.Args[1:] {
+	for _, name := range flag.Args() {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		objs, err := Check(b)
+		objs, err := Check(b, want)
 		for _, e := range unwrap(err) {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", name, e)
 			failed = true
@@ -114,9 +132,25 @@ var jetstreamFields = map[string]bool{
 
 var docSep = regexp.MustCompile(`(?m)^---\s*$`)
 
+// Expect is what a render must hold beyond the chart's general promises.
+type Expect struct {
+	// NATS is "bundled": one StatefulSet runs the nats image, a Service
+	// reaches its client port, and every nanobot container's NATS URL and
+	// every KEDA trigger's monitoring endpoint name a Service of those
+	// pods; "none": no workload runs the nats image and no object is
+	// labelled app.kubernetes.io/name=nats; "": either.
+	NATS string
+	// NATSURL, if set, is the NATS URL every nanobot container must get.
+	NATSURL string
+}
+
+// natsURLEnv is the environment variable that gives a nanobot container
+// its NATS server (cluster.nats.url).
+const natsURLEnv = "NANOBOT_CLUSTER__NATS__URL"
+
 // Check decodes and checks every document of a rendered chart and returns
 // how many objects it found.
-func Check(rendered []byte) (int, error) {
+func Check(rendered []byte, want Expect) (int, error) {
 	var errs []error
 	var objs []any
 	for _, doc := range docSep.Split(string(rendered), -1) {
@@ -141,6 +175,7 @@ func Check(rendered []byte) (int, error) {
 		objs = append(objs, obj)
 	}
 	errs = append(errs, checkObjects(objs)...)
+	errs = append(errs, checkNATS(objs, want)...)
 	return len(objs), errors.Join(errs...)
 }
 
@@ -167,6 +202,56 @@ type workload struct {
 	selector   *metav1.LabelSelector
 	pod        corev1.PodTemplateSpec
 	claims     []string // a StatefulSet's volume claim templates
+	service    string   // a StatefulSet's serviceName
+}
+
+// selected are the workloads whose pods a Service picks.
+func selected(loads []workload, svc *corev1.Service) []workload {
+	var out []workload
+	if len(svc.Spec.Selector) == 0 {
+		return nil
+	}
+	sel := labels.SelectorFromSet(svc.Spec.Selector)
+	for _, w := range loads {
+		if sel.Matches(labels.Set(w.pod.Labels)) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// reachesPod reports whether a Service port's target (a port name, a
+// number, or the port itself) is a container port of one of the workloads.
+func reachesPod(p corev1.ServicePort, loads []workload) bool {
+	for _, w := range loads {
+		for _, c := range w.pod.Spec.Containers {
+			for _, cp := range c.Ports {
+				switch {
+				case p.TargetPort.Type == intstr.String:
+					if cp.Name == p.TargetPort.StrVal {
+						return true
+					}
+				case p.TargetPort.IntVal != 0:
+					if cp.ContainerPort == p.TargetPort.IntVal {
+						return true
+					}
+				case cp.ContainerPort == p.Port:
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func targetOf(p corev1.ServicePort) string {
+	switch {
+	case p.TargetPort.Type == intstr.String:
+		return fmt.Sprintf("port name %q", p.TargetPort.StrVal)
+	case p.TargetPort.IntVal != 0:
+		return fmt.Sprintf("port %d", p.TargetPort.IntVal)
+	}
+	return fmt.Sprintf("port %d", p.Port)
 }
 
 func checkObjects(objs []any) []error {
@@ -178,7 +263,7 @@ func checkObjects(objs []any) []error {
 		case *appsv1.Deployment:
 			loads = append(loads, workload{kind: "Deployment", name: o.Name, selector: o.Spec.Selector, pod: o.Spec.Template})
 		case *appsv1.StatefulSet:
-			w := workload{kind: "StatefulSet", name: o.Name, selector: o.Spec.Selector, pod: o.Spec.Template}
+			w := workload{kind: "StatefulSet", name: o.Name, selector: o.Spec.Selector, pod: o.Spec.Template, service: o.Spec.ServiceName}
 			for _, c := range o.Spec.VolumeClaimTemplates {
 				w.claims = append(w.claims, c.Name)
 			}
@@ -203,11 +288,31 @@ func checkObjects(objs []any) []error {
 	for _, w := range loads {
 		errs = append(errs, checkWorkload(w)...)
 	}
+	services := map[string]*corev1.Service{}
+	for _, o := range objs {
+		if svc, ok := o.(*corev1.Service); ok {
+			services[svc.Name] = svc
+		}
+	}
+	for _, w := range loads {
+		if w.kind != "StatefulSet" || w.service == "" {
+			continue
+		}
+		if svc := services[w.service]; svc == nil || svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			add("StatefulSet %s: serviceName %q is no headless Service of the chart", w.name, w.service)
+		}
+	}
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *corev1.Service:
 			if len(o.Spec.Selector) == 0 || !matches(labels.SelectorFromSet(o.Spec.Selector)) {
 				add("Service %s: its selector %v picks no pods of the chart", o.Name, o.Spec.Selector)
+				continue
+			}
+			for _, p := range o.Spec.Ports {
+				if !reachesPod(p, selected(loads, o)) {
+					add("Service %s: port %d targets %s, which no pod it selects has", o.Name, p.Port, targetOf(p))
+				}
 			}
 		case *policyv1.PodDisruptionBudget:
 			sel, err := metav1.LabelSelectorAsSelector(o.Spec.Selector)
@@ -275,12 +380,149 @@ func checkWorkload(w workload) []error {
 		if _, ok := c.Resources.Requests[corev1.ResourceMemory]; !ok {
 			add("container %s: no memory request", c.Name)
 		}
-		if sc := c.SecurityContext; sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		sc := c.SecurityContext
+		if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 			add("container %s: privilege escalation allowed", c.Name)
+		}
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			add("container %s: the root filesystem is writable (securityContext.readOnlyRootFilesystem)", c.Name)
+		}
+		if sc == nil || sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+			add("container %s: capabilities not all dropped (securityContext.capabilities.drop: [ALL])", c.Name)
 		}
 		for _, m := range c.VolumeMounts {
 			if !volumes[m.Name] && !slices.Contains(w.claims, m.Name) {
 				add("container %s: mounts %q, which is no volume of the pod", c.Name, m.Name)
+			}
+		}
+	}
+	return errs
+}
+
+// isNATSImage reports whether an image is the NATS server's: its
+// repository's last element is "nats" (nats:2.12-alpine,
+// docker.io/library/nats@sha256:…, a mirror's …/nats:2.12).
+func isNATSImage(image string) bool {
+	repo, _, _ := strings.Cut(image, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	return repo == "nats" || strings.HasSuffix(repo, "/nats")
+}
+
+// checkNATS holds the render to want: where the NATS server is and which
+// one the nanobot pods use.
+func checkNATS(objs []any, want Expect) []error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	var (
+		loads, natsLoads []workload
+		services         []*corev1.Service
+		endpoints        []string // each nats-jetstream trigger's monitoring endpoint
+		labelled         []string // objects labelled as NATS's
+	)
+	for _, o := range objs {
+		if m, ok := o.(metav1.Object); ok && m.GetLabels()["app.kubernetes.io/name"] == "nats" {
+			labelled = append(labelled, fmt.Sprintf("%T %s", o, m.GetName()))
+		}
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			loads = append(loads, workload{kind: "Deployment", name: o.Name, pod: o.Spec.Template})
+		case *appsv1.StatefulSet:
+			loads = append(loads, workload{kind: "StatefulSet", name: o.Name, pod: o.Spec.Template})
+		case *corev1.Service:
+			services = append(services, o)
+		case *ScaledObject:
+			for _, t := range o.Spec.Triggers {
+				if t.Type == "nats-jetstream" {
+					endpoints = append(endpoints, t.Metadata["natsServerMonitoringEndpoint"])
+				}
+			}
+		}
+	}
+	type natsURL struct{ load, url string }
+	var found []natsURL
+	for _, w := range loads {
+		isNATS := false
+		for _, c := range w.pod.Spec.Containers {
+			isNATS = isNATS || isNATSImage(c.Image)
+			for _, e := range c.Env {
+				if e.Name == natsURLEnv {
+					found = append(found, natsURL{w.kind + " " + w.name, e.Value})
+				}
+			}
+		}
+		if isNATS {
+			natsLoads = append(natsLoads, w)
+		}
+	}
+	if want.NATSURL != "" {
+		if len(found) == 0 {
+			add("no nanobot container gets a NATS URL (%s), want %s", natsURLEnv, want.NATSURL)
+		}
+		for _, u := range found {
+			if u.url != want.NATSURL {
+				add("%s: NATS URL %s, want %s", u.load, u.url, want.NATSURL)
+			}
+		}
+	}
+	switch want.NATS {
+	case "none":
+		for _, w := range natsLoads {
+			add("%s %s runs the nats image, but no NATS server was expected", w.kind, w.name)
+		}
+		for _, l := range labelled {
+			add("%s is labelled app.kubernetes.io/name=nats, but no NATS server was expected", l)
+		}
+	case "bundled":
+		if len(natsLoads) != 1 || natsLoads[0].kind != "StatefulSet" {
+			add("want one StatefulSet running the nats image, got %d workloads running it", len(natsLoads))
+			return errs
+		}
+		nats := natsLoads[0]
+		// natsService is the Service named by a URL's host (its first
+		// label: name, name.namespace, name.namespace.svc…) that selects
+		// the NATS pods and has the port.
+		natsService := func(hostport string) string {
+			host, port, err := net.SplitHostPort(hostport)
+			if err != nil {
+				return fmt.Sprintf("%q is no host:port", hostport)
+			}
+			name, _, _ := strings.Cut(host, ".")
+			for _, svc := range services {
+				if svc.Name != name {
+					continue
+				}
+				if len(selected([]workload{nats}, svc)) == 0 {
+					return fmt.Sprintf("Service %s does not select the pods of StatefulSet %s", name, nats.name)
+				}
+				for _, p := range svc.Spec.Ports {
+					if strconv.Itoa(int(p.Port)) == port {
+						return ""
+					}
+				}
+				return fmt.Sprintf("Service %s has no port %s", name, port)
+			}
+			return fmt.Sprintf("%s names no Service of the chart", host)
+		}
+		if len(found) == 0 {
+			add("no nanobot container gets a NATS URL (%s)", natsURLEnv)
+		}
+		for _, u := range found {
+			p, err := url.Parse(u.url)
+			if err != nil || p.Scheme != "nats" || p.Port() != "4222" {
+				add("%s: NATS URL %q is not nats://<service>:4222", u.load, u.url)
+				continue
+			}
+			if why := natsService(p.Host); why != "" {
+				add("%s: NATS URL %s is not the bundled server: %s", u.load, u.url, why)
+			}
+		}
+		for _, e := range endpoints {
+			if why := natsService(e); why != "" {
+				add("ScaledObject: monitoring endpoint %s is not the bundled server's: %s", e, why)
+			} else if _, port, _ := net.SplitHostPort(e); port != "8222" {
+				add("ScaledObject: monitoring endpoint %s is not on the monitoring port 8222", e)
 			}
 		}
 	}
