@@ -24,6 +24,11 @@ func (l *Loop) inboundHooks(ctx context.Context, ts *turnState) bool {
 		if v.Veto {
 			l.log.Info("message dropped by an inbound hook", "session", m.Key(), "message_id", m.MessageID, "reason", v.Reason)
 			ts.dropped = append(ts.dropped, m)
+			if m.Source == bus.SourceAPI {
+				// A chat gets no answer; an API request waits for one
+				// (holding its slot), so it is told it was refused.
+				l.publish(ctx, m, bus.Outbound{Kind: bus.KindMessage, Content: (&HookVetoError{Point: HookInbound}).UserMessage(), Final: true, IsError: true})
+			}
 			continue
 		}
 		if text, ok := hookString(v, "text"); ok {

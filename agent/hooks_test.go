@@ -218,6 +218,24 @@ func TestHookModifyAndVeto(t *testing.T) {
 	}
 }
 
+// An inbound veto answers a chat with nothing, but an API request, whose
+// client waits on the open request (and its slot), with the refusal.
+func TestInboundVetoAnswersOnlyTheAPI(t *testing.T) {
+	hk := &scriptedHooks{points: []HookPoint{HookInbound}, answer: func(HookEvent) HookVerdict {
+		return HookVerdict{Veto: true, Reason: "no"}
+	}}
+	h := newHarness(t, &fakeLLM{}, nil, func(c *LoopConfig) { c.Hooks = hk; c.Runner.Hooks = hk })
+	h.send("c", "hi")
+	h.loop.Submit(context.Background(), bus.Inbound{Channel: "api", ChatID: "r1", SenderID: "k", Content: "hi", MessageID: "1", Source: bus.SourceAPI})
+	waitfor.True(t, "both dropped", func() bool { return h.doneCount() == 2 })
+	if f := h.out.finals()["test:c"]; len(f) != 0 {
+		t.Errorf("the chat was answered: %q", f)
+	}
+	if f := h.out.finals()["api:r1"]; len(f) != 1 || !strings.Contains(f[0], "a hook set up by the owner refused it") {
+		t.Errorf("the API request was answered %q, want the refusal", f)
+	}
+}
+
 // TestHookVetoReply: a vetoed reply is replaced by the notice.
 func TestHookVetoReply(t *testing.T) {
 	llm := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) { return text("something rude") }}
