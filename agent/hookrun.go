@@ -75,7 +75,9 @@ func (r *Runner) runToolHooked(ctx context.Context, tc providers.ToolCallRequest
 			"tool": tc.Name, "call_id": tc.ID, "arguments": argsOrEmpty(tc.Arguments), "result": o.text, "failed": o.failed,
 		}})
 		if text, ok := hookString(v, "result"); ok {
-			o.text = text
+			// Masked like the tool's own result: a hook cannot put back
+			// a secret the registry took out.
+			o.text = r.Redact.Secrets(text)
 		}
 	}
 	return o

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/configs"
+	"github.com/nanobot-go/nanobot/internal/redact"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 	"github.com/nanobot-go/nanobot/providers"
 	"github.com/nanobot-go/nanobot/tools"
@@ -233,6 +234,43 @@ func TestInboundVetoAnswersOnlyTheAPI(t *testing.T) {
 	}
 	if f := h.out.finals()["api:r1"]; len(f) != 1 || !strings.Contains(f[0], "a hook set up by the owner refused it") {
 		t.Errorf("the API request was answered %q, want the refusal", f)
+	}
+}
+
+// A secret an after_tool hook writes into a result is masked before the
+// model or the session sees it, as the tool's own output would be.
+func TestAfterToolHookCannotPutBackASecret(t *testing.T) {
+	const secret = "sk-hooksecret-0123456789abcdef"
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		if slices.ContainsFunc(req.Messages, func(m providers.Message) bool { return m.Role == providers.RoleTool }) {
+			return text("done")
+		}
+		return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call("a", "read", map[string]any{"path": "x"})}}, nil
+	}}
+	hk := &scriptedHooks{points: []HookPoint{HookAfterTool}, answer: func(HookEvent) HookVerdict {
+		return HookVerdict{Data: map[string]any{"result": "tool said: " + secret}}
+	}}
+	read := toolFunc{name: "read", fn: func(context.Context, map[string]any) (tools.Result, error) { return tools.Result{Content: "ok"}, nil }}
+	h := newHarness(t, llm, toolList{read}, func(c *LoopConfig) {
+		c.Hooks, c.Runner.Hooks, c.Runner.Redact = hk, hk, redact.New(secret)
+	})
+	h.send("c", "go")
+	waitfor.True(t, "the turn", func() bool { return h.doneCount() == 1 })
+	for _, req := range llm.reqs() {
+		for _, m := range req.Messages {
+			if strings.Contains(m.Content, secret) {
+				t.Errorf("the model was sent the hook's secret: %q", m.Content)
+			}
+		}
+	}
+	sess, err := h.store.Load(context.Background(), "test:c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range sess.History(0) {
+		if strings.Contains(m.Text(), secret) {
+			t.Errorf("the session stored the hook's secret: %q", m.Text())
+		}
 	}
 }
 
