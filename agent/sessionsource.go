@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,8 +37,17 @@ func (s sessionSource) Read(ctx context.Context, key string) (sessions.Summary, 
 	if err != nil {
 		return sessions.Summary{}, nil, err
 	}
-	if sess.Created().IsZero() && sess.Updated().IsZero() && sess.Len() == 0 {
-		return sessions.Summary{}, nil, sessions.ErrNotFound // Load's empty stand-in for a key never written
+	if sess.Len() == 0 {
+		// Load returns an empty stand-in for a key never written: only a
+		// stored conversation (an emptied one after /new included) is
+		// one the tools may read or write into.
+		stored, err := s.stored(ctx, key)
+		if err != nil {
+			return sessions.Summary{}, nil, err
+		}
+		if !stored {
+			return sessions.Summary{}, nil, sessions.ErrNotFound
+		}
 	}
 	ch, chat := sess.Origin()
 	var msgs []sessions.Message
@@ -47,6 +57,15 @@ func (s sessionSource) Read(ctx context.Context, key string) (sessions.Summary, 
 		}
 	}
 	return sessions.Summary{Key: sess.Key, Title: sess.Title(), Channel: ch, Chat: chat, Updated: sess.Updated(), Messages: len(msgs)}, msgs, nil
+}
+
+// stored reports whether the store holds a conversation under key.
+func (s sessionSource) stored(ctx context.Context, key string) (bool, error) {
+	list, err := s.store.List(ctx)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(list, func(i session.Info) bool { return i.Key == key }), nil
 }
 
 // Walk reads the store's files as memory_search does (FileStore.Each),
