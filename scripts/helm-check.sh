@@ -1,49 +1,69 @@
 #!/usr/bin/env bash
-# Lints and renders deploy/helm/nanobot in both modes (and with KEDA) and
-# checks the rendered manifests with deploy/helm/check (strict decoding into
-# the Kubernetes API types; no cluster, no network). Needs helm on PATH or in
-# $HELM.
-#
-# The official NATS chart is a dependency that `helm dependency build`
-# fetches from its repository, which CI cannot reach, and helm refuses to
-# render a chart whose declared dependency is missing even when its
-# condition is off. So the checks run on a copy of the chart without that
-# dependency entry, with nats.enabled=false and an external NATS URL; the
-# subchart's own manifests are the NATS project's to test.
+# Lints and renders deploy/helm/nanobot as shipped — no `helm dependency
+# build`, no network — in each mode (one node, cluster with your own NATS,
+# cluster with the bundled NATS server, cluster with KEDA) and checks the
+# rendered manifests with deploy/helm/check (strict decoding into the
+# Kubernetes API types, the chart's promises, and where the NATS server is).
+# Needs helm on PATH or in $HELM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 helm=${HELM:-helm}
+chart=deploy/helm/nanobot
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp -r deploy/helm/nanobot "$work/nanobot"
-# Drop the `dependencies:` block (it is the last one in Chart.yaml).
-sed -i '/^dependencies:/,$d' "$work/nanobot/Chart.yaml"
-chart=$work/nanobot
 
-external=(--set nats.enabled=false --set cluster.natsUrl=nats://nats.example:4222)
+fail() {
+  echo "helm-check: $*" >&2
+  exit 1
+}
+
+# helm refuses to render a chart whose declared dependency is missing from
+# charts/, whatever its condition, and a leftover charts/ folder would be
+# rendered here but not shipped.
+if grep -q '^dependencies:' "$chart/Chart.yaml"; then
+  fail "$chart/Chart.yaml declares dependencies: the chart must install without \`helm dependency build\`"
+fi
+if [ -e "$chart/charts" ]; then
+  fail "$chart/charts exists: the chart ships without one (remove it)"
+fi
+
+external_url=nats://nats.example:4222
 declare -A cases=(
-  [single]="--set mode=single"
+  [single]="--set mode=single --set image.repository=registry.example/nanobot --set image.tag=1.2.3 --set secrets.existingSecret=nanobot-keys"
   [single-nopvc]="--set mode=single --set persistence.enabled=false --set secrets.values.OPENROUTER_API_KEY=x"
-  [cluster]="--set mode=cluster --set secrets.existingSecret=keys --set cluster.natsTokenSecret.name=nats-token"
-  [cluster-keda]="--set mode=cluster --set keda.enabled=true --set keda.natsServerMonitoringEndpoint=nats.example:8222"
+  [cluster-external]="--set mode=cluster --set nats.enabled=false --set cluster.natsUrl=$external_url --set secrets.existingSecret=keys --set cluster.natsTokenSecret.name=nats-token"
+  [cluster-bundled]="--set mode=cluster --set secrets.existingSecret=keys --set cluster.natsTokenSecret.name=nats-token"
+  [cluster-keda]="--set mode=cluster --set keda.enabled=true"
 )
-for name in single single-nopvc cluster cluster-keda; do
+for name in single single-nopvc cluster-external cluster-bundled cluster-keda; do
   # shellcheck disable=SC2086 # the case's flags split on purpose
-  "$helm" lint --strict "$chart" "${external[@]}" ${cases[$name]} >"$work/lint.txt" || { cat "$work/lint.txt"; exit 1; }
+  "$helm" lint --strict "$chart" ${cases[$name]} >"$work/lint.txt" || { cat "$work/lint.txt"; fail "lint failed: $name"; }
   # shellcheck disable=SC2086
-  "$helm" template ci "$chart" "${external[@]}" ${cases[$name]} >"$work/$name.yaml"
+  "$helm" template ci "$chart" ${cases[$name]} >"$work/$name.yaml"
 done
 
+# refused WHAT FLAGS... fails unless helm refuses to render with FLAGS.
+refused() {
+  local what=$1
+  shift
+  if "$helm" template ci "$chart" "$@" >/dev/null 2>"$work/err.txt"; then
+    fail "rendered $what: $*"
+  fi
+}
 # The values schema must refuse what it says it refuses.
-if "$helm" template ci "$chart" "${external[@]}" --set mode=both >/dev/null 2>&1; then
-  echo "helm-check: values.schema.json accepted mode=both" >&2
-  exit 1
-fi
-# Cluster mode without any NATS server is an error, not a broken manifest.
-if "$helm" template ci "$chart" --set mode=cluster --set nats.enabled=false >/dev/null 2>&1; then
-  echo "helm-check: cluster mode rendered without a NATS URL" >&2
-  exit 1
-fi
+refused "with mode=both" --set mode=both
+refused "with a value meant for the official NATS chart" --set mode=cluster --set nats.config.cluster.enabled=true
+# Cluster mode without any NATS server is an error, not a broken manifest,
+# and so is a NATS URL next to the bundled server nobody would use.
+refused "cluster mode without a NATS server" --set mode=cluster --set nats.enabled=false
+grep -q 'cluster mode needs a NATS server' "$work/err.txt" || fail "no clear message for cluster mode without NATS: $(cat "$work/err.txt")"
+refused "cluster mode with both cluster.natsUrl and nats.enabled" --set mode=cluster --set cluster.natsUrl=$external_url
+refused "KEDA with your own NATS but no monitoring endpoint" --set mode=cluster --set nats.enabled=false --set cluster.natsUrl=$external_url --set keda.enabled=true
 
-(cd deploy/helm/check && go run . "$work"/single.yaml "$work"/single-nopvc.yaml "$work"/cluster.yaml "$work"/cluster-keda.yaml)
+# The bundled NATS objects come with cluster mode and nats.enabled only, and
+# then the nanobot pods (and KEDA) use them.
+(cd deploy/helm/check && go build -o "$work/check" .)
+"$work/check" -nats none "$work/single.yaml" "$work/single-nopvc.yaml"
+"$work/check" -nats none -nats-url "$external_url" "$work/cluster-external.yaml"
+"$work/check" -nats bundled -nats-url nats://ci-nanobot-nats:4222 "$work/cluster-bundled.yaml" "$work/cluster-keda.yaml"

@@ -205,6 +205,24 @@ type workload struct {
 	service    string   // a StatefulSet's serviceName
 }
 
+// workloads are the Deployments and StatefulSets among the objects.
+func workloads(objs []any) []workload {
+	var loads []workload
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			loads = append(loads, workload{kind: "Deployment", name: o.Name, selector: o.Spec.Selector, pod: o.Spec.Template})
+		case *appsv1.StatefulSet:
+			w := workload{kind: "StatefulSet", name: o.Name, selector: o.Spec.Selector, pod: o.Spec.Template, service: o.Spec.ServiceName}
+			for _, c := range o.Spec.VolumeClaimTemplates {
+				w.claims = append(w.claims, c.Name)
+			}
+			loads = append(loads, w)
+		}
+	}
+	return loads
+}
+
 // selected are the workloads whose pods a Service picks.
 func selected(loads []workload, svc *corev1.Service) []workload {
 	var out []workload
@@ -257,20 +275,10 @@ func targetOf(p corev1.ServicePort) string {
 func checkObjects(objs []any) []error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	var loads []workload
+	loads := workloads(objs)
 	for _, o := range objs {
-		switch o := o.(type) {
-		case *appsv1.Deployment:
-			loads = append(loads, workload{kind: "Deployment", name: o.Name, selector: o.Spec.Selector, pod: o.Spec.Template})
-		case *appsv1.StatefulSet:
-			w := workload{kind: "StatefulSet", name: o.Name, selector: o.Spec.Selector, pod: o.Spec.Template, service: o.Spec.ServiceName}
-			for _, c := range o.Spec.VolumeClaimTemplates {
-				w.claims = append(w.claims, c.Name)
-			}
-			loads = append(loads, w)
-			if o.Spec.ServiceName == "" {
-				add("StatefulSet %s: no serviceName", o.Name)
-			}
+		if sts, ok := o.(*appsv1.StatefulSet); ok && sts.Spec.ServiceName == "" {
+			add("StatefulSet %s: no serviceName", sts.Name)
 		}
 		if m, ok := o.(metav1.Object); ok && m.GetName() == "" {
 			add("%T: no metadata.name", o)
@@ -416,20 +424,18 @@ func checkNATS(objs []any, want Expect) []error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	var (
-		loads, natsLoads []workload
-		services         []*corev1.Service
-		endpoints        []string // each nats-jetstream trigger's monitoring endpoint
-		labelled         []string // objects labelled as NATS's
+		loads     = workloads(objs)
+		natsLoads []workload
+		services  []*corev1.Service
+		endpoints []string // each nats-jetstream trigger's monitoring endpoint
+		labelled  []string // objects labelled as NATS's
 	)
 	for _, o := range objs {
 		if m, ok := o.(metav1.Object); ok && m.GetLabels()["app.kubernetes.io/name"] == "nats" {
-			labelled = append(labelled, fmt.Sprintf("%T %s", o, m.GetName()))
+			kind := fmt.Sprintf("%T", o)
+			labelled = append(labelled, kind[strings.LastIndex(kind, ".")+1:]+" "+m.GetName())
 		}
 		switch o := o.(type) {
-		case *appsv1.Deployment:
-			loads = append(loads, workload{kind: "Deployment", name: o.Name, pod: o.Spec.Template})
-		case *appsv1.StatefulSet:
-			loads = append(loads, workload{kind: "StatefulSet", name: o.Name, pod: o.Spec.Template})
 		case *corev1.Service:
 			services = append(services, o)
 		case *ScaledObject:
@@ -480,9 +486,9 @@ func checkNATS(objs []any, want Expect) []error {
 			return errs
 		}
 		nats := natsLoads[0]
-		// natsService is the Service named by a URL's host (its first
-		// label: name, name.namespace, name.namespace.svc…) that selects
-		// the NATS pods and has the port.
+		// natsService says why host:port is not a port of a Service of
+		// the NATS pods, "" if it is. The host's first label is the
+		// Service's name (name, name.namespace, name.namespace.svc…).
 		natsService := func(hostport string) string {
 			host, port, err := net.SplitHostPort(hostport)
 			if err != nil {

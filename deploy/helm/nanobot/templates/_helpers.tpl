@@ -63,8 +63,14 @@ nobody uses), neither leaves the pods nothing to connect to.
 {{- end }}
 {{- end }}
 
+{{/*
+The bundled NATS server's objects: <fullname>-nats, the headless Service
+<fullname>-nats-headless. The full name is cut to 40 characters so that
+these, and the StatefulSet's revision label (name plus 11), stay within
+Kubernetes' 63.
+*/}}
 {{- define "nanobot.natsName" -}}
-{{- printf "%s-nats" (include "nanobot.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- printf "%s-nats" (include "nanobot.fullname" . | trunc 40 | trimSuffix "-") }}
 {{- end }}
 
 {{/*
