@@ -160,6 +160,27 @@ func TestIterationCapGivesFinalAnswer(t *testing.T) {
 	}
 }
 
+// A refusal (the owner said no) tells the model not to try another way;
+// "try a different approach" after it would say the opposite.
+func TestRefusalGetsNoRetryHint(t *testing.T) {
+	refusing := toolFunc{name: "exec", fn: func(context.Context, map[string]any) (tools.Result, error) {
+		return tools.Result{}, tools.Refused("not run: the owner denied this command. Do not retry it")
+	}}
+	llm := &fakeLLM{reply: func(req providers.ChatRequest) (*providers.LLMResponse, error) {
+		if len(req.Messages) > 0 && req.Messages[len(req.Messages)-1].Role == providers.RoleTool {
+			return text("The owner said no.")
+		}
+		return &providers.LLMResponse{ToolCalls: []providers.ToolCallRequest{call("1", "exec", map[string]any{"command": "x"})}}, nil
+	}}
+	h := newHarness(t, llm, toolList{refusing}, nil)
+	h.send("c", "run it")
+	waitfor.True(t, "turn", func() bool { return h.doneCount() == 1 })
+	tm := llm.reqs()[1].Messages[len(llm.reqs()[1].Messages)-1]
+	if !strings.Contains(tm.Content, "the owner denied") || strings.Contains(tm.Content, RetryHint) {
+		t.Errorf("the model read %q", tm.Content)
+	}
+}
+
 func TestErrorHintAndCircuitBreaker(t *testing.T) {
 	failing := toolFunc{name: "fetch", fn: func(context.Context, map[string]any) (tools.Result, error) {
 		return tools.Result{}, errors.New("connection refused")

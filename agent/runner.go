@@ -374,6 +374,9 @@ func failed(err error) outcome {
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = "timed out: " + msg
 	}
+	if refused := (*tools.RefusedError)(nil); errors.As(err, &refused) {
+		return outcome{text: "Error: " + msg, failed: true} // told not to try another way
+	}
 	return outcome{text: "Error: " + msg + "\n\n" + RetryHint, failed: true}
 }
 

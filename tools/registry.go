@@ -15,10 +15,22 @@ import (
 	"github.com/nanobot-go/nanobot/internal/redact"
 )
 
-// RetryHint is what the agent appends to every failed tool result so the
-// model changes strategy instead of repeating the call. Errors returned by
-// Registry.Execute never contain it.
+// RetryHint is what the agent appends to every failed tool result but a
+// refusal (RefusedError) so the model changes strategy instead of
+// repeating the call. Errors returned by Registry.Execute never contain it.
 const RetryHint = "[Analyze the error above and try a different approach.]"
+
+// RefusedError is a tool error that is a refusal, not a failure: the owner
+// said no, or a guard refused the call. The model is told not to try
+// another way, so RetryHint ("try a different approach") does not follow it.
+type RefusedError struct{ Msg string }
+
+func (e *RefusedError) Error() string { return e.Msg }
+
+// Refused returns a RefusedError with the message format builds.
+func Refused(format string, args ...any) error {
+	return &RefusedError{Msg: fmt.Sprintf(format, args...)}
+}
 
 // ErrUnknownTool is wrapped by Execute's error for a name that is not
 // registered (or is disabled).
