@@ -62,6 +62,7 @@ func (p meteredProvider) call(ctx context.Context, req providers.ChatRequest, do
 		return nil, err
 	}
 	defer rsv.Release() // after observeLLM put the real usage in the ledger
+	ctx = p.r.withAttempts(ctx)
 	start := time.Now()
 	resp, err := do(ctx)
 	p.r.observeLLM(ctx, start, req.Messages, req.Tools, resp, err)

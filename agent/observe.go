@@ -97,11 +97,11 @@ func (r *Runner) observeLLM(ctx context.Context, start time.Time, conv []provide
 	if r.Observer == nil && r.Ledger == nil {
 		return
 	}
-	c := LLMCall{Agent: r.Agent, Provider: r.ProviderName, Model: r.Model, Duration: time.Since(start), Err: err}
-	if c.Agent == "" {
-		c.Agent = DefaultAgentName
-	}
+	c := LLMCall{Agent: r.Agent, Provider: r.ProviderName, Model: sentModel(r.ProviderName, r.Model), Duration: time.Since(start), Err: err}
 	if resp != nil {
+		if resp.Provider != "" {
+			c.Provider = resp.Provider // a fallback answered
+		}
 		if resp.Model != "" {
 			c.Model = resp.Model
 		}
@@ -110,6 +110,25 @@ func (r *Runner) observeLLM(ctx context.Context, start time.Time, conv []provide
 			c.Usage = estimateUsage(conv, defs, resp)
 			c.Estimated = true
 		}
+	}
+	r.record(ctx, c)
+}
+
+// withAttempts has a fallback chain's calls given up on recorded too: a
+// failed call is a call (the ledger counts it, the budgets see it).
+func (r *Runner) withAttempts(ctx context.Context) context.Context {
+	if r.Observer == nil && r.Ledger == nil {
+		return ctx
+	}
+	return providers.WithAttempts(ctx, func(a providers.Attempt) {
+		r.record(ctx, LLMCall{Agent: r.Agent, Provider: a.Provider, Model: a.Model, Duration: a.Duration, Err: a.Err})
+	})
+}
+
+// record puts c in the ledger and tells the observer.
+func (r *Runner) record(ctx context.Context, c LLMCall) {
+	if c.Agent == "" {
+		c.Agent = DefaultAgentName
 	}
 	if r.Ledger != nil {
 		rec := usageRecord(ctx, &c)
@@ -122,6 +141,16 @@ func (r *Runner) observeLLM(ctx context.Context, start time.Time, conv []provide
 	if r.Observer != nil {
 		r.Observer.ObserveLLM(ctx, c)
 	}
+}
+
+// sentModel is the name a failed call is recorded under: the configured
+// model without its provider's own "name/" prefix, as an answered call's
+// model comes back (so one model is one row in `nanobot usage --by model`).
+func sentModel(provider, model string) string {
+	if rest, ok := strings.CutPrefix(model, provider+"/"); ok && provider != "" && rest != "" {
+		return rest
+	}
+	return model
 }
 
 // estimateUsage counts tokens from the text when the provider reported

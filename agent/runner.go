@@ -253,6 +253,7 @@ func (r *Runner) callModel(ctx context.Context, conv []providers.Message, defs [
 	defer rsv.Release() // after observeLLM put the real usage in the ledger
 	// A rate limiter holding the call back is told to the chat (typing).
 	req.OnWait = func(time.Duration) { emit(Event{Kind: EventWaiting}) }
+	ctx = r.withAttempts(ctx)
 	start := time.Now()
 	if !r.Stream {
 		resp, err := r.Provider.Chat(ctx, req)

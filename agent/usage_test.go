@@ -107,3 +107,49 @@ func TestUsageEstimatedWhenNotReported(t *testing.T) {
 		t.Errorf("totals = %+v, want 1 estimated call with input and output tokens", tot)
 	}
 }
+
+// A call a fallback answered is recorded under the provider and model
+// that answered (so it is priced and a cost budget counts it), and the
+// primary's failed call under the primary, with the model named as an
+// answered call would be.
+func TestFallbackCallsRecordedUnderTheirProvider(t *testing.T) {
+	led, err := usage.Open(t.Context(), t.TempDir(), usage.Options{Location: time.UTC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = led.Close() })
+	down := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) {
+		return nil, &providers.Error{StatusCode: 503, Message: "down"}
+	}}
+	up := &fakeLLM{reply: func(providers.ChatRequest) (*providers.LLMResponse, error) {
+		return &providers.LLMResponse{Content: "from the fallback", Usage: providers.Usage{PromptTokens: 1000, CompletionTokens: 100, TotalTokens: 1100}}, nil
+	}}
+	chain := providers.NewFallback(nil,
+		providers.Candidate{Model: "gpt-4o", Provider: down, Name: "openai"},
+		providers.Candidate{Model: "claude-sonnet-4-5", Provider: up, Name: "anthropic"})
+	h := newHarness(t, &fakeLLM{}, nil, func(c *LoopConfig) {
+		c.Runner.Provider, c.Runner.Model = chain, "openai/gpt-4o"
+		c.Runner.Ledger, c.Runner.ProviderName = led, "openai"
+	})
+	go h.loop.Run(t.Context(), nil)
+	if got := h.askFinal(t, bus.Inbound{Channel: "test", ChatID: "c", SenderID: "u", Content: "hi"}); got != "from the fallback" {
+		t.Fatalf("answer %q", got)
+	}
+	s, err := led.Summary(t.Context(), usage.Filter{}, usage.GroupModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]usage.Row{}
+	for _, r := range s.Rows {
+		rows[r.Key] = r
+	}
+	if r, ok := rows["anthropic/claude-sonnet-4-5"]; !ok || r.Calls != 1 || r.Errors != 0 || r.Cost() == nil {
+		t.Errorf("the fallback's call: %+v (rows %v)", r, s.Rows)
+	}
+	if r, ok := rows["openai/gpt-4o"]; !ok || r.Calls != 1 || r.Errors != 1 {
+		t.Errorf("the primary's failed call: %+v (rows %v)", r, s.Rows)
+	}
+	if len(rows) != 2 {
+		t.Errorf("rows %+v, want the two calls", s.Rows)
+	}
+}

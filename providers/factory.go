@@ -177,7 +177,7 @@ func NewChainOf(models []ChainModel, configured map[string]Settings, opts Option
 		if err != nil {
 			return nil, nil, err
 		}
-		cands = append(cands, Candidate{Model: res.Model, Provider: p})
+		cands = append(cands, Candidate{Model: res.Model, Provider: p, Name: res.Provider})
 		ress = append(ress, res)
 	}
 	if len(cands) == 1 {

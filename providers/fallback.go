@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // Candidate is one model of a fallback chain and the provider serving it.
@@ -12,6 +13,29 @@ type Candidate struct {
 	// Model is sent as ChatRequest.Model; empty keeps the request's model.
 	Model    string
 	Provider Provider
+	// Name is the provider's name (LLMResponse.Provider when it answers).
+	Name string
+}
+
+// Attempt is a call a chain made and gave up on for the next candidate.
+type Attempt struct {
+	Provider, Model string
+	Duration        time.Duration
+	Err             error
+}
+
+type attemptsKey struct{}
+
+// WithAttempts has chains on ctx report each call they give up on to fn
+// (the usage ledger records it: a failed call is a call).
+func WithAttempts(ctx context.Context, fn func(Attempt)) context.Context {
+	return context.WithValue(ctx, attemptsKey{}, fn)
+}
+
+func reportAttempt(ctx context.Context, a Attempt) {
+	if fn, ok := ctx.Value(attemptsKey{}).(func(Attempt)); ok {
+		fn(a)
+	}
 }
 
 // Fallback tries its candidates in order until one answers. A candidate is
@@ -21,7 +45,8 @@ type Candidate struct {
 // caller's context ends, and a Stream stops at the first failure after
 // text was delivered, since the next model would start the answer over.
 //
-// LLMResponse.Model names the candidate that answered.
+// LLMResponse.Model and .Provider name the candidate that answered; the
+// calls given up on are reported to WithAttempts' function.
 type Fallback struct {
 	candidates []Candidate
 	logger     *slog.Logger
@@ -62,10 +87,14 @@ func (f *Fallback) run(ctx context.Context, req ChatRequest, call func(Candidate
 		if c.Model != "" {
 			r.Model = c.Model
 		}
+		start := time.Now()
 		resp, delivered, err := call(c, r)
 		if err == nil {
 			if c.Model != "" || resp.Model == "" {
 				resp.Model = r.Model
+			}
+			if c.Name != "" {
+				resp.Provider = c.Name
 			}
 			return resp, nil
 		}
@@ -76,6 +105,7 @@ func (f *Fallback) run(ctx context.Context, req ChatRequest, call func(Candidate
 		if i+1 < len(f.candidates) {
 			f.logger.WarnContext(ctx, "model failed, falling back", "model", r.Model,
 				"next", f.candidates[i+1].Model, "error", err.Error())
+			reportAttempt(ctx, Attempt{Provider: c.Name, Model: r.Model, Duration: time.Since(start), Err: err})
 		}
 	}
 	if len(errs) == 1 {

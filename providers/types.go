@@ -285,6 +285,9 @@ type LLMResponse struct {
 	ReasoningItems []ReasoningItem
 	// Model is the model that answered (after fallback, the fallback's name).
 	Model string
+	// Provider names the provider that answered when a fallback chain
+	// chose it; "" means the one the caller configured.
+	Provider string
 }
 
 // Delta is an incremental piece of a streamed response.
