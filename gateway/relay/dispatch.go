@@ -548,6 +548,17 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 			st.base = m
 			return w.endDraft(ctx, st, m)
 		}
+		if _, assembles := w.ch.(channels.StreamEnder); assembles && (st == nil || !st.visible()) && !m.Interrupted {
+			// A channel that assembles its answer from stream ends (the
+			// API) takes this one whole, with its StreamID, the agent's
+			// words between tool calls included: they are part of the
+			// answer there, whatever sendProgress says for chats.
+			if strings.TrimSpace(m.Content) == "" && !m.Final {
+				return errSkipped
+			}
+			_, err := w.send(ctx, m)
+			return err
+		}
 		if st == nil || !st.visible() {
 			// Nothing was shown yet: send the text like a message, unless it
 			// is intermediate text the user did not ask for, or the start
