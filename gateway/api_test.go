@@ -107,6 +107,18 @@ func TestAPIModels(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "model_not_found" {
 		t.Errorf("unknown model: got %v, want 404 model_not_found", err)
 	}
+
+	// A listed id with its provider's prefix is found by that id too.
+	cfg := apiConfig()
+	cfg.Agents.Defaults.Model = "openai/gpt-4o"
+	cl = apiClient(t, startGateway(t, cfg, newAPILLM()))
+	page, err = cl.Models.List(t.Context())
+	if err != nil || len(page.Data) != 1 {
+		t.Fatalf("models %+v: %v", page, err)
+	}
+	if m, err := cl.Models.Get(t.Context(), page.Data[0].ID); err != nil || m.ID != "openai/gpt-4o" {
+		t.Errorf("model %q: %+v %v", page.Data[0].ID, m, err)
+	}
 }
 
 func TestAPIChatCompletion(t *testing.T) {

@@ -35,7 +35,7 @@ func (c *Channel) route(w http.ResponseWriter, r *http.Request, who caller) {
 	switch id, isModel := strings.CutPrefix(path, "/v1/models/"); {
 	case get && path == "/v1/models":
 		c.models(w, r)
-	case get && isModel && id != "" && !strings.Contains(id, "/"):
+	case get && isModel && id != "": // ids may hold a slash (openai/gpt-4o)
 		c.model(w, id)
 	case post && path == "/v1/chat/completions":
 		c.chatCompletions(w, r, who)
