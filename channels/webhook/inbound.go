@@ -14,6 +14,7 @@ import (
 
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/channels"
+	"github.com/nanobot-go/nanobot/internal/replay"
 	"github.com/nanobot-go/nanobot/internal/reqbody"
 )
 
@@ -70,30 +71,25 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusServiceUnavailable, Response{Error: "the gateway is not taking messages right now; retry"})
 		return
 	}
-	fresh, err := c.replay.add(name+"\x00sig\x00"+sig, now)
-	switch {
-	case errors.Is(err, errReplayFull):
-		log.Warn("webhook: replay memory full; request refused")
-		w.Header().Set("Retry-After", "60")
-		reply(w, http.StatusTooManyRequests, Response{Error: "too many requests; retry later"})
-		return
-	case !fresh:
-		log.Warn("webhook: replayed request rejected", "remote", r.RemoteAddr)
-		reply(w, http.StatusConflict, Response{Error: "replayed request (this signature was used already)"})
+	// Each key is on disk before the request is taken, and forgotten again
+	// when it is not taken, so that the caller may send it once more.
+	until := now.Add(replayWindow)
+	sigKey := name + "\x00sig\x00" + sig
+	if !c.remember(w, log, r, sigKey, until, "replayed request (this signature was used already)", Response{}) {
 		return
 	}
 	req, ok := decodeRequest(w, body, hook, log)
 	if !ok {
-		return
+		return // the same bytes would be refused the same way
 	}
-	idKey := ""
+	taken := []string{sigKey}
 	if req.ID != "" {
-		idKey = name + "\x00id\x00" + req.ID
-		fresh, err := c.replay.add(idKey, now)
-		if err != nil || !fresh {
-			reply(w, http.StatusConflict, Response{ID: req.ID, Error: "a message with this id was received already"})
+		idKey := name + "\x00id\x00" + req.ID
+		if !c.remember(w, log, r, idKey, until, "a message with this id was received already", Response{ID: req.ID}) {
+			c.forget(log, sigKey)
 			return
 		}
+		taken = append(taken, idKey)
 	} else {
 		req.ID = newID()
 	}
@@ -116,9 +112,7 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request) {
 			reply(w, http.StatusForbidden, Response{ID: req.ID, Error: "sender not allowed"})
 			return
 		}
-		if idKey != "" {
-			c.replay.forget(idKey) // not taken: the caller may send it again
-		}
+		c.forget(log, taken...) // not taken: the caller may send it again
 		log.Warn("webhook: message not taken", "err", err)
 		reply(w, http.StatusServiceUnavailable, Response{ID: req.ID, Error: "the gateway could not take the message; retry"})
 		return
@@ -136,6 +130,40 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request) {
 		log.Warn("webhook: no answer within syncTimeoutS", "id", req.ID, "timeout_s", hook.SyncTimeoutS)
 		reply(w, http.StatusGatewayTimeout, Response{ID: req.ID, Error: "no answer within syncTimeoutS; it goes to replyUrl if the hook has one"})
 	case <-r.Context().Done():
+	}
+}
+
+// remember records key in the replay memory until until and reports
+// whether it was new and is stored. Otherwise it has answered the caller:
+// 409 (seen already, with replayed as the error), 429 (the memory is full)
+// or 503 (it cannot be stored).
+func (c *Channel) remember(w http.ResponseWriter, log *slog.Logger, r *http.Request, key string, until time.Time, replayed string, res Response) (ok bool) {
+	fresh, err := c.replay.Add(key, until)
+	switch {
+	case errors.Is(err, replay.ErrFull):
+		log.Warn("webhook: replay memory full; request refused")
+		w.Header().Set("Retry-After", "60")
+		res.Error = "too many requests; retry later"
+		reply(w, http.StatusTooManyRequests, res)
+	case err != nil:
+		log.Error("webhook: cannot record the request in the replay memory; refused", "err", err)
+		res.Error = "the gateway could not take the message; retry"
+		reply(w, http.StatusServiceUnavailable, res)
+	case !fresh:
+		log.Warn("webhook: replayed request rejected", "remote", r.RemoteAddr)
+		res.Error = replayed
+		reply(w, http.StatusConflict, res)
+	}
+	return err == nil && fresh
+}
+
+// forget drops the keys of a request that was not taken. When that cannot
+// be recorded, the request stays refused as a replay after a restart.
+func (c *Channel) forget(log *slog.Logger, keys ...string) {
+	for _, k := range keys {
+		if err := c.replay.Forget(k); err != nil {
+			log.Warn("webhook: cannot record a refused request as not taken; after a restart it counts as a replay", "err", err)
+		}
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -67,81 +66,11 @@ func Verify(secret, timestampHeader, signatureHeader string, body []byte, now ti
 	return strings.ToLower(hexSig), nil
 }
 
-// defaultReplayEntries bounds the replay memory: about 100 bytes an entry,
-// so some 6.5 MB at most.
-const defaultReplayEntries = 1 << 16
+// maxReplayEntries bounds the replay memory: some 100 bytes an entry in
+// memory and on disk, so some 6.5 MB at most.
+const maxReplayEntries = 1 << 16
 
-// errReplayFull is returned by replayCache.add when every remembered entry
-// is still valid and there is no room for another.
-var errReplayFull = errors.New("too many requests within the replay window")
-
-// replayCache remembers keys (signatures, message ids) for ttl, at most max
-// of them. Entries expire in the order they were added (each lives ttl from
-// its insertion), so a FIFO queue prunes them. It is safe for concurrent
-// use.
-type replayCache struct {
-	ttl time.Duration
-	max int
-
-	mu    sync.Mutex
-	seen  map[string]time.Time // key -> expiry
-	queue []replayEntry
-	head  int
-}
-
-type replayEntry struct {
-	key     string
-	expires time.Time
-}
-
-func newReplayCache(max int, ttl time.Duration) *replayCache {
-	return &replayCache{ttl: ttl, max: max, seen: map[string]time.Time{}}
-}
-
-// add records key at now. It reports false when key is already there (a
-// replay), and errReplayFull when there is no room.
-func (r *replayCache) add(key string, now time.Time) (bool, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.prune(now)
-	if _, dup := r.seen[key]; dup {
-		return false, nil
-	}
-	if len(r.seen) >= r.max || len(r.queue)-r.head >= 2*r.max {
-		return false, errReplayFull
-	}
-	exp := now.Add(r.ttl)
-	r.seen[key] = exp
-	r.queue = append(r.queue, replayEntry{key, exp})
-	return true, nil
-}
-
-// forget drops key (a message whose delivery failed may be sent again).
-func (r *replayCache) forget(key string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.seen, key) // its queue entry expires harmlessly
-}
-
-// len is how many keys are remembered.
-func (r *replayCache) len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.seen)
-}
-
-// prune drops expired entries from the front. Caller holds mu.
-func (r *replayCache) prune(now time.Time) {
-	for r.head < len(r.queue) && !now.Before(r.queue[r.head].expires) {
-		e := r.queue[r.head]
-		if exp, ok := r.seen[e.key]; ok && exp.Equal(e.expires) {
-			delete(r.seen, e.key)
-		}
-		r.queue[r.head] = replayEntry{}
-		r.head++
-	}
-	if r.head > 0 && r.head >= len(r.queue)/2 {
-		r.queue = append(r.queue[:0], r.queue[r.head:]...)
-		r.head = 0
-	}
-}
+// replayWindow is how long a signature or message id is remembered: a
+// timestamp MaxSkew ahead of the gateway's clock is still fresh MaxSkew
+// after that.
+const replayWindow = 2 * MaxSkew

@@ -13,7 +13,13 @@
 // gateway's clock), the signature (401, compared in constant time) and that
 // the same signature, or the same message id, was not seen within the
 // window (409). The replay memory is bounded: when it is full of signatures
-// that are still valid, new requests get 429 until the oldest expire.
+// that are still valid, new requests get 429 until the oldest expire. It is
+// kept in the instance's state folder (ReplayFileName, see internal/replay:
+// hashes only, mode 0600, each entry on disk before its request is taken),
+// so a restart of the gateway does not open the window again; with no
+// state folder (tests, no instance) it is in memory only. A request the
+// gateway could not take (503) is forgotten again, so the caller may send
+// the same bytes once more.
 //
 // Answers: a hook with replyUrl gets the agent's messages POSTed there,
 // signed the same way with the hook's secret (the dispatcher retries failed
@@ -31,13 +37,15 @@
 // chat is never another hook's.
 //
 // Concurrency: the handler, Send and Run are called concurrently; shared
-// state is behind the channel's mutex and the replay cache's own.
+// state is behind the channel's mutex and the replay set's own.
 package webhook
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -48,6 +56,7 @@ import (
 	"github.com/nanobot-go/nanobot/channels/kit"
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/redact"
+	"github.com/nanobot-go/nanobot/internal/replay"
 )
 
 // Name is the channel's name in config and session keys.
@@ -91,6 +100,8 @@ const (
 	MaxSkew = 5 * time.Minute
 	// MinSecretLen is the shortest secret accepted.
 	MinSecretLen = 16
+	// ReplayFileName is the replay memory's file in the state folder.
+	ReplayFileName = "webhook-replay"
 )
 
 // DefaultConfig is disabled, with the defaults of every option.
@@ -151,7 +162,7 @@ type Channel struct {
 	redact *redact.Redactor
 	out    *kit.Client // reply POSTs
 	hc     *http.Client
-	replay *replayCache
+	replay *replay.Set // signatures and message ids seen within the window
 	now    func() time.Time
 
 	health channels.HealthState
@@ -190,16 +201,21 @@ func New(cfg Config, deps channels.Deps) (*Channel, error) {
 	cfg.Hooks = hooks
 	rd := deps.Redactor(secrets...)
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	return &Channel{
+	c := &Channel{
 		cfg:     cfg,
 		log:     deps.Logger(),
 		redact:  rd,
 		hc:      hc,
 		out:     &kit.Client{HTTP: hc, Redact: rd, MaxBody: 1 << 20},
-		replay:  newReplayCache(defaultReplayEntries, 2*MaxSkew),
 		now:     time.Now,
 		waiters: map[string]*waiter{},
-	}, nil
+	}
+	replayFile := "" // memory only
+	if deps.Paths.State != "" {
+		replayFile = filepath.Join(deps.Paths.State, ReplayFileName)
+	}
+	c.replay = replay.New(replayFile, replay.Options{Max: maxReplayEntries, Log: c.log, Now: func() time.Time { return c.now() }})
+	return c, nil
 }
 
 // Name implements channels.Channel.
@@ -219,8 +235,12 @@ func (c *Channel) AuthenticatesSenders() bool { return true }
 func (c *Channel) WebhookPath() string { return "/hooks/" }
 
 // Run takes requests until ctx ends; the handler answers 503 before and
-// after.
+// after. It fails when the replay memory's file cannot be read: taking
+// requests without it would accept replays.
 func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
+	if err := c.replay.Load(); err != nil {
+		return fmt.Errorf("webhook: replay memory: %w", err)
+	}
 	c.mu.Lock()
 	c.inbox = in
 	c.mu.Unlock()
@@ -232,6 +252,9 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 	c.mu.Unlock()
 	c.health.Set(channels.StateStopped, "")
 	c.hc.CloseIdleConnections()
+	if err := c.replay.Close(); err != nil {
+		c.log.Warn("webhook: closing the replay memory", "err", err)
+	}
 	return nil
 }
 

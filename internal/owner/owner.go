@@ -10,10 +10,16 @@
 // open` in another process of the same user) and redeemed once, before it
 // expires, by the gateway, which turns it into a workbench login. Codes are
 // not stored: a code is its expiry and a random nonce, signed with a key
-// derived from the token; the gateway remembers only the nonces it has
-// redeemed, until they expire.
+// derived from the token. The nonces redeemed are remembered until their
+// codes expire, in state/login_codes_used beside the token (internal/replay:
+// 0600, hashed, pruned), so a code used once stays used across a restart of
+// the gateway.
 //
-// A Key is safe for concurrent use.
+// A Key is safe for concurrent use: of two concurrent Redeems of one code,
+// one succeeds. Only the gateway redeems codes (`nanobot webui open` and
+// the other commands only mint them, and never open the file), so the
+// used-codes file has one writer, and locking inside the process is all
+// it needs.
 package owner
 
 import (
@@ -29,15 +35,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nanobot-go/nanobot/internal/atomicfile"
+	"github.com/nanobot-go/nanobot/internal/replay"
 )
 
 // FileName is the token's file in the state folder. The name predates the
 // token's other uses: it was the web chat's token first.
 const FileName = "web_token"
+
+// UsedFileName is the file beside the token that remembers the login codes
+// redeemed until they expire.
+const UsedFileName = "login_codes_used"
 
 // minTokenLen is the shortest token file content taken as a token; anything
 // shorter (an empty or torn file) is replaced by a new token.
@@ -47,7 +57,8 @@ const minTokenLen = 32
 const codePrefix = "v1."
 
 // Errors of Redeem. A caller answers all of them alike (the client learns
-// only that the code did not work); the log may tell them apart.
+// only that the code did not work); the log may tell them apart. Redeem
+// also fails, with another error, when it cannot record a code's use.
 var (
 	ErrCodeMalformed = errors.New("owner: not a login code")
 	ErrCodeForged    = errors.New("owner: login code not signed by this instance")
@@ -60,26 +71,30 @@ type Key struct {
 	token   string
 	signing []byte // HMAC key for login codes, derived from the token
 	now     func() time.Time
-
-	mu   sync.Mutex
-	used map[string]time.Time // redeemed nonce -> its code's expiry
+	used    *replay.Set // redeemed nonces, until their codes expire
 }
 
 // Load reads the token from path, creating it (0600, in a 0700 folder) when
-// the file is missing, empty or too short to be one.
+// the file is missing, empty or too short to be one. The codes it redeems
+// are remembered in UsedFileName beside it, read at the first Redeem.
 func Load(path string) (*Key, error) {
 	tok, err := loadOrCreate(path)
 	if err != nil {
 		return nil, err
 	}
-	return New(tok), nil
+	return newKey(tok, filepath.Join(filepath.Dir(path), UsedFileName)), nil
 }
 
-// New makes a Key from a token (tests, and callers that hold the token).
-func New(token string) *Key {
+// New makes a Key from a token (tests, and callers that hold the token). It
+// remembers the codes it redeemed in memory only.
+func New(token string) *Key { return newKey(token, "") }
+
+func newKey(token, usedPath string) *Key {
 	mac := hmac.New(sha256.New, []byte(token))
 	mac.Write([]byte("nanobot owner login codes v1"))
-	return &Key{token: token, signing: mac.Sum(nil), now: time.Now, used: map[string]time.Time{}}
+	k := &Key{token: token, signing: mac.Sum(nil), now: time.Now}
+	k.used = replay.New(usedPath, replay.Options{Now: func() time.Time { return k.now() }})
+	return k
 }
 
 // Path is where the token of the instance whose state folder is stateDir
@@ -156,7 +171,8 @@ func (k *Key) sign(payload []byte) []byte {
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 // Redeem accepts a login code once, before its expiry; see the Err values
-// for why it refuses one.
+// for why it refuses one. A code counts as used once that is on disk: when
+// it cannot be recorded, Redeem refuses it with that error.
 func (k *Key) Redeem(code string) error {
 	rest, ok := strings.CutPrefix(strings.TrimSpace(code), codePrefix)
 	if !ok {
@@ -179,18 +195,15 @@ func (k *Key) Redeem(code string) error {
 	if !now.Before(expires) {
 		return ErrCodeExpired
 	}
-	nonce := string(payload[8:])
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for n, exp := range k.used {
-		if !now.Before(exp) {
-			delete(k.used, n) // expired codes are refused by their expiry
-		}
+	// Expired codes are refused by their expiry: the nonce is needed only
+	// until then.
+	fresh, err := k.used.Add(string(payload[8:]), expires)
+	if err != nil {
+		return fmt.Errorf("owner: record the login code as used: %w", err)
 	}
-	if _, seen := k.used[nonce]; seen {
+	if !fresh {
 		return ErrCodeUsed
 	}
-	k.used[nonce] = expires
 	return nil
 }
 
