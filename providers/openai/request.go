@@ -31,7 +31,9 @@ func (p *Provider) params(req providers.ChatRequest) (chatRequest, error) {
 			params.MaxTokens = req.MaxTokens
 		}
 	}
-	params.Temperature = req.Temperature
+	if !fixedTemperature(req.Model) {
+		params.Temperature = req.Temperature
+	}
 	params.ReasoningEffort = strings.ToLower(strings.TrimSpace(req.ReasoningEffort))
 	if len(req.Tools) > 0 {
 		params.Tools = make([]chatTool, len(req.Tools))
@@ -132,4 +134,18 @@ func (p *Provider) assistantMessage(m providers.Message) chatMessage {
 		am.ReasoningContent = m.ReasoningContent
 	}
 	return am
+}
+
+// fixedTemperature reports an OpenAI reasoning model (o1, o3, o4-mini,
+// gpt-5 and its minis; not gpt-5-chat), which refuses any temperature but
+// its default: the request leaves the field out for them. The name may
+// carry a gateway's vendor prefix ("openai/gpt-5").
+func fixedTemperature(model string) bool {
+	name := strings.ToLower(model[strings.LastIndex(model, "/")+1:])
+	for _, family := range []string{"o1", "o3", "o4"} {
+		if rest, ok := strings.CutPrefix(name, family); ok && (rest == "" || rest[0] == '-') {
+			return true
+		}
+	}
+	return strings.HasPrefix(name, "gpt-5") && !strings.Contains(name, "-chat")
 }

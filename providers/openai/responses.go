@@ -309,7 +309,9 @@ func (r *Responses) params(req providers.ChatRequest) (responsesRequest, error) 
 		Include:         []string{"reasoning.encrypted_content"},
 		PromptCacheKey:  req.CacheKey,
 		MaxOutputTokens: max(req.MaxTokens, 0),
-		Temperature:     req.Temperature,
+	}
+	if !fixedTemperature(req.Model) {
+		params.Temperature = req.Temperature
 	}
 	if effort := strings.ToLower(strings.TrimSpace(req.ReasoningEffort)); effort != "" {
 		params.Reasoning = &responsesReasoning{Effort: effort, Summary: "auto"}

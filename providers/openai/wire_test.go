@@ -257,3 +257,30 @@ func TestResponsesFailedEvent(t *testing.T) {
 		})
 	}
 }
+
+// OpenAI's reasoning models refuse any temperature but their default:
+// it is left out for them (on both wires), and sent for the others.
+func TestReasoningModelsGetNoTemperature(t *testing.T) {
+	temp := 0.1
+	for model, sent := range map[string]bool{
+		"gpt-5": false, "gpt-5-mini": false, "openai/gpt-5-nano": false, "o3": false, "o4-mini": false, "o1-2024-12-17": false,
+		"gpt-5-chat-latest": true, "gpt-4o": true, "o1x": true, "deepseek-chat": true,
+	} {
+		for _, responses := range []bool{false, true} {
+			srv := providertest.New(t)
+			srv.Push(providertest.Reply{Text: "ok"})
+			var p providers.Provider = newProvider(t, srv)
+			if responses {
+				p = newResponses(t, srv)
+			}
+			req := userReq("x")
+			req.Model, req.Temperature = model, &temp
+			if _, err := p.Chat(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			if _, got := srv.Requests()[0].Body["temperature"]; got != sent {
+				t.Errorf("%s (responses %v): temperature sent %v, want %v", model, responses, got, sent)
+			}
+		}
+	}
+}
