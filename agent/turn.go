@@ -278,6 +278,8 @@ func (r *replies) emit(ctx context.Context, ev Event) {
 		defer r.nextStream(ctx)
 		r.usage.PromptTokens += ev.Usage.PromptTokens
 		r.usage.CompletionTokens += ev.Usage.CompletionTokens
+		r.usage.CachedTokens += ev.Usage.CacheReadTokens
+		r.usage.ReasoningTokens += ev.Usage.ReasoningTokens
 		if r.m.Background && (!ev.Final || bus.IsSilent(ev.Text)) {
 			break // background runs speak only when they have news
 		}

@@ -155,10 +155,15 @@ type Turn struct {
 	Content string `json:"content"`
 }
 
-// Usage counts the tokens a turn used across its model calls.
+// Usage counts the tokens a turn used across its model calls. CachedTokens
+// are the prompt tokens read from the provider's cache (part of
+// PromptTokens), ReasoningTokens the completion tokens spent thinking
+// (part of CompletionTokens).
 type Usage struct {
 	PromptTokens     int `json:"promptTokens"`
 	CompletionTokens int `json:"completionTokens"`
+	CachedTokens     int `json:"cachedTokens,omitempty"`
+	ReasoningTokens  int `json:"reasoningTokens,omitempty"`
 }
 
 // Key is the session key of the message: its SessionKey, or the chat's

@@ -277,8 +277,8 @@ func TestAPIToolRoundTripShowsOnlyTheAnswer(t *testing.T) {
 	if got := resp.Choices[0].Message.Content; got != "It is 12:00" {
 		t.Errorf("answer %q, want only %q", got, "It is 12:00")
 	}
-	if resp.Usage.PromptTokens != 200 || resp.Usage.CompletionTokens != 14 {
-		t.Errorf("usage %+v, want both calls counted (200+14)", resp.Usage)
+	if resp.Usage.PromptTokens != 200 || resp.Usage.CompletionTokens != 14 || resp.Usage.PromptTokensDetails.CachedTokens != 120 {
+		t.Errorf("usage %+v, want both calls counted (200+14, 120 of it cached)", resp.Usage)
 	}
 	acc, _, err := streamAnswer(t.Context(), cl, params)
 	if err != nil {

@@ -222,16 +222,20 @@ type completion struct {
 }
 
 type usageObject struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens            int            `json:"prompt_tokens"`
+	CompletionTokens        int            `json:"completion_tokens"`
+	TotalTokens             int            `json:"total_tokens"`
+	PromptTokensDetails     map[string]int `json:"prompt_tokens_details"`
+	CompletionTokensDetails map[string]int `json:"completion_tokens_details"`
 }
 
 func usageOf(u *bus.Usage) usageObject {
 	if u == nil {
-		return usageObject{}
+		u = &bus.Usage{}
 	}
-	return usageObject{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+	return usageObject{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens,
+		PromptTokensDetails:     map[string]int{"cached_tokens": u.CachedTokens},
+		CompletionTokensDetails: map[string]int{"reasoning_tokens": u.ReasoningTokens}}
 }
 
 // completionBody is the chat.completion of a finished answer.

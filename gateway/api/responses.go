@@ -329,12 +329,14 @@ type responseError struct {
 }
 
 func responseUsageOf(u *bus.Usage) *responseUsage {
-	out := &responseUsage{InputTokensDetails: map[string]int{"cached_tokens": 0}, OutputTokensDetails: map[string]int{"reasoning_tokens": 0}}
-	if u != nil {
-		out.InputTokens, out.OutputTokens = u.PromptTokens, u.CompletionTokens
-		out.TotalTokens = u.PromptTokens + u.CompletionTokens
+	if u == nil {
+		u = &bus.Usage{}
 	}
-	return out
+	return &responseUsage{
+		InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens,
+		InputTokensDetails:  map[string]int{"cached_tokens": u.CachedTokens},
+		OutputTokensDetails: map[string]int{"reasoning_tokens": u.ReasoningTokens},
+	}
 }
 
 func message(id, status, text string, parts bool) outputMessage {
