@@ -113,9 +113,12 @@ func (r *REPL) WaitIdle(ctx context.Context) {
 // when Markdown is on). It returns the reply text; ErrReply (wrapped with
 // the message) when the agent reported a failure.
 func (r *REPL) Ask(ctx context.Context, text string, w io.Writer, indicator *Indicator) (string, error) {
+	// The terminal is the owner's: whoever runs this has the config (its
+	// keys) and the instance's files already, so it acts as an admin
+	// (memory_search over every conversation, /dream, goals, `my`).
 	r.agent.Submit(ctx, bus.Inbound{
 		Channel: "cli", ChatID: "direct", SenderID: "user", Content: text,
-		SessionKey: r.opts.SessionKey, ReceivedAt: time.Now(),
+		SessionKey: r.opts.SessionKey, ReceivedAt: time.Now(), Admin: true,
 	})
 	var rend Renderer
 	streamed := false

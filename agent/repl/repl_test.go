@@ -59,8 +59,8 @@ func TestAskOneShot(t *testing.T) {
 	if out.String() != "**Hi** there\n" {
 		t.Errorf("stdout %q: one-shot prints only the reply", out.String())
 	}
-	if a.got[0].Key() != "cli:direct" || a.got[0].Content != "hello" {
-		t.Errorf("submitted %+v", a.got[0])
+	if a.got[0].Key() != "cli:direct" || a.got[0].Content != "hello" || !a.got[0].Admin {
+		t.Errorf("submitted %+v (the terminal is the owner's: an admin)", a.got[0])
 	}
 	a.fail = true
 	out.Reset()
