@@ -125,6 +125,9 @@ func (t *myTool) set(ctx context.Context, sess *session.Session, cc tools.CallCo
 	switch key {
 	case "model_preset":
 		if !reset {
+			if len(l.cfg.Presets.Names) == 0 {
+				return tools.Result{}, errors.New("no model presets are configured (the owner adds them under modelPresets in config.json)")
+			}
 			if !slices.Contains(l.cfg.Presets.Names, value) {
 				return tools.Result{}, fmt.Errorf("unknown preset %q; available: %s", value, strings.Join(l.cfg.Presets.Names, ", "))
 			}
