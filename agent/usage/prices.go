@@ -62,6 +62,10 @@ var builtin = map[string]map[string]Price{
 		"o3":           {Input: 2, CachedInput: usd(0.50), Output: 8},
 		"o3-mini":      {Input: 1.10, CachedInput: usd(0.55), Output: 4.40},
 		"o4-mini":      {Input: 1.10, CachedInput: usd(0.275), Output: 4.40},
+		// Embeddings (memory_search with memory.embeddingModel): input only.
+		"text-embedding-3-small": {Input: 0.02},
+		"text-embedding-3-large": {Input: 0.13},
+		"text-embedding-ada-002": {Input: 0.10},
 	},
 	"anthropic": {
 		"claude-opus-4-1":   {Input: 15, CachedInput: usd(1.50), CacheWrite: usd(18.75), Output: 75},
@@ -214,6 +218,10 @@ func lookupBuiltin(vendor, model string) (Price, bool) {
 	table := builtin[vendor]
 	if pr, ok := table[model]; ok {
 		return pr, true
+	}
+	if vendor == "anthropic" && strings.Contains(model, ".") {
+		// OpenRouter writes versions with a dot: "claude-sonnet-4.5".
+		return lookupBuiltin(vendor, strings.ReplaceAll(model, ".", "-"))
 	}
 	best := ""
 	for name := range table {
