@@ -340,7 +340,7 @@ func (e *BudgetError) amount(v float64) string {
 	if e.Tokens {
 		return groupThousands(int64(v)) + " tokens"
 	}
-	return "$" + strconv.FormatFloat(v, 'f', 2, 64)
+	return formatUSD(v) // a sub-cent budget is not "$0.00"
 }
 
 // resetText is "00:00 on Fri 4 Dec 2026 (Europe/Berlin)"; a location

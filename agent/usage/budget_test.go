@@ -302,3 +302,11 @@ func TestBudgetExemptNamesSendersAsEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// A sub-cent cost budget is shown as what it is, not "$0.00".
+func TestSubCentBudgetShown(t *testing.T) {
+	e := &BudgetError{Period: "daily", Limit: 0.001, Used: 0.0012}
+	if msg := e.UserMessage(); !strings.Contains(msg, "$0.0010") {
+		t.Errorf("message %q", msg)
+	}
+}
