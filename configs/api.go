@@ -83,11 +83,14 @@ func (v *validator) api(c APIConfig) {
 	for i, k := range c.APIKeys {
 		v.require(strings.TrimSpace(k) != "", fmt.Sprintf(p+"apiKeys[%d]", i), "must not be empty")
 	}
-	for _, k := range c.Keys() {
-		if len(k) < 16 {
-			// The value is a secret: name the field, never the key.
-			v.add(p+"apiKey", "keys must be at least 16 characters (use a long random string, e.g. `openssl rand -hex 24`)")
-			break
+	// A key is a secret: name its field, never the key.
+	const short = "keys must be at least 16 characters (use a long random string, e.g. `openssl rand -hex 24`)"
+	if k := strings.TrimSpace(c.APIKey); k != "" && len(k) < 16 {
+		v.add(p+"apiKey", short)
+	}
+	for i, k := range c.APIKeys {
+		if k = strings.TrimSpace(k); k != "" && len(k) < 16 {
+			v.add(fmt.Sprintf(p+"apiKeys[%d]", i), short)
 		}
 	}
 	for i, o := range c.CORSOrigins {
