@@ -39,8 +39,17 @@ func Unit(o UnitOptions) (string, error) {
 	u := systemUnit
 	u = strings.Replace(u, "ExecStart=/usr/local/bin/nanobot gateway --config /var/lib/nanobot/config.json", "ExecStart="+o.Binary+" gateway --config "+o.Config, 1)
 	u = strings.Replace(u, "ReadWritePaths=/var/lib/nanobot", "ReadWritePaths="+o.DataDir, 1)
-	var out []string
-	for _, line := range strings.Split(u, "\n") {
+	// The template's own comment (how to install it by hand) is replaced
+	// by what to do with the unit this wrote.
+	_, body, _ := strings.Cut(u, "[Unit]")
+	out := []string{"# systemd unit for the nanobot gateway (system scope), written by `nanobot gateway install-service`.",
+		"# Then: systemctl daemon-reload && systemctl enable --now nanobot"}
+	if o.User {
+		out = []string{"# systemd user unit for the nanobot gateway, written by `nanobot gateway install-service --user`.",
+			"# Then: systemctl --user daemon-reload && systemctl --user enable --now nanobot",
+			"# (loginctl enable-linger $USER keeps it running while you are logged out)"}
+	}
+	for _, line := range strings.Split("[Unit]"+body, "\n") {
 		switch {
 		case o.User && (strings.HasPrefix(line, "User=") || strings.HasPrefix(line, "Group=") || strings.HasPrefix(line, "StateDirectory") || strings.HasPrefix(line, "ProtectHome=") || strings.HasPrefix(line, "PrivateDevices=") || strings.HasPrefix(line, "Protect") && strings.Contains(line, "Kernel")):
 			continue // not available to user managers

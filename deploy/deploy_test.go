@@ -19,7 +19,8 @@ func TestUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(user, "User=") || strings.Contains(user, "ProtectHome") || !strings.Contains(user, "WantedBy=default.target") {
+	if strings.Contains(user, "User=") || strings.Contains(user, "ProtectHome") || !strings.Contains(user, "WantedBy=default.target") ||
+		strings.Contains(user, "system scope") || strings.Contains(user, "/etc/systemd") || !strings.Contains(user, "systemctl --user enable --now nanobot") {
 		t.Errorf("user unit:\n%s", user)
 	}
 	if _, err := Unit(UnitOptions{Binary: "nanobot", Config: "/c", DataDir: "/d"}); err == nil {
