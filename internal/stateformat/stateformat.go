@@ -84,7 +84,7 @@ type Upgraded struct {
 // than the record), and new otherwise.
 func Open(dataDir, stateDir, build string) (Upgraded, error) {
 	path := filepath.Join(stateDir, FileName)
-	found, err := read(path, dataDir)
+	found, err := read(path, dataDir, build)
 	if err != nil {
 		return Upgraded{}, err
 	}
@@ -112,15 +112,15 @@ func Open(dataDir, stateDir, build string) (Upgraded, error) {
 }
 
 // read returns the record, format 1 for an existing folder without one, or
-// Current for a new one.
-func read(path, dataDir string) (Record, error) {
+// Current for a new one (whose record it writes, naming build).
+func read(path, dataDir, build string) (Record, error) {
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if populated(dataDir) {
 			return Record{Version: 1}, nil
 		}
-		return Record{Version: Current}, write(path, Record{Version: Current, Written: time.Now().UTC()})
+		return Record{Version: Current}, write(path, Record{Version: Current, Written: time.Now().UTC(), By: build})
 	case err != nil:
 		return Record{}, fmt.Errorf("read %s: %w", path, err)
 	}

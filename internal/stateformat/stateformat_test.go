@@ -10,7 +10,7 @@ import (
 
 func record(t *testing.T, state string) Record {
 	t.Helper()
-	r, err := read(filepath.Join(state, FileName), filepath.Dir(state))
+	r, err := read(filepath.Join(state, FileName), filepath.Dir(state), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,8 +24,8 @@ func TestNewFolderStartsCurrent(t *testing.T) {
 	if err != nil || len(up.Steps) != 0 {
 		t.Fatalf("new folder: %+v %v", up, err)
 	}
-	if r := record(t, state); r.Version != Current {
-		t.Errorf("recorded %d, want %d", r.Version, Current)
+	if r := record(t, state); r.Version != Current || r.By != "test" {
+		t.Errorf("recorded %+v, want format %d by test", r, Current)
 	}
 	if fi, err := os.Stat(filepath.Join(state, FileName)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("format.json: %v %v", fi.Mode(), err)
