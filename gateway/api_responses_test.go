@@ -227,7 +227,7 @@ func TestAPIResponsesStoreFalse(t *testing.T) {
 }
 
 func TestAPINoProviderIs503(t *testing.T) {
-	r := startGateway(t, apiConfig(), providers.Unconfigured{Reason: "no key for anthropic"})
+	r := startGateway(t, apiConfig(), providers.Unconfigured{Reason: `resolve provider: no provider configured for model "m": set providers.anthropic.apiKey in the config file`})
 	cl := apiClient(t, r)
 	_, err := cl.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},

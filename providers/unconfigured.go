@@ -3,6 +3,7 @@ package providers
 import (
 	"context"
 	"errors"
+	"strings"
 )
 
 // ErrNotConfigured is the cause (Error.Err) of every answer of Unconfigured.
@@ -17,13 +18,18 @@ type Unconfigured struct {
 	Reason string
 }
 
-// Message tells the user how to configure a provider.
+// Message tells the user how to configure a provider: what the model
+// lacks, or why the provider it resolved to cannot be used.
 func (u Unconfigured) Message() string {
-	msg := "No LLM provider is configured yet. Add an API key to config.json (for example providers.anthropic.apiKey, or export ANTHROPIC_API_KEY with the starter config from `nanobot onboard`), then restart the gateway (or run the `nanobot agent` command again)."
-	if u.Reason != "" {
-		msg += " (" + u.Reason + ")"
+	const then = "then restart the gateway (or run the `nanobot agent` command again)."
+	reason := strings.TrimPrefix(u.Reason, "resolve provider: ")
+	switch {
+	case reason == "":
+		return "No LLM provider is configured yet. Add an API key to config.json (for example providers.anthropic.apiKey, or export ANTHROPIC_API_KEY with the starter config from `nanobot onboard`), " + then
+	case strings.HasPrefix(reason, "no provider configured"):
+		return "No LLM provider is configured yet: " + reason + "; " + then
 	}
-	return msg
+	return "The LLM provider cannot be used: " + reason + ". Fix it in config.json, " + then
 }
 
 func (u Unconfigured) err() error {
