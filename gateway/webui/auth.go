@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -47,6 +48,7 @@ type auth struct {
 	hash  []byte
 	owner *owner.Key // nil: no owner key (tests of the password alone)
 	now   func() time.Time
+	log   *slog.Logger
 
 	mu       sync.Mutex
 	logins   map[string]login     // cookie value -> login
@@ -68,7 +70,7 @@ type attempts struct {
 }
 
 func newAuth(o Options) *auth {
-	return &auth{hash: []byte(o.PasswordHash), owner: o.Owner, now: o.Now,
+	return &auth{hash: []byte(o.PasswordHash), owner: o.Owner, now: o.Now, log: o.Log,
 		logins: map[string]login{}, failures: map[string]*attempts{}}
 }
 
@@ -265,6 +267,12 @@ func (a *auth) check(password, code string) (ok bool, why string) {
 			return false, "sign-in links are not available on this instance"
 		}
 		if err := a.owner.Redeem(code); err != nil {
+			if !owner.IsCodeError(err) {
+				// The use could not be recorded (a disk problem): refused,
+				// since a code must not work twice, and said as it is.
+				a.log.Error("workbench: a sign-in code's use could not be recorded; the sign-in is refused", "err", err)
+				return false, "this sign-in link could not be recorded as used (see the gateway's log); try it again once that is fixed"
+			}
 			return false, "this sign-in link is not valid (used, expired or mistyped): run `nanobot webui open` for a new one"
 		}
 		return true, ""

@@ -8,6 +8,8 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -500,5 +502,23 @@ func TestInstanceWithoutStores(t *testing.T) {
 	}
 	if code, _, _ := b.stranger().do("GET", "/api/sessions", "", nil); code != 401 {
 		t.Errorf("GET /api/sessions without a login: %d, want 401 before 503", code)
+	}
+}
+
+// A code whose use cannot be recorded is refused (it must not work twice),
+// and the answer says so instead of calling the link used or mistyped.
+func TestSignInRefusedWhenItsUseCannotBeRecorded(t *testing.T) {
+	dir := t.TempDir()
+	key, err := owner.Load(owner.Path(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, owner.UsedFileName), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b := newBench(t, false, true, func(o *Options) { o.Owner = key })
+	status, body, _ := b.signIn(key.LoginCode(time.Minute))
+	if msg, _ := body["error"].(string); status != 401 || !strings.Contains(msg, "could not be recorded") || strings.Contains(msg, dir) {
+		t.Errorf("sign-in: %d %v", status, body)
 	}
 }

@@ -66,6 +66,12 @@ var (
 	ErrCodeUsed      = errors.New("owner: login code already used")
 )
 
+// IsCodeError reports whether err says the code itself did not work
+// (malformed, forged, expired, used), not that its use went unrecorded.
+func IsCodeError(err error) bool {
+	return errors.Is(err, ErrCodeMalformed) || errors.Is(err, ErrCodeForged) || errors.Is(err, ErrCodeExpired) || errors.Is(err, ErrCodeUsed)
+}
+
 // Key is the owner credential of one instance.
 type Key struct {
 	token   string
