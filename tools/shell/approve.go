@@ -20,24 +20,29 @@ type Approval struct {
 	Broker *approval.Broker
 }
 
+// off reports whether nothing is asked.
+func (ap Approval) off() bool { return ap.Mode == "" || ap.Mode == approval.Off }
+
 // approve returns nil when command may run: approval is off, the command
 // is not risky (mode risky), a remembered pattern covers it, or the owner
 // allowed it. Otherwise it returns the error the model reads.
 func (t *Tool) approve(ctx context.Context, command string, cmds []simpleCmd, dir string) error {
-	return t.opts.Approval.check(ctx, t.log, "exec", command, cmds, dir, t.paths.Workspace())
+	return t.opts.Approval.check(ctx, t.log, "exec", command, risks(command, cmds, dir, t.paths.Workspace()))
 }
 
 // check is approve for any action typed into a shell: an exec command, or
-// the text write_stdin types into a running session (tool names which).
-func (ap Approval) check(ctx context.Context, log *slog.Logger, tool, command string, cmds []simpleCmd, dir, workspace string) error {
-	if ap.Mode == "" || ap.Mode == approval.Off {
+// what write_stdin types into a running session (tool names which);
+// reasons are why the classifier calls it risky.
+func (ap Approval) check(ctx context.Context, log *slog.Logger, tool, command string, reasons []string) error {
+	switch {
+	case ap.off():
 		return nil
-	}
-	var reasons []string
-	if ap.Mode == approval.Risky {
-		if reasons = risks(command, cmds, dir, workspace); len(reasons) == 0 {
+	case ap.Mode == approval.Risky:
+		if len(reasons) == 0 {
 			return nil
 		}
+	default:
+		reasons = nil // asked whatever it is
 	}
 	if ap.Broker == nil {
 		return errors.New("not run: this command needs the owner's approval (tools.exec.approval) and there is nobody to ask here")

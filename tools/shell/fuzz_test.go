@@ -3,6 +3,7 @@ package shell
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,5 +37,29 @@ func FuzzGuards(f *testing.F) {
 		cmds := parse(line)
 		_ = g.check(line, cmds)
 		_ = confine(paths, ws, cmds)
+	})
+}
+
+// FuzzTypedKeys: any keys, typed in two writes, leave a state whose text
+// ends where the line being edited can start, and are classified without
+// panicking.
+func FuzzTypedKeys(f *testing.F) {
+	for _, s := range []string{
+		"cu\x00rl x\n", "echo 'a\n\x00'; curl x\n", "cat <<-EOF\n\tx\n\tEOF\n", "\x16\x15\x7f\b\x03\x04\r", "$'\\'\n\x00`$(${\n",
+		"a |\n\x00&&\n", "é\x7f\x1b[A\t\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, keys string) {
+		timer := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("slow input (%d bytes): %q", len(keys), keys)) })
+		defer timer.Stop()
+		first, second, _ := strings.Cut(keys, "\x00")
+		st, _ := typing{}.typeKeys(first)
+		st, got := st.typeKeys(second)
+		if st.lineAt > len(st.text) || !strings.HasSuffix(got.run, st.text) {
+			t.Fatalf("state %+v after %q, run %q", st, keys, got.run)
+		}
+		_ = typedRisks(got.run, "/ws", "/ws")
+		_ = shown(got.run)
 	})
 }

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -73,25 +74,81 @@ func parseInto(line string, depth int, out *[]simpleCmd) {
 		parseInto(inner, depth+1, out)
 	}
 	for _, c := range lex(line) {
-		c = unwrap(c)
-		if len(c.words) == 0 {
-			if len(c.assigns) > 0 {
-				*out = append(*out, c)
-			}
-			continue
+		addCmd(c, depth, out)
+	}
+}
+
+// addCmd appends c without its wrappers, and the commands it runs.
+func addCmd(c simpleCmd, depth int, out *[]simpleCmd) {
+	c = unwrap(c)
+	if len(c.words) == 0 {
+		if len(c.assigns) > 0 {
+			*out = append(*out, c)
 		}
-		*out = append(*out, c)
-		name := c.name()
-		args := c.args()
-		switch {
-		case isShell(name):
-			if script, ok := shellScript(args); ok {
-				parseInto(script, depth+1, out)
-			}
-		case name == "eval":
-			parseInto(strings.Join(args, " "), depth+1, out)
+		return
+	}
+	*out = append(*out, c)
+	name := c.name()
+	args := c.args()
+	switch {
+	case isShell(name):
+		if script, ok := shellScript(args); ok {
+			parseInto(script, depth+1, out)
+		}
+	case name == "eval":
+		parseInto(strings.Join(args, " "), depth+1, out)
+	case name == "find" && depth < maxNesting:
+		for _, inner := range findCommands(args) {
+			addCmd(inner, depth+1, out)
 		}
 	}
+}
+
+// findCommands are the commands find runs with -exec, -execdir, -ok and
+// -okdir, up to ";" (or "{} +"). "{}" stands for what find finds, so it is
+// read as find's starting points: "find / -exec rm {} +" deletes under /.
+func findCommands(args []string) []simpleCmd {
+	first := 0 // after the options that come before the starting points
+	for first < len(args) {
+		if a := args[first]; a == "-H" || a == "-L" || a == "-P" || strings.HasPrefix(a, "-O") {
+			first++
+		} else if a == "-D" {
+			first += 2
+		} else {
+			break
+		}
+	}
+	starts := []string{"."}
+	if first < len(args) {
+		rest := args[first:]
+		n := slices.IndexFunc(rest, func(a string) bool { return strings.HasPrefix(a, "-") || a == "(" || a == "!" })
+		if n < 0 {
+			n = len(rest)
+		}
+		if n > 0 {
+			starts = rest[:n]
+		}
+	}
+	var out []simpleCmd
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "-exec", "-execdir", "-ok", "-okdir":
+		default:
+			continue
+		}
+		var c simpleCmd
+		for i++; i < len(args) && args[i] != ";" && !(args[i] == "+" && args[i-1] == "{}"); i++ {
+			if !strings.Contains(args[i], "{}") {
+				c.words = append(c.words, word{text: args[i]})
+				continue
+			}
+			for _, s := range starts {
+				c.words = append(c.words, word{text: strings.ReplaceAll(args[i], "{}", s)})
+			}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func isShell(name string) bool {
@@ -280,6 +337,17 @@ func lex(line string) []simpleCmd {
 			}
 			buf.WriteString(line[i+1 : i+1+j])
 			i += j + 1
+		case ch == '$' && i+1 < len(line) && line[i+1] == '\'':
+			// $'…' (ANSI-C quoting): a backslash escapes, \' included.
+			inWord = true
+			j := i + 2
+			for ; j < len(line) && line[j] != '\''; j++ {
+				if line[j] == '\\' && j+1 < len(line) {
+					j++
+				}
+				buf.WriteByte(line[j])
+			}
+			i = j
 		case ch == '"':
 			inWord = true
 			j := i + 1

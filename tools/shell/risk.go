@@ -91,21 +91,21 @@ func risks(raw string, cmds []simpleCmd, dir, workspace string) []string {
 		switch {
 		case networkProgs[name]:
 			add(riskNetwork)
-		case name == "git" && len(args) > 0 && gitNetwork[firstSub(args)]:
+		case name == "git" && anyIn(gitNetwork, subcommands(args, gitOptions)):
 			add(riskNetwork)
 		case privilegeProgs[name]:
 			add(riskPrivilege)
 		case name == "chmod" && setsID(args):
 			add(riskPrivilege)
 		}
-		if installers[name][firstSub(args)] {
+		if installs(name, args) {
 			add(riskInstall)
 			add(riskNetwork)
 		}
 		if (name == "python" || name == "python3") && slices.Contains(args, "pip") && slices.Contains(args, "install") {
 			add(riskInstall)
 		}
-		if deleters[name] || (name == "find" && slices.Contains(args, "-delete")) || (name == "git" && firstSub(args) == "clean") {
+		if deleters[name] || (name == "find" && slices.Contains(args, "-delete")) || (name == "git" && slices.Contains(subcommands(args, gitOptions), "clean")) {
 			// Recursive deletes are asked unless all in scratch space; single
 			// files unless in the workspace or scratch space.
 			base := workspace
@@ -128,17 +128,68 @@ func risks(raw string, cmds []simpleCmd, dir, workspace string) []string {
 	return out
 }
 
-// firstSub is the first argument that is not an option: the subcommand.
-func firstSub(args []string) string {
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			return a
+// gitOptions are git's options before the subcommand: true for those that
+// take the next word as their value ("git -C dir push"), false for flags.
+var gitOptions = map[string]bool{
+	"-C": true, "-c": true, "--git-dir": true, "--work-tree": true, "--namespace": true, "--config-env": true,
+	"--attr-source": true, "--shallow-file": true, "--super-prefix": true,
+	"-p": false, "--paginate": false, "-P": false, "--no-pager": false, "--bare": false, "--no-replace-objects": false,
+	"--no-lazy-fetch": false, "--literal-pathspecs": false, "--no-literal-pathspecs": false, "--glob-pathspecs": false,
+	"--noglob-pathspecs": false, "--icase-pathspecs": false, "--no-optional-locks": false, "--no-advice": false,
+}
+
+// subcommands are the words of args that may be the subcommand: the first
+// word that is neither an option nor the value of one. known lists the
+// options read exactly (true: the next word is its value); an option not
+// known may or may not take the next word, so that word is a candidate
+// and the search goes on after it ("npm --prefix x install",
+// "pip -v install"). The reading errs toward finding the subcommand that
+// asks. "+toolchain" (cargo) counts as an option.
+func subcommands(args []string, known map[string]bool) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch takesValue, isKnown := known[a]; {
+		case a == "--":
+			if i+1 < len(args) {
+				out = append(out, args[i+1])
+			}
+			return out
+		case len(a) < 2 || a[0] != '-' && a[0] != '+':
+			return append(out, a)
+		case isKnown:
+			if takesValue {
+				i++
+			}
+		case strings.Contains(a, "=") || a[0] == '+':
+		case i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
+			out = append(out, args[i+1])
+			i++
 		}
 	}
-	if len(args) > 0 {
-		return args[0]
+	return out
+}
+
+// installs reports a package manager asked to install or remove.
+func installs(name string, args []string) bool {
+	subs := installers[name]
+	if subs == nil {
+		return false
 	}
-	return ""
+	if anyIn(subs, subcommands(args, nil)) {
+		return true
+	}
+	// dpkg and pacman take what to do as an option: "dpkg -i", "pacman -Syu".
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") && (subs[a] || name == "pacman" && len(a) > 2 && a[1] != '-' && subs[a[:2]]) {
+			return true
+		}
+	}
+	return false
+}
+
+func anyIn(set map[string]bool, words []string) bool {
+	return slices.ContainsFunc(words, func(w string) bool { return set[w] })
 }
 
 // setsID reports a chmod that sets the setuid or setgid bit.

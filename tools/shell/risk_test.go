@@ -66,6 +66,44 @@ func TestRiskClassifier(t *testing.T) {
 		{"bash -c 'curl x'", riskNetwork},
 		{"echo $(wget -qO- x)", riskNetwork},
 		{"env A=1 timeout 5 nc -l 80", riskNetwork},
+		{`echo $'it\'s'; curl x`, riskNetwork}, // \' does not end an ANSI-C quote
+		// Global options before the subcommand, with their values.
+		{"git -C . push", riskNetwork},
+		{"git -c http.sslVerify=false clone https://x/y.git", riskNetwork},
+		{"git -C repo pull", riskNetwork},
+		{"git --git-dir .git --work-tree . fetch", riskNetwork},
+		{"git --namespace ns --config-env core.x=V --attr-source HEAD push", riskNetwork},
+		{"git --no-pager -C sub ls-remote", riskNetwork},
+		{"git -C / clean -fdx", riskDelete},
+		{"npm --prefix x install left-pad", riskInstall + "," + riskNetwork},
+		{"npm --loglevel silent i left-pad", riskInstall + "," + riskNetwork},
+		{"pip --proxy http://p:3128 install requests", riskInstall + "," + riskNetwork},
+		{"pip -v --proxy http://p:3128 install requests", riskInstall + "," + riskNetwork},
+		{"apt-get -o Acquire::Retries=3 install jq", riskInstall + "," + riskNetwork},
+		{"uv --directory sub add httpx", riskInstall + "," + riskNetwork},
+		{"go -C sub install ./cmd/x", riskInstall + "," + riskNetwork},
+		{"cargo +nightly install ripgrep", riskInstall + "," + riskNetwork},
+		{"dpkg -i pkg.deb", riskInstall + "," + riskNetwork},
+		{"pacman -S jq", riskInstall + "," + riskNetwork},
+		// ... and harmless ones stay harmless.
+		{"git -C . status", ""},
+		{"git -c color.ui=never log", ""},
+		{"git --no-pager -C sub diff HEAD~1", ""},
+		{"git -C sub commit -m push", ""},
+		{"npm --prefix x test", ""},
+		{"pip -q show requests", ""},
+		// find runs the command of -exec, -execdir, -ok and -okdir on what
+		// it finds.
+		{"find . -name x -exec curl -s http://127.0.0.1:9/ \\;", riskNetwork},
+		{"find . -execdir sh -c 'wget -q x' \\;", riskNetwork},
+		{"find src -type f -exec cp {} /etc/ \\;", riskWrite},
+		{"find / -name '*.log' -exec rm {} +", riskDelete},
+		{"find . -ok rm -rf {} ';'", riskDelete},
+		{"find -L / -name x -exec rm {} \\;", riskDelete},
+		{"find . -okdir chmod u+s {} \\;", riskPrivilege},
+		{"find . -name x -print", ""},
+		{"find . -name '*.go' -exec grep -l TODO {} +", ""},
+		{"find .tmp -exec rm -rf {} +", ""},
 	} {
 		got := risks(tc.cmd, parse(tc.cmd), ws, ws)
 		var want []string

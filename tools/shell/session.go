@@ -37,8 +37,11 @@ type session struct {
 	cancel context.CancelFunc
 
 	// calls serialises the tool calls on this session, so two polls never
-	// split one output between them.
+	// split one output between them, and a write is classified, asked
+	// about, typed and recorded in pending before the next is looked at.
 	calls sync.Mutex
+	// pending is what was typed in and not run yet; guarded by calls.
+	pending typing
 
 	mu        sync.Mutex
 	out       *outputBuffer
@@ -167,26 +170,26 @@ func (s *session) idleSince() time.Time {
 // errStdinClosed is returned when the session cannot take input any more.
 var errStdinClosed = errors.New("the session has already exited; its input is closed")
 
-// write types chars into the terminal.
-func (s *session) write(chars string) error {
+// write types chars into the terminal and returns how many bytes it took.
+func (s *session) write(chars string) (int, error) {
 	if s.exited() {
-		return errStdinClosed
+		return 0, errStdinClosed
 	}
 	if err := s.master.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
-		return fmt.Errorf("write to the session: %w", err)
+		return 0, fmt.Errorf("write to the session: %w", err)
 	}
 	// Once the terminal took the text, it was typed, even if the program
 	// has ended since (it may have read it and exited at once).
-	_, err := io.WriteString(s.master, chars)
+	n, err := io.WriteString(s.master, chars)
 	switch {
 	case err == nil:
-		return nil
+		return n, nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("the program did not read its input for %s (the terminal's buffer is full); poll its output or terminate it", writeTimeout)
+		return n, fmt.Errorf("the program did not read its input for %s (the terminal's buffer is full); poll its output or terminate it", writeTimeout)
 	case errors.Is(err, os.ErrClosed), s.exited():
-		return errStdinClosed
+		return n, errStdinClosed
 	default:
-		return fmt.Errorf("write to the session: %w", err)
+		return n, fmt.Errorf("write to the session: %w", err)
 	}
 }
 

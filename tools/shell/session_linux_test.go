@@ -171,7 +171,7 @@ func TestSessionLifetime(t *testing.T) {
 	// Typed past the tool, whose poll would take the output the end
 	// notice below must still carry.
 	s := r.m.lookup(id)
-	if err := s.write("\n"); err != nil {
+	if _, err := s.write("\n"); err != nil {
 		t.Fatal(err)
 	}
 	waitfor.True(t, "the session to print", func() bool {

@@ -369,3 +369,142 @@ func TestSessionTypingNeedsApprovalLikeExec(t *testing.T) {
 		t.Error("the denied line was typed")
 	}
 }
+
+// typedResult is the end of one write_stdin call.
+type typedResult struct {
+	out string
+	err error
+}
+
+// askOrDone runs write_stdin with chars in the background and reports
+// which came first: the owner being asked (the request is returned, the
+// call still waiting) or the call's end (nil). Either is a positive event,
+// so a test never waits for something not to happen.
+func (r *sessionRig) askOrDone(t *testing.T, ctx context.Context, asks <-chan bus.Outbound, id, chars string) (*bus.Outbound, <-chan typedResult) {
+	t.Helper()
+	done := make(chan typedResult, 1)
+	go func() {
+		out, err := r.call(t, ctx, "write_stdin", map[string]any{"session_id": id, "chars": chars})
+		done <- typedResult{out, err}
+	}()
+	select {
+	case m := <-asks:
+		return &m, done
+	case res := <-done:
+		done <- res
+		return nil, done
+	}
+}
+
+// TestSessionTypingInPiecesIsReadWhole: a risky line typed in pieces asks
+// when the piece that completes it is typed, and the owner is shown the
+// line the shell assembled; a denied piece is not typed and not kept.
+// Harmless lines typed in pieces are not asked.
+func TestSessionTypingInPiecesIsReadWhole(t *testing.T) {
+	b, err := approval.New(approval.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asks := make(chan bus.Outbound, 1)
+	b.SetNotifier(func(_ context.Context, m bus.Outbound) error { asks <- m; return nil })
+	r := newSessionRig(t, Options{Approval: Approval{Mode: approval.Risky, Broker: b}}, SessionOptions{})
+	ctx := tools.WithCallContext(in("chat:1"), tools.CallContext{Channel: "chat", ChatID: "1", SessionKey: "chat:1"})
+	id := r.start(t, ctx, "sh")
+
+	type step struct {
+		chars string
+		asks  string // the line the owner is shown; "" when not asked
+	}
+	for _, tc := range []struct {
+		name    string
+		steps   []step
+		pending string // what the shell holds after the steps (a denied piece is not in it)
+		// after is typed once the steps are done; want is output only a
+		// command that ran shows (not the terminal's echo of it), proving
+		// what the shell's line held.
+		after, want string
+	}{
+		{"harmless in two pieces", []step{{"ec", ""}, {"ho split-$((40+2))", ""}}, "echo split-$((40+2))", "\n", "split-42"},
+		{"risky completed by the second piece", []step{
+			{"touch typed; cu", ""},
+			{"rl -s http://127.0.0.1:9/x\n", "touch typed; curl -s http://127.0.0.1:9/x"},
+		}, "touch typed; cu", "\x15echo clear-$((1+1))\n", "clear-2"},
+		{"risky after a kill of the line", []step{
+			{"echo ok; cu", ""},
+			{"\x15", ""},
+			{"wget -q http://127.0.0.1:9/y", "wget -q http://127.0.0.1:9/y"},
+		}, "", "echo clear-$((2+1))\n", "clear-3"},
+		{"risky tail asked before Enter", []step{
+			{"cu", ""},
+			{"rl -s http://127.0.0.1:9/z", "curl -s http://127.0.0.1:9/z"},
+		}, "cu", "\x15echo clear-$((3+1))\n", "clear-4"},
+		{"risky line split by a backspace", []step{
+			{"touch typed; curlx\x7f -s http://127.0.0.1:9/b\n", "touch typed; curl -s http://127.0.0.1:9/b"},
+		}, "", "echo clear-$((4+1))\n", "clear-5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, s := range tc.steps {
+				m, done := r.askOrDone(t, ctx, asks, id, s.chars)
+				switch {
+				case m == nil && s.asks != "":
+					res := <-done
+					t.Fatalf("typing %q ran without asking (%v):\n%s\nwant the owner asked about %q", s.chars, res.err, res.out, s.asks)
+				case m != nil && s.asks == "":
+					b.AnswerCommand(m.Actions[2].Command, "chat:owner")
+					<-done
+					t.Fatalf("typing %q asked the owner:\n%s\nwant it typed unasked", s.chars, m.Content)
+				case m != nil:
+					if !strings.Contains(m.Content, "```\n"+s.asks+"\n```") {
+						t.Errorf("typing %q, the owner was shown:\n%s\nwant the line %q", s.chars, m.Content, s.asks)
+					}
+					b.AnswerCommand(m.Actions[2].Command, "chat:owner")
+					if res := <-done; res.err == nil || !strings.Contains(res.err.Error(), "denied") {
+						t.Fatalf("denied typing: %v", res.err)
+					}
+				default:
+					if res := <-done; res.err != nil {
+						t.Fatalf("typing %q: %v", s.chars, res.err)
+					}
+				}
+			}
+			s := r.m.lookup(id)
+			s.calls.Lock()
+			pending := s.pending.text
+			s.calls.Unlock()
+			if pending != tc.pending {
+				t.Errorf("the line held after the steps: %q, want %q", pending, tc.pending)
+			}
+			r.waitFor(t, ctx, id, tc.after, tc.want)
+		})
+	}
+	if _, err := os.Stat(filepath.Join(r.ws, "typed")); err == nil {
+		t.Error("a line with a denied piece was run")
+	}
+}
+
+// TestSessionTypingUnfinishedPastTheBoundIsRefused: a command left
+// unfinished grows only to 64 KiB; the write that would pass it is refused
+// untyped, and Ctrl-U still clears the line.
+func TestSessionTypingUnfinishedPastTheBoundIsRefused(t *testing.T) {
+	b, err := approval.New(approval.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newSessionRig(t, Options{Approval: Approval{Mode: approval.Risky, Broker: b}}, SessionOptions{})
+	ctx := in("chat:1")
+	id := r.start(t, ctx, "sh")
+	long := "echo '" + strings.Repeat("a", 60_000)
+	r.mustCall(t, ctx, "write_stdin", map[string]any{"session_id": id, "chars": long, "yield_time_ms": 0})
+	out, err := r.call(t, ctx, "write_stdin", map[string]any{"session_id": id, "chars": strings.Repeat("b", 8000)})
+	if err == nil || !strings.Contains(out, "64 KiB") || !strings.Contains(out, "Ctrl-C") {
+		t.Fatalf("typing past the bound: %s\nwant refused with advice", out)
+	}
+	s := r.m.lookup(id)
+	s.calls.Lock()
+	pending := s.pending.text
+	s.calls.Unlock()
+	if pending != long {
+		t.Errorf("after the refusal the line held is %d bytes, want the %d typed before", len(pending), len(long))
+	}
+	r.waitFor(t, ctx, id, "\x15echo ok-$((5+5))\n", "ok-10")
+}

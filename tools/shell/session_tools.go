@@ -150,15 +150,16 @@ func (w *WriteStdin) Execute(ctx context.Context, args map[string]any) (tools.Re
 	}
 	var notes []string
 	if chars != "" {
-		if err := w.approval.check(ctx, w.m.log, "write_stdin", chars, parse(chars), s.dir, w.workspace); err != nil {
-			return tools.Result{}, err
-		}
-		if err := s.write(chars); err != nil {
+		if err := w.typeInto(ctx, s, chars); err != nil {
 			return tools.Result{}, err
 		}
 	}
 	if a.Bool("close_stdin", false) {
-		if err := s.write(eofChar); err != nil {
+		n, err := s.write(eofChar)
+		if n > 0 {
+			s.pending, _ = s.pending.typeKeys(eofChar)
+		}
+		if err != nil {
 			return tools.Result{}, err
 		}
 		notes = append(notes, "Stdin closed (end-of-file sent).")
@@ -174,6 +175,40 @@ func (w *WriteStdin) Execute(ctx context.Context, args map[string]any) (tools.Re
 		wait, waitFor = max(wait, terminateWait), ""
 	}
 	return w.m.report(ctx, s, wait, waitFor, w.m.pollChars(a), notes...)
+}
+
+// typeInto types chars into s once the approval gate lets it: what is
+// classified is what the shell will have assembled, the text typed before
+// and not run yet included (typing.go). The caller holds s.calls.
+func (w *WriteStdin) typeInto(ctx context.Context, s *session, chars string) error {
+	if w.approval.off() {
+		_, err := s.write(chars)
+		return err
+	}
+	next, keys := s.pending.typeKeys(chars)
+	if len(next.text) > maxTyped {
+		return fmt.Errorf("not typed: the command being typed into this session would pass %d KiB before it runs "+
+			"(an unfinished line, quote or here-document); end it with Enter or drop it with Ctrl-C (\\u0003) first", maxTyped>>10)
+	}
+	if keys.run != "" {
+		reasons := typedRisks(keys.run, s.dir, w.workspace)
+		if keys.unsure {
+			reasons = append(reasons, riskKeys)
+		}
+		if err := w.approval.check(ctx, w.m.log, "write_stdin", shown(keys.run), reasons); err != nil {
+			return err
+		}
+	}
+	n, err := s.write(chars)
+	switch {
+	case n == len(chars):
+		next.unread = false
+		s.pending = next
+	case n > 0: // the terminal took a part: the line is what that part made
+		s.pending, _ = s.pending.typeKeys(chars[:n])
+		s.pending.unread = true
+	}
+	return err
 }
 
 // ListSessions is the list_exec_sessions tool.
