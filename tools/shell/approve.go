@@ -2,7 +2,6 @@ package shell
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -45,20 +44,24 @@ func (ap Approval) check(ctx context.Context, log *slog.Logger, tool, command st
 		reasons = nil // asked whatever it is
 	}
 	if ap.Broker == nil {
-		return errors.New("not run: this command needs the owner's approval (tools.exec.approval) and there is nobody to ask here")
+		return tools.Refused("not run: this command needs the owner's approval (tools.exec.approval) and there is nobody to ask here")
 	}
 	cc, _ := tools.CallContextFrom(ctx)
+	byPattern := ap.Broker.Approved(tool, command)
 	d, err := ap.Broker.Ask(ctx, approval.Request{Tool: tool, Action: command, Reasons: reasons,
 		Channel: cc.Channel, ChatID: cc.ChatID, SessionKey: cc.SessionKey, Sender: cc.SenderID})
 	switch {
+	case d != approval.Deny && byPattern:
+		log.Info("command approved by a remembered pattern (tools.exec.approvedCommands)", "via", tool)
+		return nil
 	case d != approval.Deny:
-		log.Info("command approved by the owner", "tool", tool, "decision", d.String())
+		log.Info("command approved by the owner", "via", tool, "decision", d.String())
 		return nil
 	case ctx.Err() != nil:
 		return fmt.Errorf("cancelled while waiting for the owner's approval: %w", ctx.Err())
 	case err != nil:
-		return fmt.Errorf("not run: it needs the owner's approval and got %v, which counts as a no. "+
+		return tools.Refused("not run: it needs the owner's approval and got %v, which counts as a no. "+
 			"Do not retry it in another form; tell the user what you wanted to run and why", err)
 	}
-	return errors.New("not run: the owner denied this command. Do not retry it or work around it; ask the user what to do instead")
+	return tools.Refused("not run: the owner denied this command. Do not retry it or work around it; ask the user what to do instead")
 }

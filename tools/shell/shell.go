@@ -207,7 +207,7 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (tools.Result, 
 	cmds := parse(command)
 	if why := t.guard.check(command, cmds); why != "" {
 		t.log.Info("command refused", "reason", why)
-		return tools.Result{}, fmt.Errorf("command refused by the exec safety guard: %s. Do not retry it in another form; if it is really needed, ask the user to run it themselves", why)
+		return tools.Result{}, tools.Refused("command refused by the exec safety guard: %s. Do not retry it in another form; if it is really needed, ask the user to run it themselves", why)
 	}
 	if t.opts.RestrictToWorkspace {
 		if why := confine(t.paths, dir, cmds); why != "" {
