@@ -23,6 +23,7 @@ const (
 	riskDelete    = "deletes outside scratch space"
 	riskWrite     = "writes outside the workspace"
 	riskPipeShell = "pipes into a shell"
+	riskGitRuns   = "sets a git option that runs a command"
 )
 
 // networkProgs reach the network whatever their arguments.
@@ -93,6 +94,11 @@ func risks(raw string, cmds []simpleCmd, dir, workspace string) []string {
 			add(riskNetwork)
 		case name == "git" && anyIn(gitNetwork, subcommands(args, gitOptions)):
 			add(riskNetwork)
+		}
+		if name == "git" && setsGitCommand(args) {
+			add(riskGitRuns)
+		}
+		switch {
 		case privilegeProgs[name]:
 			add(riskPrivilege)
 		case name == "chmod" && setsID(args):
@@ -126,6 +132,68 @@ func risks(raw string, cmds []simpleCmd, dir, workspace string) []string {
 		}
 	}
 	return out
+}
+
+// setsGitCommand reports a git command line that sets, for this run
+// (-c, --config-env) or in a config file (git config KEY VALUE), a setting
+// whose value is a command git runs: an alias ("alias.x=!curl …", or one
+// naming push), core.sshCommand, a credential helper, a filter and the
+// like. What such a command does is not on the line to classify.
+func setsGitCommand(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if takesValue, known := gitOptions[a]; known {
+			if takesValue && i+1 < len(args) {
+				if (a == "-c" || a == "--config-env") && gitRunsValue(args[i+1]) {
+					return true
+				}
+				i++
+			}
+			continue
+		}
+		if strings.HasPrefix(a, "-") {
+			if v, ok := strings.CutPrefix(a, "--config-env="); ok && gitRunsValue(v) {
+				return true
+			}
+			if strings.HasPrefix(a, "-c") && !strings.HasPrefix(a, "--") && gitRunsValue(a[2:]) {
+				return true
+			}
+			continue
+		}
+		if a != "config" {
+			return false // another subcommand: what follows is its own
+		}
+		for _, w := range args[i+1:] {
+			if !strings.HasPrefix(w, "-") {
+				return gitRunsValue(w) // the key
+			}
+		}
+		return false
+	}
+	return false
+}
+
+// gitRunsValue reports a git setting ("key" or "key=value") whose value
+// git runs as a command.
+func gitRunsValue(kv string) bool {
+	key, _, _ := strings.Cut(strings.ToLower(kv), "=")
+	switch key {
+	case "core.sshcommand", "core.fsmonitor", "core.pager", "core.editor", "core.hookspath", "core.askpass",
+		"credential.helper", "diff.external", "sequence.editor", "gpg.program", "gpg.ssh.program", "gpg.x509.program",
+		"uploadpack.packobjectshook", "ssh.variant", "protocol.allow", "protocol.ext.allow", "remote.origin.uploadpack", "remote.origin.receivepack":
+		return true
+	}
+	for _, prefix := range []string{"alias.", "filter.", "pager.", "url.", "include.", "includeif."} {
+		if strings.HasPrefix(key, prefix) {
+			return true
+		}
+	}
+	for _, suffix := range []string{".command", ".textconv", ".driver", ".helper", ".uploadpack", ".receivepack", ".proxycommand"} {
+		if strings.HasSuffix(key, suffix) {
+			return true
+		}
+	}
+	return false
 }
 
 // gitOptions are git's options before the subcommand: true for those that

@@ -21,6 +21,16 @@ func TestRiskClassifier(t *testing.T) {
 	}{
 		// Harmless: reading, building, testing, editing inside.
 		{"ls -la && cat README.md | grep foo", ""},
+		// git settings whose value git runs: an alias, ssh, a helper.
+		{"git -c alias.x=push x", "sets a git option that runs a command"},
+		{"git -c 'alias.x=!curl http://e.example' x", "sets a git option that runs a command"},
+		{"git -c core.sshCommand='nc e.example 22' status", "sets a git option that runs a command"},
+		{"git config alias.sync 'push --force'", "sets a git option that runs a command"},
+		{"git config --global credential.helper '!sh -c x'", "sets a git option that runs a command"},
+		{"git --config-env=core.pager=P log", "sets a git option that runs a command"},
+		{"git -c color.ui=never log", ""},
+		{"git config user.name Ann", ""},
+		{"git log --grep alias.x", ""},
 		{"go test ./... > out.txt 2>&1", ""},
 		{"rm build/old.o", ""},
 		{"rm -rf .tmp/scratch /tmp/x", ""},
