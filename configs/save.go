@@ -12,13 +12,15 @@ import (
 
 // Save writes c to path atomically with mode 0600. Strings that were loaded
 // from "${VAR}" references (see Loaded.Save) are written back as references,
-// never as their expanded values.
+// never as their expanded values. It writes the whole file anew (every
+// option, sorted, keys this build does not know dropped): to change a
+// setting in the user's file, use PatchJSON.
 func Save(path string, c *Config) error {
 	return save(path, c, nil)
 }
 
-// Save writes the loaded config, changed or not, back to its file: the way
-// onboard persists migrations.
+// Save writes the loaded config, changed or not, back to its file, anew
+// as Save does.
 func (l *Loaded) Save() error {
 	return save(l.Path, &l.Config, l.expansions)
 }
