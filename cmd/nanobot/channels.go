@@ -67,19 +67,27 @@ func feishuLogin(ctx context.Context, a *app, domain string, r feishu.Registrar,
 		return err
 	}
 	for try := 0; ; try++ {
-		raw, tree, err := readConfigTree(l.Path)
-		if err == nil {
-			for path, v := range map[string]any{
-				"channels.feishu.enabled": true, "channels.feishu.appId": reg.AppID,
-				"channels.feishu.appSecret": reg.AppSecret, "channels.feishu.domain": reg.Domain,
-			} {
-				if err = configs.SetPath(tree, path, v); err != nil {
-					break
-				}
+		// Only these values are written into the file as it is (the
+		// starter file when there is none): the rest stays as written.
+		raw, _, err := readConfigTree(l.Path)
+		data := raw
+		if raw == nil {
+			data = configs.Example
+		}
+		for _, kv := range []struct {
+			path  string
+			value any
+		}{
+			{"channels.feishu.enabled", true}, {"channels.feishu.appId", reg.AppID},
+			{"channels.feishu.appSecret", reg.AppSecret}, {"channels.feishu.domain", reg.Domain},
+		} {
+			if err != nil {
+				break
 			}
+			data, err = configs.PatchJSON(data, kv.path, kv.value)
 		}
 		if err == nil {
-			err = saveConfigTree(l.Path, raw != nil, raw, tree)
+			err = saveConfigData(l.Path, raw != nil, raw, data)
 		}
 		if errors.Is(err, errChangedMeanwhile) && try < 3 {
 			continue

@@ -1,71 +1,70 @@
 package main
 
 import (
-	"encoding/json"
+	"bytes"
+	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
 
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/internal/atomicfile"
 )
 
-// editConfig changes the config file through its own JSON tree, so
-// everything else in it (its ${VAR} references, keys this build does not
-// know) stays as written. fn edits tree and reports whether it changed
-// anything; the file is replaced atomically, under the file's lock.
-func (a *app) editConfig(fn func(tree map[string]any) (changed bool, err error)) error {
-	path := a.loaded.Path
-	if path == "" {
+// editConfig changes one setting in the config file. fn gets the file as
+// it is now and returns the dotted path to set and its value, or path ""
+// to leave the file alone. Only that value's bytes are rewritten
+// (configs.PatchJSON): the user's layout, key order, ${VAR} references and
+// keys this build does not know stay as written. The file is replaced
+// atomically (mode 0600), under its lock, so a concurrent edit is not
+// lost.
+func (a *app) editConfig(fn func(raw []byte) (path string, value any, err error)) error {
+	file := a.loaded.Path
+	if file == "" {
 		return fmt.Errorf("the gateway runs without a config file")
 	}
-	return atomicfile.Update(path, 0o600, func(old []byte) ([]byte, error) {
-		tree := map[string]any{}
-		if len(old) > 0 {
-			if err := json.Unmarshal(old, &tree); err != nil {
-				return nil, fmt.Errorf("%s does not parse: %w", path, err)
+	err := atomicfile.Update(file, 0o600, func(old []byte) ([]byte, error) {
+		path, value, err := fn(old)
+		if err != nil {
+			return nil, err
+		}
+		if path == "" {
+			return nil, errUnchanged
+		}
+		return configs.PatchJSON(old, path, value)
+	})
+	switch {
+	case errors.Is(err, errUnchanged):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}
+
+// errUnchanged ends an editConfig that has nothing to write.
+var errUnchanged = errors.New("unchanged")
+
+// saveConfigData writes data as the config file at path: only if it loads
+// as the gateway would load it, under the file's lock, and only if nobody
+// changed the file since it was read as raw (the gateway saving an
+// approved command, the workbench's settings): their change is not
+// overwritten. The previous file is kept as .bak; the new one is 0600.
+func saveConfigData(path string, existed bool, raw, data []byte) error {
+	if err := validateConfig(path, data); err != nil {
+		return fmt.Errorf("the edited config does not load, so it was not saved: %w", err)
+	}
+	err := atomicfile.Update(path, 0o600, func(now []byte) ([]byte, error) {
+		if existed && !bytes.Equal(now, raw) || !existed && len(now) > 0 {
+			return nil, errChangedMeanwhile
+		}
+		if existed {
+			if err := atomicfile.Write(path+".bak", raw, 0o600); err != nil {
+				return nil, err
 			}
 		}
-		changed, err := fn(tree)
-		if err != nil || !changed {
-			return old, err
-		}
-		out, err := json.MarshalIndent(tree, "", "  ")
-		return append(out, '\n'), err
+		return data, nil
 	})
-}
-
-// object returns tree[key] as an object, creating it when missing.
-func object(tree map[string]any, key string) map[string]any {
-	if m, ok := tree[key].(map[string]any); ok {
-		return m
+	if err != nil {
+		return fmt.Errorf("%s not saved: %w", path, err)
 	}
-	m := map[string]any{}
-	tree[key] = m
-	return m
-}
-
-var listPathRE = regexp.MustCompile(`^agents\.list\[(\d+)\]$`)
-
-// agentObject returns the object of an agent's config path
-// ("agents.defaults", "agents.list[1]", "agents.work"), as configs.Agent
-// names it.
-func agentObject(tree map[string]any, path string) (map[string]any, error) {
-	agents := object(tree, "agents")
-	if m := listPathRE.FindStringSubmatch(path); m != nil {
-		i, _ := strconv.Atoi(m[1])
-		list, _ := agents["list"].([]any)
-		if i >= len(list) {
-			return nil, fmt.Errorf("%s is not in the config file", path)
-		}
-		obj, ok := list[i].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s is not an object", path)
-		}
-		return obj, nil
-	}
-	const prefix = "agents."
-	if len(path) <= len(prefix) || path[:len(prefix)] != prefix {
-		return nil, fmt.Errorf("cannot edit agent at %q", path)
-	}
-	return object(agents, path[len(prefix):]), nil
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -254,23 +255,25 @@ func (a *app) skillLoader(agentName string) (*skills.Loader, error) {
 
 // switchSkill adds name to (disabled) or drops it from the disabledSkills
 // of agent p in the config file, and returns the list afterwards. An agent
-// that inherits the default's list gets its own copy first.
+// that inherits the default's list gets its own copy first. Only that
+// list is rewritten in the file (editConfig).
 func (a *app) switchSkill(p configs.Agent, name string, disabled bool) ([]string, error) {
 	var result []string
-	err := a.editConfig(func(tree map[string]any) (bool, error) {
-		obj, err := agentObject(tree, p.Path)
+	key := p.Path + ".disabledSkills"
+	err := a.editConfig(func(raw []byte) (string, any, error) {
+		cur, found, err := configs.LookupJSON(raw, key)
 		if err != nil {
-			return false, err
+			return "", nil, err
 		}
-		var list []string
-		if raw, ok := obj["disabledSkills"].([]any); ok {
-			for _, v := range raw {
+		var inFile []any
+		list := slices.Clone(p.Settings.DisabledSkills)
+		if found && json.Unmarshal(cur, &inFile) == nil && inFile != nil {
+			list = nil
+			for _, v := range inFile {
 				if s, ok := v.(string); ok {
 					list = append(list, s)
 				}
 			}
-		} else {
-			list = slices.Clone(p.Settings.DisabledSkills)
 		}
 		has := slices.Contains(list, name)
 		switch {
@@ -280,16 +283,14 @@ func (a *app) switchSkill(p configs.Agent, name string, disabled bool) ([]string
 			list = slices.DeleteFunc(list, func(s string) bool { return s == name })
 		default:
 			result = list
-			return false, nil
+			return "", nil, nil
 		}
 		sort.Strings(list)
-		result = list
-		out := make([]any, len(list))
-		for i, s := range list {
-			out[i] = s
+		if list == nil {
+			list = []string{}
 		}
-		obj["disabledSkills"] = out
-		return true, nil
+		result = list
+		return key, list, nil
 	})
 	return result, err
 }

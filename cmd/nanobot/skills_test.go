@@ -108,28 +108,6 @@ func TestSkillsRegistryDown(t *testing.T) {
 	}
 }
 
-// TestSwitchSkillEditsConfig: /skill disable's saver keeps the rest of the
-// file and edits the agent's own list.
-func TestSwitchSkillEditsConfig(t *testing.T) {
-	cfg, _ := skillsConfig(t, "http://127.0.0.1:1")
-	a := &app{overrides: map[string]any{}, stderr: os.Stderr, configPath: cfg}
-	if err := a.load(newVersionCmd(a)); err != nil {
-		t.Fatal(err)
-	}
-	prof, _ := a.loaded.Config.AgentNamed("default")
-	got, err := a.switchSkill(prof, "weather", true)
-	if err != nil || len(got) != 1 || got[0] != "weather" {
-		t.Fatalf("disable: got %v, %v", got, err)
-	}
-	data, _ := os.ReadFile(cfg)
-	if !strings.Contains(string(data), `"disabledSkills": [`) || !strings.Contains(string(data), "sk-test-not-real") {
-		t.Fatalf("config after disable:\n%s", data)
-	}
-	if got, err = a.switchSkill(prof, "weather", false); err != nil || len(got) != 0 {
-		t.Fatalf("enable: got %v, %v", got, err)
-	}
-}
-
 // TestSkillsCLIModeration: the registry's verdicts reach the person
 // installing: a skill flagged as malware is refused with the reason, a
 // suspicious one is installed with a warning.

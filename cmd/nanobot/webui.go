@@ -14,7 +14,6 @@ import (
 	"github.com/chzyer/readline"
 	"github.com/spf13/cobra"
 
-	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/nanobot-go/nanobot/gateway/webui"
 	"github.com/nanobot-go/nanobot/internal/owner"
@@ -30,18 +29,13 @@ func newWebUICmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		// Reload without the NANOBOT_ config variables, so they are not
-		// written into the file; ${VAR} references are expanded from the
-		// environment as usual and written back as references.
-		l, err := configs.Load(configs.Options{Path: a.loaded.Path, Environ: withoutConfigVars(os.Environ()), Platforms: platformTypes()})
-		if err != nil {
+		// Only the password's value is written: the rest of the file
+		// (its layout, ${VAR} references, keys this build does not know)
+		// stays as it is, and nothing from the environment gets in.
+		if err := a.editConfig(func([]byte) (string, any, error) { return "gateway.webui.password", hash, nil }); err != nil {
 			return err
 		}
-		l.Config.Gateway.WebUI.Password = hash
-		if err := l.Save(); err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "workbench password set in %s; restart the gateway to apply it\n", l.Path)
+		fmt.Fprintf(cmd.OutOrStdout(), "workbench password set in %s; restart the gateway to apply it\n", a.loaded.Path)
 		return nil
 	})
 	setPassword.Long = "Asks for the password twice on a terminal, or reads one line from standard input, " +
@@ -105,20 +99,6 @@ func openBrowser(url string) error {
 	}
 	go func() { _ = cmd.Wait() }()
 	return nil
-}
-
-// withoutConfigVars drops the variables that override config keys
-// (NANOBOT_A__B=...).
-func withoutConfigVars(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, configs.EnvPrefix) && strings.Contains(name, "__") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
 }
 
 func readPassword(cmd *cobra.Command) (string, error) {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/tools/approval"
 	"github.com/nanobot-go/nanobot/tools/browser"
 	"github.com/nanobot-go/nanobot/tools/shell"
@@ -46,18 +48,24 @@ func (a *app) browserApproval() browser.Approval {
 }
 
 // rememberApproved appends pattern to tools.exec.approvedCommands in the
-// config file (editConfig keeps the rest of the file as written).
+// config file; only that list is rewritten (editConfig).
 func (a *app) rememberApproved(tool, pattern string) error {
 	if tool != "exec" {
 		return fmt.Errorf("no config list for %s's approved patterns", tool)
 	}
-	return a.editConfig(func(tree map[string]any) (bool, error) {
-		exec := object(object(tree, "tools"), "exec")
-		list, _ := exec["approvedCommands"].([]any)
-		if slices.Contains(list, any(pattern)) {
-			return false, nil
+	const key = "tools.exec.approvedCommands"
+	return a.editConfig(func(raw []byte) (string, any, error) {
+		cur, found, err := configs.LookupJSON(raw, key)
+		if err != nil {
+			return "", nil, err
 		}
-		exec["approvedCommands"] = append(list, pattern)
-		return true, nil
+		var list []any
+		if found {
+			_ = json.Unmarshal(cur, &list) // anything but a list is replaced by one
+		}
+		if slices.Contains(list, any(pattern)) {
+			return "", nil, nil
+		}
+		return key, append(list, pattern), nil
 	})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +18,6 @@ import (
 	"github.com/nanobot-go/nanobot/configs"
 	"github.com/nanobot-go/nanobot/gateway/setup"
 	"github.com/nanobot-go/nanobot/gateway/webui"
-	"github.com/nanobot-go/nanobot/internal/atomicfile"
 	"github.com/nanobot-go/nanobot/providers"
 )
 
@@ -36,7 +34,8 @@ type wizard struct {
 	out   io.Writer
 	check *setup.Checker
 	tree  map[string]any
-	err   error // the first set that failed
+	file  []byte // the file with the answers patched in, the rest as written
+	err   error  // the first set that failed
 }
 
 // errChangedMeanwhile: the config file changed while the wizard asked
@@ -60,7 +59,7 @@ func runWizard(ctx context.Context, a *app, in io.Reader, out io.Writer, refresh
 		}
 		raw = b
 	}
-	w := &wizard{ctx: ctx, p: newPrompter(in, out), out: out, check: setup.New(), tree: map[string]any{}}
+	w := &wizard{ctx: ctx, p: newPrompter(in, out), out: out, check: setup.New(), tree: map[string]any{}, file: raw}
 	if err := json.Unmarshal(raw, &w.tree); err != nil {
 		return fmt.Errorf("%s is not plain JSON, so the wizard will not edit it: %w", l.Path, err)
 	}
@@ -71,7 +70,7 @@ func runWizard(ctx context.Context, a *app, in io.Reader, out io.Writer, refresh
 	if w.err != nil {
 		return fmt.Errorf("the wizard cannot edit %s: %w", l.Path, w.err)
 	}
-	if err := saveConfigTree(l.Path, l.Exists, raw, w.tree); err != nil {
+	if err := saveConfigData(l.Path, l.Exists, raw, w.file); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\nSaved %s (mode 0600).\n", l.Path)
@@ -86,37 +85,6 @@ func runWizard(ctx context.Context, a *app, in io.Reader, out io.Writer, refresh
 		return err
 	}
 	fmt.Fprintf(out, "Workspace %s is ready. Next: `nanobot gateway` (or `nanobot gateway --background`), then `nanobot status`.\n", reloaded.Paths.Workspace)
-	return nil
-}
-
-// saveConfigTree writes tree as the config file at path: only if it loads
-// as the gateway would load it, under the file's lock, and only if nobody
-// changed the file since it was read as raw (the gateway saving an
-// approved command, the workbench's settings): their change is not
-// overwritten. The previous file is kept as .bak; the new one is 0600.
-func saveConfigTree(path string, existed bool, raw []byte, tree map[string]any) error {
-	data, err := json.MarshalIndent(tree, "", "  ")
-	if err != nil {
-		return err
-	}
-	data = append(data, '\n')
-	if err := validateConfig(path, data); err != nil {
-		return fmt.Errorf("the edited config does not load, so it was not saved: %w", err)
-	}
-	err = atomicfile.Update(path, 0o600, func(now []byte) ([]byte, error) {
-		if existed && !bytes.Equal(now, raw) || !existed && len(now) > 0 {
-			return nil, errChangedMeanwhile
-		}
-		if existed {
-			if err := atomicfile.Write(path+".bak", raw, 0o600); err != nil {
-				return nil, err
-			}
-		}
-		return data, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s not saved: %w", path, err)
-	}
 	return nil
 }
 
@@ -345,10 +313,18 @@ func (w *wizard) password() {
 	}
 }
 
-// set writes path in the file's tree; the first failure (a part of the
-// path that holds no object) is kept and stops the save.
+// set writes path in the file's tree and in its bytes (only that value's
+// bytes change); the first failure (a part of the path that holds no
+// object) is kept and stops the save.
 func (w *wizard) set(path string, v any) {
-	if err := configs.SetPath(w.tree, path, v); err != nil && w.err == nil {
+	err := configs.SetPath(w.tree, path, v)
+	if err == nil {
+		var file []byte
+		if file, err = configs.PatchJSON(w.file, path, v); err == nil {
+			w.file = file
+		}
+	}
+	if err != nil && w.err == nil {
 		w.err = err
 	}
 }

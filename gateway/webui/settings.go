@@ -17,9 +17,10 @@ import (
 	"github.com/nanobot-go/nanobot/providers"
 )
 
-// Settings are edited in config.json's own JSON tree, never by re-encoding
-// the typed Config: "${VAR}" references, keys this version does not know
-// and everything not edited stay as they were. Every edit is checked by
+// Settings are edited in config.json's own bytes, never by re-encoding
+// the typed Config or the file's tree: only the edited values change, and
+// "${VAR}" references, keys this version does not know, the layout and
+// everything not edited stay as they were. Every edit is checked by
 // loading the result exactly as the gateway and the CLI load it
 // (configs.Load) before it replaces the file; the previous file is kept as
 // config.json.bak. Secret values (provider keys, channel tokens) are
@@ -286,11 +287,14 @@ type edit struct {
 	live  bool // applied without a restart
 }
 
-// saveEdits makes edits in config.json's tree and saves it, under
-// settingsMu, if the result loads as the gateway loads it; it answers the
-// request either way. refuse, when given, looks at the tree as it is
-// before the edits and returns a non-nil apiError (with its status) to
-// refuse them.
+// errChangedMeanwhile: config.json changed between reading and saving.
+var errChangedMeanwhile = errors.New("config.json changed meanwhile")
+
+// saveEdits makes edits in config.json's own bytes (configs.PatchJSON) and
+// saves it, under settingsMu and the file's lock, if the result loads as
+// the gateway loads it; it answers the request either way. refuse, when
+// given, looks at the tree as it is before the edits and returns a non-nil
+// apiError (with its status) to refuse them.
 func (s *Server) saveEdits(w http.ResponseWriter, edits []edit, refuse func(tree map[string]any) (int, *apiError)) {
 	s.settingsMu.Lock()
 	defer s.settingsMu.Unlock()
@@ -306,9 +310,12 @@ func (s *Server) saveEdits(w http.ResponseWriter, edits []edit, refuse func(tree
 			return
 		}
 	}
+	// Each edit rewrites only its value's bytes: the layout, key order and
+	// everything else in the file stay as the user wrote them.
 	var live, restart []string
+	out := old
 	for _, e := range edits {
-		if err := configs.SetPath(tree, e.path, e.value); err != nil {
+		if out, err = configs.PatchJSON(out, e.path, e.value); err != nil {
 			writeError(w, http.StatusBadRequest, e.path, err.Error())
 			return
 		}
@@ -318,12 +325,6 @@ func (s *Server) saveEdits(w http.ResponseWriter, edits []edit, refuse func(tree
 			restart = append(restart, e.path)
 		}
 	}
-	out, err := json.MarshalIndent(tree, "", "  ")
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "", "cannot encode the config")
-		return
-	}
-	out = append(out, '\n')
 	next, probs, warnings, err := s.check(out)
 	if err != nil {
 		s.internalError(w, "check config", err, "cannot check the new config")
@@ -353,13 +354,28 @@ func (s *Server) saveEdits(w http.ResponseWriter, edits []edit, refuse func(tree
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": list[0].Error, "path": list[0].Path, "problems": list})
 		return
 	}
-	if len(old) > 0 {
-		if err := atomicfile.Write(s.o.ConfigFile+".bak", old, 0o600); err != nil {
-			s.internalError(w, "back up config", err, "cannot write the backup config.json.bak; nothing changed")
-			return
+	// Under the file's lock, and only if nobody (the gateway remembering
+	// an approved command, /skill disable, the CLI) saved it meanwhile.
+	var backupErr error
+	err = atomicfile.Update(s.o.ConfigFile, 0o600, func(now []byte) ([]byte, error) {
+		if !bytes.Equal(now, old) {
+			return nil, errChangedMeanwhile
 		}
-	}
-	if err := atomicfile.Write(s.o.ConfigFile, out, 0o600); err != nil {
+		if len(old) > 0 {
+			if backupErr = atomicfile.Write(s.o.ConfigFile+".bak", old, 0o600); backupErr != nil {
+				return nil, backupErr
+			}
+		}
+		return out, nil
+	})
+	switch {
+	case errors.Is(err, errChangedMeanwhile):
+		writeError(w, http.StatusConflict, "", "config.json changed while this was saved; nothing changed, load the page again")
+		return
+	case backupErr != nil:
+		s.internalError(w, "back up config", err, "cannot write the backup config.json.bak; nothing changed")
+		return
+	case err != nil:
 		s.internalError(w, "write config", err, "cannot write the config")
 		return
 	}
