@@ -49,7 +49,11 @@ var errUnchanged = errors.New("unchanged")
 // approved command, the workbench's settings): their change is not
 // overwritten. The previous file is kept as .bak; the new one is 0600.
 func saveConfigData(path string, existed bool, raw, data []byte) error {
-	if err := validateConfig(path, data); err != nil {
+	var before []byte
+	if existed {
+		before = raw
+	}
+	if err := validateConfig(path, before, data); err != nil {
 		return fmt.Errorf("the edited config does not load, so it was not saved: %w", err)
 	}
 	err := atomicfile.Update(path, 0o600, func(now []byte) ([]byte, error) {

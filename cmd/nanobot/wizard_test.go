@@ -184,6 +184,21 @@ func TestWizardEnablesNoChannelWithoutItsToken(t *testing.T) {
 	}
 }
 
+// A channel the file already had broken does not stop the wizard saving
+// what it was asked (it refuses only a problem it would add).
+func TestWizardSavesBesideABrokenChannelItDidNotTouch(t *testing.T) {
+	llm := modelsServer(t, "sk-right")
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"channels": {"email": {"enabled": true}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	input := strings.Join([]string{"vllm", llm.URL + "/v1", "sk-right", "my-model", "n", "n", "n"}, "\n") + "\n"
+	out, err := wizardRun(t, cfg, input, "--wizard", "--refresh")
+	if err != nil || !strings.Contains(out, "Saved "+cfg) {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
 // changeOnRead changes a file the first time the wizard reads its input:
 // another writer (the gateway saving an approved command) while the
 // questions are answered.
