@@ -37,7 +37,9 @@ func TestCodexRequestShape(t *testing.T) {
 		t.Fatalf("Stream with no callback: %v", err)
 	}
 
-	res, err = providers.Resolve("gpt-5", "openai", map[string]providers.Settings{"openai": {APIKey: "sk-123456", APIBase: srv.OpenAIBase(), API: "responses"}})
+	// A model that takes a temperature (OpenAI's reasoning models refuse one).
+	req.Model = "gpt-4.1"
+	res, err = providers.Resolve("gpt-4.1", "openai", map[string]providers.Settings{"openai": {APIKey: "sk-123456", APIBase: srv.OpenAIBase(), API: "responses"}})
 	if err != nil {
 		t.Fatal(err)
 	}
