@@ -46,8 +46,18 @@ func (s *Store) change(fn func() error) error {
 	return err
 }
 
+// SetMembership stores a changed copy of the member: mautrix's edits the
+// stored struct in place, and that struct is the content of the member
+// event it came from, which the crypto machine reads on the sync loop.
 func (s *Store) SetMembership(ctx context.Context, room id.RoomID, user id.UserID, ms event.Membership) error {
-	return s.change(func() error { return s.MemoryStateStore.SetMembership(ctx, room, user, ms) })
+	return s.change(func() error {
+		next := event.MemberEventContent{Membership: ms}
+		if cur, err := s.MemoryStateStore.TryGetMember(ctx, room, user); err == nil && cur != nil {
+			next = *cur
+			next.Membership = ms
+		}
+		return s.MemoryStateStore.SetMember(ctx, room, user, &next)
+	})
 }
 
 func (s *Store) SetMember(ctx context.Context, room id.RoomID, user id.UserID, member *event.MemberEventContent) error {

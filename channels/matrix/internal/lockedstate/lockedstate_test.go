@@ -49,3 +49,24 @@ func TestSyncAndSendersAtOnce(t *testing.T) {
 		t.Errorf("Changed ran %d times, want 400", changes)
 	}
 }
+
+// A membership change never edits the member struct it was given: that
+// struct is a member event's content, which the sync loop's crypto
+// machine reads while a send (CreateRoom) sets the membership.
+func TestSetMembershipLeavesTheEventsContentAlone(t *testing.T) {
+	s := New(&sync.Mutex{}, nil)
+	ctx := context.Background()
+	content := &event.MemberEventContent{Membership: event.MembershipInvite, Displayname: "Ann"}
+	if err := s.SetMember(ctx, "!r", "@ann:x", content); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMembership(ctx, "!r", "@ann:x", event.MembershipJoin); err != nil {
+		t.Fatal(err)
+	}
+	if content.Membership != event.MembershipInvite {
+		t.Errorf("the event's content was edited: %q", content.Membership)
+	}
+	if m, _ := s.GetMember(ctx, "!r", "@ann:x"); m.Membership != event.MembershipJoin || m.Displayname != "Ann" {
+		t.Errorf("stored member %+v, want joined Ann", m)
+	}
+}
