@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -135,7 +136,7 @@ func openCluster(ctx context.Context, o Options, role string, jobs *cron.Store) 
 		nb.Close()
 		return nil, err
 	}
-	o.Log.Info("cluster mode", "nats", nc.ConnectedUrlRedacted(), "partitions", cl.Partitions, "role", role, "instance", nb.Options().Instance)
+	o.Log.Info("cluster mode", "nats", natsServer(nc), "partitions", cl.Partitions, "role", role, "instance", nb.Options().Instance)
 	return c, nil
 }
 
@@ -216,15 +217,29 @@ func (c *clusterBackend) services(g *Gateway) []service {
 
 // connectNATS dials the cluster's NATS server. The client reconnects by
 // itself, forever, with jittered waits; disconnects are logged (without
-// credentials).
+// credentials). Nothing is buffered while it reconnects: a publish then
+// fails at once (natsbus retries it for up to MaxRetry), so a message the
+// caller was told was not taken (a 503 after the retries) is never sent
+// later from the client's buffer, to be answered besides the retry.
 func connectNATS(c configs.NATSConfig, name string, log *slog.Logger) (*nats.Conn, error) {
 	opts := []nats.Option{
 		nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
 		nats.ReconnectJitter(500*time.Millisecond, 2*time.Second), nats.RetryOnFailedConnect(true),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+		nats.ReconnectBufSize(-1),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if err == nil && nc.IsClosed() {
+				return // closed on purpose
+			}
 			log.Warn("nats: disconnected; reconnecting", "err", err)
 		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("nats: reconnected", "server", nc.ConnectedUrlRedacted()) }),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			log.Warn("nats: asynchronous error", "subject", subject, "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("nats: reconnected", "server", natsServer(nc)) }),
 	}
 	switch {
 	case c.Token != "":
@@ -250,6 +265,21 @@ func connectNATS(c configs.NATSConfig, name string, log *slog.Logger) (*nats.Con
 		return nil, fmt.Errorf("cluster.nats: connect: %w", err)
 	}
 	return nc, nil
+}
+
+// natsServer is the server nc is connected to, for logs: the address
+// without any user, password or token in it ("nats://TOKEN@host" names
+// the token as the user, which the client's own redaction keeps).
+func natsServer(nc *nats.Conn) string { return withoutUser(nc.ConnectedUrl()) }
+
+// withoutUser is address without its userinfo.
+func withoutUser(address string) string {
+	u, err := url.Parse(address)
+	if err != nil {
+		return "(unparsable address)"
+	}
+	u.User = nil
+	return u.String()
 }
 
 // moveCronToKV puts the cron jobs in the cluster's <PREFIX>_CRON bucket

@@ -250,7 +250,7 @@ func (c *Channel) submit(w http.ResponseWriter, r *http.Request, m *bus.Inbound,
 		c.log.Warn("request not accepted", "err", err)
 		msg := "the gateway could not take the request; try again"
 		if errors.Is(err, channels.ErrUnavailable) {
-			msg = "the gateway cannot store messages right now (disk full or failing); try again later"
+			msg = "the gateway cannot store messages right now (its inbox: the disk, or NATS in cluster mode, is failing or out of reach); try again later"
 		}
 		writeError(w, http.StatusServiceUnavailable, "server_error", "unavailable", msg)
 		return nil, false
