@@ -47,6 +47,9 @@ type backend interface {
 	delivered() func(bus.Outbound)
 	// instance names this process among its cluster's ("" alone).
 	instance() string
+	// unready says why the backend cannot take or hand out messages now
+	// ("" when it can): /readyz lists it.
+	unready() string
 	// observe registers the backend's metrics and returns log with its
 	// identity (role, instance) attached.
 	observe(reg *prometheus.Registry, log *slog.Logger) *slog.Logger
@@ -87,6 +90,7 @@ func (l *local) runsChannels() bool                    { return true }
 func (l *local) journal() *journal.Journal             { return l.jr }
 func (l *local) delivered() func(bus.Outbound)         { return nil }
 func (l *local) instance() string                      { return "" }
+func (l *local) unready() string                       { return "" } // the journal's own problems are the delivery's
 
 func (l *local) observe(_ *prometheus.Registry, log *slog.Logger) *slog.Logger { return log }
 

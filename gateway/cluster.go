@@ -160,6 +160,19 @@ func (c *clusterBackend) journal() *journal.Journal     { return nil }
 func (c *clusterBackend) delivered() func(bus.Outbound) { return c.Delivered }
 func (c *clusterBackend) instance() string              { return c.Options().Instance }
 
+// unready is NATS out of reach: this node's queues, sessions and leases
+// all live there.
+func (c *clusterBackend) unready() string {
+	if c.nc.IsConnected() {
+		return ""
+	}
+	servers := c.nc.Servers()
+	for i, s := range servers {
+		servers[i] = withoutUser(s)
+	}
+	return "nats: not connected (reconnecting to " + strings.Join(servers, ", ") + ")"
+}
+
 func (c *clusterBackend) observe(reg *prometheus.Registry, log *slog.Logger) *slog.Logger {
 	registerClusterMetrics(reg, c.Bus, c.role)
 	return log.With("role", c.role, "instance", c.instance())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -494,4 +495,29 @@ func metricValue(exposition, name string) float64 {
 		}
 	}
 	return -1
+}
+
+// A worker whose NATS is away says so on /readyz (its queues, sessions and
+// leases live there), and is ready again once NATS is back.
+func TestClusterReadyzFollowsNATS(t *testing.T) {
+	c := newCluster(t)
+	llm := newProbe(0)
+	w := c.start(RoleWorker, "worker-1", llm.worker("worker-1"))
+	readyz := func() (int, string) {
+		resp, err := http.Get("http://" + w.addr + "/readyz")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitfor.True(t, "the worker ready", func() bool { code, _ := readyz(); return code == 200 })
+	c.srv.Stop()
+	waitfor.Within(t, "/readyz to name NATS", 15*time.Second, func() bool {
+		code, body := readyz()
+		return code == 503 && strings.Contains(body, "nats: not connected")
+	})
+	c.srv.Restart()
+	waitfor.Within(t, "the worker ready again", 30*time.Second, func() bool { code, _ := readyz(); return code == 200 })
 }

@@ -81,6 +81,9 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 	if reason := g.dl.storageProblem(); reason != "" {
 		ready, bad = false, append(bad, reason)
 	}
+	if reason := g.be.unready(); reason != "" {
+		ready, bad = false, append(bad, reason)
+	}
 	w.Header().Set("Content-Type", "text/plain")
 	if !ready || g.stopping.Load() {
 		w.WriteHeader(http.StatusServiceUnavailable)
