@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nanobot-go/nanobot/gateway"
 	"github.com/spf13/cobra"
 )
 
@@ -33,7 +34,8 @@ const startTimeout = 20 * time.Second
 // the end of its log when it exits first).
 func startBackground(cmd *cobra.Command, a *app) error {
 	l := a.loaded
-	if pid, alive := readPid(l.Paths.State); alive {
+	node := l.Config.Cluster.Role == gateway.RoleChannels || l.Config.Cluster.Role == gateway.RoleWorker
+	if pid, alive := readPid(l.Paths.State); alive && !node {
 		return fmt.Errorf("a gateway already runs on this instance (pid %d)", pid)
 	}
 	bin, err := os.Executable()
@@ -74,13 +76,22 @@ func startBackground(cmd *cobra.Command, a *app) error {
 			return fmt.Errorf("the gateway (pid %d) did not answer within %s; see %s", child.Process.Pid, startTimeout, logPath)
 		case <-tick.C:
 		}
+		// The answer must be the child's: another gateway (a cluster node
+		// on this port) may answer while the child fails to bind it. A
+		// whole-instance gateway says so in its pidfile.
 		if _, err := fetchStatus(l.Config.Gateway.Host, l.Config.Gateway.Port); err == nil {
-			break
+			if pid, _ := readPid(l.Paths.State); node || pid == child.Process.Pid {
+				break
+			}
 		}
 	}
 	pid := child.Process.Pid // Release makes it -1
 	_ = child.Process.Release()
-	fmt.Fprintf(cmd.OutOrStdout(), "gateway running in the background (pid %d)\n  logs: %s (`nanobot gateway logs -f`)\n  stop: nanobot gateway stop\n", pid, logPath)
+	stop := "nanobot gateway stop"
+	if node {
+		stop = fmt.Sprintf("kill %d (a cluster node writes no pidfile: several may share this folder)", pid)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "gateway running in the background (pid %d)\n  logs: %s (`nanobot gateway logs -f`)\n  stop: %s\n", pid, logPath, stop)
 	return nil
 }
 
