@@ -457,9 +457,16 @@ type Member struct {
 	Seen       time.Time `json:"seen"`
 }
 
+// errNotConnected answers a question NATS would have to answer while it
+// is out of reach, at once instead of after a timeout.
+var errNotConnected = errors.New("natsbus: not connected to NATS")
+
 // Members lists the instances that announced themselves within the last
 // lease period (workers through RunWorker, others through Announce).
 func (b *Bus) Members(ctx context.Context) ([]Member, error) {
+	if !b.js.Conn().IsConnected() {
+		return nil, errNotConnected
+	}
 	keys, err := b.memberKeys(ctx)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoKeysFound) {

@@ -349,6 +349,9 @@ func (b *Bus) everyUntilClosed(d time.Duration, fn func()) {
 // Depth returns the number of inbound and outbound messages stored and not
 // yet acknowledged (for all instances: the streams are shared).
 func (b *Bus) Depth() (in, out int) {
+	if !b.js.Conn().IsConnected() {
+		return 0, 0 // unknown while NATS is away: asking would only wait
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for i, name := range []string{b.inStream, b.outStream} {
