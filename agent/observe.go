@@ -94,8 +94,8 @@ const DefaultAgentName = configs.DefaultAgent
 // conv is what was sent, for the estimate when the provider reports no
 // usage.
 func (r *Runner) observeLLM(ctx context.Context, start time.Time, conv []providers.Message, defs []providers.ToolDefinition, resp *providers.LLMResponse, err error) {
-	if r.Observer == nil && r.Ledger == nil {
-		return
+	if r.Observer == nil && r.Ledger == nil || errors.Is(err, providers.ErrNotConfigured) {
+		return // no provider: no call was made
 	}
 	c := LLMCall{Agent: r.Agent, Provider: r.ProviderName, Model: sentModel(r.ProviderName, r.Model), Duration: time.Since(start), Err: err}
 	if resp != nil {

@@ -153,3 +153,28 @@ func TestFallbackCallsRecordedUnderTheirProvider(t *testing.T) {
 		t.Errorf("rows %+v, want the two calls", s.Rows)
 	}
 }
+
+// Without a provider no call is made, so none is recorded (the usage page
+// counted a failed call to a model nothing was sent to).
+func TestNoProviderRecordsNoCall(t *testing.T) {
+	led, err := usage.Open(t.Context(), t.TempDir(), usage.Options{Location: time.UTC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = led.Close() })
+	h := newHarness(t, &fakeLLM{}, nil, func(c *LoopConfig) {
+		c.Runner.Provider, c.Runner.Model = providers.Unconfigured{}, "anthropic/claude-sonnet-4-5"
+		c.Runner.Ledger, c.Runner.ProviderName = led, ""
+	})
+	go h.loop.Run(t.Context(), nil)
+	if got := h.askFinal(t, bus.Inbound{Channel: "test", ChatID: "c", SenderID: "u", Content: "hi"}); !strings.Contains(got, "No LLM provider") {
+		t.Fatalf("answer %q", got)
+	}
+	s, err := led.Summary(t.Context(), usage.Filter{}, usage.GroupModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Rows) != 0 {
+		t.Errorf("ledger rows %+v, want none", s.Rows)
+	}
+}
