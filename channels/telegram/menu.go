@@ -2,6 +2,8 @@ package telegram
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -127,31 +129,45 @@ func (c *Channel) adminChats() []int64 {
 	return out
 }
 
-// registerMenus sets every menu; a failure is logged, not fatal (the
-// commands work typed without a menu). The scopes shared by everyone are
-// set at once; the admins' chats one after another, so a long allowFrom
-// does not burst into Telegram's rate limit. Setting a menu replaces the
-// scope's previous one, so registering again changes nothing.
-func (c *Channel) registerMenus(ctx context.Context) {
-	var wg sync.WaitGroup
-	var admins []menu
+// registerMenus sets every menu and returns what failed, by scope (the
+// commands work typed without a menu, so the caller only logs it). The
+// scopes shared by everyone are set at once; the admins' chats one after
+// another, so a long allowFrom does not burst into Telegram's rate limit.
+// Setting a menu replaces the scope's previous one, so registering again
+// changes nothing.
+func (c *Channel) registerMenus(ctx context.Context) error {
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		errs   []error
+		admins []menu
+	)
+	set := func(m menu) {
+		if err := c.setMenu(ctx, m); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	}
 	for _, m := range c.menus() {
 		if _, ok := m.scope.(*models.BotCommandScopeChat); ok {
 			admins = append(admins, m)
 			continue
 		}
-		wg.Go(func() { c.setMenu(ctx, m) })
+		wg.Go(func() { set(m) })
 	}
 	wg.Go(func() {
 		for _, m := range admins {
-			c.setMenu(ctx, m)
+			set(m)
 		}
 	})
 	wg.Wait()
+	return errors.Join(errs...)
 }
 
-func (c *Channel) setMenu(ctx context.Context, m menu) {
+func (c *Channel) setMenu(ctx context.Context, m menu) error {
 	if _, err := c.api.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: m.commands, Scope: m.scope}); err != nil && ctx.Err() == nil {
-		c.log.Warn("telegram: registering the command menu failed", "scope", m.name, "err", c.redact.Error(err))
+		return fmt.Errorf("%s: %w", m.name, err)
 	}
+	return nil
 }

@@ -367,10 +367,10 @@ func (c *Channel) Run(ctx context.Context, in channels.Inbox) error {
 func (c *Channel) connect(ctx context.Context, register bool) error {
 	var wg sync.WaitGroup
 	var me *models.User
-	var meErr, hookErr error
+	var meErr, hookErr, menuErr error
 	wg.Go(func() { me, meErr = c.api.GetMe(ctx) })
 	if register {
-		wg.Go(func() { c.registerMenus(ctx) })
+		wg.Go(func() { menuErr = c.registerMenus(ctx) })
 	}
 	wg.Go(func() {
 		if c.cfg.WebhookURL != "" {
@@ -389,6 +389,11 @@ func (c *Channel) connect(ctx context.Context, register bool) error {
 	}
 	if hookErr != nil {
 		return fmt.Errorf("webhook setup: %w", hookErr)
+	}
+	if menuErr != nil {
+		// Said once Telegram answered: while it cannot be reached, the
+		// failed connection says all there is.
+		c.log.Warn("telegram: registering the command menu failed (the commands still work typed)", "err", c.redact.Error(menuErr))
 	}
 	c.mu.Lock()
 	c.me = me
