@@ -64,8 +64,10 @@ func (c *Channel) Typing(ctx context.Context, chatID string, _ bus.Metadata) err
 	return c.broadcast(ctx, chatID, Frame{Type: "typing"})
 }
 
-// broadcast writes f to every tab of the chat. A chat with no open tab is a
-// permanent failure (the user left); the reply stays in the session.
+// broadcast writes f to every tab of the chat. A chat with no open tab has
+// nothing to deliver to: the conversation keeps the answer, which the page
+// shows when it is opened again, so that is not a failure (and not worth
+// the dispatcher's "giving up").
 func (c *Channel) broadcast(ctx context.Context, chat string, f Frame) error {
 	c.mu.Lock()
 	var targets []*conn
@@ -74,7 +76,8 @@ func (c *Channel) broadcast(ctx context.Context, chat string, f Frame) error {
 	}
 	c.mu.Unlock()
 	if len(targets) == 0 {
-		return channels.Permanentf("web: no open tab for chat %s", chat)
+		c.log.Debug("web: no open tab; the conversation keeps it", "chat", chat, "frame", f.Type)
+		return nil
 	}
 	var errs []error
 	for _, cn := range targets {
