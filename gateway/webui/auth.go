@@ -309,8 +309,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusTooManyRequests, "", err.Error()+"; try again in a moment")
 		return
 	case wait > 0:
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		writeError(w, http.StatusTooManyRequests, "", fmt.Sprintf("too many failed logins; try again in %s", wait.Round(time.Second)))
+		secs := retrySeconds(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		writeError(w, http.StatusTooManyRequests, "", fmt.Sprintf("too many failed logins; try again in %s", time.Duration(secs)*time.Second))
 		return
 	}
 	ok, why := s.auth.check(body.Password, body.Code)
@@ -336,6 +337,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	})
 	s.log.Info("workbench: login", "remote", client, "with", field)
 	writeJSON(w, http.StatusOK, map[string]any{"authenticated": true, "admin": true, "csrf": csrf})
+}
+
+// retrySeconds is wait in whole seconds, rounded up (at least 1): what
+// Retry-After says and the message repeats, so a client that waits as told
+// is never early, and "try again in 0s" is never said.
+func retrySeconds(wait time.Duration) int {
+	return max(1, int((wait+time.Second-1)/time.Second))
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {

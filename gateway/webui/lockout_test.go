@@ -122,3 +122,38 @@ func TestClientKey(t *testing.T) {
 		}
 	}
 }
+
+// TestLockoutMessageMatchesRetryAfter: the message names the same whole
+// number of seconds as Retry-After, rounded up: never "try again in 0s"
+// while the header says 1.
+func TestLockoutMessageMatchesRetryAfter(t *testing.T) {
+	b := newBench(t, false, true)
+	for range freeFailures + 1 {
+		if code, _, _ := b.login("nope nope nope"); code != 401 {
+			t.Fatalf("setting up the lock-out: %d", code)
+		}
+	}
+	// The lock-out is 1 s from the last failure.
+	for _, tc := range []struct {
+		name    string
+		advance time.Duration
+		want    string
+	}{
+		{"at its start", 0, "1"},
+		{"0.6 s in", 600 * time.Millisecond, "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b.clock.Add(tc.advance)
+			code, body, resp := b.login(testPassword)
+			if code != 429 {
+				t.Fatalf("while locked out: %d %v, want 429", code, body)
+			}
+			if got := resp.Header.Get("Retry-After"); got != tc.want {
+				t.Errorf("Retry-After = %q, want %q", got, tc.want)
+			}
+			if msg, _ := body["error"].(string); !strings.HasSuffix(msg, "try again in "+tc.want+"s") {
+				t.Errorf("message %q, want it to end in %q", msg, "try again in "+tc.want+"s")
+			}
+		})
+	}
+}

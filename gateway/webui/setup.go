@@ -233,8 +233,9 @@ func (s *Server) postSetupCheck(w http.ResponseWriter, r *http.Request) {
 
 	wait, ok := s.checks.enter(s.o.Now())
 	if !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		writeError(w, http.StatusTooManyRequests, "", fmt.Sprintf("one check at a time, at most %d a minute: try again in %s", checksPerMinute, wait.Round(time.Second)))
+		secs := retrySeconds(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		writeError(w, http.StatusTooManyRequests, "", fmt.Sprintf("one check at a time, at most %d a minute: try again in %s", checksPerMinute, time.Duration(secs)*time.Second))
 		return
 	}
 	defer s.checks.leave()
