@@ -720,7 +720,16 @@ func (w *chatWorker) retry(ctx context.Context, m bus.Outbound, f func() (channe
 		if durable {
 			givenUp = time.Since(queued) > cfg.MaxAge
 		}
-		if errors.As(err, &perm) || givenUp || ctx.Err() != nil {
+		if ctx.Err() != nil && !errors.As(err, &perm) {
+			// Stopping: a kept reply is sent again at the next start (or
+			// by the next channels node), so this is no failure to report.
+			w.observe(kind, attempt, err)
+			if durable {
+				w.d.log.Info("send interrupted by the shutdown; the reply is kept and sent again", "channel", w.ch.Name(), "attempts", attempt)
+			}
+			return channels.MessageRef{}, err
+		}
+		if errors.As(err, &perm) || givenUp {
 			w.observe(kind, attempt, err)
 			w.d.log.Error("send failed, giving up", "channel", w.ch.Name(), "attempts", attempt, "err", err)
 			return channels.MessageRef{}, err
