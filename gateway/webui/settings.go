@@ -247,6 +247,22 @@ func checkValue(st setting, raw json.RawMessage) (any, string) {
 	return nil, "not editable"
 }
 
+// secretValue is what a typed secret is saved as: "$NAME" or "${NAME}"
+// names a variable of the gateway's environment and is saved as the
+// "${NAME}" reference the loader expands, once NAME is known to be set
+// there (the setup page's check reads keys the same way); anything else is
+// the secret itself. msg says why a reference is refused.
+func secretValue(typed string) (value any, msg string) {
+	name, ok := envReference(typed)
+	if !ok {
+		return typed, ""
+	}
+	if os.Getenv(name) == "" {
+		return nil, name + " is not set in the gateway's environment"
+	}
+	return "${" + name + "}", ""
+}
+
 // patchSettings is PATCH /api/settings {"changes": [{"path", "value"}]}.
 func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 	if s.o.ConfigFile == "" {
@@ -271,6 +287,9 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		v, msg := checkValue(st, c.Value)
+		if msg == "" && isSecretPath(c.Path) {
+			v, msg = secretValue(v.(string))
+		}
 		if msg != "" {
 			writeError(w, http.StatusBadRequest, c.Path, msg)
 			return

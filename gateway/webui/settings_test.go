@@ -205,3 +205,75 @@ func TestSettingsRefuseUnknownNamesAndKeys(t *testing.T) {
 		t.Errorf("a known channel's allowFrom: %d %v", code, resp)
 	}
 }
+
+// TestSettingsSecretFromEnvironment: a secret typed as $NAME or ${NAME} is
+// saved as the ${NAME} reference and shown as set from the environment,
+// as the setup page saves it; a variable the gateway's environment lacks
+// is refused on the field, named, and the file stays as it was.
+func TestSettingsSecretFromEnvironment(t *testing.T) {
+	t.Setenv("TEST_WEBUI_OPENAI_KEY", envKey)
+	t.Setenv("TEST_WEBUI_SET_KEY", "sk-set-in-the-environment-123")
+	os.Unsetenv("TEST_WEBUI_UNSET_KEY")
+	file := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(file, []byte(startConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := newBench(t, true, false, func(o *Options) { o.ConfigFile = file })
+	hdr := map[string]string{"X-CSRF-Token": b.csrf()}
+	patch := func(path, value string) (int, map[string]any) {
+		t.Helper()
+		v, _ := json.Marshal(value)
+		code, body, _ := b.do("PATCH", "/api/settings", `{"changes":[{"path":"`+path+`","value":`+string(v)+`}]}`, hdr)
+		return code, body
+	}
+	saved := func(keys ...string) any {
+		t.Helper()
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cur any
+		if err := json.Unmarshal(raw, &cur); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			cur = cur.(map[string]any)[k]
+		}
+		return cur
+	}
+
+	for _, tc := range []struct{ name, path, typed string }{
+		{"a provider key as $NAME", "providers.anthropic.apiKey", "$TEST_WEBUI_SET_KEY"},
+		{"a provider key as ${NAME}", "providers.openai.apiKey", "${TEST_WEBUI_SET_KEY}"},
+		{"a channel token as $NAME", "channels.telegram.token", " $TEST_WEBUI_SET_KEY "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, body := patch(tc.path, tc.typed); code != 200 {
+				t.Fatalf("PATCH %s = %q: %d %v", tc.path, tc.typed, code, body)
+			}
+			if got := saved(strings.Split(tc.path, ".")...); got != "${TEST_WEBUI_SET_KEY}" {
+				t.Errorf("saved %v, want the reference ${TEST_WEBUI_SET_KEY}", got)
+			}
+		})
+	}
+	code, body, _ := b.do("GET", "/api/settings", "", nil)
+	if code != 200 {
+		t.Fatalf("GET /api/settings: %d %v", code, body)
+	}
+	for _, p := range body["providers"].([]any) {
+		if k := p.(map[string]any)["apiKey"].(map[string]any); k["set"] != true || k["ref"] != true {
+			t.Errorf("%v: apiKey %v, want set from the environment", p.(map[string]any)["name"], k)
+		}
+	}
+
+	before, _ := os.ReadFile(file)
+	for _, typed := range []string{"$TEST_WEBUI_UNSET_KEY", "${TEST_WEBUI_UNSET_KEY}"} {
+		code, body := patch("providers.anthropic.apiKey", typed)
+		if code != 400 || body["path"] != "providers.anthropic.apiKey" || body["error"] != "TEST_WEBUI_UNSET_KEY is not set in the gateway's environment" {
+			t.Errorf("PATCH %q with the variable unset: %d %v, want 400 naming the variable on the field", typed, code, body)
+		}
+	}
+	if after, _ := os.ReadFile(file); string(after) != string(before) {
+		t.Errorf("a refused reference changed config.json:\n%s", after)
+	}
+}

@@ -188,6 +188,15 @@ type checkRequest struct {
 // envRef is a key given as an environment variable: $NAME or ${NAME}.
 var envRef = regexp.MustCompile(`^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$`)
 
+// envReference returns the variable a typed key names ($NAME or ${NAME}).
+func envReference(typed string) (name string, ok bool) {
+	m := envRef.FindStringSubmatch(typed)
+	if m == nil {
+		return "", false
+	}
+	return m[1] + m[2], true
+}
+
 // postSetupCheck is POST /api/setup/check {kind, name, apiBase, key}: one
 // live check of a provider key or a channel token. An empty key checks
 // the one saved; an empty apiBase, the one saved or the service's own. It
@@ -223,8 +232,7 @@ func (s *Server) postSetupCheck(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if m := envRef.FindStringSubmatch(req.Key); m != nil {
-		name := m[1] + m[2]
+	if name, ok := envReference(req.Key); ok {
 		if req.Key = os.Getenv(name); req.Key == "" {
 			writeError(w, http.StatusBadRequest, "key", name+" is not set in the gateway's environment")
 			return

@@ -83,7 +83,10 @@ function section(title, fields) {
       if (r.applied.length) parts.push("Applied now: " + r.applied.join(", ") + ".");
       if (r.restartNeeded.length) parts.push("Restart needed for: " + r.restartNeeded.join(", ") + ".");
       status.textContent = parts.join(" ");
-      for (const i of inputs) { i.dataset.initial = i.dataset.kind === "bool" ? String(i.checked) : i.dataset.kind === "secret" ? "" : i.value; if (i.dataset.kind === "secret") { i.value = ""; i.placeholder = "set"; } }
+      for (const i of inputs) {
+        i.dataset.initial = i.dataset.kind === "bool" ? String(i.checked) : i.dataset.kind === "secret" ? "" : i.value;
+        if (i.dataset.kind === "secret") { i.placeholder = keyHint({ set: true, ref: i.value.trim().startsWith("$") }); i.value = ""; }
+      }
     } catch (err) {
       const problems = err.body?.problems || [{ path: err.path, error: err.message }];
       let shown = false;
@@ -98,6 +101,10 @@ function section(title, fields) {
   });
   return form;
 }
+
+// A secret typed as $NAME or ${NAME} is saved as the ${NAME} reference,
+// once the gateway's environment has NAME (checked on the server).
+const ENV_HINT = "Paste the value, or $VARIABLE to keep it in the gateway's environment.";
 
 function keyHint(k) {
   if (!k.set) return "not set";
@@ -119,7 +126,7 @@ export async function showSettings() {
   const prov = [];
   for (const p of s.providers) {
     prov.push(el("h3", "", p.name),
-      field("API key", `providers.${p.name}.apiKey`, "secret", keyHint(p.apiKey)),
+      field("API key", `providers.${p.name}.apiKey`, "secret", keyHint(p.apiKey), ENV_HINT),
       field("API base", `providers.${p.name}.apiBase`, "text", p.apiBase));
   }
   if (prov.length) root.append(section("Providers", prov));
@@ -128,7 +135,7 @@ export async function showSettings() {
     ch.push(el("h3", "", c.name),
       field("Enabled", `channels.${c.name}.enabled`, "bool", c.enabled),
       field("Allowed senders (one per line; * for everyone)", `channels.${c.name}.allowFrom`, "lines", c.allowFrom, "applied at once"),
-      ...c.secrets.map((k) => field(k.key, `channels.${c.name}.${k.key}`, "secret", keyHint(k))));
+      ...c.secrets.map((k) => field(k.key, `channels.${c.name}.${k.key}`, "secret", keyHint(k), ENV_HINT)));
   }
   if (ch.length) root.append(section("Channels", ch));
   root.append(section("Heartbeat", [
