@@ -195,6 +195,14 @@ func (s *Server) Mount(mux *http.ServeMux) {
 		http.ServeFileFS(w, r, sub, "index.html")
 	}
 	mux.HandleFunc("GET /{$}", page)
+	// Browsers ask for /favicon.ico whatever the page links: the same
+	// icon, so no page load logs a 404.
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		securityHeaders(w)
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "max-age=86400")
+		http.ServeFileFS(w, r, sub, "favicon.svg")
+	})
 	mux.Handle("GET /ui/", http.StripPrefix("/ui/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		securityHeaders(w)
 		if r.URL.Path == "highlight.css" {

@@ -467,6 +467,23 @@ func TestPageServedWithCSP(t *testing.T) {
 	}
 }
 
+// TestFavicon: the icon the page links and the /favicon.ico browsers ask
+// for anyway are served (no 404 in the console), with no login.
+func TestFavicon(t *testing.T) {
+	b := newBench(t, true, false).stranger()
+	for _, p := range []string{"/favicon.ico", "/ui/favicon.svg"} {
+		resp, err := b.hc.Get(b.srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(string(body), "<svg") {
+			t.Errorf("GET %s: %d %q %.40q, want 200 with the SVG icon", p, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	}
+}
+
 func TestHashPassword(t *testing.T) {
 	if _, err := HashPassword("short"); err == nil {
 		t.Error("a 5-character password was accepted")
