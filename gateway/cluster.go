@@ -309,8 +309,12 @@ func moveCronToKV(ctx context.Context, nb *natsbus.Bus, store *cron.Store, log *
 }
 
 // CronStore opens the cluster's cron jobs for a command-line tool
-// (`nanobot cron` in cluster mode). close disconnects.
-func CronStore(ctx context.Context, cfg configs.ClusterConfig, log *slog.Logger) (store *cron.Store, close func(), err error) {
+// (`nanobot cron` in cluster mode), copying the jobs of the local file
+// (jobsFile, the instance's cron/jobs.json) there first while the bucket
+// is empty, as the first gateway in cluster mode does: a job added here
+// before any gateway ran in cluster mode must not leave the local ones
+// behind. close disconnects.
+func CronStore(ctx context.Context, cfg configs.ClusterConfig, jobsFile string, log *slog.Logger) (store *cron.Store, close func(), err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -331,8 +335,8 @@ func CronStore(ctx context.Context, cfg configs.ClusterConfig, log *slog.Logger)
 		return nil, nil, fmt.Errorf("cron bucket: %w", err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	store, err = cron.NewKVStore(wctx, kv, log)
-	if err != nil {
+	store = cron.NewStore(jobsFile)
+	if err := store.MoveToKV(wctx, kv, log); err != nil {
 		cancel()
 		nc.Close()
 		return nil, nil, err

@@ -530,3 +530,40 @@ func TestClusterReadyzFollowsNATS(t *testing.T) {
 	c.srv.Restart()
 	waitfor.Within(t, "the worker ready again", 30*time.Second, func() bool { code, _ := readyz(); return code == 200 })
 }
+
+// `nanobot cron` in cluster mode copies the local jobs into the empty
+// bucket first, as the first gateway would: a job added from the command
+// line before any gateway ran in cluster mode does not leave them behind.
+func TestCronCommandCopiesTheLocalJobsFirst(t *testing.T) {
+	c := newCluster(t)
+	file := filepath.Join(t.TempDir(), "jobs.json")
+	local := cron.NewStore(file)
+	now := time.Now()
+	seed := cron.Job{ID: "seed", Name: "seeded", Enabled: true, CreatedAtMs: now.UnixMilli(),
+		Schedule: cron.Schedule{Kind: cron.KindEvery, EveryMs: time.Hour.Milliseconds()}, Payload: cron.Payload{Message: "seeded"}}
+	if err := local.Add(t.Context(), seed); err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.config().Cluster
+	store, closeFn, err := CronStore(t.Context(), cfg, file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	cli := seed
+	cli.ID, cli.Name = "cli", "from the command line"
+	if err := store.Add(t.Context(), cli); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := store.Jobs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, j := range jobs {
+		names = append(names, j.Name)
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{"from the command line", "seeded"}) {
+		t.Errorf("jobs in the bucket %q, want the local one and the new one", names)
+	}
+}

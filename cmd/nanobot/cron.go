@@ -23,7 +23,7 @@ func newCronCmd(a *app) *cobra.Command {
 func (a *app) cronStore(cmd *cobra.Command) (s *cron.Store, done func(), err error) {
 	if cl := a.loaded.Config.Cluster; cl.Enabled() {
 		ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
-		s, closeFn, err := gateway.CronStore(ctx, cl, a.log)
+		s, closeFn, err := gateway.CronStore(ctx, cl, filepath.Join(a.loaded.Paths.Cron, "jobs.json"), a.log)
 		if err != nil {
 			cancel()
 			return nil, nil, err
