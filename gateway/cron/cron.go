@@ -61,7 +61,7 @@ func New(store *Store, publish func(context.Context, bus.Inbound) error, log *sl
 func (s *Service) Run(ctx context.Context) error {
 	for {
 		next, err := s.fireDue(ctx)
-		if err != nil {
+		if err != nil && ctx.Err() == nil { // cut short by the shutdown: no failure
 			s.log.Error("cron pass failed", "err", err)
 		}
 		wait := recheck
