@@ -112,7 +112,12 @@ func openCluster(ctx context.Context, o Options, role string, jobs *cron.Store) 
 		}
 	}()
 	var nb *natsbus.Bus
-	// NATS may still be starting (compose, Kubernetes): retry a while.
+	// NATS may still be starting (compose, Kubernetes): retry a while,
+	// saying so, and name NATS's own complaint (a refused token) if the
+	// wait ends in vain.
+	if !nc.IsConnected() {
+		o.Log.Info("waiting for NATS", "servers", strings.Join(serversOf(nc), ", "), "for", natsbus.MaxRetry)
+	}
 	err = natsbus.Retry(ctx, func(ctx context.Context) (err error) {
 		nb, err = natsbus.Open(ctx, nc, natsbus.Options{
 			Prefix: cl.Prefix, Partitions: cl.Partitions, LeaseTTL: time.Duration(cl.LeaseTTLS) * time.Second,
@@ -121,6 +126,12 @@ func openCluster(ctx context.Context, o Options, role string, jobs *cron.Store) 
 		return err
 	})
 	if err != nil {
+		if last := nc.LastError(); last != nil {
+			return nil, fmt.Errorf("cluster.nats (%s): %w; NATS said: %v", strings.Join(serversOf(nc), ", "), err, last)
+		}
+		if !nc.IsConnected() {
+			return nil, fmt.Errorf("cluster.nats: no server answered at %s: %w", strings.Join(serversOf(nc), ", "), err)
+		}
 		return nil, err
 	}
 	c := &clusterBackend{Bus: nb, nc: nc, role: role, cron: jobs}
@@ -166,11 +177,16 @@ func (c *clusterBackend) unready() string {
 	if c.nc.IsConnected() {
 		return ""
 	}
-	servers := c.nc.Servers()
+	return "nats: not connected (reconnecting to " + strings.Join(serversOf(c.nc), ", ") + ")"
+}
+
+// serversOf lists nc's servers without credentials.
+func serversOf(nc *nats.Conn) []string {
+	servers := nc.Servers()
 	for i, s := range servers {
 		servers[i] = withoutUser(s)
 	}
-	return "nats: not connected (reconnecting to " + strings.Join(servers, ", ") + ")"
+	return servers
 }
 
 func (c *clusterBackend) observe(reg *prometheus.Registry, log *slog.Logger) *slog.Logger {

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -58,5 +60,25 @@ func TestNATSAddressLoggedWithoutCredentials(t *testing.T) {
 		if got := withoutUser(in); strings.Contains(got, "s3cr3t") || strings.Contains(got, "p4ss") || strings.Contains(got, "tok@") || !strings.Contains(got, ":4222") {
 			t.Errorf("%s logged as %s", in, got)
 		}
+	}
+}
+
+// A start with no NATS server to reach says which address it waited for,
+// instead of a bare context deadline.
+func TestClusterStartNamesTheMissingServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cfg := configs.Default()
+	cfg.Cluster.NATS.URL = "nats://s3cr3t@" + addr
+	cfg.Cluster.Partitions, cfg.Cluster.LeaseTTLS, cfg.Cluster.AckWaitS = 4, 1, 2
+	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	defer cancel()
+	_, err = openCluster(ctx, Options{Config: &cfg, Log: slog.New(slog.DiscardHandler), Instance: "t"}, RoleWorker, nil)
+	if err == nil || !strings.Contains(err.Error(), "nats://"+addr) || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("start without NATS: %v, want the address named (without its token)", err)
 	}
 }
