@@ -23,7 +23,8 @@ import (
 // saved (the file is 0600 and holds it); a Telegram token is checked
 // against the Telegram fake and saved with who may talk; the password is
 // set, by keyboard alone; the last step names what waits for a restart
-// and how to restart; and the banner is gone.
+// and how to restart; and the banner on the chats says the restart is
+// pending until the running gateway has them.
 func TestWorkbenchSetupInBrowser(t *testing.T) {
 	ctx := browser(t)
 	const rightKey, wrongKey = "sk-right-setup-0123456789abcdef", "sk-wrong-setup-0123456789abcdef"
@@ -83,6 +84,14 @@ func TestWorkbenchSetupInBrowser(t *testing.T) {
 		click(step+` .actions button.secondary`), // Check
 		until("the check", `document.querySelector("`+step+` .check-result.ok")?.textContent === "✓ vLLM answered: 2 models"
 			&& document.querySelectorAll("#setup-models option").length === 2`),
+		// The models it listed are named and offered; one typed that it
+		// did not list is pointed out.
+		until("the listed models", `document.getElementById("setup-model-hint").textContent === "vLLM listed 2 models: my-model, my-other-model."
+			&& !document.getElementById("setup-model-picks").hidden && document.querySelectorAll("#setup-model-picks option").length === 3`),
+		setValue("setup-model", "not-listed"),
+		until("the unlisted model named", `document.getElementById("setup-model-hint").textContent.endsWith("It did not list not-listed.")`),
+		setValue("setup-model-picks", "my-model"),
+		until("the picked model", `document.getElementById("setup-model").value === "my-model" && !document.getElementById("setup-model-hint").textContent.includes("did not list")`),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +111,11 @@ func TestWorkbenchSetupInBrowser(t *testing.T) {
 	err = chromedp.Do(ctx,
 		click(step+` button[type=submit]`),
 		until("saved", saved+` && document.querySelector('.steps [data-step="model"]').classList.contains("complete")`),
+		// Without a reload, the step says what is saved now, that the
+		// running gateway has it after a restart, and that a key is set.
+		until("the step's intro refreshed", `document.querySelector("`+step+` .step-intro").textContent.startsWith("Now: my-model through vllm")
+			&& document.querySelector("`+step+` .step-intro").textContent.includes("after a restart")
+			&& document.getElementById("setup-key").placeholder === "set (empty keeps it)"`),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -169,11 +183,19 @@ func TestWorkbenchSetupInBrowser(t *testing.T) {
 	}
 	screenshots(t, ctx, "setup-done", `!!document.querySelector("`+step+` .summary")`)
 
-	// Nothing essential is missing now: the chats page has no banner, and
-	// no key or token is anywhere in the page.
+	// Nothing essential is missing from the file now, but the running
+	// gateway has neither the provider nor the channel until a restart:
+	// the chats page says so, and its button leads to how to restart. No
+	// key or token is anywhere in the page.
 	err = chromedp.Do(ctx,
 		click(step+` > button`),
-		until("the chats without the banner", `!document.getElementById("app").hidden && document.getElementById("setup-banner").hidden`),
+		until("the chats with the restart pending", `!document.getElementById("app").hidden && !document.getElementById("setup-banner").hidden
+			&& document.getElementById("setup-banner-text").textContent.includes("the model provider and the chat channel saved, waiting for a restart of the gateway")
+			&& !document.getElementById("setup-banner-text").textContent.includes("no model provider")
+			&& document.getElementById("setup-banner-go").textContent === "How to restart"`),
+		click("#setup-banner-go"),
+		until("the done step", `!document.getElementById("setup-view").hidden && document.querySelector('.steps [aria-current="step"]').dataset.step === "done"
+			&& document.querySelector("`+step+`").textContent.includes("/restart")`),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -167,6 +167,7 @@ func (s *Server) getSetup(w http.ResponseWriter, _ *http.Request) {
 		"model":     rep.Model,
 		"channels":  chans,
 		"missing":   rep.Missing,
+		"waiting":   waitingForRestart(rep.Missing, restart),
 		"providers": choices,
 		"password": map[string]any{
 			"set":    rawString(tree, "gateway.webui.password") != "",
@@ -176,6 +177,27 @@ func (s *Server) getSetup(w http.ResponseWriter, _ *http.Request) {
 		},
 		"restartNeeded": nonNil(restart),
 	})
+}
+
+// waitingForRestart names the essentials ("model", "channel") the config
+// file has but the running gateway does not have yet: saved, they differ
+// from what it runs, and they take effect only after a restart. Until
+// then a chat still gets no answer from the new provider, so the page
+// keeps saying that setup is not finished.
+func waitingForRestart(missing, restart []string) []string {
+	out := []string{}
+	essential := map[string]func(string) bool{
+		"model": func(p string) bool {
+			return strings.HasPrefix(p, "agents.defaults.model") || strings.HasPrefix(p, "agents.defaults.provider") || strings.HasPrefix(p, "providers.")
+		},
+		"channel": func(p string) bool { return strings.HasPrefix(p, "channels.") },
+	}
+	for _, what := range []string{"model", "channel"} {
+		if !slices.Contains(missing, what) && slices.ContainsFunc(restart, essential[what]) {
+			out = append(out, what)
+		}
+	}
+	return out
 }
 
 type checkRequest struct {

@@ -165,6 +165,53 @@ func TestSetupReport(t *testing.T) {
 			t.Errorf("telegram %v, want ready", c)
 		}
 	}
+	if got := toStrings(body["waiting"]); len(got) != 0 {
+		t.Errorf("waiting %v, want nothing (no setting waits for a restart)", got)
+	}
+}
+
+// TestSetupWaitsForRestart: a provider and a channel saved while the
+// gateway runs are not missing from the file any more, but the running
+// gateway has them only after a restart: GET /api/setup says they wait.
+func TestSetupWaitsForRestart(t *testing.T) {
+	var restart []string
+	file := filepath.Join(t.TempDir(), "config.json")
+	config := `{"providers": {"vllm": {"apiBase": "http://127.0.0.1:1/v1", "apiKey": "` + savedKey + `"}},
+		"agents": {"defaults": {"model": "my-model", "provider": "vllm"}},
+		"channels": {"telegram": {"enabled": true, "token": "` + telegramtest.Token + `"}}}`
+	if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := newBench(t, true, false, func(o *Options) {
+		o.ConfigFile = file
+		o.Platforms = map[string]any{"telegram": tgSettings{}}
+		o.RestartNeeded = func() []string { return restart }
+	})
+	for _, tc := range []struct {
+		name    string
+		restart []string
+		want    []string
+	}{
+		{"nothing saved since the start", nil, nil},
+		{"a provider key and the model", []string{"agents.defaults.model", "agents.defaults.provider", "providers.vllm.apiKey"}, []string{"model"}},
+		{"a channel's token", []string{"channels.telegram.enabled", "channels.telegram.token"}, []string{"channel"}},
+		{"both", []string{"channels.telegram.token", "providers.vllm.apiBase"}, []string{"model", "channel"}},
+		{"neither: the heartbeat", []string{"gateway.heartbeat.intervalS"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			restart = tc.restart
+			code, body, _ := b.do("GET", "/api/setup", "", nil)
+			if code != 200 {
+				t.Fatalf("GET /api/setup: %d %v", code, body)
+			}
+			if got := toStrings(body["waiting"]); !slices.Equal(got, tc.want) {
+				t.Errorf("waiting %v, want %v", got, tc.want)
+			}
+			if got := toStrings(body["missing"]); len(got) != 0 {
+				t.Errorf("missing %v, want nothing: the file has both", got)
+			}
+		})
+	}
 }
 
 // A provider check: a refused key says so (no key in the answer, nothing

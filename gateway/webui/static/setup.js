@@ -169,19 +169,27 @@ function heading(text, intro) {
   h.className = "step-heading";
   const frag = document.createDocumentFragment();
   frag.append(h);
-  if (intro) frag.append(el("p", "muted", intro));
+  if (intro) frag.append(el("p", "muted step-intro", intro));
   return frag;
 }
 
 // ---- step 1: the model and its provider ------------------------------------
+// modelIntro says what the config file sets up for the model, and whether
+// the running gateway has it yet.
+function modelIntro(d) {
+  const m = d.model;
+  if (!m.ready) return `Now: no provider with a key is set up for ${m.model || "the model"}. Pick one, paste its key, and name the model.`;
+  const now = `Now: ${m.model} through ${m.resolved} (${m.reason}).`;
+  return (d.waiting || []).includes("model") ? now + " Saved: the running gateway uses it after a restart (see Done)." : now;
+}
+
 function modelStep() {
   const d = state.data;
   const form = el("form", "form setup-step");
   form.noValidate = true;
   const m = d.model;
-  form.append(heading("Model and provider", m.ready
-    ? `Now: ${m.model} through ${m.resolved} (${m.reason}).`
-    : `Now: no provider with a key is set up for ${m.model || "the model"}. Pick one, paste its key, and name the model.`));
+  form.append(heading("Model and provider", modelIntro(d)));
+  form.intro = () => modelIntro(state.data);
 
   const sel = el("select");
   sel.id = "setup-provider";
@@ -206,15 +214,37 @@ function modelStep() {
     field("API base URL", "apiBase", ""),
     field("Model", "model", "agents.defaults.model", { value: m.model, list: models.id, hint: "A check lists the provider's models here." }),
     models);
+  // After a check, the models the provider listed, to pick from.
+  const picks = el("select", "model-picks");
+  picks.id = "setup-model-picks";
+  picks.setAttribute("aria-label", "Models the provider listed");
+  picks.hidden = true;
+  picks.addEventListener("change", () => {
+    if (!picks.value) return;
+    form.elements.model.value = picks.value;
+    form.elements.model.removeAttribute("aria-invalid");
+    modelHint(models.dataset.provider, Array.from(models.options, (o) => o.value));
+  });
+  form.elements.model.closest(".field").querySelector("#setup-model-hint").after(picks);
+  const modelHint = (provider, listed) => {
+    const hint = form.querySelector("#setup-model-hint");
+    if (!listed.length) { hint.textContent = "A check lists the provider's models here."; return; }
+    const v = form.elements.model.value.trim();
+    const known = !v || listed.includes(v) || listed.includes(v.split("/").slice(1).join("/"));
+    hint.textContent = `${provider} listed ${listed.length} model${listed.length === 1 ? "" : "s"}` +
+      (listed.length <= 5 ? ": " + listed.join(", ") + "." : "; pick one below or type to see them.") +
+      (known ? "" : ` It did not list ${v}.`);
+  };
+  form.elements.model.addEventListener("input", () => { if (models.options.length) modelHint(models.dataset.provider, Array.from(models.options, (o) => o.value)); });
 
-  const choice = () => d.providers.find((p) => p.name === sel.value);
+  const choice = () => state.data.providers.find((p) => p.name === sel.value);
   const fill = () => {
     const p = choice();
     const key = form.elements.key, base = form.elements.apiBase;
     key.dataset.path = `providers.${p.configName}.apiKey`;
     base.dataset.path = `providers.${p.configName}.apiBase`;
     key.value = "";
-    key.placeholder = p.keyOptional ? "none needed" : keyPlaceholder(p.apiKey);
+    key.placeholder = p.keyOptional && !p.apiKey.set ? "none needed" : keyPlaceholder(p.apiKey);
     form.querySelector("#setup-key-hint")?.remove();
     const hint = el("span", "muted small", p.envKey ? `Paste the key, or $${p.envKey} to keep it in the gateway's environment.` : "Paste the key, or $VARIABLE to keep it in the gateway's environment.");
     hint.id = "setup-key-hint";
@@ -223,6 +253,9 @@ function modelStep() {
     base.value = p.apiBase;
     base.placeholder = p.defaultApiBase || "required: the server's address, e.g. http://127.0.0.1:8000/v1";
     models.replaceChildren();
+    picks.replaceChildren();
+    picks.hidden = true;
+    modelHint(p.displayName, []);
     result(form, "");
   };
   sel.addEventListener("change", fill);
@@ -235,7 +268,14 @@ function modelStep() {
   const runCheck = async () => {
     const r = await check(form, body());
     if (r?.models) {
+      const name = choice().displayName;
+      models.dataset.provider = name;
       models.replaceChildren(...r.models.map((id) => { const o = el("option"); o.value = id; return o; }));
+      const head = el("option", "", `Pick one of the ${r.models.length} models ${name} listed`);
+      head.value = "";
+      picks.replaceChildren(head, ...r.models.map((id) => el("option", "", id)));
+      picks.hidden = !r.models.length;
+      modelHint(name, r.models);
     }
     return r;
   };
@@ -256,7 +296,11 @@ function modelStep() {
     const changes = [{ path: "agents.defaults.provider", value: p.name }, { path: "agents.defaults.model", value: model }];
     if (key) changes.push({ path: `providers.${p.configName}.apiKey`, value: asRef(key) });
     if (base !== p.apiBase) changes.push({ path: `providers.${p.configName}.apiBase`, value: base });
-    if (await save(form, changes)) form.elements.key.value = "";
+    if (await save(form, changes)) {
+      form.elements.key.value = "";
+      const now = choice();
+      form.elements.key.placeholder = now.keyOptional && !now.apiKey.set ? "none needed" : keyPlaceholder(now.apiKey);
+    }
   }, !m.ready);
   fill();
   return form;
@@ -357,7 +401,10 @@ function passwordStep() {
 function doneStep() {
   const d = state.data;
   const sec = el("section", "setup-step");
-  sec.append(heading("Done", d.missing.length ? "Something essential is still missing (marked ✗)." : "The gateway has what it needs."));
+  const waiting = d.waiting || [];
+  sec.append(heading("Done", d.missing.length ? "Something essential is still missing (marked ✗)."
+    : waiting.length ? "Saved. The running gateway has it after a restart (below): until then a chat gets no answer from the new settings."
+      : "The gateway has what it needs."));
   const list = el("ul", "rows summary");
   const row = (ok, text) => { const li = el("li", "row"); li.append(el("span", "badge " + (ok ? "ok" : "bad"), ok ? "✓" : "✗"), el("span", "row-text", text)); list.append(li); };
   const m = d.model;
@@ -429,6 +476,9 @@ async function refresh() {
   }
   const next = $("setup").querySelector(".setup-step .next");
   if (next && stepDone(state.step)) next.textContent = "Next →";
+  const form = $("setup").querySelector(".setup-step");
+  const intro = form?.querySelector(".step-intro");
+  if (form?.intro && intro) intro.textContent = form.intro();
   await updateBanner(state.data);
 }
 
@@ -446,12 +496,25 @@ export async function showSetup() {
   render();
 }
 
+// setupStep opens the setup page at step the next time it is shown.
+export function setupStep(step) { state.step = step; }
+
 // updateBanner shows "Finish setting up" on the chats page while
-// something essential is missing.
+// something essential is missing, or saved but not yet in the running
+// gateway (it waits for a restart: until then chats get no answer from it).
 export async function updateBanner(data) {
   const banner = $("setup-banner");
   try { data = data || await API.setup(); } catch { banner.hidden = true; return; }
   const what = { model: "no model provider with a key", channel: "no chat channel besides the web chat" };
-  banner.hidden = !data.missing.length || $("app").hidden;
-  $("setup-banner-text").textContent = data.missing.map((m) => what[m] || m).join("; ") + ".";
+  const saved = { model: "the model provider", channel: "the chat channel" };
+  const waiting = data.waiting || [];
+  const parts = data.missing.map((m) => what[m] || m);
+  if (waiting.length) {
+    parts.push(waiting.map((w) => saved[w] || w).join(" and ") + " saved, waiting for a restart of the gateway " +
+      "(nanobot gateway restart on its machine, or /restart in a chat with the bot)");
+  }
+  banner.hidden = !parts.length || $("app").hidden;
+  banner.dataset.waiting = String(!data.missing.length && waiting.length > 0);
+  $("setup-banner-go").textContent = data.missing.length ? "Set up" : "How to restart";
+  $("setup-banner-text").textContent = parts.join("; ") + ".";
 }
