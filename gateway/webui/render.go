@@ -3,6 +3,7 @@ package webui
 import (
 	"bytes"
 	"html"
+	"net/http"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -70,4 +71,25 @@ func (codeRenderer) render(w util.BufWriter, src []byte, n ast.Node, entering bo
 	_, _ = w.WriteString(highlight(string(fb.Language(src)), code.String()))
 	_, _ = w.WriteString("</code></pre>\n")
 	return ast.WalkSkipChildren, nil
+}
+
+// maxRenderBytes bounds what POST /api/render takes: a chat message, not a
+// document.
+const maxRenderBytes = 64 << 10
+
+// postRender is POST /api/render {"text"}: {"html"}, Markdown rendered as
+// a stored message's is. The chat shows a live message the gateway does
+// not store in the conversation (an approval request) with it.
+func (s *Server) postRender(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Text string `json:"text"`
+	}
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if len(body.Text) > maxRenderBytes {
+		writeError(w, http.StatusBadRequest, "text", "over 64 KiB")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"html": s.render.HTML(body.Text)})
 }

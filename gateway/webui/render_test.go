@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -170,4 +171,24 @@ func FuzzMarkdownSafe(f *testing.F) {
 			t.Errorf("HTML(%q): %s", src, problem)
 		}
 	})
+}
+
+// TestRenderEndpoint: POST /api/render renders as a stored message is
+// rendered (fenced code highlighted, raw HTML dropped), for the signed-in
+// page only, with the CSRF token.
+func TestRenderEndpoint(t *testing.T) {
+	b := newBench(t, true, false)
+	text, _ := json.Marshal(map[string]string{"text": "⚠️ Approval needed (exec)\n\n```\nrm -rf build\n```\n\nTypes `/deny X`. <script>alert(1)</script>"})
+	if code, _, _ := b.do("POST", "/api/render", string(text), nil); code != 403 {
+		t.Errorf("without the CSRF token: %d, want 403", code)
+	}
+	code, body, _ := b.do("POST", "/api/render", string(text), map[string]string{"X-CSRF-Token": b.csrf()})
+	html, _ := body["html"].(string)
+	if code != 200 || !strings.Contains(html, `<pre class="hl"><code>rm -rf build`) || !strings.Contains(html, "<code>/deny X</code>") || strings.Contains(html, "<script") {
+		t.Errorf("POST /api/render: %d %q", code, html)
+	}
+	big, _ := json.Marshal(map[string]string{"text": strings.Repeat("x", maxRenderBytes+1)})
+	if code, body, _ := b.do("POST", "/api/render", string(big), map[string]string{"X-CSRF-Token": b.csrf()}); code != 400 || body["path"] != "text" {
+		t.Errorf("over the limit: %d %v, want 400 on text", code, body)
+	}
 }

@@ -249,6 +249,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/skills/install", s.guard(s.installSkill))
 	mux.HandleFunc("DELETE /api/skills/{name}", s.guard(s.removeSkill))
 	mux.HandleFunc("GET /api/logs", s.guard(s.getLogs))
+	mux.HandleFunc("POST /api/render", s.guard(s.postRender))
 	mux.HandleFunc("GET /api/usage", s.guard(s.getUsage))
 	mux.HandleFunc("/api/", s.guard(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", "no such API endpoint: "+r.Method+" "+r.URL.Path)

@@ -173,6 +173,7 @@ var guardedRoutes = []struct{ method, path string }{
 	{"GET", "/api/heartbeat"}, {"PUT", "/api/heartbeat"}, {"GET", "/api/settings"}, {"PATCH", "/api/settings"},
 	{"GET", "/api/memory"}, {"PUT", "/api/memory"}, {"GET", "/api/skills"}, {"GET", "/api/logs"}, {"GET", "/api/usage"},
 	{"GET", "/api/setup"}, {"POST", "/api/setup/check"}, {"POST", "/api/setup/password"},
+	{"POST", "/api/render"},
 	{"GET", "/api/nothing-here"},
 }
 

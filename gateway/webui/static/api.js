@@ -58,4 +58,5 @@ export const skills = () => api("GET", "/api/skills");
 export const searchSkills = (q) => api("GET", "/api/skills/registry?q=" + encodeURIComponent(q));
 export const installSkill = (name, version) => api("POST", "/api/skills/install", { name, version });
 export const removeSkill = (name) => api("DELETE", `/api/skills/${encodeURIComponent(name)}`);
+export const render = (text) => api("POST", "/api/render", { text });
 export const logs = (level) => api("GET", "/api/logs?n=500&level=" + encodeURIComponent(level));

@@ -7,12 +7,12 @@ import { showSettings } from "./settings.js";
 import { showMemory } from "./memory.js";
 import { showLogs } from "./logs.js";
 import { showUsage } from "./usage.js";
-import { showSetup, updateBanner } from "./setup.js";
+import { showSetup, updateBanner, setupStep } from "./setup.js";
 
 const $ = (id) => document.getElementById(id);
 // Channel badges are letters, not emoji: they render on every system.
 const BADGES = { web: "W", telegram: "TG", slack: "SL", discord: "DC", matrix: "MX", email: "@", whatsapp: "WA", feishu: "FS", dingtalk: "DT", qq: "QQ", wecom: "WC", weixin: "WX", mochat: "MC", api: "API", cli: "CLI", cron: "⏱" };
-const state = { key: "", chat: null, info: null, streaming: new Map(), activity: null, reloadTimer: 0, temporary: false };
+const state = { key: "", chat: null, info: null, streaming: new Map(), activity: null, reloadTimer: 0, temporary: false, signedIn: false, shown: null };
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -54,14 +54,20 @@ async function redeemLink() {
 }
 
 // A sign-in link pasted into a tab that shows this page changes only the
-// fragment, which loads nothing: redeem it here.
-window.addEventListener("hashchange", () => { if (location.hash.startsWith("#login=")) boot(); });
+// fragment, which loads nothing: redeem it here. Any other fragment names
+// a page (see route).
+window.addEventListener("hashchange", () => { if (location.hash.startsWith("#login=")) boot(); else route(); });
+window.addEventListener("popstate", () => { if (!location.hash.startsWith("#login=")) route(); });
 
 async function boot() {
   let who;
   await redeemLink();
   try { who = await API.me(); } catch (e) { $("login-error").textContent = e.message; $("login-view").hidden = false; return; }
+  state.signedIn = who.authenticated;
   if (!who.authenticated) {
+    state.shown = null;
+    $("logout").hidden = true;
+    $("back").hidden = true;
     $("app").hidden = true;
     $("channels-view").hidden = true;
     $("automations-view").hidden = true;
@@ -82,22 +88,67 @@ async function boot() {
   $("login-view").hidden = true;
   $("nav").hidden = false;
   $("logout").hidden = false;
-  const page = location.hash.slice(1) + "-view";
-  await show(page in PAGES ? page : "app");
+  await route(true);
 }
 
 // ---- pages ----------------------------------------------------------------
+// The address names what is shown, so Back, Forward, a bookmark and a
+// typed address work: "#channels", "#memory"… a page; "#chat/<key>" a
+// conversation (on a phone, the conversation instead of the list); "" or
+// "#chats" the chats. Each page or conversation opened from the page is a
+// history entry of its own.
 const PAGES = { app: loadSessions, "channels-view": showChannels, "automations-view": showAutomations, "memory-view": showMemory, "settings-view": showSettings, "logs-view": showLogs, "usage-view": showUsage, "setup-view": showSetup };
-async function show(view) {
-  for (const id of Object.keys(PAGES)) $(id).hidden = id !== view;
-  $("back").hidden = view !== "app" || !$("app").classList.contains("show-pane");
-  for (const b of $("nav").querySelectorAll("button")) b.classList.toggle("active", b.dataset.view === view);
-  history.replaceState(null, "", view === "app" ? "#" : "#" + view.replace("-view", ""));
-  if (view === "app") updateBanner(); else $("setup-banner").hidden = true;
-  await PAGES[view]();
+
+function parseRoute(hash) {
+  const h = hash.replace(/^#/, "");
+  if (h.startsWith("chat/")) {
+    let key = "";
+    try { key = decodeURIComponent(h.slice(5)); } catch { /* a mangled address: the chats */ }
+    return { view: "app", key };
+  }
+  const view = h + "-view";
+  return view in PAGES && view !== "app" ? { view, key: "" } : { view: "app", key: "" };
 }
-$("setup-banner-go").addEventListener("click", () => show("setup-view"));
-for (const b of $("nav").querySelectorAll("button")) b.addEventListener("click", () => show(b.dataset.view));
+
+const hashOf = (view, key) => view !== "app" ? "#" + view.replace("-view", "") : key ? "#chat/" + encodeURIComponent(key) : "#chats";
+
+// navigate shows what hash names as a new history entry (replace: in
+// place of the current one).
+function navigate(hash, replace = false) {
+  if (location.hash !== hash) {
+    if (replace) history.replaceState(null, "", hash); else history.pushState({ workbench: true }, "", hash);
+  }
+  return route(true);
+}
+
+// route shows what the address names; again (a click on the page shown)
+// reloads it, otherwise a route already shown is left as it is (Back
+// fires both popstate and hashchange).
+async function route(again = false) {
+  if (!state.signedIn) return;
+  const { view, key } = parseRoute(location.hash);
+  const id = view + " " + key;
+  if (!again && state.shown === id) return;
+  state.shown = id;
+  for (const p of Object.keys(PAGES)) $(p).hidden = p !== view;
+  for (const b of $("nav").querySelectorAll("button")) b.classList.toggle("active", b.dataset.view === view);
+  if (view === "app") updateBanner(); else $("setup-banner").hidden = true;
+  if (view !== "app") { $("back").hidden = true; return PAGES[view](); }
+  if (key === "temporary" && state.temporary) { showPane(); return loadSessions(); }
+  if (!key || key === "temporary") hidePane();
+  else if (key !== state.key || !$("app").classList.contains("show-pane")) openSession(key);
+  else showPane();
+  return loadSessions();
+}
+
+$("setup-banner-go").addEventListener("click", () => {
+  if ($("setup-banner").dataset.waiting === "true") setupStep("done");
+  navigate("#setup");
+});
+for (const b of $("nav").querySelectorAll("button")) {
+  // Chats comes back to the conversation that was open.
+  b.addEventListener("click", () => navigate(b.dataset.view === "app" && state.temporary ? "#chat/temporary" : hashOf(b.dataset.view, b.dataset.view === "app" ? state.key : "")));
+}
 
 $("login-form").addEventListener("submit", async (e) => {
   e.preventDefault();
@@ -111,7 +162,13 @@ $("login-form").addEventListener("submit", async (e) => {
     $("password").setAttribute("aria-invalid", "true");
   }
 });
-$("logout").addEventListener("click", async () => { await API.logout().catch(() => {}); closeChat(); boot(); });
+$("logout").addEventListener("click", async () => {
+  $("logout").hidden = true;
+  await API.logout().catch(() => {});
+  closeChat();
+  state.key = "";
+  boot();
+});
 
 // ---- phone menu -----------------------------------------------------------
 // Below 720 px the pages are a drop-down behind one button that names the
@@ -151,7 +208,7 @@ async function loadSessions() {
     const text = el("span", "session-text");
     text.append(el("span", "session-title", s.title), el("span", "session-meta", `${s.channel} · ${when(s.updatedAt)}`));
     b.append(text);
-    b.addEventListener("click", () => openSession(s.key));
+    b.addEventListener("click", () => navigate(hashOf("app", s.key)));
     li.append(b);
     ul.append(li);
   }
@@ -168,12 +225,29 @@ function showPane() {
   $("app").classList.add("show-pane");
   $("back").hidden = false;
 }
-$("back").addEventListener("click", () => {
+
+// hidePane closes the conversation: the chats list alone (on a phone).
+function hidePane() {
+  closeChat();
+  state.key = "";
+  state.temporary = false;
   $("app").classList.remove("show-pane");
   $("back").hidden = true;
+  $("pane").classList.remove("temporary");
+  $("pane-title").textContent = "Pick a conversation";
+  $("history").replaceChildren();
+  $("composer").hidden = $("readonly").hidden = $("temp-toggle").hidden = $("rename-form").hidden = true;
+  $("rename").hidden = $("delete").hidden = true;
+  for (const b of document.querySelectorAll(".session")) b.classList.remove("active");
+}
+
+// ← on a phone: back to the list, as the browser's Back does when the
+// conversation was opened from it.
+$("back").addEventListener("click", () => {
+  if (history.state?.workbench) history.back(); else navigate("#chats", true);
 });
 
-async function openSession(key, fresh) {
+async function openSession(key, fresh = false) {
   if (state.key !== key) closeChat();
   state.key = key;
   state.temporary = false;
@@ -186,7 +260,10 @@ async function openSession(key, fresh) {
   showPane();
   let data = { session: { key, channel: "web", chatId: key.slice(4), title: "New conversation", chatable: true }, messages: [] };
   if (!fresh) {
-    try { data = await API.getSession(key); } catch (e) { if (e.status !== 404) { $("history").replaceChildren(el("p", "field-error pad", e.message)); return; } }
+    // Not stored (yet): a new web conversation, as + New starts one.
+    try { data = await API.getSession(key); } catch (e) { if (e.status !== 404) { $("history").replaceChildren(el("p", "field-error pad", e.message)); return; } fresh = key.startsWith("web:"); }
+    if (state.key !== key) return; // another was opened meanwhile
+    $("temp-toggle").hidden = !fresh;
   }
   state.info = data.session;
   $("pane-title").textContent = data.session.title;
@@ -203,7 +280,13 @@ function connectChat(chatId) {
   state.chat = new Chat(chatId, { status: (s) => { $("conn").textContent = s; }, frame: onFrame }, state.temporary);
 }
 
-$("new-topic").addEventListener("click", () => openSession("web:" + newChatId(), true));
+$("new-topic").addEventListener("click", () => {
+  const key = "web:" + newChatId();
+  history.pushState({ workbench: true }, "", hashOf("app", key));
+  state.shown = "app " + key;
+  for (const p of Object.keys(PAGES)) $(p).hidden = p !== "app";
+  openSession(key, true);
+});
 
 // A new chat may be made temporary until its first message: the socket is
 // opened again as a temporary chat under a new id.
@@ -212,6 +295,10 @@ $("temporary").addEventListener("change", () => {
   state.temporary = $("temporary").checked;
   const chatId = newChatId();
   state.key = "web:" + chatId;
+  // A temporary chat has no address of its own: reloaded, it is gone.
+  const hash = state.temporary ? "#chat/temporary" : hashOf("app", state.key);
+  history.replaceState(history.state, "", hash);
+  state.shown = "app " + parseRoute(hash).key;
   $("pane-title").textContent = state.temporary ? "Temporary chat" : "New conversation";
   $("pane").classList.toggle("temporary", state.temporary);
   $("history").replaceChildren(el("p", "muted pad", state.temporary
@@ -290,13 +377,43 @@ function onFrame(f) {
     } else {
       let b = state.streaming.get(f.id);
       if (!b) { b = el("div", "msg bot streaming"); state.streaming.set(f.id, b); h.append(b); }
-      b.textContent = f.text;
+      const approval = APPROVAL.exec(f.text);
+      if (approval) showApproval(b, f.text, approval[1]); else b.textContent = f.text;
     }
     if (f.final && !state.temporary) scheduleReload();
   } else if (f.type === "error") {
     h.append(el("div", "msg error", f.text));
   }
   h.scrollTop = h.scrollHeight;
+}
+
+// An approval request the gateway posts to this chat (tools/approval): not
+// stored with the conversation, so it is rendered here, with the buttons
+// its text speaks of (the answer goes where the channels page sends it).
+const APPROVAL = /^⚠️ Approval needed[\s\S]*`\/deny ([A-Za-z0-9_-]+)`/;
+const DECISIONS = [["Allow once", "once", "once", "Allowed once."], ["Always allow", "always", "always", "Allowed, now and from now on."], ["Deny", "deny", "danger deny", "Denied."]];
+
+function showApproval(b, text, id) {
+  if (b.dataset.approval === id) return; // an edit repeating it
+  b.dataset.approval = id;
+  b.className = "msg bot approval";
+  b.textContent = text;
+  const row = el("div", "approval-actions");
+  for (const [label, decision, cls, done] of DECISIONS) {
+    const btn = el("button", cls, label);
+    btn.type = "button";
+    btn.addEventListener("click", async () => {
+      for (const x of row.querySelectorAll("button")) x.disabled = true;
+      try {
+        await API.answerApproval(id, decision);
+        row.replaceChildren(el("span", "muted", done));
+      } catch (e) {
+        row.replaceChildren(el("span", "field-error", e.message));
+      }
+    });
+    row.append(btn);
+  }
+  API.render(text).then((r) => { b.innerHTML = r.html; }, () => {}).finally(() => b.append(row));
 }
 
 // Once an answer is complete, show the stored turn: Markdown rendered on
@@ -371,14 +488,8 @@ $("delete").addEventListener("click", async () => {
     $("history").append(el("div", "msg error", err.message));
     return;
   }
-  closeChat();
-  state.key = "";
-  $("pane-title").textContent = "Pick a conversation";
-  $("history").replaceChildren();
-  $("composer").hidden = true;
-  $("rename").hidden = $("delete").hidden = true;
   $("delete").textContent = "Delete";
-  await loadSessions();
+  await navigate("#chats", true);
 });
 
 boot();
