@@ -246,15 +246,13 @@ func (c *clusterBackend) services(g *Gateway) []service {
 
 // connectNATS dials the cluster's NATS server. The client reconnects by
 // itself, forever, with jittered waits; disconnects are logged (without
-// credentials). Nothing is buffered while it reconnects: a publish then
-// fails at once (natsbus retries it for up to MaxRetry), so a message the
-// caller was told was not taken (a 503 after the retries) is never sent
-// later from the client's buffer, to be answered besides the retry.
+// credentials). While it reconnects the client buffers what is published
+// (acknowledgements and lease updates rely on that); inbound messages are
+// kept out of that buffer by natsbus.PublishInbound.
 func connectNATS(c configs.NATSConfig, name string, log *slog.Logger) (*nats.Conn, error) {
 	opts := []nats.Option{
 		nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
 		nats.ReconnectJitter(500*time.Millisecond, 2*time.Second), nats.RetryOnFailedConnect(true),
-		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			if err == nil && nc.IsClosed() {
 				return // closed on purpose

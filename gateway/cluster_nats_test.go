@@ -2,56 +2,14 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/nanobot-go/nanobot/configs"
-	"github.com/nanobot-go/nanobot/gateway/natsbus"
-	"github.com/nanobot-go/nanobot/gateway/natsbus/natstest"
-	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
-
-// While NATS is away a publish fails at once, as something to retry, and
-// is never sent later from a buffer: a message the caller was told was not
-// taken must not be answered besides the caller's retry.
-func TestPublishWhileReconnectingIsNotSentLater(t *testing.T) {
-	srv := natstest.Start(t)
-	nc, err := connectNATS(configs.NATSConfig{URL: srv.URL()}, "test", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	srv.Stop()
-	waitfor.True(t, "the client to notice", func() bool { return nc.IsReconnecting() })
-	err = nc.Publish("probe", []byte("while away"))
-	if !errors.Is(err, nats.ErrReconnectBufExceeded) || !natsbus.IsTransient(err) {
-		t.Fatalf("publish while reconnecting: %v, want a transient refusal", err)
-	}
-
-	srv.Restart()
-	waitfor.Within(t, "the client back", 15*time.Second, func() bool { return nc.IsConnected() })
-	watch := srv.Connect(t)
-	sub, err := watch.SubscribeSync("probe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := watch.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Publish("probe", []byte("after")); err != nil {
-		t.Fatal(err)
-	}
-	m, err := sub.NextMsg(5 * time.Second)
-	if err != nil || string(m.Data) != "after" {
-		t.Fatalf("first message after the outage: %v %q, want only the one sent after", err, m.Data)
-	}
-}
 
 // The address logged for the NATS server never carries a token or
 // password given in the URL.

@@ -257,11 +257,20 @@ func (b *Bus) PublishInbound(ctx context.Context, m bus.Inbound) error {
 		return fmt.Errorf("natsbus: encode inbound: %w", err)
 	}
 	subj := b.inSubj + "." + strconv.Itoa(b.Partition(m.Key()))
-	var opts []jetstream.PublishOpt
+	// One id for every attempt of this call: an attempt whose answer was
+	// lost to a disconnect is stored once however often it is retried.
+	id := "in-call-" + rand.Text()
 	if k := inboundDedupKey(m); k != "" {
-		opts = append(opts, jetstream.WithMsgID("in-"+k))
+		id = "in-" + k
 	}
+	opts := []jetstream.PublishOpt{jetstream.WithMsgID(id)}
 	if err := Retry(ctx, func(ctx context.Context) error {
+		if !b.js.Conn().IsConnected() {
+			// Not into the client's reconnect buffer: that would send it
+			// after this call gave up and the sender was told it was not
+			// taken (a 503), to be answered besides the sender's retry.
+			return nats.ErrConnectionReconnecting
+		}
 		_, err := b.js.Publish(ctx, subj, data, opts...)
 		return err
 	}); err != nil {

@@ -661,3 +661,31 @@ func TestLeasesRenewedWhileBalanceIsStuck(t *testing.T) {
 		t.Errorf("owned %v, want [0]", n.Owned())
 	}
 }
+
+// A message published while NATS is away is refused (the caller tells its
+// sender "not taken, retry") and never sent later from the client's
+// reconnect buffer, to be answered besides the sender's retry.
+func TestInboundRefusedWhileAwayIsNotSentLater(t *testing.T) {
+	srv := natstest.Start(t)
+	n := start(t, srv, testOpts("a"), true, false)
+	srv.Stop()
+	waitfor.True(t, "the client to notice", func() bool { return !n.nc.IsConnected() })
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	away := bus.Inbound{Channel: "webhook", ChatID: "P", Content: "while away"} // no message id to dedupe on
+	if err := n.PublishInbound(ctx, away); err == nil {
+		t.Fatal("a publish while NATS was away succeeded")
+	}
+	srv.Restart()
+	waitfor.Within(t, "the client back", 15*time.Second, func() bool { return n.nc.IsConnected() })
+	after := away
+	after.Content = "after"
+	if err := n.PublishInbound(context.Background(), after); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := recv(t, n.Inbound(), 10*time.Second)
+	if !ok || got.Content != "after" {
+		t.Fatalf("first message after the outage %q (%v), want only the one sent after", got.Content, ok)
+	}
+	n.Done(got, false)
+}

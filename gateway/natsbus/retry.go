@@ -19,7 +19,7 @@ func IsTransient(err error) bool {
 	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-		errors.Is(err, nats.ErrReconnectBufExceeded) // nothing is buffered while reconnecting (see gateway.connectNATS)
+		errors.Is(err, nats.ErrReconnectBufExceeded)
 }
 
 // IsUnreachable is IsTransient without context deadlines: errors that
