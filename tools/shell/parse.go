@@ -197,6 +197,7 @@ var wrappers = map[string]map[string]int{
 	"setsid":   {},
 	"chronic":  {},
 	"unbuffer": {},
+	"watch":    {"-n": 1, "--interval": 1},
 	"then":     {}, "do": {}, "else": {}, "elif": {}, "if": {}, "while": {}, "until": {}, "!": {}, "{": {},
 }
 

@@ -28,7 +28,8 @@ const (
 
 // networkProgs reach the network whatever their arguments.
 var networkProgs = set("curl", "wget", "nc", "ncat", "netcat", "socat", "ssh", "scp", "sftp", "ftp", "telnet",
-	"rsync", "aria2c", "http", "https", "xh", "lynx", "w3m", "links", "mosh", "nmap", "ping", "gh", "hub")
+	"rsync", "aria2c", "http", "https", "xh", "lynx", "w3m", "links", "mosh", "nmap", "ping", "gh", "hub",
+	"npx", "bunx", "uvx") // the last fetch a package and run it
 
 // gitNetwork are git subcommands that talk to a remote.
 var gitNetwork = set("clone", "fetch", "pull", "push", "ls-remote", "submodule", "remote")
@@ -41,8 +42,8 @@ var installers = map[string]map[string]bool{
 	"dnf": set("install", "remove", "erase", "update", "upgrade"), "apk": set("add", "del"), "pacman": set("-S", "-Syu", "-R", "-U"),
 	"zypper": set("install", "in", "remove", "rm", "update"), "brew": set("install", "uninstall", "upgrade", "reinstall"),
 	"snap": set("install", "remove"), "flatpak": set("install", "uninstall"), "pip": set("install", "uninstall"), "pip3": set("install", "uninstall"),
-	"pipx": set("install", "uninstall", "inject"), "npm": set("install", "i", "add", "ci", "uninstall", "update"), "pnpm": set("install", "i", "add", "remove", "update"),
-	"yarn": set("install", "add", "remove", "upgrade", "global"), "bun": set("install", "i", "add", "remove"), "gem": set("install", "uninstall", "update"),
+	"pipx": set("install", "uninstall", "inject", "run"), "npm": set("install", "i", "add", "ci", "uninstall", "update"), "pnpm": set("install", "i", "add", "remove", "update", "dlx"),
+	"yarn": set("install", "add", "remove", "upgrade", "global", "dlx"), "bun": set("install", "i", "add", "remove"), "gem": set("install", "uninstall", "update"),
 	"cargo": set("install", "uninstall"), "go": set("install", "get"), "uv": set("add", "remove", "sync", "tool", "pip"),
 	"conda": set("install", "remove", "update", "create"), "mamba": set("install", "remove", "update", "create"), "composer": set("install", "require", "update"),
 }

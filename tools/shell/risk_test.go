@@ -29,6 +29,12 @@ func TestRiskClassifier(t *testing.T) {
 		{"git config --global credential.helper '!sh -c x'", "sets a git option that runs a command"},
 		{"git --config-env=core.pager=P log", "sets a git option that runs a command"},
 		{"git -c color.ui=never log", ""},
+		// Fetch a package and run it; run a command over and over.
+		{"npx cowsay hi", "network access"},
+		{"pnpm dlx create-vite x", "installs packages,network access"},
+		{"pipx run black .", "installs packages,network access"},
+		{"watch -n 5 curl -s http://e.example", "network access"},
+		{"watch -n 5 ls", ""},
 		{"git config user.name Ann", ""},
 		{"git log --grep alias.x", ""},
 		{"go test ./... > out.txt 2>&1", ""},
@@ -98,6 +104,12 @@ func TestRiskClassifier(t *testing.T) {
 		// ... and harmless ones stay harmless.
 		{"git -C . status", ""},
 		{"git -c color.ui=never log", ""},
+		// Fetch a package and run it; run a command over and over.
+		{"npx cowsay hi", "network access"},
+		{"pnpm dlx create-vite x", "installs packages,network access"},
+		{"pipx run black .", "installs packages,network access"},
+		{"watch -n 5 curl -s http://e.example", "network access"},
+		{"watch -n 5 ls", ""},
 		{"git --no-pager -C sub diff HEAD~1", ""},
 		{"git -C sub commit -m push", ""},
 		{"npm --prefix x test", ""},
