@@ -216,6 +216,15 @@ func unwrap(c simpleCmd) simpleCmd {
 		rest := c.words[1:]
 		for len(rest) > 0 && rest[0].redirect == "" {
 			w := rest[0].text
+			if name == "env" && (w == "-S" || w == "--split-string") && len(rest) > 1 {
+				// env -S 'curl x': the string is split into the command.
+				if split := parse(rest[1].text); len(split) > 0 {
+					rest = append(slices.Clone(split[0].words), rest[2:]...)
+				} else {
+					rest = rest[2:]
+				}
+				break
+			}
 			if n, takes := opts[w]; takes {
 				rest = rest[min(1+n, len(rest)):]
 				continue
