@@ -204,9 +204,13 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 		in: make(chan bus.Inbound), out: make(chan bus.Outbound),
 		closing: make(chan struct{}), inflight: map[string]*pending{}, pubFailed: map[string]bool{}, handedBack: map[string]*handedBack{},
 	}
+	if err := b.checkPartitions(ctx); err != nil {
+		return nil, err
+	}
 	for _, sc := range []jetstream.StreamConfig{
 		{Name: b.inStream, Subjects: []string{b.inSubj + ".>"}, Storage: jetstream.FileStorage, Replicas: o.Replicas,
-			Retention: jetstream.WorkQueuePolicy, Duplicates: o.DuplicateWindow},
+			Retention: jetstream.WorkQueuePolicy, Duplicates: o.DuplicateWindow,
+			Metadata: map[string]string{partitionsMeta: strconv.Itoa(o.Partitions)}},
 		{Name: b.outStream, Subjects: []string{b.outSubj + ".>"}, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 			Retention: jetstream.WorkQueuePolicy, Duplicates: o.DuplicateWindow},
 	} {
@@ -465,6 +469,30 @@ func randomID() string {
 // ensureStream creates the stream, or updates it only when its settings
 // differ: every instance calls this at start, and needless updates while
 // other instances create consumers are wasted work for the server.
+// partitionsMeta records cluster.partitions on the inbound stream, so an
+// instance started with another count is told.
+const partitionsMeta = "nanobot.partitions"
+
+// checkPartitions warns when the inbound stream was last set up with
+// another partition count: every instance must use the same (a message's
+// partition would differ between them and its session's order break).
+// Only a warning: changing the count with every worker stopped is how it
+// is changed (docs/cluster.md), and the stream then takes the new count.
+func (b *Bus) checkPartitions(ctx context.Context) error {
+	st, err := b.js.Stream(ctx, b.inStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("natsbus: stream %s: %w", b.inStream, err)
+	}
+	if was := st.CachedInfo().Config.Metadata[partitionsMeta]; was != "" && was != strconv.Itoa(b.opts.Partitions) {
+		b.log.Warn("cluster.partitions differs from the cluster's: every instance must use the same; if any still runs with the old count, messages go to the wrong partitions",
+			"here", b.opts.Partitions, "cluster", was)
+	}
+	return nil
+}
+
 func ensureStream(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) error {
 	_, err := js.CreateStream(ctx, sc)
 	if err == nil || !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
@@ -475,7 +503,8 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, sc jetstream.Stre
 		return err
 	}
 	cur := st.CachedInfo().Config
-	if slices.Equal(cur.Subjects, sc.Subjects) && cur.Retention == sc.Retention && cur.Duplicates == sc.Duplicates && cur.Replicas == sc.Replicas {
+	if slices.Equal(cur.Subjects, sc.Subjects) && cur.Retention == sc.Retention && cur.Duplicates == sc.Duplicates && cur.Replicas == sc.Replicas &&
+		cur.Metadata[partitionsMeta] == sc.Metadata[partitionsMeta] {
 		return nil
 	}
 	_, err = js.UpdateStream(ctx, sc)

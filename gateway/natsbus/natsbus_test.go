@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/nanobot-go/nanobot/bus"
 	"github.com/nanobot-go/nanobot/bus/bustest"
 	"github.com/nanobot-go/nanobot/gateway/natsbus/natstest"
+	"github.com/nanobot-go/nanobot/internal/syncbuf"
 	"github.com/nanobot-go/nanobot/internal/waitfor"
 )
 
@@ -688,4 +691,27 @@ func TestInboundRefusedWhileAwayIsNotSentLater(t *testing.T) {
 		t.Fatalf("first message after the outage %q (%v), want only the one sent after", got.Content, ok)
 	}
 	n.Done(got, false)
+}
+
+// An instance started with another partition count than the cluster's
+// streams were set up with says so.
+func TestOtherPartitionCountWarned(t *testing.T) {
+	srv := natstest.Start(t)
+	start(t, srv, testOpts("a"), false, false)
+	var logs syncbuf.Buffer
+	o := testOpts("b")
+	o.Partitions = 4
+	o.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	start(t, srv, o, false, false)
+	if !strings.Contains(logs.String(), "cluster.partitions differs") || !strings.Contains(logs.String(), "cluster=8") {
+		t.Errorf("no warning about 4 partitions in a cluster of 8:\n%s", logs.String())
+	}
+	var quiet syncbuf.Buffer
+	same := testOpts("c")
+	same.Partitions = 4 // the stream now says 4
+	same.Log = slog.New(slog.NewTextHandler(&quiet, nil))
+	start(t, srv, same, false, false)
+	if strings.Contains(quiet.String(), "differs") {
+		t.Errorf("warned with the same count:\n%s", quiet.String())
+	}
 }
