@@ -23,11 +23,11 @@ func TestPrices(t *testing.T) {
 		{"openai", "o3-pro", nil},                                                  // not a snapshot of o3
 		{"anthropic", "claude-opus-4-5-20251101", nil},                             // not in the table; not priced as opus 4
 		{"anthropic", "claude-sonnet-4-20250514", usd(0.6*3 + 0.4*0.30 + 0.1*15)},
-		{"openrouter", "anthropic/claude-sonnet-4", usd(0.6*3 + 0.4*0.30 + 0.1*15)}, // pass-through
+		{"openrouter", "anthropic/claude-sonnet-4", usd(0.6*3 + 0.4*0.30 + 0.1*15)},   // pass-through
 		{"openrouter", "anthropic/claude-sonnet-4.5", usd(0.6*3 + 0.4*0.30 + 0.1*15)}, // OpenRouter's dotted version
 		{"openrouter", "meta-llama/llama-3.3-70b-instruct", nil},
 		{"openai", "text-embedding-3-small", usd(1 * 0.02)}, // memory_search's embeddings (input only; cached tokens cost input)
-		{"custom", "my-model", usd(1*3 + 0.1*4)}, // no cached price: cached tokens cost input
+		{"custom", "my-model", usd(1*3 + 0.1*4)},            // no cached price: cached tokens cost input
 		{"custom", "other", nil},
 		{"custom", "gpt-4o-mini", usd(0.6*0.15 + 0.4*0.075 + 0.1*0.60)},                  // an endpoint the registry does not know: priced by model
 		{"companyProxy", "gpt-4o-mini-2024-07-18", usd(0.6*0.15 + 0.4*0.075 + 0.1*0.60)}, // a config-named endpoint, dated model
