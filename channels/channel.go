@@ -146,6 +146,15 @@ type StreamEnder interface {
 	StreamEnded(ctx context.Context, ref MessageRef, m bus.Outbound)
 }
 
+// Assembler is a channel whose answer to a request is assembled from what
+// it is sent (the OpenAI-compatible API): each stream's end reaches it
+// whole, with its StreamID, whether or not it was shown, the agent's words
+// between tool calls included whatever sendProgress says (they are part
+// of the answer there).
+type Assembler interface {
+	AssemblesAnswers()
+}
+
 // Limiter is a channel with a message length limit (in characters).
 type Limiter interface {
 	MessageLimit() int

@@ -206,6 +206,12 @@ func (c *Channel) StreamEnded(_ context.Context, _ channels.MessageRef, m bus.Ou
 	}
 }
 
+// AssemblesAnswers implements channels.Assembler: a request's answer is
+// made of the turn's stream ends (see waiter).
+func (c *Channel) AssemblesAnswers() {}
+
+var _ channels.Assembler = (*Channel)(nil)
+
 // editInterval is short: an edit here is a few bytes on an open stream.
 const editInterval = 20 * time.Millisecond
 

@@ -548,11 +548,9 @@ func (w *chatWorker) handle(ctx context.Context, m bus.Outbound) error {
 			st.base = m
 			return w.endDraft(ctx, st, m)
 		}
-		if _, assembles := w.ch.(channels.StreamEnder); assembles && (st == nil || !st.visible()) && !m.Interrupted {
-			// A channel that assembles its answer from stream ends (the
-			// API) takes this one whole, with its StreamID, the agent's
-			// words between tool calls included: they are part of the
-			// answer there, whatever sendProgress says for chats.
+		if _, assembles := w.ch.(channels.Assembler); assembles && (st == nil || !st.visible()) && !m.Interrupted {
+			// The API's answer is made of the stream ends: this one goes
+			// whole, with its StreamID (channels.Assembler).
 			if strings.TrimSpace(m.Content) == "" && !m.Final {
 				return errSkipped
 			}

@@ -518,3 +518,33 @@ func TestFailedEditResendsTheWholeMessage(t *testing.T) {
 		t.Errorf("sent %q then %q; want the stuck message, then the whole answer", sent[0].Content, sent[1].Content)
 	}
 }
+
+// assemblerChannel is the API's kind of channel: its answer is made of the
+// stream ends it is sent.
+type assemblerChannel struct{ *fakeChannel }
+
+func (assemblerChannel) AssemblesAnswers() {}
+
+// The agent's words before a tool call reach an Assembler whole, with
+// their stream's id, even with sendProgress off; a chat gets them only
+// when sendProgress is on.
+func TestAssemblerGetsEveryStreamEnd(t *testing.T) {
+	api := &fakeChannel{name: "api", limit: 4096}
+	chat := &fakeChannel{name: "chat", limit: 4096}
+	out := startDispatcher(t, DispatcherConfig{MaxRetries: 1, RetryBase: time.Millisecond}, assemblerChannel{api}, chat)
+	for _, name := range []string{"api", "chat"} {
+		out <- bus.Outbound{Channel: name, ChatID: "c", Kind: bus.KindStreamEnd, StreamID: "s1", Content: "Let me look."}
+		out <- bus.Outbound{Channel: name, ChatID: "c", Kind: bus.KindStreamEnd, StreamID: "s2", Content: "It is 12:00", Final: true}
+	}
+	finished := func(f *fakeChannel) bool {
+		sent, _ := f.snapshot()
+		return len(sent) > 0 && sent[len(sent)-1].Content == "It is 12:00"
+	}
+	waitfor.True(t, "both answers", func() bool { return finished(api) && finished(chat) })
+	if sent, _ := api.snapshot(); len(sent) != 2 || sent[0].StreamID != "s1" || sent[0].Content != "Let me look." {
+		t.Errorf("the API got %+v, want the words before the tool call with their stream id, then the answer", sent)
+	}
+	if sent, _ := chat.snapshot(); len(sent) != 1 {
+		t.Errorf("a chat with sendProgress off got %+v, want only the answer", sent)
+	}
+}
