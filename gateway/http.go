@@ -124,12 +124,13 @@ func (g *Gateway) announce() {
 	addr := g.ln.Addr().String()
 	base := "http://" + addr
 	g.log.Info("gateway ready", "addr", base, "channels", len(g.chans), "workspace", g.o.Paths.Workspace)
-	switch {
-	case g.signIn && g.owner != nil && g.o.SignInLink:
-		fmt.Fprintf(g.o.Stderr, "workbench: %s/#login=%s\n  (a one-time sign-in link, valid %s; `nanobot webui open` makes another)\n",
-			browserBase(g.ln.Addr()), g.owner.LoginCode(SignInTTL), SignInTTL)
-	case g.signIn && g.owner != nil:
-		fmt.Fprintf(g.o.Stderr, "workbench: %s/ (`nanobot webui open` signs you in with a one-time link)\n", browserBase(g.ln.Addr()))
+	if g.signIn && g.owner != nil {
+		if g.o.SignInLink {
+			fmt.Fprintf(g.o.Stderr, "workbench: %s/#login=%s\n  (a one-time sign-in link, valid %s; `nanobot webui open` makes another)\n",
+				browserBase(g.ln.Addr()), g.owner.LoginCode(SignInTTL), SignInTTL)
+		} else {
+			fmt.Fprintf(g.o.Stderr, "workbench: %s/ (`nanobot webui open` signs you in with a one-time link)\n", browserBase(g.ln.Addr()))
+		}
 	}
 	for _, c := range g.chans {
 		if n, ok := c.(channels.Noticer); ok {

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/nanobot-go/nanobot/agent/templates"
@@ -86,47 +84,6 @@ func runWizard(ctx context.Context, a *app, in io.Reader, out io.Writer, refresh
 	}
 	fmt.Fprintf(out, "Workspace %s is ready. Next: `nanobot gateway` (or `nanobot gateway --background`), then `nanobot status`.\n", reloaded.Paths.Workspace)
 	return nil
-}
-
-// validateConfig loads data as the gateway would, from a file beside path,
-// and refuses it when it does not load, or when it enables a channel the
-// start could not build that the file as it was (before; nil: none) did
-// not: an edit must not stop the gateway, but need not fix what it found.
-func validateConfig(path string, before, data []byte) error {
-	after, err := loadBeside(path, data)
-	if err != nil {
-		return err
-	}
-	problems := channelProblems(&after.Config)
-	if len(problems) > 0 && before != nil {
-		if was, err := loadBeside(path, before); err == nil {
-			for name := range channelProblems(&was.Config) {
-				delete(problems, name)
-			}
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(problems)) {
-		return problems[name] // the gateway would not start with it
-	}
-	return nil
-}
-
-// loadBeside loads data as the config file would be loaded, from a
-// temporary file in path's folder (relative paths mean the same).
-func loadBeside(path string, data []byte) (*configs.Loaded, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), ".config-check-*.json")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
-	}
-	return configs.Load(configs.Options{Path: f.Name(), Platforms: platformTypes()})
 }
 
 // provider asks for the model provider, its key (checked) and the model.
